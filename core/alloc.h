@@ -1,0 +1,25 @@
+/* tapegrad: the one place the library asks the system for memory.
+ *
+ * Every heap allocation of tapegrad goes through tg_malloc / tg_calloc /
+ * tg_realloc / tg_free, so tests can count allocations (a training step after
+ * the first must make none) and make the n-th one fail (every failure path
+ * must report an error and leak nothing).
+ */
+#ifndef TAPEGRAD_ALLOC_H
+#define TAPEGRAD_ALLOC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+void *tg_malloc(size_t n);
+void *tg_calloc(size_t count, size_t size);
+void *tg_realloc(void *p, size_t n);
+void tg_free(void *p);
+char *tg_strdup(const char *s);
+
+/* Number of successful tg_malloc/tg_calloc/tg_realloc calls so far. */
+uint64_t tg_alloc_count(void);
+/* Make the n-th allocation from now fail (1 = the next one); 0 disables. */
+void tg_alloc_fail_at(uint64_t n);
+
+#endif

@@ -1,0 +1,99 @@
+/* tapegrad: every core op. Each returns its output (a new arena tensor, or a
+ * view where said), or NULL with the tape's error set; a NULL input gives NULL
+ * and keeps the first message. Forward and backward of each op sit side by
+ * side in core/ops_<family>.c. */
+#ifndef TAPEGRAD_OPS_H
+#define TAPEGRAD_OPS_H
+
+#include "core/mask.h"
+#include "core/rng.h"
+#include "core/tape.h"
+
+/* ---- matmul (core/ops_matmul.c) ------------------------------------------
+ * out = op(a) @ op(b) + bias, op = transpose when TG_TRANS_A / TG_TRANS_B.
+ * a is [..., M, K] (or [..., K, M] with TG_TRANS_A), 2-D to 4-D.
+ * b is [K, N] (or [N, K] with TG_TRANS_B): 2-D broadcast over a's batch dims,
+ *   or with the same batch dims as a (batched).
+ * bias is [N] or NULL. out is [..., M, N]. Through cblas gemm. */
+enum { TG_TRANS_A = 1, TG_TRANS_B = 2 };
+tg_tensor *tg_matmul(tg_tape *t, tg_tensor *a, tg_tensor *b, tg_tensor *bias, unsigned flags);
+
+/* ---- elementwise (core/ops_elementwise.c) --------------------------------
+ * add/sub/mul: b has a's shape, or is 1-D [C] with C = a's last dim
+ * (broadcast over rows, as a bias). */
+tg_tensor *tg_add(tg_tape *t, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_sub(tg_tape *t, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_mul(tg_tape *t, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_scale(tg_tape *t, tg_tensor *a, double s);
+tg_tensor *tg_relu(tg_tape *t, tg_tensor *a);
+/* GELU, erf form (PyTorch's default approximate='none'). */
+tg_tensor *tg_gelu(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_tanh(tg_tape *t, tg_tensor *a);
+/* Sum / mean of all elements: a 0-d tensor. */
+tg_tensor *tg_sum(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_mean(tg_tape *t, tg_tensor *a);
+
+/* ---- shape (core/ops_shape.c) ---------------------------------------------
+ * reshape is a VIEW: it shares data and grad with a (no node, no copy); a -1
+ * dim is inferred. Every other shape op writes a new tensor. */
+tg_tensor *tg_reshape(tg_tape *t, tg_tensor *a, int ndim, const int *shape);
+/* out.shape[i] = a.shape[perm[i]]; perm has a->ndim entries. */
+tg_tensor *tg_permute(tg_tape *t, tg_tensor *a, const int *perm);
+tg_tensor *tg_transpose(tg_tape *t, tg_tensor *a, int d0, int d1);
+/* [B, L, H*dk] -> [B, H, L, dk] and back. */
+tg_tensor *tg_split_heads(tg_tape *t, tg_tensor *x, int n_heads);
+tg_tensor *tg_merge_heads(tg_tape *t, tg_tensor *x);
+/* Concatenate n tensors along the last dim (all other dims equal). */
+tg_tensor *tg_concat(tg_tape *t, tg_tensor *const *xs, int n);
+/* a[..., start:start+len] along the last dim. */
+tg_tensor *tg_slice(tg_tape *t, tg_tensor *a, int start, int len);
+
+/* ---- softmax (core/ops_softmax.c) ---------------- */
+
+/* Softmax over the last dim, stable (row max subtracted). */
+tg_tensor *tg_softmax(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_log_softmax(tg_tape *t, tg_tensor *a);
+/* softmax(a * scale + mask) over the last dim of scores a [B, H, Lq, Lk]
+ * (3-D [B, Lq, Lk] and 2-D [Lq, Lk] are read as B = 1 and/or H = 1).
+ * Masked entries get exactly zero weight; a row with every key masked is all
+ * zeros (PyTorch gives NaN there). mask may be NULL. */
+tg_tensor *tg_softmax_masked(tg_tape *t, tg_tensor *a, const tg_mask *mask, double scale);
+
+/* ---- normalisation (core/ops_norm.c) --------------------------------------
+ * LayerNorm over the last dim C: x [..., C], weight and bias [C] (either may
+ * be NULL), eps as torch.nn.LayerNorm (biased variance). */
+tg_tensor *tg_layernorm(tg_tape *t, tg_tensor *x, tg_tensor *weight, tg_tensor *bias, double eps);
+
+/* ---- indexing (core/ops_index.c) -------------------------------------------
+ * Rows of weight [V, D] picked by ids [B*T] (each checked in [0, V)): out is
+ * [B, T, D]. Backward scatter-adds (repeated ids accumulate). */
+tg_tensor *tg_embedding(tg_tape *t, tg_tensor *weight, const int32_t *ids, int B, int T);
+
+/* ---- losses (core/ops_loss.c) ----------------------------------------------
+ * Mean cross-entropy of logits [..., V] (rows N = all but the last dim) with
+ * int32 targets [N]; targets equal to ignore_index are skipped; the mean is
+ * over the others (0 when all are ignored). Fused log-softmax + NLL. */
+#define TG_IGNORE (-100)
+tg_tensor *tg_cross_entropy(tg_tape *t, tg_tensor *logits, const int32_t *targets, int ignore_index);
+
+/* ---- dropout (core/ops_dropout.c) -----------------------------------------
+ * Zeroes each element with probability p and scales the rest by 1/(1-p);
+ * identity (a itself, no node) when p == 0 or the tape is not training. */
+tg_tensor *tg_dropout(tg_tape *t, tg_tensor *a, double p, tg_rng *rng);
+
+/* ---- fused scaled-dot-product attention (core/ops_attention.c) -----------
+ * out = softmax(Q K^T * scale + mask) V, for q [B, H, Lq, dk], k [B, H, Lk, dk],
+ * v [B, H, Lk, dv]; out [B, H, Lq, dv]. scale <= 0 means 1/sqrt(dk).
+ * Attention dropout (p, rng) applies to the weights when training.
+ * When weights != NULL, *weights receives the attention weights
+ * [B, H, Lq, Lk] (after masking, before dropout). */
+typedef struct tg_sdpa_opts {
+    const tg_mask *mask;     /* NULL: no mask */
+    double scale;            /* <= 0: 1/sqrt(dk) */
+    double dropout;          /* probability, 0 = off */
+    tg_rng *rng;             /* required when dropout > 0 */
+} tg_sdpa_opts;
+tg_tensor *tg_sdpa(tg_tape *t, tg_tensor *q, tg_tensor *k, tg_tensor *v,
+                   const tg_sdpa_opts *opts, tg_tensor **weights);
+
+#endif

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The README's test command: installs what is missing, then builds and runs
+# the whole suite three ways (float32, double, float32 + ASan/UBSan) and ends
+# with one "N passed, N failed" line per build. Exit status 0 only if all pass.
+# Usage: scripts/test.sh [build-root]   (default: ./build)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=${1:-build}
+scripts/setup.sh || { echo "setup failed"; exit 1; }
+jobs=$(nproc 2>/dev/null || echo 2)
+
+declare -A summary
+status=0
+run_build() { # name, cmake flags...
+  local name=$1; shift
+  local dir="$root/$name"
+  echo "== $name: configure and build ($dir)"
+  if ! cmake -S . -B "$dir" "$@" >"$dir.configure.log" 2>&1; then
+    cat "$dir.configure.log"; summary[$name]="0 passed, 1 failed"; status=1; return
+  fi
+  if ! cmake --build "$dir" -j"$jobs" >"$dir.build.log" 2>&1; then
+    tail -40 "$dir.build.log"; summary[$name]="0 passed, 1 failed"; status=1; return
+  fi
+  echo "== $name: test"
+  (cd "$dir" && ctest --output-on-failure -j"$jobs") | tee "$dir.test.log"
+  local line passed failed total
+  line=$(grep -E "tests passed, [0-9]+ tests failed out of" "$dir.test.log" | tail -1)
+  if [ -z "$line" ]; then summary[$name]="0 passed, 1 failed"; status=1; return; fi
+  failed=$(sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\1/' <<<"$line")
+  total=$(sed -E 's/.* out of ([0-9]+).*/\1/' <<<"$line")
+  passed=$((total - failed))
+  summary[$name]="$passed passed, $failed failed"
+  [ "$failed" -eq 0 ] || status=1
+}
+
+mkdir -p "$root"
+run_build float32 -DCMAKE_BUILD_TYPE=Release
+run_build double -DCMAKE_BUILD_TYPE=Release -DTAPEGRAD_DOUBLE=ON
+run_build sanitize -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTAPEGRAD_SANITIZE=ON -DTAPEGRAD_EXAMPLES=ON
+
+echo
+for name in float32 double sanitize; do echo "$name: ${summary[$name]}"; done
+exit $status

@@ -1,0 +1,177 @@
+/* matmul and elementwise ops: values on hand-computed cases, gradchecks,
+ * and rejection of bad shapes. */
+#include <string.h>
+
+#include "test_util.h"
+
+static tg_tape *T;
+static tg_rng R;
+static void setup(void)
+{
+    T = tg_tape_new();
+    tg_rng_seed(&R, 42);
+}
+static void teardown(void) { tg_tape_free(T); }
+TestSuite(ops, .init = setup, .fini = teardown);
+
+/* a [2,3] = 1..6, b [3,2] = 1..6: a b = [[22,28],[49,64]] */
+Test(ops, matmul_each_transpose_flag)
+{
+    tg_real av[] = {1, 2, 3, 4, 5, 6}, bv[] = {1, 2, 3, 4, 5, 6};
+    tg_real at[] = {1, 4, 2, 5, 3, 6}, bt[] = {1, 3, 5, 2, 4, 6};  /* transposed copies */
+    const tg_real want[] = {22, 28, 49, 64};
+    tg_tensor *a = tg_tensor_from(T, av, 2, (int[]){2, 3}), *b = tg_tensor_from(T, bv, 2, (int[]){3, 2});
+    tg_tensor *aT = tg_tensor_from(T, at, 2, (int[]){3, 2}), *bT = tg_tensor_from(T, bt, 2, (int[]){2, 3});
+    tg_tensor *outs[] = {tg_matmul(T, a, b, NULL, 0), tg_matmul(T, aT, b, NULL, TG_TRANS_A),
+                         tg_matmul(T, a, bT, NULL, TG_TRANS_B),
+                         tg_matmul(T, aT, bT, NULL, TG_TRANS_A | TG_TRANS_B)};
+    for (int k = 0; k < 4; k++) {
+        cr_assert_not_null(outs[k], "%s", tg_tape_error(T));
+        cr_assert_eq(outs[k]->ndim, 2);
+        cr_assert_eq(outs[k]->shape[0], 2);
+        cr_assert_eq(outs[k]->shape[1], 2);
+        for (int i = 0; i < 4; i++) cr_assert_eq(outs[k]->data[i], want[i], "flags %d elem %d", k, i);
+    }
+}
+
+Test(ops, matmul_bias_and_batched)
+{
+    tg_real av[12], bv[6] = {1, 0, 0, 1, 1, 1}, bias[] = {10, 20};
+    for (int i = 0; i < 12; i++) av[i] = (tg_real)i;
+    tg_tensor *a = tg_tensor_from(T, av, 3, (int[]){2, 2, 3});
+    tg_tensor *b = tg_tensor_from(T, bv, 2, (int[]){3, 2});
+    tg_tensor *c = tg_tensor_from(T, bias, 1, (int[]){2});
+    tg_tensor *out = tg_matmul(T, a, b, c, 0);
+    cr_assert_not_null(out);
+    cr_assert_eq(out->ndim, 3);
+    /* row r = [x0, x1, x2] -> [x0 + x2 + 10, x1 + x2 + 20] */
+    for (int r = 0; r < 4; r++) {
+        cr_assert_eq(out->data[2 * r], av[3 * r] + av[3 * r + 2] + 10);
+        cr_assert_eq(out->data[2 * r + 1], av[3 * r + 1] + av[3 * r + 2] + 20);
+    }
+    /* batched right operand: each batch has its own b */
+    tg_real b2v[12];
+    for (int i = 0; i < 12; i++) b2v[i] = (tg_real)(i % 5);
+    tg_tensor *b2 = tg_tensor_from(T, b2v, 3, (int[]){2, 3, 2});
+    tg_tensor *o2 = tg_matmul(T, a, b2, NULL, 0);
+    cr_assert_not_null(o2);
+    for (int bi = 0; bi < 2; bi++)
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 2; j++) {
+                tg_real s = 0;
+                for (int k = 0; k < 3; k++) s += av[bi * 6 + i * 3 + k] * b2v[bi * 6 + k * 2 + j];
+                cr_assert_eq(o2->data[bi * 4 + i * 2 + j], s);
+            }
+}
+
+Test(ops, matmul_rejects_bad_shapes)
+{
+    tg_tensor *a = tg_tensor_zeros(T, 3, (int[]){32, 16, 64}), *b = tg_tensor_zeros(T, 2, (int[]){48, 64});
+    cr_assert_not_null(tg_matmul(T, a, b, NULL, TG_TRANS_B), "%s", tg_tape_error(T));
+    tg_tensor *b2 = tg_tensor_zeros(T, 2, (int[]){48, 63});
+    cr_assert_null(tg_matmul(T, a, b2, NULL, TG_TRANS_B));
+    cr_assert_str_eq(tg_tape_error(T), "tg_matmul: inner dimensions differ: a [32,16,64] @ b [48,63]^T");
+    /* sticky: a NULL input keeps the first message */
+    cr_assert_null(tg_add(T, NULL, a));
+    cr_assert_str_eq(tg_tape_error(T), "tg_matmul: inner dimensions differ: a [32,16,64] @ b [48,63]^T");
+    tg_tape_reset(T);
+    a = tg_tensor_zeros(T, 3, (int[]){2, 3, 4});
+    tg_tensor *bb = tg_tensor_zeros(T, 3, (int[]){3, 4, 5});
+    cr_assert_null(tg_matmul(T, a, bb, NULL, 0));
+    cr_assert(strstr(tg_tape_error(T), "batch dimensions differ"), "%s", tg_tape_error(T));
+    tg_tape_reset(T);  /* tensors made before a reset are gone */
+    a = tg_tensor_zeros(T, 3, (int[]){2, 3, 4});
+    tg_tensor *bias = tg_tensor_zeros(T, 1, (int[]){7});
+    cr_assert_null(tg_matmul(T, a, tg_tensor_zeros(T, 2, (int[]){4, 5}), bias, 0));
+    cr_assert(strstr(tg_tape_error(T), "bias [7]"), "%s", tg_tape_error(T));
+    tg_tape_reset(T);
+    a = tg_tensor_zeros(T, 3, (int[]){2, 3, 4});
+    cr_assert_null(tg_matmul(T, tg_tensor_zeros(T, 1, (int[]){4}), a, NULL, 0));
+    cr_assert(strstr(tg_tape_error(T), "at least 2 dims"), "%s", tg_tape_error(T));
+}
+
+struct mm_ctx { unsigned flags; bool bias; };
+static tg_tensor *f_matmul(tg_tape *t, tg_tensor **in, void *ctx)
+{
+    struct mm_ctx *c = ctx;
+    return tg_matmul(t, in[0], in[1], c->bias ? in[2] : NULL, c->flags);
+}
+
+Test(ops, gradcheck_matmul_all_flags_2d_3d_4d)
+{
+    /* op(a) [.., 3, 4], op(b) [4, 5] */
+    for (unsigned flags = 0; flags < 4; flags++)
+        for (int nd = 2; nd <= 4; nd++)
+            for (int batched_b = 0; batched_b < (nd > 2 ? 2 : 1); batched_b++) {
+                int sa[4] = {2, 2, 0, 0}, sb[4] = {2, 2, 0, 0};
+                sa[nd - 2] = flags & TG_TRANS_A ? 4 : 3;
+                sa[nd - 1] = flags & TG_TRANS_A ? 3 : 4;
+                int bnd = batched_b ? nd : 2;
+                sb[bnd - 2] = flags & TG_TRANS_B ? 5 : 4;
+                sb[bnd - 1] = flags & TG_TRANS_B ? 4 : 5;
+                tg_tensor *in[3] = {tu_rand(&R, -1, 1, nd, sa), tu_rand(&R, -1, 1, bnd, sb),
+                                    tu_rand(&R, -1, 1, 1, (int[]){5})};
+                struct mm_ctx c = {flags, batched_b == 0};
+                tu_gradcheck(f_matmul, &c, in, 3);
+                tu_free_all(in, 3);
+            }
+}
+
+static tg_tensor *f_add(tg_tape *t, tg_tensor **in, void *c) { (void)c; return tg_add(t, in[0], in[1]); }
+static tg_tensor *f_sub(tg_tape *t, tg_tensor **in, void *c) { (void)c; return tg_sub(t, in[0], in[1]); }
+static tg_tensor *f_mul(tg_tape *t, tg_tensor **in, void *c) { (void)c; return tg_mul(t, in[0], in[1]); }
+static tg_tensor *f_scale(tg_tape *t, tg_tensor **in, void *c) { (void)c; return tg_scale(t, in[0], -2.5); }
+static tg_tensor *f_relu(tg_tape *t, tg_tensor **in, void *c) { (void)c; return tg_relu(t, in[0]); }
+static tg_tensor *f_gelu(tg_tape *t, tg_tensor **in, void *c) { (void)c; return tg_gelu(t, in[0]); }
+static tg_tensor *f_tanh(tg_tape *t, tg_tensor **in, void *c) { (void)c; return tg_tanh(t, in[0]); }
+static tg_tensor *f_sum(tg_tape *t, tg_tensor **in, void *c) { (void)c; return tg_sum(t, tg_mul(t, in[0], in[0])); }
+static tg_tensor *f_mean(tg_tape *t, tg_tensor **in, void *c) { (void)c; return tg_mean(t, tg_tanh(t, in[0])); }
+
+Test(ops, gradcheck_elementwise)
+{
+    tg_gradcheck_fn binary[] = {f_add, f_sub, f_mul};
+    for (int k = 0; k < 3; k++)
+        for (int bcast = 0; bcast < 2; bcast++) {
+            tg_tensor *in[2] = {tu_rand(&R, -1, 1, 3, (int[]){2, 3, 4}),
+                                bcast ? tu_rand(&R, -1, 1, 1, (int[]){4}) : tu_rand(&R, -1, 1, 3, (int[]){2, 3, 4})};
+            tu_gradcheck(binary[k], NULL, in, 2);
+            tu_free_all(in, 2);
+        }
+    tg_gradcheck_fn unary[] = {f_scale, f_relu, f_gelu, f_tanh, f_sum, f_mean};
+    for (int k = 0; k < 6; k++) {
+        tg_tensor *x = tu_rand(&R, -2, 2, 2, (int[]){3, 5});
+        for (size_t i = 0; i < x->size; i++)  /* keep relu away from its kink at 0 */
+            if (fabs((double)x->data[i]) < 0.1) x->data[i] = 0.5;
+        tu_gradcheck(unary[k], NULL, &x, 1);
+        tg_tensor_free(x);
+    }
+}
+
+Test(ops, elementwise_values)
+{
+    tg_real av[] = {-1, 0.5, 2}, bv[] = {3, -4, 0.25};
+    tg_tensor *a = tg_tensor_from(T, av, 1, (int[]){3}), *b = tg_tensor_from(T, bv, 1, (int[]){3});
+    tg_tensor *s = tg_add(T, a, b), *d = tg_sub(T, a, b), *m = tg_mul(T, a, b), *r = tg_relu(T, a);
+    tg_tensor *g = tg_gelu(T, a), *sum = tg_sum(T, a), *mean = tg_mean(T, b);
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(s->data[i], av[i] + bv[i]);
+        cr_assert_eq(d->data[i], av[i] - bv[i]);
+        cr_assert_eq(m->data[i], av[i] * bv[i]);
+        cr_assert_eq(r->data[i], av[i] > 0 ? av[i] : 0);
+        tu_close(g->data[i], 0.5 * av[i] * (1 + erf(av[i] / sqrt(2.0))), TU_TOL);
+    }
+    cr_assert_eq(sum->ndim, 0);
+    tu_close(sum->data[0], 1.5, TU_TOL);
+    tu_close(mean->data[0], -0.25, TU_TOL);
+    tu_close(g->data[0], -0.15865525393145707, 1e-6);  /* torch.nn.functional.gelu(-1) */
+}
+
+Test(ops, elementwise_rejects_bad_shapes)
+{
+    tg_tensor *a = tg_tensor_zeros(T, 2, (int[]){2, 3}), *b = tg_tensor_zeros(T, 2, (int[]){3, 2});
+    cr_assert_null(tg_mul(T, a, b));
+    cr_assert_str_eq(tg_tape_error(T), "tg_mul: shapes differ: a [2,3], b [3,2] (b must match a or be [3])");
+    tg_tape_reset(T);
+    cr_assert_null(tg_relu(T, NULL));
+    cr_assert_str_eq(tg_tape_error(T), "tg_relu: input is NULL");
+}

@@ -1,0 +1,46 @@
+/* Shared helpers for the Criterion suites: random tensors and a gradcheck
+ * assertion that prints the worst element when it fails. */
+#ifndef TAPEGRAD_TEST_UTIL_H
+#define TAPEGRAD_TEST_UTIL_H
+
+#include <criterion/criterion.h>
+#include <math.h>
+
+#include "tapegrad.h"
+
+/* A heap tensor with uniform values in [lo, hi) from rng, requires_grad set. */
+static inline tg_tensor *tu_rand(tg_rng *rng, double lo, double hi, int ndim, const int *shape)
+{
+    tg_tensor *x = tg_tensor_alloc(ndim, shape);
+    cr_assert_not_null(x);
+    for (size_t i = 0; i < x->size; i++) x->data[i] = (tg_real)(lo + (hi - lo) * tg_rng_uniform(rng));
+    x->requires_grad = true;
+    return x;
+}
+
+
+/* Runs tg_gradcheck with the precision's default tolerances and fails the
+ * test with the worst element when the check fails. */
+#define tu_gradcheck(f, ctx, inputs, n)                                                    \
+    do {                                                                                   \
+        tg_gradcheck_result r_ = tg_gradcheck((f), (ctx), (inputs), (n), NULL);            \
+        cr_assert(r_.ok, "%s", r_.message);                                                \
+    } while (0)
+
+static inline void tu_free_all(tg_tensor **xs, int n)
+{
+    for (int i = 0; i < n; i++) tg_tensor_free(xs[i]);
+}
+
+/* Tolerance for comparing against values computed independently. */
+#ifdef TAPEGRAD_DOUBLE
+#define TU_TOL 1e-12
+#else
+#define TU_TOL 1e-5
+#endif
+
+#define tu_close(a, b, tol)                                                                 \
+    cr_assert(fabs((double)(a) - (double)(b)) <= (tol) * (1 + fabs((double)(b))),          \
+              "%s = %.10g, expected %.10g", #a, (double)(a), (double)(b))
+
+#endif
