@@ -94,11 +94,9 @@ tg_tensor *tg_params_add(tg_params *p, const char *name, int ndim, const int *sh
     if (!data) goto oom;
     p->data = data;
     tg_real *grad = grow(p->grad, p->numel, p->numel + size);
-    if (!grad) {
-        repoint(p);  /* data has moved */
-        goto oom;
-    }
-    p->grad = grad;
+    if (grad) p->grad = grad;
+    repoint(p);  /* the buffers may have moved, whatever fails next */
+    if (!grad) goto oom;
     tg_tensor *x = tg_calloc(1, sizeof *x);
     char *nm = tg_strdup(name);
     if (!x || !nm) {

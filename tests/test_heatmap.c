@@ -1,0 +1,293 @@
+/* PNG rendering: canvas primitives, attention heatmaps, line and bar plots.
+ * Each image is written to a fresh temp dir, decoded again with stb_image
+ * and checked for its size and content. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <stb/stb_image.h>
+
+#include "nn/canvas.h"
+#include "nn/heatmap.h"
+#include "nn/plot.h"
+
+#define BAD_PATH "/nonexistent/dir/x.png"
+
+typedef struct {
+    int w, h;
+    unsigned char *px; /* [h, w, 3] */
+} image;
+
+static char tmp_dir[64];
+static char tmp_path[128];
+
+static void make_tmp_dir(void)
+{
+    snprintf(tmp_dir, sizeof tmp_dir, "/tmp/tg_heatmap_XXXXXX");
+    cr_assert_not_null(mkdtemp(tmp_dir));
+}
+
+static void remove_tmp_dir(void)
+{
+    rmdir(tmp_dir); /* fails (harmlessly) if a test left a file behind */
+}
+
+TestSuite(png, .init = make_tmp_dir, .fini = remove_tmp_dir);
+
+static const char *tmp_file(const char *name)
+{
+    snprintf(tmp_path, sizeof tmp_path, "%s/%s", tmp_dir, name);
+    return tmp_path;
+}
+
+/* Decodes path as RGB and deletes the file. */
+static image load_png(const char *path)
+{
+    image im = {0, 0, NULL};
+    int comp = 0;
+    im.px = stbi_load(path, &im.w, &im.h, &comp, 3);
+    cr_assert_not_null(im.px, "cannot decode %s: %s", path, stbi_failure_reason());
+    remove(path);
+    return im;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int distinct_colors(const image *im)
+{
+    size_t n = (size_t)im->w * im->h;
+    uint32_t *keys = malloc(n * sizeof *keys);
+    cr_assert_not_null(keys);
+    for (size_t i = 0; i < n; i++)
+        keys[i] = (uint32_t)im->px[3 * i] << 16 | (uint32_t)im->px[3 * i + 1] << 8 |
+                  im->px[3 * i + 2];
+    qsort(keys, n, sizeof *keys, cmp_u32);
+    int distinct = n > 0;
+    for (size_t i = 1; i < n; i++) distinct += keys[i] != keys[i - 1];
+    free(keys);
+    return distinct;
+}
+
+static long count_color(const image *im, tg_rgb c)
+{
+    long n = 0;
+    for (size_t i = 0; i < (size_t)im->w * im->h; i++)
+        n += im->px[3 * i] == c.r && im->px[3 * i + 1] == c.g && im->px[3 * i + 2] == c.b;
+    return n;
+}
+
+Test(png, viridis_endpoints_and_clamping)
+{
+    tg_rgb lo = tg_viridis(0.0), mid = tg_viridis(0.5), hi = tg_viridis(1.0);
+    cr_assert(lo.r == 68 && lo.g == 1 && lo.b == 84, "viridis(0) = %d,%d,%d", lo.r, lo.g, lo.b);
+    cr_assert(abs(mid.r - 33) <= 2 && abs(mid.g - 145) <= 2 && abs(mid.b - 140) <= 2,
+              "viridis(0.5) = %d,%d,%d", mid.r, mid.g, mid.b);
+    cr_assert(hi.r == 253 && hi.g == 231 && hi.b == 37, "viridis(1) = %d,%d,%d", hi.r, hi.g, hi.b);
+    tg_rgb below = tg_viridis(-3.0), above = tg_viridis(7.0), nan = tg_viridis(NAN);
+    cr_assert(below.r == lo.r && below.g == lo.g && below.b == lo.b);
+    cr_assert(above.r == hi.r && above.g == hi.g && above.b == hi.b);
+    cr_assert(nan.r == lo.r && nan.g == lo.g && nan.b == lo.b);
+}
+
+Test(png, canvas_text_line_and_save)
+{
+    cr_assert_eq(tg_text_width("", 1), 0);
+    cr_assert_eq(tg_text_width("L0", 2), 2 * tg_text_width("L0", 1));
+    cr_assert_gt(tg_text_width("L0 H2", 1), tg_text_width("L0", 1));
+    cr_assert_eq(tg_text_width("\xff\x01", 1), tg_text_width("??", 1), "non-ASCII draws as '?'");
+    cr_assert_null(tg_canvas_new(0, 10, (tg_rgb){0, 0, 0}));
+
+    tg_canvas *c = tg_canvas_new(40, 20, (tg_rgb){255, 255, 255});
+    cr_assert_not_null(c);
+    tg_canvas_line(c, -100, -50, 100, 70, 1, (tg_rgb){0, 0, 255}); /* clipped */
+    tg_canvas_line(c, 0, 19, 39, 19, 1, (tg_rgb){255, 0, 0});
+    tg_canvas_text(c, 2, 2, "Hi", 1, (tg_rgb){0, 128, 0});
+    tg_canvas_text_up(c, 30, 18, "up", 1, (tg_rgb){0, 128, 0});
+    char err[256] = "";
+    cr_assert_eq(tg_canvas_save_png(c, tmp_file("c.png"), err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tg_canvas_save_png(c, BAD_PATH, err, sizeof err), -1);
+    cr_assert(strstr(err, BAD_PATH), "message names the file: %s", err);
+    tg_canvas_free(c);
+
+    image im = load_png(tmp_file("c.png"));
+    cr_assert_eq(im.w, 40);
+    cr_assert_eq(im.h, 20);
+    cr_assert_eq(count_color(&im, (tg_rgb){255, 0, 0}), 40, "bottom row is a full red line");
+    cr_assert_gt(count_color(&im, (tg_rgb){0, 128, 0}), 10, "text is drawn");
+    cr_assert_gt(count_color(&im, (tg_rgb){0, 0, 255}), 10, "clipped line is drawn");
+    stbi_image_free(im.px);
+}
+
+enum { NL = 2, NH = 3, LQ = 8, LK = 8 };
+
+/* Reverse-task attention: every query looks at the mirrored key. Layer 1
+ * uses out-of-range values (2 and -1) that must clamp to the same colours. */
+static void anti_diagonal(tg_real *w)
+{
+    for (int l = 0; l < NL; l++)
+        for (int h = 0; h < NH; h++)
+            for (int i = 0; i < LQ; i++)
+                for (int j = 0; j < LK; j++) {
+                    int on = j == LK - 1 - i;
+                    tg_real v = l == 0 ? (on ? 1 : 0) : (on ? 2 : -1);
+                    w[((l * NH + h) * LQ + i) * LK + j] = v;
+                }
+}
+
+Test(png, heatmap_grid_of_heads)
+{
+    static tg_real w[NL * NH * LQ * LK];
+    anti_diagonal(w);
+    const char *toks[LQ] = {"<bos>", "the", "cat", "sat", "on", NULL, "mat", "<eos>"};
+    char err[256] = "";
+    const char *path = tmp_file("heat.png");
+    cr_assert_eq(tg_heatmap_png(path, w, NL, NH, LQ, LK, toks, NULL, err, sizeof err), 0, "%s", err);
+
+    image im = load_png(path);
+    const int s = 24; /* 192 / 8, see nn/heatmap.h */
+    cr_assert_gt(im.w, NH * LK * s, "width %d holds 3 heads of 8 x 24 px", im.w);
+    cr_assert_gt(im.h, NL * LQ * s, "height %d holds 2 layers of 8 x 24 px", im.h);
+    cr_assert_lt(im.w, 4000);
+    cr_assert_lt(im.h, 4000);
+    cr_assert_gt(im.w, im.h, "3 heads side by side, 2 layers stacked");
+    cr_assert_gt(distinct_colors(&im), 50, "cells, labels and colorbar gradient");
+
+    /* Crisp nearest upscaling: every 1.0 entry is an exact s x s square of
+     * viridis(1); the colorbar adds at most a few rows of it. */
+    long bright = count_color(&im, tg_viridis(1.0));
+    long expect = (long)NL * NH * LQ * s * s;
+    cr_assert(bright >= expect && bright <= expect + 64, "bright px %ld, expected %ld", bright,
+              expect);
+    long dark = count_color(&im, tg_viridis(0.0));
+    long expect_dark = (long)NL * NH * LQ * (LK - 1) * s * s;
+    cr_assert(dark >= expect_dark && dark <= expect_dark + 64, "dark px %ld, expected %ld", dark,
+              expect_dark);
+    stbi_image_free(im.px);
+}
+
+Test(png, heatmap_rejects_bad_arguments)
+{
+    static tg_real w[NL * NH * LQ * LK];
+    char err[256];
+    cr_assert_eq(tg_heatmap_png(NULL, w, NL, NH, LQ, LK, NULL, NULL, err, sizeof err), -1);
+    cr_assert(strstr(err, "path"), "%s", err);
+    cr_assert_eq(tg_heatmap_png(tmp_file("x.png"), NULL, NL, NH, LQ, LK, NULL, NULL, err,
+                                sizeof err), -1);
+    cr_assert(strstr(err, "weights"), "%s", err);
+    cr_assert_eq(tg_heatmap_png(tmp_file("x.png"), w, NL, NH, 0, LK, NULL, NULL, err, sizeof err),
+                 -1);
+    cr_assert(strstr(err, "Lq=0"), "%s", err);
+    cr_assert_eq(tg_heatmap_png(tmp_file("x.png"), w, -1, NH, LQ, LK, NULL, NULL, err, sizeof err),
+                 -1);
+    cr_assert(strstr(err, "n_layers=-1"), "%s", err);
+    cr_assert_eq(tg_heatmap_png(tmp_file("x.png"), w, NL, NH, 100000, LK, NULL, NULL, err,
+                                sizeof err), -1);
+    cr_assert(strstr(err, "too large"), "%s", err);
+    cr_assert_eq(tg_heatmap_png(tmp_file("x.png"), w, 64, 64, 2000, 2000, NULL, NULL, err,
+                                sizeof err), -1);
+    cr_assert(strstr(err, "do not fit"), "%s", err);
+    cr_assert_eq(tg_heatmap_png(BAD_PATH, w, NL, NH, LQ, LK, NULL, NULL, err, sizeof err), -1);
+    cr_assert(strstr(err, BAD_PATH) && strstr(err, "No such file"), "%s", err);
+    cr_assert_eq(tg_heatmap_png(NULL, w, NL, NH, LQ, LK, NULL, NULL, NULL, 0), -1, "err optional");
+    cr_assert_eq(access(tmp_file("x.png"), F_OK), -1, "nothing written on bad arguments");
+}
+
+enum { STEPS = 500 };
+
+Test(png, line_plot_with_sparse_right_axis)
+{
+    static double x[STEPS], loss[STEPS], val[STEPS], acc[STEPS];
+    for (int i = 0; i < STEPS; i++) {
+        x[i] = i;
+        loss[i] = 2.5 * exp(-i / 100.0) + 0.05;
+        val[i] = i % 50 == 0 ? 2.6 * exp(-i / 110.0) + 0.1 : NAN; /* sparse */
+        acc[i] = i % 50 == 0 ? 1.0 - exp(-i / 120.0) : NAN;
+    }
+    tg_plot_series s[3] = {{"train loss", x, loss, STEPS, false},
+                           {"val loss", x, val, STEPS, false},
+                           {"val accuracy", x, acc, STEPS, true}};
+    char err[256] = "";
+    const char *path = tmp_file("lines.png");
+    cr_assert_eq(tg_plot_lines_png(path, "loss", "step", s, 3, err, sizeof err), 0, "%s", err);
+
+    image im = load_png(path);
+    cr_assert_eq(im.w, 960);
+    cr_assert_eq(im.h, 600);
+    cr_assert_geq(distinct_colors(&im), 6, "white, ink, grid and three series");
+    /* NaN gaps are bridged: the sparse series is a line, not 10 markers
+     * (10 markers + legend swatch alone are ~600 px). */
+    cr_assert_gt(count_color(&im, (tg_rgb){255, 127, 14}), 1200);
+    cr_assert_gt(count_color(&im, (tg_rgb){44, 160, 44}), 1200);
+    cr_assert_gt(count_color(&im, (tg_rgb){31, 119, 180}), 1200);
+    stbi_image_free(im.px);
+}
+
+Test(png, line_plot_rejects_bad_arguments)
+{
+    double y[3] = {1, 2, 3};
+    tg_plot_series ok = {"y", NULL, y, 3, false}, bad = {"y", NULL, NULL, 3, false};
+    char err[256];
+    cr_assert_eq(tg_plot_lines_png(NULL, NULL, NULL, &ok, 1, err, sizeof err), -1);
+    cr_assert(strstr(err, "path"), "%s", err);
+    cr_assert_eq(tg_plot_lines_png(tmp_file("x.png"), NULL, NULL, &ok, 0, err, sizeof err), -1);
+    cr_assert(strstr(err, "series"), "%s", err);
+    cr_assert_eq(tg_plot_lines_png(tmp_file("x.png"), NULL, NULL, &bad, 1, err, sizeof err), -1);
+    cr_assert(strstr(err, "y NULL"), "%s", err);
+    cr_assert_eq(tg_plot_lines_png(BAD_PATH, NULL, NULL, &ok, 1, err, sizeof err), -1);
+    cr_assert(strstr(err, BAD_PATH), "%s", err);
+    cr_assert_eq(access(tmp_file("x.png"), F_OK), -1);
+}
+
+Test(png, line_plot_all_nan_still_renders)
+{
+    double y[4] = {NAN, NAN, INFINITY, NAN};
+    tg_plot_series s = {NULL, NULL, y, 4, false};
+    char err[256] = "";
+    const char *path = tmp_file("nan.png");
+    cr_assert_eq(tg_plot_lines_png(path, "diverged", NULL, &s, 1, err, sizeof err), 0, "%s", err);
+    image im = load_png(path);
+    cr_assert_eq(im.w, 960);
+    stbi_image_free(im.px);
+}
+
+Test(png, bar_chart_with_negative_values)
+{
+    const char *labels[5] = {"matmul", "softmax", "layernorm", NULL, "adam"};
+    double v[5] = {12.5, 3.2, -4.1, 25.0, 0.25};
+    char err[256] = "";
+    const char *path = tmp_file("bars.png");
+    cr_assert_eq(tg_plot_bars_png(path, "speedup", labels, v, 5, err, sizeof err), 0, "%s", err);
+
+    image im = load_png(path);
+    cr_assert_eq(im.w, 960);
+    cr_assert_eq(im.h, 600);
+    cr_assert_geq(distinct_colors(&im), 5);
+    long pos = count_color(&im, (tg_rgb){31, 119, 180});
+    long neg = count_color(&im, (tg_rgb){255, 127, 14});
+    cr_assert_gt(neg, 500, "the negative bar hangs below zero");
+    cr_assert_gt(pos, 5 * neg, "positive bars are together ~10x the negative one");
+    stbi_image_free(im.px);
+}
+
+Test(png, bar_chart_rejects_bad_arguments)
+{
+    double v[2] = {1, 2};
+    char err[256];
+    cr_assert_eq(tg_plot_bars_png(NULL, NULL, NULL, v, 2, err, sizeof err), -1);
+    cr_assert(strstr(err, "path"), "%s", err);
+    cr_assert_eq(tg_plot_bars_png(tmp_file("x.png"), NULL, NULL, NULL, 2, err, sizeof err), -1);
+    cr_assert(strstr(err, "values NULL"), "%s", err);
+    cr_assert_eq(tg_plot_bars_png(tmp_file("x.png"), NULL, NULL, v, 0, err, sizeof err), -1);
+    cr_assert(strstr(err, "got 0"), "%s", err);
+    cr_assert_eq(tg_plot_bars_png(BAD_PATH, NULL, NULL, v, 2, err, sizeof err), -1);
+    cr_assert(strstr(err, BAD_PATH), "%s", err);
+    cr_assert_eq(access(tmp_file("x.png"), F_OK), -1);
+}
