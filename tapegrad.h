@@ -10,5 +10,8 @@
 #include "core/rng.h"
 #include "core/tape.h"
 #include "core/tensor.h"
+#include "core/io.h"
+#include "nn/nn.h"
+#include "optim/optim.h"
 
 #endif

@@ -14,6 +14,8 @@
  * entries; an entry of -INFINITY there counts as masked.
  * Masked entries get exactly zero weight and zero gradient; a query row with
  * no visible key gets all-zero weights (PyTorch gives NaN).
+ * The ops refuse key_lens outside [0, Lk], a negative window, keep_batched
+ * without keep, and NaN or +inf in additive.
  * The arrays are read during the forward call and copied when needed for
  * backward, so the caller may free them after the op returns.
  */

@@ -86,7 +86,11 @@ tg_tensor *tg_dropout(tg_tape *t, tg_tensor *a, double p, tg_rng *rng);
  * v [B, H, Lk, dv]; out [B, H, Lq, dv]. scale <= 0 means 1/sqrt(dk).
  * Attention dropout (p, rng) applies to the weights when training.
  * When weights != NULL, *weights receives the attention weights
- * [B, H, Lq, Lk] (after masking, before dropout). */
+ * [B, H, Lq, Lk] (after masking, before dropout): a plain arena tensor to
+ * read, valid until tg_tape_reset; no gradient flows back from it.
+ * opts may be NULL (no mask, default scale, no dropout); an rng is required
+ * when dropout > 0 and the tape is training. Dropout draws one number per weight in (b,h,i,j)
+ * order, masked or not, so the stream does not depend on the mask. */
 typedef struct tg_sdpa_opts {
     const tg_mask *mask;     /* NULL: no mask */
     double scale;            /* <= 0: 1/sqrt(dk) */

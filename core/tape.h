@@ -59,7 +59,8 @@ const char *tg_tape_error(const tg_tape *t);
 void tg_tape_clear_error(tg_tape *t);
 
 /* Seeds d loss = 1 (loss must have one element) and runs every node's
- * backward, last to first. 0 on success; -1 when loss is NULL, not a scalar,
+ * backward, last to first. A second call on the same tape replays every node
+ * again and accumulates again: reset (or use another tape) between passes. 0 on success; -1 when loss is NULL, not a scalar,
  * or anomaly mode found a NaN/Inf (tg_tape_error says which). */
 int tg_backward(tg_tape *t, tg_tensor *loss);
 /* Same with a given seed gradient, shaped like out. */

@@ -2,10 +2,10 @@
 #include "nn/heatmap.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "core/error.h"
 #include "nn/canvas.h"
 
 #define MAX_SIDE 4000   /* image width and height limit, px */
@@ -38,17 +38,6 @@ typedef struct {
     int cb_x, cb_y, cb_h;
     int w, h;
 } hm_layout;
-
-static int set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 /* The text of label i into buf (LABEL_BUF bytes). */
 static void label_text(const char *const *labels, int i, char *buf)
@@ -203,18 +192,18 @@ static void draw_colorbar(tg_canvas *c, const hm_layout *o)
 static int validate(const char *path, const tg_real *weights,
                     const hm_args *a, char *err, size_t errlen)
 {
-    if (!path) return set_err(err, errlen, "tg_heatmap_png: path is NULL");
+    if (!path) return tg_set_err(err, errlen, "tg_heatmap_png: path is NULL");
     if (!weights)
-        return set_err(err, errlen, "tg_heatmap_png: weights is NULL ('%s')",
+        return tg_set_err(err, errlen, "tg_heatmap_png: weights is NULL ('%s')",
                        path);
     if (a->n_layers <= 0 || a->n_heads <= 0 || a->Lq <= 0 || a->Lk <= 0)
-        return set_err(err, errlen,
+        return tg_set_err(err, errlen,
                        "tg_heatmap_png: sizes must be positive: n_layers=%d "
                        "n_heads=%d Lq=%d Lk=%d ('%s')",
                        a->n_layers, a->n_heads, a->Lq, a->Lk, path);
     if (a->n_layers > TG_HEATMAP_MAX_GRID || a->n_heads > TG_HEATMAP_MAX_GRID ||
         a->Lq > TG_HEATMAP_MAX_LEN || a->Lk > TG_HEATMAP_MAX_LEN)
-        return set_err(err, errlen,
+        return tg_set_err(err, errlen,
                        "tg_heatmap_png: too large: n_layers=%d n_heads=%d "
                        "(max %d) Lq=%d Lk=%d (max %d) ('%s')",
                        a->n_layers, a->n_heads, TG_HEATMAP_MAX_GRID, a->Lq,
@@ -231,14 +220,14 @@ int tg_heatmap_png(const char *path, const tg_real *weights, int n_layers,
 
     hm_layout o;
     if (!choose_layout(&a, &o))
-        return set_err(err, errlen,
+        return tg_set_err(err, errlen,
                        "tg_heatmap_png: %d layers x %d heads of %d x %d do not "
                        "fit in %d x %d px ('%s')",
                        n_layers, n_heads, Lq, Lk, MAX_SIDE, MAX_SIDE, path);
 
     tg_canvas *c = tg_canvas_new(o.w, o.h, WHITE);
     if (!c)
-        return set_err(err, errlen,
+        return tg_set_err(err, errlen,
                        "tg_heatmap_png: out of memory for a %d x %d image "
                        "('%s')", o.w, o.h, path);
     size_t per = (size_t)Lq * (size_t)Lk;

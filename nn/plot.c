@@ -2,11 +2,11 @@
 #include "nn/plot.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/error.h"
 #include "nn/canvas.h"
 
 #define TS 2            /* text scale of everything but tiny bar labels */
@@ -28,17 +28,6 @@ static const tg_rgb PALETTE[10] = {
 
 typedef struct { double lo, hi, step; } axis; /* ticks lo, lo+step .. hi */
 typedef struct { int x, y, w, h; } rect;      /* the plotting area */
-
-static int set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 static int max_i(int a, int b) { return a > b ? a : b; }
 
@@ -212,12 +201,12 @@ static int validate_series(const tg_plot_series *ss, int n_series,
                            const char *path, char *err, size_t errlen)
 {
     if (!ss || n_series <= 0 || n_series > TG_PLOT_MAX_SERIES)
-        return set_err(err, errlen,
+        return tg_set_err(err, errlen,
                        "tg_plot_lines_png: need 1..%d series, got %d%s ('%s')",
                        TG_PLOT_MAX_SERIES, n_series, ss ? "" : " (NULL)", path);
     for (int k = 0; k < n_series; k++)
         if (ss[k].n < 0 || (ss[k].n > 0 && !ss[k].y))
-            return set_err(err, errlen,
+            return tg_set_err(err, errlen,
                            "tg_plot_lines_png: series %d: n=%d, y %s ('%s')",
                            k, ss[k].n, ss[k].y ? "set" : "NULL", path);
     return 0;
@@ -255,14 +244,14 @@ int tg_plot_lines_png(const char *path, const char *title, const char *x_label,
                       const tg_plot_series *series, int n_series, char *err,
                       size_t errlen)
 {
-    if (!path) return set_err(err, errlen, "tg_plot_lines_png: path is NULL");
+    if (!path) return tg_set_err(err, errlen, "tg_plot_lines_png: path is NULL");
     if (validate_series(series, n_series, path, err, errlen)) return -1;
     lines_frame f;
     lines_frame_init(series, n_series, title, x_label, &f);
     const rect *r = &f.r;
 
     tg_canvas *c = tg_canvas_new(LINES_W, LINES_H, WHITE);
-    if (!c) return set_err(err, errlen, "tg_plot_lines_png: out of memory ('%s')", path);
+    if (!c) return tg_set_err(err, errlen, "tg_plot_lines_png: out of memory ('%s')", path);
     draw_x_axis(c, &f.ax, r);
     draw_y_axis(c, &f.ayl, r, r->x - 1, -1, 1);
     if (f.has_right) draw_y_axis(c, &f.ayr, r, r->x + r->w, 1, 0);
@@ -376,16 +365,16 @@ int tg_plot_bars_png(const char *path, const char *title,
                      const char *const *labels, const double *values, int n,
                      char *err, size_t errlen)
 {
-    if (!path) return set_err(err, errlen, "tg_plot_bars_png: path is NULL");
+    if (!path) return tg_set_err(err, errlen, "tg_plot_bars_png: path is NULL");
     if (!values || n <= 0 || n > TG_PLOT_MAX_BARS)
-        return set_err(err, errlen,
+        return tg_set_err(err, errlen,
                        "tg_plot_bars_png: need 1..%d values, got %d%s ('%s')",
                        TG_PLOT_MAX_BARS, n, values ? "" : " (values NULL)", path);
     bars_frame f;
     bars_frame_init(title, labels, values, n, &f);
 
     tg_canvas *c = tg_canvas_new(f.w, f.h, WHITE);
-    if (!c) return set_err(err, errlen, "tg_plot_bars_png: out of memory ('%s')", path);
+    if (!c) return tg_set_err(err, errlen, "tg_plot_bars_png: out of memory ('%s')", path);
     draw_y_axis(c, &f.ay, &f.r, f.r.x - 1, -1, 1);
     draw_bars(c, &f, labels, values, n);
     tg_canvas_fill_rect(c, f.r.x, to_px(0.0, &f.ay, f.r.y, f.r.h, 1), f.r.w, 1, INK);

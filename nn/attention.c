@@ -1,0 +1,237 @@
+/* tapegrad: multi-head attention, per-head and fused (see nn/attention.h). */
+#include "nn/attention.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *const proj_names[3] = {"q_proj", "k_proj", "v_proj"};
+
+static int check_config(const tg_mha_config *c, const char *name, char *err, size_t errlen)
+{
+    const char *why = NULL;
+    if (c->n_heads <= 0 || c->n_heads > TG_MHA_MAX_HEADS) why = "n_heads must be in [1, 64]";
+    else if (c->d_model <= 0) why = "d_model must be > 0";
+    else if (c->d_head < 0) why = "d_head must be >= 0 (0: d_model / n_heads)";
+    else if (c->d_head == 0 && c->d_model % c->n_heads) why = "d_model must divide by n_heads when d_head is 0";
+    else if (!(c->dropout >= 0 && c->dropout < 1)) why = "dropout must be in [0, 1)";
+    else if (c->mode != TG_MHA_FUSED && c->mode != TG_MHA_PER_HEAD) why = "mode must be TG_MHA_FUSED or TG_MHA_PER_HEAD";
+    if (!why) return 0;
+    if (errlen) snprintf(err, errlen, "tg_mha '%s': %s (n_heads %d, d_model %d, d_head %d, dropout %g)",
+                         name, why, c->n_heads, c->d_model, c->d_head, c->dropout);
+    return -1;
+}
+
+/* The [d_head, D] block of projection s (0 q, 1 k, 2 v) of head h, or its
+ * [d_head] bias (NULL without biases), in either storage mode. */
+static tg_real *proj_block(const tg_mha *m, int s, int h, bool bias)
+{
+    const tg_mha_config *c = &m->cfg;
+    if (c->mode == TG_MHA_PER_HEAD) {
+        const tg_mha_head *hd = &m->heads[h];
+        tg_tensor *x = bias ? (s == 0 ? hd->bq : s == 1 ? hd->bk : hd->bv)
+                            : (s == 0 ? hd->wq : s == 1 ? hd->wk : hd->wv);
+        return x ? x->data : NULL;
+    }
+    size_t row = (size_t)s * c->n_heads * c->d_head + (size_t)h * c->d_head;
+    if (bias) return m->in_proj_bias ? m->in_proj_bias->data + row : NULL;
+    return m->in_proj_weight->data + row * c->d_model;
+}
+
+static int add_params(tg_mha *m, tg_params *p, const char *prefix, char *err, size_t errlen)
+{
+    const tg_mha_config *c = &m->cfg;
+    int E = c->n_heads * c->d_head, D = c->d_model, dh = c->d_head;
+    if (c->mode == TG_MHA_FUSED) {
+        m->in_proj_weight = tg_nn_param(p, prefix, "in_proj_weight", 2, (int[]){3 * E, D}, err, errlen);
+        if (!m->in_proj_weight) return -1;
+        if (c->bias && !(m->in_proj_bias = tg_nn_param(p, prefix, "in_proj_bias", 1, (int[]){3 * E}, err, errlen)))
+            return -1;
+        return 0;
+    }
+    for (int h = 0; h < c->n_heads; h++) {
+        tg_mha_head *hd = &m->heads[h];
+        tg_tensor **w[3] = {&hd->wq, &hd->wk, &hd->wv}, **b[3] = {&hd->bq, &hd->bk, &hd->bv};
+        for (int s = 0; s < 3; s++) {
+            char sub[TG_NN_NAME_MAX], proj[48];
+            snprintf(proj, sizeof proj, "heads.%d.%s", h, proj_names[s]);
+            if (tg_nn_name(sub, prefix, proj, err, errlen)) return -1;
+            if (!(*w[s] = tg_nn_param(p, sub, "weight", 2, (int[]){dh, D}, err, errlen))) return -1;
+            if (c->bias && !(*b[s] = tg_nn_param(p, sub, "bias", 1, (int[]){dh}, err, errlen))) return -1;
+        }
+    }
+    return 0;
+}
+
+int tg_mha_init(tg_mha *m, tg_params *p, const char *prefix, const tg_mha_config *cfg, tg_rng *rng,
+                char *err, size_t errlen)
+{
+    memset(m, 0, sizeof *m);
+    snprintf(m->name, sizeof m->name, "%s", prefix ? prefix : "");
+    if (check_config(cfg, m->name, err, errlen)) return -1;
+    m->cfg = *cfg;
+    if (m->cfg.d_head == 0) m->cfg.d_head = cfg->d_model / cfg->n_heads;
+    int E = m->cfg.n_heads * m->cfg.d_head, D = m->cfg.d_model, dh = m->cfg.d_head;
+    char sub[TG_NN_NAME_MAX];
+    if (add_params(m, p, prefix, err, errlen) || tg_nn_name(sub, prefix, "out_proj", err, errlen) ||
+        tg_linear_init(&m->out_proj, p, sub, E, D, m->cfg.bias, NULL, err, errlen))
+        return -1;
+    if (!rng) return 0;
+    /* xavier_uniform_ over the packed [3E, D] matrix, drawn row by row: in
+     * per-head mode too, so both modes get the same numbers */
+    double bound = tg_xavier_bound(D, 3 * E);
+    for (int s = 0; s < 3; s++)
+        for (int h = 0; h < m->cfg.n_heads; h++) {
+            tg_real *w = proj_block(m, s, h, false);
+            for (size_t i = 0; i < (size_t)dh * D; i++) w[i] = (tg_real)(bound * (2 * tg_rng_uniform(rng) - 1));
+        }
+    double ob = tg_linear_init_bound(E);
+    tg_init_uniform(m->out_proj.weight, -ob, ob, rng);
+    return 0;
+}
+
+int tg_mha_copy_weights(tg_mha *dst, const tg_mha *src)
+{
+    const tg_mha_config *a = &dst->cfg, *b = &src->cfg;
+    if (a->n_heads != b->n_heads || a->d_model != b->d_model || a->d_head != b->d_head || a->bias != b->bias)
+        return -1;
+    size_t dh = (size_t)a->d_head, D = (size_t)a->d_model;
+    for (int s = 0; s < 3; s++)
+        for (int h = 0; h < a->n_heads; h++) {
+            memcpy(proj_block(dst, s, h, false), proj_block(src, s, h, false), dh * D * sizeof(tg_real));
+            if (a->bias) memcpy(proj_block(dst, s, h, true), proj_block(src, s, h, true), dh * sizeof(tg_real));
+        }
+    memcpy(dst->out_proj.weight->data, src->out_proj.weight->data, src->out_proj.weight->size * sizeof(tg_real));
+    if (a->bias) memcpy(dst->out_proj.bias->data, src->out_proj.bias->data, src->out_proj.bias->size * sizeof(tg_real));
+    return 0;
+}
+
+/* ---- forward ------------------------------------------------------------------ */
+
+/* Rows [row0, row0+n) of w [R, C] (or [R]) as a tensor sharing w's data and
+ * grad, so GEMMs on the view accumulate into w's grad. */
+static tg_tensor *rows_view(tg_tape *t, tg_tensor *w, int row0, int n)
+{
+    if (!w) return NULL;
+    if (w->requires_grad && tg_tape_recording(t) && !tg_grad(t, w)) return NULL;  /* share a real grad */
+    tg_tensor *v = tg_arena_alloc(t, sizeof *v, "tg_mha in_proj view");
+    if (!v) return NULL;
+    size_t cols = w->ndim == 2 ? (size_t)w->shape[1] : 1, off = (size_t)row0 * cols;
+    *v = *w;
+    v->owns_data = false;
+    v->name = NULL;
+    v->data = w->data + off;
+    v->grad = w->grad ? w->grad + off : NULL;
+    v->shape[0] = n;
+    v->size = (size_t)n * cols;
+    return v;
+}
+
+/* Dropout only while training (tg_sdpa would want an rng even in eval). */
+static tg_sdpa_opts sdpa_opts(tg_tape *t, const tg_mha *m, const tg_mask *mask, tg_rng *rng)
+{
+    double p = tg_tape_training(t) ? m->cfg.dropout : 0;
+    return (tg_sdpa_opts){.mask = mask, .scale = 0, .dropout = p, .rng = rng};
+}
+
+/* Fused: packed projections -> [B, H, L, dh] -> one sdpa -> [B, Lq, E] */
+static tg_tensor *fused_heads(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor *xkv,
+                              const tg_mask *mask, tg_rng *rng, tg_tensor **weights)
+{
+    int H = m->cfg.n_heads, E = H * m->cfg.d_head;
+    tg_tensor *q, *k, *v;
+    if (xq == xkv) {  /* self-attention: one GEMM, [B, L, 3E] */
+        tg_tensor *qkv = tg_matmul(t, xq, m->in_proj_weight, m->in_proj_bias, TG_TRANS_B);
+        q = tg_slice(t, qkv, 0, E);
+        k = tg_slice(t, qkv, E, E);
+        v = tg_slice(t, qkv, 2 * E, E);
+    } else {          /* cross: Q rows on xq [B, Lq, E], K/V rows on xkv [B, Lk, 2E] */
+        tg_tensor *b = m->in_proj_bias;
+        q = tg_matmul(t, xq, rows_view(t, m->in_proj_weight, 0, E), b ? rows_view(t, b, 0, E) : NULL,
+                      TG_TRANS_B);
+        tg_tensor *kv = tg_matmul(t, xkv, rows_view(t, m->in_proj_weight, E, 2 * E),
+                                  b ? rows_view(t, b, E, 2 * E) : NULL, TG_TRANS_B);
+        k = tg_slice(t, kv, 0, E);
+        v = tg_slice(t, kv, E, E);
+    }
+    q = tg_split_heads(t, q, H);
+    k = tg_split_heads(t, k, H);
+    v = tg_split_heads(t, v, H);
+    tg_sdpa_opts o = sdpa_opts(t, m, mask, rng);
+    tg_tensor *att = tg_sdpa(t, q, k, v, &o, weights);
+    return tg_merge_heads(t, att);
+}
+
+/* Per-head: H x (three [B, L, dh] GEMMs -> sdpa on [B, 1, L, dh]) -> concat [B, Lq, E] */
+static tg_tensor *per_head(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor *xkv,
+                           const tg_mask *mask, tg_rng *rng, tg_tensor **weights)
+{
+    int H = m->cfg.n_heads, dh = m->cfg.d_head, B = xq->shape[0], Lq = xq->shape[1], Lk = xkv->shape[1];
+    tg_tensor *outs[TG_MHA_MAX_HEADS], *ws[TG_MHA_MAX_HEADS];
+    tg_sdpa_opts o = sdpa_opts(t, m, mask, rng);
+    for (int h = 0; h < H; h++) {
+        const tg_mha_head *hd = &m->heads[h];
+        tg_tensor *q = tg_matmul(t, xq, hd->wq, hd->bq, TG_TRANS_B);
+        tg_tensor *k = tg_matmul(t, xkv, hd->wk, hd->bk, TG_TRANS_B);
+        tg_tensor *v = tg_matmul(t, xkv, hd->wv, hd->bv, TG_TRANS_B);
+        q = tg_reshape(t, q, 4, (int[]){B, 1, Lq, dh});
+        k = tg_reshape(t, k, 4, (int[]){B, 1, Lk, dh});
+        v = tg_reshape(t, v, 4, (int[]){B, 1, Lk, dh});
+        tg_tensor *w = NULL;
+        tg_tensor *a = tg_sdpa(t, q, k, v, &o, weights ? &w : NULL);
+        outs[h] = tg_reshape(t, a, 3, (int[]){B, Lq, dh});
+        if (weights) ws[h] = tg_reshape(t, w, 2, (int[]){B, Lq * Lk});
+        if (!outs[h]) return NULL;
+    }
+    if (weights) {  /* H x [B, Lq*Lk] -> [B, H*Lq*Lk] = [B, H, Lq, Lk] */
+        *weights = tg_reshape(t, tg_concat(t, ws, H), 4, (int[]){B, H, Lq, Lk});
+        if (!*weights) return NULL;
+    }
+    return tg_concat(t, outs, H);
+}
+
+/* [B, Lq, E] * (per column: head_mask of its head) when some head is off */
+static tg_tensor *apply_head_mask(tg_tape *t, const tg_mha *m, tg_tensor *o, const uint8_t *head_mask)
+{
+    int H = m->cfg.n_heads, dh = m->cfg.d_head;
+    bool all_on = true;
+    for (int h = 0; h < H && head_mask; h++) all_on = all_on && head_mask[h];
+    if (all_on || !o) return o;
+    tg_tensor *keep = tg_new(t, "tg_mha head mask", 1, (int[]){H * dh});
+    if (!keep) return NULL;
+    for (int h = 0; h < H; h++)
+        for (int i = 0; i < dh; i++) keep->data[h * dh + i] = head_mask[h] ? 1 : 0;
+    return tg_mul(t, o, keep);
+}
+
+static bool check_inputs(tg_tape *t, const tg_mha *m, const tg_tensor *xq, const tg_tensor *xkv, tg_rng *rng)
+{
+    char sq[TG_SHAPE_STR], sk[TG_SHAPE_STR];
+    int D = m->cfg.d_model;
+    if (xq->ndim != 3 || xq->shape[2] != D || xkv->ndim != 3 || xkv->shape[2] != D ||
+        xkv->shape[0] != xq->shape[0]) {
+        tg_fail(t, "tg_mha '%s': inputs must be xq [B, Lq, %d] and xkv [B, Lk, %d], got xq %s, xkv %s",
+                m->name, D, D, tg_shape_str(xq, sq), tg_shape_str(xkv, sk));
+        return false;
+    }
+    if (m->cfg.dropout > 0 && tg_tape_training(t) && !rng) {
+        tg_fail(t, "tg_mha '%s': dropout %g while training needs an rng", m->name, m->cfg.dropout);
+        return false;
+    }
+    return true;
+}
+
+tg_tensor *tg_mha_forward(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor *xkv,
+                          const tg_mask *mask, const uint8_t *head_mask, tg_rng *rng,
+                          tg_tensor **weights)
+{
+    if (weights) *weights = NULL;
+    if (!t) return NULL;
+    if (!xq || !xkv) return tg_fail_null(t, "tg_mha");
+    if (!check_inputs(t, m, xq, xkv, rng)) return NULL;
+    tg_tensor *o = m->cfg.mode == TG_MHA_FUSED ? fused_heads(t, m, xq, xkv, mask, rng, weights)
+                                               : per_head(t, m, xq, xkv, mask, rng, weights);
+    o = apply_head_mask(t, m, o, head_mask);
+    tg_tensor *out = tg_linear_forward(t, &m->out_proj, o);
+    if (!out && weights) *weights = NULL;
+    return out;
+}

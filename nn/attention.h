@@ -1,0 +1,97 @@
+/* tapegrad: multi-head attention, per-head and fused (DESIGN.md section 8).
+ *
+ * With E = n_heads * d_head and scale 1/sqrt(d_head), for each head h:
+ *     Q_h = xq  W_h^Q^T + b_h^Q        [B, Lq, d_head]
+ *     K_h = xkv W_h^K^T + b_h^K        [B, Lk, d_head]
+ *     V_h = xkv W_h^V^T + b_h^V        [B, Lk, d_head]
+ *     O_h = softmax(Q_h K_h^T * scale + mask) V_h       (dropout on the weights)
+ *     out = concat_h(head_mask[h] * O_h) W^O^T + b^O    [B, Lq, d_model]
+ * The two modes compute this same function from differently stored weights:
+ *   TG_MHA_FUSED     "<prefix>.in_proj_weight" [3E, D], "<prefix>.in_proj_bias"
+ *                    [3E] (rows: all heads' Q, then K, then V; head h owns rows
+ *                    h*d_head .. of each third: torch.nn.MultiheadAttention's
+ *                    layout). Self-attention is one GEMM for Q, K and V; then
+ *                    split heads, one tg_sdpa over all heads, merge heads.
+ *   TG_MHA_PER_HEAD  "<prefix>.heads.<h>.{q,k,v}_proj.weight" [d_head, D] and
+ *                    ".bias" [d_head]: each head computed on its own (tg_sdpa on
+ *                    [B, 1, L, d_head]), then tg_concat. A head can be read,
+ *                    frozen or pruned alone.
+ * Both: "<prefix>.out_proj.weight" [D, E], "<prefix>.out_proj.bias" [D].
+ * bias = false drops all four kinds of bias.
+ *
+ * Init (PyTorch's nn.MultiheadAttention): the packed [3E, D] Q/K/V weight ~
+ * xavier_uniform_, Q/K/V biases 0, out_proj.weight as nn.Linear (U(+-1/sqrt(E))),
+ * out_proj.bias 0. Per-head mode draws the same numbers in the same order, so
+ * the same seed gives the same function in both modes.
+ *
+ * Cross-attention in fused mode reads Q from the first E rows of in_proj and
+ * K, V from the other 2E rows through views that share the parameter's data
+ * and grad (one set of parameters, two GEMMs).
+ *
+ * Head mask: head h with head_mask[h] == 0 has its output multiplied by 0
+ * before out_proj: it contributes nothing and its Q/K/V parameters get exactly
+ * zero gradient (its attention weights are still computed and returned).
+ * A query row with every key masked gets all-zero weights and a zero head
+ * output (so out = b^O there), never NaN; PyTorch gives NaN.
+ * Dropout: the two modes draw different random masks, so they agree only
+ * without dropout (or with the tape not training).
+ */
+#ifndef TAPEGRAD_NN_ATTENTION_H
+#define TAPEGRAD_NN_ATTENTION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/mask.h"
+#include "core/ops.h"
+#include "core/params.h"
+#include "nn/linear.h"
+
+#define TG_MHA_MAX_HEADS 64
+
+typedef enum tg_mha_mode { TG_MHA_FUSED = 0, TG_MHA_PER_HEAD = 1 } tg_mha_mode;
+
+typedef struct tg_mha_config {
+    int n_heads;
+    int d_model;        /* D: input and output width */
+    int d_head;         /* 0: d_model / n_heads (must divide); any value > 0 allowed */
+    bool bias;          /* biases on Q, K, V and out_proj */
+    double dropout;     /* on the attention weights while training, in [0, 1) */
+    tg_mha_mode mode;
+} tg_mha_config;
+
+/* One head's projections in per-head mode. */
+typedef struct tg_mha_head {
+    tg_tensor *wq, *wk, *wv;    /* [d_head, D] */
+    tg_tensor *bq, *bk, *bv;    /* [d_head] or NULL */
+} tg_mha_head;
+
+typedef struct tg_mha {
+    tg_mha_config cfg;          /* d_head resolved (never 0) */
+    tg_tensor *in_proj_weight;  /* fused: [3E, D] */
+    tg_tensor *in_proj_bias;    /* fused: [3E] or NULL */
+    tg_mha_head heads[TG_MHA_MAX_HEADS];  /* per-head: n_heads used */
+    tg_linear out_proj;         /* [D, E] (+ [D]) */
+    char name[TG_NN_NAME_MAX];
+} tg_mha;
+
+/* 0, or -1 with a message in err naming the layer (bad config, name clash). */
+int tg_mha_init(tg_mha *m, tg_params *p, const char *prefix, const tg_mha_config *cfg, tg_rng *rng,
+                char *err, size_t errlen);
+
+/* xq [B, Lq, D], xkv [B, Lk, D] (pass xq again for self-attention) -> [B, Lq, D].
+ * mask: NULL or any tg_mask (its arrays sized for B, Lq, Lk); head_mask:
+ * [n_heads] 0 = silenced, NULL = all on; rng: needed for dropout while
+ * training; weights: NULL, or receives the attention weights [B, H, Lq, Lk]
+ * (after masking, before dropout; a plain arena tensor to read: no gradient
+ * flows back from it, as tg_sdpa's). */
+tg_tensor *tg_mha_forward(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor *xkv,
+                          const tg_mask *mask, const uint8_t *head_mask, tg_rng *rng,
+                          tg_tensor **weights);
+
+/* Copies every weight of src into dst exactly, converting between the modes
+ * when they differ. 0, or -1 when n_heads, d_model, d_head or bias differ. */
+int tg_mha_copy_weights(tg_mha *dst, const tg_mha *src);
+
+#endif

@@ -1,0 +1,37 @@
+/* tapegrad: pre-LN transformer block (see nn/block.h). */
+#include "nn/block.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int tg_block_init(tg_block *b, tg_params *p, const char *prefix, const tg_block_config *cfg,
+                  tg_rng *rng, char *err, size_t errlen)
+{
+    memset(b, 0, sizeof *b);
+    snprintf(b->name, sizeof b->name, "%s", prefix ? prefix : "");
+    double eps = cfg->ln_eps > 0 ? cfg->ln_eps : 1e-5;
+    int D = cfg->attn.d_model;
+    char sub[TG_NN_NAME_MAX];
+    if (tg_nn_name(sub, prefix, "ln1", err, errlen) || tg_layernorm_init(&b->ln1, p, sub, D, eps, err, errlen))
+        return -1;
+    if (tg_nn_name(sub, prefix, "attn", err, errlen) || tg_mha_init(&b->attn, p, sub, &cfg->attn, rng, err, errlen))
+        return -1;
+    if (tg_nn_name(sub, prefix, "ln2", err, errlen) || tg_layernorm_init(&b->ln2, p, sub, D, eps, err, errlen))
+        return -1;
+    if (tg_nn_name(sub, prefix, "ff", err, errlen) ||
+        tg_ffn_init(&b->ff, p, sub, D, cfg->d_ff, cfg->ff_dropout, rng, err, errlen))
+        return -1;
+    return 0;
+}
+
+/* [B, T, D] -> [B, T, D] */
+tg_tensor *tg_block_forward(tg_tape *t, const tg_block *b, tg_tensor *x, const tg_mask *mask,
+                            const uint8_t *head_mask, tg_rng *rng, tg_tensor **weights)
+{
+    tg_tensor *h = tg_layernorm_forward(t, &b->ln1, x);
+    h = tg_mha_forward(t, &b->attn, h, h, mask, head_mask, rng, weights);
+    x = tg_add(t, x, h);
+    h = tg_layernorm_forward(t, &b->ln2, x);
+    h = tg_ffn_forward(t, &b->ff, h, rng);
+    return tg_add(t, x, h);
+}

@@ -1,0 +1,38 @@
+/* tapegrad: the pre-LayerNorm transformer block (DESIGN.md section 8).
+ *
+ *   x = x + attn(ln1(x))        self-attention, with the caller's mask
+ *   x = x + ff(ln2(x))
+ *
+ * Parameters under "<prefix>.": ln1.{weight,bias}, attn.* (nn/attention.h,
+ * either mode), ln2.{weight,bias}, ff.fc1.*, ff.fc2.*.
+ */
+#ifndef TAPEGRAD_NN_BLOCK_H
+#define TAPEGRAD_NN_BLOCK_H
+
+#include "nn/attention.h"
+#include "nn/ffn.h"
+#include "nn/layernorm.h"
+
+typedef struct tg_block_config {
+    tg_mha_config attn;     /* d_model, n_heads, d_head, bias, attention dropout, mode */
+    int d_ff;               /* hidden width of the feed-forward block */
+    double ff_dropout;      /* on the feed-forward output */
+    double ln_eps;          /* 0: 1e-5 */
+} tg_block_config;
+
+typedef struct tg_block {
+    tg_layernorm_layer ln1;
+    tg_mha attn;
+    tg_layernorm_layer ln2;
+    tg_ffn ff;
+    char name[TG_NN_NAME_MAX];
+} tg_block;
+
+int tg_block_init(tg_block *b, tg_params *p, const char *prefix, const tg_block_config *cfg,
+                  tg_rng *rng, char *err, size_t errlen);
+/* x [B, T, D] -> [B, T, D]. mask, head_mask [n_heads], rng and weights
+ * ([B, H, T, T] out) as tg_mha_forward. */
+tg_tensor *tg_block_forward(tg_tape *t, const tg_block *b, tg_tensor *x, const tg_mask *mask,
+                            const uint8_t *head_mask, tg_rng *rng, tg_tensor **weights);
+
+#endif

@@ -1,0 +1,27 @@
+/* tapegrad: the transformer feed-forward block.
+ *
+ *   ffn(x) = dropout(fc2(gelu(fc1(x))))      x [..., D] -> [..., D]
+ *
+ * fc1 = Linear(D, d_ff), fc2 = Linear(d_ff, D), both with bias; GELU in its
+ * erf form (PyTorch's default). Dropout (p, when the tape is training) is on
+ * the output, as GPT-2's MLP. Parameters "<prefix>.fc1.{weight,bias}",
+ * "<prefix>.fc2.{weight,bias}".
+ */
+#ifndef TAPEGRAD_NN_FFN_H
+#define TAPEGRAD_NN_FFN_H
+
+#include "nn/linear.h"
+
+typedef struct tg_ffn {
+    tg_linear fc1;              /* [d_ff, D] */
+    tg_linear fc2;              /* [D, d_ff] */
+    double dropout;
+    char name[TG_NN_NAME_MAX];
+} tg_ffn;
+
+int tg_ffn_init(tg_ffn *f, tg_params *p, const char *prefix, int d_model, int d_ff, double dropout,
+                tg_rng *rng, char *err, size_t errlen);
+/* x [..., D] -> [..., D]; rng is needed only for dropout while training. */
+tg_tensor *tg_ffn_forward(tg_tape *t, const tg_ffn *f, tg_tensor *x, tg_rng *rng);
+
+#endif

@@ -1,0 +1,51 @@
+/* tapegrad: parameter creation and PyTorch default inits (see nn/init.h). */
+#include "nn/init.h"
+
+#include <math.h>
+#include <stdio.h>
+
+int tg_nn_name(char *dst, const char *prefix, const char *suffix, char *err, size_t errlen)
+{
+    int n = prefix && *prefix ? snprintf(dst, TG_NN_NAME_MAX, "%s.%s", prefix, suffix)
+                              : snprintf(dst, TG_NN_NAME_MAX, "%s", suffix);
+    if (n >= 0 && n < TG_NN_NAME_MAX) return 0;
+    if (errlen) snprintf(err, errlen, "name '%s.%s' is longer than %d bytes", prefix ? prefix : "",
+                         suffix, TG_NN_NAME_MAX - 1);
+    return -1;
+}
+
+tg_tensor *tg_nn_param(tg_params *p, const char *prefix, const char *suffix, int ndim,
+                       const int *shape, char *err, size_t errlen)
+{
+    char name[TG_NN_NAME_MAX];
+    if (tg_nn_name(name, prefix, suffix, err, errlen)) return NULL;
+    tg_tensor *x = tg_params_add(p, name, ndim, shape);
+    if (!x && errlen) snprintf(err, errlen, "%s", tg_params_error(p));
+    return x;
+}
+
+void tg_init_uniform(tg_tensor *x, double lo, double hi, tg_rng *rng)
+{
+    for (size_t i = 0; i < x->size; i++) x->data[i] = (tg_real)(lo + (hi - lo) * tg_rng_uniform(rng));
+}
+
+void tg_init_normal(tg_tensor *x, double mean, double std, tg_rng *rng)
+{
+    for (size_t i = 0; i < x->size; i++) x->data[i] = (tg_real)(mean + std * tg_rng_normal(rng));
+}
+
+void tg_init_const(tg_tensor *x, double v) { tg_tensor_fill(x, (tg_real)v); }
+
+double tg_linear_init_bound(int fan_in) { return fan_in > 0 ? 1.0 / sqrt((double)fan_in) : 0.0; }
+
+void tg_init_linear(tg_tensor *w, tg_tensor *b, tg_rng *rng)
+{
+    double bound = tg_linear_init_bound(w->shape[w->ndim - 1]);
+    tg_init_uniform(w, -bound, bound, rng);
+    if (b) tg_init_uniform(b, -bound, bound, rng);
+}
+
+double tg_xavier_bound(int fan_in, int fan_out)
+{
+    return fan_in + fan_out > 0 ? sqrt(6.0 / (double)(fan_in + fan_out)) : 0.0;
+}

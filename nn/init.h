@@ -1,0 +1,51 @@
+/* tapegrad: creating parameters and PyTorch's default initialisations.
+ *
+ * Every layer init adds its parameters to a tg_params store under
+ * "<prefix>.<suffix>" (PyTorch state_dict keys) and fills them like the
+ * matching torch.nn module's reset_parameters() does, drawing from a tg_rng
+ * (the values differ from PyTorch's, the distributions do not):
+ *   nn.Linear        weight, bias ~ U(-1/sqrt(in), 1/sqrt(in))
+ *                    (kaiming_uniform_(a=sqrt(5)) reduces to this bound)
+ *   nn.Embedding     weight ~ N(0, 1)
+ *   nn.LayerNorm     weight = 1, bias = 0
+ *   nn.MultiheadAttention  in_proj_weight ~ xavier_uniform_
+ *                    U(+-sqrt(6 / (fan_in + fan_out))), in_proj_bias = 0,
+ *                    out_proj.weight as nn.Linear, out_proj.bias = 0
+ * A layer given rng == NULL leaves its random parameters at zero (for a
+ * checkpoint to be loaded next); constant ones (LayerNorm) are still set.
+ */
+#ifndef TAPEGRAD_NN_INIT_H
+#define TAPEGRAD_NN_INIT_H
+
+#include <stddef.h>
+
+#include "core/params.h"
+#include "core/rng.h"
+#include "core/tensor.h"
+
+/* Longest parameter name / layer prefix nn accepts (bytes, with the NUL). */
+#define TG_NN_NAME_MAX 128
+
+/* dst (TG_NN_NAME_MAX bytes) = "<prefix>.<suffix>", or suffix alone when
+ * prefix is NULL or "". -1 with a message in err when it does not fit. */
+int tg_nn_name(char *dst, const char *prefix, const char *suffix, char *err, size_t errlen);
+
+/* Adds the zero-filled parameter "<prefix>.<suffix>" (just suffix when prefix
+ * is NULL or ""). NULL with a message in err when the name is too long, taken
+ * or the shape is bad. */
+tg_tensor *tg_nn_param(tg_params *p, const char *prefix, const char *suffix, int ndim,
+                       const int *shape, char *err, size_t errlen);
+
+/* x ~ U(lo, hi), N(mean, std^2), or the constant v, element by element. */
+void tg_init_uniform(tg_tensor *x, double lo, double hi, tg_rng *rng);
+void tg_init_normal(tg_tensor *x, double mean, double std, tg_rng *rng);
+void tg_init_const(tg_tensor *x, double v);
+
+/* nn.Linear: bound = 1/sqrt(fan_in), fan_in = the weight's last dim [out, in];
+ * w and then b (may be NULL) ~ U(-bound, bound). */
+double tg_linear_init_bound(int fan_in);
+void tg_init_linear(tg_tensor *w, tg_tensor *b, tg_rng *rng);
+/* xavier_uniform_ of a [fan_out, fan_in] matrix: sqrt(6 / (fan_in + fan_out)). */
+double tg_xavier_bound(int fan_in, int fan_out);
+
+#endif

@@ -1,0 +1,30 @@
+/* tapegrad: nn.Linear.  y = x W^T + b, W [out, in] (PyTorch layout).
+ *
+ * Parameters: "<prefix>.weight" [out, in], "<prefix>.bias" [out] (optional).
+ * Init: W, b ~ U(-1/sqrt(in), 1/sqrt(in)) (PyTorch's default), or zeros when
+ * rng is NULL.
+ */
+#ifndef TAPEGRAD_NN_LINEAR_H
+#define TAPEGRAD_NN_LINEAR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "core/ops.h"
+#include "core/params.h"
+#include "nn/init.h"
+
+typedef struct tg_linear {
+    tg_tensor *weight;          /* [out, in] */
+    tg_tensor *bias;            /* [out], or NULL */
+    int in, out;
+    char name[TG_NN_NAME_MAX];  /* the prefix, for messages */
+} tg_linear;
+
+/* 0, or -1 with a message in err naming the layer. */
+int tg_linear_init(tg_linear *l, tg_params *p, const char *prefix, int in, int out, bool bias,
+                   tg_rng *rng, char *err, size_t errlen);
+/* x [..., in] (2-D to 4-D) -> [..., out]. */
+tg_tensor *tg_linear_forward(tg_tape *t, const tg_linear *l, tg_tensor *x);
+
+#endif

@@ -1,0 +1,108 @@
+/* tapegrad: the decoder-only toy model (see nn/model.h). */
+#include "nn/model.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "core/alloc.h"
+
+static int check_config(const tg_model_config *c, char *err, size_t errlen)
+{
+    if (c->vocab > 0 && c->d_model > 0 && c->n_layers > 0 && c->n_heads > 0 && c->d_head >= 0 &&
+        c->d_ff >= 0 && c->max_len > 0)
+        return 0;
+    if (errlen)
+        snprintf(err, errlen, "tg_model: bad config: vocab %d, d_model %d, n_layers %d, n_heads %d, "
+                 "d_head %d, d_ff %d, max_len %d (all > 0; d_head, d_ff >= 0)", c->vocab, c->d_model,
+                 c->n_layers, c->n_heads, c->d_head, c->d_ff, c->max_len);
+    return -1;
+}
+
+int tg_model_init(tg_model *m, tg_params *p, const tg_model_config *cfg, tg_rng *rng, char *err,
+                  size_t errlen)
+{
+    memset(m, 0, sizeof *m);
+    if (check_config(cfg, err, errlen)) return -1;
+    m->cfg = *cfg;
+    if (m->cfg.d_ff == 0) m->cfg.d_ff = 4 * cfg->d_model;
+    const tg_model_config *c = &m->cfg;
+    tg_block_config bc = {
+        .attn = {.n_heads = c->n_heads, .d_model = c->d_model, .d_head = c->d_head, .bias = true,
+                 .dropout = c->dropout, .mode = c->mode},
+        .d_ff = c->d_ff, .ff_dropout = c->dropout, .ln_eps = 1e-5};
+    if (tg_embedding_init(&m->tok_emb, p, "tok_emb", c->vocab, c->d_model, rng, err, errlen) ||
+        tg_embedding_init(&m->pos_emb, p, "pos_emb", c->max_len, c->d_model, rng, err, errlen))
+        return -1;
+    m->blocks = tg_calloc((size_t)c->n_layers, sizeof *m->blocks);
+    if (!m->blocks) {
+        if (errlen) snprintf(err, errlen, "tg_model: out of memory for %d blocks", c->n_layers);
+        return -1;
+    }
+    for (int l = 0; l < c->n_layers; l++) {
+        char prefix[32];
+        snprintf(prefix, sizeof prefix, "blocks.%d", l);
+        if (tg_block_init(&m->blocks[l], p, prefix, &bc, rng, err, errlen)) goto fail;
+    }
+    m->cfg.d_head = m->blocks[0].attn.cfg.d_head;
+    if (tg_layernorm_init(&m->ln_f, p, "ln_f", c->d_model, 1e-5, err, errlen) ||
+        tg_linear_init(&m->head, p, "head", c->d_model, c->vocab, true, rng, err, errlen))
+        goto fail;
+    return 0;
+fail:
+    tg_model_free(m);
+    return -1;
+}
+
+void tg_model_free(tg_model *m)
+{
+    if (!m) return;
+    tg_free(m->blocks);
+    m->blocks = NULL;
+}
+
+static bool check_inputs(tg_tape *t, const tg_model *m, const int32_t *ids, int B, int T,
+                         const int32_t *lens)
+{
+    if (!ids) {
+        tg_fail(t, "tg_model: ids is NULL");
+        return false;
+    }
+    if (B <= 0 || T <= 0 || T > m->cfg.max_len) {
+        tg_fail(t, "tg_model: batch %d x length %d: need B > 0 and 0 < T <= max_len %d", B, T, m->cfg.max_len);
+        return false;
+    }
+    for (int b = 0; lens && b < B; b++)
+        if (lens[b] < 0 || lens[b] > T) {
+            tg_fail(t, "tg_model: lens[%d] = %d is outside [0, T = %d]", b, (int)lens[b], T);
+            return false;
+        }
+    return true;
+}
+
+/* tok_emb[ids] + pos_emb[0..T-1]: [B, T, D]; position ids live in the arena */
+static tg_tensor *embed(tg_tape *t, const tg_model *m, const int32_t *ids, int B, int T)
+{
+    int32_t *pos = tg_arena_alloc(t, (size_t)B * T * sizeof *pos, "tg_model position ids");
+    if (!pos) return NULL;
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < T; i++) pos[b * T + i] = i;
+    tg_tensor *tok = tg_embedding_forward(t, &m->tok_emb, ids, B, T);
+    return tg_add(t, tok, tg_embedding_forward(t, &m->pos_emb, pos, B, T));
+}
+
+/* ids [B*T] -> logits [B, T, V] */
+tg_tensor *tg_model_forward(tg_tape *t, const tg_model *m, const int32_t *ids, int B, int T,
+                            const int32_t *lens, const uint8_t *head_mask, tg_rng *rng,
+                            tg_tensor **attn)
+{
+    for (int l = 0; attn && l < m->cfg.n_layers; l++) attn[l] = NULL;
+    if (!t) return NULL;
+    if (!check_inputs(t, m, ids, B, T, lens)) return NULL;
+    tg_mask mask = {.causal = true, .key_lens = lens};
+    tg_tensor *h = embed(t, m, ids, B, T);
+    for (int l = 0; l < m->cfg.n_layers; l++)
+        h = tg_block_forward(t, &m->blocks[l], h, &mask, head_mask ? head_mask + l * m->cfg.n_heads : NULL,
+                             rng, attn ? &attn[l] : NULL);
+    h = tg_layernorm_forward(t, &m->ln_f, h);
+    return tg_linear_forward(t, &m->head, h);
+}

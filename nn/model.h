@@ -1,0 +1,71 @@
+/* tapegrad: the decoder-only toy model of DESIGN.md section 9.
+ *
+ *   h = tok_emb[ids] + pos_emb[0 .. T-1]                [B, T, D]
+ *   for each block l: h = h + attn(ln1(h)); h = h + ff(ln2(h))
+ *                     (causal mask + key padding from lens)
+ *   logits = head(ln_f(h))                              [B, T, V]
+ * LayerNorm eps 1e-5, GELU (erf), no weight tying, head = Linear(D, V) with
+ * bias, biases everywhere in attention. Dropout p (training only) on the
+ * attention weights and on each feed-forward output.
+ *
+ * Parameters (safetensors keys, PyTorch state_dict style), in this order:
+ *   tok_emb.weight [V, D], pos_emb.weight [max_len, D],
+ *   blocks.{l}.ln1.{weight,bias}, blocks.{l}.attn.* (nn/attention.h: fused
+ *   in_proj_weight / in_proj_bias, or per-head heads.{h}.{q,k,v}_proj.*; then
+ *   out_proj.{weight,bias}), blocks.{l}.ln2.{weight,bias},
+ *   blocks.{l}.ff.fc1.{weight,bias}, blocks.{l}.ff.fc2.{weight,bias},
+ *   ln_f.{weight,bias}, head.{weight,bias}.
+ * Init: PyTorch's defaults (nn/init.h).
+ */
+#ifndef TAPEGRAD_NN_MODEL_H
+#define TAPEGRAD_NN_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nn/block.h"
+#include "nn/embedding.h"
+#include "nn/layernorm.h"
+#include "nn/linear.h"
+
+typedef struct tg_model_config {
+    int vocab;          /* V */
+    int d_model;        /* D */
+    int n_layers;
+    int n_heads;
+    int d_head;         /* 0: d_model / n_heads */
+    int d_ff;           /* 0: 4 * d_model */
+    int max_len;        /* rows of pos_emb: the longest sequence T (DESIGN's
+                           Tmax = 2 * --max-len + 3, not --max-len itself) */
+    double dropout;
+    tg_mha_mode mode;   /* TG_MHA_FUSED or TG_MHA_PER_HEAD */
+} tg_model_config;
+
+typedef struct tg_model {
+    tg_model_config cfg;        /* d_head, d_ff resolved */
+    tg_embedding_layer tok_emb; /* [V, D] */
+    tg_embedding_layer pos_emb; /* [max_len, D] */
+    tg_block *blocks;           /* n_layers (heap) */
+    tg_layernorm_layer ln_f;
+    tg_linear head;             /* [V, D] + [V] */
+} tg_model;
+
+/* Adds every parameter to p (which must not have them yet) and initialises
+ * them from rng (NULL: leave the random ones at zero, e.g. before loading a
+ * checkpoint). 0, or -1 with a message in err; on failure the model holds
+ * nothing to free (p may hold some of the parameters). */
+int tg_model_init(tg_model *m, tg_params *p, const tg_model_config *cfg, tg_rng *rng, char *err,
+                  size_t errlen);
+/* Frees what tg_model_init allocated (not the parameters: p owns those). */
+void tg_model_free(tg_model *m);
+
+/* ids [B*T] (row-major [B, T], each in [0, V)) -> logits [B, T, V].
+ * lens: [B] valid length of each sequence (keys j >= lens[b] are masked, each
+ * in [0, T]) or NULL for all T. head_mask: [n_layers * n_heads] (0 = head
+ * silenced) or NULL. rng: for dropout while training. attn: NULL, or an array
+ * of n_layers pointers that receive each layer's weights [B, H, T, T]. */
+tg_tensor *tg_model_forward(tg_tape *t, const tg_model *m, const int32_t *ids, int B, int T,
+                            const int32_t *lens, const uint8_t *head_mask, tg_rng *rng,
+                            tg_tensor **attn);
+
+#endif

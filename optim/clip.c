@@ -1,0 +1,28 @@
+/* tapegrad: gradient clipping by global L2 norm (see optim/clip.h). */
+#include "optim/clip.h"
+
+#include <math.h>
+
+double tg_grad_norm(const tg_params *p)
+{
+    if (!p) return -1;
+    const tg_real *g = tg_params_grad(p);
+    size_t n = tg_params_numel(p);
+    double ss = 0;
+    for (size_t i = 0; i < n; i++) ss += (double)g[i] * (double)g[i];
+    return sqrt(ss);
+}
+
+double tg_clip_grad_norm(tg_params *p, double max_norm)
+{
+    if (!p || !(max_norm >= 0)) return -1;
+    double norm = tg_grad_norm(p);
+    if (!isfinite(norm)) return norm;
+    double coef = max_norm / (norm + 1e-6);
+    if (coef < 1) {
+        tg_real c = (tg_real)coef, *g = tg_params_grad(p);
+        size_t n = tg_params_numel(p);
+        for (size_t i = 0; i < n; i++) g[i] *= c;
+    }
+    return norm;
+}

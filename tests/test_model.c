@@ -1,0 +1,377 @@
+/* The toy model of DESIGN.md section 9 and the PyTorch fixtures of
+ * bench/torch/make_nn_fixtures.py: gradcheck of the whole model w.r.t. every
+ * parameter (both attention modes); fused MHA against torch's
+ * nn.MultiheadAttention, per-head MHA against an explicit per-head module, and
+ * the model's logits, loss, attention weights and every parameter gradient
+ * against a PyTorch twin. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/io.h"
+#include "nn/nn.h"
+#include "test_util.h"
+
+/* Fixtures are float64 (computed by torch in float64). */
+#ifdef TAPEGRAD_DOUBLE
+#define FX_RTOL 1e-10
+#define FX_ATOL 1e-12
+#else
+#define FX_RTOL 1e-4
+#define FX_ATOL 1e-5
+#endif
+
+/* ---- gradcheck of the whole model ---------------------------------------------------- */
+
+enum { GB = 2, GT = 5 };
+static const int32_t g_ids[GB * GT] = {1, 4, 6, 2, 5, 1, 3, 5, 0, 0};
+static const int32_t g_lens[GB] = {5, 3};
+static const int32_t g_targets[GB * GT] = {4, 6, 2, 5, TG_IGNORE, 3, 5, TG_IGNORE, TG_IGNORE, TG_IGNORE};
+
+typedef struct model_ctx {
+    tg_model m;
+    bool loss;  /* the cross-entropy loss, else the logits */
+} model_ctx;
+
+static tg_tensor *model_fn(tg_tape *t, tg_tensor **in, void *ctx)
+{
+    (void)in;
+    model_ctx *c = ctx;
+    tg_tensor *logits = tg_model_forward(t, &c->m, g_ids, GB, GT, g_lens, NULL, NULL, NULL);
+    return c->loss ? tg_cross_entropy(t, logits, g_targets, TG_IGNORE) : logits;
+}
+
+static void check_model_grads(tg_mha_mode mode, bool loss)
+{
+    tg_rng rng;
+    tg_rng_seed(&rng, 3);
+    tg_params *p = tg_params_new();
+    model_ctx c = {.loss = loss};
+    tg_model_config cfg = {.vocab = 7, .d_model = 8, .n_layers = 2, .n_heads = 2, .d_ff = 16,
+                           .max_len = 6, .mode = mode};
+    char err[256];
+    cr_assert_eq(tg_model_init(&c.m, p, &cfg, &rng, err, sizeof err), 0, "%s", err);
+    tg_real *d = tg_params_data(p);  /* nudge biases and LayerNorm off 0 / 1 */
+    for (size_t i = 0; i < tg_params_numel(p); i++) d[i] += (tg_real)(0.1 * (2 * tg_rng_uniform(&rng) - 1));
+    int n = tg_params_count(p);
+    tg_tensor **in = malloc((size_t)n * sizeof *in);
+    for (int i = 0; i < n; i++) in[i] = tg_params_at(p, i);
+    tu_gradcheck(model_fn, &c, in, n);
+    free(in);
+    tg_model_free(&c.m);
+    tg_params_free(p);
+}
+
+Test(model, gradcheck_loss_fused) { check_model_grads(TG_MHA_FUSED, true); }
+Test(model, gradcheck_loss_per_head) { check_model_grads(TG_MHA_PER_HEAD, true); }
+Test(model, gradcheck_logits_fused) { check_model_grads(TG_MHA_FUSED, false); }
+
+Test(model, names_shapes_and_errors)
+{
+    tg_params *p = tg_params_new();
+    tg_model m;
+    char err[256];
+    tg_model_config cfg = {.vocab = 7, .d_model = 8, .n_layers = 2, .n_heads = 2, .max_len = 6};
+    cr_assert_eq(tg_model_init(&m, p, &cfg, NULL, err, sizeof err), 0, "%s", err);
+    const char *names[] = {"tok_emb.weight", "pos_emb.weight", "blocks.0.ln1.weight", "blocks.0.ln1.bias",
+                           "blocks.0.attn.in_proj_weight", "blocks.0.attn.in_proj_bias",
+                           "blocks.0.attn.out_proj.weight", "blocks.0.attn.out_proj.bias",
+                           "blocks.0.ln2.weight", "blocks.0.ln2.bias", "blocks.0.ff.fc1.weight",
+                           "blocks.0.ff.fc1.bias", "blocks.0.ff.fc2.weight", "blocks.0.ff.fc2.bias"};
+    for (int i = 0; i < 14; i++) cr_assert_str_eq(tg_params_at(p, i)->name, names[i]);
+    cr_assert_str_eq(tg_params_at(p, tg_params_count(p) - 1)->name, "head.bias");
+    cr_assert_eq(tg_params_count(p), 2 + 2 * 12 + 4);
+    cr_assert_eq(m.cfg.d_ff, 32);
+    cr_assert_eq(m.cfg.d_head, 4);
+    cr_assert_eq(tg_params_get(p, "pos_emb.weight")->shape[0], 6);
+    tg_tape *t = tg_tape_new();
+    cr_assert_null(tg_model_forward(t, &m, g_ids, 1, 7, NULL, NULL, NULL, NULL));  /* T > max_len */
+    cr_assert(strstr(tg_tape_error(t), "max_len"), "%s", tg_tape_error(t));
+    tg_tape_clear_error(t);
+    const int32_t bad_lens[GB] = {5, 6};
+    cr_assert_null(tg_model_forward(t, &m, g_ids, GB, GT, bad_lens, NULL, NULL, NULL));
+    cr_assert(strstr(tg_tape_error(t), "lens[1]"), "%s", tg_tape_error(t));
+    tg_tape_clear_error(t);
+    const int32_t bad_ids[2] = {1, 7};
+    cr_assert_null(tg_model_forward(t, &m, bad_ids, 1, 2, NULL, NULL, NULL, NULL));
+    cr_assert_not_null(tg_tape_error(t));
+    tg_tape_free(t);
+    tg_model_free(&m);
+    cfg.n_layers = 0;
+    cr_assert_eq(tg_model_init(&m, p, &cfg, NULL, err, sizeof err), -1);
+    cr_assert(strstr(err, "n_layers 0"), "%s", err);
+    tg_params_free(p);
+}
+
+Test(model, head_mask_and_attention_out)
+{
+    tg_rng rng;
+    tg_rng_seed(&rng, 4);
+    tg_params *p = tg_params_new();
+    tg_model m;
+    tg_model_config cfg = {.vocab = 7, .d_model = 8, .n_layers = 2, .n_heads = 2, .max_len = 6};
+    cr_assert_eq(tg_model_init(&m, p, &cfg, &rng, NULL, 0), 0);
+    tg_tape *t = tg_tape_new();
+    const uint8_t hm[4] = {1, 1, 0, 1};  /* layer 1, head 0 off */
+    tg_tensor *attn[2];
+    tg_tensor *logits = tg_model_forward(t, &m, g_ids, GB, GT, g_lens, hm, NULL, attn);
+    cr_assert_not_null(logits, "%s", tg_tape_error(t));
+    cr_assert(logits->ndim == 3 && logits->shape[0] == GB && logits->shape[1] == GT && logits->shape[2] == 7);
+    for (int l = 0; l < 2; l++) {
+        cr_assert_not_null(attn[l]);
+        cr_assert(attn[l]->shape[0] == GB && attn[l]->shape[1] == 2 && attn[l]->shape[2] == GT);
+        for (int i = 0; i < GT; i++)  /* causal: nothing above the diagonal */
+            for (int j = i + 1; j < GT; j++) cr_assert_eq(attn[l]->data[i * GT + j], 0);
+    }
+    cr_assert_eq(tg_backward(t, tg_cross_entropy(t, logits, g_targets, TG_IGNORE)), 0, "%s", tg_tape_error(t));
+    const tg_tensor *w = tg_params_get(p, "blocks.1.attn.in_proj_weight");
+    for (int s = 0; s < 3; s++)  /* head 0 = rows 0..3 of each third */
+        for (int r = 0; r < 4; r++)
+            for (int k = 0; k < 8; k++) cr_assert_eq(w->grad[((s * 8) + r) * 8 + k], 0);
+    tg_tape_free(t);
+    tg_model_free(&m);
+    tg_params_free(p);
+}
+
+/* After the first step, a fixed-shape training step allocates nothing (arena
+ * and node array are reused), in both modes and with dropout on. */
+static void check_no_alloc(tg_mha_mode mode)
+{
+    tg_rng rng;
+    tg_rng_seed(&rng, 5);
+    tg_params *p = tg_params_new();
+    tg_model m;
+    tg_model_config cfg = {.vocab = 7, .d_model = 8, .n_layers = 2, .n_heads = 2, .max_len = 6,
+                           .dropout = 0.1, .mode = mode};
+    cr_assert_eq(tg_model_init(&m, p, &cfg, &rng, NULL, 0), 0);
+    tg_tape *t = tg_tape_new();
+    tg_tensor *attn[2];
+    uint64_t before = 0;
+    for (int step = 0; step < 3; step++) {
+        if (step == 2) before = tg_alloc_count();
+        tg_tape_reset(t);
+        tg_tensor *logits = tg_model_forward(t, &m, g_ids, GB, GT, g_lens, NULL, &rng, attn);
+        tg_tensor *loss = tg_cross_entropy(t, logits, g_targets, TG_IGNORE);
+        tg_params_zero_grad(p);
+        cr_assert_eq(tg_backward(t, loss), 0, "%s", tg_tape_error(t));
+    }
+    cr_assert_eq(tg_alloc_count(), before, "%llu allocations in a step",
+                 (unsigned long long)(tg_alloc_count() - before));
+    tg_tape_free(t);
+    tg_model_free(&m);
+    tg_params_free(p);
+}
+
+Test(model, step_makes_no_allocation_fused) { check_no_alloc(TG_MHA_FUSED); }
+Test(model, step_makes_no_allocation_per_head) { check_no_alloc(TG_MHA_PER_HEAD); }
+
+Test(model, dropout_needs_rng_only_while_training)
+{
+    tg_rng rng;
+    tg_rng_seed(&rng, 6);
+    tg_params *p = tg_params_new();
+    tg_model m;
+    tg_model_config cfg = {.vocab = 7, .d_model = 8, .n_layers = 1, .n_heads = 2, .max_len = 6, .dropout = 0.2};
+    cr_assert_eq(tg_model_init(&m, p, &cfg, &rng, NULL, 0), 0);
+    tg_tape *t = tg_tape_new();
+    cr_assert_null(tg_model_forward(t, &m, g_ids, GB, GT, g_lens, NULL, NULL, NULL));
+    cr_assert(strstr(tg_tape_error(t), "rng"), "%s", tg_tape_error(t));
+    tg_tape_reset(t);
+    tg_tensor *a = tg_model_forward(t, &m, g_ids, GB, GT, g_lens, NULL, &rng, NULL);
+    tg_tensor *b = tg_model_forward(t, &m, g_ids, GB, GT, g_lens, NULL, &rng, NULL);
+    cr_assert(a && b, "%s", tg_tape_error(t));
+    bool differ = false;
+    for (size_t i = 0; i < a->size; i++) differ = differ || a->data[i] != b->data[i];
+    cr_assert(differ, "two training passes drew the same dropout masks");
+    tg_tape_set_training(t, false);
+    a = tg_model_forward(t, &m, g_ids, GB, GT, g_lens, NULL, NULL, NULL);
+    b = tg_model_forward(t, &m, g_ids, GB, GT, g_lens, NULL, NULL, NULL);
+    cr_assert(a && b, "%s", tg_tape_error(t));
+    for (size_t i = 0; i < a->size; i++) cr_assert_eq(a->data[i], b->data[i]);
+    tg_tape_free(t);
+    tg_model_free(&m);
+    tg_params_free(p);
+}
+
+/* ---- fixtures ------------------------------------------------------------------------ */
+
+static tg_safetensors *load_fixture(const char *name)
+{
+    char path[512], err[512];
+    snprintf(path, sizeof path, "%s/tests/fixtures/%s", TG_SOURCE_DIR, name);
+    tg_safetensors *s = NULL;
+    cr_assert_eq(tg_st_load(path, &s, err, sizeof err), 0, "%s", err);
+    return s;
+}
+
+static const tg_tensor *fx(const tg_safetensors *s, const char *name)
+{
+    const tg_tensor *x = tg_st_get(s, name);
+    cr_assert_not_null(x, "fixture tensor '%s' missing", name);
+    return x;
+}
+
+static int meta_int(const tg_safetensors *s, const char *key)
+{
+    const char *v = tg_st_meta(s, key);
+    cr_assert_not_null(v, "fixture metadata '%s' missing", key);
+    return atoi(v);
+}
+
+/* got[i] vs want within FX_ATOL + FX_RTOL |want|, reporting the worst element. */
+static void assert_matches(const tg_real *got, size_t n, const tg_tensor *want, const char *what)
+{
+    cr_assert_eq(n, want->size, "%s: %zu values, fixture has %zu", what, n, want->size);
+    size_t worst = 0;
+    double ratio = -1;
+    for (size_t i = 0; i < n; i++) {
+        double r = fabs((double)got[i] - (double)want->data[i]) / (FX_ATOL + FX_RTOL * fabs((double)want->data[i]));
+        if (!(r <= ratio)) ratio = r, worst = i;
+    }
+    cr_assert(ratio <= 1, "%s[%zu] = %.10g, torch %.10g (%.3g of tolerance)", what, worst, (double)got[worst],
+              (double)want->data[worst], ratio);
+}
+
+static int32_t *to_ints(const tg_tensor *x)
+{
+    int32_t *v = malloc(x->size * sizeof *v);
+    for (size_t i = 0; i < x->size; i++) v[i] = (int32_t)x->data[i];
+    return v;
+}
+
+static tg_tensor *input(tg_tape *t, const tg_tensor *x)
+{
+    tg_tensor *y = tg_tensor_from(t, x->data, x->ndim, x->shape);
+    y->requires_grad = true;
+    return y;
+}
+
+/* Every parameter's grad of p against "grad.<name>" of s. */
+static void assert_param_grads(const tg_params *p, const tg_safetensors *s)
+{
+    for (int i = 0; i < tg_params_count(p); i++) {
+        const tg_tensor *x = tg_params_at(p, i);
+        char key[256];
+        snprintf(key, sizeof key, "grad.%s", x->name);
+        assert_matches(x->grad, x->size, fx(s, key), key);
+    }
+}
+
+/* Loads an MHA fixture into mode `file_mode` (the file's layout), runs it in
+ * mode `run_mode` (converting with tg_mha_copy_weights when they differ) and
+ * compares the output, weights and gradients. */
+static void check_mha_fixture(const char *file, tg_mha_mode file_mode, tg_mha_mode run_mode)
+{
+    tg_safetensors *s = load_fixture(file);
+    tg_mha_config cfg = {.n_heads = meta_int(s, "n_heads"), .d_model = meta_int(s, "d_model"),
+                         .d_head = meta_int(s, "d_head"), .bias = true, .mode = file_mode};
+    tg_params *pf = tg_params_new(), *pr = tg_params_new();
+    tg_mha mf, mr;
+    char err[512];
+    cr_assert_eq(tg_mha_init(&mf, pf, "attn", &cfg, NULL, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tg_st_load_params(pf, s, false, NULL, err, sizeof err), 0, "%s", err);
+    cfg.mode = run_mode;
+    cr_assert_eq(tg_mha_init(&mr, pr, "attn", &cfg, NULL, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tg_mha_copy_weights(&mr, &mf), 0);
+    bool cross = tg_st_get(s, "xkv") != NULL;
+    int32_t *lens = to_ints(fx(s, "lens"));
+    tg_mask mask = {.causal = meta_int(s, "causal") != 0, .key_lens = lens};
+    tg_tape *t = tg_tape_new();
+    tg_tensor *xq = input(t, fx(s, "xq")), *xkv = cross ? input(t, fx(s, "xkv")) : xq, *w;
+    tg_tensor *out = tg_mha_forward(t, &mr, xq, xkv, &mask, NULL, NULL, &w);
+    cr_assert_not_null(out, "%s", tg_tape_error(t));
+    assert_matches(out->data, out->size, fx(s, "out"), "out");
+    assert_matches(w->data, w->size, fx(s, "weights"), "weights");
+    cr_assert_eq(tg_backward_seed(t, out, fx(s, "seed")->data), 0, "%s", tg_tape_error(t));
+    assert_matches(xq->grad, xq->size, fx(s, "grad.xq"), "grad.xq");
+    if (cross) assert_matches(xkv->grad, xkv->size, fx(s, "grad.xkv"), "grad.xkv");
+    if (run_mode == file_mode) {
+        assert_param_grads(pr, s);
+    } else {  /* grads move between layouts exactly as weights do */
+        for (size_t i = 0; i < tg_params_numel(pr); i++) tg_params_data(pr)[i] = tg_params_grad(pr)[i];
+        cr_assert_eq(tg_mha_copy_weights(&mf, &mr), 0);
+        for (size_t i = 0; i < tg_params_numel(pf); i++) tg_params_grad(pf)[i] = tg_params_data(pf)[i];
+        assert_param_grads(pf, s);
+    }
+    free(lens);
+    tg_tape_free(t);
+    tg_params_free(pf);
+    tg_params_free(pr);
+    tg_st_free(s);
+}
+
+Test(fixtures, mha_fused_self_vs_torch) { check_mha_fixture("mha_fused_self.safetensors", TG_MHA_FUSED, TG_MHA_FUSED); }
+Test(fixtures, mha_fused_cross_vs_torch) { check_mha_fixture("mha_fused_cross.safetensors", TG_MHA_FUSED, TG_MHA_FUSED); }
+Test(fixtures, mha_per_head_vs_torch) { check_mha_fixture("mha_per_head.safetensors", TG_MHA_PER_HEAD, TG_MHA_PER_HEAD); }
+/* the same references through the other mode */
+Test(fixtures, mha_fused_files_in_per_head_mode)
+{
+    check_mha_fixture("mha_fused_self.safetensors", TG_MHA_FUSED, TG_MHA_PER_HEAD);
+    check_mha_fixture("mha_fused_cross.safetensors", TG_MHA_FUSED, TG_MHA_PER_HEAD);
+}
+Test(fixtures, mha_per_head_file_in_fused_mode) { check_mha_fixture("mha_per_head.safetensors", TG_MHA_PER_HEAD, TG_MHA_FUSED); }
+
+/* The PyTorch twin's file in tapegrad's model, in `mode` (per-head: the
+ * fused weights converted with tg_mha_copy_weights, attention grads compared
+ * after converting back). */
+static void check_model_fixture(tg_mha_mode mode)
+{
+    tg_safetensors *s = load_fixture("model_fused.safetensors");
+    tg_model_config cfg = {.vocab = meta_int(s, "vocab"), .d_model = meta_int(s, "d_model"),
+                           .n_layers = meta_int(s, "n_layers"), .n_heads = meta_int(s, "n_heads"),
+                           .d_ff = meta_int(s, "d_ff"), .max_len = meta_int(s, "max_len"),
+                           .mode = TG_MHA_FUSED};
+    tg_params *pf = tg_params_new(), *pr = tg_params_new();
+    tg_model mf, mr;
+    char err[512];
+    cr_assert_eq(tg_model_init(&mf, pf, &cfg, NULL, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tg_st_load_params(pf, s, false, NULL, err, sizeof err), 0, "%s", err);
+    cfg.mode = mode;
+    cr_assert_eq(tg_model_init(&mr, pr, &cfg, NULL, err, sizeof err), 0, "%s", err);
+    for (int i = 0; i < tg_params_count(pr); i++) {  /* everything but attention by name */
+        tg_tensor *x = tg_params_at(pr, i), *y = tg_params_get(pf, x->name);
+        if (y) memcpy(x->data, y->data, x->size * sizeof(tg_real));
+    }
+    for (int l = 0; l < cfg.n_layers; l++) cr_assert_eq(tg_mha_copy_weights(&mr.blocks[l].attn, &mf.blocks[l].attn), 0);
+    const tg_tensor *ids_t = fx(s, "ids");
+    int B = ids_t->shape[0], T = ids_t->shape[1];
+    int32_t *ids = to_ints(ids_t), *lens = to_ints(fx(s, "lens")), *targets = to_ints(fx(s, "targets"));
+    tg_tape *t = tg_tape_new();
+    tg_tensor *attn[8];
+    cr_assert_leq(cfg.n_layers, 8);
+    tg_tensor *logits = tg_model_forward(t, &mr, ids, B, T, lens, NULL, NULL, attn);
+    tg_tensor *loss = tg_cross_entropy(t, logits, targets, TG_IGNORE);
+    cr_assert_not_null(loss, "%s", tg_tape_error(t));
+    assert_matches(logits->data, logits->size, fx(s, "logits"), "logits");
+    assert_matches(loss->data, 1, fx(s, "loss"), "loss");
+    for (int l = 0; l < cfg.n_layers; l++) {
+        char key[32];
+        snprintf(key, sizeof key, "attn.%d", l);
+        assert_matches(attn[l]->data, attn[l]->size, fx(s, key), key);
+    }
+    cr_assert_eq(tg_backward(t, loss), 0, "%s", tg_tape_error(t));
+    if (mode == TG_MHA_PER_HEAD) {  /* grads into the fused layout, the rest by name */
+        for (size_t i = 0; i < tg_params_numel(pr); i++) tg_params_data(pr)[i] = tg_params_grad(pr)[i];
+        for (int l = 0; l < cfg.n_layers; l++) cr_assert_eq(tg_mha_copy_weights(&mf.blocks[l].attn, &mr.blocks[l].attn), 0);
+        for (int i = 0; i < tg_params_count(pr); i++) {
+            tg_tensor *x = tg_params_at(pr, i), *y = tg_params_get(pf, x->name);
+            if (y) memcpy(y->data, x->data, x->size * sizeof(tg_real));
+        }
+        for (size_t i = 0; i < tg_params_numel(pf); i++) tg_params_grad(pf)[i] = tg_params_data(pf)[i];
+        assert_param_grads(pf, s);
+    } else {
+        assert_param_grads(pr, s);
+    }
+    cr_assert_eq(tg_params_count(pf), 2 + 12 * cfg.n_layers + 4);  /* every torch parameter was compared */
+    free(ids);
+    free(lens);
+    free(targets);
+    tg_tape_free(t);
+    tg_model_free(&mf);
+    tg_model_free(&mr);
+    tg_params_free(pf);
+    tg_params_free(pr);
+    tg_st_free(s);
+}
+
+Test(fixtures, model_vs_torch_twin) { check_model_fixture(TG_MHA_FUSED); }
+Test(fixtures, model_per_head_vs_torch_twin) { check_model_fixture(TG_MHA_PER_HEAD); }

@@ -1,0 +1,316 @@
+/* nn layers: gradchecks of Linear (with / without bias), Embedding,
+ * LayerNorm, FFN (with and without dropout) and the pre-LN block w.r.t. their
+ * input and every parameter; PyTorch's default init distributions; layer
+ * names in init and forward errors. */
+#include <string.h>
+
+#include "nn/nn.h"
+#include "test_util.h"
+
+#define MAXIN 64
+
+/* A store's parameters after an optional input x, for tu_gradcheck. */
+static int gather(tg_tensor **in, tg_tensor *x, const tg_params *p)
+{
+    int n = 0;
+    if (x) in[n++] = x;
+    for (int i = 0; i < tg_params_count(p); i++) in[n++] = tg_params_at(p, i);
+    cr_assert_leq(n, MAXIN);
+    return n;
+}
+
+/* Moves every parameter a little off its init (LayerNorm's exact 1 / 0). */
+static void jitter(tg_params *p, tg_rng *rng, double amp)
+{
+    tg_real *d = tg_params_data(p);
+    for (size_t i = 0; i < tg_params_numel(p); i++) d[i] += (tg_real)(amp * (2 * tg_rng_uniform(rng) - 1));
+}
+
+#define assert_error_has(msg, needle) \
+    cr_assert(strstr((msg), (needle)), "message \"%s\" lacks \"%s\"", (msg), (needle))
+
+/* ---- Linear ------------------------------------------------------------------ */
+
+static tg_tensor *linear_fn(tg_tape *t, tg_tensor **in, void *ctx)
+{
+    return tg_linear_forward(t, ctx, in[0]);
+}
+
+static void check_linear(bool bias)
+{
+    tg_rng rng;
+    tg_rng_seed(&rng, 1);
+    tg_params *p = tg_params_new();
+    tg_linear l;
+    char err[256];
+    cr_assert_eq(tg_linear_init(&l, p, "proj", 5, 3, bias, &rng, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tg_params_count(p), bias ? 2 : 1);
+    cr_assert_not_null(tg_params_get(p, "proj.weight"));
+    cr_assert_eq(tg_params_get(p, "proj.bias") != NULL, bias);
+    tg_tensor *x = tu_rand(&rng, -1, 1, 3, (int[]){2, 4, 5}), *in[MAXIN];
+    int n = gather(in, x, p);
+    tu_gradcheck(linear_fn, &l, in, n);
+    tg_tensor_free(x);
+    tg_params_free(p);
+}
+
+Test(nn, linear_gradcheck_bias) { check_linear(true); }
+Test(nn, linear_gradcheck_no_bias) { check_linear(false); }
+
+Test(nn, linear_values)
+{
+    tg_params *p = tg_params_new();
+    tg_linear l;
+    cr_assert_eq(tg_linear_init(&l, p, "fc", 2, 3, true, NULL, NULL, 0), 0);
+    const tg_real w[6] = {1, 2, 3, 4, 5, 6}, b[3] = {0.5, -1, 2}, xv[2] = {1, -2};
+    memcpy(l.weight->data, w, sizeof w);
+    memcpy(l.bias->data, b, sizeof b);
+    tg_tape *t = tg_tape_new();
+    tg_tensor *y = tg_linear_forward(t, &l, tg_tensor_from(t, xv, 2, (int[]){1, 2}));
+    cr_assert_not_null(y, "%s", tg_tape_error(t));
+    tu_close(y->data[0], 1 - 4 + 0.5, TU_TOL);  /* x W^T + b, W [out, in] */
+    tu_close(y->data[1], 3 - 8 - 1, TU_TOL);
+    tu_close(y->data[2], 5 - 12 + 2, TU_TOL);
+    tg_tape_free(t);
+    tg_params_free(p);
+}
+
+Test(nn, linear_errors_name_the_layer)
+{
+    tg_params *p = tg_params_new();
+    tg_linear l;
+    char err[256];
+    cr_assert_eq(tg_linear_init(&l, p, "enc.fc", 0, 3, true, NULL, err, sizeof err), -1);
+    assert_error_has(err, "enc.fc");
+    cr_assert_eq(tg_linear_init(&l, p, "enc.fc", 4, 3, true, NULL, err, sizeof err), 0);
+    cr_assert_eq(tg_linear_init(&l, p, "enc.fc", 4, 3, true, NULL, err, sizeof err), -1);
+    assert_error_has(err, "enc.fc.weight");  /* the name is taken */
+    tg_tape *t = tg_tape_new();
+    tg_tensor *x = tg_tensor_zeros(t, 2, (int[]){2, 5});
+    cr_assert_null(tg_linear_forward(t, &l, x));
+    assert_error_has(tg_tape_error(t), "tg_linear 'enc.fc'");
+    assert_error_has(tg_tape_error(t), "[2,5]");
+    tg_tape_free(t);
+    tg_params_free(p);
+}
+
+/* ---- Embedding ---------------------------------------------------------------- */
+
+static const int32_t emb_ids[6] = {3, 0, 3, 1, 4, 3};  /* repeats accumulate */
+
+static tg_tensor *embedding_fn(tg_tape *t, tg_tensor **in, void *ctx)
+{
+    (void)in;
+    return tg_embedding_forward(t, ctx, emb_ids, 2, 3);
+}
+
+Test(nn, embedding_gradcheck_and_errors)
+{
+    tg_rng rng;
+    tg_rng_seed(&rng, 2);
+    tg_params *p = tg_params_new();
+    tg_embedding_layer e;
+    char err[256];
+    cr_assert_eq(tg_embedding_init(&e, p, "tok_emb", 5, 4, &rng, err, sizeof err), 0, "%s", err);
+    tg_tensor *in[MAXIN];
+    int n = gather(in, NULL, p);
+    tu_gradcheck(embedding_fn, &e, in, n);
+    tg_tape *t = tg_tape_new();
+    const int32_t bad[2] = {1, 5};
+    cr_assert_null(tg_embedding_forward(t, &e, bad, 1, 2));
+    cr_assert_not_null(tg_tape_error(t));
+    tg_tape_clear_error(t);
+    cr_assert_null(tg_embedding_forward(t, &e, NULL, 1, 2));
+    assert_error_has(tg_tape_error(t), "tok_emb");
+    tg_tape_free(t);
+    tg_params_free(p);
+}
+
+/* ---- LayerNorm ---------------------------------------------------------------- */
+
+static tg_tensor *layernorm_fn(tg_tape *t, tg_tensor **in, void *ctx)
+{
+    return tg_layernorm_forward(t, ctx, in[0]);
+}
+
+Test(nn, layernorm_gradcheck_and_errors)
+{
+    tg_rng rng;
+    tg_rng_seed(&rng, 3);
+    tg_params *p = tg_params_new();
+    tg_layernorm_layer ln;
+    char err[256];
+    cr_assert_eq(tg_layernorm_init(&ln, p, "ln1", 6, 1e-5, err, sizeof err), 0, "%s", err);
+    jitter(p, &rng, 0.3);
+    tg_tensor *x = tu_rand(&rng, -2, 2, 3, (int[]){2, 3, 6}), *in[MAXIN];
+    int n = gather(in, x, p);
+    tu_gradcheck(layernorm_fn, &ln, in, n);
+    tg_tape *t = tg_tape_new();
+    cr_assert_null(tg_layernorm_forward(t, &ln, tg_tensor_zeros(t, 2, (int[]){2, 5})));
+    assert_error_has(tg_tape_error(t), "tg_layernorm 'ln1'");
+    tg_tape_free(t);
+    tg_tensor_free(x);
+    tg_params_free(p);
+}
+
+/* ---- FFN ---------------------------------------------------------------------- */
+
+typedef struct ffn_ctx {
+    tg_ffn ffn;
+    tg_rng rng;
+    uint64_t seed;  /* reseeded on every call: the same dropout mask each time */
+} ffn_ctx;
+
+static tg_tensor *ffn_fn(tg_tape *t, tg_tensor **in, void *ctx)
+{
+    ffn_ctx *c = ctx;
+    tg_rng_seed(&c->rng, c->seed);
+    return tg_ffn_forward(t, &c->ffn, in[0], &c->rng);
+}
+
+static void check_ffn(double dropout)
+{
+    tg_rng rng;
+    tg_rng_seed(&rng, 4);
+    tg_params *p = tg_params_new();
+    ffn_ctx c = {.seed = 99};
+    char err[256];
+    cr_assert_eq(tg_ffn_init(&c.ffn, p, "ff", 4, 7, dropout, &rng, err, sizeof err), 0, "%s", err);
+    const char *names[] = {"ff.fc1.weight", "ff.fc1.bias", "ff.fc2.weight", "ff.fc2.bias"};
+    for (int i = 0; i < 4; i++) cr_assert_str_eq(tg_params_at(p, i)->name, names[i]);
+    cr_assert_eq(tg_params_get(p, "ff.fc1.weight")->shape[0], 7);
+    tg_tensor *x = tu_rand(&rng, -1.5, 1.5, 3, (int[]){2, 3, 4}), *in[MAXIN];
+    int n = gather(in, x, p);
+    tu_gradcheck(ffn_fn, &c, in, n);
+    tg_tensor_free(x);
+    tg_params_free(p);
+}
+
+Test(nn, ffn_gradcheck) { check_ffn(0.0); }
+Test(nn, ffn_gradcheck_with_dropout) { check_ffn(0.3); }
+
+Test(nn, ffn_dropout_off_when_not_training)
+{
+    tg_rng rng;
+    tg_rng_seed(&rng, 5);
+    tg_params *p = tg_params_new();
+    tg_ffn f, g;
+    cr_assert_eq(tg_ffn_init(&f, p, "a", 3, 5, 0.5, &rng, NULL, 0), 0);
+    cr_assert_eq(tg_ffn_init(&g, p, "b", 3, 5, 1.0, &rng, NULL, 0), -1);
+    tg_tape *t = tg_tape_new();
+    tg_tensor *x = tg_tensor_from(t, (tg_real[]){0.1, -0.2, 0.3}, 2, (int[]){1, 3});
+    tg_tape_set_training(t, false);
+    tg_tensor *y1 = tg_ffn_forward(t, &f, x, NULL);
+    tg_tensor *y2 = tg_ffn_forward(t, &f, x, NULL);
+    cr_assert_not_null(y1, "%s", tg_tape_error(t));
+    for (int i = 0; i < 3; i++) cr_assert_eq(y1->data[i], y2->data[i]);
+    tg_tape_free(t);
+    tg_params_free(p);
+}
+
+/* ---- block -------------------------------------------------------------------- */
+
+typedef struct block_ctx {
+    tg_block blk;
+    tg_mask mask;
+} block_ctx;
+
+static tg_tensor *block_fn(tg_tape *t, tg_tensor **in, void *ctx)
+{
+    block_ctx *c = ctx;
+    return tg_block_forward(t, &c->blk, in[0], &c->mask, NULL, NULL, NULL);
+}
+
+static void check_block(tg_mha_mode mode)
+{
+    tg_rng rng;
+    tg_rng_seed(&rng, 6);
+    tg_params *p = tg_params_new();
+    static const int32_t lens[2] = {4, 3};
+    block_ctx c = {.mask = {.causal = true, .key_lens = lens}};
+    tg_block_config bc = {.attn = {.n_heads = 2, .d_model = 4, .d_head = 3, .bias = true, .mode = mode},
+                          .d_ff = 6};
+    char err[256];
+    cr_assert_eq(tg_block_init(&c.blk, p, "blocks.0", &bc, &rng, err, sizeof err), 0, "%s", err);
+    cr_assert_not_null(tg_params_get(p, "blocks.0.ln1.weight"));
+    cr_assert_not_null(tg_params_get(p, "blocks.0.ln2.bias"));
+    cr_assert_not_null(tg_params_get(p, "blocks.0.attn.out_proj.weight"));
+    cr_assert_not_null(tg_params_get(p, "blocks.0.ff.fc2.bias"));
+    jitter(p, &rng, 0.2);
+    tg_tensor *x = tu_rand(&rng, -1, 1, 3, (int[]){2, 4, 4}), *in[MAXIN];
+    int n = gather(in, x, p);
+    tu_gradcheck(block_fn, &c, in, n);
+    tg_tensor_free(x);
+    tg_params_free(p);
+}
+
+Test(nn, block_gradcheck_fused) { check_block(TG_MHA_FUSED); }
+Test(nn, block_gradcheck_per_head) { check_block(TG_MHA_PER_HEAD); }
+
+/* ---- init statistics ------------------------------------------------------------ */
+
+/* Every value in [-bound, bound], the extremes near it, mean ~ 0 and variance
+ * ~ bound^2 / 3 (uniform): n is large enough for 5 sigma margins. */
+static void assert_uniform(const tg_tensor *x, double bound)
+{
+    double lo = 1e30, hi = -1e30, s = 0, s2 = 0, n = (double)x->size;
+    for (size_t i = 0; i < x->size; i++) {
+        double v = x->data[i];
+        cr_assert(v >= -bound && v <= bound, "%s[%zu] = %g outside +-%g", x->name, i, v, bound);
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+        s += v;
+        s2 += v * v;
+    }
+    double mean = s / n, var = s2 / n - mean * mean, want = bound * bound / 3;
+    cr_assert(lo < -0.9 * bound && hi > 0.9 * bound, "%s spans [%g, %g], bound %g", x->name, lo, hi, bound);
+    cr_assert(fabs(mean) < 5 * sqrt(want / n), "%s mean %g", x->name, mean);
+    cr_assert(fabs(var - want) < 0.15 * want, "%s variance %g, want %g", x->name, var, want);
+}
+
+static void assert_const(const tg_tensor *x, double v)
+{
+    for (size_t i = 0; i < x->size; i++) cr_assert_eq(x->data[i], (tg_real)v, "%s[%zu]", x->name, i);
+}
+
+Test(nn, pytorch_default_inits)
+{
+    tg_rng rng;
+    tg_rng_seed(&rng, 7);
+    tg_params *p = tg_params_new();
+    tg_linear l;
+    tg_embedding_layer e;
+    tg_layernorm_layer ln;
+    tg_mha m;
+    cr_assert_eq(tg_linear_init(&l, p, "fc", 64, 48, true, &rng, NULL, 0), 0);
+    assert_uniform(l.weight, 1 / sqrt(64.0));  /* kaiming_uniform_(a=sqrt(5)) */
+    assert_uniform(l.bias, 1 / sqrt(64.0));
+    cr_assert_eq(tg_embedding_init(&e, p, "emb", 100, 40, &rng, NULL, 0), 0);
+    double s = 0, s2 = 0, n = (double)e.weight->size;
+    for (size_t i = 0; i < e.weight->size; i++) {
+        s += e.weight->data[i];
+        s2 += (double)e.weight->data[i] * e.weight->data[i];
+    }
+    cr_assert(fabs(s / n) < 5 / sqrt(n), "embedding mean %g", s / n);
+    cr_assert(fabs(s2 / n - 1) < 0.1, "embedding variance %g", s2 / n);
+    cr_assert_eq(tg_layernorm_init(&ln, p, "ln", 9, 1e-5, NULL, 0), 0);
+    assert_const(ln.weight, 1);
+    assert_const(ln.bias, 0);
+    tg_mha_config mc = {.n_heads = 4, .d_model = 32, .bias = true, .mode = TG_MHA_FUSED};
+    cr_assert_eq(tg_mha_init(&m, p, "attn", &mc, &rng, NULL, 0), 0);
+    assert_uniform(m.in_proj_weight, sqrt(6.0 / (32 + 96)));  /* xavier_uniform_ */
+    assert_const(m.in_proj_bias, 0);
+    assert_uniform(m.out_proj.weight, 1 / sqrt(32.0));
+    assert_const(m.out_proj.bias, 0);
+    tg_params_free(p);
+}
+
+Test(nn, no_rng_leaves_zeros)
+{
+    tg_params *p = tg_params_new();
+    tg_linear l;
+    cr_assert_eq(tg_linear_init(&l, p, "fc", 3, 2, true, NULL, NULL, 0), 0);
+    assert_const(l.weight, 0);
+    assert_const(l.bias, 0);
+    tg_params_free(p);
+}

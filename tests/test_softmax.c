@@ -1,0 +1,657 @@
+/* softmax, log_softmax, masks, masked softmax and fused attention (tg_sdpa):
+ * hand-computed values, every mask rule against an independent reference,
+ * fully masked rows, a naive attention loop, dropout, gradchecks and errors. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_util.h"
+
+static tg_tape *T;
+static tg_rng R;
+static void setup(void)
+{
+    T = tg_tape_new();
+    tg_rng_seed(&R, 7);
+}
+static void teardown(void) { tg_tape_free(T); }
+TestSuite(softmax, .init = setup, .fini = teardown);
+
+#define MAXK 64
+
+/* tg_backward with d out = 1 everywhere. */
+static int backward_ones(tg_tensor *out)
+{
+    tg_real *seed = malloc((out->size + 1) * sizeof *seed);
+    for (size_t e = 0; e < out->size; e++) seed[e] = 1;
+    int rc = tg_backward_seed(T, out, seed);
+    free(seed);
+    return rc;
+}
+
+/* ---- independent references (double, straight from the rules in mask.h) -- */
+
+static bool ref_visible(const tg_mask *m, int b, int i, int j, int Lq, int Lk)
+{
+    if (!m) return true;
+    if (m->causal && j > i) return false;
+    if (m->key_lens && j >= m->key_lens[b]) return false;
+    if (m->key_keep && !m->key_keep[b * Lk + j]) return false;
+    if (m->window > 0 && abs(i - j) >= m->window) return false;
+    if (m->keep && !m->keep[m->keep_batched ? (b * Lq + i) * Lk + j : i * Lk + j]) return false;
+    if (m->additive && m->additive[i * Lk + j] == -INFINITY) return false;
+    return true;
+}
+
+/* w = softmax of s over the visible entries; all zeros when none is. */
+static void ref_softmax_row(const double *s, const bool *vis, int n, double *w)
+{
+    double mx = -INFINITY, sum = 0;
+    for (int j = 0; j < n; j++)
+        if (vis[j] && s[j] > mx) mx = s[j];
+    for (int j = 0; j < n; j++) {
+        w[j] = vis[j] && mx > -INFINITY ? exp(s[j] - mx) : 0;
+        sum += w[j];
+    }
+    for (int j = 0; j < n; j++) w[j] = sum > 0 ? w[j] / sum : 0;
+}
+
+/* Reference weights w and visibility of query row i of batch b, from the raw
+ * scores (the op's input, or q.k) times scale plus additive. */
+static void ref_weights(const tg_mask *m, int b, int i, int Lq, int Lk, const double *raw,
+                        double scale, double *w, bool *vis)
+{
+    double s[MAXK];
+    for (int j = 0; j < Lk; j++) {
+        vis[j] = ref_visible(m, b, i, j, Lq, Lk);
+        s[j] = raw[j] * scale + (m && m->additive && vis[j] ? m->additive[i * Lk + j] : 0);
+    }
+    ref_softmax_row(s, vis, Lk, w);
+}
+
+/* ---- hand-computed values ------------------------------------------------- */
+
+Test(softmax, softmax_hand_values)
+{
+    tg_real xv[] = {1, 2, 3, 1e4, 0, 0};
+    tg_tensor *y = tg_softmax(T, tg_tensor_from(T, xv, 2, (int[]){2, 3}));
+    cr_assert_not_null(y, "%s", tg_tape_error(T));
+    /* exp([-2,-1,0]) / (e^-2 + e^-1 + 1) */
+    tu_close(y->data[0], 0.09003057317038046, TU_TOL);
+    tu_close(y->data[1], 0.24472847105479764, TU_TOL);
+    tu_close(y->data[2], 0.66524095577481770, TU_TOL);
+    /* [1e4, 0, 0]: finite and exact, exp(-1e4) underflows to 0 */
+    cr_assert_eq(y->data[3], 1);
+    cr_assert_eq(y->data[4], 0);
+    cr_assert_eq(y->data[5], 0);
+}
+
+Test(softmax, log_softmax_hand_values)
+{
+    tg_real xv[] = {1, 2, 3, 1e4, 0, -1e4};
+    tg_tensor *y = tg_log_softmax(T, tg_tensor_from(T, xv, 2, (int[]){2, 3}));
+    cr_assert_not_null(y, "%s", tg_tape_error(T));
+    /* log(e^1 + e^2 + e^3) = 3.40760596444438 */
+    tu_close(y->data[0], -2.40760596444438, TU_TOL);
+    tu_close(y->data[1], -1.40760596444438, TU_TOL);
+    tu_close(y->data[2], -0.40760596444438, TU_TOL);
+    cr_assert_eq(y->data[3], 0);
+    cr_assert_eq(y->data[4], -1e4);
+    cr_assert_eq(y->data[5], -2e4);
+}
+
+/* Probabilities from 1 down to e^-80 keep their relative accuracy (the float
+ * build uses its own vectorised exp): within a few ulp of exp, plus the
+ * rounding of the argument x - max, which exp turns into relative error. */
+Test(softmax, wide_range_relative_accuracy)
+{
+    enum { N = 161 };
+    tg_real xv[N];
+    for (int j = 0; j < N; j++) xv[j] = (tg_real)(-0.5 * j + 3 * sin(j));
+    tg_tensor *x = tg_tensor_from(T, xv, 1, (int[]){N});
+    tg_tensor *y = tg_softmax(T, x), *ly = tg_log_softmax(T, x);
+    cr_assert(y && ly);
+    double mx = -INFINITY, sum = 0;
+    for (int j = 0; j < N; j++) mx = fmax(mx, (double)xv[j]);
+    for (int j = 0; j < N; j++) sum += exp((double)xv[j] - mx);
+#ifdef TAPEGRAD_DOUBLE
+    const double rel = 1e-13;
+#else
+    const double rel = 4e-7;
+#endif
+    for (int j = 0; j < N; j++) {
+        double want = exp((double)xv[j] - mx) / sum, lwant = (double)xv[j] - mx - log(sum);
+        double tol = rel * (1 + fabs((double)xv[j] - mx));
+        cr_assert(fabs(y->data[j] - want) <= tol * want, "y[%d] = %.9g, want %.9g", j, (double)y->data[j], want);
+        cr_assert(fabs(ly->data[j] - lwant) <= tol, "log y[%d] = %g, want %g", j,
+                  (double)ly->data[j], lwant);
+    }
+}
+
+Test(softmax, rows_sum_to_one)
+{
+    tg_tensor *x = tu_rand(&R, -5, 5, 3, (int[]){3, 4, 7});
+    tg_tensor *y = tg_softmax(T, x), *ly = tg_log_softmax(T, x);
+    cr_assert(y && ly);
+    for (int r = 0; r < 12; r++) {
+        double s = 0;
+        for (int j = 0; j < 7; j++) {
+            s += y->data[r * 7 + j];
+            tu_close(exp(ly->data[r * 7 + j]), y->data[r * 7 + j], 1e-5);
+        }
+        tu_close(s, 1.0, 1e-6);
+    }
+    tg_tensor_free(x);
+}
+
+/* ---- masks ------------------------------------------------------------------ */
+
+enum { B_ = 2, H_ = 2, LQ = 4, LK = 5 };
+static const int32_t LENS[B_] = {3, 5};
+static const int32_t LENS0[B_] = {0, 4};                 /* batch 0 fully masked */
+static const uint8_t KKEEP[B_ * LK] = {1, 0, 1, 1, 0, 0, 1, 1, 1, 1};
+static const uint8_t KEEP2[LQ * LK] = {1, 1, 0, 0, 1, 0, 1, 1, 0, 0,
+                                       1, 0, 1, 0, 1, 1, 1, 1, 1, 0};
+static const uint8_t KEEPB[B_ * LQ * LK] = {1, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 1, 1, 1, 0, 0, 0, 0, 1, 1,
+                                            0, 0, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 1, 0, 1, 0, 0, 0, 1};
+static const tg_real ADD[LQ * LK] = {0.5, -1, 0, 0.25, -0.5, 1, 0, -2, 0.1, 0,
+                                     -0.3, 0.2, 0, 1.5, -1, 0, 0, 0.7, -0.7, 0.4};
+static const tg_real ADDINF[LQ * LK] = {0, -INFINITY, 0.5, 0, -INFINITY, -INFINITY, -INFINITY,
+                                        -INFINITY, -INFINITY, -INFINITY, 1, 0, -INFINITY, -1, 0,
+                                        0, 0.3, 0, -INFINITY, 0};
+
+/* One mask per rule, then combinations; each used for values and gradchecks. */
+static tg_mask mask_kind(int kind)
+{
+    switch (kind) {
+    case 0: return (tg_mask){.causal = true};
+    case 1: return (tg_mask){.key_lens = LENS};
+    case 2: return (tg_mask){.key_keep = KKEEP};
+    case 3: return (tg_mask){.window = 2};
+    case 4: return (tg_mask){.window = 2, .causal = true};
+    case 5: return (tg_mask){.keep = KEEP2};
+    case 6: return (tg_mask){.keep = KEEPB, .keep_batched = true};
+    case 7: return (tg_mask){.additive = ADD};
+    case 8: return (tg_mask){.additive = ADDINF};
+    case 9: return (tg_mask){.causal = true, .key_lens = LENS};
+    case 10: return (tg_mask){.causal = true, .key_lens = LENS0, .window = 3, .additive = ADD};
+    default: return (tg_mask){.key_keep = KKEEP, .keep = KEEP2, .additive = ADDINF};
+    }
+}
+#define N_KINDS 12
+
+Test(softmax, mask_fill_matches_rules)
+{
+    cr_assert(tg_mask_empty(NULL));
+    cr_assert(tg_mask_empty(&(tg_mask){0}));
+    for (int kind = 0; kind < N_KINDS; kind++) {
+        tg_mask m = mask_kind(kind);
+        cr_assert(!tg_mask_empty(&m), "kind %d", kind);
+        for (int b = 0; b < B_; b++) {
+            uint8_t vis[LQ * LK];
+            memset(vis, 7, sizeof vis);
+            tg_mask_fill(&m, b, LQ, LK, vis);
+            for (int e = 0; e < LQ * LK; e++)
+                cr_assert_eq(vis[e], ref_visible(&m, b, e / LK, e % LK, LQ, LK), "kind %d b %d e %d", kind, b, e);
+        }
+    }
+    /* more queries than keys, window with causal: i - 2 < j <= i */
+    tg_mask m = {.causal = true, .window = 2};
+    uint8_t vis[6 * 3];
+    tg_mask_fill(&m, 0, 6, 3, vis);
+    for (int e = 0; e < 18; e++)
+        cr_assert_eq(vis[e], ref_visible(&m, 0, e / 3, e % 3, 6, 3), "e %d", e);
+    cr_assert_eq(vis[5 * 3 + 2], 0);  /* query 5 sees nothing */
+}
+
+/* Runs tg_softmax_masked on random scores of the given shape and compares
+ * every entry with the reference: exact zeros where masked, rows summing to
+ * one (or all zeros). Returns the number of masked entries. */
+static int check_masked(const tg_mask *m, int nd, const int *shape, double scale)
+{
+    tg_tensor *a = tu_rand(&R, -2, 2, nd, shape);
+    tg_tensor *y = tg_softmax_masked(T, a, m, scale);
+    cr_assert_not_null(y, "%s", tg_tape_error(T));
+    int Lq = shape[nd - 2], Lk = shape[nd - 1], B = nd >= 3 ? shape[0] : 1, H = nd == 4 ? shape[1] : 1;
+    int masked = 0;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < Lq; i++) {
+                size_t off = (((size_t)b * H + h) * Lq + i) * Lk;
+                double raw[MAXK], w[MAXK], sum = 0;
+                bool vis[MAXK], any = false;
+                for (int j = 0; j < Lk; j++) raw[j] = a->data[off + j];
+                ref_weights(m, b, i, Lq, Lk, raw, scale, w, vis);
+                for (int j = 0; j < Lk; j++) {
+                    tg_real v = y->data[off + j];
+                    if (!vis[j]) cr_assert(v == 0, "masked (%d,%d,%d,%d) = %g", b, h, i, j, (double)v);
+                    masked += !vis[j];
+                    any |= vis[j];
+                    tu_close(v, w[j], TU_TOL);
+                    sum += v;
+                }
+                tu_close(sum, any ? 1.0 : 0.0, 1e-5);
+            }
+    tg_tensor_free(a);
+    return masked;
+}
+
+Test(softmax, masked_each_rule_and_combined)
+{
+    for (int kind = 0; kind < N_KINDS; kind++) {
+        tg_mask m = mask_kind(kind);
+        int masked = check_masked(&m, 4, (int[]){B_, H_, LQ, LK}, 0.7);
+        if (kind != 7) cr_assert_gt(masked, 0, "kind %d masks nothing", kind);
+    }
+    /* 3-D [B, Lq, Lk] and 2-D [Lq, Lk] (B = 1) inputs */
+    tg_mask c = {.causal = true, .key_lens = LENS};
+    cr_assert_gt(check_masked(&c, 3, (int[]){B_, LQ, LK}, 1.0), 0);
+    tg_mask k2 = {.keep = KEEP2, .window = 3};
+    cr_assert_gt(check_masked(&k2, 2, (int[]){LQ, LK}, 1.0), 0);
+    check_masked(NULL, 4, (int[]){B_, H_, LQ, LK}, 0.5);
+}
+
+/* ---- fully masked rows ------------------------------------------------------------ */
+
+Test(softmax, fully_masked_row_softmax_zero_grad)
+{
+    tg_mask m = {.key_lens = LENS0};
+    tg_tensor *a = tu_rand(&R, -1, 1, 4, (int[]){B_, H_, LQ, LK});
+    tg_tensor *y = tg_softmax_masked(T, a, &m, 1.0);
+    cr_assert_not_null(y);
+    tg_real seed[B_ * H_ * LQ * LK];
+    for (int e = 0; e < B_ * H_ * LQ * LK; e++) seed[e] = (tg_real)(e % 7) - 3;
+    cr_assert_eq(tg_backward_seed(T, y, seed), 0, "%s", tg_tape_error(T));
+    for (int e = 0; e < B_ * H_ * LQ * LK; e++) {
+        cr_assert(isfinite(a->grad[e]));
+        if (e < H_ * LQ * LK) cr_assert(y->data[e] == 0 && a->grad[e] == 0, "e %d", e);
+    }
+    tg_tensor_free(a);
+}
+
+/* ---- gradchecks: softmax family ------------------------------------------------- */
+
+typedef struct sm_ctx {
+    int op;            /* 0 softmax, 1 log_softmax, 2 masked */
+    const tg_mask *mask;
+    double scale;
+} sm_ctx;
+
+static tg_tensor *f_softmax(tg_tape *t, tg_tensor **in, void *vc)
+{
+    sm_ctx *c = vc;
+    if (c->op == 0) return tg_softmax(t, in[0]);
+    if (c->op == 1) return tg_log_softmax(t, in[0]);
+    return tg_softmax_masked(t, in[0], c->mask, c->scale);
+}
+
+Test(softmax, gradcheck_softmax_and_log_softmax)
+{
+    for (int op = 0; op < 2; op++) {
+        tg_tensor *x = tu_rand(&R, -2, 2, 3, (int[]){2, 3, 5});
+        tu_gradcheck(f_softmax, &(sm_ctx){.op = op}, &x, 1);
+        tg_tensor_free(x);
+    }
+}
+
+Test(softmax, gradcheck_masked_each_kind)
+{
+    for (int kind = -1; kind < N_KINDS; kind++) {
+        tg_mask m = mask_kind(kind < 0 ? 0 : kind);
+        tg_tensor *x = tu_rand(&R, -1.5, 1.5, 4, (int[]){B_, H_, LQ, LK});
+        sm_ctx c = {.op = 2, .mask = kind < 0 ? NULL : &m, .scale = 0.8};
+        tg_gradcheck_result r = tg_gradcheck(f_softmax, &c, &x, 1, NULL);
+        tg_tensor_free(x);
+        cr_assert(r.ok, "kind %d: %s", kind, r.message);
+    }
+}
+
+/* ---- fused attention against a naive loop --------------------------------------------- */
+
+/* out [B,H,Lq,dv] and w [B,H,Lq,Lk] of softmax(scale q k^T + mask) v, naively. */
+static void ref_sdpa(const tg_tensor *q, const tg_tensor *k, const tg_tensor *v, const tg_mask *m,
+                     double scale, double *out, double *w)
+{
+    int B = q->shape[0], H = q->shape[1], Lq = q->shape[2], Lk = k->shape[2], dk = q->shape[3],
+        dv = v->shape[3];
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < Lq; i++) {
+                int bh = b * H + h;
+                double raw[MAXK], *wr = w + ((size_t)bh * Lq + i) * Lk;
+                bool vis[MAXK];
+                for (int j = 0; j < Lk; j++) {
+                    raw[j] = 0;
+                    for (int c = 0; c < dk; c++)
+                        raw[j] += (double)q->data[(bh * Lq + i) * dk + c] * k->data[(bh * Lk + j) * dk + c];
+                }
+                ref_weights(m, b, i, Lq, Lk, raw, scale, wr, vis);
+                for (int c = 0; c < dv; c++) {
+                    double s = 0;
+                    for (int j = 0; j < Lk; j++) s += wr[j] * v->data[(bh * Lk + j) * dv + c];
+                    out[(bh * Lq + i) * dv + c] = s;
+                }
+            }
+}
+
+/* Compares tg_sdpa (output and weights) with ref_sdpa on random q, k, v. */
+static void check_sdpa(int B, int H, int Lq, int Lk, int dk, int dv, const tg_mask *m, double scale)
+{
+    tg_tensor *q = tu_rand(&R, -1, 1, 4, (int[]){B, H, Lq, dk});
+    tg_tensor *k = tu_rand(&R, -1, 1, 4, (int[]){B, H, Lk, dk});
+    tg_tensor *v = tu_rand(&R, -1, 1, 4, (int[]){B, H, Lk, dv});
+    tg_tensor *w = NULL;
+    tg_tensor *o = tg_sdpa(T, q, k, v, &(tg_sdpa_opts){.mask = m, .scale = scale}, &w);
+    cr_assert(o && w, "%s", tg_tape_error(T));
+    cr_assert(o->shape[2] == Lq && o->shape[3] == dv && w->shape[2] == Lq && w->shape[3] == Lk);
+    double *ro = calloc(o->size, sizeof *ro), *rw = calloc(w->size, sizeof *rw);
+    ref_sdpa(q, k, v, m, scale > 0 ? scale : 1 / sqrt(dk), ro, rw);
+    for (size_t e = 0; e < o->size; e++) tu_close(o->data[e], ro[e], TU_TOL);
+    for (size_t e = 0; e < w->size; e++) {
+        if (rw[e] == 0) cr_assert(w->data[e] == 0, "weight %zu = %g, want exactly 0", e, (double)w->data[e]);
+        tu_close(w->data[e], rw[e], TU_TOL);
+    }
+    free(ro);
+    free(rw);
+    tg_tensor *in[] = {q, k, v};
+    tu_free_all(in, 3);
+}
+
+Test(softmax, sdpa_matches_naive_self_and_cross)
+{
+    check_sdpa(2, 2, LQ, LK, 3, 2, NULL, 0);          /* default scale 1/sqrt(3) */
+    check_sdpa(2, 3, 5, 5, 4, 3, NULL, 0.9);          /* self, dk != dv */
+    check_sdpa(2, 2, 3, 7, 4, 6, NULL, 0);            /* cross, Lq < Lk */
+    check_sdpa(1, 2, 6, 2, 3, 5, NULL, 0);            /* cross, Lq > Lk */
+    for (int kind = 0; kind < N_KINDS; kind++) {
+        tg_mask m = mask_kind(kind);
+        check_sdpa(B_, H_, LQ, LK, 3, 2, &m, 0);
+    }
+}
+
+Test(softmax, sdpa_fully_masked_zero_out_and_grad)
+{
+    tg_mask m = {.key_lens = LENS0};
+    tg_tensor *q = tu_rand(&R, -1, 1, 4, (int[]){B_, H_, LQ, 3});
+    tg_tensor *k = tu_rand(&R, -1, 1, 4, (int[]){B_, H_, LK, 3});
+    tg_tensor *v = tu_rand(&R, -1, 1, 4, (int[]){B_, H_, LK, 2});
+    tg_tensor *w = NULL, *o = tg_sdpa(T, q, k, v, &(tg_sdpa_opts){.mask = &m}, &w);
+    cr_assert(o && w);
+    cr_assert_eq(backward_ones(o), 0, "%s", tg_tape_error(T));
+    for (size_t e = 0; e < o->size; e++) cr_assert(e >= o->size / 2 || o->data[e] == 0);
+    for (size_t e = 0; e < w->size / 2; e++) cr_assert(w->data[e] == 0);
+    tg_tensor *in[] = {q, k, v};
+    for (int x = 0; x < 3; x++)
+        for (size_t e = 0; e < in[x]->size; e++) {
+            cr_assert(isfinite(in[x]->grad[e]));
+            if (e < in[x]->size / 2) cr_assert(in[x]->grad[e] == 0, "input %d elem %zu", x, e);
+        }
+    cr_assert(v->grad[v->size / 2] != 0);  /* batch 1, key 0 does get a gradient */
+    tu_free_all(in, 3);
+}
+
+Test(softmax, sdpa_empty_keys_and_eval_mode)
+{
+    tg_tensor *q = tu_rand(&R, -1, 1, 4, (int[]){1, 1, 2, 3});
+    tg_tensor *k = tu_rand(&R, -1, 1, 4, (int[]){1, 1, 0, 3});
+    tg_tensor *v = tu_rand(&R, -1, 1, 4, (int[]){1, 1, 0, 4});
+    tg_tensor *o = tg_sdpa(T, q, k, v, NULL, NULL);
+    cr_assert_not_null(o, "%s", tg_tape_error(T));
+    for (size_t e = 0; e < o->size; e++) cr_assert(o->data[e] == 0);
+    cr_assert_eq(backward_ones(o), 0, "%s", tg_tape_error(T));
+    tg_tensor *in[] = {q, k, v};
+    tu_free_all(in, 3);
+    /* not recording: same values, no node */
+    tg_tape_reset(T);
+    q = tu_rand(&R, -1, 1, 4, (int[]){1, 2, 3, 4});
+    tg_tensor *o1 = tg_sdpa(T, q, q, q, NULL, NULL);
+    int nodes = tg_tape_node_count(T);
+    tg_tape_set_recording(T, false);
+    tg_tensor *o2 = tg_sdpa(T, q, q, q, NULL, NULL);
+    cr_assert(o1 && o2);
+    cr_assert_eq(tg_tape_node_count(T), nodes);
+    for (size_t e = 0; e < o1->size; e++) cr_assert(o1->data[e] == o2->data[e]);
+    tg_tensor_free(q);
+}
+
+/* Backward reads nothing from the caller's mask arrays, and the weights
+ * handed out are the caller's to modify. */
+Test(softmax, sdpa_backward_independent_of_caller_arrays)
+{
+    int32_t lens[B_] = {3, 4};
+    tg_real add[LQ * LK];
+    for (int e = 0; e < LQ * LK; e++) add[e] = (tg_real)(0.1 * (e % 5));
+    tg_mask m = {.causal = true, .key_lens = lens, .additive = add};
+    tg_tensor *q = tu_rand(&R, -1, 1, 4, (int[]){B_, H_, LQ, 3});
+    tg_tensor *k = tu_rand(&R, -1, 1, 4, (int[]){B_, H_, LK, 3});
+    tg_tensor *v = tu_rand(&R, -1, 1, 4, (int[]){B_, H_, LK, 2});
+    tg_real want[B_ * H_ * LQ * 3];
+    for (int pass = 0; pass < 2; pass++) {
+        tg_tape_reset(T);
+        if (q->grad) memset(q->grad, 0, q->size * sizeof *q->grad);
+        tg_tensor *w = NULL, *o = tg_sdpa(T, q, k, v, &(tg_sdpa_opts){.mask = &m}, &w);
+        cr_assert(o && w);
+        if (pass == 1) { /* scribble over everything the caller owns */
+            lens[0] = lens[1] = 1;
+            for (int e = 0; e < LQ * LK; e++) add[e] = (tg_real)(e % 3);
+            tg_tensor_fill(w, 42);
+        }
+        cr_assert_eq(backward_ones(o), 0);
+        for (size_t e = 0; e < q->size; e++) {
+            if (pass == 0) want[e] = q->grad[e];
+            else cr_assert(q->grad[e] == want[e], "elem %zu", e);
+        }
+    }
+    tg_tensor *in[] = {q, k, v};
+    tu_free_all(in, 3);
+}
+
+/* ---- dropout ---------------------------------------------------------------------------------- */
+
+/* With v = identity (dv = Lk) the output is the dropped weights themselves. */
+Test(softmax, sdpa_dropout_drops_and_rescales)
+{
+    enum { L = 8, H = 4 };
+    const double p = 0.5;
+    tg_tensor *q = tu_rand(&R, -1, 1, 4, (int[]){1, H, L, 3});
+    tg_tensor *k = tu_rand(&R, -1, 1, 4, (int[]){1, H, L, 3});
+    tg_tensor *v = tu_rand(&R, 0, 0, 4, (int[]){1, H, L, L});
+    for (int h = 0; h < H; h++)
+        for (int j = 0; j < L; j++) v->data[(h * L + j) * L + j] = 1;
+    tg_rng rng;
+    tg_rng_seed(&rng, 5);
+    tg_sdpa_opts o = {.dropout = p, .rng = &rng};
+    tg_tensor *w = NULL, *out = tg_sdpa(T, q, k, v, &o, &w);
+    cr_assert(out && w, "%s", tg_tape_error(T));
+    int dropped = 0;
+    for (size_t e = 0; e < out->size; e++) {
+        if (out->data[e] == 0) dropped++;
+        else tu_close(out->data[e], w->data[e] / (1 - p), 1e-5);
+    }
+    cr_assert(dropped > (int)out->size / 4 && dropped < 3 * (int)out->size / 4, "dropped %d of %zu", dropped, out->size);
+    /* weights are pre-dropout: rows sum to one */
+    for (int r = 0; r < H * L; r++) {
+        double s = 0;
+        for (int j = 0; j < L; j++) s += w->data[r * L + j];
+        tu_close(s, 1.0, 1e-5);
+    }
+    /* not training: dropout is off */
+    tg_tape_set_training(T, false);
+    tg_tensor *ev = tg_sdpa(T, q, k, v, &o, NULL);
+    cr_assert_not_null(ev);
+    for (size_t e = 0; e < ev->size; e++) cr_assert(ev->data[e] == w->data[e]);
+    tg_tensor *in[] = {q, k, v};
+    tu_free_all(in, 3);
+}
+
+/* ---- gradchecks: sdpa ---------------------------------------------------------------------- */
+
+typedef struct sdpa_ctx {
+    const tg_mask *mask;
+    double scale, dropout;
+    bool shared;  /* q = k = v = in[0] */
+} sdpa_ctx;
+
+/* Reseeds a local rng at every call so each evaluation drops the same entries. */
+static tg_tensor *f_sdpa(tg_tape *t, tg_tensor **in, void *vc)
+{
+    sdpa_ctx *c = vc;
+    tg_rng rng;
+    tg_rng_seed(&rng, 2024);
+    tg_sdpa_opts o = {.mask = c->mask, .scale = c->scale, .dropout = c->dropout, .rng = &rng};
+    if (c->shared) return tg_sdpa(t, in[0], in[0], in[0], &o, NULL);
+    return tg_sdpa(t, in[0], in[1], in[2], &o, NULL);
+}
+
+static void gc_sdpa(const char *what, int B, int H, int Lq, int Lk, int dk, int dv, sdpa_ctx c)
+{
+    tg_tensor *in[] = {tu_rand(&R, -1, 1, 4, (int[]){B, H, Lq, dk}),
+                       tu_rand(&R, -1, 1, 4, (int[]){B, H, Lk, dk}),
+                       tu_rand(&R, -1, 1, 4, (int[]){B, H, Lk, dv})};
+    tg_gradcheck_result r = tg_gradcheck(f_sdpa, &c, in, c.shared ? 1 : 3, NULL);
+    tu_free_all(in, 3);
+    cr_assert(r.ok, "%s: %s", what, r.message);
+}
+
+Test(softmax, gradcheck_sdpa_masks)
+{
+    tg_mask causal = {.causal = true}, pad = {.key_lens = LENS}, keep = {.key_keep = KKEEP};
+    tg_mask win = {.window = 2}, cpad = {.causal = true, .key_lens = LENS};
+    tg_mask none_visible = {.key_lens = LENS0, .additive = ADD};
+    gc_sdpa("no mask", B_, H_, LQ, LK, 3, 2, (sdpa_ctx){0});
+    gc_sdpa("causal", B_, H_, LQ, LK, 3, 2, (sdpa_ctx){.mask = &causal});
+    gc_sdpa("key_lens", B_, H_, LQ, LK, 3, 2, (sdpa_ctx){.mask = &pad});
+    gc_sdpa("key_keep", B_, H_, LQ, LK, 3, 2, (sdpa_ctx){.mask = &keep});
+    gc_sdpa("window", B_, H_, LQ, LK, 3, 2, (sdpa_ctx){.mask = &win});
+    gc_sdpa("causal+padding", B_, H_, LQ, LK, 3, 2, (sdpa_ctx){.mask = &cpad, .scale = 0.6});
+    gc_sdpa("fully masked batch + additive", B_, H_, LQ, LK, 3, 2, (sdpa_ctx){.mask = &none_visible});
+    for (int kind = 5; kind < N_KINDS; kind++) {
+        tg_mask m = mask_kind(kind);
+        gc_sdpa("mask kind", B_, H_, LQ, LK, 2, 3, (sdpa_ctx){.mask = &m});
+    }
+}
+
+Test(softmax, gradcheck_sdpa_cross_shared_and_dropout)
+{
+    tg_mask pad = {.key_lens = (const int32_t[]){6, 4}};
+    gc_sdpa("cross", 2, 2, 3, 6, 4, 2, (sdpa_ctx){0});
+    gc_sdpa("cross + padding", 2, 1, 3, 6, 2, 3, (sdpa_ctx){.mask = &pad});
+    gc_sdpa("q = k = v", 1, 2, 4, 4, 3, 3, (sdpa_ctx){.shared = true});
+    tg_mask causal = {.causal = true};
+    gc_sdpa("dropout", B_, H_, LQ, LK, 3, 2, (sdpa_ctx){.dropout = 0.3});
+    gc_sdpa("dropout + causal", B_, H_, LQ, LQ, 3, 2, (sdpa_ctx){.mask = &causal, .dropout = 0.5});
+}
+
+/* Every allocation of a forward + backward failing in turn: an error, no crash,
+ * no leak (the sanitizer build checks the leaks). */
+Test(softmax, sdpa_out_of_memory)
+{
+    tg_tensor *in[] = {tu_rand(&R, -1, 1, 4, (int[]){2, 2, 3, 4}), tu_rand(&R, -1, 1, 4, (int[]){2, 2, 5, 4}),
+                       tu_rand(&R, -1, 1, 4, (int[]){2, 2, 5, 2})};
+    tg_mask m = {.causal = true, .key_lens = LENS};
+    tg_rng rng;
+    tg_rng_seed(&rng, 3);
+    bool done = false;
+    for (int n = 1; n < 20 && !done; n++) {
+        tg_tape *t = tg_tape_new();
+        cr_assert_not_null(t);
+        for (int x = 0; x < 3; x++) { /* backward allocates them again */
+            tg_free(in[x]->grad);
+            in[x]->grad = NULL;
+        }
+        tg_alloc_fail_at((uint64_t)n);
+        tg_sdpa_opts o_ = {.mask = &m, .dropout = 0.2, .rng = &rng};
+        tg_tensor *w = NULL, *o = tg_sdpa(t, in[0], in[1], in[2], &o_, &w);
+        tg_real one[2 * 2 * 3 * 2] = {1};
+        int rc = o ? tg_backward_seed(t, o, one) : -1;
+        tg_alloc_fail_at(0);
+        done = rc == 0;
+        if (!done) cr_assert(tg_tape_error(t) && strstr(tg_tape_error(t), "out of memory"), "n %d: %s", n,
+                             tg_tape_error(t) ? tg_tape_error(t) : "(no error)");
+        tg_tape_free(t);
+    }
+    cr_assert(done, "never succeeded");
+    tu_free_all(in, 3);
+}
+
+/* ---- errors ---------------------------------------------------------------------------- */
+
+/* Asserts that the op returned NULL with a message containing both needles. */
+#define expect_error(res, n1, n2)                                                               \
+    do {                                                                                        \
+        cr_assert_null((res));                                                                  \
+        const char *e_ = tg_tape_error(T);                                                      \
+        cr_assert(e_ && strstr(e_, (n1)) && strstr(e_, (n2)), "got \"%s\", want %s and %s",    \
+                  e_ ? e_ : "(none)", (n1), (n2));                                              \
+        tg_tape_reset(T);                                                                       \
+    } while (0)
+
+Test(softmax, sdpa_rejects_bad_inputs)
+{
+    tg_tensor *q = tu_rand(&R, -1, 1, 4, (int[]){2, 2, 4, 3});
+    tg_tensor *k = tu_rand(&R, -1, 1, 4, (int[]){2, 2, 5, 3});
+    tg_tensor *v = tu_rand(&R, -1, 1, 4, (int[]){2, 2, 5, 2});
+    tg_tensor *q3 = tu_rand(&R, -1, 1, 3, (int[]){2, 4, 3});
+    tg_tensor *kb = tu_rand(&R, -1, 1, 4, (int[]){3, 2, 5, 3});
+    tg_tensor *vh = tu_rand(&R, -1, 1, 4, (int[]){2, 1, 5, 2});
+    tg_tensor *kd = tu_rand(&R, -1, 1, 4, (int[]){2, 2, 5, 4});
+    tg_tensor *vl = tu_rand(&R, -1, 1, 4, (int[]){2, 2, 6, 2});
+    tg_rng rng;
+    tg_rng_seed(&rng, 1);
+    tg_tensor *w = (tg_tensor *)1;
+    expect_error(tg_sdpa(T, q3, k, v, NULL, &w), "tg_sdpa", "[2,4,3]");
+    cr_assert_null(w);
+    expect_error(tg_sdpa(T, q, kb, v, NULL, NULL), "tg_sdpa", "[3,2,5,3]");
+    expect_error(tg_sdpa(T, q, k, vh, NULL, NULL), "tg_sdpa", "[2,1,5,2]");
+    expect_error(tg_sdpa(T, q, kd, v, NULL, NULL), "tg_sdpa", "[2,2,5,4]");
+    expect_error(tg_sdpa(T, q, k, vl, NULL, NULL), "tg_sdpa", "[2,2,6,2]");
+    expect_error(tg_sdpa(T, q, k, v, &(tg_sdpa_opts){.dropout = 1, .rng = &rng}, NULL), "tg_sdpa: dropout", "[2,2,4,3]");
+    expect_error(tg_sdpa(T, q, k, v, &(tg_sdpa_opts){.dropout = -0.1, .rng = &rng}, NULL), "tg_sdpa: dropout", "[2,2,4,3]");
+    expect_error(tg_sdpa(T, q, k, v, &(tg_sdpa_opts){.dropout = NAN, .rng = &rng}, NULL), "tg_sdpa: dropout", "[2,2,4,3]");
+    expect_error(tg_sdpa(T, q, k, v, &(tg_sdpa_opts){.dropout = 0.1}, NULL), "rng", "[2,2,4,3]");
+    expect_error(tg_sdpa(T, q, k, v, &(tg_sdpa_opts){.scale = INFINITY}, NULL), "tg_sdpa: scale", "[2,2,4,3]");
+    const tg_mask bad[] = {
+        {.keep_batched = true},
+        {.key_lens = (const int32_t[]){3, 6}},
+        {.key_lens = (const int32_t[]){-1, 2}},
+        {.window = -2},
+        {.additive = (const tg_real[20]){[7] = NAN}},
+        {.additive = (const tg_real[20]){[19] = INFINITY}},
+    };
+    const char *why[] = {"keep is NULL", "key_lens[1] = 6", "key_lens[0] = -1", "window -2", "additive[1,2]", "additive[3,4]"};
+    for (int i = 0; i < 6; i++) {
+        expect_error(tg_sdpa(T, q, k, v, &(tg_sdpa_opts){.mask = &bad[i]}, NULL), "tg_sdpa", why[i]);
+        expect_error(tg_sdpa(T, q, k, v, &(tg_sdpa_opts){.mask = &bad[i]}, NULL), "tg_sdpa", "k [2,2,5,3]");
+        tg_tensor *s = tg_tensor_zeros(T, 4, (int[]){2, 2, 4, 5});
+        expect_error(tg_softmax_masked(T, s, &bad[i], 1), "tg_softmax_masked", why[i]);
+        s = tg_tensor_zeros(T, 4, (int[]){2, 2, 4, 5});
+        expect_error(tg_softmax_masked(T, s, &bad[i], 1), "tg_softmax_masked", "[2,2,4,5]");
+    }
+    /* a NULL input keeps the earlier message */
+    cr_assert_null(tg_sdpa(T, q, kd, v, NULL, NULL));
+    char first[512];
+    snprintf(first, sizeof first, "%s", tg_tape_error(T));
+    cr_assert_null(tg_sdpa(T, NULL, k, v, NULL, NULL));
+    cr_assert_null(tg_sdpa(T, q, k, NULL, NULL, NULL));
+    cr_assert_str_eq(tg_tape_error(T), first);
+    tg_tape_reset(T);
+    expect_error(tg_sdpa(T, q, NULL, v, NULL, NULL), "tg_sdpa", "NULL");
+    tg_tensor *all[] = {q, k, v, q3, kb, vh, kd, vl};
+    tu_free_all(all, 8);
+}
+
+Test(softmax, softmax_family_rejects_bad_inputs)
+{
+    tg_tensor *a1 = tg_tensor_zeros(T, 1, (int[]){5});
+    expect_error(tg_softmax_masked(T, a1, NULL, 1), "tg_softmax_masked", "[5]");
+    a1 = tg_tensor_zeros(T, 2, (int[]){4, 5});
+    expect_error(tg_softmax_masked(T, a1, NULL, NAN), "tg_softmax_masked: scale", "[4,5]");
+    expect_error(tg_softmax(T, NULL), "tg_softmax", "NULL");
+    expect_error(tg_log_softmax(T, NULL), "tg_log_softmax", "NULL");
+    expect_error(tg_softmax_masked(T, NULL, NULL, 1), "tg_softmax_masked", "NULL");
+    /* sticky: a later NULL keeps the first message */
+    a1 = tg_tensor_zeros(T, 1, (int[]){5});
+    cr_assert_null(tg_softmax_masked(T, a1, NULL, 1));
+    cr_assert_null(tg_softmax(T, NULL));
+    cr_assert_null(tg_softmax_masked(T, NULL, NULL, 1));
+    cr_assert(strstr(tg_tape_error(T), "[5]"));
+}
