@@ -126,11 +126,10 @@ static tg_tensor *rows_view(tg_tape *t, tg_tensor *w, int row0, int n)
     return v;
 }
 
-/* Dropout only while training (tg_sdpa would want an rng even in eval). */
-static tg_sdpa_opts sdpa_opts(tg_tape *t, const tg_mha *m, const tg_mask *mask, tg_rng *rng)
+/* Scale 1/sqrt(d_head); tg_sdpa drops weights only while the tape trains. */
+static tg_sdpa_opts sdpa_opts(const tg_mha *m, const tg_mask *mask, tg_rng *rng)
 {
-    double p = tg_tape_training(t) ? m->cfg.dropout : 0;
-    return (tg_sdpa_opts){.mask = mask, .scale = 0, .dropout = p, .rng = rng};
+    return (tg_sdpa_opts){.mask = mask, .scale = 0, .dropout = m->cfg.dropout, .rng = rng};
 }
 
 /* Fused: packed projections -> [B, H, L, dh] -> one sdpa -> [B, Lq, E] */
@@ -156,7 +155,7 @@ static tg_tensor *fused_heads(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_ten
     q = tg_split_heads(t, q, H);
     k = tg_split_heads(t, k, H);
     v = tg_split_heads(t, v, H);
-    tg_sdpa_opts o = sdpa_opts(t, m, mask, rng);
+    tg_sdpa_opts o = sdpa_opts(m, mask, rng);
     tg_tensor *att = tg_sdpa(t, q, k, v, &o, weights);
     return tg_merge_heads(t, att);
 }
@@ -167,7 +166,7 @@ static tg_tensor *per_head(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor
 {
     int H = m->cfg.n_heads, dh = m->cfg.d_head, B = xq->shape[0], Lq = xq->shape[1], Lk = xkv->shape[1];
     tg_tensor *outs[TG_MHA_MAX_HEADS], *ws[TG_MHA_MAX_HEADS];
-    tg_sdpa_opts o = sdpa_opts(t, m, mask, rng);
+    tg_sdpa_opts o = sdpa_opts(m, mask, rng);
     for (int h = 0; h < H; h++) {
         const tg_mha_head *hd = &m->heads[h];
         tg_tensor *q = tg_matmul(t, xq, hd->wq, hd->bq, TG_TRANS_B);
