@@ -30,6 +30,10 @@
  *     contiguous offsets in that order; the header is padded with spaces to a
  *     multiple of 8 bytes (so the data starts 8-aligned), as the reference does.
  *   - loaded sets list tensors in file-offset order.
+ *   - where tapegrad differs from the reference reader: dims and offsets
+ *     written as integral non-integers (4.0, 4e0) are accepted; offsets above
+ *     2^53 and dims above INT_MAX are rejected; names and metadata may not
+ *     contain \u0000 (tapegrad names are C strings).
  *   - cJSON's allocations are routed through tg_malloc/tg_free
  *     (cJSON_InitHooks, process-wide: do not install other cJSON hooks in a
  *     program that uses tapegrad's I/O).

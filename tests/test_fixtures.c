@@ -1,0 +1,241 @@
+/* tapegrad vs PyTorch: forward outputs and gradients of the core ops against
+ * the reference fixtures written by bench/torch/make_fixtures.py into
+ * tests/fixtures/<family>.safetensors (float64; see that script for the
+ * layout: C.<input>, C.out, C.w, C.grad.<input>, metadata "cases",
+ * "C.grads", "C.<param>"). The loss whose gradients are compared is
+ * sum(out * w): tg_backward_seed(out, w).
+ *
+ * Tolerances |got - want| <= ATOL + RTOL |want|: the float build reads the
+ * float64 fixtures rounded to float32 and computes in float32; the double
+ * build computes from the exact inputs.
+ *
+ * A fixture case this file has no runner for fails the test, so new cases
+ * in make_fixtures.py need a runner here. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/io.h"
+#include "tapegrad.h"
+
+#ifdef TAPEGRAD_DOUBLE
+#define RTOL 1e-10
+#define ATOL 1e-12
+#else
+#define RTOL 1e-4
+#define ATOL 1e-5
+#endif
+
+typedef struct fx {
+    const char *family, *cas; /* file and current case */
+    tg_safetensors *st;
+    tg_tape *t;
+    void *scratch[8]; /* int arrays made for the current case */
+    int n_scratch;
+} fx;
+
+/* "<case>.<name>" or NULL. */
+static tg_tensor *fx_get(const fx *f, const char *name)
+{
+    char key[256];
+    if (snprintf(key, sizeof key, "%s.%s", f->cas, name) >= (int)sizeof key) return NULL;
+    return tg_st_get(f->st, key);
+}
+
+/* A required input; differentiable iff the fixture holds its gradient. */
+static tg_tensor *fx_in(fx *f, const char *name)
+{
+    tg_tensor *x = fx_get(f, name);
+    cr_assert(x, "%s/%s: tensor '%s' is missing", f->family, f->cas, name);
+    char g[128];
+    snprintf(g, sizeof g, "grad.%s", name);
+    x->requires_grad = fx_get(f, g) != NULL;
+    return x;
+}
+
+static tg_tensor *fx_opt(fx *f, const char *name) { return fx_get(f, name) ? fx_in(f, name) : NULL; }
+
+static double fx_param(const fx *f, const char *name, double dflt)
+{
+    char key[256];
+    snprintf(key, sizeof key, "%s.%s", f->cas, name);
+    const char *v = tg_st_meta(f->st, key);
+    return v ? strtod(v, NULL) : dflt;
+}
+
+/* An integer-valued tensor (stored as F64) as int32 or uint8 values, owned by
+ * f until the case ends; NULL when absent. */
+static void *fx_ints(fx *f, const char *name, bool bytes, tg_tensor **x_out)
+{
+    tg_tensor *x = fx_get(f, name);
+    if (x_out) *x_out = x;
+    if (!x) return NULL;
+    cr_assert(f->n_scratch < 8);
+    void *p = malloc(x->size ? x->size * (bytes ? 1 : sizeof(int32_t)) : 1);
+    cr_assert(p);
+    for (size_t i = 0; i < x->size; i++) {
+        if (bytes)
+            ((uint8_t *)p)[i] = (uint8_t)x->data[i];
+        else
+            ((int32_t *)p)[i] = (int32_t)lrint((double)x->data[i]);
+    }
+    return f->scratch[f->n_scratch++] = p;
+}
+
+/* ---- runners: one per family, building the op from the case's tensors ---- */
+
+static tg_tensor *run_matmul(fx *f)
+{
+    double flags = fx_param(f, "flags", -1);
+    cr_assert(flags >= 0, "%s/%s: no flags", f->family, f->cas);
+    return tg_matmul(f->t, fx_in(f, "a"), fx_in(f, "b"), fx_opt(f, "bias"), (unsigned)flags);
+}
+
+static tg_tensor *run_linear(fx *f)
+{
+    return tg_matmul(f->t, fx_in(f, "x"), fx_in(f, "weight"), fx_opt(f, "bias"), TG_TRANS_B);
+}
+
+static tg_tensor *run_softmax(fx *f) { return tg_softmax(f->t, fx_in(f, "x")); }
+static tg_tensor *run_log_softmax(fx *f) { return tg_log_softmax(f->t, fx_in(f, "x")); }
+static tg_tensor *run_gelu(fx *f) { return tg_gelu(f->t, fx_in(f, "x")); }
+
+static tg_tensor *run_softmax_masked(fx *f)
+{
+    tg_tensor *keep, *add = fx_get(f, "additive");
+    tg_mask m = {
+        .causal = fx_param(f, "causal", 0) != 0,
+        .window = (int)fx_param(f, "window", 0),
+        .key_lens = fx_ints(f, "key_lens", false, NULL),
+        .key_keep = fx_ints(f, "key_keep", true, NULL),
+        .keep = fx_ints(f, "keep", true, &keep),
+        .additive = add ? add->data : NULL,
+    };
+    m.keep_batched = keep && keep->ndim == 3;
+    return tg_softmax_masked(f->t, fx_in(f, "x"), &m, fx_param(f, "scale", 1));
+}
+
+static tg_tensor *run_layernorm(fx *f)
+{
+    double eps = fx_param(f, "eps", -1);
+    cr_assert(eps > 0, "%s/%s: no eps", f->family, f->cas);
+    return tg_layernorm(f->t, fx_in(f, "x"), fx_opt(f, "weight"), fx_opt(f, "bias"), eps);
+}
+
+static tg_tensor *run_embedding(fx *f)
+{
+    tg_tensor *ids;
+    const int32_t *v = fx_ints(f, "ids", false, &ids);
+    cr_assert(v && ids->ndim == 2, "%s/%s: ids must be [B, T]", f->family, f->cas);
+    return tg_embedding(f->t, fx_in(f, "weight"), v, ids->shape[0], ids->shape[1]);
+}
+
+static tg_tensor *run_cross_entropy(fx *f)
+{
+    const int32_t *targets = fx_ints(f, "targets", false, NULL);
+    cr_assert(targets, "%s/%s: no targets", f->family, f->cas);
+    return tg_cross_entropy(f->t, fx_in(f, "logits"), targets, (int)fx_param(f, "ignore_index", TG_IGNORE));
+}
+
+/* Add attention / toy-model families here with their runner. */
+static const struct {
+    const char *family;
+    tg_tensor *(*run)(fx *f);
+} runners[] = {
+    {"matmul", run_matmul},
+    {"linear", run_linear},
+    {"softmax", run_softmax},
+    {"log_softmax", run_log_softmax},
+    {"softmax_masked", run_softmax_masked},
+    {"layernorm", run_layernorm},
+    {"gelu", run_gelu},
+    {"embedding", run_embedding},
+    {"cross_entropy", run_cross_entropy},
+};
+
+/* ---- comparison --------------------------------------------------------- */
+
+/* got (NULL = all zeros) vs want, element by element; fails with the worst. */
+static void compare(const fx *f, const char *what, const tg_real *got, const tg_tensor *want, size_t n)
+{
+    cr_assert_eq(n, want->size, "%s/%s: %s has %zu elements, the fixture %zu", f->family, f->cas, what, n,
+                 want->size);
+    double worst = 0;
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        double g = got ? (double)got[i] : 0, w = (double)want->data[i];
+        double r = fabs(g - w) / (ATOL + RTOL * fabs(w));
+        if (!(r <= worst)) { /* NaN counts as worst */
+            worst = r;
+            at = i;
+        }
+    }
+    cr_assert(worst <= 1, "%s/%s: %s[%zu] = %.12g, PyTorch %.12g (|diff| is %.3g x the tolerance)", f->family,
+              f->cas, what, at, got ? (double)got[at] : 0.0, (double)want->data[at], worst);
+}
+
+static void check_case(fx *f, tg_tensor *(*run)(fx *f))
+{
+    tg_tape_reset(f->t);
+    tg_tensor *out = run(f);
+    cr_assert(out, "%s/%s: %s", f->family, f->cas, tg_tape_error(f->t));
+    tg_tensor *want = fx_get(f, "out"), *w = fx_get(f, "w");
+    cr_assert(want && w, "%s/%s: out or w missing", f->family, f->cas);
+    char s1[TG_SHAPE_STR], s2[TG_SHAPE_STR];
+    cr_assert(tg_shape_equal(out, want), "%s/%s: output shape %s, PyTorch %s", f->family, f->cas,
+              tg_shape_str(out, s1), tg_shape_str(want, s2));
+    compare(f, "out", out->data, want, out->size);
+    cr_assert_eq(tg_backward_seed(f->t, out, w->data), 0, "%s/%s: %s", f->family, f->cas,
+                 tg_tape_error(f->t));
+
+    char key[256], list[256];
+    snprintf(key, sizeof key, "%s.grads", f->cas);
+    const char *grads = tg_st_meta(f->st, key);
+    cr_assert(grads && strlen(grads) < sizeof list, "%s/%s: no '%s' metadata", f->family, f->cas, key);
+    strcpy(list, grads);
+    for (char *save = NULL, *name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+        snprintf(key, sizeof key, "grad.%s", name);
+        tg_tensor *x = fx_get(f, name), *g = fx_get(f, key);
+        cr_assert(x && g, "%s/%s: %s or its gradient is missing", f->family, f->cas, name);
+        compare(f, key, x->grad, g, x->size);
+    }
+    while (f->n_scratch) free(f->scratch[--f->n_scratch]);
+}
+
+/* Loads tests/fixtures/<family>.safetensors and checks every case in it. */
+static void check_family(const char *family)
+{
+    int r = -1;
+    for (size_t i = 0; i < sizeof runners / sizeof *runners; i++)
+        if (strcmp(runners[i].family, family) == 0) r = (int)i;
+    cr_assert(r >= 0, "no runner for family '%s'", family);
+    char path[512], err[512];
+    snprintf(path, sizeof path, "%s/tests/fixtures/%s.safetensors", TG_SOURCE_DIR, family);
+    fx f = {.family = family, .t = tg_tape_new()};
+    cr_assert(f.t);
+    cr_assert_eq(tg_st_load(path, &f.st, err, sizeof err), 0, "%s", err);
+    const char *cases = tg_st_meta(f.st, "cases");
+    cr_assert(cases && *cases, "%s: no 'cases' metadata", path);
+    char *list = strdup(cases);
+    int n = 0;
+    for (char *save = NULL, *c = strtok_r(list, ",", &save); c; c = strtok_r(NULL, ",", &save), n++) {
+        f.cas = c;
+        check_case(&f, runners[r].run);
+    }
+    cr_assert_gt(n, 0);
+    free(list);
+    tg_st_free(f.st);
+    tg_tape_free(f.t);
+}
+
+Test(fixtures, matmul) { check_family("matmul"); }
+Test(fixtures, linear) { check_family("linear"); }
+Test(fixtures, softmax) { check_family("softmax"); }
+Test(fixtures, log_softmax) { check_family("log_softmax"); }
+Test(fixtures, softmax_masked) { check_family("softmax_masked"); }
+Test(fixtures, layernorm) { check_family("layernorm"); }
+Test(fixtures, gelu) { check_family("gelu"); }
+Test(fixtures, embedding) { check_family("embedding"); }
+Test(fixtures, cross_entropy) { check_family("cross_entropy"); }
