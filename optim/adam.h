@@ -13,7 +13,7 @@
  * The scalar coefficients (bias corrections, step size) are computed in
  * double and rounded to tg_real, the per-element arithmetic is done in tg_real
  * in the order torch uses, so a float build follows torch's float32
- * trajectories to rounding (tests/test_optim.c checks 1e-5 relative over 100
+ * trajectories to rounding (tests/test_optim_torch.c checks 1e-5 relative over 100
  * steps against bench/torch/make_optim_fixtures.py).
  *
  * Weight decay applies to every parameter, as in PyTorch. With no_decay_1d,

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Reference trajectories of torch.optim for tests/test_optim.c.
+"""Reference trajectories of torch.optim for tests/test_optim_torch.c.
 
 Two problems, each optimised for 100 steps by every configuration below,
 parameters recorded after every 10 steps:

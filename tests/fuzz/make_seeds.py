@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Writes the seed corpus tests/fuzz/corpus/safetensors/: ok_* files are
-valid (tests/test_io.c checks they load), bad_* files each break one rule
+valid (tests/test_io_bad.c checks they load), bad_* files each break one rule
 (checked rejected). Plain Python, no torch needed."""
 import json
 import os

@@ -1,0 +1,597 @@
+/* Allocation-failure injection (issue 8, docs/RELIABILITY.md): the n-th
+ * allocation fails (tg_alloc_fail_at), for every n over
+ *   - a whole training step of the toy model, from a fresh tape: forward,
+ *     cross-entropy, backward, clip, AdamW, and a checkpoint save (params +
+ *     optimizer state + metadata, atomic tg_st_save);
+ *   - model and optimizer construction (tg_params_new, tg_model_init,
+ *     tg_adam_new, tg_sgd_new);
+ *   - loading a checkpoint back (tg_st_load, tg_st_load_params,
+ *     tg_adam_state_load);
+ *   - a long chain of ops that grows the tape's node array and arena.
+ * Each failing run must return NULL/-1 with a message saying "out of memory",
+ * leak nothing (LeakSanitizer / valgrind check the whole process), leave the
+ * old checkpoint file byte for byte and no temporary beside it, and leave the
+ * model usable: with allocation restored, the retried (or next) step succeeds
+ * with exactly the loss, parameters and optimizer state of a twin that never
+ * saw a failure. */
+#define _DEFAULT_SOURCE /* mkdtemp */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "test_util.h"
+
+static const tg_dtype DT = sizeof(tg_real) == 8 ? TG_F64 : TG_F32;
+
+/* ---- a model, its optimizer and its data -------------------------------------------------- */
+
+typedef struct setup {
+    tg_model_config cfg;
+    int B, T;
+    int32_t *ids, *targets, *lens;  /* [B*T], [B*T], [B] (plain malloc: not counted) */
+} setup;
+
+typedef struct rig {
+    tg_params *p;
+    tg_model m;
+    tg_adam *opt;
+    tg_rng rng;  /* the dropout stream */
+} rig;
+
+static const tg_adam_opts OPTS = {.lr = 1e-2, .beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8,
+                                  .weight_decay = 0.01, .adamw = true};
+
+static void setup_data(setup *s)
+{
+    size_t n = (size_t)s->B * s->T;
+    s->ids = malloc(n * sizeof *s->ids);
+    s->targets = malloc(n * sizeof *s->targets);
+    s->lens = malloc((size_t)s->B * sizeof *s->lens);
+    cr_assert(s->ids && s->targets && s->lens);
+    for (int b = 0; b < s->B; b++) {
+        s->lens[b] = s->T - b % 3;  /* some key padding */
+        for (int i = 0; i < s->T; i++) {
+            size_t k = (size_t)b * s->T + i;
+            s->ids[k] = (int32_t)((7 * b + 3 * i + 1) % s->cfg.vocab);
+            s->targets[k] = i < s->lens[b] && i % 4 ? (int32_t)((5 * b + i) % s->cfg.vocab) : TG_IGNORE;
+        }
+    }
+}
+
+static void setup_free(setup *s)
+{
+    free(s->ids);
+    free(s->targets);
+    free(s->lens);
+}
+
+static void rig_init(rig *r, const setup *s)
+{
+    char err[256];
+    tg_rng init;
+    tg_rng_seed(&init, 7);
+    r->p = tg_params_new();
+    cr_assert_not_null(r->p);
+    cr_assert_eq(tg_model_init(&r->m, r->p, &s->cfg, &init, err, sizeof err), 0, "%s", err);
+    r->opt = tg_adam_new(r->p, &OPTS, err, sizeof err);
+    cr_assert_not_null(r->opt, "%s", err);
+    tg_rng_seed(&r->rng, 11);
+}
+
+static void rig_free(rig *r)
+{
+    tg_adam_free(r->opt);
+    tg_model_free(&r->m);
+    tg_params_free(r->p);
+}
+
+/* ---- one training step and its checkpoint -------------------------------------------------- */
+
+/* A constructor without an error channel (tg_st_new, tg_params_new,
+ * tg_tape_new) can only say "out of memory" by returning NULL: the walks
+ * accept it and count it (docs/RELIABILITY.md lists these). */
+#define NO_CHANNEL "returned NULL (no error channel)"
+
+enum { PH_FORWARD, PH_BACKWARD, PH_UPDATE, PH_SAVE, PH_DONE };
+static const char *const PHASE[] = {"forward", "backward", "clip/update", "save", "done"};
+
+/* Model params, AdamW state and a "step" metadata entry, saved atomically. */
+static int save(const rig *r, const char *path, char *msg, size_t len)
+{
+    tg_safetensors *s = tg_st_new();
+    if (!s) {  /* tg_st_new has no error channel: NULL is its only signal */
+        snprintf(msg, len, "tg_st_new " NO_CHANNEL);
+        return -1;
+    }
+    char step[32];
+    snprintf(step, sizeof step, "%ld", tg_adam_steps(r->opt));
+    int rc = tg_st_add_params(s, r->p, msg, len);
+    if (!rc) rc = tg_adam_state_save(r->opt, s, msg, len);
+    if (!rc) rc = tg_st_set_meta(s, "step", step, msg, len);
+    if (!rc) rc = tg_st_save(s, path, DT, msg, len);
+    tg_st_free(s);
+    return rc;
+}
+
+/* DESIGN.md's loop; returns the phase that failed (msg says why) or PH_DONE. */
+static int step(rig *r, tg_tape *t, const setup *s, const char *path, tg_real *loss_out, char *msg,
+                size_t len)
+{
+    msg[0] = '\0';
+    tg_tape_reset(t);
+    tg_tensor *logits = tg_model_forward(t, &r->m, s->ids, s->B, s->T, s->lens, NULL, &r->rng, NULL);
+    tg_tensor *loss = tg_cross_entropy(t, logits, s->targets, TG_IGNORE);
+    if (!loss) {
+        snprintf(msg, len, "%s", tg_tape_error(t) ? tg_tape_error(t) : "NULL loss, no message");
+        return PH_FORWARD;
+    }
+    *loss_out = loss->data[0];
+    tg_params_zero_grad(r->p);
+    if (tg_backward(t, loss)) {
+        snprintf(msg, len, "%s", tg_tape_error(t) ? tg_tape_error(t) : "backward -1, no message");
+        return PH_BACKWARD;
+    }
+    if (!(tg_clip_grad_norm(r->p, 0.5) >= 0) || tg_adam_step(r->opt)) {
+        snprintf(msg, len, "clip or update failed");
+        return PH_UPDATE;
+    }
+    return save(r, path, msg, len) ? PH_SAVE : PH_DONE;
+}
+
+/* ---- snapshots of the trainable state --------------------------------------------------------- */
+
+typedef struct snap {
+    tg_real *params;
+    size_t n;
+    long steps;
+    tg_safetensors *opt;  /* m and v as exported */
+} snap;
+
+static snap snap_take(const rig *r)
+{
+    snap s = {.n = tg_params_numel(r->p), .steps = tg_adam_steps(r->opt), .opt = tg_st_new()};
+    s.params = malloc(s.n * sizeof *s.params);
+    cr_assert(s.params && s.opt);
+    memcpy(s.params, tg_params_data(r->p), s.n * sizeof *s.params);
+    cr_assert_eq(tg_adam_state_save(r->opt, s.opt, NULL, 0), 0);
+    return s;
+}
+
+static void snap_free(snap *s)
+{
+    free(s->params);
+    tg_st_free(s->opt);
+}
+
+static bool same_tensors(const tg_safetensors *a, const tg_safetensors *b, const char *prefix)
+{
+    for (int i = 0; i < tg_st_count(a); i++) {
+        const tg_tensor *x = tg_st_at(a, i);
+        if (prefix && strncmp(x->name, prefix, strlen(prefix)) != 0) continue;
+        const tg_tensor *y = tg_st_get(b, x->name);
+        if (!y || !tg_shape_equal(x, y) || memcmp(x->data, y->data, x->size * sizeof(tg_real))) return false;
+    }
+    return true;
+}
+
+/* Bit-identical params, step count and moments. */
+static bool snap_matches(const snap *want, const rig *r)
+{
+    snap now = snap_take(r);
+    bool ok = now.n == want->n && now.steps == want->steps &&
+              memcmp(now.params, want->params, now.n * sizeof(tg_real)) == 0 &&
+              tg_st_count(now.opt) == tg_st_count(want->opt) && same_tensors(want->opt, now.opt, NULL);
+    snap_free(&now);
+    return ok;
+}
+
+/* The checkpoint at path holds exactly r's params and optimizer state. */
+static bool file_matches(const char *path, const rig *r)
+{
+    tg_safetensors *f = NULL;
+    char err[512];
+    if (tg_st_load(path, &f, err, sizeof err)) return false;
+    snap now = snap_take(r);
+    bool ok = same_tensors(now.opt, f, NULL);
+    for (int i = 0; ok && i < tg_params_count(r->p); i++) {
+        const tg_tensor *x = tg_params_at(r->p, i), *y = tg_st_get(f, x->name);
+        ok = y && tg_shape_equal(x, y) && memcmp(x->data, y->data, x->size * sizeof(tg_real)) == 0;
+    }
+    char want[32];
+    snprintf(want, sizeof want, "%ld", tg_adam_steps(r->opt));
+    ok = ok && tg_st_meta(f, "step") && strcmp(tg_st_meta(f, "step"), want) == 0;
+    snap_free(&now);
+    tg_st_free(f);
+    return ok;
+}
+
+/* ---- files ------------------------------------------------------------------------------------ */
+
+static uint8_t *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "%s", path);
+    fseek(f, 0, SEEK_END);
+    *len = (size_t)ftell(f);
+    rewind(f);
+    uint8_t *b = malloc(*len + 1);
+    cr_assert(b && fread(b, 1, *len, f) == *len);
+    fclose(f);
+    return b;
+}
+
+static void spill(const char *path, const uint8_t *b, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    cr_assert(f && fwrite(b, 1, len, f) == len);
+    fclose(f);
+}
+
+static bool file_is(const char *path, const uint8_t *b, size_t len)
+{
+    size_t n;
+    uint8_t *now = slurp(path, &n);
+    bool same = n == len && memcmp(now, b, len) == 0;
+    free(now);
+    return same;
+}
+
+static int dir_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    cr_assert_not_null(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+static void rm_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        if (e->d_name[0] == '.') continue;
+        char p[512];
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        unlink(p);
+    }
+    if (d) closedir(d);
+    rmdir(dir);
+}
+
+static bool acceptable(const char *msg, unsigned long long *no_channel)
+{
+    if (msg && strstr(msg, "out of memory")) return true;
+    if (msg && strstr(msg, NO_CHANNEL)) return ++*no_channel, true;
+    return false;
+}
+
+/* ---- the training-step walk ---------------------------------------------------------------------- */
+
+typedef struct walk_stats {
+    unsigned long long allocs, failed, absorbed, no_channel, by_phase[PH_DONE];
+} walk_stats;
+
+/* A failure the library absorbs by design: the last allocation of a step is
+ * the directory name for tg_st_save's fsync of the directory, which is best
+ * effort; the checkpoint itself must be complete. */
+static void check_absorbed(unsigned long long n, const rig *r, const char *path)
+{
+    cr_assert(file_matches(path, r), "allocation %llu: absorbed failure but a wrong checkpoint", n);
+}
+
+static walk_stats walk_training_step(setup *s)
+{
+    char dir[] = "/tmp/tg_oom_XXXXXX", path[64], msg[512];
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/ckpt.safetensors", dir);
+    setup_data(s);
+
+    /* the twin: states s0 -> s1 -> s2, losses L0, L1; allocations of step 1 */
+    rig ref;
+    rig_init(&ref, s);
+    tg_tape *t = tg_tape_new();
+    tg_real L0, L1;
+    snap s0 = snap_take(&ref);
+    tg_rng rng0 = ref.rng;
+    uint64_t before = tg_alloc_count();
+    cr_assert_eq(step(&ref, t, s, path, &L0, msg, sizeof msg), PH_DONE, "%s", msg);
+    walk_stats st = {.allocs = tg_alloc_count() - before};
+    snap s1 = snap_take(&ref);
+    cr_assert_eq(step(&ref, t, s, path, &L1, msg, sizeof msg), PH_DONE, "%s", msg);
+    snap s2 = snap_take(&ref);
+    size_t old_len;
+    uint8_t *old = slurp(path, &old_len);  /* "the previous checkpoint" each run must not harm */
+    tg_tape_free(t);
+    rig_free(&ref);
+
+    for (unsigned long long n = 1; n <= st.allocs + 1; n++) {
+        rig r;
+        rig_init(&r, s);
+        spill(path, old, old_len);
+        t = tg_tape_new();
+        cr_assert_not_null(t);
+        tg_real loss;
+        tg_alloc_fail_at(n);
+        int ph = step(&r, t, s, path, &loss, msg, sizeof msg);
+        tg_alloc_fail_at(0);
+        if (n > st.allocs) {
+            cr_assert_eq(ph, PH_DONE, "allocation %llu is past the end, yet: %s", n, msg);
+        } else if (ph == PH_DONE) {
+            st.absorbed++;
+            cr_assert_eq(n, st.allocs, "allocation %llu: a failure other than the last was absorbed", n);
+            check_absorbed(n, &r, path);
+        } else {
+            st.failed++;
+            st.by_phase[ph]++;
+            cr_assert(acceptable(msg, &st.no_channel), "allocation %llu of %llu failed in %s without saying so: %s",
+                      n, st.allocs, PHASE[ph], msg);
+            /* no half-update: before the update nothing moved, a failed save moved nothing either */
+            cr_assert(ph != PH_UPDATE, "allocation %llu: clip/update failed", n);
+            cr_assert(snap_matches(ph < PH_SAVE ? &s0 : &s1, &r),
+                      "allocation %llu (%s): parameters or optimizer state half-updated", n, PHASE[ph]);
+            cr_assert(file_is(path, old, old_len), "allocation %llu (%s): the old checkpoint changed", n,
+                      PHASE[ph]);
+            cr_assert_eq(dir_entries(dir), 1, "allocation %llu (%s): a temporary file was left", n,
+                         PHASE[ph]);
+            if (ph < PH_SAVE) r.rng = rng0;  /* retrying the step replays its dropout draws */
+        }
+        /* with allocation restored, the retried (or next) step on the same tape is the twin's */
+        bool retry = ph < PH_SAVE;
+        int ph2 = step(&r, t, s, path, &loss, msg, sizeof msg);
+        cr_assert_eq(ph2, PH_DONE, "allocation %llu (%s): the next step failed: %s", n, PHASE[ph], msg);
+        cr_assert(loss == (retry ? L0 : L1), "allocation %llu (%s): loss %.9g, the twin's %.9g", n,
+                  PHASE[ph], (double)loss, (double)(retry ? L0 : L1));
+        cr_assert(snap_matches(retry ? &s1 : &s2, &r), "allocation %llu (%s): state differs from the twin's",
+                  n, PHASE[ph]);
+        cr_assert(file_matches(path, &r), "allocation %llu (%s): checkpoint after recovery is wrong", n,
+                  PHASE[ph]);
+        tg_tape_free(t);
+        rig_free(&r);
+    }
+    snap_free(&s0);
+    snap_free(&s1);
+    snap_free(&s2);
+    free(old);
+    rm_dir(dir);
+    setup_free(s);
+    return st;
+}
+
+static void report(const char *what, const walk_stats *st)
+{
+    fprintf(stderr, "alloc_fail %s: %llu allocations walked, %llu failed (forward %llu, backward %llu, "
+            "save %llu; %llu as a bare NULL), %llu absorbed by design\n", what, st->allocs, st->failed,
+            st->by_phase[PH_FORWARD], st->by_phase[PH_BACKWARD], st->by_phase[PH_SAVE], st->no_channel,
+            st->absorbed);
+}
+
+/* Fused attention, two layers, dropout on (the retry replays the rng). */
+Test(alloc_fail, training_step_fused)
+{
+    setup s = {.cfg = {.vocab = 11, .d_model = 16, .n_layers = 2, .n_heads = 2, .d_ff = 32,
+                       .max_len = 12, .dropout = 0.1, .mode = TG_MHA_FUSED},
+               .B = 3, .T = 12};
+    walk_stats st = walk_training_step(&s);
+    report("training step (fused)", &st);
+    cr_assert_leq(st.absorbed, 1);
+}
+
+/* Per-head attention, one layer, no dropout; a batch of 128 (float) so that the
+ * forward fits the first 1 MiB arena chunk and backward needs a second. */
+Test(alloc_fail, training_step_per_head)
+{
+    setup s = {.cfg = {.vocab = 7, .d_model = 8, .n_layers = 1, .n_heads = 2, .max_len = 6,
+                       .mode = TG_MHA_PER_HEAD},
+               .B = 512 / (int)sizeof(tg_real), .T = 6};
+    walk_stats st = walk_training_step(&s);
+    report("training step (per-head)", &st);
+    cr_assert_leq(st.absorbed, 1);
+}
+
+/* ---- construction: params store, model, Adam, SGD --------------------------------------------- */
+
+/* Builds everything; 0, or -1 with msg. Leaves nothing allocated on failure. */
+static int build(const tg_model_config *cfg, rig *r, tg_sgd **sgd, char *msg, size_t len)
+{
+    static const tg_sgd_opts sgd_opts = {.lr = 0.1, .momentum = 0.9};
+    tg_rng init;
+    tg_rng_seed(&init, 7);
+    *r = (rig){.p = tg_params_new()};
+    *sgd = NULL;
+    if (!r->p) {
+        snprintf(msg, len, "tg_params_new " NO_CHANNEL);
+        return -1;
+    }
+    if (tg_model_init(&r->m, r->p, cfg, &init, msg, len)) {  /* holds nothing on failure */
+        tg_params_free(r->p);
+        return -1;
+    }
+    r->opt = tg_adam_new(r->p, &OPTS, msg, len);
+    if (r->opt) *sgd = tg_sgd_new(r->p, &sgd_opts, msg, len);
+    if (!*sgd) {
+        rig_free(r);
+        return -1;
+    }
+    tg_rng_seed(&r->rng, 11);
+    return 0;
+}
+
+static void walk_construction(tg_mha_mode mode)
+{
+    setup s = {.cfg = {.vocab = 7, .d_model = 8, .n_layers = 2, .n_heads = 2, .max_len = 6, .mode = mode},
+               .B = 2, .T = 6};
+    rig ref, r;
+    tg_sgd *sgd;
+    char msg[512];
+    uint64_t before = tg_alloc_count();
+    cr_assert_eq(build(&s.cfg, &ref, &sgd, msg, sizeof msg), 0, "%s", msg);
+    walk_stats st = {.allocs = tg_alloc_count() - before};
+    tg_sgd_free(sgd);
+    snap s0 = snap_take(&ref);
+    for (unsigned long long n = 1; n <= st.allocs + 1; n++) {
+        tg_alloc_fail_at(n);
+        int rc = build(&s.cfg, &r, &sgd, msg, sizeof msg);
+        tg_alloc_fail_at(0);
+        if (n <= st.allocs) {
+            cr_assert_eq(rc, -1, "allocation %llu of %llu failed silently", n, st.allocs);
+            cr_assert(acceptable(msg, &st.no_channel), "allocation %llu of %llu: %s", n, st.allocs, msg);
+            st.failed++;
+            continue;
+        }
+        cr_assert_eq(rc, 0, "%s", msg);
+        cr_assert(snap_matches(&s0, &r), "a model built after failures differs");
+        tg_sgd_free(sgd);
+        rig_free(&r);
+    }
+    /* the twin trains: construction left nothing half-done */
+    setup_data(&s);
+    char dir[] = "/tmp/tg_oom_XXXXXX", path[64];
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/ckpt.safetensors", dir);
+    tg_tape *t = tg_tape_new();
+    tg_real loss;
+    cr_assert_eq(step(&ref, t, &s, path, &loss, msg, sizeof msg), PH_DONE, "%s", msg);
+    cr_assert(isfinite(loss));
+    tg_tape_free(t);
+    rm_dir(dir);
+    setup_free(&s);
+    snap_free(&s0);
+    rig_free(&ref);
+    fprintf(stderr, "alloc_fail construction (%s): %llu allocations walked, %llu failed (%llu as a bare NULL)\n",
+            mode == TG_MHA_FUSED ? "fused" : "per-head", st.allocs, st.failed, st.no_channel);
+}
+
+Test(alloc_fail, construction_fused) { walk_construction(TG_MHA_FUSED); }
+Test(alloc_fail, construction_per_head) { walk_construction(TG_MHA_PER_HEAD); }
+
+/* ---- loading a checkpoint ------------------------------------------------------------------------- */
+
+/* tg_st_load + tg_st_load_params + tg_adam_state_load, as a resume does. */
+static int load(rig *r, const char *path, char *msg, size_t len, bool *parsed)
+{
+    tg_safetensors *f = NULL;
+    int rc = tg_st_load(path, &f, msg, len);
+    *parsed = f != NULL;
+    cr_assert(rc == 0 || !f, "tg_st_load failed but gave a set");
+    if (!rc) rc = tg_st_load_params(r->p, f, true, "optim.", msg, len);
+    if (!rc) rc = tg_adam_state_load(r->opt, f, msg, len);
+    tg_st_free(f);
+    return rc;
+}
+
+/* The only known message that hides the out-of-memory cause, see
+ * docs/RELIABILITY.md: cJSON returns NULL both for bad JSON and for OOM. */
+static bool json_parse_oom(const char *msg) { return strstr(msg, "header is not valid JSON") != NULL; }
+
+Test(alloc_fail, checkpoint_load)
+{
+    setup s = {.cfg = {.vocab = 7, .d_model = 8, .n_layers = 2, .n_heads = 2, .max_len = 6,
+                       .dropout = 0.1, .mode = TG_MHA_FUSED},
+               .B = 2, .T = 6};
+    setup_data(&s);
+    char dir[] = "/tmp/tg_oom_XXXXXX", path[64], msg[512];
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/ckpt.safetensors", dir);
+    rig ref, r;
+    rig_init(&ref, &s);
+    tg_tape *t = tg_tape_new();
+    tg_real L0, L1, loss;
+    cr_assert_eq(step(&ref, t, &s, path, &L0, msg, sizeof msg), PH_DONE, "%s", msg);
+    snap s1 = snap_take(&ref);
+    tg_rng rng1 = ref.rng;
+    cr_assert_eq(step(&ref, t, &s, "/dev/null/x", &L1, msg, sizeof msg), PH_SAVE);  /* L1, path unchanged */
+    rig_init(&r, &s);
+    snap s0 = snap_take(&r);
+    bool parsed;
+    uint64_t before = tg_alloc_count();
+    cr_assert_eq(load(&ref, path, msg, sizeof msg, &parsed), 0, "%s", msg);
+    walk_stats st = {.allocs = tg_alloc_count() - before};
+    unsigned long long unclear = 0;
+    for (unsigned long long n = 1; n <= st.allocs + 1; n++) {
+        tg_alloc_fail_at(n);
+        int rc = load(&r, path, msg, sizeof msg, &parsed);
+        tg_alloc_fail_at(0);
+        if (n > st.allocs) {
+            cr_assert_eq(rc, 0, "%s", msg);
+            break;
+        }
+        cr_assert_eq(rc, -1, "allocation %llu of %llu failed silently", n, st.allocs);
+        cr_assert(!parsed, "allocation %llu: failed after parsing (load_params and state_load allocate nothing)", n);
+        st.failed++;
+        if (json_parse_oom(msg)) unclear++;
+        else cr_assert(acceptable(msg, &st.no_channel), "allocation %llu of %llu: %s", n, st.allocs, msg);
+        cr_assert(snap_matches(&s0, &r), "allocation %llu: a failed load changed the model", n);
+    }
+    /* the loaded model resumes as the twin: same state, same next loss */
+    cr_assert(snap_matches(&s1, &r));
+    r.rng = rng1;
+    cr_assert_eq(step(&r, t, &s, path, &loss, msg, sizeof msg), PH_DONE, "%s", msg);
+    cr_assert(loss == L1, "resumed loss %.9g, twin %.9g", (double)loss, (double)L1);
+    fprintf(stderr, "alloc_fail checkpoint load: %llu allocations walked, %llu failed, %llu of them "
+            "reported as invalid JSON instead of out of memory\n", st.allocs, st.failed, unclear);
+    tg_tape_free(t);
+    snap_free(&s0);
+    snap_free(&s1);
+    rig_free(&r);
+    rig_free(&ref);
+    rm_dir(dir);
+    setup_free(&s);
+}
+
+/* ---- a long tape: node array and arena growth ---------------------------------------------------- */
+
+/* 1200 small nodes (the node array grows 256 -> 2048) and a 1M-element
+ * product (a second arena chunk; its grad a third); heap inputs get their
+ * grads on the first backward. L = sum(y) + sum(big * big). */
+static int chain(tg_tape *t, tg_tensor *x, tg_tensor *big, tg_real *L, char *msg, size_t len)
+{
+    tg_tape_reset(t);
+    tg_tensor *y = x;
+    for (int i = 0; i < 600; i++) y = tg_scale(t, tg_add(t, y, x), 0.5);
+    tg_tensor *loss = tg_add(t, tg_sum(t, y), tg_sum(t, tg_mul(t, big, big)));
+    int rc = loss ? tg_backward(t, loss) : -1;
+    if (rc) snprintf(msg, len, "%s", tg_tape_error(t) ? tg_tape_error(t) : "no message");
+    else *L = loss->data[0];
+    return rc;
+}
+
+Test(alloc_fail, long_tape)
+{
+    tg_rng rng;
+    tg_rng_seed(&rng, 5);
+    tg_tensor *x = tu_rand(&rng, -1, 1, 1, (int[]){64}), *big = tu_rand(&rng, -1, 1, 2, (int[]){1024, 1024});
+    tg_tape *t = tg_tape_new();
+    tg_real L, L_ref;
+    char msg[512];
+    uint64_t before = tg_alloc_count();
+    cr_assert_eq(chain(t, x, big, &L_ref, msg, sizeof msg), 0, "%s", msg);
+    walk_stats st = {.allocs = tg_alloc_count() - before};
+    tg_real gx = x->grad[3], gb = big->grad[12345];
+    tg_tape_free(t);
+    for (unsigned long long n = 1; n <= st.allocs; n++) {
+        tg_tensor *x2 = tu_rand(&rng, 0, 0, 1, (int[]){64}), *b2 = tu_rand(&rng, 0, 0, 2, (int[]){1024, 1024});
+        memcpy(x2->data, x->data, x->size * sizeof(tg_real));
+        memcpy(b2->data, big->data, big->size * sizeof(tg_real));
+        t = tg_tape_new();
+        tg_alloc_fail_at(n);
+        int rc = chain(t, x2, b2, &L, msg, sizeof msg);
+        tg_alloc_fail_at(0);
+        cr_assert_eq(rc, -1, "allocation %llu of %llu failed silently", n, st.allocs);
+        cr_assert(acceptable(msg, &st.no_channel), "allocation %llu of %llu: %s", n, st.allocs, msg);
+        st.failed++;
+        /* the same tape, reset, runs the whole thing (grads restart from zero) */
+        if (x2->grad) memset(x2->grad, 0, x2->size * sizeof(tg_real));
+        if (b2->grad) memset(b2->grad, 0, b2->size * sizeof(tg_real));
+        cr_assert_eq(chain(t, x2, b2, &L, msg, sizeof msg), 0, "allocation %llu: %s", n, msg);
+        cr_assert(L == L_ref && x2->grad[3] == gx && b2->grad[12345] == gb, "allocation %llu: wrong result", n);
+        tg_tape_free(t);
+        tg_tensor_free(x2);
+        tg_tensor_free(b2);
+    }
+    fprintf(stderr, "alloc_fail long tape: %llu allocations walked, %llu failed\n", st.allocs, st.failed);
+    tg_tensor_free(x);
+    tg_tensor_free(big);
+}
