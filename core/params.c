@@ -104,9 +104,7 @@ tg_tensor *tg_params_add(tg_params *p, const char *name, int ndim, const int *sh
         tg_free(nm);
         goto oom;
     }
-    x->ndim = ndim;
-    for (int i = 0; i < TG_MAX_DIMS; i++) x->shape[i] = i < ndim ? shape[i] : 1;
-    x->size = size;
+    tg_tensor_set_shape(x, ndim, shape, size);
     x->requires_grad = true;
     x->name = nm;
     p->items[p->count++] = x;

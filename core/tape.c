@@ -158,9 +158,7 @@ tg_tensor *tg_new(tg_tape *t, const char *op, int ndim, const int *shape)
     tg_tensor *x = tg_arena_alloc(t, sizeof *x, op);
     if (!x) return NULL;
     memset(x, 0, sizeof *x);
-    x->ndim = ndim;
-    for (int i = 0; i < TG_MAX_DIMS; i++) x->shape[i] = i < ndim ? shape[i] : 1;
-    x->size = size;
+    tg_tensor_set_shape(x, ndim, shape, size);
     char what[96];
     snprintf(what, sizeof what, "%s output", op);
     x->data = tg_arena_alloc(t, size * sizeof(tg_real), what);

@@ -28,6 +28,13 @@ bool tg_shape_equal(const tg_tensor *a, const tg_tensor *b)
     return true;
 }
 
+void tg_tensor_set_shape(tg_tensor *x, int ndim, const int *shape, size_t size)
+{
+    x->ndim = ndim;
+    for (int i = 0; i < TG_MAX_DIMS; i++) x->shape[i] = i < ndim ? shape[i] : 1;
+    x->size = size;
+}
+
 const char *tg_shape_str(const tg_tensor *x, char *buf)
 {
     if (!x) return strcpy(buf, "NULL");
@@ -63,9 +70,7 @@ tg_tensor *tg_tensor_alloc(int ndim, const int *shape)
         tg_free(x);
         return NULL;
     }
-    x->ndim = ndim;
-    for (int i = 0; i < TG_MAX_DIMS; i++) x->shape[i] = i < ndim ? shape[i] : 1;
-    x->size = size;
+    tg_tensor_set_shape(x, ndim, shape, size);
     x->owns_data = true;
     return x;
 }

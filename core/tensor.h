@@ -48,6 +48,9 @@ bool tg_tensor_alloc_grad(tg_tensor *x);
  * or the product overflows. */
 bool tg_shape_size(int ndim, const int *shape, size_t *size);
 bool tg_shape_equal(const tg_tensor *a, const tg_tensor *b);
+/* Sets x's ndim, shape (trailing entries 1) and size from a shape that
+ * tg_shape_size accepted. */
+void tg_tensor_set_shape(tg_tensor *x, int ndim, const int *shape, size_t size);
 /* "[32,16,64]" into buf (at least TG_SHAPE_STR bytes); returns buf. */
 #define TG_SHAPE_STR 64
 const char *tg_shape_str(const tg_tensor *x, char *buf);
