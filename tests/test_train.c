@@ -204,6 +204,39 @@ Test(train, resume_is_bit_for_bit_with_data_file_and_sgd)
                  "--threads 1 --target-acc 0", 10);
 }
 
+/* The loss column of log.csv, one entry per line. */
+static void log_losses(const char *rel, char *buf, size_t len)
+{
+    char all[1 << 14];
+    log_columns(rel, 2, all, sizeof all);
+    size_t n = 0;
+    for (char *line = strchr(all, '\n'); line && line[1]; line = strchr(line + 1, '\n'))
+        n += (size_t)snprintf(buf + n, len - n, "%.*s\n", (int)strcspn(strchr(line, ',') + 1, "\n"),
+                              strchr(line, ',') + 1);
+}
+
+/* --no-shuffle: batch k holds lines kB .. kB+B-1, wrapping around. With a
+ * learning rate too small to move any weight, step k's loss is the loss of
+ * those lines alone, so it equals step 1 of a file holding just them. */
+Test(train, no_shuffle_reads_the_file_in_order)
+{
+    const char *flags = "--symbols 8 --max-len 5 --layers 1 --d-model 16 --heads 2 --batch 2 --optimizer sgd "
+                        "--lr 1e-30 --schedule constant --warmup 0 --clip 0 --eval-size 2 --threads 1";
+    write_file("abcd.txt", "1 2\t2 1\n3 4 5\t5 4 3\n6\t6\n7 0 1 2\t2 1 0 7\n");
+    write_file("ab.txt", "1 2\t2 1\n3 4 5\t5 4 3\n");
+    write_file("cd.txt", "6\t6\n7 0 1 2\t2 1 0 7\n");
+    char abcd[4096], ab[256], cd[256], want[1024];
+    cr_assert_eq(run("train --data abcd.txt --no-shuffle --steps 3 %s --out abcd", flags), 0, "%s", err_text);
+    cr_assert_eq(run("train --data ab.txt --no-shuffle --steps 1 %s --out ab", flags), 0, "%s", err_text);
+    cr_assert_eq(run("train --data cd.txt --no-shuffle --steps 1 %s --out cd", flags), 0, "%s", err_text);
+    log_losses("abcd/log.csv", abcd, sizeof abcd);
+    log_losses("ab/log.csv", ab, sizeof ab);
+    log_losses("cd/log.csv", cd, sizeof cd);
+    snprintf(want, sizeof want, "%s%s%s", ab, cd, ab);  /* lines 0-1, 2-3, then 0-1 again */
+    cr_assert_str_eq(abcd, want, "batches are not the file's lines in order");
+    cr_assert_str_neq(ab, cd);
+}
+
 /* Ctrl-C in the middle of a cosine schedule: a checkpoint is saved, exit 130,
  * and --resume finishes with exactly the uninterrupted run's rows. */
 Test(train, interrupt_then_resume_is_bit_for_bit)
@@ -252,6 +285,11 @@ Test(train, init_from_pytorch)
     cr_assert_eq(run("train %s --init " FIXTURE " --steps 1 --lr 1e-9 --warmup 0 --schedule constant "
                      "--out run", model), 0, "%s", err_text);
     cr_assert_geq(reported_acc(out_text), 0.98, "PyTorch's weights decode badly:\n%s", out_text);
+    /* per-head mode converts the packed in_proj weights exactly */
+    cr_assert_eq(run("train %s --mode per-head --init " FIXTURE " --steps 1 --lr 1e-9 --warmup 0 "
+                     "--schedule constant --out per-head", model), 0, "%s", err_text);
+    cr_assert(strstr(err_text, "converted to --mode per-head"), "%s", err_text);
+    cr_assert_geq(reported_acc(out_text), 0.98, "converted weights decode badly:\n%s", out_text);
     /* the same model from a random init knows nothing */
     cr_assert_eq(run("train %s --steps 1 --warmup 0 --out scratch", model), 0, "%s", err_text);
     cr_assert_leq(reported_acc(out_text), 0.2, "%s", out_text);

@@ -1,0 +1,278 @@
+/* One MHA layer training step: forward, backward, Adam update.
+ *
+ *   bench_mha --B 16 --L 128 --D 512 --H 8 [--mode fused|per_head]
+ *             [--reps 20] [--warmup 3] [--budget 10] [--tag NAME] [--threads T]
+ *   bench_mha --plot ROWS_FILE OUT.png      (the scaling plot of docs/PERF.md)
+ *
+ * Causal self-attention on a fixed random input x [B, L, D], loss = mean(out);
+ * a step is zero_grad, tg_mha_forward, tg_mean, tg_backward, tg_adam_step,
+ * tg_tape_reset (the same as bench/torch/bench_mha.py). Prints one ROW with the
+ * median ms/step, effective GFLOP/s, the forward / backward / Adam split,
+ * tapegrad allocations per step after warm-up (must be 0), peak RSS and the
+ * memory accounting:
+ *   state   = 4 * P * sizeof(tg_real)   (parameters, grads, Adam m and v)
+ *   act     = what backward must read:   x [B,L,D], q k v 3x[B,L,E],
+ *             attention weights [B,H,L,L], the merged heads [B,L,E]
+ *   need    = state + act, compared with the peak RSS growth over a
+ *             baseline taken after OpenBLAS's first GEMM (rss_ratio, target
+ *             <= 1.3); arena_mib is what the tape's arena really holds.
+ * GFLOP/s counts only the GEMMs (QKV projection, Q K^T, A V, out_proj; full
+ * L x L products even though causal), times 3 for forward + backward.
+ * Run one configuration per process: peak RSS is per process.
+ */
+#include <cblas.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "bench/bench_util.h"
+#include "core/alloc.h"
+#include "core/ops.h"
+#include "core/params.h"
+#include "core/tape.h"
+#include "nn/attention.h"
+#include "nn/plot.h"
+#include "optim/adam.h"
+
+typedef struct mha_ctx {
+    tg_tape *t;
+    tg_params *p;
+    tg_mha m;
+    tg_adam *opt;
+    tg_tensor *x;
+    tg_mask mask;
+    double fwd[BU_MAX_REPS + 64], bwd[BU_MAX_REPS + 64], upd[BU_MAX_REPS + 64];
+    int n;                /* steps run so far (warm-up included) */
+    size_t arena_fwd;     /* arena bytes in use after the forward */
+    size_t arena_peak;    /* after the backward */
+    char err[512];
+} mha_ctx;
+
+static int mha_step(void *arg)
+{
+    mha_ctx *c = arg;
+    double t0 = bu_now();
+    tg_params_zero_grad(c->p);
+    tg_tensor *out = tg_mha_forward(c->t, &c->m, c->x, c->x, &c->mask, NULL, NULL, NULL);
+    tg_tensor *loss = tg_mean(c->t, out);
+    if (!loss) {
+        snprintf(c->err, sizeof c->err, "%s", tg_tape_error(c->t));
+        return -1;
+    }
+    c->arena_fwd = tg_tape_arena_used(c->t);
+    double t1 = bu_now();
+    if (tg_backward(c->t, loss)) {
+        snprintf(c->err, sizeof c->err, "backward: %s", tg_tape_error(c->t));
+        return -1;
+    }
+    c->arena_peak = tg_tape_arena_used(c->t);
+    double t2 = bu_now();
+    tg_adam_step(c->opt);
+    tg_tape_reset(c->t);
+    double t3 = bu_now();
+    if (c->n < BU_MAX_REPS + 64) {
+        c->fwd[c->n] = (t1 - t0) * 1e3;
+        c->bwd[c->n] = (t2 - t1) * 1e3;
+        c->upd[c->n] = (t3 - t2) * 1e3;
+        c->n++;
+    }
+    return 0;
+}
+
+static double gemm_flops(int B, int L, int D, int H, int E)
+{
+    double dk = (double)E / H;
+    double fwd = 2.0 * B * L * D * 3.0 * E + 2.0 * 2.0 * B * H * (double)L * L * dk + 2.0 * B * L * E * D;
+    return 3.0 * fwd;
+}
+
+/* Runs an sgemm big enough to touch OpenBLAS's work buffers, so the RSS
+ * baseline includes them (they are the BLAS's, not the model's). */
+static void warm_blas(void)
+{
+    int n = 512;
+    float *a = tg_calloc((size_t)n * n, sizeof *a), *b = tg_calloc((size_t)n * n, sizeof *b),
+          *c = tg_calloc((size_t)n * n, sizeof *c);
+    if (a && b && c)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+    tg_free(a), tg_free(b), tg_free(c);
+}
+
+static int run_bench(int argc, char **argv)
+{
+    int B = (int)bu_opt_long(argc, argv, "--B", 16), L = (int)bu_opt_long(argc, argv, "--L", 128);
+    int D = (int)bu_opt_long(argc, argv, "--D", 512), H = (int)bu_opt_long(argc, argv, "--H", 8);
+    const char *mode = bu_opt_str(argc, argv, "--mode", "fused");
+    const char *tag = bu_opt_str(argc, argv, "--tag", "-");
+    bu_plan plan = {.warmup = (int)bu_opt_long(argc, argv, "--warmup", 3),
+                    .reps = (int)bu_opt_long(argc, argv, "--reps", 20),
+                    .min_reps = 3,
+                    .budget_s = bu_opt_double(argc, argv, "--budget", 10.0)};
+    if (plan.warmup < 1) plan.warmup = 1;  /* the first step grows the arena */
+    int threads = (int)bu_opt_long(argc, argv, "--threads", 0);  /* 0: OpenBLAS's default */
+    if (threads > 0) openblas_set_num_threads(threads);
+    bool per_head = strcmp(mode, "per_head") == 0;
+    if (!per_head && strcmp(mode, "fused") != 0) {
+        fprintf(stderr, "bench_mha: --mode must be fused or per_head, not '%s'\n", mode);
+        return 2;
+    }
+    warm_blas();
+    double base_rss = bu_rss_mib();
+
+    static mha_ctx c;  /* large: the split-time arrays */
+    memset(&c, 0, sizeof c);
+    c.t = tg_tape_new();
+    c.p = tg_params_new();
+    tg_rng rng;
+    tg_rng_seed(&rng, 1);
+    tg_mha_config cfg = {.n_heads = H, .d_model = D, .d_head = 0, .bias = true, .dropout = 0,
+                         .mode = per_head ? TG_MHA_PER_HEAD : TG_MHA_FUSED};
+    int rc = 1;
+    if (!c.t || !c.p || tg_mha_init(&c.m, c.p, "attn", &cfg, &rng, c.err, sizeof c.err)) goto done;
+    if (!(c.opt = tg_adam_new(c.p, NULL, c.err, sizeof c.err))) goto done;
+    c.x = tg_tensor_alloc(3, (int[]){B, L, D});
+    if (!c.x) {
+        snprintf(c.err, sizeof c.err, "out of memory for x [%d,%d,%d]", B, L, D);
+        goto done;
+    }
+    for (size_t i = 0; i < c.x->size; i++) c.x->data[i] = (tg_real)tg_rng_normal(&rng);
+    c.mask = (tg_mask){.causal = true};
+
+    bu_result r = bu_measure(mha_step, &c, plan);
+    if (r.failed) goto done;
+    int first = c.n - r.reps;  /* the timed steps' splits */
+    double fwd = bu_median(c.fwd + first, r.reps), bwd = bu_median(c.bwd + first, r.reps),
+           upd = bu_median(c.upd + first, r.reps);
+
+    int E = c.m.cfg.n_heads * c.m.cfg.d_head;
+    double P = (double)tg_params_numel(c.p), sz = sizeof(tg_real), mib = 1024.0 * 1024.0;
+    double state = 4 * P * sz / mib;
+    double act = ((double)B * L * D + 4.0 * B * L * E + (double)B * H * L * L) * sz / mib;
+    double peak = bu_peak_rss_mib(), delta = peak - base_rss;
+    double gflops = gemm_flops(B, L, D, H, E) / (r.median_ms * 1e-3) / 1e9;
+    bu_row("bench=mha impl=tapegrad_%s tag=%s B=%d L=%d D=%d H=%d threads=%d reps=%d ms=%.4f "
+           "min_ms=%.4f gflops=%.2f fwd_ms=%.4f bwd_ms=%.4f adam_ms=%.4f allocs_per_step=%llu "
+           "params=%.0f state_mib=%.2f act_mib=%.2f need_mib=%.2f arena_fwd_mib=%.2f "
+           "arena_peak_mib=%.2f arena_cap_mib=%.2f peak_rss_mib=%.1f base_rss_mib=%.1f "
+           "rss_delta_mib=%.1f rss_ratio=%.2f",
+           mode, tag, B, L, D, H, openblas_get_num_threads(), r.reps, r.median_ms, r.min_ms, gflops,
+           fwd, bwd, upd, r.allocs_per_step_max, P, state, act, state + act, c.arena_fwd / mib,
+           c.arena_peak / mib, tg_tape_arena_capacity(c.t) / mib, peak, base_rss, delta,
+           delta / (state + act));
+    rc = 0;
+done:
+    if (rc) fprintf(stderr, "bench_mha: %s\n", c.err[0] ? c.err : "out of memory");
+    tg_tensor_free(c.x);
+    tg_adam_free(c.opt);
+    tg_params_free(c.p);
+    tg_tape_free(c.t);
+    return rc;
+}
+
+/* ---- the scaling plot --------------------------------------------------------
+ * From bench.sh's ROW lines with tag=sweepL (B = 16, L varies) and tag=sweepB
+ * (L = 128, B varies): effective GFLOP/s against log2 of the swept size, for
+ * tapegrad fused and PyTorch, with the sgemm ceiling as a flat line. */
+
+#define PLOT_MAX 32
+
+typedef struct curve {
+    double x[PLOT_MAX], y[PLOT_MAX];
+    int n;
+} curve;
+
+/* The value of "key=" in a ROW line, or NULL. */
+static const char *row_get(const char *line, const char *key, char *buf, size_t len)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, " %s=", key);
+    const char *p = strstr(line, pat);
+    if (!p) return NULL;
+    p += strlen(pat);
+    size_t n = strcspn(p, " \n");
+    if (n >= len) n = len - 1;
+    memcpy(buf, p, n);
+    buf[n] = '\0';
+    return buf;
+}
+
+static void curve_add(curve *c, double x, double y)
+{
+    if (c->n >= PLOT_MAX) return;
+    int i = c->n++;
+    while (i > 0 && c->x[i - 1] > x) {  /* keep sorted by x */
+        c->x[i] = c->x[i - 1];
+        c->y[i] = c->y[i - 1];
+        i--;
+    }
+    c->x[i] = x;
+    c->y[i] = y;
+}
+
+static double log2_of(double v)
+{
+    double l = 0;
+    while (v >= 2) v /= 2, l++;
+    return l;
+}
+
+static int run_plot(const char *rows_path, const char *png)
+{
+    FILE *f = fopen(rows_path, "r");
+    if (!f) {
+        fprintf(stderr, "bench_mha: cannot open %s\n", rows_path);
+        return 1;
+    }
+    curve cv[4] = {{{0}, {0}, 0}};  /* tg L, torch L, tg B, torch B */
+    double ceiling = 0;
+    char line[2048], v[64], impl[64], tag[64];
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "ROW ", 4) != 0) continue;
+        if (row_get(line, "name", v, sizeof v) && strcmp(v, "square") == 0 && row_get(line, "gflops", v, sizeof v))
+            ceiling = strtod(v, NULL);
+        if (!row_get(line, "impl", impl, sizeof impl) || !row_get(line, "tag", tag, sizeof tag)) continue;
+        int torch = strcmp(impl, "torch_manual") == 0;
+        if (!torch && strcmp(impl, "tapegrad_fused") != 0) continue;
+        int byB = strcmp(tag, "sweepB") == 0;
+        if (!byB && strcmp(tag, "sweepL") != 0) continue;
+        if (!row_get(line, byB ? "B" : "L", v, sizeof v)) continue;
+        double x = log2_of(strtod(v, NULL));
+        if (!row_get(line, "gflops", v, sizeof v)) continue;
+        curve_add(&cv[2 * byB + torch], x, strtod(v, NULL));
+    }
+    fclose(f);
+    static const char *names[4] = {"tapegrad fused, L sweep (B=16)", "PyTorch, L sweep (B=16)",
+                                   "tapegrad fused, B sweep (L=128)", "PyTorch, B sweep (L=128)"};
+    tg_plot_series s[6];
+    int ns = 0;
+    for (int i = 0; i < 4; i++)
+        if (cv[i].n > 0) s[ns++] = (tg_plot_series){names[i], cv[i].x, cv[i].y, cv[i].n, false};
+    double cx[2] = {0, 10}, cy[2] = {ceiling, ceiling}, ty[2] = {0.65 * ceiling, 0.65 * ceiling};
+    if (ceiling > 0) {
+        s[ns++] = (tg_plot_series){"sgemm 2048^3 ceiling", cx, cy, 2, false};
+        s[ns++] = (tg_plot_series){"65% of the ceiling (target)", cx, ty, 2, false};
+    }
+    if (ns == 0) {
+        fprintf(stderr, "bench_mha: no sweep rows in %s\n", rows_path);
+        return 1;
+    }
+    char err[256];
+    if (tg_plot_lines_png(png, "MHA training step, D=512 H=8: effective GFLOP/s",
+                          "log2(L) for the L sweep, log2(B) for the B sweep", s, ns, err, sizeof err)) {
+        fprintf(stderr, "bench_mha: %s\n", err);
+        return 1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *rows = bu_opt_str(argc, argv, "--plot", NULL);
+    if (rows) {
+        if (argc < 4) {
+            fprintf(stderr, "usage: bench_mha --plot ROWS_FILE OUT.png\n");
+            return 2;
+        }
+        return run_plot(rows, argv[argc - 1]);
+    }
+    return run_bench(argc, argv);
+}

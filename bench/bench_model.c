@@ -1,0 +1,189 @@
+/* One training step of the toy model (DESIGN.md section 9) on the reverse task.
+ *
+ *   bench_model [--reps 30] [--burn-in 3] [--budget 10]
+ *               [--symbols 16 --min-len 4 --max-len 12 --layers 2 --d-model 64
+ *                --heads 4 --d-head 0 --d-ff 0 --mode fused|per-head --batch 64
+ *                --lr 0.003 --warmup 100 --steps 3000 --schedule cosine
+ *                --optimizer adamw|adam --weight-decay 0.01 --clip 1 --seed 1]
+ *               [--threads T (0: OpenBLAS's default)] [--tag step]
+ *
+ * The model flags take seqtask train's names and defaults; scripts/bench.sh
+ * reads the current defaults from `seqtask train --help` and passes them to
+ * this program and to bench/torch/bench_model.py alike (--warmup is the
+ * learning-rate warmup, as there; --burn-in counts the untimed steps).
+ * A step is seqtask's: forward, cross-entropy, zero_grad, backward, clip the
+ * global grad norm, lr of the schedule, AdamW (betas 0.9, 0.98, no decay on
+ * 1-D parameters), tape reset, on a fixed batch of B reverse examples with
+ * source lengths uniform in [min-len, max-len] (T = longest sequence - 1, the
+ * loss on the positions that predict y1..ym and EOS). Time-to-99% is not
+ * measured here: scripts/bench.sh runs `seqtask train` itself.
+ *
+ * Memory accounting ("act": what backward must read), per layer: ln1 input
+ * and output, q k v, attention weights [B,H,T,T], merged heads, ln2 input
+ * and output, fc1 output and GELU output [B,T,d_ff]; then ln_f input and
+ * output and the softmax of the logits [B,T,V]. state = 4 P (parameters,
+ * grads, Adam m and v).
+ */
+#include <cblas.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "bench/bench_util.h"
+#include "core/alloc.h"
+#include "core/ops.h"
+#include "nn/model.h"
+#include "optim/optim.h"
+
+enum { PAD = 0, BOS = 1, SEP = 2, EOS = 3, SYM0 = 4 };
+
+typedef struct model_ctx {
+    tg_tape *t;
+    tg_params *p;
+    tg_model m;
+    tg_adam *opt;
+    tg_schedule sched;
+    double clip;
+    int B, T;
+    int32_t *ids, *targets, *lens;
+    long step;
+    size_t arena_peak;
+    char err[512];
+} model_ctx;
+
+static int model_step(void *arg)
+{
+    model_ctx *c = arg;
+    tg_tensor *logits = tg_model_forward(c->t, &c->m, c->ids, c->B, c->T, c->lens, NULL, NULL, NULL);
+    tg_tensor *loss = tg_cross_entropy(c->t, logits, c->targets, TG_IGNORE);
+    tg_params_zero_grad(c->p);
+    if (!loss || tg_backward(c->t, loss)) {
+        snprintf(c->err, sizeof c->err, "%s", tg_tape_error(c->t) ? tg_tape_error(c->t) : "backward failed");
+        return -1;
+    }
+    c->arena_peak = tg_tape_arena_used(c->t);
+    if (c->clip > 0) tg_clip_grad_norm(c->p, c->clip);
+    tg_adam_set_lr(c->opt, tg_lr_at(&c->sched, c->step));
+    tg_adam_step(c->opt);
+    tg_tape_reset(c->t);
+    c->step++;
+    return 0;
+}
+
+/* B reverse examples, BOS x SEP reverse(x) EOS, into ids / targets / lens
+ * (each [B, T] with T = longest - 1); returns T. */
+static int make_batch(tg_rng *r, int B, int n_sym, int min_len, int max_len, int32_t *ids,
+                      int32_t *targets, int32_t *lens)
+{
+    int n[4096], T = 1;
+    for (int b = 0; b < B; b++) {
+        n[b] = min_len + (int)tg_rng_below(r, (uint32_t)(max_len - min_len + 1));
+        if (2 * n[b] + 2 > T) T = 2 * n[b] + 2;
+    }
+    int32_t seq[2 * 4096 + 3];
+    for (int b = 0; b < B; b++) {
+        int L = 0, k = n[b];
+        seq[L++] = BOS;
+        for (int i = 0; i < k; i++) seq[L++] = SYM0 + (int32_t)tg_rng_below(r, (uint32_t)n_sym);
+        seq[L++] = SEP;
+        for (int i = 0; i < k; i++) seq[L++] = seq[k - i];  /* x reversed */
+        seq[L++] = EOS;
+        for (int t = 0; t < T; t++) {
+            ids[b * T + t] = t < L - 1 ? seq[t] : PAD;
+            targets[b * T + t] = (t > k && t < L - 1) ? seq[t + 1] : TG_IGNORE;
+        }
+        lens[b] = L - 1;
+    }
+    return T;
+}
+
+static void warm_blas(void)
+{
+    int n = 512;
+    float *a = tg_calloc((size_t)n * n, sizeof *a), *b = tg_calloc((size_t)n * n, sizeof *b),
+          *c = tg_calloc((size_t)n * n, sizeof *c);
+    if (a && b && c)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+    tg_free(a), tg_free(b), tg_free(c);
+}
+
+int main(int argc, char **argv)
+{
+#define OPT(name, def) bu_opt_long(argc, argv, "--" name, def)
+    int n_sym = (int)OPT("symbols", 16), min_len = (int)OPT("min-len", 4), max_len = (int)OPT("max-len", 12);
+    int B = (int)OPT("batch", 64);
+    const char *mode = bu_opt_str(argc, argv, "--mode", "fused");
+    const char *optim = bu_opt_str(argc, argv, "--optimizer", "adamw");
+    const char *sched = bu_opt_str(argc, argv, "--schedule", "cosine");
+    double lr = bu_opt_double(argc, argv, "--lr", 0.003);
+    long warm_steps = OPT("warmup", 100), steps = OPT("steps", 3000);
+    tg_model_config mc = {.vocab = n_sym + 4, .d_model = (int)OPT("d-model", 64),
+                          .n_layers = (int)OPT("layers", 2), .n_heads = (int)OPT("heads", 4),
+                          .d_head = (int)OPT("d-head", 0), .d_ff = (int)OPT("d-ff", 0),
+                          .max_len = 2 * max_len + 3, .dropout = bu_opt_double(argc, argv, "--dropout", 0),
+                          .mode = strcmp(mode, "per-head") == 0 ? TG_MHA_PER_HEAD : TG_MHA_FUSED};
+    bu_plan plan = {.warmup = (int)OPT("burn-in", 3), .reps = (int)OPT("reps", 30), .min_reps = 3,
+                    .budget_s = bu_opt_double(argc, argv, "--budget", 10.0)};
+    if (plan.warmup < 1) plan.warmup = 1;
+    if (B < 1 || B > 4096 || min_len < 1 || max_len < min_len || max_len > 4096 || n_sym < 1) {
+        fprintf(stderr, "bench_model: need 1 <= batch <= 4096, 1 <= min-len <= max-len <= 4096, symbols >= 1\n");
+        return 2;
+    }
+    if (OPT("threads", 0) > 0) openblas_set_num_threads((int)OPT("threads", 0));
+    warm_blas();
+    double base_rss = bu_rss_mib();
+
+    static model_ctx c;
+    memset(&c, 0, sizeof c);
+    c.clip = bu_opt_double(argc, argv, "--clip", 1.0);
+    c.B = B;
+    int rc = 1, T = 2 * max_len + 2;
+    tg_rng rng;
+    tg_rng_seed(&rng, (uint64_t)OPT("seed", 1) * 2 + 1);
+    c.t = tg_tape_new();
+    c.p = tg_params_new();
+    c.ids = tg_malloc((size_t)B * T * sizeof *c.ids);
+    c.targets = tg_malloc((size_t)B * T * sizeof *c.targets);
+    c.lens = tg_malloc((size_t)B * sizeof *c.lens);
+    if (!c.t || !c.p || !c.ids || !c.targets || !c.lens) goto done;
+    if (tg_model_init(&c.m, c.p, &mc, &rng, c.err, sizeof c.err)) goto done;
+    tg_adam_opts ao = tg_adam_defaults();
+    ao.lr = lr;
+    ao.beta2 = 0.98;
+    ao.weight_decay = bu_opt_double(argc, argv, "--weight-decay", 0.01);
+    ao.adamw = strcmp(optim, "adam") != 0;
+    ao.no_decay_1d = ao.adamw;
+    if (strcmp(optim, "sgd") == 0) fprintf(stderr, "bench_model: --optimizer sgd is timed as AdamW\n");
+    if (!(c.opt = tg_adam_new(c.p, &ao, c.err, sizeof c.err))) goto done;
+    if (strcmp(sched, "constant") == 0) c.sched = tg_schedule_constant(lr, warm_steps);
+    else if (strcmp(sched, "linear") == 0) c.sched = tg_schedule_linear(lr, lr / 10, warm_steps, steps);
+    else c.sched = tg_schedule_cosine(lr, lr / 10, warm_steps, steps);
+    c.T = make_batch(&rng, B, n_sym, min_len, max_len, c.ids, c.targets, c.lens);
+
+    bu_result r = bu_measure(model_step, &c, plan);
+    if (r.failed) goto done;
+
+    const tg_model_config *k = &c.m.cfg;
+    double BT = (double)B * c.T, D = k->d_model, E = (double)k->n_heads * k->d_head;
+    double per_layer = BT * (4 * D + 4 * E + 2.0 * k->d_ff) + (double)B * k->n_heads * c.T * c.T;
+    double act_elems = k->n_layers * per_layer + BT * (2 * D + k->vocab);
+    double P = (double)tg_params_numel(c.p), sz = sizeof(tg_real), mib = 1024.0 * 1024.0;
+    double state = 4 * P * sz / mib, act = act_elems * sz / mib;
+    double peak = bu_peak_rss_mib(), delta = peak - base_rss;
+    bu_row("bench=model impl=tapegrad tag=%s mode=%s B=%d T=%d D=%d layers=%d heads=%d V=%d threads=%d "
+           "reps=%d ms=%.4f min_ms=%.4f allocs_per_step=%llu params=%.0f state_mib=%.2f act_mib=%.2f "
+           "need_mib=%.2f arena_peak_mib=%.2f arena_cap_mib=%.2f peak_rss_mib=%.1f base_rss_mib=%.1f "
+           "rss_delta_mib=%.1f rss_ratio=%.2f",
+           bu_opt_str(argc, argv, "--tag", "step"), mode, B, c.T, k->d_model, k->n_layers, k->n_heads, k->vocab, openblas_get_num_threads(), r.reps,
+           r.median_ms, r.min_ms, r.allocs_per_step_max, P, state, act, state + act, c.arena_peak / mib,
+           tg_tape_arena_capacity(c.t) / mib, peak, base_rss, delta, delta / (state + act));
+    rc = 0;
+done:
+    if (rc) fprintf(stderr, "bench_model: %s\n", c.err[0] ? c.err : "out of memory");
+    tg_adam_free(c.opt);
+    tg_model_free(&c.m);
+    tg_params_free(c.p);
+    tg_tape_free(c.t);
+    tg_free(c.ids), tg_free(c.targets), tg_free(c.lens);
+    return rc;
+#undef OPT
+}

@@ -1,0 +1,254 @@
+/* seqtask: model construction, the optimizer wrapper, model and checkpoint files. */
+#include "checkpoint.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "task.h"
+
+/* ---- optimizer ---------------------------------------------------------- */
+
+int sq_opt_new(sq_opt *o, tg_params *p, const sq_config *c, char *err, size_t errlen)
+{
+    memset(o, 0, sizeof *o);
+    o->kind = c->optimizer;
+    if (c->optimizer == SQ_OPT_SGD) {
+        tg_sgd_opts so = tg_sgd_defaults();
+        so.lr = c->lr;
+        so.momentum = 0.9;
+        so.weight_decay = c->weight_decay;
+        o->sgd = tg_sgd_new(p, &so, err, errlen);
+        return o->sgd ? 0 : -1;
+    }
+    tg_adam_opts ao = tg_adam_defaults();
+    ao.lr = c->lr;
+    ao.beta2 = 0.98;
+    ao.weight_decay = c->weight_decay;
+    ao.adamw = c->optimizer == SQ_OPT_ADAMW;
+    ao.no_decay_1d = ao.adamw;
+    o->adam = tg_adam_new(p, &ao, err, errlen);
+    return o->adam ? 0 : -1;
+}
+
+int sq_opt_step(sq_opt *o, double lr)
+{
+    if (o->sgd) return tg_sgd_set_lr(o->sgd, lr) || tg_sgd_step(o->sgd);
+    return tg_adam_set_lr(o->adam, lr) || tg_adam_step(o->adam);
+}
+
+long sq_opt_steps(const sq_opt *o) { return o->sgd ? tg_sgd_steps(o->sgd) : tg_adam_steps(o->adam); }
+
+void sq_opt_free(sq_opt *o)
+{
+    tg_adam_free(o->adam);
+    tg_sgd_free(o->sgd);
+    memset(o, 0, sizeof *o);
+}
+
+/* ---- the model ---------------------------------------------------------- */
+
+tg_model_config sq_model_config(const sq_config *c)
+{
+    return (tg_model_config){
+        .vocab = (int)c->symbols + SQ_SYM0,
+        .d_model = (int)c->d_model,
+        .n_layers = (int)c->layers,
+        .n_heads = (int)c->heads,
+        .d_head = (int)c->d_head,
+        .d_ff = (int)c->d_ff,
+        .max_len = sq_tmax((int)c->max_len),
+        .dropout = c->dropout,
+        .mode = c->mode == SQ_MODE_PER_HEAD ? TG_MHA_PER_HEAD : TG_MHA_FUSED,
+    };
+}
+
+int sq_model_build(const sq_config *c, tg_rng *rng, tg_params **p, tg_model *m, char *err,
+                   size_t errlen)
+{
+    *p = tg_params_new();
+    if (!*p) {
+        snprintf(err, errlen, "out of memory for the parameter store");
+        return -1;
+    }
+    tg_model_config mc = sq_model_config(c);
+    if (tg_model_init(m, *p, &mc, rng, err, errlen) != 0) {
+        tg_params_free(*p);
+        *p = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+void sq_model_destroy(tg_params *p, tg_model *m)
+{
+    tg_model_free(m);
+    tg_params_free(p);
+}
+
+/* ---- files -------------------------------------------------------------- */
+
+static int put_meta(void *ctx, const char *key, const char *value)
+{
+    return tg_st_set_meta(ctx, key, value, NULL, 0);
+}
+
+static const char *get_meta(void *ctx, const char *key) { return tg_st_meta(ctx, key); }
+
+static int meta_long(tg_safetensors *s, const char *key, long long v)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%lld", v);
+    return tg_st_set_meta(s, key, buf, NULL, 0);
+}
+
+int sq_save(const char *path, const sq_config *c, const tg_params *p, const sq_opt *o,
+            const tg_rng *rng, long step, double acc, unsigned long long data_hash, char *err,
+            size_t errlen)
+{
+    tg_safetensors *s = tg_st_new();
+    char buf[64], why[512];
+    int rc = -1;
+    if (!s) goto oom;
+    if (tg_st_add_params(s, p, why, sizeof why)) goto fail;
+    if (o && o->adam && tg_adam_state_save(o->adam, s, why, sizeof why)) goto fail;
+    if (o && o->sgd && tg_sgd_state_save(o->sgd, s, why, sizeof why)) goto fail;
+    if (tg_st_set_meta(s, "format", SQ_FORMAT, NULL, 0) ||
+        sq_config_to_meta(c, SQ_META_MODEL | SQ_META_TASK | SQ_META_TRAIN, put_meta, s) ||
+        meta_long(s, "step", step) || meta_long(s, "vocab", c->symbols + SQ_SYM0) ||
+        meta_long(s, "tmax", sq_tmax((int)c->max_len)) ||
+        tg_st_set_meta(s, "tg_real", TG_REAL_NAME, NULL, 0))
+        goto oom;
+    if (acc >= 0) {
+        snprintf(buf, sizeof buf, "%.6f", acc);
+        if (tg_st_set_meta(s, "eval_acc", buf, NULL, 0)) goto oom;
+    }
+    if (data_hash) {
+        snprintf(buf, sizeof buf, "%016llx", data_hash);
+        if (tg_st_set_meta(s, "data_hash", buf, NULL, 0)) goto oom;
+    }
+    if (rng) {
+        snprintf(buf, sizeof buf, "%" PRIu64 " %" PRIu64, rng->state, rng->inc);
+        if (tg_st_set_meta(s, "rng_dropout", buf, NULL, 0)) goto oom;
+    }
+    rc = tg_st_save(s, path, sizeof(tg_real) == 8 ? TG_F64 : TG_F32, err, errlen);
+    tg_st_free(s);
+    return rc;
+oom:
+    snprintf(why, sizeof why, "out of memory");
+fail:
+    snprintf(err, errlen, "%s: cannot save: %s", path, why);
+    tg_st_free(s);
+    return -1;
+}
+
+int sq_open(const char *path, sq_config *c, bool resume, tg_params **p, tg_model *m,
+            tg_safetensors **st, char *err, size_t errlen)
+{
+    tg_safetensors *s;
+    char why[512];
+    *p = NULL;
+    if (tg_st_load(path, &s, err, errlen)) return -1;
+    const char *fmt = tg_st_meta(s, "format");
+    if (!fmt || strcmp(fmt, SQ_FORMAT) != 0) {
+        snprintf(err, errlen, "%s: not a seqtask model (metadata \"format\" is %s%s%s, expected \"%s\")",
+                 path, fmt ? "\"" : "missing", fmt ? fmt : "", fmt ? "\"" : "", SQ_FORMAT);
+        goto fail;
+    }
+    unsigned mask = SQ_META_MODEL | SQ_META_TASK | (resume ? SQ_META_TRAIN : 0);
+    if (sq_config_from_meta(c, mask, resume ? SQ_META_MODEL | SQ_META_TASK : SQ_META_MODEL, get_meta,
+                            s, path, err, errlen))
+        goto fail;
+    if (sq_cli_check(c, err, errlen)) goto fail;
+    if (sq_model_build(c, NULL, p, m, err, errlen)) goto fail;
+    if (tg_st_load_params(*p, s, true, "optim.", why, sizeof why)) {
+        snprintf(err, errlen, "%s: %s", path, why);
+        sq_model_destroy(*p, m);
+        *p = NULL;
+        goto fail;
+    }
+    if (st) *st = s;
+    else tg_st_free(s);
+    return 0;
+fail:
+    tg_st_free(s);
+    return -1;
+}
+
+int sq_resume_state(const tg_safetensors *st, const char *path, sq_opt *o, long *step, tg_rng *rng,
+                    char *err, size_t errlen)
+{
+    char why[512];
+    const char *s = tg_st_meta(st, "step"), *r = tg_st_meta(st, "rng_dropout");
+    char *end;
+    uint64_t a, b;
+    if (!s || (*step = strtol(s, &end, 10)) < 0 || *end) {
+        snprintf(err, errlen, "%s: metadata \"step\" is missing or not a step count", path);
+        return -1;
+    }
+    if (!r || sscanf(r, "%" SCNu64 " %" SCNu64, &a, &b) != 2 || !(b & 1)) {
+        snprintf(err, errlen, "%s: metadata \"rng_dropout\" is missing or not \"state inc\" (a "
+                 "model.safetensors cannot be resumed: use checkpoint.safetensors)", path);
+        return -1;
+    }
+    rng->state = a;
+    rng->inc = b;
+    int rc = o->adam ? tg_adam_state_load(o->adam, st, why, sizeof why)
+                     : tg_sgd_state_load(o->sgd, st, why, sizeof why);
+    if (rc) {
+        snprintf(err, errlen, "%s: %s", path, why);
+        return -1;
+    }
+    if (sq_opt_steps(o) != *step) {
+        snprintf(err, errlen, "%s: the optimizer has taken %ld steps but the checkpoint says %ld",
+                 path, sq_opt_steps(o), *step);
+        return -1;
+    }
+    return 0;
+}
+
+/* p/m in one attention mode from s written in the other: load s into a
+ * model of the other mode, then copy (attention via tg_mha_copy_weights,
+ * exact; everything else by name). */
+static int load_other_mode(const tg_safetensors *s, const sq_config *c, tg_params *p, tg_model *m,
+                           char *why, size_t len)
+{
+    sq_config oc = *c;
+    oc.mode = c->mode == SQ_MODE_FUSED ? SQ_MODE_PER_HEAD : SQ_MODE_FUSED;
+    tg_params *q;
+    tg_model om;
+    if (sq_model_build(&oc, NULL, &q, &om, why, len)) return -1;
+    int rc = tg_st_load_params(q, s, true, "optim.", why, len);
+    for (int i = 0; rc == 0 && i < tg_params_count(q); i++) {
+        const tg_tensor *src = tg_params_at(q, i);
+        tg_tensor *dst = strstr(src->name, ".attn.") ? NULL : tg_params_get(p, src->name);
+        if (dst) memcpy(dst->data, src->data, src->size * sizeof *dst->data);
+    }
+    for (int l = 0; rc == 0 && l < m->cfg.n_layers; l++)
+        rc = tg_mha_copy_weights(&m->blocks[l].attn, &om.blocks[l].attn);
+    sq_model_destroy(q, &om);
+    return rc;
+}
+
+int sq_load_weights(const char *path, const sq_config *c, tg_params *p, tg_model *m, char *err,
+                    size_t errlen)
+{
+    tg_safetensors *s;
+    char why[512], why2[512];
+    if (tg_st_load(path, &s, err, errlen)) return -1;
+    int rc = tg_st_load_params(p, s, true, "optim.", why, sizeof why);
+    const char *other = c->mode == SQ_MODE_FUSED ? "blocks.0.attn.heads.0.q_proj.weight"
+                                                 : "blocks.0.attn.in_proj_weight";
+    if (rc && tg_st_get(s, other)) {
+        rc = load_other_mode(s, c, p, m, why2, sizeof why2);
+        if (rc == 0)
+            fprintf(stderr, "note: %s holds %s attention weights: converted to --mode %s\n", path,
+                    c->mode == SQ_MODE_FUSED ? "per-head" : "fused",
+                    c->mode == SQ_MODE_FUSED ? "fused" : "per-head");
+    }
+    if (rc) snprintf(err, errlen, "%s: %s", path, why);
+    tg_st_free(s);
+    return rc;
+}

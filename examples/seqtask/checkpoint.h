@@ -1,0 +1,71 @@
+/* seqtask: building the model from a configuration, the optimizer chosen by
+ * --optimizer, and the two files a run writes (DESIGN.md section 9).
+ *
+ *   model.safetensors       the weights (tapegrad's state_dict names) and,
+ *                           in __metadata__, every flag of the run that made
+ *                           them ("layers", "d_model", "task", "symbols",
+ *                           "max_len", "mode", "lr", ...: the flag names with
+ *                           '_' for '-'), plus "format", "step", "vocab",
+ *                           "tmax" and the last held-out accuracy.
+ *   checkpoint.safetensors  the same, plus the optimizer state
+ *                           (optim.adam.{m,v}.<name> or
+ *                           optim.sgd.momentum.<name>, and its step) and the
+ *                           dropout RNG ("rng_dropout" = "state inc").
+ *                           The data stream needs no state: the batch of a
+ *                           step is a function of (seed, step).
+ * Both are written in the build's precision (F32, or F64 in a double build,
+ * so a resumed double run is bit for bit too), atomically.
+ */
+#ifndef SEQTASK_CHECKPOINT_H
+#define SEQTASK_CHECKPOINT_H
+
+#include <stddef.h>
+
+#include "config.h"
+#include "core/io.h"
+#include "nn/model.h"
+#include "optim/optim.h"
+
+#define SQ_FORMAT "seqtask-1"
+
+typedef struct sq_opt {
+    int kind;          /* sq_optim */
+    tg_adam *adam;
+    tg_sgd *sgd;
+} sq_opt;
+
+/* The optimizer of c (Adam/AdamW betas 0.9, 0.98; SGD momentum 0.9). */
+int sq_opt_new(sq_opt *o, tg_params *p, const sq_config *c, char *err, size_t errlen);
+int sq_opt_step(sq_opt *o, double lr);
+long sq_opt_steps(const sq_opt *o);
+void sq_opt_free(sq_opt *o);
+
+tg_model_config sq_model_config(const sq_config *c);
+/* A new store and model for c, initialised from rng (NULL: zeros, to load). */
+int sq_model_build(const sq_config *c, tg_rng *rng, tg_params **p, tg_model *m, char *err,
+                   size_t errlen);
+void sq_model_destroy(tg_params *p, tg_model *m);
+
+/* model.safetensors (o NULL, rng NULL) or checkpoint.safetensors. acc < 0:
+ * not evaluated. data_hash: the --data file's, or 0. */
+int sq_save(const char *path, const sq_config *c, const tg_params *p, const sq_opt *o,
+            const tg_rng *rng, long step, double acc, unsigned long long data_hash, char *err,
+            size_t errlen);
+
+/* Opens a file written by sq_save: reads the model and task flags from its
+ * metadata into c (flags c's command line set keep their values; for a
+ * resume the model and task flags must agree), builds the model and loads
+ * the weights. *st (may be NULL) receives the file's contents for
+ * sq_resume_state. */
+int sq_open(const char *path, sq_config *c, bool resume, tg_params **p, tg_model *m,
+            tg_safetensors **st, char *err, size_t errlen);
+/* A checkpoint's optimizer state, step and dropout RNG. */
+int sq_resume_state(const tg_safetensors *st, const char *path, sq_opt *o, long *step, tg_rng *rng,
+                    char *err, size_t errlen);
+/* --init: weights only, every parameter by name and shape (optim.* ignored).
+ * A file of the other attention mode (fused in_proj_weight vs per-head
+ * heads.<h>.{q,k,v}_proj) is converted exactly. */
+int sq_load_weights(const char *path, const sq_config *c, tg_params *p, tg_model *m, char *err,
+                    size_t errlen);
+
+#endif

@@ -1,0 +1,431 @@
+/* seqtask: the flag table, parsing, --help, and configuration <-> metadata. */
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "task.h"
+
+typedef enum { F_INT, F_REAL, F_CHOICE, F_STR, F_BOOL } ftype;
+
+#define C_TRAIN (1u << SQ_CMD_TRAIN)
+#define C_EVAL (1u << SQ_CMD_EVAL)
+#define C_GEN (1u << SQ_CMD_GENERATE)
+#define C_ATTN (1u << SQ_CMD_ATTN)
+#define C_HEADS (1u << SQ_CMD_HEADS)
+#define C_ALL (C_TRAIN | C_EVAL | C_GEN | C_ATTN | C_HEADS)
+#define M_MODEL SQ_META_MODEL
+#define M_TASK SQ_META_TASK
+#define M_TRAIN SQ_META_TRAIN
+
+typedef struct flag {
+    const char *name;            /* without "--" */
+    ftype type;
+    size_t off, size;            /* field of sq_config; size for strings */
+    double lo, hi;               /* F_INT / F_REAL range */
+    bool lo_open, hi_open;       /* F_REAL: exclusive bounds */
+    const char *const *choices;  /* F_CHOICE, NULL-terminated */
+    const char *def;             /* default, parsed like a command-line value */
+    unsigned cmds, meta;
+    const char *group, *metavar, *help;
+} flag;
+
+static const char *const task_choices[] = {"copy", "reverse", "sort", NULL};
+static const char *const mode_choices[] = {"fused", "per-head", NULL};
+static const char *const sched_choices[] = {"constant", "cosine", "linear", NULL};
+static const char *const optim_choices[] = {"adam", "adamw", "sgd", NULL};
+
+#define OFF(f) offsetof(sq_config, f)
+#define INT(n, f, lo, hi, def, cmds, meta, grp, mv, help) \
+    {n, F_INT, OFF(f), 0, lo, hi, false, false, NULL, def, cmds, meta, grp, mv, help}
+#define REAL(n, f, lo, lo_open, hi, hi_open, def, cmds, meta, grp, mv, help) \
+    {n, F_REAL, OFF(f), 0, lo, hi, lo_open, hi_open, NULL, def, cmds, meta, grp, mv, help}
+#define CHOICE(n, f, ch, def, cmds, meta, grp, help) \
+    {n, F_CHOICE, OFF(f), 0, 0, 0, false, false, ch, def, cmds, meta, grp, NULL, help}
+#define STR(n, f, def, cmds, meta, grp, mv, help) \
+    {n, F_STR, OFF(f), sizeof(((sq_config *)0)->f), 0, 0, false, false, NULL, def, cmds, meta, grp, mv, help}
+#define BOOL(n, f, cmds, meta, grp, help) \
+    {n, F_BOOL, OFF(f), 0, 0, 0, false, false, NULL, "false", cmds, meta, grp, NULL, help}
+
+static const flag flags[] = {
+    STR("model", model, "", C_EVAL | C_GEN | C_ATTN | C_HEADS, 0, "model", "FILE",
+        "model.safetensors or checkpoint.safetensors written by seqtask train (required)"),
+    STR("input", input, "", C_GEN | C_ATTN, 0, "model", "\"S S ..\"",
+        "source symbols, integers in [0, symbols) separated by spaces (required)"),
+    STR("png", png, "", C_ATTN | C_HEADS, 0, "model", "FILE",
+        "PNG to write (attn: required; heads: default heads.png beside the model)"),
+    CHOICE("task", task, task_choices, "reverse", C_TRAIN, M_TASK, "task",
+           "generated task: y = x, x reversed or x sorted"),
+    STR("data", data, "", C_TRAIN | C_EVAL | C_HEADS, M_TASK, "task", "FILE",
+        "examples from a file instead: per line source symbols, a tab, target symbols"),
+    STR("eval-data", eval_data, "", C_TRAIN, M_TASK, "task", "FILE",
+        "held-out examples for --data (default: the first --eval-size lines of --data)"),
+    BOOL("no-shuffle", no_shuffle, C_TRAIN, M_TASK, "task",
+         "with --data: batch k holds lines k*B .. k*B+B-1, wrapping around"),
+    INT("symbols", symbols, 1, 65536, "16", C_TRAIN, M_MODEL | M_TASK, "task", "N",
+        "number of symbols (vocabulary = symbols + 4: PAD BOS SEP EOS)"),
+    INT("min-len", min_len, 1, 500, "4", C_TRAIN, M_TASK, "task", "N", "shortest generated source"),
+    INT("max-len", max_len, 1, 500, "12", C_TRAIN, M_MODEL | M_TASK, "task", "N",
+        "longest source; positions Tmax = 2 * max-len + 3"),
+    INT("layers", layers, 1, 64, "2", C_TRAIN, M_MODEL, "model", "N", "transformer blocks"),
+    INT("d-model", d_model, 1, 4096, "64", C_TRAIN, M_MODEL, "model", "N", "width of the residual stream"),
+    INT("heads", heads, 1, 64, "4", C_TRAIN, M_MODEL, "model", "N", "attention heads per block"),
+    INT("d-head", d_head, 0, 4096, "0", C_TRAIN, M_MODEL, "model", "N",
+        "width of one head (0: d-model / heads)"),
+    INT("d-ff", d_ff, 0, 65536, "0", C_TRAIN, M_MODEL, "model", "N",
+        "hidden width of the feed-forward layer (0: 4 * d-model)"),
+    CHOICE("mode", mode, mode_choices, "fused", C_TRAIN, M_MODEL, "model",
+           "attention: one packed projection for all heads, or one per head"),
+    REAL("dropout", dropout, 0, false, 1, true, "0", C_TRAIN, M_MODEL, "model", "P",
+         "dropout on attention weights and residual branches"),
+    INT("batch", batch, 1, 65536, "64", C_TRAIN, M_TRAIN, "training", "N", "sequences per step"),
+    INT("steps", steps, 1, 1e9, "1000", C_TRAIN, M_TRAIN, "training", "N", "optimizer steps at most"),
+    REAL("lr", lr, 0, true, 10, false, "0.001", C_TRAIN, M_TRAIN, "training", "X", "peak learning rate"),
+    INT("warmup", warmup, 0, 1e9, "50", C_TRAIN, M_TRAIN, "training", "N", "linear warmup steps"),
+    CHOICE("schedule", schedule, sched_choices, "cosine", C_TRAIN, M_TRAIN, "training",
+           "learning rate after warmup (decays reach lr/10 at --steps)"),
+    CHOICE("optimizer", optimizer, optim_choices, "adamw", C_TRAIN, M_TRAIN, "training",
+           "Adam, AdamW (betas 0.9, 0.98) or SGD (momentum 0.9)"),
+    REAL("weight-decay", weight_decay, 0, false, 10, false, "0.01", C_TRAIN, M_TRAIN, "training", "X",
+         "weight decay (AdamW: decoupled, not on biases and LayerNorm)"),
+    REAL("clip", clip, 0, false, 1e6, false, "1", C_TRAIN, M_TRAIN, "training", "X",
+         "clip the global gradient norm to X (0: off)"),
+    INT("seed", seed, 0, 4e18, "1", C_TRAIN | C_EVAL | C_HEADS, M_TASK, "training", "N",
+        "seed of the initialisation, the data stream and the held-out set"),
+    INT("threads", threads, 0, 256, "0", C_ALL, 0, "training", "N", "BLAS threads (0: one per core)"),
+    INT("eval-every", eval_every, 0, 1e9, "50", C_TRAIN, M_TRAIN, "evaluation", "N",
+        "evaluate every N steps (0: only at the end)"),
+    INT("eval-size", eval_size, 1, 1e6, "500", C_TRAIN | C_EVAL | C_HEADS, M_TRAIN, "evaluation", "N",
+        "held-out examples per evaluation"),
+    REAL("target-acc", target_acc, 0, false, 1, false, "0.99", C_TRAIN, M_TRAIN, "evaluation", "X",
+         "stop once held-out exact-sequence accuracy reaches X (0: never)"),
+    INT("show", show, 0, 1000, "5", C_EVAL, 0, "evaluation", "N", "failures to print"),
+    STR("out", out, "", C_TRAIN, 0, "output", "DIR",
+        "output directory (default out/<task>, or the --resume file's directory)"),
+    INT("save-every", save_every, 0, 1e9, "500", C_TRAIN, M_TRAIN, "output", "N",
+        "refresh checkpoint.safetensors every N steps (0: only at the end)"),
+    INT("log-every", log_every, 1, 1e9, "100", C_TRAIN, M_TRAIN, "output", "N",
+        "progress line every N steps when stderr is not a terminal"),
+    STR("init", init, "", C_TRAIN, 0, "output", "FILE", "start from the weights of a safetensors file"),
+    STR("resume", resume, "", C_TRAIN, 0, "output", "FILE",
+        "continue a checkpoint.safetensors bit for bit (its flags unless given again)"),
+};
+#define N_FLAGS ((int)(sizeof flags / sizeof flags[0]))
+_Static_assert(sizeof flags / sizeof flags[0] <= SQ_MAX_FLAGS, "raise SQ_MAX_FLAGS");
+
+static const char *const cmd_names[] = {"train", "eval", "generate", "attn", "heads"};
+static const char *const cmd_short[] = {
+    "train a transformer on copy / reverse / sort or a data file",
+    "held-out accuracy of a trained model, with its first failures",
+    "greedy decoding of one input",
+    "attention heatmap of every layer and head for one input (PNG)",
+    "per head: attention entropy and the accuracy lost without it",
+};
+static const char *const cmd_help[] = {
+    "Trains a small decoder-only transformer on a sequence task and writes model.safetensors,\n"
+    "checkpoint.safetensors, log.csv, loss.png and attention.png into --out.",
+    "Exact-sequence and per-token accuracy of a trained model on held-out examples\n"
+    "of its task (or --data), with the first failures as input / expected / got.",
+    "Greedy decoding of one input by a trained model.",
+    "The attention heatmap (every layer and head) of a trained model for one input.",
+    "Per head: mean attention entropy and the drop in exact-sequence accuracy when that\n"
+    "head alone is silenced, as a table and a PNG bar chart.",
+};
+
+int sq_command_parse(const char *name)
+{
+    for (int i = 0; i < 5; i++)
+        if (strcmp(name, cmd_names[i]) == 0) return i;
+    return -1;
+}
+
+const char *sq_command_name(sq_command cmd) { return cmd_names[cmd]; }
+
+void sq_usage(FILE *f)
+{
+    fprintf(f, "usage: seqtask COMMAND [flags]     (seqtask COMMAND --help for its flags)\n\n");
+    for (int i = 0; i < 5; i++) {
+        fprintf(f, "  %-9s %s\n", cmd_names[i], cmd_short[i]);
+    }
+    fprintf(f, "\nexample: seqtask train --task reverse --out out/reverse\n");
+}
+
+/* "an integer in [1, 64]" / "one of fused, per-head" ... into buf. */
+static const char *allowed(const flag *fl, char *buf, size_t len)
+{
+    switch (fl->type) {
+    case F_INT: snprintf(buf, len, "an integer in [%.0f, %.0f]", fl->lo, fl->hi); break;
+    case F_REAL:
+        snprintf(buf, len, "a number in %c%g, %g%c", fl->lo_open ? '(' : '[', fl->lo, fl->hi,
+                 fl->hi_open ? ')' : ']');
+        break;
+    case F_CHOICE: {
+        size_t n = (size_t)snprintf(buf, len, "one of ");
+        for (int i = 0; fl->choices[i] && n < len; i++)
+            n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? ", " : "", fl->choices[i]);
+        break;
+    }
+    case F_STR: snprintf(buf, len, "a string of fewer than %zu bytes", fl->size); break;
+    case F_BOOL: snprintf(buf, len, "true or false"); break;
+    }
+    return buf;
+}
+
+/* Stores value into c's field; -1 (nothing stored) when it is not allowed. */
+static int set_value(const flag *fl, sq_config *c, const char *value)
+{
+    char *p = (char *)c + fl->off, *end;
+    errno = 0;
+    switch (fl->type) {
+    case F_INT: {
+        long long v = strtoll(value, &end, 10);
+        if (end == value || *end || errno || (double)v < fl->lo || (double)v > fl->hi) return -1;
+        *(long *)p = (long)v;
+        return 0;
+    }
+    case F_REAL: {
+        double v = strtod(value, &end);
+        if (end == value || *end || errno || !isfinite(v)) return -1;
+        if (v < fl->lo || v > fl->hi || (fl->lo_open && v == fl->lo) || (fl->hi_open && v == fl->hi))
+            return -1;
+        *(double *)p = v;
+        return 0;
+    }
+    case F_CHOICE:
+        for (int i = 0; fl->choices[i]; i++)
+            if (strcmp(value, fl->choices[i]) == 0) {
+                *(int *)p = i;
+                return 0;
+            }
+        return -1;
+    case F_STR:
+        if (strlen(value) >= fl->size) return -1;
+        strcpy(p, value);
+        return 0;
+    case F_BOOL:
+        if (strcmp(value, "true") != 0 && strcmp(value, "false") != 0) return -1;
+        *(bool *)p = value[0] == 't';
+        return 0;
+    }
+    return -1;
+}
+
+/* The value of c's field as text (the inverse of set_value). */
+static void get_value(const flag *fl, const sq_config *c, char *buf, size_t len)
+{
+    const char *p = (const char *)c + fl->off;
+    switch (fl->type) {
+    case F_INT: snprintf(buf, len, "%ld", *(const long *)p); break;
+    case F_REAL: /* the shortest text that reads back as the same double */
+        for (int prec = 15; prec <= 17; prec++) {
+            snprintf(buf, len, "%.*g", prec, *(const double *)p);
+            if (strtod(buf, NULL) == *(const double *)p) break;
+        }
+        break;
+    case F_CHOICE: snprintf(buf, len, "%s", fl->choices[*(const int *)p]); break;
+    case F_STR: snprintf(buf, len, "%s", p); break;
+    case F_BOOL: snprintf(buf, len, "%s", *(const bool *)p ? "true" : "false"); break;
+    }
+}
+
+static void print_help(sq_command cmd, FILE *f)
+{
+    fprintf(f, "usage: seqtask %s [flags]\n\n%s\n", cmd_names[cmd], cmd_help[cmd]);
+    const char *group = NULL;
+    char buf[128];
+    for (int i = 0; i < N_FLAGS; i++) {
+        const flag *fl = &flags[i];
+        if (!(fl->cmds & (1u << cmd))) continue;
+        if (!group || strcmp(group, fl->group) != 0) fprintf(f, "\n%s:\n", fl->group);
+        group = fl->group;
+        if (fl->type == F_CHOICE) {
+            size_t n = 0;
+            for (int k = 0; fl->choices[k]; k++)
+                n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s", k ? "|" : "", fl->choices[k]);
+        } else {
+            snprintf(buf, sizeof buf, "%s", fl->metavar ? fl->metavar : "");
+        }
+        char left[160];
+        snprintf(left, sizeof left, "--%s %s", fl->name, buf);
+        fprintf(f, "  %-32s %s", left, fl->help);
+        if (cmd != SQ_CMD_TRAIN && (fl->meta & M_TASK)) fprintf(f, " [the model's]");
+        else if (fl->type != F_BOOL && fl->def[0]) fprintf(f, " [%s]", fl->def);
+        fputc('\n', f);
+    }
+    fprintf(f, "\n  %-32s %s\n", "--help", "this text");
+}
+
+static const flag *find_flag(const char *name, size_t len, int *index)
+{
+    for (int i = 0; i < N_FLAGS; i++)
+        if (strlen(flags[i].name) == len && strncmp(flags[i].name, name, len) == 0) {
+            *index = i;
+            return &flags[i];
+        }
+    return NULL;
+}
+
+int sq_cli_parse(sq_command cmd, int argc, char **argv, sq_config *c, FILE *out, char *err,
+                 size_t errlen)
+{
+    memset(c, 0, sizeof *c);
+    c->cmd = cmd;
+    for (int i = 0; i < N_FLAGS; i++) set_value(&flags[i], c, flags[i].def);
+    const char *cn = cmd_names[cmd];
+    char buf[160];
+    for (int a = 1; a < argc; a++) {
+        const char *arg = argv[a];
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            print_help(cmd, out);
+            return 1;
+        }
+        if (strncmp(arg, "--", 2) != 0) {
+            snprintf(err, errlen, "seqtask %s: unexpected argument '%s' (flags start with --; "
+                     "seqtask %s --help lists them)", cn, arg, cn);
+            return -1;
+        }
+        const char *name = arg + 2, *eq = strchr(name, '=');
+        int idx;
+        const flag *fl = find_flag(name, eq ? (size_t)(eq - name) : strlen(name), &idx);
+        if (!fl || !(fl->cmds & (1u << cmd))) {
+            snprintf(err, errlen, "seqtask %s: unknown flag %.*s (seqtask %s --help lists the flags)",
+                     cn, (int)(eq ? eq - arg : (long)strlen(arg)), arg, cn);
+            return -1;
+        }
+        const char *value = eq ? eq + 1 : NULL;
+        if (fl->type == F_BOOL && !value) value = "true";
+        if (!value) {
+            if (a + 1 >= argc) {
+                snprintf(err, errlen, "seqtask %s: --%s needs a value: %s", cn, fl->name,
+                         allowed(fl, buf, sizeof buf));
+                return -1;
+            }
+            value = argv[++a];
+        }
+        if (set_value(fl, c, value) != 0) {
+            snprintf(err, errlen, "seqtask %s: --%s '%s' is not allowed: expected %s", cn, fl->name,
+                     value, allowed(fl, buf, sizeof buf));
+            return -1;
+        }
+        c->set[idx] = true;
+    }
+    return 0;
+}
+
+bool sq_cli_was_set(const sq_config *c, const char *name)
+{
+    int idx;
+    return find_flag(name, strlen(name), &idx) && c->set[idx];
+}
+
+static int check_train(sq_config *c, char *err, size_t errlen)
+{
+    if (c->resume[0] && c->init[0]) {
+        snprintf(err, errlen, "seqtask train: --resume and --init exclude each other");
+        return -1;
+    }
+    /* the rest of a resumed run is checked once its checkpoint's flags are in */
+    if (c->resume[0] && !c->merged) return 0;
+    if (c->min_len > c->max_len) {
+        snprintf(err, errlen, "seqtask train: --min-len %ld is more than --max-len %ld", c->min_len,
+                 c->max_len);
+        return -1;
+    }
+    if (c->data[0] && sq_cli_was_set(c, "task")) {
+        snprintf(err, errlen, "seqtask train: --task and --data exclude each other (a data file "
+                 "is its own task)");
+        return -1;
+    }
+    if (!c->data[0] && (c->no_shuffle || c->eval_data[0])) {
+        snprintf(err, errlen, "seqtask train: --%s needs --data FILE",
+                 c->no_shuffle ? "no-shuffle" : "eval-data");
+        return -1;
+    }
+    if (c->d_head == 0 && c->d_model % c->heads != 0) {
+        snprintf(err, errlen, "seqtask train: --d-model %ld is not divisible by --heads %ld "
+                 "(give --d-head N)", c->d_model, c->heads);
+        return -1;
+    }
+    if (c->schedule != SQ_SCHED_CONSTANT && c->warmup >= c->steps) {
+        snprintf(err, errlen, "seqtask train: --warmup %ld must be less than --steps %ld with "
+                 "--schedule %s", c->warmup, c->steps, sched_choices[c->schedule]);
+        return -1;
+    }
+    if (c->d_head == 0) c->d_head = c->d_model / c->heads;
+    if (c->d_ff == 0) c->d_ff = 4 * c->d_model;
+    return 0;
+}
+
+int sq_cli_check(sq_config *c, char *err, size_t errlen)
+{
+    const char *cn = cmd_names[c->cmd];
+    c->kind = c->data[0] ? SQ_TASK_DATA : c->task;
+    if (c->cmd == SQ_CMD_TRAIN) return check_train(c, err, errlen);
+    const char *missing = !c->model[0] ? "--model FILE"
+                        : (c->cmd == SQ_CMD_GENERATE || c->cmd == SQ_CMD_ATTN) && !c->input[0]
+                            ? "--input \"S S ..\""
+                        : c->cmd == SQ_CMD_ATTN && !c->png[0] ? "--png FILE" : NULL;
+    if (missing) {
+        snprintf(err, errlen, "seqtask %s: %s is required (seqtask %s --help)", cn, missing, cn);
+        return -1;
+    }
+    return 0;
+}
+
+/* "d-model" -> "d_model" */
+static void meta_key(const flag *fl, char *key, size_t len)
+{
+    snprintf(key, len, "%s", fl->name);
+    for (char *s = key; *s; s++)
+        if (*s == '-') *s = '_';
+}
+
+int sq_config_to_meta(const sq_config *c, unsigned mask, sq_meta_put put, void *ctx)
+{
+    char key[64], value[SQ_INPUT_MAX];
+    for (int i = 0; i < N_FLAGS; i++) {
+        if (!(flags[i].meta & mask)) continue;
+        meta_key(&flags[i], key, sizeof key);
+        get_value(&flags[i], c, value, sizeof value);
+        if (put(ctx, key, value) != 0) return -1;
+    }
+    return 0;
+}
+
+int sq_config_from_meta(sq_config *c, unsigned mask, unsigned must_match, sq_meta_get get,
+                        void *ctx, const char *what, char *err, size_t errlen)
+{
+    char key[64], buf[160], mine[SQ_INPUT_MAX], theirs[SQ_INPUT_MAX];
+    sq_config tmp = *c;
+    for (int i = 0; i < N_FLAGS; i++) {
+        const flag *fl = &flags[i];
+        if (!(fl->meta & mask)) continue;
+        meta_key(fl, key, sizeof key);
+        const char *v = get(ctx, key);
+        if (!v) {
+            snprintf(err, errlen, "%s: the metadata has no '%s' (not written by seqtask train?)", what,
+                     key);
+            return -1;
+        }
+        if (set_value(fl, &tmp, v) != 0) {
+            snprintf(err, errlen, "%s: metadata '%s' = '%.64s' is not allowed: expected %s", what, key,
+                     v, allowed(fl, buf, sizeof buf));
+            return -1;
+        }
+        if (!c->set[i]) continue;
+        get_value(fl, c, mine, sizeof mine);
+        get_value(fl, &tmp, theirs, sizeof theirs);
+        if ((fl->meta & must_match) && strcmp(mine, theirs) != 0) {
+            snprintf(err, errlen, "--%s %s differs from %s's %s (a resumed run keeps the model and "
+                     "task of its checkpoint)", fl->name, mine, what, theirs);
+            return -1;
+        }
+        set_value(fl, &tmp, mine);  /* the command line wins */
+    }
+    *c = tmp;
+    c->merged = true;
+    return 0;
+}

@@ -1,0 +1,203 @@
+/* seqtask: greedy decoding (teacher-forced first pass, then token by token
+ * for the failures) and accuracy. */
+#include "eval.h"
+
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/ops.h"
+
+#define SQ_DECODE_ROWS 256
+
+int sq_decoder_init(sq_decoder *d, const tg_model *m, char *err, size_t errlen)
+{
+    memset(d, 0, sizeof *d);
+    d->m = m;
+    d->tmax = m->cfg.max_len;
+    d->cap = SQ_DECODE_ROWS;
+    size_t cells = (size_t)d->cap * (size_t)d->tmax;
+    d->tape = tg_tape_new();
+    d->ids = tg_malloc(cells * sizeof *d->ids);
+    d->seq = tg_malloc(cells * sizeof *d->seq);
+    d->lens = tg_malloc((size_t)d->cap * sizeof *d->lens);
+    d->len = tg_malloc((size_t)d->cap * sizeof *d->len);
+    d->n = tg_malloc((size_t)d->cap * sizeof *d->n);
+    d->row = tg_malloc((size_t)d->cap * sizeof *d->row);
+    d->done = tg_malloc((size_t)d->cap * sizeof *d->done);
+    if (!d->tape || !d->ids || !d->seq || !d->lens || !d->len || !d->n || !d->row || !d->done ||
+        sq_batch_init(&d->batch, d->cap, d->tmax - 1) != 0) {
+        sq_decoder_free(d);
+        snprintf(err, errlen, "out of memory for the decoder");
+        return -1;
+    }
+    tg_tape_set_recording(d->tape, false);
+    tg_tape_set_training(d->tape, false);
+    return 0;
+}
+
+void sq_decoder_free(sq_decoder *d)
+{
+    tg_tape_free(d->tape);
+    sq_batch_free(&d->batch);
+    tg_free(d->ids);
+    tg_free(d->seq);
+    tg_free(d->lens);
+    tg_free(d->len);
+    tg_free(d->n);
+    tg_free(d->row);
+    tg_free(d->done);
+    memset(d, 0, sizeof *d);
+}
+
+static int32_t argmax(const tg_real *x, int V)
+{
+    int32_t best = 0;
+    for (int v = 1; v < V; v++)
+        if (x[v] > x[best]) best = v;
+    return best;
+}
+
+static int forward_fail(sq_decoder *d, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "decoding: %s", tg_tape_error(d->tape) ? tg_tape_error(d->tape) : "failed");
+    return -1;
+}
+
+/* Token by token for the rows not yet done: each pass feeds every pending
+ * row (right-padded) and appends the argmax at its last position. */
+static int decode_pending(sq_decoder *d, int rows, char *err, size_t errlen)
+{
+    int V = d->m->cfg.vocab;
+    for (;;) {
+        int P = 0, T = 1;
+        for (int r = 0; r < rows; r++)
+            if (!d->done[r]) {
+                d->row[P++] = r;
+                if (d->len[r] > T) T = d->len[r];
+            }
+        if (P == 0) return 0;
+        for (int p = 0; p < P; p++) {
+            int r = d->row[p];
+            for (int t = 0; t < T; t++)
+                d->ids[p * T + t] = t < d->len[r] ? d->seq[(size_t)r * d->tmax + t] : SQ_PAD;
+            d->lens[p] = d->len[r];
+        }
+        tg_tape_reset(d->tape);
+        tg_tensor *logits = tg_model_forward(d->tape, d->m, d->ids, P, T, d->lens, d->hm, NULL, NULL);
+        if (!logits) return forward_fail(d, err, errlen);
+        for (int p = 0; p < P; p++) {
+            int r = d->row[p];
+            int32_t tok = argmax(logits->data + ((size_t)p * T + d->len[r] - 1) * V, V);
+            d->seq[(size_t)r * d->tmax + d->len[r]++] = tok;
+            if (tok == SQ_EOS || d->len[r] >= d->tmax) d->done[r] = true;
+        }
+    }
+}
+
+/* One teacher-forced pass over ex[0..k): row r gets BOS x SEP and the
+ * greedy output as far as it is known (the target up to the first wrong
+ * prediction, then that prediction); done when the output is complete. */
+static int teacher_forced(sq_decoder *d, const sq_example *ex, int k, char *err, size_t errlen)
+{
+    int V = d->m->cfg.vocab;
+    sq_batch_fill(&d->batch, ex, k);
+    int T = d->batch.T;
+    tg_tape_reset(d->tape);
+    tg_tensor *logits = tg_model_forward(d->tape, d->m, d->batch.ids, k, T, d->batch.lens, d->hm, NULL, NULL);
+    if (!logits) return forward_fail(d, err, errlen);
+    for (int r = 0; r < k; r++) {
+        int32_t *seq = d->seq + (size_t)r * d->tmax;
+        int L = sq_sequence(&ex[r], seq), n = ex[r].n;
+        d->n[r] = n;
+        d->len[r] = L;
+        d->done[r] = true;
+        for (int t = n + 1; t < L - 1; t++) {
+            int32_t tok = argmax(logits->data + ((size_t)r * T + t) * V, V);
+            if (tok != seq[t + 1]) {
+                seq[t + 1] = tok;
+                d->len[r] = t + 2;
+                d->done[r] = tok == SQ_EOS || d->len[r] >= d->tmax;
+                break;
+            }
+        }
+    }
+    return 0;
+}
+
+const char *sq_token_str(int32_t tok, char *buf, size_t len)
+{
+    static const char *const special[] = {"PAD", "BOS", "SEP", "EOS"};
+    if (tok >= 0 && tok < SQ_SYM0) return special[tok];
+    snprintf(buf, len, "%d", (int)(tok - SQ_SYM0));
+    return buf;
+}
+
+void sq_print_tokens(FILE *f, const int32_t *tok, int n)
+{
+    char buf[16];
+    for (int i = 0; i < n; i++) fprintf(f, "%s%s", i ? " " : "", sq_token_str(tok[i], buf, sizeof buf));
+}
+
+static void print_failure(FILE *f, const sq_example *e, const int32_t *got, int n_got)
+{
+    fprintf(f, "  input    ");
+    for (int i = 0; i < e->n; i++) fprintf(f, "%s%d", i ? " " : "", (int)e->src[i]);
+    fprintf(f, "\n  expected ");
+    for (int i = 0; i < e->m; i++) fprintf(f, "%s%d", i ? " " : "", (int)e->tgt[i]);
+    fprintf(f, " EOS\n  got      ");
+    sq_print_tokens(f, got, n_got);
+    fprintf(f, "%s\n\n", n_got == 0 || got[n_got - 1] != SQ_EOS ? "  (no EOS)" : "");
+}
+
+int sq_evaluate(sq_decoder *d, const sq_dataset *set, const uint8_t *head_mask, sq_eval_result *r,
+                FILE *f, int show, char *err, size_t errlen)
+{
+    memset(r, 0, sizeof *r);
+    d->hm = head_mask;
+    int shown = 0;
+    for (int i0 = 0; i0 < set->count; i0 += d->cap) {
+        int k = set->count - i0 < d->cap ? set->count - i0 : d->cap;
+        const sq_example *ex = set->ex + i0;
+        if (teacher_forced(d, ex, k, err, errlen) || decode_pending(d, k, err, errlen)) return -1;
+        for (int b = 0; b < k; b++) {
+            const int32_t *got = d->seq + (size_t)b * d->tmax + ex[b].n + 2;
+            int n_got = d->len[b] - ex[b].n - 2, ok = 0;
+            for (int i = 0; i <= ex[b].m; i++) {
+                int32_t want = i < ex[b].m ? SQ_SYM0 + ex[b].tgt[i] : SQ_EOS;
+                ok += i < n_got && got[i] == want;
+            }
+            bool exact = ok == ex[b].m + 1 && n_got == ex[b].m + 1;
+            r->examples++;
+            r->exact += exact;
+            r->tokens += ex[b].m + 1;
+            r->tokens_ok += ok;
+            if (!exact && f && shown < show) {
+                print_failure(f, &ex[b], got, n_got);
+                shown++;
+            }
+        }
+    }
+    return 0;
+}
+
+int sq_generate(sq_decoder *d, const int32_t *src, int n, int32_t *out, int *n_out, char *err,
+                size_t errlen)
+{
+    if (n + 2 >= d->tmax) {
+        snprintf(err, errlen, "the input has %d symbols; the model takes at most %d (Tmax %d)", n,
+                 d->tmax - 3, d->tmax);
+        return -1;
+    }
+    int32_t *seq = d->seq;
+    seq[0] = SQ_BOS;
+    for (int i = 0; i < n; i++) seq[1 + i] = SQ_SYM0 + src[i];
+    seq[n + 1] = SQ_SEP;
+    d->len[0] = n + 2;
+    d->n[0] = n;
+    d->done[0] = false;
+    d->hm = NULL;
+    if (decode_pending(d, 1, err, errlen)) return -1;
+    *n_out = d->len[0] - n - 2;
+    memcpy(out, seq + n + 2, (size_t)*n_out * sizeof *out);
+    return 0;
+}

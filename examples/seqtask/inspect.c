@@ -1,0 +1,198 @@
+/* seqtask: looking inside a trained model: attention heatmaps (attn) and
+ * what each head does (heads). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "checkpoint.h"
+#include "cli.h"
+#include "commands.h"
+#include "core/alloc.h"
+#include "eval.h"
+#include "nn/heatmap.h"
+#include "nn/plot.h"
+#include "run.h"
+
+int sq_attention_png(const tg_model *m, const int32_t *tokens, int L, const char *path, char *err,
+                     size_t errlen)
+{
+    int NL = m->cfg.n_layers, H = m->cfg.n_heads, rc = -1;
+    size_t cell = (size_t)L * (size_t)L;
+    tg_tape *t = tg_tape_new();
+    tg_tensor **attn = tg_calloc((size_t)NL, sizeof *attn);
+    tg_real *w = tg_malloc((size_t)NL * (size_t)H * cell * sizeof *w);
+    char *text = tg_malloc((size_t)L * 16);
+    const char **labels = tg_malloc((size_t)L * sizeof *labels);
+    if (!t || !attn || !w || !text || !labels) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        goto done;
+    }
+    tg_tape_set_recording(t, false);
+    tg_tape_set_training(t, false);
+    if (!tg_model_forward(t, m, tokens, 1, L, NULL, NULL, NULL, attn)) {
+        snprintf(err, errlen, "%s: %s", path, tg_tape_error(t));
+        goto done;
+    }
+    for (int l = 0; l < NL; l++) memcpy(w + (size_t)l * H * cell, attn[l]->data, (size_t)H * cell * sizeof *w);
+    for (int i = 0; i < L; i++) labels[i] = sq_token_str(tokens[i], text + 16 * i, 16);
+    rc = tg_heatmap_png(path, w, NL, H, L, L, labels, labels, err, errlen);
+done:
+    tg_free(labels);
+    tg_free(text);
+    tg_free(w);
+    tg_free(attn);
+    tg_tape_free(t);
+    return rc;
+}
+
+int sq_cmd_attn(sq_config *c)
+{
+    char err[1024];
+    tg_params *p;
+    tg_model m;
+    sq_set_threads(c->threads);
+    if (sq_open(c->model, c, false, &p, &m, NULL, err, sizeof err) != 0) {
+        fprintf(stderr, "seqtask attn: %s\n", err);
+        return SQ_EXIT_USAGE;
+    }
+    int tmax = m.cfg.max_len, n, n_out, status = 1;
+    int32_t *buf = tg_malloc(3 * (size_t)tmax * sizeof *buf), *src = buf, *out = buf + tmax, *seq = buf + 2 * tmax;
+    sq_decoder d = {0};
+    if (!buf) {
+        snprintf(err, sizeof err, "out of memory");
+    } else if ((n = sq_parse_symbols(c->input, (int)c->symbols, src, tmax, err, sizeof err)) < 0) {
+        fprintf(stderr, "seqtask attn: --input '%s': %s\n", c->input, err);
+        status = SQ_EXIT_USAGE;
+        err[0] = '\0';
+    } else if (sq_decoder_init(&d, &m, err, sizeof err) == 0 &&
+               sq_generate(&d, src, n, out, &n_out, err, sizeof err) == 0) {
+        /* the heatmap of BOS x SEP output, without the final EOS (it predicts nothing) */
+        int L = 0;
+        seq[L++] = SQ_BOS;
+        for (int i = 0; i < n; i++) seq[L++] = SQ_SYM0 + src[i];
+        seq[L++] = SQ_SEP;
+        for (int i = 0; i < n_out && L < tmax; i++) seq[L++] = out[i];
+        if (L > n + 3 && seq[L - 1] == SQ_EOS) L--;
+        if (sq_attention_png(&m, seq, L, c->png, err, sizeof err) == 0) {
+            printf("input  %s\noutput ", c->input);
+            sq_print_tokens(stdout, out, n_out);
+            printf("\nwrote %s (%ld layers x %ld heads, %d tokens)\n", c->png, c->layers, c->heads, L);
+            status = 0;
+        }
+    }
+    if (status && err[0]) fprintf(stderr, "seqtask attn: %s\n", err);
+    if (d.tape) sq_decoder_free(&d);
+    tg_free(buf);
+    sq_model_destroy(p, &m);
+    return status;
+}
+
+/* Mean entropy (nats) of each head's attention rows at the positions that
+ * predict y1..ym and EOS, over the set (teacher-forced). ent[l * H + h]. */
+static int head_entropy(sq_decoder *d, const sq_dataset *set, double *ent, char *err, size_t errlen)
+{
+    const tg_model *m = d->m;
+    int NL = m->cfg.n_layers, H = m->cfg.n_heads;
+    double rows = 0;
+    tg_tensor *attn[TG_HEATMAP_MAX_GRID];
+    memset(ent, 0, (size_t)NL * H * sizeof *ent);
+    for (int i0 = 0; i0 < set->count; i0 += d->cap) {
+        int k = set->count - i0 < d->cap ? set->count - i0 : d->cap;
+        const sq_example *ex = set->ex + i0;
+        sq_batch_fill(&d->batch, ex, k);
+        int T = d->batch.T;
+        tg_tape_reset(d->tape);
+        if (!tg_model_forward(d->tape, m, d->batch.ids, k, T, d->batch.lens, NULL, NULL, attn)) {
+            snprintf(err, errlen, "%s", tg_tape_error(d->tape));
+            return -1;
+        }
+        for (int b = 0; b < k; b++)
+            for (int q = ex[b].n + 1; q < d->batch.lens[b]; q++, rows++)
+                for (int l = 0; l < NL; l++)
+                    for (int h = 0; h < H; h++) {
+                        const tg_real *a = attn[l]->data + (((size_t)b * H + h) * T + q) * T;
+                        double e = 0;
+                        for (int j = 0; j <= q; j++)
+                            if (a[j] > 0) e -= (double)a[j] * log((double)a[j]);
+                        ent[l * H + h] += e;
+                    }
+    }
+    for (int i = 0; i < NL * H; i++) ent[i] /= rows > 0 ? rows : 1;
+    return 0;
+}
+
+/* For each head: entropy, accuracy with that head silenced, and the drop. */
+static int heads_report(sq_decoder *d, const sq_config *c, const sq_dataset *set, char *err,
+                        size_t errlen)
+{
+    int NL = (int)c->layers, H = (int)c->heads, n = NL * H;
+    double *ent = tg_malloc((size_t)n * 2 * sizeof *ent), *drop = ent + n;
+    uint8_t *mask = tg_malloc((size_t)n);
+    char(*labels)[32] = tg_malloc((size_t)n * sizeof *labels);
+    const char **lp = tg_malloc((size_t)n * sizeof *lp);
+    int rc = -1;
+    sq_eval_result base, r;
+    if (!ent || !mask || !labels || !lp) {
+        snprintf(err, errlen, "out of memory");
+        goto done;
+    }
+    if (head_entropy(d, set, ent, err, errlen) || sq_evaluate(d, set, NULL, &base, NULL, 0, err, errlen))
+        goto done;
+    printf("%s: %ld held-out examples, exact-sequence accuracy %.2f%% with every head\n\n", c->model,
+           base.examples, 100 * sq_exact_acc(&base));
+    printf("layer head  entropy(nats)  acc without it  drop (points)\n");
+    for (int i = 0; i < n; i++) {
+        memset(mask, 1, (size_t)n);
+        mask[i] = 0;
+        if (sq_evaluate(d, set, mask, &r, NULL, 0, err, errlen)) goto done;
+        drop[i] = 100 * (sq_exact_acc(&base) - sq_exact_acc(&r));
+        snprintf(labels[i], sizeof labels[i], "L%d H%d", i / H, i % H);
+        lp[i] = labels[i];
+        printf("%5d %4d  %13.3f  %13.2f%%  %13.2f\n", i / H, i % H, ent[i], 100 * sq_exact_acc(&r),
+               drop[i]);
+    }
+    char title[160];
+    snprintf(title, sizeof title, "drop in exact-sequence accuracy (points) when one head is silenced "
+             "(all heads: %.1f%%)", 100 * sq_exact_acc(&base));
+    rc = tg_plot_bars_png(c->png, title, lp, drop, n, err, errlen);
+    if (rc == 0) printf("\nwrote %s\n", c->png);
+done:
+    tg_free(ent);
+    tg_free(mask);
+    tg_free(labels);
+    tg_free(lp);
+    return rc;
+}
+
+int sq_cmd_heads(sq_config *c)
+{
+    char err[1024];
+    tg_params *p;
+    tg_model m;
+    sq_run run;
+    sq_set_threads(c->threads);
+    if (sq_open(c->model, c, false, &p, &m, NULL, err, sizeof err) != 0) {
+        fprintf(stderr, "seqtask heads: %s\n", err);
+        return SQ_EXIT_USAGE;
+    }
+    if (sq_run_init(&run, c, err, sizeof err) != 0) {
+        fprintf(stderr, "seqtask heads: %s\n", err);
+        sq_model_destroy(p, &m);
+        return SQ_EXIT_USAGE;
+    }
+    if (!c->png[0]) {
+        char dir[SQ_PATH_MAX];
+        sq_dirname(c->model, dir, sizeof dir);
+        snprintf(c->png, sizeof c->png, "%.1000s/heads.png", dir);
+    }
+    sq_decoder d;
+    int status = 1;
+    if (sq_decoder_init(&d, &m, err, sizeof err) == 0) {
+        status = heads_report(&d, c, run.eval, err, sizeof err) == 0 ? 0 : 1;
+        sq_decoder_free(&d);
+    }
+    if (status) fprintf(stderr, "seqtask heads: %s\n", err);
+    sq_run_free(&run);
+    sq_model_destroy(p, &m);
+    return status;
+}

@@ -1,0 +1,217 @@
+/* seqtask: the progress line, log.csv and loss.png. */
+#include "progress.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/alloc.h"
+#include "core/tensor.h"
+#include "nn/plot.h"
+
+double sq_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void sq_progress_init(sq_progress *p, long first_step, long total, long log_every)
+{
+    memset(p, 0, sizeof *p);
+    p->tty = isatty(fileno(stderr));
+    p->first = first_step;
+    p->total = total;
+    p->log_every = log_every;
+    p->t0 = sq_now();
+    p->acc = NAN;
+}
+
+static void fmt_duration(double s, char *buf, size_t len)
+{
+    long t = (long)(s + 0.5);
+    if (t >= 3600) snprintf(buf, len, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+    else snprintf(buf, len, "%ld:%02ld", t / 60, t % 60);
+}
+
+void sq_progress_step(sq_progress *p, long step, double loss, double lr, long tokens)
+{
+    p->tokens += (double)tokens;
+    double now = sq_now(), el = now - p->t0;
+    bool last = step == p->total;
+    if (p->tty ? (now - p->last_draw < 0.1 && !last) : (step % p->log_every != 0 && !last)) return;
+    p->last_draw = now;
+    long done = step - p->first + 1;
+    double tps = el > 0 ? p->tokens / el : 0, eta = done > 0 ? el / (double)done * (double)(p->total - step) : 0;
+    char acc[32], etas[32], els[32];
+    if (isnan(p->acc)) snprintf(acc, sizeof acc, "-");
+    else snprintf(acc, sizeof acc, "%.1f%%", 100 * p->acc);
+    fmt_duration(eta, etas, sizeof etas);
+    fmt_duration(el, els, sizeof els);
+    if (p->tty) {
+        fprintf(stderr, "\r\033[Kstep %ld/%ld  loss %.4f  acc %s  %.1fk tok/s  ETA %s", step, p->total,
+                loss, acc, tps / 1000, etas);
+        p->live = true;
+    } else {
+        fprintf(stderr, "step %ld/%ld  loss %.4f  lr %.2e  acc %s  %.1fk tok/s  elapsed %s  ETA %s\n",
+                step, p->total, loss, lr, acc, tps / 1000, els, etas);
+    }
+    fflush(stderr);
+}
+
+void sq_progress_note(sq_progress *p, const char *fmt, ...)
+{
+    if (p->live) fprintf(stderr, "\r\033[K");
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    p->live = false;
+    p->last_draw = 0;  /* redraw the live line at the next step */
+    fflush(stderr);
+}
+
+void sq_progress_end(sq_progress *p)
+{
+    if (p->live) fputc('\n', stderr);
+    p->live = false;
+}
+
+/* ---- log.csv ------------------------------------------------------------ */
+
+static const char log_header[] = "step,loss,lr,grad_norm,ms,eval_acc,eval_token_acc\n";
+
+static int history_add(sq_log *l, double step, double loss, double acc, double tacc)
+{
+    if (l->n == l->cap) {
+        long cap = l->cap ? 2 * l->cap : 1024;
+        double *a[4] = {l->step, l->loss, l->acc, l->tacc};
+        for (int k = 0; k < 4; k++) {
+            double *q = tg_realloc(a[k], (size_t)cap * sizeof *q);
+            if (!q) return -1;
+            a[k] = q;
+            if (k == 0) l->step = q;
+            if (k == 1) l->loss = q;
+            if (k == 2) l->acc = q;
+            if (k == 3) l->tacc = q;
+        }
+        l->cap = cap;
+    }
+    l->step[l->n] = step;
+    l->loss[l->n] = loss;
+    l->acc[l->n] = acc;
+    l->tacc[l->n] = tacc;
+    l->n++;
+    return 0;
+}
+
+/* An empty CSV field is NaN. */
+static double field(const char **s)
+{
+    double v = NAN;
+    if (**s && **s != ',' && **s != '\n') v = strtod(*s, NULL);
+    *s += strcspn(*s, ",\n");
+    if (**s == ',') (*s)++;
+    return v;
+}
+
+/* Reads the rows of an earlier log up to keep_upto into memory. A missing
+ * file is fine (the resumed run may write elsewhere). */
+static int read_old(sq_log *l, const char *path, long keep_upto, char **kept, size_t *kept_len)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return errno == ENOENT ? 0 : -1;
+    char *line = NULL;
+    size_t cap = 0, used = 0, room = 0;
+    int rc = 0;
+    *kept = NULL;
+    for (long k = 0; getline(&line, &cap, f) > 0; k++) {
+        if (k == 0) continue;  /* header */
+        const char *s = line;
+        double v[7];
+        for (int i = 0; i < 7; i++) v[i] = field(&s);
+        if (!(v[0] >= 1 && v[0] <= (double)keep_upto)) break;
+        size_t len = strlen(line);
+        if (used + len + 1 > room) {
+            room = 2 * (used + len + 1) + 4096;
+            char *q = tg_realloc(*kept, room);
+            if (!q) { rc = -1; break; }
+            *kept = q;
+        }
+        memcpy(*kept + used, line, len + 1);
+        used += len;
+        if (history_add(l, v[0], v[1], v[5], v[6]) != 0) { rc = -1; break; }
+    }
+    free(line);
+    fclose(f);
+    *kept_len = used;
+    return rc;
+}
+
+int sq_log_open(sq_log *l, const char *path, long keep_upto, char *err, size_t errlen)
+{
+    memset(l, 0, sizeof *l);
+    snprintf(l->path, sizeof l->path, "%s", path);
+    char *kept = NULL;
+    size_t kept_len = 0;
+    if (keep_upto > 0 && read_old(l, path, keep_upto, &kept, &kept_len) != 0) {
+        snprintf(err, errlen, "%s: cannot read the earlier log: %s", path, strerror(errno));
+        tg_free(kept);
+        return -1;
+    }
+    l->f = fopen(path, "w");
+    if (!l->f) {
+        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+        tg_free(kept);
+        return -1;
+    }
+    fputs(log_header, l->f);
+    if (kept_len) fwrite(kept, 1, kept_len, l->f);
+    tg_free(kept);
+    fflush(l->f);
+    return 0;
+}
+
+int sq_log_row(sq_log *l, long step, double loss, double lr, double grad_norm, double ms, double acc,
+               double tacc)
+{
+    /* %.9g round-trips a float, %.17g a double: the loss column compares bit for bit */
+    const char *rf = sizeof(tg_real) == 4 ? "%.9g" : "%.17g";
+    fprintf(l->f, "%ld,", step);
+    fprintf(l->f, rf, loss);
+    fprintf(l->f, ",%.9g,%.9g,%.3f,", lr, grad_norm, ms);
+    if (!isnan(acc)) fprintf(l->f, "%.6f,%.6f", acc, tacc);
+    else fputc(',', l->f);
+    fputc('\n', l->f);
+    fflush(l->f);
+    return history_add(l, (double)step, loss, acc, tacc);
+}
+
+void sq_log_close(sq_log *l)
+{
+    if (l->f) fclose(l->f);
+    tg_free(l->step);
+    tg_free(l->loss);
+    tg_free(l->acc);
+    tg_free(l->tacc);
+    memset(l, 0, sizeof *l);
+}
+
+int sq_log_plot(const sq_log *l, const char *path, const char *title, char *err, size_t errlen)
+{
+    if (l->n == 0) {
+        snprintf(err, errlen, "%s: no steps to plot", path);
+        return -1;
+    }
+    tg_plot_series s[3] = {
+        {"train loss", l->step, l->loss, (int)l->n, false},
+        {"held-out exact-sequence accuracy", l->step, l->acc, (int)l->n, true},
+        {"held-out token accuracy", l->step, l->tacc, (int)l->n, true},
+    };
+    return tg_plot_lines_png(path, title, "step", s, 3, err, errlen);
+}

@@ -1,0 +1,98 @@
+/* seqtask: data, task, held-out set, threads, directories. */
+#include "run.h"
+
+#include <cblas.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* The first `count` examples of src, copied. */
+static sq_dataset *head_of(const sq_dataset *src, long count)
+{
+    sq_dataset *d = sq_data_new();
+    for (long i = 0; d && i < count && i < src->count; i++)
+        if (sq_data_add(d, src->ex[i].src, src->ex[i].n, src->ex[i].tgt, src->ex[i].m) != 0) {
+            sq_data_free(d);
+            d = NULL;
+        }
+    return d;
+}
+
+int sq_run_init(sq_run *r, const sq_config *c, char *err, size_t errlen)
+{
+    memset(r, 0, sizeof *r);
+    if (c->kind == SQ_TASK_DATA &&
+        sq_data_load(c->data, (int)c->symbols, (int)c->max_len, &r->data, err, errlen) != 0)
+        return -1;
+    if (sq_task_init(&r->task, c->kind, (int)c->symbols, (int)c->min_len, (int)c->max_len,
+                     (uint64_t)c->seed, r->data, !c->no_shuffle) != 0)
+        goto oom;
+    if (c->kind != SQ_TASK_DATA) {
+        r->eval = sq_task_eval_set(&r->task, (int)c->eval_size);
+    } else if (c->eval_data[0]) {
+        sq_dataset *all;
+        if (sq_data_load(c->eval_data, (int)c->symbols, (int)c->max_len, &all, err, errlen) != 0) {
+            sq_run_free(r);
+            return -1;
+        }
+        r->eval = head_of(all, c->eval_size);
+        sq_data_free(all);
+    } else {
+        r->eval = head_of(r->data, c->eval_size);
+    }
+    if (!r->eval) goto oom;
+    return 0;
+oom:
+    snprintf(err, errlen, "out of memory for the examples");
+    sq_run_free(r);
+    return -1;
+}
+
+void sq_run_free(sq_run *r)
+{
+    sq_task_free(&r->task);
+    sq_data_free(r->data);
+    sq_data_free(r->eval);
+    memset(r, 0, sizeof *r);
+}
+
+int sq_set_threads(long n)
+{
+    if (n <= 0) n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n <= 0) n = 1;
+    openblas_set_num_threads((int)n);
+    return (int)n;
+}
+
+void sq_dirname(const char *path, char *buf, size_t len)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash) snprintf(buf, len, ".");
+    else if (slash == path) snprintf(buf, len, "/");
+    else snprintf(buf, len, "%.*s", (int)(slash - path), path);
+}
+
+int sq_mkdirs(const char *dir, char *err, size_t errlen)
+{
+    char buf[1100];
+    snprintf(buf, sizeof buf, "%s", dir);
+    for (char *s = buf + 1;; s++) {
+        if (*s != '/' && *s != '\0') continue;
+        char c = *s;
+        *s = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST) {
+            snprintf(err, errlen, "%s: cannot create the directory: %s", buf, strerror(errno));
+            return -1;
+        }
+        *s = c;
+        if (c == '\0') break;
+    }
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "%s: not a directory", dir);
+        return -1;
+    }
+    return 0;
+}

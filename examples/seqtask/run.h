@@ -1,0 +1,31 @@
+/* seqtask: what every command needs before it runs: BLAS threads, the data
+ * file, the task's example stream and the held-out set. */
+#ifndef SEQTASK_RUN_H
+#define SEQTASK_RUN_H
+
+#include <stddef.h>
+
+#include "config.h"
+#include "task.h"
+
+typedef struct sq_run {
+    sq_dataset *data;            /* --data FILE, or NULL */
+    sq_task task;
+    sq_dataset *eval;            /* held-out examples */
+} sq_run;
+
+/* Held-out set: --eval-size examples from the held-out part of a generated
+ * task; with --data, the first --eval-size lines of --eval-data, or of
+ * --data itself when there is no --eval-data (then they are not held out:
+ * a note says so). 0, or -1 with a message naming the file and line. */
+int sq_run_init(sq_run *r, const sq_config *c, char *err, size_t errlen);
+void sq_run_free(sq_run *r);
+
+/* OpenBLAS threads: n, or one per core when n is 0. Returns the number set. */
+int sq_set_threads(long n);
+/* The directory part of path ("." when there is none) into buf. */
+void sq_dirname(const char *path, char *buf, size_t len);
+/* mkdir -p; 0, or -1 with a message. */
+int sq_mkdirs(const char *dir, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,270 @@
+#!/usr/bin/env bash
+# Runs every benchmark of issue 7 in one go and prints one table: tapegrad,
+# PyTorch and their ratio per row, with the targets. See docs/PERF.md.
+#
+# Usage: scripts/bench.sh [options]
+#   --quick          fewer repetitions, shorter sweep (a smoke run)
+#   --no-torch       skip the PyTorch side even when it is installed
+#   --no-sweep       skip the L / B scaling sweep
+#   --no-train       skip the time-to-99% training runs
+#   --build DIR      build directory (default build/bench)
+#   --write-docs     also put the table into docs/PERF.md (between the
+#                    "bench:begin" / "bench:end" markers) and redraw
+#                    docs/perf_scaling.png from the sweep
+# Environment: OPENBLAS_CORETYPE (e.g. Cooperlake) is passed on to both
+# tapegrad and PyTorch (both use the system OpenBLAS); the table says which
+# OpenBLAS kernel ran.
+#
+# The PyTorch side runs only if `/usr/bin/python3 -c "import torch"` works
+# (Debian python3-torch). Every tapegrad / PyTorch pair runs back to back,
+# each configuration in its own process (peak RSS is per process). The raw
+# "ROW key=value" lines are kept in DIR/bench_rows.txt, the table in
+# DIR/perf_table.md.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+quick=0 torch=1 sweep=1 train=1 write_docs=0 build=build/bench
+cmdline="scripts/bench.sh${*:+ $*}"
+while [ $# -gt 0 ]; do
+  case $1 in
+    --quick) quick=1 ;;
+    --no-torch) torch=0 ;;
+    --no-sweep) sweep=0 ;;
+    --no-train) train=0 ;;
+    --write-docs) write_docs=1 ;;
+    --build) build=$2; shift ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    *) echo "bench.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+[ -n "${OPENBLAS_CORETYPE:-}" ] && cmdline="OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE $cmdline"
+
+py=/usr/bin/python3
+if [ $torch -eq 1 ] && ! $py -c "import torch" 2>/dev/null; then
+  echo "bench.sh: PyTorch not importable with $py (Debian python3-torch): tapegrad side only" >&2
+  torch=0
+fi
+
+load0=$(cut -d' ' -f1 /proc/loadavg)
+if awk -v l="$load0" 'BEGIN { exit !(l > 1.0) }'; then
+  echo "bench.sh: the load average is $load0 on $(nproc) cores: other work is running, the timings will be noisy" >&2
+fi
+echo "== build (Release) in $build" >&2
+mkdir -p "$build"
+if ! cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DTAPEGRAD_TESTS=OFF >"$build/configure.log" 2>&1 ||
+   ! cmake --build "$build" -j"$(nproc)" >"$build/build.log" 2>&1; then
+  tail -30 "$build/configure.log" "$build/build.log" >&2
+  exit 1
+fi
+
+rows=$build/bench_rows.txt
+: >"$rows"
+# run LABEL CMD...: appends the command's ROW lines to $rows, progress to stderr.
+run() {
+  local label=$1; shift
+  printf '  %-40s' "$label" >&2
+  local out
+  if ! out=$("$@" 2>"$build/last_err.log"); then
+    echo " FAILED: $(tail -3 "$build/last_err.log")" >&2
+    return 1
+  fi
+  grep '^ROW' <<<"$out" >>"$rows"
+  grep -m1 '^ROW' <<<"$out" | grep -o ' ms=[0-9.]*\| seconds_to_99=[0-9.a-z]*\| gflops=[0-9.]*' | tr -d '\n' >&2
+  echo >&2
+}
+
+if [ $quick -eq 1 ]; then reps=5 budget=2 sreps=3; else reps=30 budget=10 sreps=7; fi
+bin=$build
+
+echo "== sgemm ceiling" >&2
+run "sgemm 2048^3" "$bin/bench_sgemm" --reps "$sreps"
+
+echo "== MHA step (causal self-attention, forward + backward + Adam)" >&2
+shapes=("toy 32 16 64 4" "small 32 64 128 4" "large 16 128 512 8")
+for s in "${shapes[@]}"; do
+  read -r tag B L D H <<<"$s"
+  a=(--B "$B" --L "$L" --D "$D" --H "$H" --reps "$reps" --budget "$budget")
+  run "tapegrad fused    $tag" "$bin/bench_mha" "${a[@]}" --tag "$tag" --mode fused
+  run "tapegrad per_head $tag" "$bin/bench_mha" "${a[@]}" --tag "$tag" --mode per_head
+  run "tapegrad fused 1 thread $tag" "$bin/bench_mha" "${a[@]}" --tag "${tag}_t1" --mode fused --threads 1
+  if [ $torch -eq 1 ]; then
+    run "torch manual      $tag" $py bench/torch/bench_mha.py "${a[@]}" --tag "$tag" --impl manual
+    run "torch nn.MHA      $tag" $py bench/torch/bench_mha.py "${a[@]}" --tag "$tag" --impl nn_mha
+  fi
+done
+
+echo "== toy model (seqtask train's defaults, reverse task)" >&2
+# seqtask train --help lists every flag as "  --name VALUES  help [default]"
+margs=()
+if [ -x "$bin/seqtask" ]; then
+  while read -r name def; do
+    case $name in
+      symbols|min-len|max-len|layers|d-model|heads|d-head|d-ff|mode|dropout|batch|steps|lr|warmup|\
+      schedule|optimizer|weight-decay|clip|seed|eval-every|eval-size|target-acc) margs+=("--$name" "$def") ;;
+    esac
+  done < <("$bin/seqtask" train --help 2>&1 | sed -n 's/^  --\([a-z-]*\) .*\[\([^]]*\)\]$/\1 \2/p')
+  echo "  seqtask defaults: ${margs[*]}" >&2
+else
+  echo "  no seqtask binary: bench_model's built-in defaults" >&2
+fi
+run "tapegrad model step" "$bin/bench_model" "${margs[@]}" --reps "$reps" --budget "$budget"
+run "tapegrad model step 1 thread" "$bin/bench_model" "${margs[@]}" --reps "$reps" --budget "$budget" --threads 1 --tag step_t1
+[ $torch -eq 1 ] && run "torch model step" $py bench/torch/bench_model.py --step "${margs[@]}" --reps "$reps" --budget "$budget"
+if [ $train -eq 1 ] && [ -x "$bin/seqtask" ]; then
+  # seqtask's own clock: from the first step to the evaluation that reaches --target-acc
+  seqtask_train() {
+    local out line steps secs acc
+    out=$("$bin/seqtask" train --task reverse --out "$build/seqtask-reverse" --save-every 0 2>/dev/null) || return 1
+    line=$(grep -m1 '^step [0-9]*, [0-9.]* s: held-out exact-sequence accuracy' <<<"$out") || return 1
+    read -r steps secs acc < <(sed -E 's/^step ([0-9]+), ([0-9.]+) s: held-out exact-sequence accuracy ([0-9.]+)%.*/\1 \2 \3/' <<<"$line")
+    local target=0.99
+    for ((i = 0; i < ${#margs[@]}; i++)); do [ "${margs[i]}" = --target-acc ] && target=${margs[i+1]}; done
+    if awk -v a="$acc" -v t="$target" 'BEGIN { exit !(a / 100 >= t) }'; then
+      echo "ROW bench=model impl=tapegrad tag=train task=reverse steps=$steps seconds=$secs acc=$acc steps_to_99=$steps seconds_to_99=$secs"
+    else
+      echo "ROW bench=model impl=tapegrad tag=train task=reverse steps=$steps seconds=$secs acc=$acc steps_to_99=not_reached seconds_to_99=not_reached"
+    fi
+  }
+  run "tapegrad time to 99% (reverse)" seqtask_train
+  [ $torch -eq 1 ] && run "torch time to 99% (reverse)" $py bench/torch/bench_model.py --train --task reverse "${margs[@]}"
+fi
+
+if [ $sweep -eq 1 ]; then
+  echo "== scaling sweep, large MHA (D=512 H=8), fused" >&2
+  if [ $quick -eq 1 ]; then Ls="32 128 512" Bs="1 16 64" sb=1; else Ls="32 64 128 256 512 1024" Bs="1 2 4 8 16 32 64" sb=5; fi
+  sw=(--D 512 --H 8 --reps 10 --warmup 1 --budget "$sb")
+  for L in $Ls; do
+    run "tapegrad L=$L B=16" "$bin/bench_mha" "${sw[@]}" --B 16 --L "$L" --tag sweepL
+    [ $torch -eq 1 ] && run "torch    L=$L B=16" $py bench/torch/bench_mha.py "${sw[@]}" --B 16 --L "$L" --tag sweepL
+  done
+  for B in $Bs; do
+    run "tapegrad B=$B L=128" "$bin/bench_mha" "${sw[@]}" --B "$B" --L 128 --tag sweepB
+    [ $torch -eq 1 ] && run "torch    B=$B L=128" $py bench/torch/bench_mha.py "${sw[@]}" --B "$B" --L 128 --tag sweepB
+  done
+fi
+
+echo "== sgemm ceiling again (the best of the two runs is the ceiling)" >&2
+run "sgemm 2048^3" "$bin/bench_sgemm" --reps "$sreps"
+
+# ---- the table -----------------------------------------------------------------
+cpu=$(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -1)
+cores=$(nproc)
+core=$("$bin/bench_sgemm" --n 64 --reps 1 | sed -n 's/^# OpenBLAS \([^,]*\),.*/\1/p')
+torchv=$([ $torch -eq 1 ] && $py -c "import torch; print(torch.__version__)" || echo "not run")
+table=$build/perf_table.md
+{
+  echo "Machine: $cpu, $cores cores; OpenBLAS kernel: $core; PyTorch $torchv (2 threads)."
+  echo "Command: \`$cmdline\` — $(date -u '+%Y-%m-%d %H:%M UTC'); load average $load0 before the build, $(cut -d' ' -f1 /proc/loadavg) at the end."
+  echo
+  awk -f - "$rows" <<'AWK'
+function fmt(x) { return x == "" ? "—" : (x + 0 >= 100 ? sprintf("%.0f", x) : (x + 0 >= 10 ? sprintf("%.1f", x) : sprintf("%.2f", x))) }
+function ratio(a, b) { return (a == "" || b == "" || b + 0 == 0) ? "" : a / b }
+function verdict(x, target, higher,   r) {
+  if (x == "") return "not measured"
+  if (higher) return x + 0 >= target ? "met" : sprintf("missed (%.2f of %g)", x, target)
+  return x + 0 <= target ? "met" : sprintf("missed (%.2f vs %g)", x, target)
+}
+function row(name, tg, th, sp, target, status) {
+  printf "| %s | %s | %s | %s | %s | %s |\n", name, tg, th, sp == "" ? "—" : sprintf("%.2fx", sp), target, status
+}
+/^ROW / {
+  delete kv
+  for (i = 2; i <= NF; i++) { split($i, p, "="); kv[p[1]] = p[2] }
+  if (kv["bench"] == "sgemm" && kv["name"] == "square") { if (kv["gflops"] + 0 > ceil) ceil = kv["gflops"] + 0; next }
+  k = kv["bench"] "|" kv["impl"] "|" kv["tag"]
+  if (kv["tag"] ~ /^sweep/) k = k "|" kv["B"] "|" kv["L"]
+  for (f in kv) v[k, f] = kv[f]
+  if (kv["tag"] ~ /^sweep/ && !((kv["tag"], kv["B"], kv["L"]) in seen)) {
+    seen[kv["tag"], kv["B"], kv["L"]] = 1; order[++n_sw] = kv["tag"] "|" kv["B"] "|" kv["L"]
+  }
+}
+END {
+  print "| benchmark | tapegrad | PyTorch | speedup (PyTorch / tapegrad) | target | status |"
+  print "| --- | ---: | ---: | ---: | --- | --- |"
+  row("sgemm 2048³ ceiling, GFLOP/s", fmt(ceil), "", "", "", "")
+  split("toy:B=32 L=16 D=64 H=4:10,small:B=32 L=64 D=128 H=4:3,large:B=16 L=128 D=512 H=8:1.5", S, ",")
+  for (i = 1; i <= 3; i++) {
+    split(S[i], s, ":"); tag = s[1]
+    f = v["mha|tapegrad_fused|" tag, "ms"]; ph = v["mha|tapegrad_per_head|" tag, "ms"]
+    th = v["mha|torch_manual|" tag, "ms"]; nm = v["mha|torch_nn_mha|" tag, "ms"]
+    sp = ratio(th, f)
+    row("MHA step " tag " (" s[2] "), fused, ms", fmt(f), fmt(th), sp, "≥ " s[3] "x", verdict(sp, s[3], 1))
+    row("MHA step " tag ", per-head, ms", fmt(ph), fmt(th), ratio(th, ph), "", "")
+    t1 = v["mha|tapegrad_fused|" tag "_t1", "ms"]
+    row("MHA step " tag ", fused, 1 BLAS thread, ms", fmt(t1), fmt(th), ratio(th, t1), "", "")
+    row("MHA step " tag ", PyTorch nn.MultiheadAttention, ms", "", fmt(nm), ratio(nm, f), "(reference)", "")
+  }
+  f = v["mha|tapegrad_fused|large", "ms"]; ph = v["mha|tapegrad_per_head|large", "ms"]
+  r = ratio(ph, f)
+  row("large: per-head / fused time", fmt(r), "", "", "≤ 1.5", verdict(r, 1.5, 0))
+  g = v["mha|tapegrad_fused|large", "gflops"]; gt = v["mha|torch_manual|large", "gflops"]
+  pct = ratio(g, ceil)
+  row("large fused: effective GFLOP/s", fmt(g), fmt(gt), "", "", "")
+  row("large fused: share of sgemm ceiling", pct == "" ? "—" : sprintf("%.0f%%", 100 * pct),
+      (gt == "" || ceil == 0) ? "—" : sprintf("%.0f%%", 100 * gt / ceil), "", "≥ 65%", verdict(pct, 0.65, 1))
+  m = v["model|tapegrad|step", "ms"]; mt = v["model|torch|step", "ms"]; sp = ratio(mt, m)
+  row("toy-model step (reverse defaults), ms", fmt(m), fmt(mt), sp, "≥ 5x", verdict(sp, 5, 1))
+  t1 = v["model|tapegrad|step_t1", "ms"]
+  row("toy-model step, 1 BLAS thread, ms", fmt(t1), fmt(mt), ratio(mt, t1), "", "")
+  m = v["model|tapegrad|train", "seconds_to_99"]; mt = v["model|torch|train", "seconds_to_99"]
+  ms = v["model|tapegrad|train", "steps_to_99"]; mts = v["model|torch|train", "steps_to_99"]
+  sp = (m ~ /^[0-9.]+$/ && mt ~ /^[0-9.]+$/) ? ratio(mt, m) : ""
+  row("time to 99% exact match on reverse, s (steps)", m == "" ? "—" : fmt(m) " (" ms ")",
+      mt == "" ? "—" : fmt(mt) " (" mts ")", sp, "≥ 5x", verdict(sp, 5, 1))
+  worst = ""
+  for (i = 1; i <= 3; i++) {
+    split(S[i], s, ":")
+    split("tapegrad_fused tapegrad_per_head", M, " ")
+    for (j = 1; j <= 2; j++) { a = v["mha|" M[j] "|" s[1], "allocs_per_step"]; if (a != "" && (worst == "" || a + 0 > worst + 0)) worst = a }
+  }
+  a = v["model|tapegrad|step", "allocs_per_step"]; if (a != "" && (worst == "" || a + 0 > worst + 0)) worst = a
+  row("heap allocations per step after the first (worst row)", worst == "" ? "—" : worst, "", "", "0", verdict(worst, 0, 0))
+  split("mha|tapegrad_fused|large:large fused,mha|tapegrad_per_head|large:large per-head,model|tapegrad|step:toy model", R, ",")
+  for (i = 1; i <= 3; i++) {
+    split(R[i], s, ":")
+    rr = v[s[1], "rss_ratio"]
+    tgm = v[s[1], "rss_delta_mib"]; need = v[s[1], "need_mib"]; ar = v[s[1], "arena_peak_mib"]
+    tk = s[1]; sub(/tapegrad_fused|tapegrad_per_head/, "torch_manual", tk); sub(/model\|tapegrad/, "model|torch", tk)
+    row("peak RSS growth / (params+grads+Adam+saved activations), " s[2],
+        rr == "" ? "—" : sprintf("%.2f (%s of %s MiB; arena %s)", rr, fmt(tgm), fmt(need), fmt(ar)),
+        v[tk, "rss_delta_mib"] == "" ? "—" : fmt(v[tk, "rss_delta_mib"]) " MiB", "", "≤ 1.3", verdict(rr, 1.3, 0))
+  }
+  if (n_sw > 0) {
+    print ""
+    print "Scaling, large MHA (D=512, H=8), fused, causal: ms/step and peak RSS growth (MiB)."
+    print ""
+    print "| sweep | B | L | tapegrad ms | PyTorch ms | speedup | tapegrad GFLOP/s | tapegrad MiB | PyTorch MiB |"
+    print "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    for (i = 1; i <= n_sw; i++) {
+      split(order[i], o, "|"); kt = "mha|tapegrad_fused|" order[i]; kp = "mha|torch_manual|" order[i]
+      sp = ratio(v[kp, "ms"], v[kt, "ms"])
+      printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", o[1] == "sweepL" ? "L" : "B", o[2], o[3],
+        fmt(v[kt, "ms"]), fmt(v[kp, "ms"]), sp == "" ? "—" : sprintf("%.2fx", sp), fmt(v[kt, "gflops"]),
+        fmt(v[kt, "rss_delta_mib"]), fmt(v[kp, "rss_delta_mib"])
+    }
+  }
+}
+AWK
+} >"$table"
+
+echo
+cat "$table"
+
+if [ $write_docs -eq 1 ]; then
+  doc=docs/PERF.md
+  if [ -f "$doc" ] && grep -q '<!-- bench:begin -->' "$doc" && grep -q '<!-- bench:end -->' "$doc"; then
+    awk -v tf="$table" '
+      /<!-- bench:begin -->/ { print; while ((getline l < tf) > 0) print l; skip = 1; next }
+      /<!-- bench:end -->/ { skip = 0 }
+      !skip' "$doc" >"$doc.tmp" && mv "$doc.tmp" "$doc"
+    echo "bench.sh: table written into $doc" >&2
+  else
+    echo "bench.sh: $doc has no bench:begin/bench:end markers; table left in $table" >&2
+  fi
+  if [ $sweep -eq 1 ]; then
+    "$bin/bench_mha" --plot "$rows" docs/perf_scaling.png && echo "bench.sh: wrote docs/perf_scaling.png" >&2
+  fi
+fi
+cd "$root" || true
