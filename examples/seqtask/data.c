@@ -89,7 +89,9 @@ static int parse_side(const char *s, int n_symbols, int32_t *out, int max, char 
         char *end;
         errno = 0;
         long v = strtol(s, &end, 10);
-        if (end != s + len || len == 0 || s[0] == '+' || errno != 0) {
+        /* strtol would also take a sign '+' or leading white space (\v, \f, \r) */
+        bool digit = (s[0] >= '0' && s[0] <= '9') || s[0] == '-';
+        if (end != s + len || len == 0 || !digit || errno != 0) {
             snprintf(err, errlen, "'%s' is not a symbol (an integer in [0, %d))", tok, n_symbols);
             return -1;
         }
