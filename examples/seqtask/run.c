@@ -2,6 +2,7 @@
 #include "run.h"
 
 #include <cblas.h>
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -72,6 +73,21 @@ void sq_dirname(const char *path, char *buf, size_t len)
     if (!slash) snprintf(buf, len, ".");
     else if (slash == path) snprintf(buf, len, "/");
     else snprintf(buf, len, "%.*s", (int)(slash - path), path);
+}
+
+void sq_remove_stale_temps(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) return;
+    char path[1200];
+    for (struct dirent *e; (e = readdir(d));) {
+        if (strncmp(e->d_name, "model.safetensors.tmp.", 22) != 0 &&
+            strncmp(e->d_name, "checkpoint.safetensors.tmp.", 27) != 0)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        unlink(path);
+    }
+    closedir(d);
 }
 
 int sq_mkdirs(const char *dir, char *err, size_t errlen)

@@ -27,5 +27,9 @@ int sq_set_threads(long n);
 void sq_dirname(const char *path, char *buf, size_t len);
 /* mkdir -p; 0, or -1 with a message. */
 int sq_mkdirs(const char *dir, char *err, size_t errlen);
+/* Removes the temporaries (<file>.tmp.XXXXXX) a killed run left while saving
+ * model.safetensors or checkpoint.safetensors in dir. Assumes one training
+ * run writes into a directory at a time. */
+void sq_remove_stale_temps(const char *dir);
 
 #endif

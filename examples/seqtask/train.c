@@ -108,6 +108,7 @@ static int setup(trainer *tr, char *err, size_t errlen)
     if (status) return status;
     if (!c->out[0]) snprintf(c->out, sizeof c->out, "out/%s", c->data[0] ? "data" : sq_task_name(c->kind));
     if (sq_mkdirs(c->out, err, errlen)) return SQ_EXIT_USAGE;
+    sq_remove_stale_temps(c->out);
     const char *names[] = {"model.safetensors", "checkpoint.safetensors", "log.csv"};
     for (int i = 0; i < 3; i++) snprintf(tr->path[i], sizeof tr->path[i], "%s/%s", c->out, names[i]);
     if (c->schedule == SQ_SCHED_CONSTANT) tr->sched = tg_schedule_constant(c->lr, c->warmup);
