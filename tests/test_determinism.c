@@ -9,60 +9,17 @@
  * cosine runs in both modes. Here: per-head attention with dropout and
  * plain Adam resumed across a warmup, with evaluations on both sides. */
 #include <criterion/criterion.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#define SEQTASK TG_BINARY_DIR "/seqtask"
+#include "seqtask_util.h"
 
-static char dir[256];
-static char err_text[1 << 16];
-
-static void setup(void)
-{
-    if (access(SEQTASK, X_OK) != 0) cr_skip_test("%s is not built (TAPEGRAD_EXAMPLES=OFF)", SEQTASK);
-    setenv("OPENBLAS_NUM_THREADS", "1", 1);
-    snprintf(dir, sizeof dir, "/tmp/tg_test_determinism.XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
-}
-
-static void teardown(void)
-{
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (dir[0] && system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
-}
+static void setup(void) { seqtask_setup("tg_test_determinism", true); }
+static void teardown(void) { seqtask_teardown(); }
 
 TestSuite(determinism, .init = setup, .fini = teardown, .timeout = 300);
-
-static void slurp(const char *path, char *buf, size_t len)
-{
-    FILE *f = fopen(path, "r");
-    size_t n = f ? fread(buf, 1, len - 1, f) : 0;
-    buf[n] = '\0';
-    if (f) fclose(f);
-}
-
-/* Runs "seqtask <args>" in the test's directory; stderr lands in err_text. */
-static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int run(const char *fmt, ...)
-{
-    char args[4096], cmd[8192], path[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s >stdout.txt 2>stderr.txt", dir, SEQTASK, args);
-    int st = system(cmd);
-    snprintf(path, sizeof path, "%s/stderr.txt", dir);
-    slurp(path, err_text, sizeof err_text);
-    cr_assert(!strstr(err_text, "Sanitizer") && !strstr(err_text, "runtime error:"),
-              "sanitizer report from seqtask %s:\n%s", args, err_text);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
 
 /* dir/out/log.csv without its ms column (the 5th), as text. */
 static void log_without_ms(const char *out, char *buf, size_t len)

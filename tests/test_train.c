@@ -5,7 +5,6 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,62 +15,19 @@
 
 #include <stb/stb_image.h>
 
-#define SEQTASK TG_BINARY_DIR "/seqtask"
+#define SEQTASK_CAPTURE_STDOUT
+#include "seqtask_util.h"
+
 #define FIXTURE TG_SOURCE_DIR "/tests/fixtures/init_model.safetensors"
 
 /* A small copy task every test can train in a second or two. */
 #define SMALL "--task copy --symbols 8 --min-len 1 --max-len 5 --layers 2 --d-model 32 --heads 2 " \
               "--d-ff 64 --batch 32 --lr 3e-3 --warmup 20 --eval-size 200 --threads 1"
 
-static char dir[256];
-static char out_text[1 << 16], err_text[1 << 16];
-
-static void setup(void)
-{
-    if (access(SEQTASK, X_OK) != 0) cr_skip_test("%s is not built (TAPEGRAD_EXAMPLES=OFF)", SEQTASK);
-    snprintf(dir, sizeof dir, "/tmp/tg_test_train.XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
-}
-
-static void teardown(void)
-{
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (dir[0] && system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
-}
+static void setup(void) { seqtask_setup("tg_test_train", false); }
+static void teardown(void) { seqtask_teardown(); }
 
 TestSuite(train, .init = setup, .fini = teardown, .timeout = 300);
-
-static void slurp(const char *path, char *buf, size_t len)
-{
-    FILE *f = fopen(path, "r");
-    size_t n = f ? fread(buf, 1, len - 1, f) : 0;
-    buf[n] = '\0';
-    if (f) fclose(f);
-}
-
-/* Runs "seqtask <args>" (args: printf format; %D in it is not special, use
- * the dir variable) in the test's directory; stdout and stderr land in
- * out_text and err_text. Returns the exit status (128 + signal when killed). */
-static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int run(const char *fmt, ...)
-{
-    char args[4096], cmd[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s >stdout.txt 2>stderr.txt", dir, SEQTASK, args);
-    int st = system(cmd);
-    char path[512];
-    snprintf(path, sizeof path, "%s/stdout.txt", dir);
-    slurp(path, out_text, sizeof out_text);
-    snprintf(path, sizeof path, "%s/stderr.txt", dir);
-    slurp(path, err_text, sizeof err_text);
-    cr_assert(!strstr(err_text, "Sanitizer") && !strstr(err_text, "runtime error:"),
-              "sanitizer report from seqtask %s:\n%s", args, err_text);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
 
 static void write_file(const char *name, const char *text)
 {

@@ -1,0 +1,81 @@
+/* Harness shared by the suites that run the built examples/seqtask binary
+ * as a user would (test_train.c, test_determinism.c, test_crash.c): a
+ * per-test temporary directory, reading a whole file, and run(), which
+ * executes "seqtask <args>" in that directory and captures its stderr (and
+ * its stdout when SEQTASK_CAPTURE_STDOUT is defined before the include). */
+#ifndef TAPEGRAD_TESTS_SEQTASK_UTIL_H
+#define TAPEGRAD_TESTS_SEQTASK_UTIL_H
+
+#include <criterion/criterion.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define SEQTASK TG_BINARY_DIR "/seqtask"
+
+/* The test's temporary directory: made by seqtask_setup, removed by seqtask_teardown. */
+static char dir[256];
+static char err_text[1 << 16];
+#ifdef SEQTASK_CAPTURE_STDOUT
+static char out_text[1 << 16];
+#endif
+
+/* For a suite's .init: skips the test when seqtask is not built, optionally
+ * pins OpenBLAS to one thread (for bit-identical runs), and makes
+ * /tmp/<name>.XXXXXX. */
+static inline void seqtask_setup(const char *name, bool one_blas_thread)
+{
+    if (access(SEQTASK, X_OK) != 0) cr_skip_test("%s is not built (TAPEGRAD_EXAMPLES=OFF)", SEQTASK);
+    if (one_blas_thread) setenv("OPENBLAS_NUM_THREADS", "1", 1);
+    snprintf(dir, sizeof dir, "/tmp/%s.XXXXXX", name);
+    cr_assert_not_null(mkdtemp(dir));
+}
+
+/* For a suite's .fini: rm -rf the test's directory. */
+static inline void seqtask_teardown(void)
+{
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (dir[0] && system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+}
+
+/* The whole file at `path` (at most len - 1 bytes), NUL-terminated; "" when
+ * it cannot be opened. */
+static inline void slurp(const char *path, char *buf, size_t len)
+{
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, len - 1, f) : 0;
+    buf[n] = '\0';
+    if (f) fclose(f);
+}
+
+/* Runs "seqtask <args>" (args: printf format; use the dir variable for the
+ * test's directory) in the test's directory; stderr lands in err_text (and
+ * stdout in out_text with SEQTASK_CAPTURE_STDOUT). Fails the test on a
+ * sanitizer report. Returns the exit status (128 + signal when killed). */
+static inline int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline int run(const char *fmt, ...)
+{
+    char args[4096], cmd[8192], path[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s >stdout.txt 2>stderr.txt", dir, SEQTASK, args);
+    int st = system(cmd);
+#ifdef SEQTASK_CAPTURE_STDOUT
+    snprintf(path, sizeof path, "%s/stdout.txt", dir);
+    slurp(path, out_text, sizeof out_text);
+#endif
+    snprintf(path, sizeof path, "%s/stderr.txt", dir);
+    slurp(path, err_text, sizeof err_text);
+    cr_assert(!strstr(err_text, "Sanitizer") && !strstr(err_text, "runtime error:"),
+              "sanitizer report from seqtask %s:\n%s", args, err_text);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+#endif
