@@ -3,8 +3,10 @@
  *   bench_sgemm [--n 2048] [--reps 7] [--threads T]
  *
  * Rows: the square n^3 product (the figure the large MHA step is compared
- * with), and the shapes of the large MHA layer's GEMMs (B*L = 2048 rows,
- * D = 512, 3E = 1536), which are what an MHA step can hope to reach.
+ * with), the same on one thread (name=square_t1; a shared machine often has
+ * one core to spare, not two), and the shapes of the large MHA layer's GEMMs
+ * (B*L = 2048 rows, D = 512, 3E = 1536), which are what an MHA step can hope
+ * to reach.
  * Always float (sgemm), whatever TAPEGRAD_DOUBLE says: it is the ceiling.
  */
 #include <cblas.h>
@@ -71,6 +73,10 @@ int main(int argc, char **argv)
     printf("# OpenBLAS %s, %d threads\n", openblas_get_corename(), openblas_get_num_threads());
     bu_plan plan = {.warmup = 2, .reps = reps, .min_reps = 3, .budget_s = 20.0};
     int rc = run("square", n, n, n, 0, 0, plan);
+    int nt = openblas_get_num_threads();
+    openblas_set_num_threads(1);
+    rc |= run("square_t1", n, n, n, 0, 0, plan);
+    openblas_set_num_threads(nt);
     /* The large MHA shape (B=16, L=128: 2048 rows, D=512, E=512). */
     plan.reps = reps * 3;
     rc |= run("qkv_fwd", 2048, 1536, 512, 0, 1, plan);       /* x W^T */

@@ -11,6 +11,9 @@
 #   --write-docs     also put the table into docs/PERF.md (between the
 #                    "bench:begin" / "bench:end" markers) and redraw
 #                    docs/perf_scaling.png from the sweep
+#   --section NAME   with --write-docs: the markers "bench-NAME:begin" /
+#                    "bench-NAME:end" instead (e.g. a run with another
+#                    OPENBLAS_CORETYPE), and no plot
 # Environment: OPENBLAS_CORETYPE (e.g. Cooperlake) is passed on to both
 # tapegrad and PyTorch (both use the system OpenBLAS); the table says which
 # OpenBLAS kernel ran.
@@ -24,7 +27,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
-quick=0 torch=1 sweep=1 train=1 write_docs=0 build=build/bench
+quick=0 torch=1 sweep=1 train=1 write_docs=0 build=build/bench section=""
 cmdline="scripts/bench.sh${*:+ $*}"
 while [ $# -gt 0 ]; do
   case $1 in
@@ -34,7 +37,8 @@ while [ $# -gt 0 ]; do
     --no-train) train=0 ;;
     --write-docs) write_docs=1 ;;
     --build) build=$2; shift ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    --section) section=$2; shift ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -71,7 +75,7 @@ run() {
     return 1
   fi
   grep '^ROW' <<<"$out" >>"$rows"
-  grep -m1 '^ROW' <<<"$out" | grep -o ' ms=[0-9.]*\| seconds_to_99=[0-9.a-z]*\| gflops=[0-9.]*' | tr -d '\n' >&2
+  grep '^ROW' <<<"$out" | grep -o ' ms=[0-9.]*\| seconds_to_99=[0-9.a-z_]*\| gflops=[0-9.]*' | head -4 | tr -d '\n' >&2
   echo >&2
 }
 
@@ -92,6 +96,7 @@ for s in "${shapes[@]}"; do
   if [ $torch -eq 1 ]; then
     run "torch manual      $tag" $py bench/torch/bench_mha.py "${a[@]}" --tag "$tag" --impl manual
     run "torch nn.MHA      $tag" $py bench/torch/bench_mha.py "${a[@]}" --tag "$tag" --impl nn_mha
+    run "torch manual 1 thread $tag" $py bench/torch/bench_mha.py "${a[@]}" --tag "${tag}_t1" --impl manual --threads 1
   fi
 done
 
@@ -111,7 +116,10 @@ else
 fi
 run "tapegrad model step" "$bin/bench_model" "${margs[@]}" --reps "$reps" --budget "$budget"
 run "tapegrad model step 1 thread" "$bin/bench_model" "${margs[@]}" --reps "$reps" --budget "$budget" --threads 1 --tag step_t1
-[ $torch -eq 1 ] && run "torch model step" $py bench/torch/bench_model.py --step "${margs[@]}" --reps "$reps" --budget "$budget"
+if [ $torch -eq 1 ]; then
+  run "torch model step" $py bench/torch/bench_model.py --step "${margs[@]}" --reps "$reps" --budget "$budget"
+  run "torch model step 1 thread" $py bench/torch/bench_model.py --step "${margs[@]}" --reps "$reps" --budget "$budget" --threads 1 --tag step_t1
+fi
 if [ $train -eq 1 ] && [ -x "$bin/seqtask" ]; then
   # seqtask's own clock: from the first step to the evaluation that reaches --target-acc
   seqtask_train() {
@@ -145,7 +153,7 @@ if [ $sweep -eq 1 ]; then
   done
 fi
 
-echo "== sgemm ceiling again (the best of the two runs is the ceiling)" >&2
+echo "== sgemm ceiling again (the best of all sgemm runs is the ceiling)" >&2
 run "sgemm 2048^3" "$bin/bench_sgemm" --reps "$sreps"
 
 # ---- the table -----------------------------------------------------------------
@@ -166,13 +174,22 @@ function verdict(x, target, higher,   r) {
   if (higher) return x + 0 >= target ? "met" : sprintf("missed (%.2f of %g)", x, target)
   return x + 0 <= target ? "met" : sprintf("missed (%.2f vs %g)", x, target)
 }
+# spb (global): the speedup on the best repetitions, printed by and reset in row()
 function row(name, tg, th, sp, target, status) {
-  printf "| %s | %s | %s | %s | %s | %s |\n", name, tg, th, sp == "" ? "—" : sprintf("%.2fx", sp), target, status
+  printf "| %s | %s | %s | %s | %s | %s | %s |\n", name, tg, th, sp == "" ? "—" : sprintf("%.2fx", sp),
+    spb == "" ? "—" : sprintf("%.2fx", spb), target, status
+  spb = ""
 }
+function best(k1, k2) { spb = ratio(v[k1, "min_ms"], v[k2, "min_ms"]) }
 /^ROW / {
   delete kv
   for (i = 2; i <= NF; i++) { split($i, p, "="); kv[p[1]] = p[2] }
   if (kv["bench"] == "sgemm" && kv["name"] == "square") { if (kv["gflops"] + 0 > ceil) ceil = kv["gflops"] + 0; next }
+  if (kv["bench"] == "sgemm" && kv["name"] == "square_t1") {
+    if (kv["gflops"] + 0 > ceil1) ceil1 = kv["gflops"] + 0
+    if (kv["gflops"] + 0 > ceil) ceil = kv["gflops"] + 0   # the ceiling: the best sgemm of the run
+    next
+  }
   k = kv["bench"] "|" kv["impl"] "|" kv["tag"]
   if (kv["tag"] ~ /^sweep/) k = k "|" kv["B"] "|" kv["L"]
   for (f in kv) v[k, f] = kv[f]
@@ -181,20 +198,26 @@ function row(name, tg, th, sp, target, status) {
   }
 }
 END {
-  print "| benchmark | tapegrad | PyTorch | speedup (PyTorch / tapegrad) | target | status |"
-  print "| --- | ---: | ---: | ---: | --- | --- |"
-  row("sgemm 2048³ ceiling, GFLOP/s", fmt(ceil), "", "", "", "")
+  print "| benchmark | tapegrad | PyTorch | speedup (PyTorch / tapegrad), medians | speedup, best repetitions | target | status (on the medians) |"
+  print "| --- | ---: | ---: | ---: | ---: | --- | --- |"
+  row("sgemm 2048³ ceiling (best of all sgemm runs), GFLOP/s", fmt(ceil), "", "", "", "")
+  row("sgemm 2048³ on 1 thread, GFLOP/s", fmt(ceil1), "", "", "", "")
   split("toy:B=32 L=16 D=64 H=4:10,small:B=32 L=64 D=128 H=4:3,large:B=16 L=128 D=512 H=8:1.5", S, ",")
   for (i = 1; i <= 3; i++) {
     split(S[i], s, ":"); tag = s[1]
     f = v["mha|tapegrad_fused|" tag, "ms"]; ph = v["mha|tapegrad_per_head|" tag, "ms"]
     th = v["mha|torch_manual|" tag, "ms"]; nm = v["mha|torch_nn_mha|" tag, "ms"]
     sp = ratio(th, f)
+    best("mha|torch_manual|" tag, "mha|tapegrad_fused|" tag)
     row("MHA step " tag " (" s[2] "), fused, ms", fmt(f), fmt(th), sp, "≥ " s[3] "x", verdict(sp, s[3], 1))
+    best("mha|torch_manual|" tag, "mha|tapegrad_per_head|" tag)
     row("MHA step " tag ", per-head, ms", fmt(ph), fmt(th), ratio(th, ph), "", "")
     t1 = v["mha|tapegrad_fused|" tag "_t1", "ms"]
-    row("MHA step " tag ", fused, 1 BLAS thread, ms", fmt(t1), fmt(th), ratio(th, t1), "", "")
+    best("mha|torch_nn_mha|" tag, "mha|tapegrad_fused|" tag)
     row("MHA step " tag ", PyTorch nn.MultiheadAttention, ms", "", fmt(nm), ratio(nm, f), "(reference)", "")
+    p1 = v["mha|torch_manual|" tag "_t1", "ms"]
+    best("mha|torch_manual|" tag "_t1", "mha|tapegrad_fused|" tag "_t1")
+    row("MHA step " tag ", both on 1 thread (tapegrad fused / PyTorch manual), ms", fmt(t1), fmt(p1), ratio(p1, t1), "(reference)", "")
   }
   f = v["mha|tapegrad_fused|large", "ms"]; ph = v["mha|tapegrad_per_head|large", "ms"]
   r = ratio(ph, f)
@@ -204,10 +227,16 @@ END {
   row("large fused: effective GFLOP/s", fmt(g), fmt(gt), "", "", "")
   row("large fused: share of sgemm ceiling", pct == "" ? "—" : sprintf("%.0f%%", 100 * pct),
       (gt == "" || ceil == 0) ? "—" : sprintf("%.0f%%", 100 * gt / ceil), "", "≥ 65%", verdict(pct, 0.65, 1))
+  g1 = v["mha|tapegrad_fused|large_t1", "gflops"]; gt1 = v["mha|torch_manual|large_t1", "gflops"]; pct = ratio(g1, ceil1)
+  row("large fused, both on 1 thread: share of the 1-thread sgemm", pct == "" ? "—" : sprintf("%.0f%% (%s GFLOP/s)", 100 * pct, fmt(g1)),
+      (gt1 == "" || ceil1 == 0) ? "—" : sprintf("%.0f%% (%s GFLOP/s)", 100 * gt1 / ceil1, fmt(gt1)), "", "(reference)", "")
   m = v["model|tapegrad|step", "ms"]; mt = v["model|torch|step", "ms"]; sp = ratio(mt, m)
+  best("model|torch|step", "model|tapegrad|step")
   row("toy-model step (reverse defaults), ms", fmt(m), fmt(mt), sp, "≥ 5x", verdict(sp, 5, 1))
   t1 = v["model|tapegrad|step_t1", "ms"]
-  row("toy-model step, 1 BLAS thread, ms", fmt(t1), fmt(mt), ratio(mt, t1), "", "")
+  p1 = v["model|torch|step_t1", "ms"]
+  best("model|torch|step_t1", "model|tapegrad|step_t1")
+  row("toy-model step, both on 1 thread, ms", fmt(t1), fmt(p1), ratio(p1, t1), "(reference)", "")
   m = v["model|tapegrad|train", "seconds_to_99"]; mt = v["model|torch|train", "seconds_to_99"]
   ms = v["model|tapegrad|train", "steps_to_99"]; mts = v["model|torch|train", "steps_to_99"]
   sp = (m ~ /^[0-9.]+$/ && mt ~ /^[0-9.]+$/) ? ratio(mt, m) : ""
@@ -253,18 +282,17 @@ echo
 cat "$table"
 
 if [ $write_docs -eq 1 ]; then
-  doc=docs/PERF.md
-  if [ -f "$doc" ] && grep -q '<!-- bench:begin -->' "$doc" && grep -q '<!-- bench:end -->' "$doc"; then
-    awk -v tf="$table" '
-      /<!-- bench:begin -->/ { print; while ((getline l < tf) > 0) print l; skip = 1; next }
-      /<!-- bench:end -->/ { skip = 0 }
+  doc=docs/PERF.md mark=bench${section:+-$section}
+  if [ -f "$doc" ] && grep -q "<!-- $mark:begin -->" "$doc" && grep -q "<!-- $mark:end -->" "$doc"; then
+    awk -v tf="$table" -v b="<!-- $mark:begin -->" -v e="<!-- $mark:end -->" '
+      $0 == b { print; while ((getline l < tf) > 0) print l; skip = 1; next }
+      $0 == e { skip = 0 }
       !skip' "$doc" >"$doc.tmp" && mv "$doc.tmp" "$doc"
-    echo "bench.sh: table written into $doc" >&2
+    echo "bench.sh: table written into $doc ($mark)" >&2
   else
-    echo "bench.sh: $doc has no bench:begin/bench:end markers; table left in $table" >&2
+    echo "bench.sh: $doc has no $mark:begin / $mark:end markers; the table is in $table" >&2
   fi
-  if [ $sweep -eq 1 ]; then
+  if [ $sweep -eq 1 ] && [ -z "$section" ]; then
     "$bin/bench_mha" --plot "$rows" docs/perf_scaling.png && echo "bench.sh: wrote docs/perf_scaling.png" >&2
   fi
 fi
-cd "$root" || true

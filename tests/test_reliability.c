@@ -1,7 +1,10 @@
 /* Every error message path of the public API has a test that triggers it
  * (issue 8). These are the paths no other suite reached (docs/RELIABILITY.md
  * has the whole table and how it was measured): each test triggers the path
- * and checks that the message names the function and the problem. */
+ * and checks that the message names the function and the problem. Two of
+ * them walk allocation failures (tg_alloc_fail_at) like tests/test_alloc_fail.c:
+ * tg_gradcheck's set-up, and a long tape (node array and arena growth, grads
+ * of heap tensors). */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,6 +168,60 @@ Test(errpaths, params_add_refusals)
     cr_assert_not_null(tg_params_add(p, "w", 1, (int[]){2}));
     cr_assert_null(tg_params_error(p));
     tg_params_free(p);
+}
+
+/* ---- a long tape: node array and arena growth ---------------------------------------------------- */
+
+/* 1200 small nodes (the node array grows 256 -> 2048) and a 1M-element
+ * product (a second arena chunk; its grad a third); heap inputs get their
+ * grads on the first backward. L = sum(y) + sum(big * big). */
+static int chain(tg_tape *t, tg_tensor *x, tg_tensor *big, tg_real *L, char *msg, size_t len)
+{
+    tg_tape_reset(t);
+    tg_tensor *y = x;
+    for (int i = 0; i < 600; i++) y = tg_scale(t, tg_add(t, y, x), 0.5);
+    tg_tensor *loss = tg_add(t, tg_sum(t, y), tg_sum(t, tg_mul(t, big, big)));
+    int rc = loss ? tg_backward(t, loss) : -1;
+    if (rc) snprintf(msg, len, "%s", tg_tape_error(t) ? tg_tape_error(t) : "no message");
+    else *L = loss->data[0];
+    return rc;
+}
+
+Test(errpaths, long_tape_out_of_memory)
+{
+    tg_rng rng;
+    tg_rng_seed(&rng, 5);
+    tg_tensor *x = tu_rand(&rng, -1, 1, 1, (int[]){64}), *big = tu_rand(&rng, -1, 1, 2, (int[]){1024, 1024});
+    tg_tape *t = tg_tape_new();
+    tg_real L, L_ref;
+    char msg[512];
+    uint64_t before = tg_alloc_count();
+    cr_assert_eq(chain(t, x, big, &L_ref, msg, sizeof msg), 0, "%s", msg);
+    uint64_t allocs = tg_alloc_count() - before;
+    tg_real gx = x->grad[3], gb = big->grad[12345];
+    tg_tape_free(t);
+    for (uint64_t n = 1; n <= allocs; n++) {
+        tg_tensor *x2 = tu_rand(&rng, 0, 0, 1, (int[]){64}), *b2 = tu_rand(&rng, 0, 0, 2, (int[]){1024, 1024});
+        memcpy(x2->data, x->data, x->size * sizeof(tg_real));
+        memcpy(b2->data, big->data, big->size * sizeof(tg_real));
+        t = tg_tape_new();
+        tg_alloc_fail_at(n);
+        int rc = chain(t, x2, b2, &L, msg, sizeof msg);
+        tg_alloc_fail_at(0);
+        cr_assert_eq(rc, -1, "allocation %d of %d failed silently", (int)n, (int)allocs);
+        assert_has(msg, "out of memory");
+        /* the same tape, reset, runs the whole thing (grads restart from zero) */
+        if (x2->grad) memset(x2->grad, 0, x2->size * sizeof(tg_real));
+        if (b2->grad) memset(b2->grad, 0, b2->size * sizeof(tg_real));
+        cr_assert_eq(chain(t, x2, b2, &L, msg, sizeof msg), 0, "allocation %d: %s", (int)n, msg);
+        cr_assert(L == L_ref && x2->grad[3] == gx && b2->grad[12345] == gb, "allocation %d: wrong result", (int)n);
+        tg_tape_free(t);
+        tg_tensor_free(x2);
+        tg_tensor_free(b2);
+    }
+    cr_assert_geq(allocs, 8, "chunks, node array growth and heap grads: %d allocations", (int)allocs);
+    tg_tensor_free(x);
+    tg_tensor_free(big);
 }
 
 /* ---- nn ----------------------------------------------------------------------------------------- */

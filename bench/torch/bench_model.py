@@ -289,7 +289,7 @@ def run_step(c):
     m = len(times)
     med = times[m // 2] if m % 2 else 0.5 * (times[m // 2 - 1] + times[m // 2])
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"ROW bench=model impl=torch tag=step B={c.batch} T={ids.shape[1]} D={c.d_model} "
+    print(f"ROW bench=model impl=torch tag={c.tag} B={c.batch} T={ids.shape[1]} D={c.d_model} "
           f"layers={c.layers} heads={c.heads} threads={torch.get_num_threads()} reps={m} ms={med:.4f} "
           f"min_ms={times[0]:.4f} peak_rss_mib={peak:.1f} base_rss_mib={base:.1f} "
           f"rss_delta_mib={peak - base:.1f}", flush=True)
@@ -334,6 +334,7 @@ def main():
         ap.add_argument("--" + name, type=typ, default=default)
     ap.add_argument("--schedule", default="cosine", choices=["constant", "cosine", "linear"])
     ap.add_argument("--optimizer", default="adamw", choices=["adam", "adamw", "sgd"])
+    ap.add_argument("--tag", default="step")
     ap.add_argument("--mode", default="fused")  # accepted for symmetry; the twin is fused
     c = ap.parse_args()
     c.d_head = c.d_head or c.d_model // c.heads
