@@ -53,6 +53,7 @@ typedef enum tg_dtype { TG_F32, TG_F64 } tg_dtype;
 /* An in-memory set of named tensors (heap copies) and string metadata. */
 typedef struct tg_safetensors tg_safetensors;
 
+/* NULL only when out of memory. */
 tg_safetensors *tg_st_new(void);
 void tg_st_free(tg_safetensors *s);
 /* Copies x's data under name (x->name when name is NULL). Names are UTF-8

@@ -42,9 +42,20 @@ bool tg_st_utf8_valid(const char *s)
     return true;
 }
 
+/* cJSON reports a failed allocation as a parse error: remember it, so the
+ * message says "out of memory" rather than calling a good file corrupt. */
+static bool json_oom;
+
+static void *json_malloc(size_t n)
+{
+    void *p = tg_malloc(n);
+    if (!p) json_oom = true;
+    return p;
+}
+
 void tg_st_json_hooks(void)
 {
-    cJSON_Hooks hooks = {tg_malloc, tg_free};
+    cJSON_Hooks hooks = {json_malloc, tg_free};
     cJSON_InitHooks(&hooks);
 }
 
@@ -392,9 +403,13 @@ int tg_st_header_read(const uint8_t *buf, size_t len, const char *what, tg_st_he
     copy[n] = '\0';
     tg_st_json_hooks();
     const char *end = copy;
+    json_oom = false;
     h->root = cJSON_ParseWithLengthOpts(copy, n + 1, &end, 1);
     int rc;
-    if (!h->root)
+    if (!h->root && json_oom)
+        rc = tg_set_err(err, errlen, "%s: out of memory parsing the %llu-byte header", what,
+                        (unsigned long long)n);
+    else if (!h->root)
         rc = tg_set_err(err, errlen, "%s: header is not valid JSON (error near byte %zu of the header)", what,
                         (size_t)(end - copy));
     else if (!cJSON_IsObject(h->root))

@@ -18,6 +18,7 @@
 
 typedef struct tg_params tg_params;
 
+/* NULL only when out of memory. */
 tg_params *tg_params_new(void);
 void tg_params_free(tg_params *p);
 

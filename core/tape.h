@@ -39,6 +39,7 @@ struct tg_node {
     int i[4];                /* op-specific integers */
 };
 
+/* NULL only when out of memory. */
 tg_tape *tg_tape_new(void);
 void tg_tape_free(tg_tape *t);
 /* Forgets every node and temporary, rewinds the arena (keeps its memory) and
