@@ -183,8 +183,8 @@ static void sync_dir(const char *path)
 {
     const char *slash = strrchr(path, '/');
     size_t n = !slash || slash == path ? 1 : (size_t)(slash - path);
-    char *dir = tg_malloc(n + 1);
-    if (!dir) return;
+    char dir[4096];  /* PATH_MAX on Linux: no allocation, so this cannot fail silently */
+    if (n >= sizeof dir) return;
     memcpy(dir, slash ? path : ".", n);
     dir[n] = '\0';
     int fd = open(dir, O_RDONLY);
@@ -192,7 +192,6 @@ static void sync_dir(const char *path)
         (void)fsync(fd);
         close(fd);
     }
-    tg_free(dir);
 }
 
 /* Writes the whole file through fd, flushes, fsyncs and closes it (in every

@@ -18,7 +18,7 @@
 
 typedef struct ce_saved {
     const int32_t *targets; /* [N] copy */
-    const tg_real *lse;     /* [N], valid rows only are meaningful */
+    const double *lse;      /* [N] in double: a float lse would round away the softmax at large logits */
 } ce_saved;
 
 /* loss [] <- logits [N, V]: dlogits += (softmax - onehot) * dloss / n_valid. */
@@ -37,8 +37,9 @@ static void cross_entropy_backward(tg_tape *t, tg_node *n)
         int y = s->targets[r];
         if (y == ignore) continue;
         const tg_real *xr = x->data + r * V;
-        tg_real *dr = dx + r * V, lse = s->lse[r];
-        for (int j = 0; j < V; j++) dr[j] += g * (tg_real)exp((double)xr[j] - (double)lse);
+        tg_real *dr = dx + r * V;
+        double lse = s->lse[r];
+        for (int j = 0; j < V; j++) dr[j] += g * (tg_real)exp((double)xr[j] - lse);
         dr[y] -= g;
     }
 }
@@ -85,7 +86,7 @@ tg_tensor *tg_cross_entropy(tg_tape *t, tg_tensor *logits, const int32_t *target
     int V = tg_cols(logits);
     bool need = tg_grad_needed(t, logits, NULL, NULL, NULL);
     ce_saved *s = NULL;
-    tg_real *lse = NULL;
+    double *lse = NULL;
     if (need) {
         s = tg_arena_alloc(t, sizeof *s, "tg_cross_entropy saved state");
         lse = s ? tg_arena_alloc(t, rows * sizeof *lse, "tg_cross_entropy saved state") : NULL;
@@ -102,7 +103,7 @@ tg_tensor *tg_cross_entropy(tg_tape *t, tg_tensor *logits, const int32_t *target
         if (y == ignore_index) continue;
         const tg_real *xr = logits->data + r * V;
         double l = row_lse(xr, V);
-        if (lse) lse[r] = (tg_real)l;
+        if (lse) lse[r] = l;
         sum += l - (double)xr[y];
         n_valid++;
     }

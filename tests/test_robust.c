@@ -84,6 +84,20 @@ Test(robust, cross_entropy_logits_1e4_spread)
     tg_tensor_free(x);
 }
 
+/* Equal logits of 1e7: softmax is exactly 1/4 each. The log-sum-exp is kept
+ * in double for backward; rounded to float it would give 0.37 here. */
+Test(robust, cross_entropy_large_equal_logits_exact_grad)
+{
+    tg_tensor *x = tg_tensor_alloc(2, (int[]){1, 4});
+    for (int j = 0; j < 4; j++) x->data[j] = (tg_real)1e7;
+    x->requires_grad = true;
+    const int32_t y[1] = {2};
+    tg_real L = ce(x, y);
+    tu_close(L, log(4.0), 1e-6);
+    for (int j = 0; j < 4; j++) tu_close(x->grad[j], 0.25 - (j == 2), 1e-6);
+    tg_tensor_free(x);
+}
+
 /* softmax / log_softmax of 1e4-sized rows: finite, rows of softmax sum to 1. */
 Test(robust, softmax_family_logits_1e4)
 {
