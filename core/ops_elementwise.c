@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/ops.h"
+#include "core/vmath.h"
 
 enum { OP_ADD, OP_SUB, OP_MUL };
 static const char *const binary_names[] = {"tg_add", "tg_sub", "tg_mul"};
@@ -74,31 +75,41 @@ tg_tensor *tg_mul(tg_tape *t, tg_tensor *a, tg_tensor *b) { return binary(t, a, 
 enum { OP_SCALE, OP_RELU, OP_GELU, OP_TANH };
 static const char *const unary_names[] = {"tg_scale", "tg_relu", "tg_gelu", "tg_tanh"};
 
-#define INV_SQRT2 0.70710678118654752440
-#define INV_SQRT_2PI 0.39894228040143267794
+/* gelu(x) = x Phi(x);  gelu'(x) = Phi(x) + x phi(x) (core/vmath.h: vectorizable) */
+static inline tg_real gelu(tg_real x) { return x * tg_vnormal_cdf(x); }
+static inline tg_real gelu_grad(tg_real x) { return tg_vnormal_cdf(x) + x * tg_vnormal_pdf(x); }
 
-/* gelu(x) = x Phi(x), Phi(x) = (1 + erf(x/sqrt2))/2;  gelu'(x) = Phi(x) + x phi(x) */
-static tg_real gelu(tg_real x) { return (tg_real)(0.5 * x * (1.0 + erf(x * INV_SQRT2))); }
-static tg_real gelu_grad(tg_real x)
+/* da [n] += dout * f'(a) (tanh uses f' = 1 - out^2) */
+TG_SIMD_CLONES static void unary_grad_acc(int kind, tg_real *restrict da, const tg_real *restrict g,
+                                          const tg_real *restrict x, const tg_real *restrict y, size_t n,
+                                          tg_real s)
 {
-    double phi = INV_SQRT_2PI * exp(-0.5 * (double)x * x);
-    return (tg_real)(0.5 * (1.0 + erf(x * INV_SQRT2)) + x * phi);
+    switch (kind) {
+    case OP_SCALE: for (size_t i = 0; i < n; i++) da[i] += s * g[i]; break;
+    case OP_RELU: for (size_t i = 0; i < n; i++) da[i] += x[i] > 0 ? g[i] : 0; break;
+    case OP_GELU: for (size_t i = 0; i < n; i++) da[i] += g[i] * gelu_grad(x[i]); break;
+    case OP_TANH: for (size_t i = 0; i < n; i++) da[i] += g[i] * (1 - y[i] * y[i]); break;
+    }
 }
 
-/* out = f(a), same shape: da += dout * f'(a) (tanh uses f' = 1 - out^2) */
+/* y [n] = f(x) */
+TG_SIMD_CLONES static void unary_apply(int kind, tg_real *restrict y, const tg_real *restrict x, size_t n,
+                                       tg_real s)
+{
+    switch (kind) {
+    case OP_SCALE: for (size_t i = 0; i < n; i++) y[i] = s * x[i]; break;
+    case OP_RELU: for (size_t i = 0; i < n; i++) y[i] = x[i] > 0 ? x[i] : 0; break;
+    case OP_GELU: for (size_t i = 0; i < n; i++) y[i] = gelu(x[i]); break;
+    case OP_TANH: for (size_t i = 0; i < n; i++) y[i] = (tg_real)tanh(x[i]); break;
+    }
+}
+
+/* out = f(a), same shape */
 static void unary_backward(tg_tape *t, tg_node *n)
 {
     tg_tensor *out = n->out, *a = n->in[0];
     tg_real *da = tg_grad(t, a);
-    if (!da) return;
-    const tg_real *g = out->grad, *x = a->data, *y = out->data;
-    tg_real s = (tg_real)n->f[0];
-    switch (n->i[0]) {
-    case OP_SCALE: for (size_t i = 0; i < a->size; i++) da[i] += s * g[i]; break;
-    case OP_RELU: for (size_t i = 0; i < a->size; i++) da[i] += x[i] > 0 ? g[i] : 0; break;
-    case OP_GELU: for (size_t i = 0; i < a->size; i++) da[i] += g[i] * gelu_grad(x[i]); break;
-    case OP_TANH: for (size_t i = 0; i < a->size; i++) da[i] += g[i] * (1 - y[i] * y[i]); break;
-    }
+    if (da) unary_grad_acc(n->i[0], da, out->grad, a->data, out->data, a->size, (tg_real)n->f[0]);
 }
 
 static tg_tensor *unary(tg_tape *t, tg_tensor *a, int kind, double s)
@@ -108,14 +119,7 @@ static tg_tensor *unary(tg_tape *t, tg_tensor *a, int kind, double s)
     if (!a) return tg_fail_null(t, op);
     tg_tensor *out = tg_new_like(t, op, a);
     if (!out) return NULL;
-    const tg_real *x = a->data;
-    tg_real *y = out->data, sr = (tg_real)s;
-    switch (kind) {
-    case OP_SCALE: for (size_t i = 0; i < a->size; i++) y[i] = sr * x[i]; break;
-    case OP_RELU: for (size_t i = 0; i < a->size; i++) y[i] = x[i] > 0 ? x[i] : 0; break;
-    case OP_GELU: for (size_t i = 0; i < a->size; i++) y[i] = gelu(x[i]); break;
-    case OP_TANH: for (size_t i = 0; i < a->size; i++) y[i] = (tg_real)tanh(x[i]); break;
-    }
+    unary_apply(kind, out->data, a->data, a->size, (tg_real)s);
     if (tg_grad_needed(t, a, NULL, NULL, NULL)) {
         tg_node *n = tg_node_push(t, op, unary_backward, out, a, NULL, NULL, NULL);
         if (!n) return NULL;

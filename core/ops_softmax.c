@@ -15,34 +15,12 @@
 
 #include "core/ops.h"
 #include "core/ops_internal.h"
+#include "core/vmath.h"
 
 #ifdef TAPEGRAD_DOUBLE
 #define R_LOG log
-/* exp(x) for x <= 0; double builds check gradients, libm is exact enough. */
-static inline double exp_neg(double x) { return exp(x); }
 #else
 #define R_LOG logf
-/* expf(x) for x <= 0 (what softmax feeds it) without a call or a branch, so
- * the row loops vectorize: Cephes' expf (x = n ln2 + r, degree-6 polynomial,
- * 2^n from the exponent bits), relative error < 1e-7. exp(0) = 1 exactly;
- * x < -87.3 (where expf gives denormals, < 1.2e-38) and -inf give exactly 0;
- * NaN stays NaN. Selects are done on the bits: float compares in a select
- * keep GCC from vectorizing under the default -ftrapping-math. */
-static inline float exp_neg(float x)
-{
-    union { float f; uint32_t u; } xb = {x}, tb, sb, rb;
-    uint32_t under = (uint32_t)(xb.u > 0xC2AE999Au) & (uint32_t)(xb.u <= 0xFF800000u);
-    tb.f = x * 1.44269504088896341f + 12582912.0f; /* 1.5 * 2^23: rounds to an integer */
-    float n = tb.f - 12582912.0f;
-    sb.u = (tb.u - 0x4B400000u + 127u) << 23;     /* 2^n */
-    float r = x - n * 0.693359375f;
-    r = r - n * -2.12194440e-4f;
-    float p = (((((1.9875691500E-4f * r + 1.3981999507E-3f) * r + 8.3334519073E-3f) * r +
-                 4.1665795894E-2f) * r + 1.6666665459E-1f) * r + 5.0000001201E-1f) * (r * r) + r + 1.0f;
-    rb.f = p * sb.f;
-    rb.u &= under - 1u;
-    return rb.f;
-}
 #endif
 
 /* Row reductions with 8 independent lanes: no loop-carried dependence, so
@@ -83,7 +61,7 @@ static inline tg_real row_dot(const tg_real *a, const tg_real *b, int n)
 }
 
 /* Declared in core/ops_internal.h; also used by tg_sdpa. */
-void tg_softmax_block(const tg_real *x, tg_real *y, size_t rows, int n, tg_real scale,
+TG_SIMD_CLONES void tg_softmax_block(const tg_real *x, tg_real *y, size_t rows, int n, tg_real scale,
                       const uint8_t *vis, const tg_real *add)
 {
     for (size_t r = 0; r < rows; r++) {
@@ -102,7 +80,7 @@ void tg_softmax_block(const tg_real *x, tg_real *y, size_t rows, int n, tg_real 
             memset(yr, 0, (size_t)n * sizeof *yr);
             continue;
         }
-        for (int j = 0; j < n; j++) yr[j] = exp_neg(yr[j] - mx); /* masked: exactly 0 */
+        for (int j = 0; j < n; j++) yr[j] = tg_vexp(yr[j] - mx); /* masked: exactly 0 */
         tg_real inv = 1 / row_sum(yr, n);
         for (int j = 0; j < n; j++) yr[j] *= inv;
     }
@@ -159,7 +137,7 @@ static void log_softmax_backward(tg_tape *t, tg_node *n)
         const tg_real *yr = y->data + r * c, *gr = y->grad + r * c;
         tg_real *dr = dx + r * c;
         tg_real sum = row_sum(gr, c);
-        for (int j = 0; j < c; j++) dr[j] += gr[j] - exp_neg(yr[j]) * sum;
+        for (int j = 0; j < c; j++) dr[j] += gr[j] - tg_vexp(yr[j]) * sum;
     }
 }
 
@@ -175,7 +153,7 @@ tg_tensor *tg_log_softmax(tg_tape *t, tg_tensor *a)
         const tg_real *xr = a->data + r * c;
         tg_real *yr = out->data + r * c;
         tg_real mx = row_max(xr, c);
-        for (int j = 0; j < c; j++) yr[j] = exp_neg(xr[j] - mx); /* y as scratch */
+        for (int j = 0; j < c; j++) yr[j] = tg_vexp(xr[j] - mx); /* y as scratch */
         tg_real lse = mx + R_LOG(row_sum(yr, c));
         for (int j = 0; j < c; j++) yr[j] = xr[j] - lse;
     }

@@ -18,10 +18,19 @@ typedef struct chunk {
     unsigned char mem[];
 } chunk;
 
+/* A temporary's grad buffer after its node's backward has run: nothing reads
+ * or accumulates into it any more, so tg_grad hands it out again (best fit).
+ * The link lives in the buffer itself. */
+typedef struct spare_grad {
+    struct spare_grad *next;
+    size_t bytes;
+} spare_grad;
+
 struct tg_tape {
     chunk *first, *cur;
     tg_node *nodes;
     int n_nodes, cap_nodes;
+    spare_grad *spares;  /* rewound with the arena */
     bool recording, training, anomaly, has_error;
     char error[512];
 };
@@ -51,6 +60,7 @@ void tg_tape_reset(tg_tape *t)
     for (chunk *c = t->first; c; c = c->next) c->used = 0;
     t->cur = t->first;
     t->n_nodes = 0;
+    t->spares = NULL;
     tg_tape_clear_error(t);
 }
 
@@ -190,6 +200,35 @@ tg_tensor *tg_tensor_from(tg_tape *t, const tg_real *data, int ndim, const int *
     return x;
 }
 
+/* The smallest spare grad buffer of at least `bytes`, unlinked, or NULL. */
+static void *spare_take(tg_tape *t, size_t bytes)
+{
+    spare_grad **best = NULL;
+    for (spare_grad **s = &t->spares; *s; s = &(*s)->next)
+        if ((*s)->bytes >= bytes && (!best || (*s)->bytes < (*best)->bytes)) best = s;
+    if (!best) return NULL;
+    spare_grad *s = *best;
+    *best = s->next;
+    return s;
+}
+
+/* After n's backward: n->out's grad is dead (every reader of n->out, or of a
+ * reshape view of it, was recorded after n and has run). Buffers too small
+ * to hold the link are left alone, and so are heap tensors' grads. */
+static void spare_give(tg_tape *t, tg_node *n)
+{
+    tg_tensor *out = n->out;
+    size_t bytes = out->size * sizeof(tg_real);
+    if (out->owns_data || !out->grad || bytes < sizeof(spare_grad)) return;
+    for (int k = 0; k < 4; k++)
+        if (n->in[k] && n->in[k]->grad == out->grad) return;  /* an op that aliases its input */
+    spare_grad *s = (spare_grad *)(void *)out->grad;
+    s->bytes = bytes;
+    s->next = t->spares;
+    t->spares = s;
+    out->grad = NULL;
+}
+
 tg_real *tg_grad(tg_tape *t, tg_tensor *x)
 {
     if (x->grad) return x->grad;
@@ -197,8 +236,10 @@ tg_real *tg_grad(tg_tape *t, tg_tensor *x)
         if (!tg_tensor_alloc_grad(x)) tg_fail(t, "out of memory: grad of a %zu-element tensor", x->size);
         return x->grad;
     }
-    x->grad = tg_arena_alloc(t, x->size * sizeof(tg_real), "a grad");
-    if (x->grad) memset(x->grad, 0, x->size * sizeof(tg_real));
+    size_t bytes = x->size * sizeof(tg_real);
+    x->grad = spare_take(t, bytes);
+    if (!x->grad) x->grad = tg_arena_alloc(t, bytes, "a grad");
+    if (x->grad) memset(x->grad, 0, bytes);
     return x->grad;
 }
 
@@ -291,6 +332,7 @@ int tg_backward_seed(tg_tape *t, tg_tensor *out, const tg_real *seed)
         n->backward(t, n);
         if (t->has_error) return -1;
         if (t->anomaly && check_node_grads(t, n)) return -1;
+        spare_give(t, n);
     }
     return 0;
 }

@@ -60,9 +60,14 @@ const char *tg_tape_error(const tg_tape *t);
 void tg_tape_clear_error(tg_tape *t);
 
 /* Seeds d loss = 1 (loss must have one element) and runs every node's
- * backward, last to first. A second call on the same tape replays every node
- * again and accumulates again: reset (or use another tape) between passes. 0 on success; -1 when loss is NULL, not a scalar,
- * or anomaly mode found a NaN/Inf (tg_tape_error says which). */
+ * backward, last to first. Grads end up in the leaves: parameters, heap
+ * tensors and arena tensors that no op produced. An op output's grad is
+ * handed back to the arena once its node's backward has run (as PyTorch keeps
+ * no grad for non-leaf tensors), so the grads of a step's temporaries share
+ * memory. A second call on the same tape replays every node again and
+ * accumulates into the leaves again: reset (or use another tape) between
+ * passes. 0 on success; -1 when loss is NULL, not a scalar, or anomaly mode
+ * found a NaN/Inf (tg_tape_error says which). */
 int tg_backward(tg_tape *t, tg_tensor *loss);
 /* Same with a given seed gradient, shaped like out. */
 int tg_backward_seed(tg_tape *t, tg_tensor *out, const tg_real *seed);

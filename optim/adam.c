@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/alloc.h"
+#include "core/vmath.h"
 #include "optim/optim.h"
 
 #ifdef TAPEGRAD_DOUBLE
@@ -86,8 +87,9 @@ typedef struct adam_coef {
 } adam_coef;
 
 /* n elements of one parameter: p, g, m, v [n]. */
-static void adam_update(tg_real *restrict p, const tg_real *restrict g, tg_real *restrict m,
-                        tg_real *restrict v, size_t n, const adam_coef *c, bool l2, bool decoupled)
+TG_SIMD_CLONES static void adam_update(tg_real *restrict p, const tg_real *restrict g,
+                                       tg_real *restrict m, tg_real *restrict v, size_t n,
+                                       const adam_coef *c, bool l2, bool decoupled)
 {
     for (size_t i = 0; i < n; i++) {
         tg_real gi = g[i];
