@@ -10,6 +10,7 @@
 #include "core/rng.h"
 #include "core/tape.h"
 #include "core/tensor.h"
+#include "core/threads.h"
 #include "core/io.h"
 #include "nn/nn.h"
 #include "optim/optim.h"

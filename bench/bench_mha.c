@@ -25,6 +25,8 @@
 #include <string.h>
 
 #include "bench/bench_util.h"
+#include "core/gemm.h"
+#include "core/threads.h"
 #include "core/alloc.h"
 #include "core/ops.h"
 #include "core/params.h"
@@ -94,6 +96,8 @@ static void warm_blas(void)
           *c = tg_calloc((size_t)n * n, sizeof *c);
     if (a && b && c)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+    if (a && b && c)  /* the float build's GEMM: its per-thread pack buffers */
+        tg_sgemm(false, false, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
     tg_free(a), tg_free(b), tg_free(c);
 }
 
@@ -108,8 +112,8 @@ static int run_bench(int argc, char **argv)
                     .min_reps = 3,
                     .budget_s = bu_opt_double(argc, argv, "--budget", 10.0)};
     if (plan.warmup < 1) plan.warmup = 1;  /* the first step grows the arena */
-    int threads = (int)bu_opt_long(argc, argv, "--threads", 0);  /* 0: OpenBLAS's default */
-    if (threads > 0) openblas_set_num_threads(threads);
+    int threads = (int)bu_opt_long(argc, argv, "--threads", 0);  /* 0: one per core */
+    if (threads > 0) tg_threads_set(threads);
     bool per_head = strcmp(mode, "per_head") == 0;
     if (!per_head && strcmp(mode, "fused") != 0) {
         fprintf(stderr, "bench_mha: --mode must be fused or per_head, not '%s'\n", mode);
@@ -154,7 +158,7 @@ static int run_bench(int argc, char **argv)
            "params=%.0f state_mib=%.2f act_mib=%.2f need_mib=%.2f arena_fwd_mib=%.2f "
            "arena_peak_mib=%.2f arena_cap_mib=%.2f peak_rss_mib=%.1f base_rss_mib=%.1f "
            "rss_delta_mib=%.1f rss_ratio=%.2f",
-           mode, tag, B, L, D, H, openblas_get_num_threads(), r.reps, r.median_ms, r.min_ms, gflops,
+           mode, tag, B, L, D, H, tg_threads_get(), r.reps, r.median_ms, r.min_ms, gflops,
            fwd, bwd, upd, r.allocs_per_step_max, P, state, act, state + act, c.arena_fwd / mib,
            c.arena_peak / mib, tg_tape_arena_capacity(c.t) / mib, peak, base_rss, delta,
            delta / (state + act));

@@ -5,7 +5,7 @@
  *                --heads 4 --d-head 0 --d-ff 0 --mode fused|per-head --batch 64
  *                --lr 0.003 --warmup 100 --steps 3000 --schedule cosine
  *                --optimizer adamw|adam --weight-decay 0.01 --clip 1 --seed 1]
- *               [--threads T (0: OpenBLAS's default)] [--tag step]
+ *               [--threads T (0: one per core)] [--tag step]
  *
  * The model flags take seqtask train's names and defaults; scripts/bench.sh
  * reads the current defaults from `seqtask train --help` and passes them to
@@ -29,6 +29,8 @@
 #include <string.h>
 
 #include "bench/bench_util.h"
+#include "core/gemm.h"
+#include "core/threads.h"
 #include "core/alloc.h"
 #include "core/ops.h"
 #include "nn/model.h"
@@ -103,6 +105,8 @@ static void warm_blas(void)
           *c = tg_calloc((size_t)n * n, sizeof *c);
     if (a && b && c)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+    if (a && b && c)  /* the float build's GEMM: its per-thread pack buffers */
+        tg_sgemm(false, false, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
     tg_free(a), tg_free(b), tg_free(c);
 }
 
@@ -128,7 +132,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_model: need 1 <= batch <= 4096, 1 <= min-len <= max-len <= 4096, symbols >= 1\n");
         return 2;
     }
-    if (OPT("threads", 0) > 0) openblas_set_num_threads((int)OPT("threads", 0));
+    if (OPT("threads", 0) > 0) tg_threads_set((int)OPT("threads", 0));
     warm_blas();
     double base_rss = bu_rss_mib();
 
@@ -173,7 +177,7 @@ int main(int argc, char **argv)
            "reps=%d ms=%.4f min_ms=%.4f allocs_per_step=%llu params=%.0f state_mib=%.2f act_mib=%.2f "
            "need_mib=%.2f arena_peak_mib=%.2f arena_cap_mib=%.2f peak_rss_mib=%.1f base_rss_mib=%.1f "
            "rss_delta_mib=%.1f rss_ratio=%.2f",
-           bu_opt_str(argc, argv, "--tag", "step"), mode, B, c.T, k->d_model, k->n_layers, k->n_heads, k->vocab, openblas_get_num_threads(), r.reps,
+           bu_opt_str(argc, argv, "--tag", "step"), mode, B, c.T, k->d_model, k->n_layers, k->n_heads, k->vocab, tg_threads_get(), r.reps,
            r.median_ms, r.min_ms, r.allocs_per_step_max, P, state, act, state + act, c.arena_peak / mib,
            tg_tape_arena_capacity(c.t) / mib, peak, base_rss, delta, delta / (state + act));
     rc = 0;

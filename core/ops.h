@@ -100,4 +100,23 @@ typedef struct tg_sdpa_opts {
 tg_tensor *tg_sdpa(tg_tape *t, tg_tensor *q, tg_tensor *k, tg_tensor *v,
                    const tg_sdpa_opts *opts, tg_tensor **weights);
 
+/* The same attention with the heads read in place from packed projections,
+ * as a [B, L, C] projection lays them out: no split/merge copies.
+ * Head h of q is columns [q_col + h*dk, q_col + (h+1)*dk) of xq [B, Lq, Cq];
+ * its k and v are columns [k_col + h*dk, ...+dk) and [v_col + h*dv, ...+dv) of
+ * xkv [B, Lk, Ckv]. xq and xkv may be the same tensor (self-attention on a
+ * packed qkv [B, L, 3E]: q_col 0, k_col E, v_col 2E); ranges may overlap.
+ * out is [B, Lq, n_heads*dv], head h in columns [h*dv, (h+1)*dv): exactly
+ * merge_heads(tg_sdpa(split_heads(q), split_heads(k), split_heads(v))) with
+ * the same opts (masks, scale <= 0: 1/sqrt(dk), dropout stream in (b,h,i,j)
+ * order) and the same *weights [B, H, Lq, Lk]. */
+typedef struct tg_sdpa_layout {
+    int n_heads;             /* >= 1 */
+    int dk, dv;              /* per-head widths of q/k and of v, >= 1 */
+    int q_col;               /* first column of head 0's q in xq */
+    int k_col, v_col;        /* first columns of head 0's k and v in xkv */
+} tg_sdpa_layout;
+tg_tensor *tg_sdpa_heads(tg_tape *t, tg_tensor *xq, tg_tensor *xkv, const tg_sdpa_layout *lay,
+                         const tg_sdpa_opts *opts, tg_tensor **weights);
+
 #endif

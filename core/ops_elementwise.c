@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/ops.h"
+#include "core/ops_internal.h"
 #include "core/vmath.h"
 
 enum { OP_ADD, OP_SUB, OP_MUL };
@@ -104,12 +105,34 @@ TG_SIMD_CLONES static void unary_apply(int kind, tg_real *restrict y, const tg_r
     }
 }
 
+/* One elementwise pass, cut across the pool (core/parallel.c) when large:
+ * apply (y = f(x)) when da is NULL, else da += g * f'(x). */
+typedef struct unary_job {
+    int kind;
+    tg_real *y, *da, s;
+    const tg_real *x, *g;
+} unary_job;
+
+#define UNARY_GRAIN 16384
+
+static void unary_piece(void *ctx, size_t begin, size_t end)
+{
+    const unary_job *j = ctx;
+    size_t n = end - begin;
+    if (j->da)
+        unary_grad_acc(j->kind, j->da + begin, j->g + begin, j->x + begin, j->y + begin, n, j->s);
+    else
+        unary_apply(j->kind, j->y + begin, j->x + begin, n, j->s);
+}
+
 /* out = f(a), same shape */
 static void unary_backward(tg_tape *t, tg_node *n)
 {
     tg_tensor *out = n->out, *a = n->in[0];
     tg_real *da = tg_grad(t, a);
-    if (da) unary_grad_acc(n->i[0], da, out->grad, a->data, out->data, a->size, (tg_real)n->f[0]);
+    if (!da) return;
+    unary_job j = {n->i[0], out->data, da, (tg_real)n->f[0], a->data, out->grad};
+    tg_parallel_range(a->size, UNARY_GRAIN, unary_piece, &j);
 }
 
 static tg_tensor *unary(tg_tape *t, tg_tensor *a, int kind, double s)
@@ -119,7 +142,8 @@ static tg_tensor *unary(tg_tape *t, tg_tensor *a, int kind, double s)
     if (!a) return tg_fail_null(t, op);
     tg_tensor *out = tg_new_like(t, op, a);
     if (!out) return NULL;
-    unary_apply(kind, out->data, a->data, a->size, (tg_real)s);
+    unary_job j = {kind, out->data, NULL, (tg_real)s, a->data, NULL};
+    tg_parallel_range(a->size, UNARY_GRAIN, unary_piece, &j);
     if (tg_grad_needed(t, a, NULL, NULL, NULL)) {
         tg_node *n = tg_node_push(t, op, unary_backward, out, a, NULL, NULL, NULL);
         if (!n) return NULL;

@@ -21,4 +21,10 @@ bool tg_mask_check(tg_tape *t, const tg_mask *m, int B, int Lq, int Lk, const ch
 void tg_softmax_block(const tg_real *x, tg_real *y, size_t rows, int n, tg_real scale,
                       const uint8_t *vis, const tg_real *add);
 
+/* core/parallel.c: fn(ctx, begin, end) over [0, n) in tg_threads_get()
+ * contiguous pieces on the pool (core/threads.h), or in one call when n is
+ * below 2 * grain (waking the pool costs about as much as `grain` elements of
+ * work). For loops whose result does not depend on how [0, n) is cut. */
+void tg_parallel_range(size_t n, size_t grain, void (*fn)(void *ctx, size_t begin, size_t end), void *ctx);
+
 #endif

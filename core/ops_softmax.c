@@ -62,7 +62,7 @@ static inline tg_real row_dot(const tg_real *a, const tg_real *b, int n)
 
 /* Declared in core/ops_internal.h; also used by tg_sdpa. */
 TG_SIMD_CLONES void tg_softmax_block(const tg_real *x, tg_real *y, size_t rows, int n, tg_real scale,
-                      const uint8_t *vis, const tg_real *add)
+                                     const uint8_t *vis, const tg_real *add)
 {
     for (size_t r = 0; r < rows; r++) {
         const tg_real *xr = x + r * n;

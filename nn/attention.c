@@ -132,32 +132,28 @@ static tg_sdpa_opts sdpa_opts(const tg_mha *m, const tg_mask *mask, tg_rng *rng)
     return (tg_sdpa_opts){.mask = mask, .scale = 0, .dropout = m->cfg.dropout, .rng = rng};
 }
 
-/* Fused: packed projections -> [B, H, L, dh] -> one sdpa -> [B, Lq, E] */
+/* Fused: packed projections, then one tg_sdpa_heads reading the heads in
+ * place from their column blocks -> [B, Lq, E] (no slice/split/merge copies) */
 static tg_tensor *fused_heads(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor *xkv,
                               const tg_mask *mask, tg_rng *rng, tg_tensor **weights)
 {
-    int H = m->cfg.n_heads, E = H * m->cfg.d_head;
-    tg_tensor *q, *k, *v;
-    if (xq == xkv) {  /* self-attention: one GEMM, [B, L, 3E] */
-        tg_tensor *qkv = tg_matmul(t, xq, m->in_proj_weight, m->in_proj_bias, TG_TRANS_B);
-        q = tg_slice(t, qkv, 0, E);
-        k = tg_slice(t, qkv, E, E);
-        v = tg_slice(t, qkv, 2 * E, E);
-    } else {          /* cross: Q rows on xq [B, Lq, E], K/V rows on xkv [B, Lk, 2E] */
-        tg_tensor *b = m->in_proj_bias;
-        q = tg_matmul(t, xq, rows_view(t, m->in_proj_weight, 0, E), b ? rows_view(t, b, 0, E) : NULL,
-                      TG_TRANS_B);
-        tg_tensor *kv = tg_matmul(t, xkv, rows_view(t, m->in_proj_weight, E, 2 * E),
-                                  b ? rows_view(t, b, E, 2 * E) : NULL, TG_TRANS_B);
-        k = tg_slice(t, kv, 0, E);
-        v = tg_slice(t, kv, E, E);
-    }
-    q = tg_split_heads(t, q, H);
-    k = tg_split_heads(t, k, H);
-    v = tg_split_heads(t, v, H);
+    int H = m->cfg.n_heads, dh = m->cfg.d_head, E = H * dh;
     tg_sdpa_opts o = sdpa_opts(m, mask, rng);
-    tg_tensor *att = tg_sdpa(t, q, k, v, &o, weights);
-    return tg_merge_heads(t, att);
+    tg_sdpa_layout lay = {.n_heads = H, .dk = dh, .dv = dh};
+    if (xq == xkv) {  /* self-attention: one GEMM, qkv [B, L, 3E] = | q | k | v | */
+        tg_tensor *qkv = tg_matmul(t, xq, m->in_proj_weight, m->in_proj_bias, TG_TRANS_B);
+        lay.k_col = E;
+        lay.v_col = 2 * E;
+        return tg_sdpa_heads(t, qkv, qkv, &lay, &o, weights);
+    }
+    /* cross: Q rows on xq -> [B, Lq, E], K/V rows on xkv -> [B, Lk, 2E] = | k | v | */
+    tg_tensor *b = m->in_proj_bias;
+    tg_tensor *q = tg_matmul(t, xq, rows_view(t, m->in_proj_weight, 0, E), b ? rows_view(t, b, 0, E) : NULL,
+                             TG_TRANS_B);
+    tg_tensor *kv = tg_matmul(t, xkv, rows_view(t, m->in_proj_weight, E, 2 * E),
+                              b ? rows_view(t, b, E, 2 * E) : NULL, TG_TRANS_B);
+    lay.v_col = E;
+    return tg_sdpa_heads(t, q, kv, &lay, &o, weights);
 }
 
 /* Per-head: H x (three [B, L, dh] GEMMs -> sdpa on [B, 1, L, dh]) -> concat [B, Lq, E] */

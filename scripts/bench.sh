@@ -104,6 +104,7 @@ shapes=("toy 32 16 64 4" "small 32 64 128 4" "large 16 128 512 8")
 for ((round = 1; round <= rounds; round++)); do
   echo "== round $round of $rounds: sgemm ceiling" >&2
   run "sgemm 2048^3" "$bin/bench_sgemm" --reps "$sreps"
+  run "tapegrad's own sgemm 2048^3" "$bin/bench_gemm" --only square --reps "$sreps"
   echo "== round $round of $rounds: MHA step (causal self-attention, forward + backward + Adam)" >&2
   for s in "${shapes[@]}"; do
     read -r tag B L D H <<<"$s"
@@ -201,6 +202,13 @@ function best(k1, k2) { spb = ratio(v[k1, "min_ms"], v[k2, "min_ms"]) }
     if (kv["name"] == "square_t1" && g > ceil1) ceil1 = g
     next
   }
+  # tapegrad's own sgemm (core/gemm.c), the best repetition, for reference
+  if (kv["bench"] == "gemm" && kv["name"] == "square") {
+    if (kv["best_tg_t2"] + 0 > tgceil) tgceil = kv["best_tg_t2"] + 0
+    if (kv["best_tg_t1"] + 0 > tgceil1) tgceil1 = kv["best_tg_t1"] + 0
+    if (kv["best_tg_t1"] + 0 > tgceil) tgceil = kv["best_tg_t1"] + 0
+    next
+  }
   k = kv["bench"] "|" kv["impl"] "|" kv["tag"]
   if (kv["tag"] ~ /^sweep/) k = k "|" kv["B"] "|" kv["L"]
   for (f in kv) v[k, f] = kv[f]
@@ -229,6 +237,8 @@ END {
   print "| --- | ---: | ---: | ---: | ---: | --- | --- |"
   row("sgemm 2048³ ceiling (best repetition of all sgemm runs), GFLOP/s", fmt(ceil), "", "", "", "")
   row("sgemm 2048³ on 1 thread (best repetition), GFLOP/s", fmt(ceil1), "", "", "", "")
+  row("tapegrad's own sgemm (core/gemm.c) 2048³, 2 threads / 1 thread (best repetition), GFLOP/s",
+      fmt(tgceil) " / " fmt(tgceil1), "", "", "(reference)", "")
   split("toy:B=32 L=16 D=64 H=4:10,small:B=32 L=64 D=128 H=4:3,large:B=16 L=128 D=512 H=8:1.5", S, ",")
   for (i = 1; i <= 3; i++) {
     split(S[i], s, ":"); tag = s[1]
@@ -254,6 +264,9 @@ END {
   row("large fused: effective GFLOP/s", fmt(g), fmt(gt), "", "", "")
   row("large fused: share of sgemm ceiling", pct == "" ? "—" : sprintf("%.0f%%", 100 * pct),
       (gt == "" || ceil == 0) ? "—" : sprintf("%.0f%%", 100 * gt / ceil), "", "≥ 65%", verdict(pct, 0.65, 1))
+  pct = ratio(g, tgceil)
+  row("large fused: share of tapegrad's own sgemm 2048³", pct == "" ? "—" : sprintf("%.0f%%", 100 * pct),
+      (gt == "" || tgceil == 0) ? "—" : sprintf("%.0f%%", 100 * gt / tgceil), "", "(reference)", "")
   g1 = v["mha|tapegrad_fused|large_t1", "gflops"]; gt1 = v["mha|torch_manual|large_t1", "gflops"]; pct = ratio(g1, ceil1)
   row("large fused, both on 1 thread: share of the 1-thread sgemm", pct == "" ? "—" : sprintf("%.0f%% (%s GFLOP/s)", 100 * pct, fmt(g1)),
       (gt1 == "" || ceil1 == 0) ? "—" : sprintf("%.0f%% (%s GFLOP/s)", 100 * gt1 / ceil1, fmt(gt1)), "", "(reference)", "")

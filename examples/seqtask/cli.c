@@ -95,7 +95,7 @@ static const flag flags[] = {
          "clip the global gradient norm to X (0: off)"),
     INT("seed", seed, 0, 4e18, "1", C_TRAIN | C_EVAL | C_HEADS, M_TASK, "training", "N",
         "seed of the initialisation, the data stream and the held-out set"),
-    INT("threads", threads, 0, 256, "0", C_ALL, 0, "training", "N", "BLAS threads (0: one per core)"),
+    INT("threads", threads, 0, 256, "0", C_ALL, 0, "training", "N", "threads for GEMMs and large loops (0: one per core)"),
     INT("eval-every", eval_every, 0, 1e9, "50", C_TRAIN, M_TRAIN, "evaluation", "N",
         "evaluate every N steps (0: only at the end)"),
     INT("eval-size", eval_size, 1, 1e6, "500", C_TRAIN | C_EVAL | C_HEADS, M_TRAIN, "evaluation", "N",

@@ -1,13 +1,14 @@
 /* seqtask: data, task, held-out set, threads, directories. */
 #include "run.h"
 
-#include <cblas.h>
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "core/threads.h"
 
 /* The first `count` examples of src, copied. */
 static sq_dataset *head_of(const sq_dataset *src, long count)
@@ -61,10 +62,8 @@ void sq_run_free(sq_run *r)
 
 int sq_set_threads(long n)
 {
-    if (n <= 0) n = sysconf(_SC_NPROCESSORS_ONLN);
-    if (n <= 0) n = 1;
-    openblas_set_num_threads((int)n);
-    return (int)n;
+    tg_threads_set((int)n);  /* n <= 0: one per core; sets OpenBLAS's too */
+    return tg_threads_get();
 }
 
 void sq_dirname(const char *path, char *buf, size_t len)

@@ -1,0 +1,162 @@
+/* tapegrad's own sgemm (core/gemm.c) against OpenBLAS's cblas_sgemm, at the
+ * shapes a tapegrad training step really runs.
+ *
+ *   bench_gemm [--reps 15] [--budget 3] [--only NAME]
+ *
+ * One ROW per shape: GFLOP/s of tg_sgemm with 1 and 2 threads and of
+ * cblas_sgemm with 1 and 2 threads, each the median over the timed
+ * repetitions (best_* = the fastest repetition; the machine is shared).
+ * Tiny shapes repeat the call inside one timed step (calls=) so a step lasts
+ * ~1 ms. tg_sgemm is timed first for each shape, after a pause: OpenBLAS's
+ * threads spin after their last call and would take its second core. The OpenBLAS core in use is printed (Debian's 0.3.21 picks the SSE3
+ * "Prescott" kernel on Sapphire Rapids; run again with
+ * OPENBLAS_CORETYPE=Cooperlake for its AVX-512 kernel). Always float.
+ *
+ * Shapes: the toy model step (B*T = 64*26 = 1664 rows, D = 64, d_ff = 256,
+ * vocab 20: forward x W^T, backward dX = dY W and dW = dY^T x), attention per
+ * (batch, head) (T = 26, d_head = 16; toy MHA L = 16; large MHA L = 128,
+ * d_head = 64), the large MHA projections (2048 rows, D = 512, 3E = 1536)
+ * and the square 2048^3.
+ */
+#include <cblas.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench/bench_util.h"
+#include "core/alloc.h"
+#include "core/gemm.h"
+#include "core/threads.h"
+
+typedef struct shape {
+    const char *name;
+    int M, N, K, ta, tb;
+} shape;
+
+static const shape SHAPES[] = {
+    {"toy_qkv_fwd", 1664, 192, 64, 0, 1},   {"toy_out_fwd", 1664, 64, 64, 0, 1},
+    {"toy_fc1_fwd", 1664, 256, 64, 0, 1},   {"toy_fc2_fwd", 1664, 64, 256, 0, 1},
+    {"toy_head_fwd", 1664, 20, 64, 0, 1},   {"toy_qkv_dx", 1664, 64, 192, 0, 0},
+    {"toy_out_dx", 1664, 64, 64, 0, 0},     {"toy_fc1_dx", 1664, 64, 256, 0, 0},
+    {"toy_fc2_dx", 1664, 256, 64, 0, 0},    {"toy_head_dx", 1664, 64, 20, 0, 0},
+    {"toy_qkv_dw", 192, 64, 1664, 1, 0},    {"toy_out_dw", 64, 64, 1664, 1, 0},
+    {"toy_fc1_dw", 256, 64, 1664, 1, 0},    {"toy_fc2_dw", 64, 256, 1664, 1, 0},
+    {"toy_head_dw", 20, 64, 1664, 1, 0},    {"att_qk", 26, 26, 16, 0, 1},
+    {"att_av", 26, 16, 26, 0, 0},           {"att_dv", 26, 16, 26, 1, 0},
+    {"att_dk", 26, 16, 26, 1, 0},           {"mha_toy_qk", 16, 16, 16, 0, 1},
+    {"mha_toy_av", 16, 16, 16, 0, 0},       {"mha_large_qk", 128, 128, 64, 0, 1},
+    {"mha_large_av", 128, 64, 128, 0, 0},   {"mha_large_dv", 128, 64, 128, 1, 0},
+    {"proj_qkv_fwd", 2048, 1536, 512, 0, 1}, {"proj_out_fwd", 2048, 512, 512, 0, 1},
+    {"proj_qkv_dx", 2048, 512, 1536, 0, 0}, {"proj_qkv_dw", 1536, 512, 2048, 1, 0},
+    {"square", 2048, 2048, 2048, 0, 0},
+};
+
+typedef struct gemm_ctx {
+    const shape *s;
+    int calls;     /* GEMMs per timed step */
+    bool use_tg;
+    float *a, *b, *c;
+} gemm_ctx;
+
+static int gemm_step(void *p)
+{
+    const gemm_ctx *g = p;
+    const shape *s = g->s;
+    int lda = s->ta ? s->M : s->K, ldb = s->tb ? s->K : s->N;
+    for (int i = 0; i < g->calls; i++) {
+        if (g->use_tg)
+            tg_sgemm(s->ta, s->tb, s->M, s->N, s->K, 1.0f, g->a, lda, g->b, ldb, 0.0f, g->c, s->N);
+        else
+            cblas_sgemm(CblasRowMajor, s->ta ? CblasTrans : CblasNoTrans, s->tb ? CblasTrans : CblasNoTrans,
+                        s->M, s->N, s->K, 1.0f, g->a, lda, g->b, ldb, 0.0f, g->c, s->N);
+    }
+    return 0;
+}
+
+static void fill(float *x, size_t n, unsigned seed)
+{
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        x[i] = (float)(seed >> 8) / (float)(1u << 24) - 0.5f;
+    }
+}
+
+/* GFLOP/s of the median and of the best repetition. */
+static void measure(gemm_ctx *g, bu_plan plan, double *median, double *best)
+{
+    bu_result r = bu_measure(gemm_step, g, plan);
+    double flop = 2.0 * g->s->M * g->s->N * g->s->K * g->calls;
+    *median = flop / (r.median_ms * 1e-3) / 1e9;
+    *best = flop / (r.min_ms * 1e-3) / 1e9;
+}
+
+static int run(const shape *s, bu_plan plan)
+{
+    gemm_ctx g = {s, 1, true, NULL, NULL, NULL};
+    double work = 2.0 * s->M * s->N * s->K;
+    if (work < 2e6) g.calls = (int)(2e6 / work);
+    g.a = tg_malloc(sizeof(float) * (size_t)s->M * s->K);
+    g.b = tg_malloc(sizeof(float) * (size_t)s->K * s->N);
+    g.c = tg_malloc(sizeof(float) * (size_t)s->M * s->N);
+    if (!g.a || !g.b || !g.c) {
+        fprintf(stderr, "bench_gemm: out of memory for %s\n", s->name);
+        tg_free(g.a), tg_free(g.b), tg_free(g.c);
+        return 1;
+    }
+    fill(g.a, (size_t)s->M * s->K, 1);
+    fill(g.b, (size_t)s->K * s->N, 2);
+    double tg[2][2], blas[2][2];  /* [threads - 1][median, best] */
+    /* OpenBLAS's idle threads keep spinning for a while after a call: let
+     * them sleep before timing tg_sgemm, or they take its second core. */
+    nanosleep(&(struct timespec){0, 300000000}, NULL);
+    for (int t = 1; t <= 2; t++) {
+        tg_threads_set(t);  /* also OpenBLAS's */
+        g.use_tg = true;
+        measure(&g, plan, &tg[t - 1][0], &tg[t - 1][1]);
+    }
+    for (int t = 1; t <= 2; t++) {
+        tg_threads_set(t);
+        g.use_tg = false;
+        measure(&g, plan, &blas[t - 1][0], &blas[t - 1][1]);
+    }
+    bu_row("bench=gemm name=%s M=%d N=%d K=%d ta=%d tb=%d calls=%d kernel=%s blas_core=%s "
+           "tg_t1=%.2f tg_t2=%.2f blas_t1=%.2f blas_t2=%.2f best_tg_t1=%.2f best_tg_t2=%.2f "
+           "best_blas_t1=%.2f best_blas_t2=%.2f",
+           s->name, s->M, s->N, s->K, s->ta, s->tb, g.calls, tg_gemm_kernel_name(tg_gemm_get_kernel()),
+           openblas_get_corename(), tg[0][0], tg[1][0], blas[0][0], blas[1][0], tg[0][1], tg[1][1],
+           blas[0][1], blas[1][1]);
+    tg_free(g.a), tg_free(g.b), tg_free(g.c);
+    return 0;
+}
+
+/* ~0.3 s of 2-thread products first: the scheduler takes tens of ms to move
+ * a new worker off the caller's CPU, and a training run lives far longer. */
+static void warm_pool(void)
+{
+    int n = 384;
+    float *a = tg_calloc((size_t)n * n, sizeof *a), *b = tg_calloc((size_t)n * n, sizeof *b),
+          *c = tg_calloc((size_t)n * n, sizeof *c);
+    tg_threads_set(2);
+    for (double t0 = bu_now(); a && b && c && bu_now() - t0 < 0.3;)
+        tg_sgemm(false, false, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+    tg_free(a), tg_free(b), tg_free(c);
+}
+
+int main(int argc, char **argv)
+{
+    int reps = (int)bu_opt_long(argc, argv, "--reps", 15);
+    double budget = bu_opt_double(argc, argv, "--budget", 3.0);
+    const char *only = bu_opt_str(argc, argv, "--only", NULL);
+    if (reps <= 0 || budget <= 0) {
+        fprintf(stderr, "usage: bench_gemm [--reps R] [--budget S] [--only NAME]\n");
+        return 2;
+    }
+    printf("# tg_sgemm kernel %s; OpenBLAS core %s; GFLOP/s, median of up to %d repetitions\n",
+           tg_gemm_kernel_name(tg_gemm_get_kernel()), openblas_get_corename(), reps);
+    bu_plan plan = {.warmup = 2, .reps = reps, .min_reps = 3, .budget_s = budget};
+    warm_pool();
+    int rc = 0;
+    for (size_t i = 0; i < sizeof SHAPES / sizeof SHAPES[0]; i++)
+        if (!only || strcmp(only, SHAPES[i].name) == 0) rc |= run(&SHAPES[i], plan);
+    return rc;
+}

@@ -1,0 +1,317 @@
+/* tg_sgemm (core/gemm.c) against a naive double-accumulating reference, and
+ * the thread pool it runs on (core/threads.c).
+ *
+ * tg_sgemm is float-only but built in both precisions, so this suite runs
+ * unchanged in the double build. Tolerance: a float dot product of length K
+ * summed in any order is within gamma_K * sum_k |a_k b_k| of the exact value,
+ * gamma_K = K u / (1 - K u), u = FLT_EPSILON / 2 (Higham, Accuracy and
+ * Stability, 3.1); alpha * acc and the beta C update add two roundings.
+ * We allow (K + 2) * FLT_EPSILON * (|alpha| sum |a||b| + |beta| |C0|): twice the
+ * bound, so a wrong element (off by a whole product) still fails.
+ */
+#include <criterion/criterion.h>
+#include <float.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/gemm.h"
+#include "core/threads.h"
+
+static const int SIZES[] = {1, 2, 3, 5, 11, 12, 13, 16, 17, 27, 31, 32, 33, 64, 100, 193};
+#define NSIZES ((int)(sizeof SIZES / sizeof SIZES[0]))
+static const float ALPHAS[] = {1.0f, 0.5f, -2.0f};
+static const float BETAS[] = {0.0f, 1.0f, 0.25f};
+#define SENTINEL 12345.0f
+
+static unsigned g_seed = 1;
+static float frand(void)
+{
+    g_seed = g_seed * 1664525u + 1013904223u;
+    return (float)(g_seed >> 8) / (float)(1u << 24) * 2.0f - 1.0f;
+}
+
+/* One problem: op(A) [M,K], op(B) [K,N], C [M,N], with leading dimensions
+ * pad larger than the minimum (pad = 0: contiguous). */
+typedef struct problem {
+    bool ta, tb;
+    int M, N, K, lda, ldb, ldc;
+    float alpha, beta;
+    float *A, *B, *C, *C0;
+} problem;
+
+static float a_at(const problem *p, int i, int k) { return p->ta ? p->A[(size_t)k * p->lda + i] : p->A[(size_t)i * p->lda + k]; }
+static float b_at(const problem *p, int k, int j) { return p->tb ? p->B[(size_t)j * p->ldb + k] : p->B[(size_t)k * p->ldb + j]; }
+
+static problem make(bool ta, bool tb, int M, int N, int K, float alpha, float beta, int pad)
+{
+    problem p = {ta, tb, M, N, K, 0, 0, 0, alpha, beta, NULL, NULL, NULL, NULL};
+    p.lda = (ta ? M : K) + pad;
+    p.ldb = (tb ? K : N) + pad;
+    p.ldc = N + pad;
+    size_t na = (size_t)(ta ? K : M) * p.lda, nb = (size_t)(tb ? N : K) * p.ldb, nc = (size_t)M * p.ldc;
+    p.A = malloc(sizeof(float) * (na ? na : 1));
+    p.B = malloc(sizeof(float) * (nb ? nb : 1));
+    p.C = malloc(sizeof(float) * (nc ? nc : 1));
+    p.C0 = malloc(sizeof(float) * (nc ? nc : 1));
+    cr_assert(p.A && p.B && p.C && p.C0);
+    for (size_t i = 0; i < na; i++) p.A[i] = frand();
+    for (size_t i = 0; i < nb; i++) p.B[i] = frand();
+    for (size_t i = 0; i < nc; i++) {
+        bool in_row = (int)(i % (size_t)p.ldc) < N;
+        /* beta == 0 must not read C: fill it with NaN; padding must stay untouched */
+        p.C[i] = !in_row ? SENTINEL : beta == 0 ? NAN : frand();
+    }
+    memcpy(p.C0, p.C, sizeof(float) * nc);
+    return p;
+}
+
+static void release(problem *p)
+{
+    free(p->A), free(p->B), free(p->C), free(p->C0);
+}
+
+static void run(problem *p)
+{
+    tg_sgemm(p->ta, p->tb, p->M, p->N, p->K, p->alpha, p->A, p->lda, p->B, p->ldb, p->beta, p->C, p->ldc);
+}
+
+/* Every element within the bound of the header comment; padding untouched. */
+static void check(const problem *p, const char *what)
+{
+    for (int i = 0; i < p->M; i++) {
+        for (int j = 0; j < p->N; j++) {
+            double dot = 0, mag = 0;
+            for (int k = 0; k < p->K; k++) {
+                double ab = (double)a_at(p, i, k) * b_at(p, k, j);
+                dot += ab;
+                mag += fabs(ab);
+            }
+            double c0 = p->beta == 0 ? 0 : p->C0[(size_t)i * p->ldc + j];
+            double ref = p->alpha * dot + (p->beta == 0 ? 0 : p->beta * c0);
+            double tol = (p->K + 2) * (double)FLT_EPSILON * (fabs(p->alpha) * mag + fabs(p->beta * c0));
+            double got = p->C[(size_t)i * p->ldc + j];
+            if (!(fabs(got - ref) <= tol))
+                cr_assert_fail("%s: ta=%d tb=%d M=%d N=%d K=%d alpha=%g beta=%g ld=%d,%d,%d: C[%d,%d] = %.9g, "
+                         "expected %.9g (tol %.3g)", what, p->ta, p->tb, p->M, p->N, p->K, p->alpha,
+                         p->beta, p->lda, p->ldb, p->ldc, i, j, got, ref, tol);
+        }
+        for (int j = p->N; j < p->ldc; j++)
+            if (p->C[(size_t)i * p->ldc + j] != SENTINEL)
+                cr_assert_fail("%s: M=%d N=%d K=%d: padding C[%d,%d] was written", what, p->M, p->N, p->K, i, j);
+    }
+}
+
+static void one(bool ta, bool tb, int M, int N, int K, float alpha, float beta, int pad, const char *what)
+{
+    problem p = make(ta, tb, M, N, K, alpha, beta, pad);
+    run(&p);
+    check(&p, what);
+    release(&p);
+}
+
+/* All 16 x 16 (M, N) pairs of SIZES for each (ta, tb), K, alpha, beta and the
+ * padding varying with the pair; then a few shapes past the blocking sizes
+ * (K > KC = 384, M > MC = 1536, N > NC = 672). */
+static void sweep(const char *what)
+{
+    for (int t = 0; t < 4; t++) {
+        bool ta = t & 1, tb = t & 2;
+        for (int a = 0; a < NSIZES; a++)
+            for (int b = 0; b < NSIZES; b++) {
+                int r = a * NSIZES + b + t;
+                one(ta, tb, SIZES[a], SIZES[b], SIZES[(a * 7 + b * 3 + t) % NSIZES], ALPHAS[r % 3],
+                    BETAS[(r / 3) % 3], r % 2 ? 0 : 1 + r % 5, what);
+            }
+        one(ta, tb, 300, 257, 129, 1.0f, 0.0f, 0, what);
+        one(ta, tb, 300, 257, 129, -2.0f, 0.25f, 3, what);
+        one(ta, tb, 37, 45, 800, 0.5f, 1.0f, 0, what);     /* three K blocks */
+        one(ta, tb, 1550, 20, 40, 1.0f, 0.25f, 2, what);   /* two M blocks */
+        one(ta, tb, 13, 700, 390, 1.0f, 0.0f, 1, what);    /* two N and K blocks */
+    }
+}
+
+Test(gemm, matches_reference_default_kernel)
+{
+    tg_threads_set(1);
+    sweep(tg_gemm_kernel_name(tg_gemm_get_kernel()));
+}
+
+Test(gemm, matches_reference_avx512)
+{
+    if (!tg_gemm_set_kernel(TG_GEMM_AVX512)) cr_skip_test("this CPU has no AVX-512");
+    tg_threads_set(2);
+    sweep("avx512");
+}
+
+Test(gemm, matches_reference_avx2)
+{
+    if (!tg_gemm_set_kernel(TG_GEMM_AVX2)) cr_skip_test("this CPU has no AVX2 + FMA");
+    cr_assert_eq(tg_gemm_get_kernel(), TG_GEMM_AVX2);
+    tg_threads_set(2);
+    sweep("avx2");
+}
+
+Test(gemm, cblas_path_keeps_blas_semantics)
+{
+    cr_assert(tg_gemm_set_kernel(TG_GEMM_BLAS));
+    for (int t = 0; t < 4; t++) {
+        one(t & 1, t & 2, 17, 33, 27, 1.0f, 0.0f, 0, "cblas");
+        one(t & 1, t & 2, 100, 31, 64, -2.0f, 0.25f, 3, "cblas");
+    }
+}
+
+Test(gemm, env_forces_a_kernel)
+{
+    /* Each Criterion test runs in a fresh process: the choice is not made yet. */
+    setenv("TAPEGRAD_GEMM", "blas", 1);
+    cr_assert_eq(tg_gemm_get_kernel(), TG_GEMM_BLAS);
+}
+
+Test(gemm, degenerate_sizes)
+{
+    float a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {1, 1, 1, 1, 1, 1}, c[6];
+    for (int i = 0; i < 6; i++) c[i] = NAN;
+    tg_sgemm(false, false, 0, 3, 2, 1.0f, a, 2, b, 3, 0.0f, c, 3);  /* M = 0: nothing */
+    tg_sgemm(false, false, 2, 0, 2, 1.0f, a, 2, b, 1, 0.0f, c, 1);  /* N = 0: nothing */
+    for (int i = 0; i < 6; i++) cr_assert(isnan(c[i]));
+    tg_sgemm(false, false, 2, 3, 0, 1.0f, NULL, 1, NULL, 3, 0.0f, c, 3);  /* K = 0, beta 0: C = 0 */
+    for (int i = 0; i < 6; i++) cr_assert_eq(c[i], 0.0f);
+    for (int i = 0; i < 6; i++) c[i] = (float)i;
+    tg_sgemm(false, false, 2, 3, 0, 1.0f, NULL, 1, NULL, 3, 0.5f, c, 3);  /* K = 0: C = beta C */
+    for (int i = 0; i < 6; i++) cr_assert_eq(c[i], 0.5f * (float)i);
+    a[0] = NAN;  /* alpha = 0: A and B are not used */
+    tg_sgemm(false, false, 2, 3, 2, 0.0f, a, 2, b, 3, 2.0f, c, 3);
+    for (int i = 0; i < 6; i++) cr_assert_eq(c[i], (float)i);
+}
+
+/* Same shapes with 1 and 2 threads, split along M and along N: equal bits. */
+Test(gemm, bit_identical_for_1_and_2_threads)
+{
+    static const int shapes[][3] = {{300, 257, 129}, {1664, 64, 64}, {64, 1664, 100}, {192, 64, 1664},
+                                    {2048, 40, 512}, {40, 900, 700}};
+    for (int s = 0; s < 6; s++)
+        for (int t = 0; t < 4; t++) {
+            problem p = make(t & 1, t & 2, shapes[s][0], shapes[s][1], shapes[s][2], 0.5f, 0.25f, 0);
+            tg_threads_set(1);
+            run(&p);
+            size_t nc = (size_t)p.M * p.ldc;
+            float *one_thread = malloc(sizeof(float) * nc);
+            cr_assert_not_null(one_thread);
+            memcpy(one_thread, p.C, sizeof(float) * nc);
+            memcpy(p.C, p.C0, sizeof(float) * nc);
+            tg_threads_set(2);
+            run(&p);
+            cr_assert(memcmp(one_thread, p.C, sizeof(float) * nc) == 0, "M=%d N=%d K=%d ta=%d tb=%d",
+                      p.M, p.N, p.K, t & 1, (t & 2) != 0);
+            free(one_thread);
+            release(&p);
+        }
+}
+
+Test(gemm, makes_no_tg_malloc)
+{
+    tg_threads_set(2);
+    problem p = make(false, true, 300, 257, 129, 1.0f, 0.0f, 0);
+    uint64_t before = tg_alloc_count();
+    run(&p);  /* the first call allocates the pack buffers, outside tg_malloc */
+    run(&p);
+    cr_assert_eq(tg_alloc_count(), before);
+    release(&p);
+}
+
+/* ---- the thread pool --------------------------------------------------------- */
+
+typedef struct cover_ctx {
+    atomic_int *hits;
+    int calls_begin[64], calls_end[64];
+    atomic_int calls;
+    pthread_t caller;
+    atomic_int nested_off_thread;
+} cover_ctx;
+
+static void cover(void *p, int begin, int end)
+{
+    cover_ctx *c = p;
+    int slot = atomic_fetch_add(&c->calls, 1);
+    if (slot < 64) c->calls_begin[slot] = begin, c->calls_end[slot] = end;
+    for (int i = begin; i < end; i++) atomic_fetch_add(&c->hits[i], 1);
+}
+
+Test(threads, parallel_for_covers_every_index_once_in_fixed_chunks)
+{
+    static const int ns[] = {0, 1, 2, 3, 7, 100, 1001};
+    for (int T = 1; T <= 4; T++) {
+        tg_threads_set(T);
+        cr_assert_eq(tg_threads_get(), T);
+        for (int s = 0; s < 7; s++) {
+            int n = ns[s];
+            cover_ctx c;
+            memset(&c, 0, sizeof c);
+            c.hits = calloc((size_t)n + 1, sizeof *c.hits);
+            cr_assert_not_null(c.hits);
+            tg_parallel_for(n, cover, &c);
+            for (int i = 0; i < n; i++) cr_assert_eq(atomic_load(&c.hits[i]), 1, "T=%d n=%d i=%d", T, n, i);
+            /* the non-empty chunks are exactly [n*c/T, n*(c+1)/T) */
+            int expect_calls = 0;
+            for (int k = 0; k < T; k++) {
+                int b = (int)((long)n * k / T), e = (int)((long)n * (k + 1) / T);
+                if (b == e) continue;
+                expect_calls++;
+                bool found = false;
+                for (int m = 0; m < atomic_load(&c.calls); m++)
+                    found |= c.calls_begin[m] == b && c.calls_end[m] == e;
+                cr_assert(found, "T=%d n=%d: chunk [%d, %d) missing", T, n, b, e);
+            }
+            cr_assert_eq(atomic_load(&c.calls), expect_calls);
+            free(c.hits);
+        }
+    }
+}
+
+static void inner(void *p, int begin, int end)
+{
+    cover_ctx *c = p;
+    if (!pthread_equal(pthread_self(), c->caller)) atomic_fetch_add(&c->nested_off_thread, 1);
+    for (int i = begin; i < end; i++) atomic_fetch_add(&c->hits[i], 1);
+}
+
+/* Each outer chunk runs an inner parallel_for over [0, 50): it must stay on
+ * the thread that runs the outer chunk and still cover everything. */
+static void outer(void *p, int begin, int end)
+{
+    (void)begin, (void)end;
+    cover_ctx *shared = p;
+    cover_ctx c;
+    memset(&c, 0, sizeof c);
+    atomic_int hits[50];
+    for (int i = 0; i < 50; i++) atomic_init(&hits[i], 0);
+    c.hits = hits;
+    c.caller = pthread_self();
+    tg_parallel_for(50, inner, &c);
+    int bad = atomic_load(&c.nested_off_thread);
+    for (int i = 0; i < 50; i++) bad += atomic_load(&hits[i]) != 1;
+    atomic_fetch_add(&shared->nested_off_thread, bad);
+    atomic_fetch_add(&shared->calls, 1);
+}
+
+Test(threads, nested_parallel_for_runs_serially)
+{
+    tg_threads_set(2);
+    cover_ctx c;
+    memset(&c, 0, sizeof c);
+    tg_parallel_for(2, outer, &c);
+    cr_assert_eq(atomic_load(&c.calls), 2);
+    cr_assert_eq(atomic_load(&c.nested_off_thread), 0);
+}
+
+Test(threads, default_is_one_per_core)
+{
+    tg_threads_set(0);
+    cr_assert_geq(tg_threads_get(), 1);
+    tg_threads_set(3);
+    cr_assert_eq(tg_threads_get(), 3);
+}

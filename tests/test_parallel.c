@@ -1,0 +1,114 @@
+/* Ops whose loops run on the thread pool give the same bits on one thread and
+ * on several (core/parallel.c cuts rows or columns, never a sum). Shapes are
+ * large enough that the pool really splits them. */
+#include <string.h>
+
+#include "core/threads.h"
+#include "test_util.h"
+
+enum { ROWS = 2048, C = 96 };
+
+typedef struct run {
+    tg_tensor *y;                   /* forward output, copied out of the arena */
+    tg_real *dx, *dw, *db;          /* grads after backward */
+} run;
+
+/* loss = sum(f(x) * r), so every output element gets its own upstream grad */
+static void run_once(int threads, int op, tg_tensor *x, tg_tensor *w, tg_tensor *b, tg_tensor *r, run *out)
+{
+    tg_threads_set(threads);
+    tg_tape *t = tg_tape_new();
+    cr_assert_not_null(t);
+    memset(x->grad, 0, x->size * sizeof(tg_real));
+    memset(w->grad, 0, w->size * sizeof(tg_real));
+    memset(b->grad, 0, b->size * sizeof(tg_real));
+    tg_tensor *y = op == 0 ? tg_layernorm(t, x, w, b, 1e-5) : op == 1 ? tg_gelu(t, x) : tg_relu(t, x);
+    tg_tensor *loss = tg_sum(t, tg_mul(t, y, r));
+    cr_assert_eq(tg_backward(t, loss), 0, "%s", tg_tape_error(t));
+    out->y = tg_tensor_alloc(2, (int[]){ROWS, C});
+    memcpy(out->y->data, y->data, y->size * sizeof(tg_real));
+    out->dx = malloc(x->size * sizeof(tg_real));
+    out->dw = malloc(w->size * sizeof(tg_real));
+    out->db = malloc(b->size * sizeof(tg_real));
+    memcpy(out->dx, x->grad, x->size * sizeof(tg_real));
+    memcpy(out->dw, w->grad, w->size * sizeof(tg_real));
+    memcpy(out->db, b->grad, b->size * sizeof(tg_real));
+    tg_tape_free(t);
+}
+
+static void run_free(run *r)
+{
+    tg_tensor_free(r->y);
+    free(r->dx);
+    free(r->dw);
+    free(r->db);
+}
+
+static void same_bits_on_1_and_2_threads(int op, const char *name)
+{
+    tg_rng rng;
+    tg_rng_seed(&rng, 7);
+    tg_tensor *x = tu_rand(&rng, -3, 3, 2, (int[]){ROWS, C}), *r = tu_rand(&rng, -1, 1, 2, (int[]){ROWS, C});
+    tg_tensor *w = tu_rand(&rng, 0.5, 1.5, 1, (int[]){C}), *b = tu_rand(&rng, -1, 1, 1, (int[]){C});
+    r->requires_grad = false;
+    cr_assert(tg_tensor_alloc_grad(x) && tg_tensor_alloc_grad(w) && tg_tensor_alloc_grad(b));
+    run one, two;
+    run_once(1, op, x, w, b, r, &one);
+    run_once(2, op, x, w, b, r, &two);
+    cr_expect(memcmp(one.y->data, two.y->data, x->size * sizeof(tg_real)) == 0, "%s: forward differs", name);
+    cr_expect(memcmp(one.dx, two.dx, x->size * sizeof(tg_real)) == 0, "%s: dx differs", name);
+    cr_expect(memcmp(one.dw, two.dw, w->size * sizeof(tg_real)) == 0, "%s: dw differs", name);
+    cr_expect(memcmp(one.db, two.db, b->size * sizeof(tg_real)) == 0, "%s: db differs", name);
+    double dx_norm = 0;
+    for (size_t i = 0; i < x->size; i++) dx_norm += fabs((double)one.dx[i]);
+    cr_expect_gt(dx_norm, 0, "%s: no gradient reached x", name);
+    run_free(&one);
+    run_free(&two);
+    tg_tensor *all[] = {x, r, w, b};
+    tu_free_all(all, 4);
+    tg_threads_set(0);
+}
+
+Test(parallel, layernorm_same_bits_on_1_and_2_threads) { same_bits_on_1_and_2_threads(0, "layernorm"); }
+Test(parallel, gelu_same_bits_on_1_and_2_threads) { same_bits_on_1_and_2_threads(1, "gelu"); }
+Test(parallel, relu_same_bits_on_1_and_2_threads) { same_bits_on_1_and_2_threads(2, "relu"); }
+
+/* sdpa cuts its batch loop into one piece per thread (core/ops_attention.c) */
+static void sdpa_once(int threads, tg_tensor *const qkv[3], tg_tensor *r, tg_real *out, tg_real *grads[3])
+{
+    tg_threads_set(threads);
+    tg_tape *t = tg_tape_new();
+    cr_assert_not_null(t);
+    for (int i = 0; i < 3; i++) memset(qkv[i]->grad, 0, qkv[i]->size * sizeof(tg_real));
+    tg_mask m = {.causal = true};
+    tg_sdpa_opts o = {.mask = &m};
+    tg_tensor *y = tg_sdpa(t, qkv[0], qkv[1], qkv[2], &o, NULL);
+    cr_assert_eq(tg_backward(t, tg_sum(t, tg_mul(t, y, r))), 0, "%s", tg_tape_error(t));
+    memcpy(out, y->data, y->size * sizeof(tg_real));
+    for (int i = 0; i < 3; i++) memcpy(grads[i], qkv[i]->grad, qkv[i]->size * sizeof(tg_real));
+    tg_tape_free(t);
+}
+
+Test(parallel, sdpa_same_bits_on_1_and_2_threads)
+{
+    enum { B = 6, H = 2, L = 32, D = 16, N = B * H * L * D };
+    tg_rng rng;
+    tg_rng_seed(&rng, 3);
+    tg_tensor *qkv[3], *r = tu_rand(&rng, -1, 1, 4, (int[]){B, H, L, D});
+    for (int i = 0; i < 3; i++) {
+        qkv[i] = tu_rand(&rng, -1, 1, 4, (int[]){B, H, L, D});
+        cr_assert(tg_tensor_alloc_grad(qkv[i]));
+    }
+    r->requires_grad = false;
+    static tg_real out[2][N], g[2][3][N];
+    sdpa_once(1, qkv, r, out[0], (tg_real *[]){g[0][0], g[0][1], g[0][2]});
+    sdpa_once(2, qkv, r, out[1], (tg_real *[]){g[1][0], g[1][1], g[1][2]});
+    cr_expect(memcmp(out[0], out[1], sizeof out[0]) == 0, "sdpa: forward differs");
+    for (int i = 0; i < 3; i++) cr_expect(memcmp(g[0][i], g[1][i], sizeof g[0][i]) == 0, "sdpa: grad %d differs", i);
+    double gq = 0;
+    for (int e = 0; e < N; e++) gq += fabs((double)g[0][0][e]);
+    cr_expect_gt(gq, 0, "sdpa: no gradient reached q");
+    tu_free_all(qkv, 3);
+    tg_tensor_free(r);
+    tg_threads_set(0);
+}
