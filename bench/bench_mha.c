@@ -87,19 +87,6 @@ static double gemm_flops(int B, int L, int D, int H, int E)
     return 3.0 * fwd;
 }
 
-/* Runs an sgemm big enough to touch OpenBLAS's work buffers, so the RSS
- * baseline includes them (they are the BLAS's, not the model's). */
-static void warm_blas(void)
-{
-    int n = 512;
-    float *a = tg_calloc((size_t)n * n, sizeof *a), *b = tg_calloc((size_t)n * n, sizeof *b),
-          *c = tg_calloc((size_t)n * n, sizeof *c);
-    if (a && b && c)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
-    if (a && b && c)  /* the float build's GEMM: its per-thread pack buffers */
-        tg_sgemm(false, false, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
-    tg_free(a), tg_free(b), tg_free(c);
-}
 
 static int run_bench(int argc, char **argv)
 {
@@ -119,7 +106,7 @@ static int run_bench(int argc, char **argv)
         fprintf(stderr, "bench_mha: --mode must be fused or per_head, not '%s'\n", mode);
         return 2;
     }
-    warm_blas();
+    bu_warm_blas();
     double base_rss = bu_rss_mib();
 
     static mha_ctx c;  /* large: the split-time arrays */

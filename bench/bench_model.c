@@ -98,17 +98,6 @@ static int make_batch(tg_rng *r, int B, int n_sym, int min_len, int max_len, int
     return T;
 }
 
-static void warm_blas(void)
-{
-    int n = 512;
-    float *a = tg_calloc((size_t)n * n, sizeof *a), *b = tg_calloc((size_t)n * n, sizeof *b),
-          *c = tg_calloc((size_t)n * n, sizeof *c);
-    if (a && b && c)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
-    if (a && b && c)  /* the float build's GEMM: its per-thread pack buffers */
-        tg_sgemm(false, false, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
-    tg_free(a), tg_free(b), tg_free(c);
-}
 
 int main(int argc, char **argv)
 {
@@ -133,7 +122,7 @@ int main(int argc, char **argv)
         return 2;
     }
     if (OPT("threads", 0) > 0) tg_threads_set((int)OPT("threads", 0));
-    warm_blas();
+    bu_warm_blas();
     double base_rss = bu_rss_mib();
 
     static model_ctx c;

@@ -21,7 +21,11 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include <cblas.h>
+#include <stdbool.h>
+
 #include "core/alloc.h"
+#include "core/gemm.h"
 
 static inline double bu_now(void)
 {
@@ -149,6 +153,21 @@ static inline void bu_row(const char *fmt, ...)
     fputc('\n', stdout);
     va_end(ap);
     fflush(stdout);
+}
+
+/* Runs GEMMs big enough to touch OpenBLAS's work buffers and the float GEMM's
+ * per-thread pack buffers, so an RSS baseline taken after it holds them (they
+ * are the BLAS's, not the model's). */
+static inline void bu_warm_blas(void)
+{
+    int n = 512;
+    float *a = tg_calloc((size_t)n * n, sizeof *a), *b = tg_calloc((size_t)n * n, sizeof *b),
+          *c = tg_calloc((size_t)n * n, sizeof *c);
+    if (a && b && c) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+        tg_sgemm(false, false, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+    }
+    tg_free(a), tg_free(b), tg_free(c);
 }
 
 #endif
