@@ -66,13 +66,15 @@ static void matmul_backward(tg_tape *t, tg_node *n)
     const tg_real *dout = out->grad;
     if (out->size == 0 || d.K == 0) return;  /* nothing flows (and BLAS rejects 0 leading dims) */
     size_t sa = (size_t)d.M * d.K, sb = (size_t)d.K * d.N, so = (size_t)d.M * d.N;
+    /* A broadcast b with an untransposed a: one GEMM over all batch * M rows, as forward. */
+    int steps = d.b_batched || ta ? d.batch : 1, M = steps == 1 ? d.batch * d.M : d.M;
     if (a->requires_grad) {
         tg_real *da = tg_grad(t, a);
         if (!da) return;
-        for (int i = 0; i < d.batch; i++) {
+        for (int i = 0; i < steps; i++) {
             const tg_real *bi = b->data + (d.b_batched ? i * sb : 0);
             if (!ta) /* da [M,K] += dout [M,N] op(b)^T */
-                tg_gemm(0, !tb, d.M, d.K, d.N, 1, dout + i * so, bi, 1, da + i * sa);
+                tg_gemm(0, !tb, M, d.K, d.N, 1, dout + i * so, bi, 1, da + i * sa);
             else     /* da [K,M] += op(b) [K,N] dout^T */
                 tg_gemm(tb, 1, d.K, d.M, d.N, 1, bi, dout + i * so, 1, da + i * sa);
         }
@@ -80,8 +82,6 @@ static void matmul_backward(tg_tape *t, tg_node *n)
     if (b->requires_grad) {
         tg_real *db = tg_grad(t, b);
         if (!db) return;
-        /* A broadcast b with an untransposed a is one GEMM over all rows. */
-        int steps = d.b_batched || ta ? d.batch : 1, M = steps == 1 ? d.batch * d.M : d.M;
         for (int i = 0; i < steps; i++) {
             const tg_real *ai = a->data + i * sa, *gi = dout + i * so;
             tg_real *dbi = db + (d.b_batched ? i * sb : 0);
