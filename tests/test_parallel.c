@@ -112,3 +112,49 @@ Test(parallel, sdpa_same_bits_on_1_and_2_threads)
     tg_tensor_free(r);
     tg_threads_set(0);
 }
+
+/* The whole toy model (seqtask's defaults, both attention modes): loss and
+ * every parameter grad are the same bits on 1 and 2 threads, which is why
+ * seqtask's --threads need not be stored in a checkpoint. */
+static void model_grads(int threads, tg_mha_mode mode, tg_real *loss, tg_real *grad, size_t *numel)
+{
+    enum { B = 64, T = 26, V = 20 };
+    static int32_t ids[B * T], targets[B * T], lens[B];
+    tg_rng rng;
+    tg_rng_seed(&rng, 5);
+    for (int i = 0; i < B * T; i++) ids[i] = (int32_t)(tg_rng_u32(&rng) % V), targets[i] = ids[i];
+    for (int b = 0; b < B; b++) lens[b] = 10 + b % (T - 9);
+    tg_threads_set(threads);
+    tg_params *p = tg_params_new();
+    tg_model m;
+    tg_model_config cfg = {.vocab = V, .d_model = 64, .n_layers = 2, .n_heads = 4, .max_len = T, .mode = mode};
+    char err[256];
+    cr_assert_eq(tg_model_init(&m, p, &cfg, &rng, err, sizeof err), 0, "%s", err);
+    tg_tape *t = tg_tape_new();
+    tg_tensor *l = tg_cross_entropy(t, tg_model_forward(t, &m, ids, B, T, lens, NULL, NULL, NULL), targets,
+                                    TG_IGNORE);
+    cr_assert_eq(tg_backward(t, l), 0, "%s", tg_tape_error(t));
+    *loss = l->data[0];
+    *numel = tg_params_numel(p);
+    memcpy(grad, tg_params_grad(p), *numel * sizeof(tg_real));
+    tg_tape_free(t);
+    tg_model_free(&m);
+    tg_params_free(p);
+    tg_threads_set(0);
+}
+
+static void model_same_bits(tg_mha_mode mode)
+{
+    static tg_real g1[200000], g2[200000];
+    tg_real l1, l2;
+    size_t n1, n2;
+    model_grads(1, mode, &l1, g1, &n1);
+    model_grads(2, mode, &l2, g2, &n2);
+    cr_assert_lt(n1, sizeof g1 / sizeof g1[0]);
+    cr_assert_eq(n1, n2);
+    cr_expect(memcmp(&l1, &l2, sizeof l1) == 0, "loss %.9g vs %.9g", (double)l1, (double)l2);
+    cr_expect(memcmp(g1, g2, n1 * sizeof(tg_real)) == 0, "parameter grads differ");
+}
+
+Test(parallel, model_same_bits_on_1_and_2_threads_fused) { model_same_bits(TG_MHA_FUSED); }
+Test(parallel, model_same_bits_on_1_and_2_threads_per_head) { model_same_bits(TG_MHA_PER_HEAD); }
