@@ -339,7 +339,8 @@ static void sdpa_backward(tg_tape *t, tg_node *n)
     if ((q->requires_grad && !c.dq) || (k->requires_grad && !c.dk) || (v->requires_grad && !c.dv)) return;
     /* scratch per piece: P (with dropout) and dS, each [Lq, Lk] */
     c.pieces = pieces_for(&p->d);
-    c.scr = tg_arena_alloc(t, (size_t)c.pieces * 2 * p->d.Lq * p->d.Lk * sizeof *c.scr + 1, "tg_sdpa backward");
+    size_t plane = (size_t)p->d.Lq * p->d.Lk;
+    c.scr = tg_arena_alloc(t, (size_t)c.pieces * 2 * plane * sizeof *c.scr + 1, "tg_sdpa backward");
     if (!c.scr) return;
     tg_parallel_for(c.pieces, bwd_piece, &c);
 }
