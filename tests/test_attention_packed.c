@@ -339,15 +339,6 @@ Test(packed, out_of_memory)
 
 /* ---- errors ---------------------------------------------------------------------------------- */
 
-/* Asserts that the op returned NULL with a message containing both needles. */
-#define expect_error(res, n1, n2)                                                               \
-    do {                                                                                        \
-        cr_assert_null((res));                                                                  \
-        const char *e_ = tg_tape_error(T);                                                      \
-        cr_assert(e_ && strstr(e_, (n1)) && strstr(e_, (n2)), "got \"%s\", want %s and %s",    \
-                  e_ ? e_ : "(none)", (n1), (n2));                                              \
-        tg_tape_reset(T);                                                                       \
-    } while (0)
 
 Test(packed, rejects_bad_inputs)
 {
@@ -363,37 +354,37 @@ Test(packed, rejects_bad_inputs)
     cr_assert_not_null(tg_sdpa_heads(T, xq, xkv, &ok, NULL, NULL), "%s", tg_tape_error(T));
     tg_tape_reset(T);
 
-    expect_error(tg_sdpa_heads(T, x2, xkv, &ok, NULL, &w), "tg_sdpa_heads: xq and xkv must be 3-D", "xq [4,6]");
+    tu_expect_error(T, tg_sdpa_heads(T, x2, xkv, &ok, NULL, &w), "tg_sdpa_heads: xq and xkv must be 3-D", "xq [4,6]");
     cr_assert_null(w);
-    expect_error(tg_sdpa_heads(T, xq, x2, &ok, NULL, NULL), "must be 3-D", "xkv [4,6]");
-    expect_error(tg_sdpa_heads(T, xq, xb, &ok, NULL, NULL), "tg_sdpa_heads: batch dims differ", "xkv [3,5,10]");
+    tu_expect_error(T, tg_sdpa_heads(T, xq, x2, &ok, NULL, NULL), "must be 3-D", "xkv [4,6]");
+    tu_expect_error(T, tg_sdpa_heads(T, xq, xb, &ok, NULL, NULL), "tg_sdpa_heads: batch dims differ", "xkv [3,5,10]");
     l = ok, l.n_heads = 0;
-    expect_error(tg_sdpa_heads(T, xq, xkv, &l, NULL, NULL), "n_heads, dk and dv must be >= 1", "n_heads 0");
+    tu_expect_error(T, tg_sdpa_heads(T, xq, xkv, &l, NULL, NULL), "n_heads, dk and dv must be >= 1", "n_heads 0");
     l = ok, l.dk = 0;
-    expect_error(tg_sdpa_heads(T, xq, xkv, &l, NULL, NULL), "must be >= 1", "dk 0");
+    tu_expect_error(T, tg_sdpa_heads(T, xq, xkv, &l, NULL, NULL), "must be >= 1", "dk 0");
     l = ok, l.dv = -1;
-    expect_error(tg_sdpa_heads(T, xq, xkv, &l, NULL, NULL), "must be >= 1", "dv -1");
+    tu_expect_error(T, tg_sdpa_heads(T, xq, xkv, &l, NULL, NULL), "must be >= 1", "dv -1");
     l = ok, l.q_col = 1;
-    expect_error(tg_sdpa_heads(T, xq, xkv, &l, NULL, NULL), "tg_sdpa_heads: q columns [1, 7) are outside [0, 6)",
+    tu_expect_error(T, tg_sdpa_heads(T, xq, xkv, &l, NULL, NULL), "tg_sdpa_heads: q columns [1, 7) are outside [0, 6)",
                  "xq [2,4,6]");
     l = ok, l.q_col = -1;
-    expect_error(tg_sdpa_heads(T, xq, xkv, &l, NULL, NULL), "q columns [-1, 5)", "q_col -1");
+    tu_expect_error(T, tg_sdpa_heads(T, xq, xkv, &l, NULL, NULL), "q columns [-1, 5)", "q_col -1");
     l = ok, l.k_col = 5;
-    expect_error(tg_sdpa_heads(T, xq, xkv, &l, NULL, NULL), "k columns [5, 11) are outside [0, 10)", "xkv [2,5,10]");
+    tu_expect_error(T, tg_sdpa_heads(T, xq, xkv, &l, NULL, NULL), "k columns [5, 11) are outside [0, 10)", "xkv [2,5,10]");
     l = ok, l.v_col = 7;
-    expect_error(tg_sdpa_heads(T, xq, xkv, &l, NULL, NULL), "v columns [7, 11) are outside [0, 10)", "v_col 7");
+    tu_expect_error(T, tg_sdpa_heads(T, xq, xkv, &l, NULL, NULL), "v columns [7, 11) are outside [0, 10)", "v_col 7");
     l = ok, l.k_col = 2000000000, l.dk = 2000000000;  /* no int overflow on the way */
-    expect_error(tg_sdpa_heads(T, xq, xkv, &l, NULL, NULL), "q columns", "dk 2000000000");
+    tu_expect_error(T, tg_sdpa_heads(T, xq, xkv, &l, NULL, NULL), "q columns", "dk 2000000000");
     l = ok, l.n_heads = 2, l.dv = 1200000000, l.v_col = 0;
-    expect_error(tg_sdpa_heads(T, xq, xkv, &l, NULL, NULL), "n_heads*dv overflows", "dv 1200000000");
+    tu_expect_error(T, tg_sdpa_heads(T, xq, xkv, &l, NULL, NULL), "n_heads*dv overflows", "dv 1200000000");
 
-    expect_error(tg_sdpa_heads(T, xq, xkv, &ok, &(tg_sdpa_opts){.dropout = 1, .rng = &rng}, NULL),
+    tu_expect_error(T, tg_sdpa_heads(T, xq, xkv, &ok, &(tg_sdpa_opts){.dropout = 1, .rng = &rng}, NULL),
                  "tg_sdpa_heads: dropout 1 is outside [0, 1)", "xq [2,4,6] xkv [2,5,10]");
-    expect_error(tg_sdpa_heads(T, xq, xkv, &ok, &(tg_sdpa_opts){.dropout = NAN, .rng = &rng}, NULL),
+    tu_expect_error(T, tg_sdpa_heads(T, xq, xkv, &ok, &(tg_sdpa_opts){.dropout = NAN, .rng = &rng}, NULL),
                  "tg_sdpa_heads: dropout", "xkv [2,5,10]");
-    expect_error(tg_sdpa_heads(T, xq, xkv, &ok, &(tg_sdpa_opts){.dropout = 0.1}, NULL), "needs an rng",
+    tu_expect_error(T, tg_sdpa_heads(T, xq, xkv, &ok, &(tg_sdpa_opts){.dropout = 0.1}, NULL), "needs an rng",
                  "xq [2,4,6]");
-    expect_error(tg_sdpa_heads(T, xq, xkv, &ok, &(tg_sdpa_opts){.scale = INFINITY}, NULL),
+    tu_expect_error(T, tg_sdpa_heads(T, xq, xkv, &ok, &(tg_sdpa_opts){.scale = INFINITY}, NULL),
                  "tg_sdpa_heads: scale inf is not finite", "xq [2,4,6]");
     const tg_mask bad[] = {
         {.keep_batched = true},
@@ -403,12 +394,12 @@ Test(packed, rejects_bad_inputs)
     };
     const char *why[] = {"keep is NULL", "key_lens[1] = 6 is outside [0, Lk = 5]", "window -2", "additive[1,2]"};
     for (int i = 0; i < 4; i++)
-        expect_error(tg_sdpa_heads(T, xq, xkv, &ok, &(tg_sdpa_opts){.mask = &bad[i]}, NULL),
+        tu_expect_error(T, tg_sdpa_heads(T, xq, xkv, &ok, &(tg_sdpa_opts){.mask = &bad[i]}, NULL),
                      "tg_sdpa_heads: mask", why[i]);
 
     /* NULL inputs: their own message, or the earlier one kept */
-    expect_error(tg_sdpa_heads(T, NULL, xkv, &ok, NULL, NULL), "tg_sdpa_heads", "input is NULL");
-    expect_error(tg_sdpa_heads(T, xq, xkv, NULL, NULL, NULL), "tg_sdpa_heads", "input is NULL");
+    tu_expect_error(T, tg_sdpa_heads(T, NULL, xkv, &ok, NULL, NULL), "tg_sdpa_heads", "input is NULL");
+    tu_expect_error(T, tg_sdpa_heads(T, xq, xkv, NULL, NULL, NULL), "tg_sdpa_heads", "input is NULL");
     cr_assert_null(tg_sdpa_heads(T, xq, xb, &ok, NULL, NULL));
     char first[512];
     snprintf(first, sizeof first, "%s", tg_tape_error(T));

@@ -544,15 +544,6 @@ Test(softmax, sdpa_out_of_memory)
 
 /* ---- errors ---------------------------------------------------------------------------- */
 
-/* Asserts that the op returned NULL with a message containing both needles. */
-#define expect_error(res, n1, n2)                                                               \
-    do {                                                                                        \
-        cr_assert_null((res));                                                                  \
-        const char *e_ = tg_tape_error(T);                                                      \
-        cr_assert(e_ && strstr(e_, (n1)) && strstr(e_, (n2)), "got \"%s\", want %s and %s",    \
-                  e_ ? e_ : "(none)", (n1), (n2));                                              \
-        tg_tape_reset(T);                                                                       \
-    } while (0)
 
 Test(softmax, sdpa_rejects_bad_inputs)
 {
@@ -567,17 +558,17 @@ Test(softmax, sdpa_rejects_bad_inputs)
     tg_rng rng;
     tg_rng_seed(&rng, 1);
     tg_tensor *w = (tg_tensor *)1;
-    expect_error(tg_sdpa(T, q3, k, v, NULL, &w), "tg_sdpa", "[2,4,3]");
+    tu_expect_error(T, tg_sdpa(T, q3, k, v, NULL, &w), "tg_sdpa", "[2,4,3]");
     cr_assert_null(w);
-    expect_error(tg_sdpa(T, q, kb, v, NULL, NULL), "tg_sdpa", "[3,2,5,3]");
-    expect_error(tg_sdpa(T, q, k, vh, NULL, NULL), "tg_sdpa", "[2,1,5,2]");
-    expect_error(tg_sdpa(T, q, kd, v, NULL, NULL), "tg_sdpa", "[2,2,5,4]");
-    expect_error(tg_sdpa(T, q, k, vl, NULL, NULL), "tg_sdpa", "[2,2,6,2]");
-    expect_error(tg_sdpa(T, q, k, v, &(tg_sdpa_opts){.dropout = 1, .rng = &rng}, NULL), "tg_sdpa: dropout", "[2,2,4,3]");
-    expect_error(tg_sdpa(T, q, k, v, &(tg_sdpa_opts){.dropout = -0.1, .rng = &rng}, NULL), "tg_sdpa: dropout", "[2,2,4,3]");
-    expect_error(tg_sdpa(T, q, k, v, &(tg_sdpa_opts){.dropout = NAN, .rng = &rng}, NULL), "tg_sdpa: dropout", "[2,2,4,3]");
-    expect_error(tg_sdpa(T, q, k, v, &(tg_sdpa_opts){.dropout = 0.1}, NULL), "rng", "[2,2,4,3]");
-    expect_error(tg_sdpa(T, q, k, v, &(tg_sdpa_opts){.scale = INFINITY}, NULL), "tg_sdpa: scale", "[2,2,4,3]");
+    tu_expect_error(T, tg_sdpa(T, q, kb, v, NULL, NULL), "tg_sdpa", "[3,2,5,3]");
+    tu_expect_error(T, tg_sdpa(T, q, k, vh, NULL, NULL), "tg_sdpa", "[2,1,5,2]");
+    tu_expect_error(T, tg_sdpa(T, q, kd, v, NULL, NULL), "tg_sdpa", "[2,2,5,4]");
+    tu_expect_error(T, tg_sdpa(T, q, k, vl, NULL, NULL), "tg_sdpa", "[2,2,6,2]");
+    tu_expect_error(T, tg_sdpa(T, q, k, v, &(tg_sdpa_opts){.dropout = 1, .rng = &rng}, NULL), "tg_sdpa: dropout", "[2,2,4,3]");
+    tu_expect_error(T, tg_sdpa(T, q, k, v, &(tg_sdpa_opts){.dropout = -0.1, .rng = &rng}, NULL), "tg_sdpa: dropout", "[2,2,4,3]");
+    tu_expect_error(T, tg_sdpa(T, q, k, v, &(tg_sdpa_opts){.dropout = NAN, .rng = &rng}, NULL), "tg_sdpa: dropout", "[2,2,4,3]");
+    tu_expect_error(T, tg_sdpa(T, q, k, v, &(tg_sdpa_opts){.dropout = 0.1}, NULL), "rng", "[2,2,4,3]");
+    tu_expect_error(T, tg_sdpa(T, q, k, v, &(tg_sdpa_opts){.scale = INFINITY}, NULL), "tg_sdpa: scale", "[2,2,4,3]");
     const tg_mask bad[] = {
         {.keep_batched = true},
         {.key_lens = (const int32_t[]){3, 6}},
@@ -588,12 +579,12 @@ Test(softmax, sdpa_rejects_bad_inputs)
     };
     const char *why[] = {"keep is NULL", "key_lens[1] = 6", "key_lens[0] = -1", "window -2", "additive[1,2]", "additive[3,4]"};
     for (int i = 0; i < 6; i++) {
-        expect_error(tg_sdpa(T, q, k, v, &(tg_sdpa_opts){.mask = &bad[i]}, NULL), "tg_sdpa", why[i]);
-        expect_error(tg_sdpa(T, q, k, v, &(tg_sdpa_opts){.mask = &bad[i]}, NULL), "tg_sdpa", "k [2,2,5,3]");
+        tu_expect_error(T, tg_sdpa(T, q, k, v, &(tg_sdpa_opts){.mask = &bad[i]}, NULL), "tg_sdpa", why[i]);
+        tu_expect_error(T, tg_sdpa(T, q, k, v, &(tg_sdpa_opts){.mask = &bad[i]}, NULL), "tg_sdpa", "k [2,2,5,3]");
         tg_tensor *s = tg_tensor_zeros(T, 4, (int[]){2, 2, 4, 5});
-        expect_error(tg_softmax_masked(T, s, &bad[i], 1), "tg_softmax_masked", why[i]);
+        tu_expect_error(T, tg_softmax_masked(T, s, &bad[i], 1), "tg_softmax_masked", why[i]);
         s = tg_tensor_zeros(T, 4, (int[]){2, 2, 4, 5});
-        expect_error(tg_softmax_masked(T, s, &bad[i], 1), "tg_softmax_masked", "[2,2,4,5]");
+        tu_expect_error(T, tg_softmax_masked(T, s, &bad[i], 1), "tg_softmax_masked", "[2,2,4,5]");
     }
     /* a NULL input keeps the earlier message */
     cr_assert_null(tg_sdpa(T, q, kd, v, NULL, NULL));
@@ -603,7 +594,7 @@ Test(softmax, sdpa_rejects_bad_inputs)
     cr_assert_null(tg_sdpa(T, q, k, NULL, NULL, NULL));
     cr_assert_str_eq(tg_tape_error(T), first);
     tg_tape_reset(T);
-    expect_error(tg_sdpa(T, q, NULL, v, NULL, NULL), "tg_sdpa", "NULL");
+    tu_expect_error(T, tg_sdpa(T, q, NULL, v, NULL, NULL), "tg_sdpa", "NULL");
     tg_tensor *all[] = {q, k, v, q3, kb, vh, kd, vl};
     tu_free_all(all, 8);
 }
@@ -611,12 +602,12 @@ Test(softmax, sdpa_rejects_bad_inputs)
 Test(softmax, softmax_family_rejects_bad_inputs)
 {
     tg_tensor *a1 = tg_tensor_zeros(T, 1, (int[]){5});
-    expect_error(tg_softmax_masked(T, a1, NULL, 1), "tg_softmax_masked", "[5]");
+    tu_expect_error(T, tg_softmax_masked(T, a1, NULL, 1), "tg_softmax_masked", "[5]");
     a1 = tg_tensor_zeros(T, 2, (int[]){4, 5});
-    expect_error(tg_softmax_masked(T, a1, NULL, NAN), "tg_softmax_masked: scale", "[4,5]");
-    expect_error(tg_softmax(T, NULL), "tg_softmax", "NULL");
-    expect_error(tg_log_softmax(T, NULL), "tg_log_softmax", "NULL");
-    expect_error(tg_softmax_masked(T, NULL, NULL, 1), "tg_softmax_masked", "NULL");
+    tu_expect_error(T, tg_softmax_masked(T, a1, NULL, NAN), "tg_softmax_masked: scale", "[4,5]");
+    tu_expect_error(T, tg_softmax(T, NULL), "tg_softmax", "NULL");
+    tu_expect_error(T, tg_log_softmax(T, NULL), "tg_log_softmax", "NULL");
+    tu_expect_error(T, tg_softmax_masked(T, NULL, NULL, 1), "tg_softmax_masked", "NULL");
     /* sticky: a later NULL keeps the first message */
     a1 = tg_tensor_zeros(T, 1, (int[]){5});
     cr_assert_null(tg_softmax_masked(T, a1, NULL, 1));

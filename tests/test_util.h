@@ -5,6 +5,7 @@
 
 #include <criterion/criterion.h>
 #include <math.h>
+#include <string.h>
 
 #include "tapegrad.h"
 
@@ -31,6 +32,17 @@ static inline void tu_free_all(tg_tensor **xs, int n)
 {
     for (int i = 0; i < n; i++) tg_tensor_free(xs[i]);
 }
+
+/* Asserts that an op on tape t returned NULL with a message containing both
+ * needles, then resets t for the next case. */
+#define tu_expect_error(t, res, n1, n2)                                                       \
+    do {                                                                                      \
+        cr_assert_null((res));                                                                \
+        const char *e_ = tg_tape_error(t);                                                    \
+        cr_assert(e_ && strstr(e_, (n1)) && strstr(e_, (n2)), "got \"%s\", want %s and %s", \
+                  e_ ? e_ : "(none)", (n1), (n2));                                            \
+        tg_tape_reset(t);                                                                     \
+    } while (0)
 
 /* Tolerance for comparing against values computed independently. */
 #ifdef TAPEGRAD_DOUBLE
