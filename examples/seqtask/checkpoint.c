@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "run.h"
 #include "task.h"
 
 /* ---- optimizer ---------------------------------------------------------- */
@@ -251,4 +252,13 @@ int sq_load_weights(const char *path, const sq_config *c, tg_params *p, tg_model
     if (rc) snprintf(err, errlen, "%s: %s", path, why);
     tg_st_free(s);
     return rc;
+}
+
+int sq_open_model(sq_config *c, const char *cmd, tg_params **p, tg_model *m)
+{
+    char err[2 * SQ_PATH_MAX];  /* the path and a message */
+    sq_set_threads(c->threads);
+    if (sq_open(c->model, c, false, p, m, NULL, err, sizeof err) == 0) return 0;
+    fprintf(stderr, "seqtask %s: %s\n", cmd, err);
+    return SQ_EXIT_USAGE;
 }

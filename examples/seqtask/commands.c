@@ -15,11 +15,7 @@ int sq_cmd_eval(sq_config *c)
     tg_params *p;
     tg_model m;
     sq_run run;
-    sq_set_threads(c->threads);
-    if (sq_open(c->model, c, false, &p, &m, NULL, err, sizeof err) != 0) {
-        fprintf(stderr, "seqtask eval: %s\n", err);
-        return SQ_EXIT_USAGE;
-    }
+    if (sq_open_model(c, "eval", &p, &m) != 0) return SQ_EXIT_USAGE;
     if (sq_run_init(&run, c, err, sizeof err) != 0) {
         fprintf(stderr, "seqtask eval: %s\n", err);
         sq_model_destroy(p, &m);
@@ -52,11 +48,7 @@ int sq_cmd_generate(sq_config *c)
     char err[1024];
     tg_params *p;
     tg_model m;
-    sq_set_threads(c->threads);
-    if (sq_open(c->model, c, false, &p, &m, NULL, err, sizeof err) != 0) {
-        fprintf(stderr, "seqtask generate: %s\n", err);
-        return SQ_EXIT_USAGE;
-    }
+    if (sq_open_model(c, "generate", &p, &m) != 0) return SQ_EXIT_USAGE;
     int tmax = m.cfg.max_len, n, n_out, status = 1;
     int32_t *src = tg_malloc(2 * (size_t)tmax * sizeof *src), *out = src + tmax;
     sq_decoder d;

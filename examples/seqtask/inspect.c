@@ -50,11 +50,7 @@ int sq_cmd_attn(sq_config *c)
     char err[1024];
     tg_params *p;
     tg_model m;
-    sq_set_threads(c->threads);
-    if (sq_open(c->model, c, false, &p, &m, NULL, err, sizeof err) != 0) {
-        fprintf(stderr, "seqtask attn: %s\n", err);
-        return SQ_EXIT_USAGE;
-    }
+    if (sq_open_model(c, "attn", &p, &m) != 0) return SQ_EXIT_USAGE;
     int tmax = m.cfg.max_len, n, n_out, status = 1;
     int32_t *buf = tg_malloc(3 * (size_t)tmax * sizeof *buf), *src = buf, *out = buf + tmax, *seq = buf + 2 * tmax;
     sq_decoder d = {0};
@@ -170,11 +166,7 @@ int sq_cmd_heads(sq_config *c)
     tg_params *p;
     tg_model m;
     sq_run run;
-    sq_set_threads(c->threads);
-    if (sq_open(c->model, c, false, &p, &m, NULL, err, sizeof err) != 0) {
-        fprintf(stderr, "seqtask heads: %s\n", err);
-        return SQ_EXIT_USAGE;
-    }
+    if (sq_open_model(c, "heads", &p, &m) != 0) return SQ_EXIT_USAGE;
     if (sq_run_init(&run, c, err, sizeof err) != 0) {
         fprintf(stderr, "seqtask heads: %s\n", err);
         sq_model_destroy(p, &m);
