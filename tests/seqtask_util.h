@@ -43,6 +43,14 @@ static inline void seqtask_teardown(void)
     if (dir[0] && system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
 }
 
+/* Newlines in text. */
+static inline int count_lines(const char *text)
+{
+    int n = 0;
+    for (; *text; text++) n += *text == '\n';
+    return n;
+}
+
 /* The whole file at `path` (at most len - 1 bytes), NUL-terminated; "" when
  * it cannot be opened. */
 static inline void slurp(const char *path, char *buf, size_t len)

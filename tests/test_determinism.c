@@ -42,13 +42,6 @@ static void log_without_ms(const char *out, char *buf, size_t len)
     fclose(f);
 }
 
-static int count_lines(const char *text)
-{
-    int n = 0;
-    for (; *text; text++) n += *text == '\n';
-    return n;
-}
-
 #define TINY "--symbols 8 --min-len 1 --max-len 5 --layers 2 --d-model 16 --heads 4 --d-ff 32 " \
              "--batch 8 --warmup 4 --eval-size 16 --target-acc 0 --threads 1"
 

@@ -66,13 +66,6 @@ static void log_columns(const char *rel, int cols, char *buf, size_t len)
     fclose(f);
 }
 
-static int count_lines(const char *text)
-{
-    int n = 0;
-    for (; *text; text++) n += *text == '\n';
-    return n;
-}
-
 /* Decodes a PNG: its size, and that it is not one flat colour. */
 static void check_png(const char *rel, int *w, int *h)
 {
