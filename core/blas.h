@@ -25,14 +25,4 @@
     tg_gemm_ld((ta), (tb), (M), (N), (K), (alpha), (A), (ta) ? (M) : (K), (B), (tb) ? (K) : (N),  \
                (beta), (C), (N))
 
-/* Older spelling with cblas's arguments (row-major only), kept for callers
- * not yet moved to tg_gemm_ld. */
-#ifdef TAPEGRAD_DOUBLE
-#define TG_GEMM cblas_dgemm
-#else
-#define TG_GEMM(order, transa, transb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)            \
-    tg_sgemm((transa) == CblasTrans, (transb) == CblasTrans, (M), (N), (K), (alpha), (A), (lda),  \
-             (B), (ldb), (beta), (C), (ldc))
-#endif
-
 #endif
