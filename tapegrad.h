@@ -2,17 +2,18 @@
 #ifndef TAPEGRAD_H
 #define TAPEGRAD_H
 
-#include "core/alloc.h"
-#include "core/gradcheck.h"
-#include "core/mask.h"
-#include "core/ops.h"
-#include "core/params.h"
-#include "core/rng.h"
-#include "core/tape.h"
-#include "core/tensor.h"
-#include "core/threads.h"
-#include "core/io.h"
+#include "core/engine/alloc.h"
+#include "core/engine/gradcheck.h"
+#include "core/engine/params.h"
+#include "core/engine/rng.h"
+#include "core/engine/tape.h"
+#include "core/engine/tensor.h"
+#include "core/io/io.h"
+#include "core/kernels/threads.h"
+#include "core/ops/mask.h"
+#include "core/ops/ops.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
+#include "viz/viz.h"
 
 #endif

@@ -1,4 +1,4 @@
-/* tapegrad's own sgemm (core/gemm.c) against OpenBLAS's cblas_sgemm, at the
+/* tapegrad's own sgemm (core/kernels/gemm.c) against OpenBLAS's cblas_sgemm, at the
  * shapes a tapegrad training step really runs.
  *
  *   bench_gemm [--reps 15] [--budget 3] [--only NAME]
@@ -23,10 +23,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "bench/bench_util.h"
-#include "core/alloc.h"
-#include "core/gemm.h"
-#include "core/threads.h"
+#include <tapegrad/core/engine/alloc.h>
+#include <tapegrad/core/kernels/threads.h>
+#include "bench_util.h"
+#include "../core/kernels/gemm.h"
 
 typedef struct shape {
     const char *name;

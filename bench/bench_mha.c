@@ -24,16 +24,16 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "bench/bench_util.h"
-#include "core/gemm.h"
-#include "core/threads.h"
-#include "core/alloc.h"
-#include "core/ops.h"
-#include "core/params.h"
-#include "core/tape.h"
-#include "nn/attention.h"
-#include "nn/plot.h"
-#include "optim/adam.h"
+#include <tapegrad/core/engine/alloc.h>
+#include <tapegrad/core/engine/params.h>
+#include <tapegrad/core/engine/tape.h>
+#include <tapegrad/core/kernels/threads.h>
+#include <tapegrad/core/ops/ops.h>
+#include <tapegrad/nn/attention.h>
+#include <tapegrad/optim/adam.h>
+#include <tapegrad/viz/plot.h>
+#include "bench_util.h"
+#include "../core/kernels/gemm.h"
 
 typedef struct mha_ctx {
     tg_tape *t;

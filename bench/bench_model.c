@@ -28,13 +28,13 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "bench/bench_util.h"
-#include "core/gemm.h"
-#include "core/threads.h"
-#include "core/alloc.h"
-#include "core/ops.h"
-#include "nn/model.h"
-#include "optim/optim.h"
+#include <tapegrad/core/engine/alloc.h>
+#include <tapegrad/core/kernels/threads.h>
+#include <tapegrad/core/ops/ops.h>
+#include <tapegrad/nn/model.h>
+#include <tapegrad/optim/optim.h>
+#include "bench_util.h"
+#include "../core/kernels/gemm.h"
 
 enum { PAD = 0, BOS = 1, SEP = 2, EOS = 3, SYM0 = 4 };
 

@@ -12,8 +12,8 @@
 #include <cblas.h>
 #include <stdio.h>
 
-#include "bench/bench_util.h"
-#include "core/alloc.h"
+#include <tapegrad/core/engine/alloc.h>
+#include "bench_util.h"
 
 typedef struct gemm_ctx {
     int M, N, K;

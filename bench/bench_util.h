@@ -5,7 +5,7 @@
  * warm-up, because the machine is shared and noisy. Peak RSS is getrusage's
  * ru_maxrss (KiB on Linux) for the whole process, so a benchmark whose
  * memory matters runs one configuration per process. Allocations are the
- * library's own (tg_alloc_count, core/alloc.h), not OpenBLAS's.
+ * library's own (tg_alloc_count, core/engine/alloc.h), not OpenBLAS's.
  *
  * Every result is printed as one machine-readable line:
  *   ROW key=value key=value ...
@@ -24,8 +24,8 @@
 #include <cblas.h>
 #include <stdbool.h>
 
-#include "core/alloc.h"
-#include "core/gemm.h"
+#include <tapegrad/core/engine/alloc.h>
+#include "../core/kernels/gemm.h"
 
 static inline double bu_now(void)
 {

@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "nn/nn.h"
-#include "tapegrad.h"
+#include <tapegrad/nn/nn.h>
+#include <tapegrad/tapegrad.h>
 
 /* A user-defined composite: f(x, w, b) = layernorm(tanh(x w^T + b)) * x */
 static tg_tensor *composite(tg_tape *t, tg_tensor **in, void *ctx)

@@ -1,6 +1,7 @@
 /* Fit y = 3x - 2 with a Linear layer and Adam, then gradcheck the layer. */
 #include <stdio.h>
-#include "tapegrad.h"
+
+#include <tapegrad/tapegrad.h>
 
 static tg_linear fc;  /* y = x W^T + b, W [1,1] */
 static tg_tensor *f(tg_tape *t, tg_tensor **in, void *ctx) { (void)ctx; return tg_linear_forward(t, &fc, in[0]); }

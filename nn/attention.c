@@ -1,5 +1,5 @@
 /* tapegrad: multi-head attention, per-head and fused (see nn/attention.h). */
-#include "nn/attention.h"
+#include "attention.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -43,10 +43,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/mask.h"
-#include "core/ops.h"
-#include "core/params.h"
-#include "nn/linear.h"
+#include "linear.h"
+#include "../core/engine/params.h"
+#include "../core/ops/mask.h"
+#include "../core/ops/ops.h"
 
 #define TG_MHA_MAX_HEADS 64
 

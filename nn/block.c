@@ -1,5 +1,5 @@
 /* tapegrad: pre-LN transformer block (see nn/block.h). */
-#include "nn/block.h"
+#include "block.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -9,9 +9,9 @@
 #ifndef TAPEGRAD_NN_BLOCK_H
 #define TAPEGRAD_NN_BLOCK_H
 
-#include "nn/attention.h"
-#include "nn/ffn.h"
-#include "nn/layernorm.h"
+#include "attention.h"
+#include "ffn.h"
+#include "layernorm.h"
 
 typedef struct tg_block_config {
     tg_mha_config attn;     /* d_model, n_heads, d_head, bias, attention dropout, mode */

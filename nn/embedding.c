@@ -1,5 +1,5 @@
 /* tapegrad: nn.Embedding (see nn/embedding.h). */
-#include "nn/embedding.h"
+#include "embedding.h"
 
 #include <stdio.h>
 #include <string.h>

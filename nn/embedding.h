@@ -10,9 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/ops.h"
-#include "core/params.h"
-#include "nn/init.h"
+#include "init.h"
+#include "../core/engine/params.h"
+#include "../core/ops/ops.h"
 
 typedef struct tg_embedding_layer {
     tg_tensor *weight;          /* [num, dim] */

@@ -1,5 +1,5 @@
 /* tapegrad: feed-forward block (see nn/ffn.h). */
-#include "nn/ffn.h"
+#include "ffn.h"
 
 #include <stdio.h>
 #include <string.h>

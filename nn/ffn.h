@@ -10,7 +10,7 @@
 #ifndef TAPEGRAD_NN_FFN_H
 #define TAPEGRAD_NN_FFN_H
 
-#include "nn/linear.h"
+#include "linear.h"
 
 typedef struct tg_ffn {
     tg_linear fc1;              /* [d_ff, D] */

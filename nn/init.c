@@ -1,5 +1,5 @@
 /* tapegrad: parameter creation and PyTorch default inits (see nn/init.h). */
-#include "nn/init.h"
+#include "init.h"
 
 #include <math.h>
 #include <stdio.h>

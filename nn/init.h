@@ -19,9 +19,9 @@
 
 #include <stddef.h>
 
-#include "core/params.h"
-#include "core/rng.h"
-#include "core/tensor.h"
+#include "../core/engine/params.h"
+#include "../core/engine/rng.h"
+#include "../core/engine/tensor.h"
 
 /* Longest parameter name / layer prefix nn accepts (bytes, with the NUL). */
 #define TG_NN_NAME_MAX 128

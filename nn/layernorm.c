@@ -1,5 +1,5 @@
 /* tapegrad: nn.LayerNorm (see nn/layernorm.h). */
-#include "nn/layernorm.h"
+#include "layernorm.h"
 
 #include <stdio.h>
 #include <string.h>

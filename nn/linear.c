@@ -1,5 +1,5 @@
 /* tapegrad: nn.Linear (see nn/linear.h). */
-#include "nn/linear.h"
+#include "linear.h"
 
 #include <stdio.h>
 #include <string.h>

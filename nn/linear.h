@@ -10,9 +10,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "core/ops.h"
-#include "core/params.h"
-#include "nn/init.h"
+#include "init.h"
+#include "../core/engine/params.h"
+#include "../core/ops/ops.h"
 
 typedef struct tg_linear {
     tg_tensor *weight;          /* [out, in] */

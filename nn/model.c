@@ -1,10 +1,10 @@
 /* tapegrad: the decoder-only toy model (see nn/model.h). */
-#include "nn/model.h"
+#include "model.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "core/alloc.h"
+#include "../core/engine/alloc.h"
 
 static int check_config(const tg_model_config *c, char *err, size_t errlen)
 {

@@ -23,10 +23,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "nn/block.h"
-#include "nn/embedding.h"
-#include "nn/layernorm.h"
-#include "nn/linear.h"
+#include "block.h"
+#include "embedding.h"
+#include "layernorm.h"
+#include "linear.h"
 
 typedef struct tg_model_config {
     int vocab;          /* V */
@@ -35,8 +35,7 @@ typedef struct tg_model_config {
     int n_heads;
     int d_head;         /* 0: d_model / n_heads */
     int d_ff;           /* 0: 4 * d_model */
-    int max_len;        /* rows of pos_emb: the longest sequence T (DESIGN's
-                           Tmax = 2 * --max-len + 3, not --max-len itself) */
+    int max_len;        /* rows of pos_emb: the longest sequence T the model reads */
     double dropout;
     tg_mha_mode mode;   /* TG_MHA_FUSED or TG_MHA_PER_HEAD */
 } tg_model_config;

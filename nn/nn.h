@@ -2,14 +2,13 @@
 #ifndef TAPEGRAD_NN_H
 #define TAPEGRAD_NN_H
 
-#include "nn/attention.h"
-#include "nn/block.h"
-#include "nn/embedding.h"
-#include "nn/ffn.h"
-#include "nn/heatmap.h"
-#include "nn/init.h"
-#include "nn/layernorm.h"
-#include "nn/linear.h"
-#include "nn/model.h"
+#include "attention.h"
+#include "block.h"
+#include "embedding.h"
+#include "ffn.h"
+#include "init.h"
+#include "layernorm.h"
+#include "linear.h"
+#include "model.h"
 
 #endif

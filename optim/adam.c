@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h"
-#include "core/alloc.h"
-#include "core/vmath.h"
-#include "optim/optim.h"
+#include "optim.h"
+#include "../core/engine/alloc.h"
+#include "../core/engine/error.h"
+#include "../core/kernels/vmath.h"
 
 #ifdef TAPEGRAD_DOUBLE
 #define r_sqrt sqrt

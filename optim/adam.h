@@ -31,8 +31,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "core/io.h"
-#include "core/params.h"
+#include "../core/engine/params.h"
+#include "../core/io/io.h"
 
 typedef struct tg_adam_opts {
     double lr;            /* >= 0 */

@@ -1,5 +1,5 @@
 /* tapegrad: gradient clipping by global L2 norm (see optim/clip.h). */
-#include "optim/clip.h"
+#include "clip.h"
 
 #include <math.h>
 

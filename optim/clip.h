@@ -3,7 +3,7 @@
 #ifndef TAPEGRAD_OPTIM_CLIP_H
 #define TAPEGRAD_OPTIM_CLIP_H
 
-#include "core/params.h"
+#include "../core/engine/params.h"
 
 /* The L2 norm of all gradients of p taken as one vector (squares summed in
  * double); -1 when p is NULL. */

@@ -26,12 +26,12 @@
 
 #include <stddef.h>
 
-#include "core/io.h"
-#include "core/params.h"
-#include "optim/adam.h"
-#include "optim/clip.h"
-#include "optim/schedule.h"
-#include "optim/sgd.h"
+#include "adam.h"
+#include "clip.h"
+#include "schedule.h"
+#include "sgd.h"
+#include "../core/engine/params.h"
+#include "../core/io/io.h"
 
 /* Longest state key, "<prefix><param name>", including the NUL. */
 #define TG_OPTIM_KEY_MAX 512

@@ -1,10 +1,10 @@
 /* tapegrad: learning-rate schedules (see optim/schedule.h). */
-#include "optim/schedule.h"
+#include "schedule.h"
 
 #include <math.h>
 #include <stdio.h>
 
-#include "core/error.h"
+#include "../core/engine/error.h"
 
 #define PI 3.14159265358979323846
 

@@ -3,9 +3,9 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "core/error.h"
-#include "core/alloc.h"
-#include "optim/optim.h"
+#include "optim.h"
+#include "../core/engine/alloc.h"
+#include "../core/engine/error.h"
 
 struct tg_sgd {
     tg_params *p;

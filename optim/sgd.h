@@ -21,8 +21,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "core/io.h"
-#include "core/params.h"
+#include "../core/engine/params.h"
+#include "../core/io/io.h"
 
 typedef struct tg_sgd_opts {
     double lr;            /* >= 0 */

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h"
-#include "optim/optim.h"
+#include "optim.h"
+#include "../core/engine/error.h"
 
 /* "<prefix><name>" into key; false when it does not fit. */
 static bool state_key(char *key, const char *prefix, const char *name)

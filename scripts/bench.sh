@@ -202,7 +202,7 @@ function best(k1, k2) { spb = ratio(v[k1, "min_ms"], v[k2, "min_ms"]) }
     if (kv["name"] == "square_t1" && g > ceil1) ceil1 = g
     next
   }
-  # tapegrad's own sgemm (core/gemm.c), the best repetition, for reference
+  # tapegrad's own sgemm (core/kernels/gemm.c), the best repetition, for reference
   if (kv["bench"] == "gemm" && kv["name"] == "square") {
     if (kv["best_tg_t2"] + 0 > tgceil) tgceil = kv["best_tg_t2"] + 0
     if (kv["best_tg_t1"] + 0 > tgceil1) tgceil1 = kv["best_tg_t1"] + 0
@@ -237,7 +237,7 @@ END {
   print "| --- | ---: | ---: | ---: | ---: | --- | --- |"
   row("sgemm 2048³ ceiling (best repetition of all sgemm runs), GFLOP/s", fmt(ceil), "", "", "", "")
   row("sgemm 2048³ on 1 thread (best repetition), GFLOP/s", fmt(ceil1), "", "", "", "")
-  row("tapegrad's own sgemm (core/gemm.c) 2048³, 2 threads / 1 thread (best repetition), GFLOP/s",
+  row("tapegrad's own sgemm (core/kernels/gemm.c) 2048³, 2 threads / 1 thread (best repetition), GFLOP/s",
       fmt(tgceil) " / " fmt(tgceil1), "", "", "(reference)", "")
   split("toy:B=32 L=16 D=64 H=4:10,small:B=32 L=64 D=128 H=4:3,large:B=16 L=128 D=512 H=8:1.5", S, ",")
   for (i = 1; i <= 3; i++) {

@@ -12,8 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/io.h"
-#include "tapegrad.h"
+#include <tapegrad/core/io/io.h>
+#include <tapegrad/tapegrad.h>
 
 /* The suite's temporary directory: made by .init, emptied and removed by .fini. */
 static char tmpdir[256];

@@ -6,7 +6,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "tapegrad.h"
+#include <tapegrad/tapegrad.h>
 
 enum { B_ = 2, LQ = 4, LK = 5 };
 static const int32_t LENS[B_] = {3, 5};

@@ -27,8 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/io.h"
-#include "optim/optim.h"
+#include <tapegrad/core/io/io.h>
+#include <tapegrad/optim/optim.h>
 #include "test_util.h"
 
 #ifdef TAPEGRAD_DOUBLE

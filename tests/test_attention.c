@@ -5,7 +5,7 @@
  * errors naming the layer. */
 #include <string.h>
 
-#include "nn/nn.h"
+#include <tapegrad/nn/nn.h>
 #include "test_util.h"
 
 #define MAXIN 64

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nn/nn.h"
+#include <tapegrad/nn/nn.h>
 #include "mask_cases.h"
 #include "test_util.h"
 

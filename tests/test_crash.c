@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/io.h"
+#include <tapegrad/core/io/io.h>
 #include "seqtask_util.h"
 
 static void setup(void) { seqtask_setup("tg_test_crash", true); }

@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/io.h"
-#include "tapegrad.h"
+#include <tapegrad/core/io/io.h>
+#include <tapegrad/tapegrad.h>
 
 #ifdef TAPEGRAD_DOUBLE
 #define RTOL 1e-10

@@ -18,10 +18,10 @@
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wformat-truncation"
 #endif
-#include "examples/seqtask/cli.c"
-#include "examples/seqtask/data.c"
-#include "tests/fuzz/fuzz_args.c"
-#include "tests/fuzz/fuzz_data.c"
+#include "fuzz/fuzz_args.c"
+#include "fuzz/fuzz_data.c"
+#include "../examples/seqtask/cli.c"
+#include "../examples/seqtask/data.c"
 #pragma GCC diagnostic pop
 
 #define CORPUS TG_SOURCE_DIR "/tests/fuzz/corpus"

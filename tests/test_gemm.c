@@ -1,5 +1,5 @@
-/* tg_sgemm (core/gemm.c) against a naive double-accumulating reference, and
- * the thread pool it runs on (core/threads.c).
+/* tg_sgemm (core/kernels/gemm.c) against a naive double-accumulating reference, and
+ * the thread pool it runs on (core/kernels/threads.c).
  *
  * tg_sgemm is float-only but built in both precisions, so this suite runs
  * unchanged in the double build. Tolerance: a float dot product of length K
@@ -17,9 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/alloc.h"
-#include "core/gemm.h"
-#include "core/threads.h"
+#include <tapegrad/core/engine/alloc.h>
+#include <tapegrad/core/kernels/threads.h>
+#include "../core/kernels/gemm.h"
 
 static const int SIZES[] = {1, 2, 3, 5, 11, 12, 13, 16, 17, 27, 31, 32, 33, 64, 100, 193};
 #define NSIZES ((int)(sizeof SIZES / sizeof SIZES[0]))

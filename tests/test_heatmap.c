@@ -11,9 +11,9 @@
 
 #include <stb/stb_image.h>
 
-#include "nn/canvas.h"
-#include "nn/heatmap.h"
-#include "nn/plot.h"
+#include <tapegrad/viz/canvas.h>
+#include <tapegrad/viz/heatmap.h>
+#include <tapegrad/viz/plot.h>
 
 #define BAD_PATH "/nonexistent/dir/x.png"
 
@@ -152,7 +152,7 @@ Test(png, heatmap_grid_of_heads)
     cr_assert_eq(tg_heatmap_png(path, w, NL, NH, LQ, LK, toks, NULL, err, sizeof err), 0, "%s", err);
 
     image im = load_png(path);
-    const int s = 24; /* 192 / 8, see nn/heatmap.h */
+    const int s = 24; /* 192 / 8, see viz/heatmap.h */
     cr_assert_gt(im.w, NH * LK * s, "width %d holds 3 heads of 8 x 24 px", im.w);
     cr_assert_gt(im.h, NL * LQ * s, "height %d holds 2 layers of 8 x 24 px", im.h);
     cr_assert_lt(im.w, 4000);

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/io.h"
-#include "nn/nn.h"
+#include <tapegrad/core/io/io.h>
+#include <tapegrad/nn/nn.h>
 #include "test_util.h"
 
 /* Fixtures are float64 (computed by torch in float64). */

@@ -4,7 +4,7 @@
  * names in init and forward errors. */
 #include <string.h>
 
-#include "nn/nn.h"
+#include <tapegrad/nn/nn.h>
 #include "test_util.h"
 
 #define MAXIN 64

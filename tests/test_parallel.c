@@ -1,9 +1,9 @@
 /* Ops whose loops run on the thread pool give the same bits on one thread and
- * on several (core/parallel.c cuts rows or columns, never a sum). Shapes are
+ * on several (core/kernels/parallel.c cuts rows or columns, never a sum). Shapes are
  * large enough that the pool really splits them. */
 #include <string.h>
 
-#include "core/threads.h"
+#include <tapegrad/core/kernels/threads.h>
 #include "test_util.h"
 
 enum { ROWS = 2048, C = 96 };
@@ -73,7 +73,7 @@ Test(parallel, layernorm_same_bits_on_1_and_2_threads) { same_bits_on_1_and_2_th
 Test(parallel, gelu_same_bits_on_1_and_2_threads) { same_bits_on_1_and_2_threads(1, "gelu"); }
 Test(parallel, relu_same_bits_on_1_and_2_threads) { same_bits_on_1_and_2_threads(2, "relu"); }
 
-/* sdpa cuts its batch loop into one piece per thread (core/ops_attention.c) */
+/* sdpa cuts its batch loop into one piece per thread (core/ops/attention.c) */
 static void sdpa_once(int threads, tg_tensor *const qkv[3], tg_tensor *r, tg_real *out, tg_real *grads[3])
 {
     tg_threads_set(threads);

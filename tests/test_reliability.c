@@ -10,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "nn/canvas.h"
-#include "nn/plot.h"
+#include <tapegrad/viz/canvas.h>
+#include <tapegrad/viz/plot.h>
 #include "test_util.h"
 
 static void assert_has(const char *msg, const char *part)
@@ -19,7 +19,7 @@ static void assert_has(const char *msg, const char *part)
     cr_assert(msg && strstr(msg, part), "expected \"%s\" in: %s", part, msg ? msg : "(none)");
 }
 
-/* ---- a user-written op whose backward misbehaves (core/tape.h's op-author API) ------------- */
+/* ---- a user-written op whose backward misbehaves (core/engine/tape.h's op-author API) ------------- */
 
 static void refusing_backward(tg_tape *t, tg_node *n)
 {

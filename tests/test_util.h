@@ -7,7 +7,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "tapegrad.h"
+#include <tapegrad/tapegrad.h>
 
 /* A heap tensor with uniform values in [lo, hi) from rng, requires_grad set. */
 static inline tg_tensor *tu_rand(tg_rng *rng, double lo, double hi, int ndim, const int *shape)

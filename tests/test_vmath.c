@@ -1,11 +1,11 @@
-/* core/vmath.h: the inline exp and normal CDF behind softmax and GELU, against
+/* core/kernels/vmath.h: the inline exp and normal CDF behind softmax and GELU, against
  * libm in double. The float polynomials are held to a few units in the last
  * place where the values matter; the double build uses libm itself. */
 #include <criterion/criterion.h>
 #include <float.h>
 #include <math.h>
 
-#include "core/vmath.h"
+#include "../core/kernels/vmath.h"
 
 #ifdef TAPEGRAD_DOUBLE
 #define ULP DBL_EPSILON

@@ -21,10 +21,10 @@
 
 #include <stddef.h>
 
+#include <tapegrad/core/io/io.h>
+#include <tapegrad/nn/model.h>
+#include <tapegrad/optim/optim.h>
 #include "config.h"
-#include "core/io.h"
-#include "nn/model.h"
-#include "optim/optim.h"
 
 #define SQ_FORMAT "seqtask-1"
 

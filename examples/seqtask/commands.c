@@ -3,9 +3,9 @@
 
 #include <stdio.h>
 
+#include <tapegrad/core/engine/alloc.h>
 #include "checkpoint.h"
 #include "cli.h"
-#include "core/alloc.h"
 #include "eval.h"
 #include "run.h"
 

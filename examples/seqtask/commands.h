@@ -6,8 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <tapegrad/nn/model.h>
 #include "config.h"
-#include "nn/model.h"
 
 int sq_cmd_train(sq_config *c);     /* train.c */
 int sq_cmd_eval(sq_config *c);      /* commands.c */

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/alloc.h"
+#include <tapegrad/core/engine/alloc.h>
 #include "task.h"
 
 sq_dataset *sq_data_new(void)

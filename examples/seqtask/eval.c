@@ -4,8 +4,8 @@
 
 #include <string.h>
 
-#include "core/alloc.h"
-#include "core/ops.h"
+#include <tapegrad/core/engine/alloc.h>
+#include <tapegrad/core/ops/ops.h>
 
 #define SQ_DECODE_ROWS 256
 

@@ -23,8 +23,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "core/tape.h"
-#include "nn/model.h"
+#include <tapegrad/core/engine/tape.h>
+#include <tapegrad/nn/model.h>
 #include "task.h"
 
 typedef struct sq_decoder {

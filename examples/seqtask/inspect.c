@@ -4,13 +4,13 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <tapegrad/core/engine/alloc.h>
+#include <tapegrad/viz/heatmap.h>
+#include <tapegrad/viz/plot.h>
 #include "checkpoint.h"
 #include "cli.h"
 #include "commands.h"
-#include "core/alloc.h"
 #include "eval.h"
-#include "nn/heatmap.h"
-#include "nn/plot.h"
 #include "run.h"
 
 int sq_attention_png(const tg_model *m, const int32_t *tokens, int L, const char *path, char *err,

@@ -9,9 +9,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/alloc.h"
-#include "core/tensor.h"
-#include "nn/plot.h"
+#include <tapegrad/core/engine/alloc.h>
+#include <tapegrad/core/engine/tensor.h>
+#include <tapegrad/viz/plot.h>
 
 double sq_now(void)
 {

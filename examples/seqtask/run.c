@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/threads.h"
+#include <tapegrad/core/kernels/threads.h>
 
 /* The first `count` examples of src, copied. */
 static sq_dataset *head_of(const sq_dataset *src, long count)

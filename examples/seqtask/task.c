@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/alloc.h"
-#include "core/ops.h"
-#include "core/rng.h"
+#include <tapegrad/core/engine/alloc.h>
+#include <tapegrad/core/engine/rng.h>
+#include <tapegrad/core/ops/ops.h>
 
 /* Stream ids, so the training, evaluation and shuffling streams of one seed
  * never share an RNG sequence. */

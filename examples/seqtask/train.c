@@ -13,11 +13,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <tapegrad/core/engine/alloc.h>
+#include <tapegrad/core/ops/ops.h>
 #include "checkpoint.h"
 #include "cli.h"
 #include "commands.h"
-#include "core/alloc.h"
-#include "core/ops.h"
 #include "eval.h"
 #include "progress.h"
 #include "run.h"

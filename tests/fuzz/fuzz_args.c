@@ -25,8 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "examples/seqtask/cli.h"
-#include "examples/seqtask/task.h"
+#include "../../examples/seqtask/cli.h"
+#include "../../examples/seqtask/task.h"
 
 #define ARGS_MAX_META 64
 

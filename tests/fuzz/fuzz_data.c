@@ -22,8 +22,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/alloc.h"
-#include "examples/seqtask/task.h"
+#include <tapegrad/core/engine/alloc.h>
+#include "../../examples/seqtask/task.h"
 
 static const int data_symbols[8] = {1, 2, 8, 10, 16, 100, 1000, 65536};
 static const int data_max_len[8] = {1, 2, 3, 5, 8, 12, 100, 500};

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/alloc.h"
-#include "core/io.h"
+#include <tapegrad/core/engine/alloc.h>
+#include <tapegrad/core/io/io.h>
 
 static void check(int ok)
 {

@@ -21,21 +21,22 @@ shift $(( $# > 0 ? 1 : 0 ))
 target=${TARGET:-safetensors}
 case $target in
   safetensors) out=${FUZZ_OUT:-/tmp/tapegrad-fuzz}
-    srcs=(core/io.c core/io_json.c core/io_write.c core/error.c core/alloc.c core/tensor.c core/params.c)
+    srcs=(core/io/read.c core/io/json.c core/io/write.c core/engine/error.c core/engine/alloc.c core/engine/tensor.c core/engine/params.c)
     extra=(-dict="$here/safetensors.dict") ;;
   data) out=${FUZZ_OUT:-/tmp/tapegrad-fuzz-data}
-    srcs=(examples/seqtask/data.c core/alloc.c)
+    srcs=(examples/seqtask/data.c core/engine/alloc.c)
     extra=() ;;
   args) out=${FUZZ_OUT:-/tmp/tapegrad-fuzz-args}
-    srcs=(examples/seqtask/cli.c examples/seqtask/data.c core/alloc.c)
+    srcs=(examples/seqtask/cli.c examples/seqtask/data.c core/engine/alloc.c)
     extra=(-dict="$here/args.dict") ;;
   *) echo "run.sh: TARGET must be safetensors, data or args, not '$target'" >&2; exit 2 ;;
 esac
-mkdir -p "$out/corpus" "$out/artifacts"
+mkdir -p "$out/corpus" "$out/artifacts" "$out/include"
+ln -sfn "$root" "$out/include/tapegrad"  # <tapegrad/...> as in the CMake build tree
 
 clang -std=c11 -g -O1 -D_POSIX_C_SOURCE=200809L ${DOUBLE:+-DTAPEGRAD_DOUBLE} \
   -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer \
-  -I"$root" "$here/fuzz_$target.c" "${srcs[@]/#/$root/}" -lcjson -lm -o "$out/fuzz_$target"
+  -I"$out/include" "$here/fuzz_$target.c" "${srcs[@]/#/$root/}" -lcjson -lm -o "$out/fuzz_$target"
 
 exec "$out/fuzz_$target" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
   "${extra[@]}" -artifact_prefix="$out/artifacts/" -print_final_stats=1 "$@" \

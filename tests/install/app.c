@@ -1,7 +1,7 @@
 /* A program outside the tree, built against an installed tapegrad. */
 #include <stdio.h>
 
-#include "tapegrad.h"
+#include <tapegrad/tapegrad.h>
 
 int main(void)
 {

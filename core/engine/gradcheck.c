@@ -1,0 +1,130 @@
+/* tapegrad: central-difference gradient checking (see core/engine/gradcheck.h). */
+#include "gradcheck.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "rng.h"
+
+tg_gradcheck_opts tg_gradcheck_defaults(void)
+{
+#ifdef TAPEGRAD_DOUBLE
+    return (tg_gradcheck_opts){.eps = 1e-6, .atol = 1e-8, .rtol = 1e-6, .seed = 1234};
+#else
+    return (tg_gradcheck_opts){.eps = 1e-3, .atol = 1e-3, .rtol = 1e-2, .seed = 1234};
+#endif
+}
+
+/* sum(w * out) in double, or NAN when f failed. */
+static double weighted_output(tg_tape *t, tg_gradcheck_fn f, tg_tensor **inputs, void *ctx,
+                              const tg_real *w, size_t n_w)
+{
+    tg_tape_reset(t);
+    tg_tape_set_recording(t, false);
+    tg_tensor *out = f(t, inputs, ctx);
+    tg_tape_set_recording(t, true);
+    if (!out || out->size != n_w) return NAN;
+    double s = 0;
+    for (size_t i = 0; i < n_w; i++) s += (double)w[i] * (double)out->data[i];
+    return s;
+}
+
+static void fail(tg_gradcheck_result *r, const char *what, const tg_tape *t)
+{
+    r->ok = false;
+    snprintf(r->message, sizeof r->message, "gradcheck: %s%s%s", what, t && tg_tape_error(t) ? ": " : "",
+             t && tg_tape_error(t) ? tg_tape_error(t) : "");
+}
+
+/* Compares every element of input k, updating the worst one in r. */
+static void check_input(tg_gradcheck_result *r, tg_tape *t, tg_gradcheck_fn f, tg_tensor **inputs,
+                        int k, void *ctx, const tg_real *w, size_t n_w, const tg_gradcheck_opts *o)
+{
+    tg_tensor *x = inputs[k];
+    for (size_t i = 0; i < x->size && r->message[0] == '\0'; i++) {
+        tg_real v = x->data[i];
+        tg_real xp = (tg_real)(v + o->eps), xm = (tg_real)(v - o->eps);
+        x->data[i] = xp;
+        double lp = weighted_output(t, f, inputs, ctx, w, n_w);
+        x->data[i] = xm;
+        double lm = weighted_output(t, f, inputs, ctx, w, n_w);
+        x->data[i] = v;
+        if (isnan(lp) || isnan(lm)) {
+            fail(r, "a perturbed forward failed", t);
+            return;
+        }
+        /* divide by the perturbation actually applied (float rounds v +- eps) */
+        double numeric = (lp - lm) / ((double)xp - (double)xm);
+        double analytic = x->grad[i];
+        double ratio = fabs(analytic - numeric) / (o->atol + o->rtol * fabs(numeric));
+        if (!(ratio <= r->worst_ratio) || r->worst_input < 0) {
+            r->worst_ratio = ratio;
+            r->worst_input = k;
+            r->worst_index = i;
+            r->analytic = analytic;
+            r->numeric = numeric;
+        }
+    }
+}
+
+tg_gradcheck_result tg_gradcheck(tg_gradcheck_fn f, void *ctx, tg_tensor **inputs, int n_inputs,
+                                 const tg_gradcheck_opts *opts)
+{
+    tg_gradcheck_result r = {.ok = false, .worst_input = -1};
+    tg_gradcheck_opts o = tg_gradcheck_defaults();
+    if (opts) {
+        if (opts->eps > 0) o.eps = opts->eps;
+        if (opts->atol > 0) o.atol = opts->atol;
+        if (opts->rtol > 0) o.rtol = opts->rtol;
+        if (opts->seed) o.seed = opts->seed;
+    }
+    if (!f || !inputs || n_inputs <= 0) {
+        fail(&r, "no function or no inputs", NULL);
+        return r;
+    }
+    for (int k = 0; k < n_inputs; k++) {
+        if (!inputs[k]) {
+            fail(&r, "an input is NULL", NULL);
+            return r;
+        }
+        if (inputs[k]->requires_grad && !inputs[k]->grad && !tg_tensor_alloc_grad(inputs[k])) {
+            fail(&r, "out of memory for an input's grad", NULL);
+            return r;
+        }
+        if (inputs[k]->requires_grad) memset(inputs[k]->grad, 0, inputs[k]->size * sizeof(tg_real));
+    }
+    tg_tape *t = tg_tape_new();
+    if (!t) {
+        fail(&r, "out of memory for the tape", NULL);
+        return r;
+    }
+    tg_tensor *out = f(t, inputs, ctx);
+    tg_real *w = out ? tg_malloc(out->size * sizeof *w + 1) : NULL;
+    size_t n_w = out ? out->size : 0;
+    if (!out || !w) {
+        fail(&r, out ? "out of memory for the weighting" : "the forward pass failed", t);
+        goto done;
+    }
+    tg_rng rng;
+    tg_rng_seed(&rng, o.seed);
+    for (size_t i = 0; i < n_w; i++) w[i] = (tg_real)(0.5 + tg_rng_uniform(&rng)); /* (0.5,1.5): no cancellation */
+    if (n_w == 1) w[0] = 1;
+    if (tg_backward_seed(t, out, w) != 0) {
+        fail(&r, "backward failed", t);
+        goto done;
+    }
+    for (int k = 0; k < n_inputs; k++)
+        if (inputs[k]->requires_grad) check_input(&r, t, f, inputs, k, ctx, w, n_w, &o);
+    if (r.message[0] == '\0') {
+        r.ok = r.worst_input < 0 || r.worst_ratio <= 1.0;
+        snprintf(r.message, sizeof r.message,
+                 "gradcheck %s: worst input %d index %zu analytic %.10g numeric %.10g (%.3g of tolerance)",
+                 r.ok ? "ok" : "FAILED", r.worst_input, r.worst_index, r.analytic, r.numeric, r.worst_ratio);
+    }
+done:
+    tg_free(w);
+    tg_tape_free(t);
+    return r;
+}

@@ -1,0 +1,365 @@
+/* tapegrad: the tape, its arena and its error slot (see core/engine/tape.h). */
+#include "tape.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "alloc.h"
+
+#define ARENA_ALIGN 64
+#define ARENA_MIN_CHUNK ((size_t)1 << 20)
+
+typedef struct chunk {
+    struct chunk *next;
+    size_t cap, used;
+    unsigned char *base;  /* ARENA_ALIGN-aligned start inside mem[] */
+    unsigned char mem[];
+} chunk;
+
+/* A temporary's grad buffer after its node's backward has run: nothing reads
+ * or accumulates into it any more, so tg_grad hands it out again (best fit).
+ * The link lives in the buffer itself. */
+typedef struct spare_grad {
+    struct spare_grad *next;
+    size_t bytes;
+} spare_grad;
+
+struct tg_tape {
+    chunk *first, *cur;
+    tg_node *nodes;
+    int n_nodes, cap_nodes;
+    spare_grad *spares;  /* rewound with the arena */
+    bool recording, training, anomaly, has_error;
+    char error[512];
+};
+
+tg_tape *tg_tape_new(void)
+{
+    tg_tape *t = tg_calloc(1, sizeof *t);
+    if (!t) return NULL;
+    t->recording = true;
+    t->training = true;
+    return t;
+}
+
+void tg_tape_free(tg_tape *t)
+{
+    if (!t) return;
+    for (chunk *c = t->first, *next; c; c = next) {
+        next = c->next;
+        tg_free(c);
+    }
+    tg_free(t->nodes);
+    tg_free(t);
+}
+
+void tg_tape_reset(tg_tape *t)
+{
+    for (chunk *c = t->first; c; c = c->next) c->used = 0;
+    t->cur = t->first;
+    t->n_nodes = 0;
+    t->spares = NULL;
+    tg_tape_clear_error(t);
+}
+
+void tg_tape_set_recording(tg_tape *t, bool on) { t->recording = on; }
+bool tg_tape_recording(const tg_tape *t) { return t->recording; }
+void tg_tape_set_training(tg_tape *t, bool on) { t->training = on; }
+bool tg_tape_training(const tg_tape *t) { return t->training; }
+void tg_tape_set_anomaly(tg_tape *t, bool on) { t->anomaly = on; }
+const char *tg_tape_error(const tg_tape *t) { return t && t->has_error ? t->error : NULL; }
+int tg_tape_node_count(const tg_tape *t) { return t->n_nodes; }
+
+void tg_tape_clear_error(tg_tape *t)
+{
+    t->has_error = false;
+    t->error[0] = '\0';
+}
+
+tg_tensor *tg_fail(tg_tape *t, const char *fmt, ...)
+{
+    if (!t || t->has_error) return NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(t->error, sizeof t->error, fmt, ap);
+    va_end(ap);
+    t->has_error = true;
+    return NULL;
+}
+
+tg_tensor *tg_fail_null(tg_tape *t, const char *op)
+{
+    return tg_fail(t, "%s: input is NULL", op);
+}
+
+/* ---- arena ---------------------------------------------------------------- */
+
+static chunk *chunk_new(size_t need)
+{
+    size_t cap = need > ARENA_MIN_CHUNK ? need : ARENA_MIN_CHUNK;
+    if (cap > SIZE_MAX - sizeof(chunk) - ARENA_ALIGN) return NULL;
+    chunk *c = tg_malloc(sizeof(chunk) + cap + ARENA_ALIGN);
+    if (!c) return NULL;
+    c->next = NULL;
+    c->cap = cap;
+    c->used = 0;
+    uintptr_t p = (uintptr_t)c->mem;
+    c->base = c->mem + ((ARENA_ALIGN - p % ARENA_ALIGN) % ARENA_ALIGN);
+    return c;
+}
+
+static void *arena_take(tg_tape *t, size_t bytes)
+{
+    if (bytes > SIZE_MAX - ARENA_ALIGN) return NULL;
+    size_t need = (bytes + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
+    if (need == 0) need = ARENA_ALIGN;
+    while (t->cur && t->cur->cap - t->cur->used < need && t->cur->next && t->cur->next->cap >= need) {
+        t->cur = t->cur->next;  /* chunks after cur are empty (rewound) */
+    }
+    if (!t->cur || t->cur->cap - t->cur->used < need) {
+        /* Grow geometrically so the number of chunks stays small. */
+        size_t want = need;
+        if (t->cur && t->cur->cap <= SIZE_MAX / 2 && t->cur->cap * 2 > want) want = t->cur->cap * 2;
+        chunk *c = chunk_new(want);
+        if (!c) return NULL;
+        if (!t->cur) {
+            t->first = c;
+        } else {
+            c->next = t->cur->next;
+            t->cur->next = c;
+        }
+        t->cur = c;
+    }
+    void *p = t->cur->base + t->cur->used;
+    t->cur->used += need;
+    return p;
+}
+
+void *tg_arena_alloc(tg_tape *t, size_t bytes, const char *op)
+{
+    void *p = arena_take(t, bytes);
+    if (!p) tg_fail(t, "out of memory: %.1f MiB for %s", (double)bytes / (1 << 20), op);
+    return p;
+}
+
+size_t tg_tape_arena_capacity(const tg_tape *t)
+{
+    size_t n = 0;
+    for (chunk *c = t->first; c; c = c->next) n += c->cap;
+    return n;
+}
+
+size_t tg_tape_arena_used(const tg_tape *t)
+{
+    size_t n = 0;
+    for (chunk *c = t->first; c; c = c->next) n += c->used;
+    return n;
+}
+
+/* ---- temporaries ------------------------------------------------------------- */
+
+tg_tensor *tg_new(tg_tape *t, const char *op, int ndim, const int *shape)
+{
+    size_t size;
+    if (!tg_shape_size(ndim, shape, &size))
+        return tg_fail(t, "%s: invalid shape (%d dims)", op, ndim);
+    tg_tensor *x = tg_arena_alloc(t, sizeof *x, op);
+    if (!x) return NULL;
+    memset(x, 0, sizeof *x);
+    tg_tensor_set_shape(x, ndim, shape, size);
+    char what[96];
+    snprintf(what, sizeof what, "%s output", op);
+    x->data = tg_arena_alloc(t, size * sizeof(tg_real), what);
+    return x->data ? x : NULL;
+}
+
+tg_tensor *tg_new_like(tg_tape *t, const char *op, const tg_tensor *x)
+{
+    return tg_new(t, op, x->ndim, x->shape);
+}
+
+tg_tensor *tg_tensor_new(tg_tape *t, int ndim, const int *shape)
+{
+    return tg_new(t, "tg_tensor_new", ndim, shape);
+}
+
+tg_tensor *tg_tensor_zeros(tg_tape *t, int ndim, const int *shape)
+{
+    tg_tensor *x = tg_new(t, "tg_tensor_zeros", ndim, shape);
+    if (x) memset(x->data, 0, x->size * sizeof(tg_real));
+    return x;
+}
+
+tg_tensor *tg_tensor_from(tg_tape *t, const tg_real *data, int ndim, const int *shape)
+{
+    if (!data) return tg_fail_null(t, "tg_tensor_from");
+    tg_tensor *x = tg_new(t, "tg_tensor_from", ndim, shape);
+    if (x) memcpy(x->data, data, x->size * sizeof(tg_real));
+    return x;
+}
+
+/* The smallest spare grad buffer of at least `bytes`, unlinked, or NULL. */
+static void *spare_take(tg_tape *t, size_t bytes)
+{
+    spare_grad **best = NULL;
+    for (spare_grad **s = &t->spares; *s; s = &(*s)->next)
+        if ((*s)->bytes >= bytes && (!best || (*s)->bytes < (*best)->bytes)) best = s;
+    if (!best) return NULL;
+    spare_grad *s = *best;
+    *best = s->next;
+    return s;
+}
+
+/* After n's backward: n->out's grad is dead (every reader of n->out, or of a
+ * reshape view of it, was recorded after n and has run). Buffers too small
+ * to hold the link are left alone, and so are heap tensors' grads. */
+static void spare_give(tg_tape *t, tg_node *n)
+{
+    tg_tensor *out = n->out;
+    size_t bytes = out->size * sizeof(tg_real);
+    if (out->owns_data || !out->grad || bytes < sizeof(spare_grad)) return;
+    for (int k = 0; k < 4; k++)
+        if (n->in[k] && n->in[k]->grad == out->grad) return;  /* an op that aliases its input */
+    spare_grad *s = (spare_grad *)(void *)out->grad;
+    s->bytes = bytes;
+    s->next = t->spares;
+    t->spares = s;
+    out->grad = NULL;
+}
+
+tg_real *tg_grad(tg_tape *t, tg_tensor *x)
+{
+    if (x->grad) return x->grad;
+    if (x->owns_data) {
+        if (!tg_tensor_alloc_grad(x)) tg_fail(t, "out of memory: grad of a %zu-element tensor", x->size);
+        return x->grad;
+    }
+    size_t bytes = x->size * sizeof(tg_real);
+    x->grad = spare_take(t, bytes);
+    if (!x->grad) x->grad = tg_arena_alloc(t, bytes, "a grad");
+    if (x->grad) memset(x->grad, 0, bytes);
+    return x->grad;
+}
+
+/* ---- recording ------------------------------------------------------------------ */
+
+bool tg_grad_needed(const tg_tape *t, const tg_tensor *a, const tg_tensor *b,
+                    const tg_tensor *c, const tg_tensor *d)
+{
+    if (!t->recording) return false;
+    return (a && a->requires_grad) || (b && b->requires_grad) || (c && c->requires_grad) ||
+           (d && d->requires_grad);
+}
+
+tg_node *tg_node_push(tg_tape *t, const char *op, tg_backward_fn backward, tg_tensor *out,
+                      tg_tensor *a, tg_tensor *b, tg_tensor *c, tg_tensor *d)
+{
+    if (t->n_nodes == t->cap_nodes) {
+        int cap = t->cap_nodes ? 2 * t->cap_nodes : 256;
+        tg_node *nodes = tg_realloc(t->nodes, (size_t)cap * sizeof *nodes);
+        if (!nodes) {
+            tg_fail(t, "out of memory: %.1f MiB for the tape's nodes (%s)",
+                    (double)cap * sizeof *nodes / (1 << 20), op);
+            return NULL;
+        }
+        t->nodes = nodes;
+        t->cap_nodes = cap;
+    }
+    tg_node *n = &t->nodes[t->n_nodes++];
+    memset(n, 0, sizeof *n);
+    n->op = op;
+    n->backward = backward;
+    n->out = out;
+    n->in[0] = a;
+    n->in[1] = b;
+    n->in[2] = c;
+    n->in[3] = d;
+    out->requires_grad = true;
+    return n;
+}
+
+static bool all_finite(const tg_real *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i])) return false;
+    return true;
+}
+
+tg_tensor *tg_op_done(tg_tape *t, const char *op, tg_tensor *out)
+{
+    if (t->anomaly && !all_finite(out->data, out->size)) {
+        char s[TG_SHAPE_STR];
+        return tg_fail(t, "anomaly: %s produced NaN/Inf in its output %s", op, tg_shape_str(out, s));
+    }
+    return out;
+}
+
+/* ---- backward --------------------------------------------------------------------- */
+
+static int check_node_grads(tg_tape *t, const tg_node *n)
+{
+    for (int k = 0; k < 4; k++) {
+        const tg_tensor *x = n->in[k];
+        if (x && x->grad && !all_finite(x->grad, x->size)) {
+            char s[TG_SHAPE_STR];
+            tg_fail(t, "anomaly: backward of %s produced NaN/Inf in the grad of input %d %s", n->op,
+                    k, tg_shape_str(x, s));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int tg_backward_seed(tg_tape *t, tg_tensor *out, const tg_real *seed)
+{
+    if (!t) return -1;
+    if (!out) {
+        if (!t->has_error) tg_fail(t, "tg_backward: output is NULL");
+        return -1;
+    }
+    if (!seed) {
+        tg_fail(t, "tg_backward: seed is NULL");
+        return -1;
+    }
+    tg_real *g = tg_grad(t, out);
+    if (!g) return -1;
+    for (size_t i = 0; i < out->size; i++) g[i] += seed[i];
+    for (int i = t->n_nodes - 1; i >= 0; i--) {
+        tg_node *n = &t->nodes[i];
+        if (!n->out->grad) continue;  /* nothing flows back through this node */
+        n->backward(t, n);
+        if (t->has_error) return -1;
+        if (t->anomaly && check_node_grads(t, n)) return -1;
+        spare_give(t, n);
+    }
+    return 0;
+}
+
+int tg_backward(tg_tape *t, tg_tensor *loss)
+{
+    if (loss && loss->size != 1) {
+        char s[TG_SHAPE_STR];
+        tg_fail(t, "tg_backward: loss must have one element, got %s (use tg_backward_seed)",
+                tg_shape_str(loss, s));
+        return -1;
+    }
+    const tg_real one = 1;
+    return tg_backward_seed(t, loss, &one);
+}
+
+void tg_tape_dump(const tg_tape *t, FILE *f)
+{
+    fprintf(f, "tape: %d nodes, arena %zu / %zu bytes%s\n", t->n_nodes, tg_tape_arena_used(t),
+            tg_tape_arena_capacity(t), t->has_error ? " (error set)" : "");
+    for (int i = 0; i < t->n_nodes; i++) {
+        const tg_node *n = &t->nodes[i];
+        char s[TG_SHAPE_STR];
+        fprintf(f, "%4d %-22s %-18s <-", i, n->op, tg_shape_str(n->out, s));
+        for (int k = 0; k < 4; k++)
+            if (n->in[k]) fprintf(f, " %s", tg_shape_str(n->in[k], s));
+        fputc('\n', f);
+    }
+    if (t->has_error) fprintf(f, "error: %s\n", t->error);
+}

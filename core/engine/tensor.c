@@ -1,0 +1,93 @@
+/* tapegrad: tensor shapes and standalone heap tensors. */
+#include "tensor.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "alloc.h"
+
+bool tg_shape_size(int ndim, const int *shape, size_t *size)
+{
+    *size = 0;
+    if (ndim < 0 || ndim > TG_MAX_DIMS || (ndim > 0 && !shape)) return false;
+    size_t n = 1;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] < 0) return false;
+        if (shape[i] > 0 && n > SIZE_MAX / sizeof(tg_real) / (size_t)shape[i]) return false;
+        n *= (size_t)shape[i];
+    }
+    *size = n;
+    return true;
+}
+
+bool tg_shape_equal(const tg_tensor *a, const tg_tensor *b)
+{
+    if (a->ndim != b->ndim) return false;
+    for (int i = 0; i < a->ndim; i++)
+        if (a->shape[i] != b->shape[i]) return false;
+    return true;
+}
+
+void tg_tensor_set_shape(tg_tensor *x, int ndim, const int *shape, size_t size)
+{
+    x->ndim = ndim;
+    for (int i = 0; i < TG_MAX_DIMS; i++) x->shape[i] = i < ndim ? shape[i] : 1;
+    x->size = size;
+}
+
+const char *tg_shape_str(const tg_tensor *x, char *buf)
+{
+    if (!x) return strcpy(buf, "NULL");
+    int n = snprintf(buf, TG_SHAPE_STR, "[");
+    for (int i = 0; i < x->ndim && n < TG_SHAPE_STR; i++)
+        n += snprintf(buf + n, (size_t)(TG_SHAPE_STR - n), i ? ",%d" : "%d", x->shape[i]);
+    if (n < TG_SHAPE_STR) snprintf(buf + n, (size_t)(TG_SHAPE_STR - n), "]");
+    return buf;
+}
+
+size_t tg_rows(const tg_tensor *x)
+{
+    size_t r = 1;
+    for (int i = 0; i + 1 < x->ndim; i++) r *= (size_t)x->shape[i];
+    return r;
+}
+
+int tg_cols(const tg_tensor *x) { return x->ndim ? x->shape[x->ndim - 1] : 1; }
+
+void tg_tensor_fill(tg_tensor *x, tg_real v)
+{
+    for (size_t i = 0; i < x->size; i++) x->data[i] = v;
+}
+
+tg_tensor *tg_tensor_alloc(int ndim, const int *shape)
+{
+    size_t size;
+    if (!tg_shape_size(ndim, shape, &size)) return NULL;
+    tg_tensor *x = tg_calloc(1, sizeof *x);
+    if (!x) return NULL;
+    x->data = tg_calloc(size ? size : 1, sizeof(tg_real));
+    if (!x->data) {
+        tg_free(x);
+        return NULL;
+    }
+    tg_tensor_set_shape(x, ndim, shape, size);
+    x->owns_data = true;
+    return x;
+}
+
+bool tg_tensor_alloc_grad(tg_tensor *x)
+{
+    if (x->grad) return true;
+    x->grad = tg_calloc(x->size ? x->size : 1, sizeof(tg_real));
+    return x->grad != NULL;
+}
+
+void tg_tensor_free(tg_tensor *x)
+{
+    if (!x) return;
+    if (x->owns_data) {
+        tg_free(x->data);
+        tg_free(x->grad);
+    }
+    tg_free(x);
+}

@@ -1,0 +1,63 @@
+/* tapegrad: tensors.
+ *
+ * A tensor is up to 4-D, row-major and always contiguous (no strides). Two
+ * owners exist and are never mixed up:
+ *   - parameters live in a tg_params store (core/engine/params.h); their grad is
+ *     allocated with them and persists until tg_params_zero_grad;
+ *   - temporaries come from a tape's arena (tg_tensor_new) and die at
+ *     tg_tape_reset; their grad is allocated lazily, zeroed, when a backward
+ *     first needs it.
+ * tg_tensor_alloc / tg_tensor_free make standalone heap tensors (for tests,
+ * gradcheck inputs and file I/O).
+ */
+#ifndef TAPEGRAD_TENSOR_H
+#define TAPEGRAD_TENSOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef TAPEGRAD_DOUBLE
+typedef double tg_real;
+#define TG_REAL_NAME "double"
+#else
+typedef float tg_real;
+#define TG_REAL_NAME "float32"
+#endif
+
+#define TG_MAX_DIMS 4
+
+typedef struct tg_tensor {
+    tg_real *data;
+    tg_real *grad;           /* NULL until a backward needs it (temporaries) */
+    int ndim;                /* 0 (scalar) .. 4 */
+    int shape[TG_MAX_DIMS];  /* unused trailing entries are 1 */
+    size_t size;             /* number of elements */
+    bool requires_grad;
+    bool owns_data;          /* heap tensor from tg_tensor_alloc */
+    const char *name;        /* parameters only: the state_dict key */
+} tg_tensor;
+
+/* A standalone heap tensor, zero-filled, grad NULL. NULL on bad shape / OOM. */
+tg_tensor *tg_tensor_alloc(int ndim, const int *shape);
+void tg_tensor_free(tg_tensor *x);
+/* Allocates x->grad (zeroed) if it is NULL; heap tensors only. false on OOM. */
+bool tg_tensor_alloc_grad(tg_tensor *x);
+
+/* Number of elements of a shape; 0 and false when ndim or a dim is invalid
+ * or the product overflows. */
+bool tg_shape_size(int ndim, const int *shape, size_t *size);
+bool tg_shape_equal(const tg_tensor *a, const tg_tensor *b);
+/* Sets x's ndim, shape (trailing entries 1) and size from a shape that
+ * tg_shape_size accepted. */
+void tg_tensor_set_shape(tg_tensor *x, int ndim, const int *shape, size_t size);
+/* "[32,16,64]" into buf (at least TG_SHAPE_STR bytes); returns buf. */
+#define TG_SHAPE_STR 64
+const char *tg_shape_str(const tg_tensor *x, char *buf);
+/* Product of all dims but the last (rows) and the last dim (cols). */
+size_t tg_rows(const tg_tensor *x);
+int tg_cols(const tg_tensor *x);
+
+void tg_tensor_fill(tg_tensor *x, tg_real v);
+
+#endif

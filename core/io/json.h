@@ -1,0 +1,47 @@
+/* tapegrad internal: validation of a safetensors file's header (core/io/json.c),
+ * shared by the reader (core/io/read.c) and the writer (core/io/write.c). Not part
+ * of the public API. */
+#ifndef TAPEGRAD_IO_JSON_H
+#define TAPEGRAD_IO_JSON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "io.h"
+
+#define TG_ST_MAX_HEADER 100000000u /* the reference's limit on the header length N */
+
+struct cJSON;
+
+/* One tensor entry of a validated header. */
+typedef struct tg_st_entry {
+    const char *name; /* points into the cJSON tree */
+    tg_dtype dtype;
+    int ndim, shape[TG_MAX_DIMS];
+    uint64_t begin, end; /* within the data section */
+    size_t index;        /* position in the header */
+} tg_st_entry;
+
+typedef struct tg_st_header {
+    struct cJSON *root;       /* the parsed header */
+    const struct cJSON *meta; /* "__metadata__" (an object), or NULL */
+    tg_st_entry *entries;     /* sorted by offsets, tiling the data exactly */
+    size_t n_entries;
+    const uint8_t *data; /* the data section of the buffer */
+} tg_st_header;
+
+/* Validates a whole file in memory (every rule of core/io/io.h) without
+ * allocating anything for the tensors. 0 and *h filled (free it with
+ * tg_st_header_free), or -1 with a message naming `what`. */
+int tg_st_header_read(const uint8_t *buf, size_t len, const char *what, tg_st_header *h, char *err,
+                      size_t errlen);
+void tg_st_header_free(tg_st_header *h);
+
+/* Routes cJSON's allocations through tg_malloc/tg_free. */
+void tg_st_json_hooks(void);
+/* True when s is valid UTF-8 (no overlongs, surrogates or code points above
+ * U+10FFFF). */
+bool tg_st_utf8_valid(const char *s);
+
+#endif

@@ -1,0 +1,246 @@
+/* tapegrad: the in-memory safetensors set and reading files (see core/io/io.h).
+ * Validation is in core/io/json.c, writing in core/io/write.c. */
+#include "io.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "json.h"
+#include "../engine/alloc.h"
+#include "../engine/error.h"
+
+struct tg_safetensors {
+    tg_tensor **items; /* ->name is a tg_strdup'ed key owned here */
+    int count, cap;
+    char **keys, **vals; /* metadata, in insertion order */
+    int n_meta, cap_meta;
+};
+
+tg_safetensors *tg_st_new(void) { return tg_calloc(1, sizeof(tg_safetensors)); }
+
+void tg_st_free(tg_safetensors *s)
+{
+    if (!s) return;
+    for (int i = 0; i < s->count; i++) {
+        tg_free((char *)s->items[i]->name);
+        tg_tensor_free(s->items[i]);
+    }
+    for (int i = 0; i < s->n_meta; i++) {
+        tg_free(s->keys[i]);
+        tg_free(s->vals[i]);
+    }
+    tg_free(s->items);
+    tg_free(s->keys);
+    tg_free(s->vals);
+    tg_free(s);
+}
+
+int tg_st_count(const tg_safetensors *s) { return s ? s->count : 0; }
+tg_tensor *tg_st_at(const tg_safetensors *s, int i)
+{
+    return s && i >= 0 && i < s->count ? s->items[i] : NULL;
+}
+
+tg_tensor *tg_st_get(const tg_safetensors *s, const char *name)
+{
+    if (!s || !name) return NULL;
+    for (int i = 0; i < s->count; i++)
+        if (strcmp(s->items[i]->name, name) == 0) return s->items[i];
+    return NULL;
+}
+
+/* Appends a zero-filled tensor without checking the name; NULL on OOM or a
+ * shape too large for this build. */
+static tg_tensor *append(tg_safetensors *s, const char *name, int ndim, const int *shape)
+{
+    if (s->count == s->cap) {
+        int cap = s->cap ? 2 * s->cap : 16;
+        tg_tensor **items = tg_realloc(s->items, (size_t)cap * sizeof *items);
+        if (!items) return NULL;
+        s->items = items;
+        s->cap = cap;
+    }
+    tg_tensor *x = tg_tensor_alloc(ndim, shape);
+    char *nm = tg_strdup(name);
+    if (!x || !nm) {
+        tg_tensor_free(x);
+        tg_free(nm);
+        return NULL;
+    }
+    x->name = nm;
+    s->items[s->count++] = x;
+    return x;
+}
+
+tg_tensor *tg_st_add_zeros(tg_safetensors *s, const char *name, int ndim, const int *shape, char *err,
+                           size_t errlen)
+{
+    size_t size;
+    if (!s || !name) {
+        tg_set_err(err, errlen, "tg_st_add: %s is NULL", s ? "name" : "set");
+    } else if (!tg_st_utf8_valid(name)) {
+        tg_set_err(err, errlen, "tg_st_add: tensor name is not valid UTF-8");
+    } else if (strcmp(name, "__metadata__") == 0) {
+        tg_set_err(err, errlen, "tg_st_add: tensor name '__metadata__' is reserved");
+    } else if (tg_st_get(s, name)) {
+        tg_set_err(err, errlen, "tg_st_add: tensor name '%s' is already taken", name);
+    } else if (!tg_shape_size(ndim, shape, &size)) {
+        tg_set_err(err, errlen, "tg_st_add: tensor '%s': invalid shape (%d dims)", name, ndim);
+    } else {
+        tg_tensor *x = append(s, name, ndim, shape);
+        if (!x) tg_set_err(err, errlen, "out of memory adding tensor '%s' (%zu elements)", name, size);
+        return x;
+    }
+    return NULL;
+}
+
+int tg_st_add_data(tg_safetensors *s, const char *name, const tg_real *data, int ndim, const int *shape,
+                   char *err, size_t errlen)
+{
+    tg_tensor *x = tg_st_add_zeros(s, name, ndim, shape, err, errlen);
+    if (!x) return -1;
+    if (x->size && data) memcpy(x->data, data, x->size * sizeof(tg_real));
+    return 0;
+}
+
+int tg_st_add(tg_safetensors *s, const char *name, const tg_tensor *x, char *err, size_t errlen)
+{
+    if (!x) return tg_set_err(err, errlen, "tg_st_add: tensor '%s' is NULL", name ? name : "?");
+    return tg_st_add_data(s, name ? name : x->name, x->data, x->ndim, x->shape, err, errlen);
+}
+
+/* ---- metadata ----------------------------------------------------------------- */
+
+static int meta_find(const tg_safetensors *s, const char *key)
+{
+    for (int i = 0; s && key && i < s->n_meta; i++)
+        if (strcmp(s->keys[i], key) == 0) return i;
+    return -1;
+}
+
+/* Appends a metadata entry without looking for the key. */
+static int meta_append(tg_safetensors *s, const char *key, const char *value)
+{
+    if (s->n_meta == s->cap_meta) {
+        int cap = s->cap_meta ? 2 * s->cap_meta : 8;
+        char **keys = tg_realloc(s->keys, (size_t)cap * sizeof *keys);
+        if (keys) s->keys = keys;
+        char **vals = keys ? tg_realloc(s->vals, (size_t)cap * sizeof *vals) : NULL;
+        if (!vals) return -1;
+        s->vals = vals;
+        s->cap_meta = cap;
+    }
+    char *k = tg_strdup(key), *v = tg_strdup(value);
+    if (!k || !v) {
+        tg_free(k);
+        tg_free(v);
+        return -1;
+    }
+    s->keys[s->n_meta] = k;
+    s->vals[s->n_meta++] = v;
+    return 0;
+}
+
+int tg_st_set_meta(tg_safetensors *s, const char *key, const char *value, char *err, size_t errlen)
+{
+    if (!s || !key || !value) return tg_set_err(err, errlen, "tg_st_set_meta: NULL argument");
+    if (!tg_st_utf8_valid(key) || !tg_st_utf8_valid(value))
+        return tg_set_err(err, errlen, "tg_st_set_meta: metadata key or value is not valid UTF-8");
+    int i = meta_find(s, key);
+    char *v = i >= 0 ? tg_strdup(value) : NULL;
+    if (i >= 0 && v) {
+        tg_free(s->vals[i]);
+        s->vals[i] = v;
+    }
+    if (i >= 0 ? !v : meta_append(s, key, value) != 0)
+        return tg_set_err(err, errlen, "out of memory setting metadata '%s'", key);
+    return 0;
+}
+
+const char *tg_st_meta(const tg_safetensors *s, const char *key)
+{
+    int i = meta_find(s, key);
+    return i >= 0 ? s->vals[i] : NULL;
+}
+
+int tg_st_meta_count(const tg_safetensors *s) { return s ? s->n_meta : 0; }
+const char *tg_st_meta_key(const tg_safetensors *s, int i)
+{
+    return s && i >= 0 && i < s->n_meta ? s->keys[i] : NULL;
+}
+
+/* ---- reading ----------------------------------------------------------------------- */
+
+static void decode(tg_real *dst, const uint8_t *src, size_t n, tg_dtype dtype)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (dtype == TG_F64) {
+            uint64_t u = 0;
+            for (int b = 7; b >= 0; b--) u = u << 8 | src[8 * i + b];
+            double d;
+            memcpy(&d, &u, 8);
+            dst[i] = (tg_real)d;
+        } else {
+            uint32_t u = 0;
+            for (int b = 3; b >= 0; b--) u = u << 8 | src[4 * i + b];
+            float f;
+            memcpy(&f, &u, 4);
+            dst[i] = (tg_real)f;
+        }
+    }
+}
+
+int tg_st_parse(const uint8_t *buf, size_t len, const char *what, tg_safetensors **out, char *err,
+                size_t errlen)
+{
+    if (!what) what = "<memory>";
+    if (!out) return tg_set_err(err, errlen, "%s: tg_st_parse: out is NULL", what);
+    *out = NULL;
+    if (!buf && len) return tg_set_err(err, errlen, "%s: tg_st_parse: buffer is NULL", what);
+    tg_st_header h;
+    if (tg_st_header_read(buf, len, what, &h, err, errlen)) return -1;
+    tg_safetensors *s = tg_st_new();
+    int rc = s ? 0 : -1;
+    for (const cJSON *c = h.meta ? h.meta->child : NULL; c && !rc; c = c->next)
+        rc = meta_append(s, c->string, c->valuestring);
+    for (size_t i = 0; i < h.n_entries && !rc; i++) {
+        const tg_st_entry *e = &h.entries[i];
+        tg_tensor *x = append(s, e->name, e->ndim, e->shape);
+        if (x) decode(x->data, h.data + e->begin, x->size, e->dtype);
+        rc = x ? 0 : -1;
+    }
+    tg_st_header_free(&h);
+    if (rc) {
+        tg_st_free(s);
+        return tg_set_err(err, errlen, "%s: out of memory loading the tensors", what);
+    }
+    *out = s;
+    return 0;
+}
+
+int tg_st_load(const char *path, tg_safetensors **out, char *err, size_t errlen)
+{
+    if (!out || !path) return tg_set_err(err, errlen, "tg_st_load: NULL argument");
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) return tg_set_err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    int rc = -1;
+    uint8_t *buf = NULL;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        tg_set_err(err, errlen, "%s: not a regular file", path);
+    } else if ((uint64_t)st.st_size > SIZE_MAX || !(buf = tg_malloc((size_t)st.st_size))) {
+        tg_set_err(err, errlen, "%s: out of memory reading %lld bytes", path, (long long)st.st_size);
+    } else if (fread(buf, 1, (size_t)st.st_size, f) != (size_t)st.st_size || fgetc(f) != EOF) {
+        tg_set_err(err, errlen, "%s: read error or the file changed while reading: %s", path,
+                   ferror(f) ? strerror(errno) : "unexpected length");
+    } else {
+        rc = tg_st_parse(buf, (size_t)st.st_size, path, out, err, errlen);
+    }
+    tg_free(buf);
+    fclose(f);
+    return rc;
+}

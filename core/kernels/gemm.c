@@ -1,0 +1,595 @@
+/* tapegrad: single-precision GEMM, BLIS-style (see core/kernels/gemm.h).
+ *
+ * C[M,N] += op(A)[M,K] op(B)[K,N] is cut into MR x NR tiles computed by a
+ * micro-kernel that keeps the whole tile in registers: per k it loads NR/16
+ * vectors of a B row and broadcasts MR values of an A column into them (one
+ * FMA per accumulator). Around it, blocking loops keep each operand in the
+ * cache level that can feed the kernel:
+ *
+ *   for ic in M step MC           A block [MC x KC] packed as MR-row panels
+ *    for pc in K step KC          (beta applies on the first K block only)
+ *     pack A block
+ *     for jc in N step NC         B block [KC x NC] packed as NR-column panels:
+ *      pack B block               it stays in L2 (KC * NC * 4 B = 1 MiB of 2 MiB)
+ *      for ir in MC step MR       one A panel (MR * KC * 4 B = 18 KiB) stays in
+ *       for jr in NC step NR      L1 (48 KiB) while the B panels stream from L2
+ *        micro-kernel
+ *
+ * Choices (Sapphire Rapids: 32 zmm registers, 2 FMA ports, L1d 48 KiB, L2 2 MiB):
+ *   - AVX-512 MR x NR = 12 x 32: 24 zmm accumulators, 2 for B, broadcasts
+ *     folded into the FMAs; 24 independent FMAs per k hide the 4-cycle FMA
+ *     latency on 2 ports (8 would do). AVX2: 6 x 16, 12 ymm accumulators.
+ *   - Narrow N (16, 20, 64 + 16...) would waste half of a 32-wide tile: the
+ *     last panel of a B block is 16 wide (8 for AVX2) when it fits, and a
+ *     12 x 16 kernel runs it.
+ *   - KC = 384 amortises loading and storing the C tile (24 vectors per
+ *     384 x 24 FMAs) and keeps the A panel in L1. NC = 672 (21 x 32): the B
+ *     block is 1 MiB. MC = 1536: the A block only needs L3, and a large MC
+ *     means B is packed again only once per MC rows.
+ *   - Packing is copying, never a scalar transpose: A panels keep A's rows
+ *     ([MR x KC], stride KC, which does not alias in L1 as lda = 1024 does) or,
+ *     for A^T, its contiguous columns ([KC x MR]); B^T is transposed by 16 x 16
+ *     register blocks.
+ *   - Small products skip packing: an A panel met by few B panels (N <= 128)
+ *     and a B panel met by few A panels (M <= 96, B not transposed) are read in
+ *     place by "direct" kernels (any strides, masked B loads), which also come
+ *     with 8 and 4 rows for the last rows of A (26 = 12 + 12 + 2).
+ *   - Edges: packed panels are zero-padded; the kernel computes the whole tile
+ *     and stores only the valid m x n part with masked stores, so an edge tile
+ *     does the same arithmetic as a full one and touches nothing outside C.
+ *   - Threads split C along M (in MR rows) or N (in NR columns), never K, and
+ *     every element gets the same FMAs in the same order whatever its tile,
+ *     kernel or thread: the result is bit-identical for any thread count. Each
+ *     thread packs into buffers of its own, kept for the process.
+ */
+#include "gemm.h"
+
+#include <cblas.h>
+#include <immintrin.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "threads.h"
+
+#define KC 384
+#define NC 672
+#define MC 1536
+/* When packing pays, in panels of the other operand (see gemm_block). */
+#define PACK_A_MIN_PANELS 4
+#define PACK_B_MIN_PANELS 8
+/* Below this many multiply-adds (M*N*K, ~8 us on one core) one thread does
+ * it all. With the pool's workers spinning between jobs, 2 threads gained
+ * 25-30% at 128x128x64 (1 M) and lost at 64x64x64; a sleeping worker costs
+ * ~20 us to wake, so the threshold stays on the safe side. */
+#define PAR_MIN_MNK (1 << 20)
+
+/* One tile for a micro-kernel: C[m,n] = alpha * A B + beta * C (beta == 0:
+ * C not read), A [m x kc] with element (i, k) at a[i*rsa + k*csa], B [kc x n]
+ * with row k at b + k*rsb; m <= MR, n <= the panel width. */
+typedef struct tile {
+    const float *a, *b;
+    ptrdiff_t rsa, csa, rsb;
+    float *c;
+    int ldc, m, n, kc;
+    float alpha, beta;
+} tile;
+
+typedef void (*ukernel)(const tile *t);
+
+/* Packs columns [j0, j0+n) of op(B) = B^T (B is [N, K], tb) over rows
+ * [k0, k0+kc) into a panel [kc x w], columns past n zero. */
+typedef void (*pack_bt_fn)(const float *B, int ldb, int k0, int kc, int j0, int n, int w, float *dst);
+
+typedef struct kernel_desc {
+    tg_gemm_kernel id;
+    int mr, nr, nr_narrow;  /* the last panel of a block is nr_narrow wide if it fits */
+    /* [0]: nr wide, [1]: nr_narrow wide; B packed for kmajor and rows */
+    ukernel kmajor[2];  /* A packed k-major: rsa = 1, csa = MR */
+    ukernel rows[2];    /* A packed by rows: rsa = KC, csa = 1 */
+    ukernel direct[2];  /* any strides, B loads masked */
+    int short_rows[2];  /* the direct kernels for m <= short_rows[s] rows */
+    ukernel direct_short[2][2];
+    pack_bt_fn pack_bt;
+} kernel_desc;
+
+#define TG_AVX512 __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,fma")))
+#define TG_AVX2 __attribute__((target("avx2,fma")))
+#define TG_INLINE static inline __attribute__((always_inline))
+
+/* Any CPU: read each row of B once, write with stride w. */
+static void pack_bt_scalar(const float *B, int ldb, int k0, int kc, int j0, int n, int w, float *dst)
+{
+    for (int j = 0; j < n; j++) {
+        const float *src = B + (size_t)(j0 + j) * ldb + k0;
+        for (int k = 0; k < kc; k++) dst[(size_t)k * w + j] = src[k];
+    }
+    for (int j = n; j < w; j++)
+        for (int k = 0; k < kc; k++) dst[(size_t)k * w + j] = 0;
+}
+
+/* ---- AVX-512 micro-kernels -------------------------------------------------- */
+
+/* Mask of the valid lanes of vector v (16 lanes) when n columns are valid. */
+TG_AVX512 static inline __mmask16 lanes512(int n, int v)
+{
+    int left = n - 16 * v;
+    return left >= 16 ? (__mmask16)0xFFFF : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
+}
+
+/* How a kernel finds A: the constant strides of the two packed layouts (the
+ * compiler folds them into the addresses), or the tile's own. */
+typedef enum a_layout { A_KMAJOR, A_ROWS, A_ANY } a_layout;
+
+/* Offsets of the MR rows of A. Packed panels are zero-padded to MR rows; in
+ * place (A_ANY), rows past m read row m-1 instead of outside A. Lanes of rows
+ * past m are computed and never stored. */
+#define ROW_OFFSETS(MR, L, t, off)                                                              \
+    for (int i = 0; i < (MR); i++)                                                            \
+        off[i] = (L) == A_KMAJOR ? i : (L) == A_ROWS ? (ptrdiff_t)i * KC                        \
+                                     : (ptrdiff_t)(i < (t)->m ? i : (t)->m - 1) * (t)->rsa
+
+/* R x (16 * NV), R = 12 (MR) or, for the last rows of a small product read
+ * in place, 8 or 4; fully unrolled: the accumulators live in registers. B is
+ * packed (rsb = 16 NV, zero-padded) unless A is A_ANY; then B rows are loaded
+ * with the column mask (never outside B). */
+TG_AVX512 TG_INLINE void kern512(int R, int NV, a_layout L, const tile *t)
+{
+    const bool packed = L != A_ANY;
+    const float *a = t->a, *b = t->b;
+    const ptrdiff_t csa = L == A_KMAJOR ? 12 : L == A_ROWS ? 1 : t->csa;
+    const ptrdiff_t rsb = packed ? 16 * NV : t->rsb;
+    const int m = t->m, n = t->n;
+    ptrdiff_t off[12];
+#pragma GCC unroll 12
+    ROW_OFFSETS(R, L, t, off);
+    const __mmask16 mk0 = lanes512(n, 0), mk1 = lanes512(n, 1);
+    __m512 acc[12][2];
+#pragma GCC unroll 12
+    for (int i = 0; i < R; i++)
+#pragma GCC unroll 2
+        for (int v = 0; v < NV; v++) acc[i][v] = _mm512_setzero_ps();
+    for (int k = 0; k < t->kc; k++) {
+        __m512 b0 = packed ? _mm512_load_ps(b) : _mm512_maskz_loadu_ps(mk0, b);
+        __m512 b1 = NV == 1 ? b0 : packed ? _mm512_load_ps(b + 16) : _mm512_maskz_loadu_ps(mk1, b + 16);
+#pragma GCC unroll 12
+        for (int i = 0; i < R; i++) {
+            __m512 ai = _mm512_set1_ps(a[off[i]]);
+            acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
+            if (NV > 1) acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
+        }
+        a += csa;
+        b += rsb;
+    }
+    __m512 va = _mm512_set1_ps(t->alpha), vb = _mm512_set1_ps(t->beta);
+#pragma GCC unroll 12
+    for (int i = 0; i < R; i++) {
+        if (i >= m) break;
+#pragma GCC unroll 2
+        for (int v = 0; v < NV; v++) {
+            __mmask16 mk = v == 0 ? mk0 : mk1;
+            float *cv = t->c + (size_t)i * t->ldc + 16 * v;
+            __m512 r = _mm512_mul_ps(acc[i][v], va);
+            if (t->beta != 0) r = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(mk, cv), r);
+            _mm512_mask_storeu_ps(cv, mk, r);
+        }
+    }
+}
+
+/* r[i] = row i of a 16 x 16 block -> r[j] = its column j. */
+TG_AVX512 static inline void transpose16(__m512 r[16])
+{
+    __m512 t[16];
+    for (int i = 0; i < 16; i += 2) {  /* pairs of rows interleaved by 32 bits */
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4)  /* by 64 bits: 4 x 4 blocks in each 128-bit lane */
+        for (int h = 0; h < 2; h++) {
+            __m512d x = _mm512_castps_pd(t[i + h]), y = _mm512_castps_pd(t[i + h + 2]);
+            r[i + 2 * h] = _mm512_castpd_ps(_mm512_unpacklo_pd(x, y));
+            r[i + 2 * h + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(x, y));
+        }
+    for (int i = 0; i < 16; i += 8)  /* then the 128-bit lanes, twice */
+        for (int j = 0; j < 4; j++) {
+            t[i + j] = _mm512_shuffle_f32x4(r[i + j], r[i + j + 4], 0x88);
+            t[i + j + 4] = _mm512_shuffle_f32x4(r[i + j], r[i + j + 4], 0xdd);
+        }
+    for (int j = 0; j < 8; j++) {
+        r[j] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0x88);
+        r[j + 8] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0xdd);
+    }
+}
+
+/* pack_bt_scalar by 16 x 16 blocks: 16 rows of B in, 16 panel rows out
+ * (the forward x W^T and q k^T pack their B this way). */
+TG_AVX512 static void pack_bt_512(const float *B, int ldb, int k0, int kc, int j0, int n, int w,
+                                  float *dst)
+{
+    for (int jb = 0; jb < w; jb += 16)
+        for (int kb = 0; kb < kc; kb += 16) {
+            int kn = kc - kb < 16 ? kc - kb : 16;
+            __mmask16 km = (__mmask16)((1u << kn) - 1);
+            __m512 r[16];
+            for (int j = 0; j < 16; j++)
+                r[j] = jb + j < n ? _mm512_maskz_loadu_ps(km, B + (size_t)(j0 + jb + j) * ldb + k0 + kb)
+                                  : _mm512_setzero_ps();
+            transpose16(r);
+            for (int k = 0; k < kn; k++) _mm512_store_ps(dst + (size_t)(kb + k) * w + jb, r[k]);
+        }
+}
+
+/* The instances, in pairs: nr wide and nr_narrow wide. */
+#define KERNEL_PAIR(ISA, body, R, L)                                                            \
+    ISA static void body##_##L##_##R##_wide(const tile *t) { body(R, 2, L, t); }                 \
+    ISA static void body##_##L##_##R##_narrow(const tile *t) { body(R, 1, L, t); }
+KERNEL_PAIR(TG_AVX512, kern512, 12, A_KMAJOR)
+KERNEL_PAIR(TG_AVX512, kern512, 12, A_ROWS)
+KERNEL_PAIR(TG_AVX512, kern512, 12, A_ANY)
+KERNEL_PAIR(TG_AVX512, kern512, 8, A_ANY)
+KERNEL_PAIR(TG_AVX512, kern512, 4, A_ANY)
+
+/* ---- AVX2 micro-kernels ----------------------------------------------------- */
+
+/* Lane mask (all bits set = valid) of vector v (8 lanes) when n columns are valid. */
+TG_AVX2 static inline __m256i lanes256(int n, int v)
+{
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n - 8 * v), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* 6 x (8 * NV), as kern512. */
+TG_AVX2 TG_INLINE void kern256(int R, int NV, a_layout L, const tile *t)
+{
+    const bool packed = L != A_ANY;
+    const float *a = t->a, *b = t->b;
+    const ptrdiff_t csa = L == A_KMAJOR ? 6 : L == A_ROWS ? 1 : t->csa;
+    const ptrdiff_t rsb = packed ? 8 * NV : t->rsb;
+    const int m = t->m, n = t->n;
+    ptrdiff_t off[6];
+#pragma GCC unroll 6
+    ROW_OFFSETS(R, L, t, off);
+    const __m256i mk0 = lanes256(n, 0), mk1 = lanes256(n, 1);
+    __m256 acc[6][2];
+#pragma GCC unroll 6
+    for (int i = 0; i < R; i++)
+#pragma GCC unroll 2
+        for (int v = 0; v < NV; v++) acc[i][v] = _mm256_setzero_ps();
+    for (int k = 0; k < t->kc; k++) {
+        __m256 b0 = packed ? _mm256_load_ps(b) : _mm256_maskload_ps(b, mk0);
+        __m256 b1 = NV == 1 ? b0 : packed ? _mm256_load_ps(b + 8) : _mm256_maskload_ps(b + 8, mk1);
+#pragma GCC unroll 6
+        for (int i = 0; i < R; i++) {
+            __m256 ai = _mm256_broadcast_ss(a + off[i]);
+            acc[i][0] = _mm256_fmadd_ps(ai, b0, acc[i][0]);
+            if (NV > 1) acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
+        }
+        a += csa;
+        b += rsb;
+    }
+    __m256 va = _mm256_set1_ps(t->alpha), vb = _mm256_set1_ps(t->beta);
+#pragma GCC unroll 6
+    for (int i = 0; i < R; i++) {
+        if (i >= m) break;
+#pragma GCC unroll 2
+        for (int v = 0; v < NV; v++) {
+            __m256i mk = v == 0 ? mk0 : mk1;
+            float *cv = t->c + (size_t)i * t->ldc + 8 * v;
+            __m256 r = _mm256_mul_ps(acc[i][v], va);
+            if (t->beta != 0) r = _mm256_fmadd_ps(vb, _mm256_maskload_ps(cv, mk), r);
+            _mm256_maskstore_ps(cv, mk, r);
+        }
+    }
+}
+
+KERNEL_PAIR(TG_AVX2, kern256, 6, A_KMAJOR)
+KERNEL_PAIR(TG_AVX2, kern256, 6, A_ROWS)
+KERNEL_PAIR(TG_AVX2, kern256, 6, A_ANY)
+KERNEL_PAIR(TG_AVX2, kern256, 4, A_ANY)
+KERNEL_PAIR(TG_AVX2, kern256, 2, A_ANY)
+
+#define KERNELS(body, R, L) {body##_##L##_##R##_wide, body##_##L##_##R##_narrow}
+static const kernel_desc k_avx512 = {
+    TG_GEMM_AVX512, 12, 32, 16, KERNELS(kern512, 12, A_KMAJOR), KERNELS(kern512, 12, A_ROWS),
+    KERNELS(kern512, 12, A_ANY), {4, 8}, {KERNELS(kern512, 4, A_ANY), KERNELS(kern512, 8, A_ANY)},
+    pack_bt_512};
+static const kernel_desc k_avx2 = {
+    TG_GEMM_AVX2, 6, 16, 8, KERNELS(kern256, 6, A_KMAJOR), KERNELS(kern256, 6, A_ROWS),
+    KERNELS(kern256, 6, A_ANY), {2, 4}, {KERNELS(kern256, 2, A_ANY), KERNELS(kern256, 4, A_ANY)},
+    pack_bt_scalar};
+
+/* ---- kernel selection ------------------------------------------------------- */
+
+static const kernel_desc *g_kernel;  /* NULL: cblas_sgemm */
+static pthread_once_t g_kernel_once = PTHREAD_ONCE_INIT;
+
+static bool cpu_can(tg_gemm_kernel k)
+{
+    __builtin_cpu_init();
+    switch (k) {
+    case TG_GEMM_AVX512:
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+               __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw");
+    case TG_GEMM_AVX2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    default: return true;
+    }
+}
+
+static const kernel_desc *desc_of(tg_gemm_kernel k)
+{
+    return k == TG_GEMM_AVX512 ? &k_avx512 : k == TG_GEMM_AVX2 ? &k_avx2 : NULL;
+}
+
+static void choose_kernel(void)
+{
+    const char *env = getenv("TAPEGRAD_GEMM");
+    tg_gemm_kernel k = cpu_can(TG_GEMM_AVX512) ? TG_GEMM_AVX512
+                       : cpu_can(TG_GEMM_AVX2) ? TG_GEMM_AVX2
+                                               : TG_GEMM_BLAS;
+    if (env && strcmp(env, "blas") == 0) k = TG_GEMM_BLAS;
+    else if (env && strcmp(env, "avx2") == 0 && cpu_can(TG_GEMM_AVX2)) k = TG_GEMM_AVX2;
+    else if (env && strcmp(env, "avx512") == 0 && cpu_can(TG_GEMM_AVX512)) k = TG_GEMM_AVX512;
+    g_kernel = desc_of(k);
+}
+
+tg_gemm_kernel tg_gemm_get_kernel(void)
+{
+    pthread_once(&g_kernel_once, choose_kernel);
+    return g_kernel ? g_kernel->id : TG_GEMM_BLAS;
+}
+
+const char *tg_gemm_kernel_name(tg_gemm_kernel k)
+{
+    return k == TG_GEMM_AVX512 ? "avx512-12x32" : k == TG_GEMM_AVX2 ? "avx2-6x16" : "cblas";
+}
+
+bool tg_gemm_set_kernel(tg_gemm_kernel k)
+{
+    pthread_once(&g_kernel_once, choose_kernel);
+    if (!cpu_can(k)) return false;
+    g_kernel = desc_of(k);
+    return true;
+}
+
+/* ---- per-thread pack buffers ------------------------------------------------ */
+
+/* Every buffer ever made is on one list (reachable for LeakSanitizer, also in
+ * a forked child whose other threads are gone); a thread takes a free one or
+ * makes one, and gives it back when it exits. */
+typedef struct pack_buf {
+    struct pack_buf *next;
+    atomic_bool in_use;
+    float *a;  /* [MC x KC] */
+    float *b;  /* [KC x NC] */
+} pack_buf;
+
+static _Atomic(pack_buf *) g_bufs;
+static _Thread_local pack_buf *tl_buf;
+static pthread_key_t g_buf_key;
+static pthread_once_t g_buf_key_once = PTHREAD_ONCE_INIT;
+
+static void release_buf(void *p) { atomic_store(&((pack_buf *)p)->in_use, false); }
+static void make_buf_key(void) { pthread_key_create(&g_buf_key, release_buf); }
+
+static pack_buf *new_buf(void)
+{
+    pack_buf *p = NULL;
+    void *a = NULL, *b = NULL;
+    if (posix_memalign((void **)&p, 64, sizeof *p) != 0) return NULL;
+    if (posix_memalign(&a, 64, sizeof(float) * MC * KC) != 0 ||
+        posix_memalign(&b, 64, sizeof(float) * KC * NC) != 0) {
+        free(a);
+        free(p);
+        return NULL;
+    }
+    p->a = a, p->b = b;
+    atomic_init(&p->in_use, true);
+    p->next = atomic_load(&g_bufs);
+    while (!atomic_compare_exchange_weak(&g_bufs, &p->next, p)) {}
+    return p;
+}
+
+/* This thread's buffers, or NULL when they cannot be allocated. */
+static pack_buf *thread_buf(void)
+{
+    if (tl_buf) return tl_buf;
+    pthread_once(&g_buf_key_once, make_buf_key);
+    pack_buf *p;
+    for (p = atomic_load(&g_bufs); p; p = p->next) {
+        bool expect = false;
+        if (atomic_compare_exchange_strong(&p->in_use, &expect, true)) break;
+    }
+    if (!p) p = new_buf();
+    if (p) pthread_setspecific(g_buf_key, p);
+    return tl_buf = p;
+}
+
+/* ---- packing ---------------------------------------------------------------- */
+
+/* Operand views: element (i, k) of op(A) and (k, j) of op(B). */
+typedef struct gemm_args {
+    bool ta, tb;
+    int M, N, K;
+    float alpha, beta;
+    const float *A, *B;
+    int lda, ldb, ldc;
+    float *C;
+    const kernel_desc *kd;
+} gemm_args;
+
+/* Rows [i0, i0+mc) x cols [k0, k0+kc) of op(A) -> MR-row panels, panel p
+ * at dst + p*MR*KC, both layouts plain copies (no transposing):
+ *   ta: A is [K, M], a panel is k-major [kc x MR] (element (i, k) at k*MR + i),
+ *       rows past mc zero;
+ *   else: A is [M, K], a panel is its MR rows [MR x KC] (element (i, k) at
+ *       i*KC + k, a stride that does not alias in L1 as lda = 1024 does),
+ *       rows past mc zero. */
+static void pack_a(const gemm_args *g, int i0, int mc, int k0, int kc, float *dst)
+{
+    const int MR = g->kd->mr;
+    for (int p = 0; p < mc; p += MR, dst += (size_t)MR * KC) {
+        int m = mc - p < MR ? mc - p : MR;
+        if (g->ta) {
+            for (int k = 0; k < kc; k++) {
+                memcpy(dst + (size_t)k * MR, g->A + (size_t)(k0 + k) * g->lda + i0 + p, sizeof(float) * (size_t)m);
+                for (int i = m; i < MR; i++) dst[k * MR + i] = 0;
+            }
+        } else {
+            for (int i = 0; i < m; i++)
+                memcpy(dst + (size_t)i * KC, g->A + (size_t)(i0 + p + i) * g->lda + k0, sizeof(float) * (size_t)kc);
+            for (int i = m; i < MR; i++) memset(dst + (size_t)i * KC, 0, sizeof(float) * (size_t)kc);
+        }
+    }
+}
+
+/* Width of the B panel starting `left` columns before the block's end. */
+static int panel_width(const kernel_desc *kd, int left)
+{
+    return left <= kd->nr_narrow ? kd->nr_narrow : kd->nr;
+}
+
+/* Rows [k0, k0+kc) x cols [j0, j0+nc) of op(B) -> panels [kc x w] (element
+ * (k, j) at k*w + j), w = nr, or nr_narrow for a last panel that fits. */
+static void pack_b(const gemm_args *g, int k0, int kc, int j0, int nc, float *dst)
+{
+    for (int q = 0; q < nc;) {
+        int w = panel_width(g->kd, nc - q), n = nc - q < w ? nc - q : w;
+        if (g->tb) {
+            g->kd->pack_bt(g->B, g->ldb, k0, kc, j0 + q, n, w, dst);
+        } else {
+            for (int k = 0; k < kc; k++) {
+                const float *src = g->B + (size_t)(k0 + k) * g->ldb + j0 + q;
+                memcpy(dst + (size_t)k * w, src, sizeof(float) * (size_t)n);
+                for (int j = n; j < w; j++) dst[k * w + j] = 0;
+            }
+        }
+        dst += (size_t)w * kc;
+        q += w;
+    }
+}
+
+/* ---- the blocked product ---------------------------------------------------- */
+
+/* The direct kernels with the fewest rows that cover m. */
+static const ukernel *direct_for(const kernel_desc *kd, int m)
+{
+    return m <= kd->short_rows[0] ? kd->direct_short[0] : m <= kd->short_rows[1] ? kd->direct_short[1] : kd->direct;
+}
+
+/* C[i0:i1, j0:j1] of the whole product, on this thread with its buffers.
+ * Packing A pays when each A panel meets many B panels (N > PACK_A_MIN_PANELS
+ * panels), packing B when each B panel meets more than PACK_B_MIN_PANELS A
+ * panels, or always when B is transposed (its rows are not vectors). */
+static void gemm_block(const gemm_args *g, pack_buf *buf, int i0, int i1, int j0, int j1)
+{
+    const kernel_desc *kd = g->kd;
+    bool pa = j1 - j0 > PACK_A_MIN_PANELS * kd->nr;
+    bool pb = g->tb || i1 - i0 > PACK_B_MIN_PANELS * kd->mr;
+    tile t = {.ldc = g->ldc, .alpha = g->alpha};
+    for (int ic = i0; ic < i1; ic += MC) {
+        int mc = i1 - ic < MC ? i1 - ic : MC;
+        for (int pc = 0; pc < g->K; pc += KC) {
+            t.kc = g->K - pc < KC ? g->K - pc : KC;
+            t.beta = pc == 0 ? g->beta : 1.0f;
+            if (pa) pack_a(g, ic, mc, pc, t.kc, buf->a);
+            for (int jc = j0; jc < j1; jc += NC) {
+                int nc = j1 - jc < NC ? j1 - jc : NC;
+                if (pb) pack_b(g, pc, t.kc, jc, nc, buf->b);
+                for (int ir = 0; ir < mc; ir += kd->mr) {
+                    t.m = mc - ir < kd->mr ? mc - ir : kd->mr;
+                    if (pa) {
+                        t.a = buf->a + (size_t)ir * KC;
+                        t.rsa = g->ta ? 1 : KC, t.csa = g->ta ? kd->mr : 1;
+                    } else if (g->ta) { /* A is [K, M] */
+                        t.a = g->A + (size_t)pc * g->lda + ic + ir, t.rsa = 1, t.csa = g->lda;
+                    } else {
+                        t.a = g->A + (size_t)(ic + ir) * g->lda + pc, t.rsa = g->lda, t.csa = 1;
+                    }
+                    const float *bp = buf->b;
+                    for (int jr = 0; jr < nc;) {
+                        int w = panel_width(kd, nc - jr);
+                        t.n = nc - jr < w ? nc - jr : w;
+                        if (pb) t.b = bp, t.rsb = w;
+                        else t.b = g->B + (size_t)pc * g->ldb + jc + jr, t.rsb = g->ldb;
+                        t.c = g->C + (size_t)(ic + ir) * g->ldc + jc + jr;
+                        const ukernel *k = !pa || !pb ? direct_for(kd, t.m) : g->ta ? kd->kmajor : kd->rows;
+                        k[w == kd->nr ? 0 : 1](&t);
+                        bp += (size_t)w * t.kc;
+                        jr += w;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* C[i0:i1, j0:j1] through cblas_sgemm: the CPU has no kernel of ours, or this
+ * thread could not get pack buffers. */
+static void cblas_block(const gemm_args *g, int i0, int i1, int j0, int j1)
+{
+    const float *a = g->A + (g->ta ? (size_t)i0 : (size_t)i0 * g->lda);
+    const float *b = g->B + (g->tb ? (size_t)j0 * g->ldb : (size_t)j0);
+    cblas_sgemm(CblasRowMajor, g->ta ? CblasTrans : CblasNoTrans, g->tb ? CblasTrans : CblasNoTrans,
+                i1 - i0, j1 - j0, g->K, g->alpha, a, g->lda, b, g->ldb, g->beta,
+                g->C + (size_t)i0 * g->ldc + j0, g->ldc);
+}
+
+/* A thread's share: tiles [begin, end) along M (split_m, MR rows each) or N
+ * (NR columns each). */
+typedef struct par_job {
+    const gemm_args *g;
+    bool split_m;
+} par_job;
+
+static void par_chunk(void *ctx, int begin, int end)
+{
+    const par_job *job = ctx;
+    const gemm_args *g = job->g;
+    int i0 = 0, i1 = g->M, j0 = 0, j1 = g->N;
+    if (job->split_m) {
+        i0 = begin * g->kd->mr;
+        i1 = end * g->kd->mr < g->M ? end * g->kd->mr : g->M;
+    } else {
+        j0 = begin * g->kd->nr;
+        j1 = end * g->kd->nr < g->N ? end * g->kd->nr : g->N;
+    }
+    pack_buf *buf = thread_buf();
+    if (buf) gemm_block(g, buf, i0, i1, j0, j1);
+    else cblas_block(g, i0, i1, j0, j1);
+}
+
+/* C = beta C (alpha == 0 or K == 0): A and B are not read, beta == 0 never reads C. */
+static void scale_c(int M, int N, float beta, float *C, int ldc)
+{
+    for (int i = 0; i < M; i++) {
+        float *c = C + (size_t)i * ldc;
+        if (beta == 0) memset(c, 0, sizeof(float) * (size_t)N);
+        else if (beta != 1) for (int j = 0; j < N; j++) c[j] *= beta;
+    }
+}
+
+void tg_sgemm(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
+              const float *B, int ldb, float beta, float *C, int ldc)
+{
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0 || alpha == 0) {
+        scale_c(M, N, beta, C, ldc);
+        return;
+    }
+    pthread_once(&g_kernel_once, choose_kernel);
+    gemm_args g = {ta, tb, M, N, K, alpha, beta, A, B, lda, ldb, ldc, C, g_kernel};
+    if (!g.kd) {
+        cblas_block(&g, 0, M, 0, N);
+        return;
+    }
+    /* Split the larger of M and N: the other operand's packing is what every
+     * thread repeats. */
+    bool split_m = M >= N;
+    int tiles = split_m ? (M + g.kd->mr - 1) / g.kd->mr : (N + g.kd->nr - 1) / g.kd->nr;
+    par_job job = {&g, split_m};
+    if (tg_threads_get() > 1 && tiles > 1 && (double)M * N * K >= PAR_MIN_MNK)
+        tg_parallel_for(tiles, par_chunk, &job);
+    else
+        par_chunk(&job, 0, tiles);
+}

@@ -1,0 +1,59 @@
+/* tapegrad: inverted dropout with the framework RNG (core/engine/rng.h).
+ *
+ * out = a * mask / (1 - p), mask_i = 1 with probability 1 - p (one
+ * tg_rng_uniform draw per element, kept when u >= p, so a seeded rng gives
+ * the same mask on every machine). Backward: da += dout * mask / (1 - p),
+ * with the forward's mask (saved in the arena).
+ * Identity when p == 0 or the tape is not training: the result is `a`
+ * itself (no copy, no node, no draw from rng).
+ * p must be in [0, 1) (checked on every call); rng must be non-NULL when
+ * dropout actually runs (p > 0 while training), so evaluation code may pass
+ * NULL.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ops.h"
+
+/* out [...] <- a [...]: da += dout * mask * scale (scale = 1 / (1 - p) in n->f[0]). */
+static void dropout_backward(tg_tape *t, tg_node *n)
+{
+    tg_tensor *a = n->in[0];
+    const uint8_t *mask = n->aux;
+    const tg_real *g = n->out->grad, scale = (tg_real)n->f[0];
+    tg_real *da = tg_grad(t, a);
+    if (!da) return;
+    for (size_t i = 0; i < a->size; i++)
+        if (mask[i]) da[i] += g[i] * scale;
+}
+
+tg_tensor *tg_dropout(tg_tape *t, tg_tensor *a, double p, tg_rng *rng)
+{
+    if (!t) return NULL;
+    if (!a) return tg_fail_null(t, "tg_dropout");
+    char sa[TG_SHAPE_STR];
+    if (!(p >= 0 && p < 1))
+        return tg_fail(t, "tg_dropout: p must be in [0, 1), got %g (a %s)", p, tg_shape_str(a, sa));
+    if (p == 0 || !tg_tape_training(t)) return a;
+    if (!rng)
+        return tg_fail(t, "tg_dropout: rng is NULL with p = %g while training (a %s)", p, tg_shape_str(a, sa));
+    tg_tensor *out = tg_new_like(t, "tg_dropout", a);
+    if (!out) return NULL;
+    bool need = tg_grad_needed(t, a, NULL, NULL, NULL);
+    uint8_t *mask = need ? tg_arena_alloc(t, a->size, "tg_dropout mask") : NULL;
+    if (need && !mask) return NULL;
+    const tg_real scale = (tg_real)(1.0 / (1.0 - p));
+    for (size_t i = 0; i < a->size; i++) {
+        bool keep = tg_rng_uniform(rng) >= p;
+        out->data[i] = keep ? a->data[i] * scale : 0;
+        if (mask) mask[i] = keep;
+    }
+    if (need) {
+        tg_node *n = tg_node_push(t, "tg_dropout", dropout_backward, out, a, NULL, NULL, NULL);
+        if (!n) return NULL;
+        n->aux = mask;
+        n->f[0] = 1.0 / (1.0 - p);
+    }
+    return tg_op_done(t, "tg_dropout", out);
+}

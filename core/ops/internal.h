@@ -1,0 +1,25 @@
+/* tapegrad internal: pieces shared between op families (not installed API). */
+#ifndef TAPEGRAD_OPS_INTERNAL_H
+#define TAPEGRAD_OPS_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mask.h"
+#include "../engine/tape.h"
+#include "../kernels/threads.h"
+
+/* core/ops/mask.c: checks what can be checked of m for scores [B, ., Lq, Lk]:
+ * a negative window, keep_batched without keep, key_lens outside [0, Lk], and
+ * NaN or +inf in additive (they would turn whole rows into NaN). On a problem
+ * stores "<op>: mask ...: <shapes>" and returns false. */
+bool tg_mask_check(tg_tape *t, const tg_mask *m, int B, int Lq, int Lk, const char *op,
+                   const char *shapes);
+
+/* core/ops/softmax.c: softmax of `rows` rows of n entries,
+ * y = softmax(x * scale + add) where vis allows (masked: exactly 0; a row
+ * with nothing visible: all 0); x may equal y; vis and add are [rows, n] or NULL. */
+void tg_softmax_block(const tg_real *x, tg_real *y, size_t rows, int n, tg_real scale,
+                      const uint8_t *vis, const tg_real *add);
+
+#endif

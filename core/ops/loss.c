@@ -1,0 +1,119 @@
+/* tapegrad: cross-entropy, fused log-softmax + NLL (as
+ * torch.nn.functional.cross_entropy with reduction='mean' and ignore_index).
+ *
+ * For logits [N, V] (all dims but the last are rows) and targets [N]:
+ *   loss = (1 / n_valid) * sum over valid rows r of (lse_r - x[r, targets[r]])
+ * with lse_r = log sum_j exp(x[r, j]) computed stably (row max subtracted).
+ * A row whose target is ignore_index contributes nothing and is not
+ * counted; with no valid row the loss is 0 and every grad is 0 (PyTorch gives
+ * NaN there).
+ *   dlogits[r, j] = (softmax(x_r)_j - [j == targets[r]]) / n_valid * dloss
+ * The log-sum-exp of every row and a copy of targets are saved (arena).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ops.h"
+
+typedef struct ce_saved {
+    const int32_t *targets; /* [N] copy */
+    const double *lse;      /* [N] in double: a float lse would round away the softmax at large logits */
+} ce_saved;
+
+/* loss [] <- logits [N, V]: dlogits += (softmax - onehot) * dloss / n_valid. */
+static void cross_entropy_backward(tg_tape *t, tg_node *n)
+{
+    tg_tensor *x = n->in[0];
+    const ce_saved *s = n->aux;
+    double n_valid = n->f[0];
+    if (n_valid == 0) return;
+    tg_real *dx = tg_grad(t, x);
+    if (!dx) return;
+    size_t rows = tg_rows(x);
+    int V = tg_cols(x), ignore = n->i[0];
+    tg_real g = (tg_real)(n->out->grad[0] / n_valid);
+    for (size_t r = 0; r < rows; r++) {
+        int y = s->targets[r];
+        if (y == ignore) continue;
+        const tg_real *xr = x->data + r * V;
+        tg_real *dr = dx + r * V;
+        double lse = s->lse[r];
+        for (int j = 0; j < V; j++) dr[j] += g * (tg_real)exp((double)xr[j] - lse);
+        dr[y] -= g;
+    }
+}
+
+/* log sum exp of one row, in double, max subtracted. */
+static double row_lse(const tg_real *x, int V)
+{
+    tg_real mx = x[0];
+    for (int j = 1; j < V; j++)
+        if (x[j] > mx) mx = x[j];
+    double s = 0;
+    for (int j = 0; j < V; j++) s += exp((double)(x[j] - mx));
+    return (double)mx + log(s);
+}
+
+static bool ce_check(tg_tape *t, const tg_tensor *x, const int32_t *targets, int ignore_index)
+{
+    char sx[TG_SHAPE_STR];
+    if (x->ndim < 1 || tg_cols(x) < 1) {
+        tg_fail(t, "tg_cross_entropy: logits must be [..., V] with V >= 1, got %s", tg_shape_str(x, sx));
+        return false;
+    }
+    size_t rows = tg_rows(x);
+    int V = tg_cols(x);
+    for (size_t r = 0; r < rows; r++) {
+        int32_t y = targets[r];
+        if (y != ignore_index && (y < 0 || y >= V)) {
+            tg_fail(t, "tg_cross_entropy: target %d at position %zu is out of range [0, %d) (logits %s, ignore_index %d)",
+                    (int)y, r, V, tg_shape_str(x, sx), ignore_index);
+            return false;
+        }
+    }
+    return true;
+}
+
+tg_tensor *tg_cross_entropy(tg_tape *t, tg_tensor *logits, const int32_t *targets, int ignore_index)
+{
+    if (!t) return NULL;
+    if (!logits || !targets) return tg_fail_null(t, "tg_cross_entropy");
+    if (!ce_check(t, logits, targets, ignore_index)) return NULL;
+    tg_tensor *out = tg_new(t, "tg_cross_entropy", 0, NULL);
+    if (!out) return NULL;
+    size_t rows = tg_rows(logits);
+    int V = tg_cols(logits);
+    bool need = tg_grad_needed(t, logits, NULL, NULL, NULL);
+    ce_saved *s = NULL;
+    double *lse = NULL;
+    if (need) {
+        s = tg_arena_alloc(t, sizeof *s, "tg_cross_entropy saved state");
+        lse = s ? tg_arena_alloc(t, rows * sizeof *lse, "tg_cross_entropy saved state") : NULL;
+        int32_t *tg = lse ? tg_arena_alloc(t, rows * sizeof *tg, "tg_cross_entropy saved targets") : NULL;
+        if (!tg) return NULL;
+        memcpy(tg, targets, rows * sizeof *tg);
+        s->targets = tg;
+        s->lse = lse;
+    }
+    double sum = 0;
+    size_t n_valid = 0;
+    for (size_t r = 0; r < rows; r++) {
+        int y = targets[r];
+        if (y == ignore_index) continue;
+        const tg_real *xr = logits->data + r * V;
+        double l = row_lse(xr, V);
+        if (lse) lse[r] = l;
+        sum += l - (double)xr[y];
+        n_valid++;
+    }
+    out->data[0] = n_valid ? (tg_real)(sum / (double)n_valid) : 0;
+    if (need) {
+        tg_node *n = tg_node_push(t, "tg_cross_entropy", cross_entropy_backward, out, logits, NULL, NULL, NULL);
+        if (!n) return NULL;
+        n->aux = s;
+        n->f[0] = (double)n_valid;
+        n->i[0] = ignore_index;
+    }
+    return tg_op_done(t, "tg_cross_entropy", out);
+}

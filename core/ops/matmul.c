@@ -1,0 +1,143 @@
+/* tapegrad: matmul, 2-D and batched, with transpose flags and optional bias.
+ *
+ * out = op(a) op(b) + bias. With op(a) [M,K], op(b) [K,N], dout [M,N]:
+ *   d op(a) = dout op(b)^T      d op(b) = op(a)^T dout      dbias = colsum(dout)
+ * and a transposed operand receives the transpose of its d op(.).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "ops.h"
+#include "../kernels/blas.h"
+
+typedef struct mm_dims {
+    int batch;      /* product of a's leading dims */
+    int M, K, N;
+    bool b_batched; /* b has a's batch dims (else broadcast 2-D) */
+} mm_dims;
+
+static bool mm_shapes(tg_tape *t, const tg_tensor *a, const tg_tensor *b, const tg_tensor *bias,
+                      unsigned flags, mm_dims *d)
+{
+    char sa[TG_SHAPE_STR], sb[TG_SHAPE_STR], sc[TG_SHAPE_STR];
+    const char *ta = flags & TG_TRANS_A ? "^T" : "", *tb = flags & TG_TRANS_B ? "^T" : "";
+    if (a->ndim < 2 || b->ndim < 2) {
+        tg_fail(t, "tg_matmul: operands must have at least 2 dims: a %s @ b %s", tg_shape_str(a, sa),
+                tg_shape_str(b, sb));
+        return false;
+    }
+    int r0 = a->shape[a->ndim - 2], r1 = a->shape[a->ndim - 1];
+    int c0 = b->shape[b->ndim - 2], c1 = b->shape[b->ndim - 1];
+    d->M = flags & TG_TRANS_A ? r1 : r0;
+    d->K = flags & TG_TRANS_A ? r0 : r1;
+    int kb = flags & TG_TRANS_B ? c1 : c0;
+    d->N = flags & TG_TRANS_B ? c0 : c1;
+    d->batch = 1;
+    for (int i = 0; i + 2 < a->ndim; i++) d->batch *= a->shape[i];
+    d->b_batched = b->ndim > 2;
+    if (d->K != kb) {
+        tg_fail(t, "tg_matmul: inner dimensions differ: a %s%s @ b %s%s", tg_shape_str(a, sa), ta,
+                tg_shape_str(b, sb), tb);
+        return false;
+    }
+    if (d->b_batched) {
+        bool same = b->ndim == a->ndim;
+        for (int i = 0; same && i + 2 < a->ndim; i++) same = a->shape[i] == b->shape[i];
+        if (!same) {
+            tg_fail(t, "tg_matmul: batch dimensions differ: a %s%s @ b %s%s (b must be 2-D or share a's batch dims)",
+                    tg_shape_str(a, sa), ta, tg_shape_str(b, sb), tb);
+            return false;
+        }
+    }
+    if (bias && (bias->ndim != 1 || bias->shape[0] != d->N)) {
+        tg_fail(t, "tg_matmul: bias %s does not match the output's last dim %d (a %s%s @ b %s%s)",
+                tg_shape_str(bias, sc), d->N, tg_shape_str(a, sa), ta, tg_shape_str(b, sb), tb);
+        return false;
+    }
+    return true;
+}
+
+static void matmul_backward(tg_tape *t, tg_node *n)
+{
+    tg_tensor *out = n->out, *a = n->in[0], *b = n->in[1], *bias = n->in[2];
+    bool ta = n->i[0] & TG_TRANS_A, tb = n->i[0] & TG_TRANS_B;
+    mm_dims d = {.batch = n->i[1], .M = n->i[2], .K = n->i[3], .N = out->shape[out->ndim - 1]};
+    d.b_batched = b->ndim > 2;
+    const tg_real *dout = out->grad;
+    if (out->size == 0 || d.K == 0) return;  /* nothing flows (and BLAS rejects 0 leading dims) */
+    size_t sa = (size_t)d.M * d.K, sb = (size_t)d.K * d.N, so = (size_t)d.M * d.N;
+    /* A broadcast b with an untransposed a: one GEMM over all batch * M rows, as forward. */
+    int steps = d.b_batched || ta ? d.batch : 1, M = steps == 1 ? d.batch * d.M : d.M;
+    if (a->requires_grad) {
+        tg_real *da = tg_grad(t, a);
+        if (!da) return;
+        for (int i = 0; i < steps; i++) {
+            const tg_real *bi = b->data + (d.b_batched ? i * sb : 0);
+            if (!ta) /* da [M,K] += dout [M,N] op(b)^T */
+                tg_gemm(0, !tb, M, d.K, d.N, 1, dout + i * so, bi, 1, da + i * sa);
+            else     /* da [K,M] += op(b) [K,N] dout^T */
+                tg_gemm(tb, 1, d.K, d.M, d.N, 1, bi, dout + i * so, 1, da + i * sa);
+        }
+    }
+    if (b->requires_grad) {
+        tg_real *db = tg_grad(t, b);
+        if (!db) return;
+        for (int i = 0; i < steps; i++) {
+            const tg_real *ai = a->data + i * sa, *gi = dout + i * so;
+            tg_real *dbi = db + (d.b_batched ? i * sb : 0);
+            if (!tb) /* db [K,N] += op(a)^T [K,M] dout [M,N] */
+                tg_gemm(!ta, 0, d.K, d.N, M, 1, ai, gi, 1, dbi);
+            else     /* db [N,K] += dout^T [N,M] op(a) [M,K] */
+                tg_gemm(1, ta, d.N, d.K, M, 1, gi, ai, 1, dbi);
+        }
+    }
+    if (bias && bias->requires_grad) {
+        tg_real *dbias = tg_grad(t, bias);
+        if (!dbias) return;
+        size_t rows = (size_t)d.batch * d.M;
+        for (size_t r = 0; r < rows; r++)
+            for (int j = 0; j < d.N; j++) dbias[j] += dout[r * d.N + j];
+    }
+}
+
+tg_tensor *tg_matmul(tg_tape *t, tg_tensor *a, tg_tensor *b, tg_tensor *bias, unsigned flags)
+{
+    if (!t) return NULL;
+    if (!a || !b) return tg_fail_null(t, "tg_matmul");
+    mm_dims d;
+    if (!mm_shapes(t, a, b, bias, flags, &d)) return NULL;
+    int shape[TG_MAX_DIMS];
+    memcpy(shape, a->shape, sizeof shape);
+    shape[a->ndim - 2] = d.M;
+    shape[a->ndim - 1] = d.N;
+    tg_tensor *out = tg_new(t, "tg_matmul", a->ndim, shape);
+    if (!out) return NULL;
+    bool ta = flags & TG_TRANS_A, tb = flags & TG_TRANS_B;
+    size_t sa = (size_t)d.M * d.K, sb = (size_t)d.K * d.N, so = (size_t)d.M * d.N;
+    tg_real beta = 0;
+    if (bias) {
+        size_t rows = (size_t)d.batch * d.M;
+        for (size_t r = 0; r < rows; r++) memcpy(out->data + r * d.N, bias->data, d.N * sizeof(tg_real));
+        beta = 1;
+    }
+    if (d.K == 0 && !bias) memset(out->data, 0, out->size * sizeof(tg_real));
+    if (out->size == 0 || d.K == 0) {
+        /* BLAS rejects zero leading dimensions; the result is already set */
+    } else if (!d.b_batched && !ta) {
+        /* [batch*M, K] @ op(b): one GEMM */
+        tg_gemm(0, tb, d.batch * d.M, d.N, d.K, 1, a->data, b->data, beta, out->data);
+    } else {
+        for (int i = 0; i < d.batch; i++)
+            tg_gemm(ta, tb, d.M, d.N, d.K, 1, a->data + i * sa, b->data + (d.b_batched ? i * sb : 0),
+                    beta, out->data + i * so);
+    }
+    if (tg_grad_needed(t, a, b, bias, NULL)) {
+        tg_node *n = tg_node_push(t, "tg_matmul", matmul_backward, out, a, b, bias, NULL);
+        if (!n) return NULL;
+        n->i[0] = (int)flags;
+        n->i[1] = d.batch;
+        n->i[2] = d.M;
+        n->i[3] = d.K;
+    }
+    return tg_op_done(t, "tg_matmul", out);
+}

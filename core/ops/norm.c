@@ -1,0 +1,175 @@
+/* tapegrad: LayerNorm over the last dim (as torch.nn.LayerNorm with one
+ * normalized dim: biased variance, eps inside the square root).
+ *
+ * Per row of C values: xhat = (x - mean) * rstd, rstd = 1 / sqrt(var + eps),
+ * y = xhat * w + b. Backward, with dxhat = dy * w:
+ *   dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))
+ *   dw += sum over rows of dy * xhat        db += sum over rows of dy
+ * mean and rstd of every row are saved (arena); xhat is recomputed.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+#include "ops.h"
+
+/* Saved per row: mean[rows] then rstd[rows]. */
+typedef struct ln_saved {
+    tg_real *mean, *rstd;
+} ln_saved;
+
+/* Mean and rstd of one row in one pass. The sums run over d = x - x[0] (in
+ * double): shifting by a row element keeps the one-pass variance accurate,
+ * and a constant row gets exactly its value as mean and var 0, so its xhat
+ * is exactly 0 and y is exactly the bias. */
+static void row_stats(const tg_real *x, int C, double eps, tg_real *mean, tg_real *rstd)
+{
+    double s1 = 0, s2 = 0, x0 = x[0];
+    for (int j = 0; j < C; j++) {
+        double d = (double)x[j] - x0;
+        s1 += d;
+        s2 += d * d;
+    }
+    double m = s1 / C, var = s2 / C - m * m;
+    if (var < 0) var = 0;
+    *mean = (tg_real)(x0 + m);
+    *rstd = (tg_real)(1.0 / sqrt(var + eps));
+}
+
+/* One layernorm pass over rows [r0, r1) or columns [j0, j1), run on the pool
+ * (core/kernels/parallel.c): the forward and dx cut by rows, dw and db by columns, so
+ * every sum keeps the row order and the result does not depend on the cut. */
+typedef struct ln_job {
+    const tg_real *x, *w, *b, *dy;
+    tg_real *y, *dx, *dw, *db, *mean, *rstd;
+    size_t n_rows;
+    int C;
+    double eps;
+} ln_job;
+
+/* ROWS_GRAIN rows of C = 64 are worth a wake-up of the pool */
+#define ROWS_GRAIN(C) (16384 / (size_t)((C) > 0 ? (C) : 1) + 1)
+
+/* y [rows, C] = xhat * w + b; mean, rstd [rows] saved when non-NULL */
+static void ln_forward_rows(void *ctx, size_t r0, size_t r1)
+{
+    const ln_job *j = ctx;
+    int C = j->C;
+    for (size_t r = r0; r < r1; r++) {
+        const tg_real *xr = j->x + r * C;
+        tg_real *yr = j->y + r * C, mu, rs;
+        row_stats(xr, C, j->eps, &mu, &rs);
+        if (j->mean) j->mean[r] = mu, j->rstd[r] = rs;
+        for (int c = 0; c < C; c++) {
+            tg_real xh = (xr[c] - mu) * rs;
+            yr[c] = (j->w ? xh * j->w[c] : xh) + (j->b ? j->b[c] : 0);
+        }
+    }
+}
+
+/* dx [rows, C] += rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)) */
+static void ln_dx_rows(void *ctx, size_t r0, size_t r1)
+{
+    const ln_job *j = ctx;
+    int C = j->C;
+    for (size_t r = r0; r < r1; r++) {
+        const tg_real *xr = j->x + r * C, *g = j->dy + r * C;
+        const tg_real mu = j->mean[r], rs = j->rstd[r];
+        double sum_dxhat = 0, sum_dxhat_xhat = 0;
+        for (int c = 0; c < C; c++) {
+            tg_real xh = (xr[c] - mu) * rs, dxh = j->w ? g[c] * j->w[c] : g[c];
+            sum_dxhat += dxh;
+            sum_dxhat_xhat += (double)dxh * xh;
+        }
+        tg_real m1 = (tg_real)(sum_dxhat / C), m2 = (tg_real)(sum_dxhat_xhat / C);
+        tg_real *dxr = j->dx + r * C;
+        for (int c = 0; c < C; c++) {
+            tg_real xh = (xr[c] - mu) * rs, dxh = j->w ? g[c] * j->w[c] : g[c];
+            dxr[c] += rs * (dxh - m1 - xh * m2);
+        }
+    }
+}
+
+/* dw [C] += sum over rows of dy * xhat, db [C] += sum over rows of dy, for
+ * columns [c0, c1) (rows in order, so the sums do not depend on the cut) */
+static void ln_dwdb_cols(void *ctx, size_t c0, size_t c1)
+{
+    const ln_job *j = ctx;
+    size_t C = (size_t)j->C, rows = j->n_rows;
+    for (size_t r = 0; r < rows; r++) {
+        const tg_real *xr = j->x + r * C, *g = j->dy + r * C;
+        const tg_real mu = j->mean[r], rs = j->rstd[r];
+        if (j->dw)
+            for (size_t c = c0; c < c1; c++) j->dw[c] += g[c] * ((xr[c] - mu) * rs);
+        if (j->db)
+            for (size_t c = c0; c < c1; c++) j->db[c] += g[c];
+    }
+}
+
+/* y, x [rows, C]; w, b [C] or NULL. */
+static void layernorm_backward(tg_tape *t, tg_node *n)
+{
+    tg_tensor *x = n->in[0], *w = n->in[1], *b = n->in[2];
+    const ln_saved *s = n->aux;
+    tg_real *dx = x->requires_grad ? tg_grad(t, x) : NULL;
+    tg_real *dw = w && w->requires_grad ? tg_grad(t, w) : NULL;
+    tg_real *db = b && b->requires_grad ? tg_grad(t, b) : NULL;
+    if ((x->requires_grad && !dx) || (w && w->requires_grad && !dw) || (b && b->requires_grad && !db))
+        return;
+    ln_job j = {.x = x->data, .w = w ? w->data : NULL, .dy = n->out->grad, .dx = dx, .dw = dw, .db = db,
+                .mean = s->mean, .rstd = s->rstd, .C = tg_cols(x), .n_rows = tg_rows(x)};
+    if (dw || db) tg_parallel_range((size_t)j.C, 8, ln_dwdb_cols, &j);
+    if (dx) tg_parallel_range(j.n_rows, ROWS_GRAIN(j.C), ln_dx_rows, &j);
+}
+
+static bool layernorm_check(tg_tape *t, const tg_tensor *x, const tg_tensor *w, const tg_tensor *b,
+                            double eps)
+{
+    char sx[TG_SHAPE_STR], sw[TG_SHAPE_STR], sb[TG_SHAPE_STR];
+    int C = tg_cols(x);
+    const char *bad = NULL;
+    if (x->ndim < 1 || C < 1)
+        bad = "x needs at least one dim and a last dim >= 1";
+    else if (w && (w->ndim != 1 || w->shape[0] != C))
+        bad = "weight must be [C], C = x's last dim";
+    else if (b && (b->ndim != 1 || b->shape[0] != C))
+        bad = "bias must be [C], C = x's last dim";
+    else if (!(eps >= 0) || !isfinite(eps))
+        bad = "eps must be finite and >= 0";
+    if (!bad) return true;
+    tg_fail(t, "tg_layernorm: %s: x %s, weight %s, bias %s, eps %g", bad, tg_shape_str(x, sx),
+            tg_shape_str(w, sw), tg_shape_str(b, sb), eps);
+    return false;
+}
+
+tg_tensor *tg_layernorm(tg_tape *t, tg_tensor *x, tg_tensor *weight, tg_tensor *bias, double eps)
+{
+    if (!t) return NULL;
+    if (!x) return tg_fail_null(t, "tg_layernorm");
+    if (!layernorm_check(t, x, weight, bias, eps)) return NULL;
+    tg_tensor *out = tg_new_like(t, "tg_layernorm", x);
+    if (!out) return NULL;
+    size_t rows = tg_rows(x);
+    int C = tg_cols(x);
+    bool need = tg_grad_needed(t, x, weight, bias, NULL);
+    ln_saved *s = NULL;
+    if (need) {
+        s = tg_arena_alloc(t, sizeof *s, "tg_layernorm saved stats");
+        if (!s) return NULL;
+        s->mean = tg_arena_alloc(t, 2 * rows * sizeof(tg_real), "tg_layernorm saved stats");
+        if (!s->mean) return NULL;
+        s->rstd = s->mean + rows;
+    }
+    ln_job j = {.x = x->data, .w = weight ? weight->data : NULL, .b = bias ? bias->data : NULL,
+                .y = out->data, .mean = s ? s->mean : NULL, .rstd = s ? s->rstd : NULL, .n_rows = rows,
+                .C = C, .eps = eps};
+    tg_parallel_range(rows, ROWS_GRAIN(C), ln_forward_rows, &j);
+    if (need) {
+        tg_node *n = tg_node_push(t, "tg_layernorm", layernorm_backward, out, x, weight, bias, NULL);
+        if (!n) return NULL;
+        n->aux = s;
+        n->f[0] = eps;
+    }
+    return tg_op_done(t, "tg_layernorm", out);
+}

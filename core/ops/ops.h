@@ -1,0 +1,122 @@
+/* tapegrad: every core op. Each returns its output (a new arena tensor, or a
+ * view where said), or NULL with the tape's error set; a NULL input gives NULL
+ * and keeps the first message. Forward and backward of each op sit side by
+ * side in core/ops_<family>.c. */
+#ifndef TAPEGRAD_OPS_H
+#define TAPEGRAD_OPS_H
+
+#include "mask.h"
+#include "../engine/rng.h"
+#include "../engine/tape.h"
+
+/* ---- matmul (core/ops/matmul.c) ------------------------------------------
+ * out = op(a) @ op(b) + bias, op = transpose when TG_TRANS_A / TG_TRANS_B.
+ * a is [..., M, K] (or [..., K, M] with TG_TRANS_A), 2-D to 4-D.
+ * b is [K, N] (or [N, K] with TG_TRANS_B): 2-D broadcast over a's batch dims,
+ *   or with the same batch dims as a (batched).
+ * bias is [N] or NULL. out is [..., M, N]. Through cblas gemm. */
+enum { TG_TRANS_A = 1, TG_TRANS_B = 2 };
+tg_tensor *tg_matmul(tg_tape *t, tg_tensor *a, tg_tensor *b, tg_tensor *bias, unsigned flags);
+
+/* ---- elementwise (core/ops/elementwise.c) --------------------------------
+ * add/sub/mul: b has a's shape, or is 1-D [C] with C = a's last dim
+ * (broadcast over rows, as a bias). */
+tg_tensor *tg_add(tg_tape *t, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_sub(tg_tape *t, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_mul(tg_tape *t, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_scale(tg_tape *t, tg_tensor *a, double s);
+tg_tensor *tg_relu(tg_tape *t, tg_tensor *a);
+/* GELU, erf form (PyTorch's default approximate='none'). */
+tg_tensor *tg_gelu(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_tanh(tg_tape *t, tg_tensor *a);
+/* Sum / mean of all elements: a 0-d tensor. */
+tg_tensor *tg_sum(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_mean(tg_tape *t, tg_tensor *a);
+
+/* ---- shape (core/ops/shape.c) ---------------------------------------------
+ * reshape is a VIEW: it shares data and grad with a (no node, no copy); a -1
+ * dim is inferred. Every other shape op writes a new tensor. */
+tg_tensor *tg_reshape(tg_tape *t, tg_tensor *a, int ndim, const int *shape);
+/* out.shape[i] = a.shape[perm[i]]; perm has a->ndim entries. */
+tg_tensor *tg_permute(tg_tape *t, tg_tensor *a, const int *perm);
+tg_tensor *tg_transpose(tg_tape *t, tg_tensor *a, int d0, int d1);
+/* [B, L, H*dk] -> [B, H, L, dk] and back. */
+tg_tensor *tg_split_heads(tg_tape *t, tg_tensor *x, int n_heads);
+tg_tensor *tg_merge_heads(tg_tape *t, tg_tensor *x);
+/* Concatenate n tensors along the last dim (all other dims equal). */
+tg_tensor *tg_concat(tg_tape *t, tg_tensor *const *xs, int n);
+/* a[..., start:start+len] along the last dim. */
+tg_tensor *tg_slice(tg_tape *t, tg_tensor *a, int start, int len);
+
+/* ---- softmax (core/ops/softmax.c) ---------------- */
+
+/* Softmax over the last dim, stable (row max subtracted). */
+tg_tensor *tg_softmax(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_log_softmax(tg_tape *t, tg_tensor *a);
+/* softmax(a * scale + mask) over the last dim of scores a [B, H, Lq, Lk]
+ * (3-D [B, Lq, Lk] and 2-D [Lq, Lk] are read as B = 1 and/or H = 1).
+ * Masked entries get exactly zero weight; a row with every key masked is all
+ * zeros (PyTorch gives NaN there). mask may be NULL. */
+tg_tensor *tg_softmax_masked(tg_tape *t, tg_tensor *a, const tg_mask *mask, double scale);
+
+/* ---- normalisation (core/ops/norm.c) --------------------------------------
+ * LayerNorm over the last dim C: x [..., C], weight and bias [C] (either may
+ * be NULL), eps as torch.nn.LayerNorm (biased variance). */
+tg_tensor *tg_layernorm(tg_tape *t, tg_tensor *x, tg_tensor *weight, tg_tensor *bias, double eps);
+
+/* ---- indexing (core/ops/index.c) -------------------------------------------
+ * Rows of weight [V, D] picked by ids [B*T] (each checked in [0, V)): out is
+ * [B, T, D]. Backward scatter-adds (repeated ids accumulate). */
+tg_tensor *tg_embedding(tg_tape *t, tg_tensor *weight, const int32_t *ids, int B, int T);
+
+/* ---- losses (core/ops/loss.c) ----------------------------------------------
+ * Mean cross-entropy of logits [..., V] (rows N = all but the last dim) with
+ * int32 targets [N]; targets equal to ignore_index are skipped; the mean is
+ * over the others (0 when all are ignored). Fused log-softmax + NLL. */
+#define TG_IGNORE (-100)
+tg_tensor *tg_cross_entropy(tg_tape *t, tg_tensor *logits, const int32_t *targets, int ignore_index);
+
+/* ---- dropout (core/ops/dropout.c) -----------------------------------------
+ * Zeroes each element with probability p and scales the rest by 1/(1-p);
+ * identity (a itself, no node) when p == 0 or the tape is not training. */
+tg_tensor *tg_dropout(tg_tape *t, tg_tensor *a, double p, tg_rng *rng);
+
+/* ---- fused scaled-dot-product attention (core/ops/attention.c) -----------
+ * out = softmax(Q K^T * scale + mask) V, for q [B, H, Lq, dk], k [B, H, Lk, dk],
+ * v [B, H, Lk, dv]; out [B, H, Lq, dv]. scale <= 0 means 1/sqrt(dk).
+ * Attention dropout (p, rng) applies to the weights when training.
+ * When weights != NULL, *weights receives the attention weights
+ * [B, H, Lq, Lk] (after masking, before dropout): a plain arena tensor to
+ * read, valid until tg_tape_reset; no gradient flows back from it.
+ * opts may be NULL (no mask, default scale, no dropout); an rng is required
+ * when dropout > 0 and the tape is training. Dropout draws one number per weight in (b,h,i,j)
+ * order, masked or not, so the stream does not depend on the mask. */
+typedef struct tg_sdpa_opts {
+    const tg_mask *mask;     /* NULL: no mask */
+    double scale;            /* <= 0: 1/sqrt(dk) */
+    double dropout;          /* probability, 0 = off */
+    tg_rng *rng;             /* required when dropout > 0 */
+} tg_sdpa_opts;
+tg_tensor *tg_sdpa(tg_tape *t, tg_tensor *q, tg_tensor *k, tg_tensor *v,
+                   const tg_sdpa_opts *opts, tg_tensor **weights);
+
+/* The same attention with the heads read in place from packed projections,
+ * as a [B, L, C] projection lays them out: no split/merge copies.
+ * Head h of q is columns [q_col + h*dk, q_col + (h+1)*dk) of xq [B, Lq, Cq];
+ * its k and v are columns [k_col + h*dk, ...+dk) and [v_col + h*dv, ...+dv) of
+ * xkv [B, Lk, Ckv]. xq and xkv may be the same tensor (self-attention on a
+ * packed qkv [B, L, 3E]: q_col 0, k_col E, v_col 2E); ranges may overlap.
+ * out is [B, Lq, n_heads*dv], head h in columns [h*dv, (h+1)*dv): exactly
+ * merge_heads(tg_sdpa(split_heads(q), split_heads(k), split_heads(v))) with
+ * the same opts (masks, scale <= 0: 1/sqrt(dk), dropout stream in (b,h,i,j)
+ * order) and the same *weights [B, H, Lq, Lk]. */
+typedef struct tg_sdpa_layout {
+    int n_heads;             /* >= 1 */
+    int dk, dv;              /* per-head widths of q/k and of v, >= 1 */
+    int q_col;               /* first column of head 0's q in xq */
+    int k_col, v_col;        /* first columns of head 0's k and v in xkv */
+} tg_sdpa_layout;
+tg_tensor *tg_sdpa_heads(tg_tape *t, tg_tensor *xq, tg_tensor *xkv, const tg_sdpa_layout *lay,
+                         const tg_sdpa_opts *opts, tg_tensor **weights);
+
+#endif

@@ -1,0 +1,400 @@
+/* tapegrad: shape ops.
+ *
+ * tg_reshape is the one VIEW: the result shares data and grad with its input
+ * (no copy, no node). Every other op here writes a new contiguous tensor and
+ * records a node whose backward moves the output grad back to where each
+ * element came from:
+ *   permute       d a = permute(d out, inverse perm)
+ *   split_heads   d x = merge_heads(d out)      merge_heads  d x = split_heads(d out)
+ *   concat        d xs[i] = d out[..., off_i : off_i + C_i]
+ *   slice         d a[..., start : start + len] += d out
+ */
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ops.h"
+
+/* "{2,0,1}" (n ints) into buf (TG_SHAPE_STR bytes); returns buf. */
+static const char *ints_str(const int *v, int n, char *buf)
+{
+    int k = snprintf(buf, TG_SHAPE_STR, "{");
+    for (int i = 0; i < n && k < TG_SHAPE_STR; i++)
+        k += snprintf(buf + k, (size_t)(TG_SHAPE_STR - k), i ? ",%d" : "%d", v[i]);
+    if (k < TG_SHAPE_STR) snprintf(buf + k, (size_t)(TG_SHAPE_STR - k), "}");
+    return buf;
+}
+
+/* ---- reshape (view) -------------------------------------------------------- */
+
+/* Fills out[ndim] from shape, inferring one -1 dim; false with an error. */
+static bool reshape_dims(tg_tape *t, const tg_tensor *a, int ndim, const int *shape, int *out)
+{
+    char sa[TG_SHAPE_STR], ss[TG_SHAPE_STR];
+    if (ndim < 0 || ndim > TG_MAX_DIMS || (ndim > 0 && !shape)) {
+        tg_fail(t, "tg_reshape: target must have 0..%d dims and a shape array, got %d dims (a %s)",
+                TG_MAX_DIMS, ndim, tg_shape_str(a, sa));
+        return false;
+    }
+    int infer = -1;
+    size_t known = 1;  /* product of the given dims, saturated at SIZE_MAX */
+    for (int i = 0; i < ndim; i++) {
+        bool bad = shape[i] < -1 || (shape[i] == -1 && infer >= 0);
+        if (bad) {
+            tg_fail(t, "tg_reshape: bad target shape %s for a %s (one -1 at most, other dims >= 0)",
+                    ints_str(shape, ndim, ss), tg_shape_str(a, sa));
+            return false;
+        }
+        if (shape[i] == -1) {
+            infer = i;
+            continue;
+        }
+        out[i] = shape[i];
+        known = shape[i] && known > SIZE_MAX / (size_t)shape[i] ? SIZE_MAX : known * (size_t)shape[i];
+    }
+    if (infer >= 0) {
+        if (known == 0 || a->size % known != 0 || a->size / known > (size_t)INT_MAX) {
+            tg_fail(t, "tg_reshape: cannot infer the -1 in %s from a %s (%zu elements)",
+                    ints_str(shape, ndim, ss), tg_shape_str(a, sa), a->size);
+            return false;
+        }
+        out[infer] = (int)(a->size / known);
+    }
+    size_t size;
+    if (!tg_shape_size(ndim, out, &size) || size != a->size) {
+        tg_fail(t, "tg_reshape: cannot reshape a %s (%zu elements) into %s", tg_shape_str(a, sa), a->size,
+                ints_str(shape, ndim, ss));
+        return false;
+    }
+    return true;
+}
+
+/* A view of a with another shape: same data, same grad, no node. When a
+ * needs a grad on a recording tape, a's grad is allocated now so that the
+ * view's grad pointer IS a's grad: whatever a later op accumulates into the
+ * view lands in a (and flows on through a's own node). The view's
+ * requires_grad is a's. On a tape that is not recording, a's grad is left
+ * alone (the view shares it only if it already exists). */
+tg_tensor *tg_reshape(tg_tape *t, tg_tensor *a, int ndim, const int *shape)
+{
+    if (!t) return NULL;
+    if (!a) return tg_fail_null(t, "tg_reshape");
+    int dims[TG_MAX_DIMS] = {0};
+    if (!reshape_dims(t, a, ndim, shape, dims)) return NULL;
+    if (a->requires_grad && tg_tape_recording(t) && !tg_grad(t, a)) return NULL;
+    tg_tensor *v = tg_arena_alloc(t, sizeof *v, "tg_reshape view");
+    if (!v) return NULL;
+    memset(v, 0, sizeof *v);
+    v->data = a->data;
+    v->grad = a->grad;
+    v->ndim = ndim;
+    for (int i = 0; i < TG_MAX_DIMS; i++) v->shape[i] = i < ndim ? dims[i] : 1;
+    v->size = a->size;
+    v->requires_grad = a->requires_grad;
+    return tg_op_done(t, "tg_reshape", v);
+}
+
+/* ---- permute / transpose ----------------------------------------------------- */
+
+/* Walks out = permute(in, perm) in out's row-major order. Forward copies
+ * (dst = out, src = in); backward scatter-adds (dst = d in, src = d out). */
+static void permute_kernel(const tg_real *src, tg_real *dst, int ndim, const int *in_shape,
+                           const int *perm, bool backward)
+{
+    size_t in_stride[TG_MAX_DIMS], st[TG_MAX_DIMS] = {0, 0, 0, 0};
+    int os[TG_MAX_DIMS] = {1, 1, 1, 1};
+    size_t s = 1;
+    for (int i = ndim - 1; i >= 0; i--) {
+        in_stride[i] = s;
+        s *= (size_t)in_shape[i];
+    }
+    /* pad to 4-D at the front: out dim k (of 4) reads input stride st[k] */
+    for (int k = 0; k < ndim; k++) {
+        os[TG_MAX_DIMS - ndim + k] = in_shape[perm[k]];
+        st[TG_MAX_DIMS - ndim + k] = in_stride[perm[k]];
+    }
+    size_t o = 0;
+    for (int i0 = 0; i0 < os[0]; i0++)
+        for (int i1 = 0; i1 < os[1]; i1++)
+            for (int i2 = 0; i2 < os[2]; i2++) {
+                const size_t base = i0 * st[0] + i1 * st[1] + i2 * st[2];
+                if (backward)
+                    for (int i3 = 0; i3 < os[3]; i3++) dst[base + i3 * st[3]] += src[o++];
+                else
+                    for (int i3 = 0; i3 < os[3]; i3++) dst[o++] = src[base + i3 * st[3]];
+            }
+}
+
+/* [a's dims permuted] -> a's dims: d a += d out read through the same map. */
+static void permute_backward(tg_tape *t, tg_node *n)
+{
+    tg_tensor *a = n->in[0];
+    tg_real *da = tg_grad(t, a);
+    if (!da) return;
+    permute_kernel(n->out->grad, da, a->ndim, a->shape, n->i, true);
+}
+
+static tg_tensor *permute_op(tg_tape *t, tg_tensor *a, const int *perm, const char *op)
+{
+    int out_shape[TG_MAX_DIMS];
+    for (int k = 0; k < a->ndim; k++) out_shape[k] = a->shape[perm[k]];
+    tg_tensor *out = tg_new(t, op, a->ndim, out_shape);
+    if (!out) return NULL;
+    permute_kernel(a->data, out->data, a->ndim, a->shape, perm, false);
+    if (tg_grad_needed(t, a, NULL, NULL, NULL)) {
+        tg_node *n = tg_node_push(t, op, permute_backward, out, a, NULL, NULL, NULL);
+        if (!n) return NULL;
+        memcpy(n->i, perm, (size_t)a->ndim * sizeof *perm);
+    }
+    return tg_op_done(t, op, out);
+}
+
+tg_tensor *tg_permute(tg_tape *t, tg_tensor *a, const int *perm)
+{
+    if (!t) return NULL;
+    if (!a) return tg_fail_null(t, "tg_permute");
+    char sa[TG_SHAPE_STR], sp[TG_SHAPE_STR];
+    if (a->ndim > 0 && !perm)
+        return tg_fail(t, "tg_permute: perm is NULL for a %s", tg_shape_str(a, sa));
+    bool seen[TG_MAX_DIMS] = {false};
+    for (int k = 0; k < a->ndim; k++) {
+        if (perm[k] < 0 || perm[k] >= a->ndim || seen[perm[k]])
+            return tg_fail(t, "tg_permute: perm %s is not a permutation of the %d dims of a %s",
+                           ints_str(perm, a->ndim, sp), a->ndim, tg_shape_str(a, sa));
+        seen[perm[k]] = true;
+    }
+    return permute_op(t, a, perm, "tg_permute");
+}
+
+/* Swaps dims d0 and d1; negative dims count from the end (PyTorch style). */
+tg_tensor *tg_transpose(tg_tape *t, tg_tensor *a, int d0, int d1)
+{
+    if (!t) return NULL;
+    if (!a) return tg_fail_null(t, "tg_transpose");
+    char sa[TG_SHAPE_STR];
+    int e0 = d0 < 0 ? d0 + a->ndim : d0, e1 = d1 < 0 ? d1 + a->ndim : d1;
+    if (e0 < 0 || e0 >= a->ndim || e1 < 0 || e1 >= a->ndim)
+        return tg_fail(t, "tg_transpose: dims (%d, %d) out of range for a %s", d0, d1, tg_shape_str(a, sa));
+    int perm[TG_MAX_DIMS] = {0, 1, 2, 3};
+    perm[e0] = e1;
+    perm[e1] = e0;
+    return permute_op(t, a, perm, "tg_transpose");
+}
+
+/* ---- split / merge heads ----------------------------------------------------------- */
+
+/* [B,L,H,dk] (= [B,L,H*dk]) -> [B,H,L,dk]; adds into dst when acc. */
+static void heads_split(const tg_real *src, tg_real *dst, int B, int L, int H, int dk, bool acc)
+{
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int l = 0; l < L; l++) {
+                const tg_real *s = src + (((size_t)b * L + l) * H + h) * dk;
+                tg_real *d = dst + (((size_t)b * H + h) * L + l) * dk;
+                if (acc)
+                    for (int j = 0; j < dk; j++) d[j] += s[j];
+                else
+                    memcpy(d, s, (size_t)dk * sizeof *d);
+            }
+}
+
+/* [B,H,L,dk] -> [B,L,H*dk]; adds into dst when acc. */
+static void heads_merge(const tg_real *src, tg_real *dst, int B, int H, int L, int dk, bool acc)
+{
+    for (int b = 0; b < B; b++)
+        for (int l = 0; l < L; l++)
+            for (int h = 0; h < H; h++) {
+                const tg_real *s = src + (((size_t)b * H + h) * L + l) * dk;
+                tg_real *d = dst + (((size_t)b * L + l) * H + h) * dk;
+                if (acc)
+                    for (int j = 0; j < dk; j++) d[j] += s[j];
+                else
+                    memcpy(d, s, (size_t)dk * sizeof *d);
+            }
+}
+
+/* out [B,H,L,dk] <- x [B,L,H*dk]: d x += merge_heads(d out). */
+static void split_heads_backward(tg_tape *t, tg_node *n)
+{
+    const tg_tensor *o = n->out;
+    tg_real *dx = tg_grad(t, n->in[0]);
+    if (dx) heads_merge(o->grad, dx, o->shape[0], o->shape[1], o->shape[2], o->shape[3], true);
+}
+
+/* out [B,L,H*dk] <- x [B,H,L,dk]: d x += split_heads(d out). */
+static void merge_heads_backward(tg_tape *t, tg_node *n)
+{
+    const tg_tensor *x = n->in[0];
+    tg_real *dx = tg_grad(t, n->in[0]);
+    if (dx) heads_split(n->out->grad, dx, x->shape[0], x->shape[2], x->shape[1], x->shape[3], true);
+}
+
+tg_tensor *tg_split_heads(tg_tape *t, tg_tensor *x, int n_heads)
+{
+    if (!t) return NULL;
+    if (!x) return tg_fail_null(t, "tg_split_heads");
+    char sx[TG_SHAPE_STR];
+    if (x->ndim != 3)
+        return tg_fail(t, "tg_split_heads: x must be [B, L, H*dk], got %s", tg_shape_str(x, sx));
+    if (n_heads <= 0 || x->shape[2] % n_heads != 0)
+        return tg_fail(t, "tg_split_heads: last dim of x %s is not divisible into %d heads",
+                       tg_shape_str(x, sx), n_heads);
+    int B = x->shape[0], L = x->shape[1], dk = x->shape[2] / n_heads;
+    tg_tensor *out = tg_new(t, "tg_split_heads", 4, (int[]){B, n_heads, L, dk});
+    if (!out) return NULL;
+    heads_split(x->data, out->data, B, L, n_heads, dk, false);
+    if (tg_grad_needed(t, x, NULL, NULL, NULL) &&
+        !tg_node_push(t, "tg_split_heads", split_heads_backward, out, x, NULL, NULL, NULL))
+        return NULL;
+    return tg_op_done(t, "tg_split_heads", out);
+}
+
+tg_tensor *tg_merge_heads(tg_tape *t, tg_tensor *x)
+{
+    if (!t) return NULL;
+    if (!x) return tg_fail_null(t, "tg_merge_heads");
+    char sx[TG_SHAPE_STR];
+    if (x->ndim != 4)
+        return tg_fail(t, "tg_merge_heads: x must be [B, H, L, dk], got %s", tg_shape_str(x, sx));
+    int B = x->shape[0], H = x->shape[1], L = x->shape[2], dk = x->shape[3];
+    if ((long long)H * dk > INT_MAX)
+        return tg_fail(t, "tg_merge_heads: H*dk overflows an int for x %s", tg_shape_str(x, sx));
+    tg_tensor *out = tg_new(t, "tg_merge_heads", 3, (int[]){B, L, H * dk});
+    if (!out) return NULL;
+    heads_merge(x->data, out->data, B, H, L, dk, false);
+    if (tg_grad_needed(t, x, NULL, NULL, NULL) &&
+        !tg_node_push(t, "tg_merge_heads", merge_heads_backward, out, x, NULL, NULL, NULL))
+        return NULL;
+    return tg_op_done(t, "tg_merge_heads", out);
+}
+
+/* ---- concat / slice (last dim) ------------------------------------------------------- */
+
+/* out [..., sum C_i] <- xs[i] [..., C_i]: d xs[i] += d out[..., off_i : off_i + C_i].
+ * All n inputs are in n->aux (n->in holds the first four, for dumps). */
+static void concat_backward(tg_tape *t, tg_node *n)
+{
+    tg_tensor *const *xs = n->aux;
+    const tg_tensor *out = n->out;
+    size_t rows = tg_rows(out);
+    int C = tg_cols(out), off = 0;
+    for (int i = 0; i < n->i[0]; i++) {
+        int ci = tg_cols(xs[i]);
+        if (xs[i]->requires_grad) {
+            tg_real *dx = tg_grad(t, xs[i]);
+            if (!dx) return;
+            for (size_t r = 0; r < rows; r++) {
+                const tg_real *g = out->grad + r * C + off;
+                tg_real *d = dx + r * ci;
+                for (int j = 0; j < ci; j++) d[j] += g[j];
+            }
+        }
+        off += ci;
+    }
+}
+
+/* Checks that xs[0..n) agree on every dim but the last; the output's last
+ * dim through *C. */
+static bool concat_shapes(tg_tape *t, tg_tensor *const *xs, int n, int *C)
+{
+    char s0[TG_SHAPE_STR], si[TG_SHAPE_STR];
+    long long sum = 0;
+    for (int i = 0; i < n; i++) {
+        const tg_tensor *x = xs[i];
+        bool same = x->ndim == xs[0]->ndim && x->ndim > 0;
+        for (int k = 0; same && k + 1 < x->ndim; k++) same = x->shape[k] == xs[0]->shape[k];
+        if (!same) {
+            tg_fail(t, "tg_concat: xs[%d] %s does not match xs[0] %s (need >= 1 dim, all dims equal but the last)",
+                    i, tg_shape_str(x, si), tg_shape_str(xs[0], s0));
+            return false;
+        }
+        sum += tg_cols(x);
+    }
+    if (sum > INT_MAX) {
+        tg_fail(t, "tg_concat: the concatenated last dim (%lld) overflows an int (xs[0] %s, n = %d)", sum,
+                tg_shape_str(xs[0], s0), n);
+        return false;
+    }
+    *C = (int)sum;
+    return true;
+}
+
+tg_tensor *tg_concat(tg_tape *t, tg_tensor *const *xs, int n)
+{
+    if (!t) return NULL;
+    if (!xs && n > 0) return tg_fail_null(t, "tg_concat");
+    if (n <= 0) return tg_fail(t, "tg_concat: needs at least one tensor, got n = %d", n);
+    for (int i = 0; i < n; i++)
+        if (!xs[i]) return tg_fail_null(t, "tg_concat");
+    int C;
+    if (!concat_shapes(t, xs, n, &C)) return NULL;
+    int shape[TG_MAX_DIMS];
+    memcpy(shape, xs[0]->shape, sizeof shape);
+    shape[xs[0]->ndim - 1] = C;
+    tg_tensor *out = tg_new(t, "tg_concat", xs[0]->ndim, shape);
+    if (!out) return NULL;
+    size_t rows = tg_rows(out);
+    int off = 0;
+    for (int i = 0; i < n; i++) {
+        int ci = tg_cols(xs[i]);
+        for (size_t r = 0; r < rows; r++)
+            memcpy(out->data + r * C + off, xs[i]->data + r * ci, (size_t)ci * sizeof(tg_real));
+        off += ci;
+    }
+    bool need = false;
+    for (int i = 0; i < n; i++) need = need || tg_grad_needed(t, xs[i], NULL, NULL, NULL);
+    if (need) {
+        tg_tensor **saved = tg_arena_alloc(t, (size_t)n * sizeof *saved, "tg_concat inputs");
+        if (!saved) return NULL;
+        memcpy(saved, xs, (size_t)n * sizeof *saved);
+        tg_node *nd = tg_node_push(t, "tg_concat", concat_backward, out, xs[0], n > 1 ? xs[1] : NULL,
+                                   n > 2 ? xs[2] : NULL, n > 3 ? xs[3] : NULL);
+        if (!nd) return NULL;
+        nd->aux = saved;
+        nd->i[0] = n;
+    }
+    return tg_op_done(t, "tg_concat", out);
+}
+
+/* out [..., len] <- a [..., C]: d a[..., start + j] += d out[..., j]. */
+static void slice_backward(tg_tape *t, tg_node *n)
+{
+    tg_tensor *a = n->in[0];
+    const tg_tensor *out = n->out;
+    tg_real *da = tg_grad(t, a);
+    if (!da) return;
+    size_t rows = tg_rows(a);
+    int C = tg_cols(a), len = tg_cols(out), start = n->i[0];
+    for (size_t r = 0; r < rows; r++) {
+        const tg_real *g = out->grad + r * len;
+        tg_real *d = da + r * C + start;
+        for (int j = 0; j < len; j++) d[j] += g[j];
+    }
+}
+
+tg_tensor *tg_slice(tg_tape *t, tg_tensor *a, int start, int len)
+{
+    if (!t) return NULL;
+    if (!a) return tg_fail_null(t, "tg_slice");
+    char sa[TG_SHAPE_STR];
+    if (a->ndim < 1) return tg_fail(t, "tg_slice: a %s has no last dim to slice", tg_shape_str(a, sa));
+    int C = tg_cols(a);
+    if (start < 0 || len < 0 || start > C || len > C - start)
+        return tg_fail(t, "tg_slice: range start %d, len %d does not fit the last dim %d of a %s", start, len, C,
+                       tg_shape_str(a, sa));
+    int shape[TG_MAX_DIMS];
+    memcpy(shape, a->shape, sizeof shape);
+    shape[a->ndim - 1] = len;
+    tg_tensor *out = tg_new(t, "tg_slice", a->ndim, shape);
+    if (!out) return NULL;
+    size_t rows = tg_rows(a);
+    for (size_t r = 0; r < rows; r++)
+        memcpy(out->data + r * len, a->data + r * C + start, (size_t)len * sizeof(tg_real));
+    if (tg_grad_needed(t, a, NULL, NULL, NULL)) {
+        tg_node *n = tg_node_push(t, "tg_slice", slice_backward, out, a, NULL, NULL, NULL);
+        if (!n) return NULL;
+        n->i[0] = start;
+    }
+    return tg_op_done(t, "tg_slice", out);
+}

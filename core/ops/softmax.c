@@ -1,0 +1,194 @@
+/* tapegrad: softmax, log_softmax and masked softmax over the last dim.
+ *
+ * y = softmax(x * scale + additive) over the visible entries of each row,
+ * computed stably (row max subtracted). Masked entries are -inf before the
+ * exp, so their weight is exactly 0, and a row with no visible entry is all
+ * zeros (its max stays -inf; PyTorch gives NaN there).
+ * Backward needs only y (the op's own output):
+ *   softmax       dx = scale * y * (dy - sum(dy * y))   (0 where y is 0)
+ *   log_softmax   dx = dy - exp(y) * sum(dy)
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+#include "ops.h"
+#include "../kernels/vmath.h"
+
+#ifdef TAPEGRAD_DOUBLE
+#define R_LOG log
+#else
+#define R_LOG logf
+#endif
+
+/* Row reductions with 8 independent lanes: no loop-carried dependence, so
+ * they run at throughput (and vectorize) without -ffast-math. */
+#define LANES 8
+static inline tg_real row_max(const tg_real *y, int n)
+{
+    tg_real m[LANES];
+    for (int k = 0; k < LANES; k++) m[k] = -INFINITY;
+    int j = 0;
+    for (; j + LANES <= n; j += LANES)
+        for (int k = 0; k < LANES; k++) m[k] = y[j + k] > m[k] ? y[j + k] : m[k];
+    for (; j < n; j++) m[0] = y[j] > m[0] ? y[j] : m[0];
+    for (int k = 1; k < LANES; k++) m[0] = m[k] > m[0] ? m[k] : m[0];
+    return m[0];
+}
+
+static inline tg_real row_sum(const tg_real *y, int n)
+{
+    tg_real s[LANES] = {0};
+    int j = 0;
+    for (; j + LANES <= n; j += LANES)
+        for (int k = 0; k < LANES; k++) s[k] += y[j + k];
+    for (; j < n; j++) s[0] += y[j];
+    for (int k = 1; k < LANES; k++) s[0] += s[k];
+    return s[0];
+}
+
+static inline tg_real row_dot(const tg_real *a, const tg_real *b, int n)
+{
+    tg_real s[LANES] = {0};
+    int j = 0;
+    for (; j + LANES <= n; j += LANES)
+        for (int k = 0; k < LANES; k++) s[k] += a[j + k] * b[j + k];
+    for (; j < n; j++) s[0] += a[j] * b[j];
+    for (int k = 1; k < LANES; k++) s[0] += s[k];
+    return s[0];
+}
+
+/* Declared in core/ops/internal.h; also used by tg_sdpa. */
+TG_SIMD_CLONES void tg_softmax_block(const tg_real *x, tg_real *y, size_t rows, int n, tg_real scale,
+                                     const uint8_t *vis, const tg_real *add)
+{
+    for (size_t r = 0; r < rows; r++) {
+        const tg_real *xr = x + r * n;
+        tg_real *yr = y + r * n;
+        const uint8_t *vr = vis ? vis + r * n : NULL;
+        const tg_real *ar = add ? add + r * n : NULL;
+        if (ar)
+            for (int j = 0; j < n; j++) yr[j] = xr[j] * scale + ar[j];
+        else if (xr != yr || scale != 1)
+            for (int j = 0; j < n; j++) yr[j] = xr[j] * scale;
+        if (vr)
+            for (int j = 0; j < n; j++) yr[j] = vr[j] ? yr[j] : -INFINITY;
+        tg_real mx = row_max(yr, n);
+        if (mx == -INFINITY) { /* no visible key: all zeros, not NaN */
+            memset(yr, 0, (size_t)n * sizeof *yr);
+            continue;
+        }
+        for (int j = 0; j < n; j++) yr[j] = tg_vexp(yr[j] - mx); /* masked: exactly 0 */
+        tg_real inv = 1 / row_sum(yr, n);
+        for (int j = 0; j < n; j++) yr[j] *= inv;
+    }
+}
+
+/* y, dy, dx [rows, n]: dx += scale * y * (dy - sum(dy * y)) */
+static void softmax_backward(tg_tape *t, tg_node *n)
+{
+    const tg_tensor *y = n->out;
+    tg_real *dx = tg_grad(t, n->in[0]);
+    if (!dx) return;
+    size_t rows = tg_rows(y);
+    int c = tg_cols(y);
+    tg_real s = (tg_real)n->f[0];
+    for (size_t r = 0; r < rows; r++) {
+        const tg_real *yr = y->data + r * c, *gr = y->grad + r * c;
+        tg_real *dr = dx + r * c;
+        tg_real dot = row_dot(gr, yr, c);
+        for (int j = 0; j < c; j++) dr[j] += s * yr[j] * (gr[j] - dot);
+    }
+}
+
+/* Records the node of a softmax-like op whose backward reads only its output. */
+static tg_tensor *finish(tg_tape *t, const char *op, tg_backward_fn bw, tg_tensor *a,
+                         tg_tensor *out, double scale)
+{
+    if (tg_grad_needed(t, a, NULL, NULL, NULL)) {
+        tg_node *n = tg_node_push(t, op, bw, out, a, NULL, NULL, NULL);
+        if (!n) return NULL;
+        n->f[0] = scale;
+    }
+    return tg_op_done(t, op, out);
+}
+
+tg_tensor *tg_softmax(tg_tape *t, tg_tensor *a)
+{
+    if (!t) return NULL;
+    if (!a) return tg_fail_null(t, "tg_softmax");
+    tg_tensor *out = tg_new_like(t, "tg_softmax", a);
+    if (!out) return NULL;
+    tg_softmax_block(a->data, out->data, tg_rows(a), tg_cols(a), 1, NULL, NULL);
+    return finish(t, "tg_softmax", softmax_backward, a, out, 1.0);
+}
+
+/* y, dy, dx [rows, n]: dx += dy - exp(y) * sum(dy) */
+static void log_softmax_backward(tg_tape *t, tg_node *n)
+{
+    const tg_tensor *y = n->out;
+    tg_real *dx = tg_grad(t, n->in[0]);
+    if (!dx) return;
+    size_t rows = tg_rows(y);
+    int c = tg_cols(y);
+    for (size_t r = 0; r < rows; r++) {
+        const tg_real *yr = y->data + r * c, *gr = y->grad + r * c;
+        tg_real *dr = dx + r * c;
+        tg_real sum = row_sum(gr, c);
+        for (int j = 0; j < c; j++) dr[j] += gr[j] - tg_vexp(yr[j]) * sum;
+    }
+}
+
+tg_tensor *tg_log_softmax(tg_tape *t, tg_tensor *a)
+{
+    if (!t) return NULL;
+    if (!a) return tg_fail_null(t, "tg_log_softmax");
+    tg_tensor *out = tg_new_like(t, "tg_log_softmax", a);
+    if (!out) return NULL;
+    size_t rows = tg_rows(a);
+    int c = tg_cols(a);
+    for (size_t r = 0; r < rows; r++) { /* y = x - max - log(sum(exp(x - max))) */
+        const tg_real *xr = a->data + r * c;
+        tg_real *yr = out->data + r * c;
+        tg_real mx = row_max(xr, c);
+        for (int j = 0; j < c; j++) yr[j] = tg_vexp(xr[j] - mx); /* y as scratch */
+        tg_real lse = mx + R_LOG(row_sum(yr, c));
+        for (int j = 0; j < c; j++) yr[j] = xr[j] - lse;
+    }
+    return finish(t, "tg_log_softmax", log_softmax_backward, a, out, 1.0);
+}
+
+/* Scores a [B, H, Lq, Lk] (3-D: H = 1, 2-D: B = H = 1); out has a's shape. */
+tg_tensor *tg_softmax_masked(tg_tape *t, tg_tensor *a, const tg_mask *mask, double scale)
+{
+    if (!t) return NULL;
+    if (!a) return tg_fail_null(t, "tg_softmax_masked");
+    char sa[TG_SHAPE_STR], what[TG_SHAPE_STR + 8];
+    snprintf(what, sizeof what, "a %s", tg_shape_str(a, sa));
+    if (a->ndim < 2)
+        return tg_fail(t, "tg_softmax_masked: scores must be 2-D to 4-D [B,H,Lq,Lk]: %s", what);
+    if (!isfinite(scale))
+        return tg_fail(t, "tg_softmax_masked: scale %g is not finite: %s", scale, what);
+    int nd = a->ndim, Lq = a->shape[nd - 2], Lk = a->shape[nd - 1];
+    int B = nd >= 3 ? a->shape[0] : 1, H = nd == 4 ? a->shape[1] : 1;
+    if (!tg_mask_check(t, mask, B, Lq, Lk, "tg_softmax_masked", what)) return NULL;
+    tg_tensor *out = tg_new_like(t, "tg_softmax_masked", a);
+    if (!out) return NULL;
+    bool rules = !tg_mask_empty(mask) &&
+                 (mask->causal || mask->key_lens || mask->key_keep || mask->window > 0 || mask->keep);
+    bool per_b = rules && (mask->key_lens || mask->key_keep || (mask->keep && mask->keep_batched));
+    const tg_real *add = mask ? mask->additive : NULL;
+    size_t plane = (size_t)Lq * Lk;
+    uint8_t *vis = rules ? tg_arena_alloc(t, plane ? plane : 1, "tg_softmax_masked mask") : NULL;
+    if (rules && !vis) return NULL;
+    for (int b = 0; b < B; b++) {
+        if (rules && (per_b || b == 0)) tg_mask_fill(mask, b, Lq, Lk, vis);
+        for (int h = 0; h < H; h++) {
+            size_t off = ((size_t)b * H + h) * plane;
+            tg_softmax_block(a->data + off, out->data + off, (size_t)Lq, Lk, (tg_real)scale, vis, add);
+        }
+    }
+    return finish(t, "tg_softmax_masked", softmax_backward, a, out, scale);
+}

@@ -1,0 +1,37 @@
+/* tapegrad: attention weights as one PNG heatmap (DESIGN.md section 10).
+ *
+ * weights is [n_layers, n_heads, Lq, Lk], row-major: for each layer and head
+ * the softmax-ed attention of Lq queries over Lk keys. The image is a grid of
+ * cells, rows = layers, columns = heads. Each cell is titled "L<layer>
+ * H<head>", has query labels down its left side and key labels (rotated, read
+ * bottom to top) along its top, and shows the Lq x Lk matrix with every entry
+ * a crisp s x s square, s = clamp(192 / max(Lq, Lk), 12, 32) px (32 for
+ * L <= 6, 24 for L = 8, 12 for L >= 16), made smaller only to keep the image
+ * within 4000 x 4000 px; when s is below the label height only every k-th
+ * label is drawn. Colours are viridis over [0, 1]: values are clamped, NaN draws
+ * grey. A colorbar with ticks 0 / 0.5 / 1 sits on the right.
+ *
+ * q_labels (Lq strings) and k_labels (Lk strings) may be NULL, as may any
+ * entry: the index is drawn instead. Labels longer than 10 characters are
+ * cut and end in "..", non-ASCII bytes draw as '?'.
+ */
+#ifndef TAPEGRAD_VIZ_HEATMAP_H
+#define TAPEGRAD_VIZ_HEATMAP_H
+
+#include <stddef.h>
+
+#include "../core/engine/tensor.h"
+
+/* Limits beyond which tg_heatmap_png refuses (the image would exceed
+ * 4000 px even at one pixel per entry long before these). */
+#define TG_HEATMAP_MAX_GRID 64   /* n_layers, n_heads */
+#define TG_HEATMAP_MAX_LEN 2048  /* Lq, Lk */
+
+/* Renders weights to a PNG at path. 0 on success; -1 on a bad argument, an
+ * image that would be too large, out of memory or a write error, with a
+ * message in err (naming the file for I/O errors). */
+int tg_heatmap_png(const char *path, const tg_real *weights, int n_layers,
+                   int n_heads, int Lq, int Lk, const char *const *q_labels,
+                   const char *const *k_labels, char *err, size_t errlen);
+
+#endif
