@@ -90,6 +90,33 @@ Test(ops, matmul_rejects_bad_shapes)
     cr_assert(strstr(tg_tape_error(T), "at least 2 dims"), "%s", tg_tape_error(T));
 }
 
+/* Empty products: K = 0 gives out = bias and the bias still gets its column
+ * sum; an empty output gives its inputs zero grads (PyTorch's behaviour). */
+Test(ops, matmul_empty_inner_and_empty_output)
+{
+    tg_tensor *a = tg_tensor_zeros(T, 2, (int[]){2, 0}), *b = tg_tensor_zeros(T, 2, (int[]){0, 3});
+    tg_tensor *bias = tg_tensor_from(T, (tg_real[]){1, 2, 3}, 1, (int[]){3});
+    a->requires_grad = b->requires_grad = bias->requires_grad = true;
+    tg_tensor *out = tg_matmul(T, a, b, bias, 0);
+    cr_assert_not_null(out, "%s", tg_tape_error(T));
+    for (int i = 0; i < 6; i++) cr_assert_eq(out->data[i], (tg_real)(i % 3 + 1));
+    cr_assert_eq(tg_backward_seed(T, out, (tg_real[]){1, 1, 1, 1, 1, 1}), 0);
+    for (int j = 0; j < 3; j++) cr_assert_eq(bias->grad[j], 2, "bias grad %d = %g", j, (double)bias->grad[j]);
+    cr_assert(a->grad && b->grad, "empty inputs still get a (zero-length) grad");
+
+    tg_tape_reset(T);
+    a = tg_tensor_zeros(T, 2, (int[]){0, 3});
+    b = tg_tensor_from(T, (tg_real[]){1, 2, 3, 4, 5, 6}, 2, (int[]){3, 2});
+    bias = tg_tensor_zeros(T, 1, (int[]){2});
+    a->requires_grad = b->requires_grad = bias->requires_grad = true;
+    out = tg_matmul(T, a, b, bias, 0);
+    cr_assert(out && out->size == 0, "%s", tg_tape_error(T));
+    cr_assert_eq(tg_backward_seed(T, out, (tg_real[]){0}), 0);
+    cr_assert(b->grad && bias->grad, "an empty output gives zero grads, not none");
+    for (int i = 0; i < 6; i++) cr_assert_eq(b->grad[i], 0);
+    for (int j = 0; j < 2; j++) cr_assert_eq(bias->grad[j], 0);
+}
+
 struct mm_ctx { unsigned flags; bool bias; };
 static tg_tensor *f_matmul(tg_tape *t, tg_tensor **in, void *ctx)
 {

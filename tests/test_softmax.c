@@ -100,6 +100,27 @@ Test(softmax, log_softmax_hand_values)
     cr_assert_eq(y->data[5], -2e4);
 }
 
+/* Large logits: (x - max) - log sum, not x - (max + log sum), whose float sum
+ * rounds at the scale of 1e4 (y0 = -0.37109375, its grad off by 1e-3). */
+Test(softmax, log_softmax_large_logits_keep_their_digits)
+{
+    const double xd[4] = {1e4, 9999, 9997.5, 9990}, seed[4] = {1, -2, 0.5, 3};
+    tg_real xv[4], sv[4];
+    for (int j = 0; j < 4; j++) xv[j] = (tg_real)xd[j], sv[j] = (tg_real)seed[j];
+    tg_tensor *x = tg_tensor_from(T, xv, 1, (int[]){4});
+    x->requires_grad = true;
+    tg_tensor *y = tg_log_softmax(T, x);
+    cr_assert_not_null(y, "%s", tg_tape_error(T));
+    cr_assert_eq(tg_backward_seed(T, y, sv), 0);
+    double sum = 0, gsum = 0;
+    for (int j = 0; j < 4; j++) sum += exp(xd[j] - 1e4), gsum += seed[j];
+    for (int j = 0; j < 4; j++) {
+        double want = (xd[j] - 1e4) - log(sum), gwant = seed[j] - exp(want) * gsum;
+        tu_close(y->data[j], want, 1e-6);     /* exact -0.37157034 for j = 0 */
+        tu_close(x->grad[j], gwant, 2e-6);
+    }
+}
+
 /* Probabilities from 1 down to e^-80 keep their relative accuracy (the float
  * build uses its own vectorised exp): within a few ulp of exp, plus the
  * rounding of the argument x - max, which exp turns into relative error. */

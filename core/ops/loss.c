@@ -27,9 +27,8 @@ static void cross_entropy_backward(tg_tape *t, tg_node *n)
     tg_tensor *x = n->in[0];
     const ce_saved *s = n->aux;
     double n_valid = n->f[0];
-    if (n_valid == 0) return;
-    tg_real *dx = tg_grad(t, x);
-    if (!dx) return;
+    tg_real *dx = tg_grad(t, x);  /* zero when every target is ignored */
+    if (!dx || n_valid == 0) return;
     size_t rows = tg_rows(x);
     int V = tg_cols(x), ignore = n->i[0];
     tg_real g = (tg_real)(n->out->grad[0] / n_valid);

@@ -64,13 +64,20 @@ static void matmul_backward(tg_tape *t, tg_node *n)
     mm_dims d = {.batch = n->i[1], .M = n->i[2], .K = n->i[3], .N = out->shape[out->ndim - 1]};
     d.b_batched = b->ndim > 2;
     const tg_real *dout = out->grad;
-    if (out->size == 0 || d.K == 0) return;  /* nothing flows (and BLAS rejects 0 leading dims) */
+    /* every input that needs a grad gets one, zero where nothing flows (an empty
+     * product); NULL only when out of memory, which the tape reports after this node */
+    tg_real *da = a->requires_grad ? tg_grad(t, a) : NULL, *db = b->requires_grad ? tg_grad(t, b) : NULL;
+    tg_real *dbias = bias && bias->requires_grad ? tg_grad(t, bias) : NULL;
+    if (dbias) {
+        size_t rows = (size_t)d.batch * d.M;
+        for (size_t r = 0; r < rows; r++)
+            for (int j = 0; j < d.N; j++) dbias[j] += dout[r * d.N + j];
+    }
+    if (out->size == 0 || d.K == 0) return;  /* da, db stay zero (BLAS rejects zero leading dims) */
     size_t sa = (size_t)d.M * d.K, sb = (size_t)d.K * d.N, so = (size_t)d.M * d.N;
     /* A broadcast b with an untransposed a: one GEMM over all batch * M rows, as forward. */
     int steps = d.b_batched || ta ? d.batch : 1, M = steps == 1 ? d.batch * d.M : d.M;
-    if (a->requires_grad) {
-        tg_real *da = tg_grad(t, a);
-        if (!da) return;
+    if (da) {
         for (int i = 0; i < steps; i++) {
             const tg_real *bi = b->data + (d.b_batched ? i * sb : 0);
             if (!ta) /* da [M,K] += dout [M,N] op(b)^T */
@@ -79,9 +86,7 @@ static void matmul_backward(tg_tape *t, tg_node *n)
                 tg_gemm(tb, 1, d.K, d.M, d.N, 1, bi, dout + i * so, 1, da + i * sa);
         }
     }
-    if (b->requires_grad) {
-        tg_real *db = tg_grad(t, b);
-        if (!db) return;
+    if (db) {
         for (int i = 0; i < steps; i++) {
             const tg_real *ai = a->data + i * sa, *gi = dout + i * so;
             tg_real *dbi = db + (d.b_batched ? i * sb : 0);
@@ -90,13 +95,6 @@ static void matmul_backward(tg_tape *t, tg_node *n)
             else     /* db [N,K] += dout^T [N,M] op(a) [M,K] */
                 tg_gemm(1, ta, d.N, d.K, M, 1, gi, ai, 1, dbi);
         }
-    }
-    if (bias && bias->requires_grad) {
-        tg_real *dbias = tg_grad(t, bias);
-        if (!dbias) return;
-        size_t rows = (size_t)d.batch * d.M;
-        for (size_t r = 0; r < rows; r++)
-            for (int j = 0; j < d.N; j++) dbias[j] += dout[r * d.N + j];
     }
 }
 

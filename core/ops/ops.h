@@ -14,7 +14,9 @@
  * a is [..., M, K] (or [..., K, M] with TG_TRANS_A), 2-D to 4-D.
  * b is [K, N] (or [N, K] with TG_TRANS_B): 2-D broadcast over a's batch dims,
  *   or with the same batch dims as a (batched).
- * bias is [N] or NULL. out is [..., M, N]. Through cblas gemm. */
+ * bias is [N] or NULL. out is [..., M, N]. Through cblas gemm.
+ * Empty dims are allowed: K = 0 gives out = bias (or zeros), and every input
+ * that requires a grad gets one, all zeros where nothing flows back. */
 enum { TG_TRANS_A = 1, TG_TRANS_B = 2 };
 tg_tensor *tg_matmul(tg_tape *t, tg_tensor *a, tg_tensor *b, tg_tensor *bias, unsigned flags);
 
@@ -72,7 +74,8 @@ tg_tensor *tg_embedding(tg_tape *t, tg_tensor *weight, const int32_t *ids, int B
 /* ---- losses (core/ops/loss.c) ----------------------------------------------
  * Mean cross-entropy of logits [..., V] (rows N = all but the last dim) with
  * int32 targets [N]; targets equal to ignore_index are skipped; the mean is
- * over the others (0 when all are ignored). Fused log-softmax + NLL. */
+ * over the others. When all are ignored the loss is 0 and logits get an
+ * all-zero grad (PyTorch gives NaN). Fused log-softmax + NLL. */
 #define TG_IGNORE (-100)
 tg_tensor *tg_cross_entropy(tg_tape *t, tg_tensor *logits, const int32_t *targets, int ignore_index);
 

@@ -149,13 +149,14 @@ tg_tensor *tg_log_softmax(tg_tape *t, tg_tensor *a)
     if (!out) return NULL;
     size_t rows = tg_rows(a);
     int c = tg_cols(a);
-    for (size_t r = 0; r < rows; r++) { /* y = x - max - log(sum(exp(x - max))) */
+    for (size_t r = 0; r < rows; r++) { /* y = (x - max) - log(sum(exp(x - max))) */
         const tg_real *xr = a->data + r * c;
         tg_real *yr = out->data + r * c;
         tg_real mx = row_max(xr, c);
         for (int j = 0; j < c; j++) yr[j] = tg_vexp(xr[j] - mx); /* y as scratch */
-        tg_real lse = mx + R_LOG(row_sum(yr, c));
-        for (int j = 0; j < c; j++) yr[j] = xr[j] - lse;
+        /* not x - (max + log_sum): that sum rounds at the scale of |x| (1e4 in float: 1e-3) */
+        tg_real log_sum = R_LOG(row_sum(yr, c));
+        for (int j = 0; j < c; j++) yr[j] = (xr[j] - mx) - log_sum;
     }
     return finish(t, "tg_log_softmax", log_softmax_backward, a, out, 1.0);
 }
