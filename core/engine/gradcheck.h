@@ -27,8 +27,14 @@ typedef struct tg_gradcheck_opts {
     unsigned long long seed; /* weighting of a non-scalar output */
 } tg_gradcheck_opts;
 
-/* Defaults: double build eps 1e-6, atol 1e-8, rtol 1e-6;
- * float build eps 1e-3, atol 1e-3, rtol 1e-2. */
+/* Gradcheck is meant for the double build, whose defaults are PyTorch's
+ * torch.autograd.gradcheck: eps 1e-6, atol 1e-5, rtol 1e-3. The numeric
+ * estimate itself is off by rounding (about 1e-16 |L| / eps) plus truncation
+ * (about eps^2 times the third derivative), so much tighter tolerances fail
+ * correct composites. The float build's defaults, eps 1e-3, atol 1e-3,
+ * rtol 1e-2, are a smoke test: float rounding leaves the estimate good to
+ * about 1e-3, enough to catch a wrong sign, a missing term or a swapped
+ * index, not a subtle error. */
 tg_gradcheck_opts tg_gradcheck_defaults(void);
 
 typedef struct tg_gradcheck_result {
