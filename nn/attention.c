@@ -230,3 +230,147 @@ tg_tensor *tg_mha_forward(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor 
     if (!out && weights) *weights = NULL;
     return out;
 }
+
+/* ---- checkpoints across modes ------------------------------------------------- */
+
+/* prefix[0, plen) + "heads.<h>.<q|k|v>_proj.<what>", or + what when h < 0 */
+static void part_name(char *name, const char *prefix, size_t plen, int h, int s, const char *what)
+{
+    if (h < 0) snprintf(name, TG_NN_NAME_MAX, "%.*s%s", (int)plen, prefix, what);
+    else snprintf(name, TG_NN_NAME_MAX, "%.*sheads.%d.%s.%s", (int)plen, prefix, h, proj_names[s], what);
+}
+
+/* name = "<prefix>heads.<h>.<q|k|v>_proj.<weight|bias>" with the prefix
+ * empty or ending in '.': the prefix length and h. */
+static bool is_head_part(const char *name, size_t *plen, int *h)
+{
+    for (const char *p = strstr(name, "heads."); p; p = strstr(p + 1, "heads.")) {
+        char proj, kind[8];
+        int end = 0;
+        if ((p == name || p[-1] == '.') && sscanf(p, "heads.%d.%c_proj.%7[a-z]%n", h, &proj, kind, &end) == 3 &&
+            !p[end] && *h >= 0 && strchr("qkv", proj) && (!strcmp(kind, "weight") || !strcmp(kind, "bias"))) {
+            *plen = (size_t)(p - name);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* name = "<prefix><suffix>" with the prefix empty or ending in '.': the prefix length. */
+static bool has_suffix(const char *name, const char *suffix, size_t *plen)
+{
+    size_t n = strlen(name), k = strlen(suffix);
+    if (n < k || strcmp(name + n - k, suffix) || (n > k && name[n - k - 1] != '.')) return false;
+    *plen = n - k;
+    return true;
+}
+
+static int convert_fail(char *err, size_t errlen, const char *name, const tg_tensor *x, const char *why)
+{
+    char sx[TG_SHAPE_STR];
+    if (errlen) snprintf(err, errlen, "tg_mha_convert: '%s'%s%s %s", name, x ? " " : "", x ? tg_shape_str(x, sx) : "", why);
+    return -1;
+}
+
+/* "<prefix>in_proj_weight" w [3E, D] (and its bias [3E]) -> per-head tensors in dst */
+static int split_heads(tg_safetensors *dst, const tg_safetensors *src, const tg_tensor *w, size_t plen, int H,
+                       char *err, size_t errlen)
+{
+    char name[TG_NN_NAME_MAX];
+    part_name(name, w->name, plen, -1, 0, "in_proj_bias");
+    const tg_tensor *b = tg_st_get(src, name);
+    if (w->ndim != 2 || w->shape[0] == 0 || w->shape[0] % (3 * H))
+        return convert_fail(err, errlen, w->name, w, "is not [3 * n_heads * d_head, d_model]");
+    if (b && (b->ndim != 1 || b->shape[0] != w->shape[0]))
+        return convert_fail(err, errlen, b->name, b, "does not match in_proj_weight's rows");
+    int D = w->shape[1], dh = w->shape[0] / (3 * H);
+    for (int h = 0; h < H; h++)
+        for (int s = 0; s < 3; s++) {
+            size_t row = ((size_t)s * H + (size_t)h) * (size_t)dh;
+            part_name(name, w->name, plen, h, s, "weight");
+            if (tg_st_add_data(dst, name, w->data + row * (size_t)D, 2, (int[]){dh, D}, err, errlen)) return -1;
+            part_name(name, w->name, plen, h, s, "bias");
+            if (b && tg_st_add_data(dst, name, b->data + row, 1, (int[]){dh}, err, errlen)) return -1;
+        }
+    return 0;
+}
+
+/* The per-head tensors of prefix[0, plen) in src -> in_proj_weight [3E, D]
+ * (and in_proj_bias [3E]) in dst */
+static int join_heads(tg_safetensors *dst, const tg_safetensors *src, const char *prefix, size_t plen, int H,
+                      char *err, size_t errlen)
+{
+    char name[TG_NN_NAME_MAX];
+    part_name(name, prefix, plen, 0, 0, "bias");
+    bool bias = tg_st_get(src, name) != NULL;
+    part_name(name, prefix, plen, 0, 0, "weight");
+    const tg_tensor *q0 = tg_st_get(src, name);
+    if (q0->ndim != 2) return convert_fail(err, errlen, name, q0, "is not [d_head, d_model]");
+    int dh = q0->shape[0], D = q0->shape[1], E = H * dh;
+    part_name(name, prefix, plen, -1, 0, "in_proj_weight");
+    tg_tensor *w = tg_st_add_zeros(dst, name, 2, (int[]){3 * E, D}, err, errlen);
+    part_name(name, prefix, plen, -1, 0, "in_proj_bias");
+    tg_tensor *b = w && bias ? tg_st_add_zeros(dst, name, 1, (int[]){3 * E}, err, errlen) : NULL;
+    if (!w || (bias && !b)) return -1;
+    for (int h = 0; h < H; h++)
+        for (int s = 0; s < 3; s++) {
+            size_t row = (size_t)s * E + (size_t)h * dh;
+            part_name(name, prefix, plen, h, s, "weight");
+            const tg_tensor *x = tg_st_get(src, name);
+            if (!x || x->ndim != 2 || x->shape[0] != dh || x->shape[1] != D)
+                return convert_fail(err, errlen, name, x, x ? "differs from head 0's q_proj.weight" : "is missing");
+            memcpy(w->data + row * D, x->data, x->size * sizeof *x->data);
+            part_name(name, prefix, plen, h, s, "bias");
+            x = tg_st_get(src, name);
+            if (!x != !bias || (x && (x->ndim != 1 || x->shape[0] != dh)))
+                return convert_fail(err, errlen, name, x, x ? "is not [d_head], or head 0 has no biases" : "is missing");
+            if (x) memcpy(b->data + row, x->data, x->size * sizeof *x->data);
+        }
+    return 0;
+}
+
+/* One tensor of src into dst: converted, left for its group, or copied. */
+static int convert_one(tg_safetensors *dst, const tg_safetensors *src, const tg_tensor *x, tg_mha_mode to,
+                       int H, char *err, size_t errlen)
+{
+    char name[TG_NN_NAME_MAX];
+    size_t plen;
+    int h;
+    if (to == TG_MHA_PER_HEAD && has_suffix(x->name, "in_proj_weight", &plen))
+        return split_heads(dst, src, x, plen, H, err, errlen);
+    if (to == TG_MHA_PER_HEAD && has_suffix(x->name, "in_proj_bias", &plen)) {
+        part_name(name, x->name, plen, -1, 0, "in_proj_weight");
+        return tg_st_get(src, name) ? 0 : convert_fail(err, errlen, x->name, x, "has no in_proj_weight");
+    }
+    if (to == TG_MHA_FUSED && is_head_part(x->name, &plen, &h)) {
+        if (h >= H) return convert_fail(err, errlen, x->name, x, "is a head beyond n_heads");
+        part_name(name, x->name, plen, 0, 0, "weight");
+        if (!tg_st_get(src, name)) return convert_fail(err, errlen, name, NULL, "is missing");
+        return strcmp(name, x->name) ? 0 : join_heads(dst, src, x->name, plen, H, err, errlen);
+    }
+    return tg_st_add(dst, x->name, x, err, errlen);
+}
+
+tg_safetensors *tg_mha_convert(const tg_safetensors *src, tg_mha_mode to, int n_heads, char *err, size_t errlen)
+{
+    if (n_heads <= 0 || n_heads > TG_MHA_MAX_HEADS || (to != TG_MHA_FUSED && to != TG_MHA_PER_HEAD)) {
+        if (errlen)
+            snprintf(err, errlen, "tg_mha_convert: n_heads %d must be in [1, %d] and the mode fused or per-head",
+                     n_heads, TG_MHA_MAX_HEADS);
+        return NULL;
+    }
+    tg_safetensors *dst = tg_st_new();
+    if (!dst) {
+        if (errlen) snprintf(err, errlen, "tg_mha_convert: out of memory");
+        return NULL;
+    }
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < tg_st_meta_count(src); i++) {
+        const char *k = tg_st_meta_key(src, i);
+        rc = tg_st_set_meta(dst, k, tg_st_meta(src, k), err, errlen);
+    }
+    for (int i = 0; rc == 0 && i < tg_st_count(src); i++) rc = convert_one(dst, src, tg_st_at(src, i), to, n_heads, err, errlen);
+    if (rc == 0) return dst;
+    tg_st_free(dst);
+    return NULL;
+}

@@ -45,6 +45,7 @@
 
 #include "linear.h"
 #include "../core/engine/params.h"
+#include "../core/io/io.h"
 #include "../core/ops/mask.h"
 #include "../core/ops/ops.h"
 
@@ -93,5 +94,17 @@ tg_tensor *tg_mha_forward(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor 
 /* Copies every weight of src into dst exactly, converting between the modes
  * when they differ. 0, or -1 when n_heads, d_model, d_head or bias differ. */
 int tg_mha_copy_weights(tg_mha *dst, const tg_mha *src);
+
+/* A checkpoint saved in one mode, ready to load into the other: a new set
+ * with every attention layer's Q/K/V tensors stored as `to` wants them, the
+ * other tensors and the metadata copied unchanged. To per-head, each
+ * "<p>.in_proj_weight" [3E, D] (and "<p>.in_proj_bias" [3E]) becomes
+ * "<p>.heads.<h>.{q,k,v}_proj.weight" [E/n_heads, D] (and ".bias"); to fused,
+ * the reverse. A set already in mode `to` comes back as a copy. The values are
+ * copied exactly, so both modes compute the same function. NULL with a
+ * message in err (naming the tensor) when a layer's tensors are missing or
+ * mis-shaped, or a head index is >= n_heads. Free with tg_st_free. */
+tg_safetensors *tg_mha_convert(const tg_safetensors *src, tg_mha_mode to, int n_heads, char *err,
+                               size_t errlen);
 
 #endif

@@ -375,3 +375,100 @@ static void check_model_fixture(tg_mha_mode mode)
 
 Test(fixtures, model_vs_torch_twin) { check_model_fixture(TG_MHA_FUSED); }
 Test(fixtures, model_per_head_vs_torch_twin) { check_model_fixture(TG_MHA_PER_HEAD); }
+
+/* ---- checkpoints across attention modes ------------------------------------------------------ */
+
+/* A copy of s without tensor `drop`. */
+static tg_safetensors *st_without(const tg_safetensors *s, const char *drop)
+{
+    tg_safetensors *d = tg_st_new();
+    char err[256];
+    for (int i = 0; i < tg_st_count(s); i++)
+        if (strcmp(tg_st_at(s, i)->name, drop))
+            cr_assert_eq(tg_st_add(d, NULL, tg_st_at(s, i), err, sizeof err), 0, "%s", err);
+    return d;
+}
+
+static void assert_convert_fails(const tg_safetensors *s, tg_mha_mode to, int H, const char *needle)
+{
+    char err[256] = "";
+    cr_assert_null(tg_mha_convert(s, to, H, err, sizeof err), "converted, want \"%s\"", needle);
+    cr_assert(strstr(err, needle), "message \"%s\" lacks \"%s\"", err, needle);
+}
+
+/* Fused -> per-head gives exactly tg_mha_copy_weights' per-head weights (with
+ * d_head != d_model / n_heads, other tensors and metadata kept), and back gives
+ * the original set bit for bit. */
+static void check_convert(bool bias)
+{
+    tg_rng rng;
+    tg_rng_seed(&rng, 7);
+    tg_mha_config cfg = {.n_heads = 3, .d_model = 8, .d_head = 4, .bias = bias, .mode = TG_MHA_FUSED};
+    tg_params *pf = tg_params_new(), *pr = tg_params_new(), *pq = tg_params_new();
+    tg_mha mf, mr, mq;
+    char err[256];
+    cr_assert_eq(tg_mha_init(&mf, pf, "blocks.0.attn", &cfg, &rng, err, sizeof err), 0, "%s", err);
+    tg_tensor *other = tg_params_add(pf, "head.weight", 2, (int[]){2, 3});
+    for (size_t i = 0; i < 6; i++) other->data[i] = (tg_real)i;
+    if (bias)  /* nonzero biases, so a misplaced row would show */
+        for (size_t i = 0; i < mf.in_proj_bias->size; i++) mf.in_proj_bias->data[i] = (tg_real)(0.1 * (double)i);
+    cfg.mode = TG_MHA_PER_HEAD;
+    cr_assert_eq(tg_mha_init(&mr, pr, "blocks.0.attn", &cfg, NULL, err, sizeof err), 0, "%s", err);
+    cr_assert_not_null(tg_params_add(pr, "head.weight", 2, (int[]){2, 3}));
+    cr_assert_eq(tg_mha_init(&mq, pq, "blocks.0.attn", &cfg, NULL, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tg_mha_copy_weights(&mq, &mf), 0);
+
+    tg_safetensors *s = tg_st_new();
+    cr_assert_eq(tg_st_add_params(s, pf, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tg_st_set_meta(s, "step", "12", err, sizeof err), 0);
+    tg_safetensors *ph = tg_mha_convert(s, TG_MHA_PER_HEAD, 3, err, sizeof err);
+    cr_assert_not_null(ph, "%s", err);
+    cr_assert_str_eq(tg_st_meta(ph, "step"), "12");
+    cr_assert_eq(tg_st_load_params(pr, ph, true, NULL, err, sizeof err), 0, "%s", err);  /* strict: nothing left over */
+    for (int i = 0; i < tg_params_count(pq); i++) {
+        const tg_tensor *want = tg_params_at(pq, i), *got = tg_params_get(pr, want->name);
+        cr_assert(got && !memcmp(got->data, want->data, want->size * sizeof(tg_real)), "%s differs", want->name);
+    }
+    cr_assert(!memcmp(tg_params_get(pr, "head.weight")->data, other->data, 6 * sizeof(tg_real)));
+
+    tg_safetensors *back = tg_mha_convert(ph, TG_MHA_FUSED, 3, err, sizeof err);
+    cr_assert_not_null(back, "%s", err);
+    cr_assert_eq(tg_st_count(back), tg_st_count(s));
+    for (int i = 0; i < tg_st_count(s); i++) {
+        const tg_tensor *want = tg_st_at(s, i), *got = tg_st_get(back, want->name);
+        cr_assert(got && tg_shape_equal(got, want) && !memcmp(got->data, want->data, want->size * sizeof(tg_real)),
+                  "%s does not come back", want->name);
+    }
+
+    /* a set already in the target mode comes back as a copy */
+    tg_safetensors *same = tg_mha_convert(s, TG_MHA_FUSED, 3, err, sizeof err);
+    cr_assert(same && tg_st_count(same) == tg_st_count(s));
+
+    assert_convert_fails(s, TG_MHA_PER_HEAD, 5, "'blocks.0.attn.in_proj_weight' [36,8] is not [3 * n_heads * d_head");
+    assert_convert_fails(ph, TG_MHA_FUSED, 2, "'blocks.0.attn.heads.2.q_proj.weight' [4,8] is a head beyond n_heads");
+    assert_convert_fails(ph, TG_MHA_FUSED, 0, "n_heads 0 must be in [1, 64]");
+    tg_safetensors *gap = st_without(ph, "blocks.0.attn.heads.1.k_proj.weight");
+    assert_convert_fails(gap, TG_MHA_FUSED, 3, "'blocks.0.attn.heads.1.k_proj.weight' is missing");
+    tg_st_free(gap);
+    gap = st_without(ph, "blocks.0.attn.heads.0.q_proj.weight");
+    assert_convert_fails(gap, TG_MHA_FUSED, 3, "'blocks.0.attn.heads.0.q_proj.weight' is missing");
+    tg_st_free(gap);
+    if (bias) {
+        gap = st_without(s, "blocks.0.attn.in_proj_weight");
+        assert_convert_fails(gap, TG_MHA_PER_HEAD, 3, "'blocks.0.attn.in_proj_bias' [36] has no in_proj_weight");
+        tg_st_free(gap);
+        gap = st_without(ph, "blocks.0.attn.heads.2.v_proj.bias");
+        assert_convert_fails(gap, TG_MHA_FUSED, 3, "'blocks.0.attn.heads.2.v_proj.bias' is missing");
+        tg_st_free(gap);
+    }
+    tg_st_free(same);
+    tg_st_free(back);
+    tg_st_free(ph);
+    tg_st_free(s);
+    tg_params_free(pf);
+    tg_params_free(pr);
+    tg_params_free(pq);
+}
+
+Test(model, mha_convert_between_modes_with_bias) { check_convert(true); }
+Test(model, mha_convert_between_modes_without_bias) { check_convert(false); }

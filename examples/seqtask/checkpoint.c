@@ -210,40 +210,19 @@ int sq_resume_state(const tg_safetensors *st, const char *path, sq_opt *o, long 
     return 0;
 }
 
-/* p/m in one attention mode from s written in the other: load s into a
- * model of the other mode, then copy (attention via tg_mha_copy_weights,
- * exact; everything else by name). */
-static int load_other_mode(const tg_safetensors *s, const sq_config *c, tg_params *p, tg_model *m,
-                           char *why, size_t len)
-{
-    sq_config oc = *c;
-    oc.mode = c->mode == SQ_MODE_FUSED ? SQ_MODE_PER_HEAD : SQ_MODE_FUSED;
-    tg_params *q;
-    tg_model om;
-    if (sq_model_build(&oc, NULL, &q, &om, why, len)) return -1;
-    int rc = tg_st_load_params(q, s, true, "optim.", why, len);
-    for (int i = 0; rc == 0 && i < tg_params_count(q); i++) {
-        const tg_tensor *src = tg_params_at(q, i);
-        tg_tensor *dst = strstr(src->name, ".attn.") ? NULL : tg_params_get(p, src->name);
-        if (dst) memcpy(dst->data, src->data, src->size * sizeof *dst->data);
-    }
-    for (int l = 0; rc == 0 && l < m->cfg.n_layers; l++)
-        rc = tg_mha_copy_weights(&m->blocks[l].attn, &om.blocks[l].attn);
-    sq_model_destroy(q, &om);
-    return rc;
-}
-
-int sq_load_weights(const char *path, const sq_config *c, tg_params *p, tg_model *m, char *err,
-                    size_t errlen)
+int sq_load_weights(const char *path, const sq_config *c, tg_params *p, char *err, size_t errlen)
 {
     tg_safetensors *s;
-    char why[512], why2[512];
+    char why[512];
     if (tg_st_load(path, &s, err, errlen)) return -1;
     int rc = tg_st_load_params(p, s, true, "optim.", why, sizeof why);
     const char *other = c->mode == SQ_MODE_FUSED ? "blocks.0.attn.heads.0.q_proj.weight"
                                                  : "blocks.0.attn.in_proj_weight";
     if (rc && tg_st_get(s, other)) {
-        rc = load_other_mode(s, c, p, m, why2, sizeof why2);
+        tg_mha_mode to = c->mode == SQ_MODE_FUSED ? TG_MHA_FUSED : TG_MHA_PER_HEAD;
+        tg_safetensors *conv = tg_mha_convert(s, to, (int)c->heads, why, sizeof why);
+        rc = conv ? tg_st_load_params(p, conv, true, "optim.", why, sizeof why) : -1;
+        tg_st_free(conv);
         if (rc == 0)
             fprintf(stderr, "note: %s holds %s attention weights: converted to --mode %s\n", path,
                     c->mode == SQ_MODE_FUSED ? "per-head" : "fused",

@@ -68,8 +68,7 @@ int sq_resume_state(const tg_safetensors *st, const char *path, sq_opt *o, long 
                     char *err, size_t errlen);
 /* --init: weights only, every parameter by name and shape (optim.* ignored).
  * A file of the other attention mode (fused in_proj_weight vs per-head
- * heads.<h>.{q,k,v}_proj) is converted exactly. */
-int sq_load_weights(const char *path, const sq_config *c, tg_params *p, tg_model *m, char *err,
-                    size_t errlen);
+ * heads.<h>.{q,k,v}_proj) is converted exactly (tg_mha_convert). */
+int sq_load_weights(const char *path, const sq_config *c, tg_params *p, char *err, size_t errlen);
 
 #endif

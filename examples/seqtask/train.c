@@ -80,7 +80,7 @@ static int setup_model(trainer *tr, char *err, size_t errlen)
         tg_rng_seed(&init, (uint64_t)c->seed * 2 + 1);
         status = sq_model_build(c, &init, &tr->p, &tr->m, err, errlen) ? 1 : 0;
         tr->have_model = !status;
-        if (!status && c->init[0] && sq_load_weights(c->init, c, tr->p, &tr->m, err, errlen))
+        if (!status && c->init[0] && sq_load_weights(c->init, c, tr->p, err, errlen))
             status = SQ_EXIT_USAGE;
     }
     if (!status && sq_opt_new(&tr->opt, tr->p, c, err, errlen)) status = 1;
