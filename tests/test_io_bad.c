@@ -29,11 +29,11 @@ typedef struct bad_case {
 } bad_case;
 
 static const bad_case bad_cases[] = {
-    {"empty file", "", 0, -8, 0, "file too small for a safetensors header (0 bytes"},
-    {"7 bytes", "", 0, -1, 0, "file too small"},
+    {"empty file", "", 0, -8, 0, "not a safetensors file: too small for a safetensors header (0 bytes"},
+    {"7 bytes", "", 0, -1, 0, "not a safetensors file: too small"},
     {"huge header length", VALID, 24, 0, UINT64_MAX, "exceeds the limit of 100000000 bytes"},
-    {"header length just over 100 MB", VALID, 24, 0, 100000001, "header length 100000001 exceeds"},
-    {"header length past the end", "{}", 0, 0, 1000, "header length 1000 runs past the end of the file"},
+    {"header length just over 100 MB", VALID, 24, 0, 100000001, "header length of 100000001, which exceeds"},
+    {"header length past the end", "{}", 0, 0, 1000, "header length of 1000, which runs past the end of the file"},
     {"truncated in the header", VALID, 24, 20, 0, "runs past the end of the file (20 bytes)"},
     {"truncated in the data", VALID, 24, -4, 0,
      "data_offsets [0, 24] run past the end of the data (20 bytes"},
@@ -152,6 +152,44 @@ Test(io, bad_file_on_disk_names_the_path)
     cr_assert(strstr(err, "absent.safetensors: cannot open: No such file"), "%s", err);
     cr_assert_eq(tg_st_load(tmpdir, &s, err, sizeof err), -1);
     cr_assert(strstr(err, "not a regular file"), "%s", err);
+}
+
+/* Files of another kind say so first, then why (the 8-byte header length
+ * their first bytes give). */
+Test(io, other_kinds_of_files_are_not_safetensors)
+{
+    static const uint8_t png[] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13, 'I', 'H', 'D', 'R'};
+    const struct {
+        const char *name;
+        const void *bytes;
+        size_t len;
+        const char *why;
+    } files[] = {
+        {"empty.safetensors", "", 0, "too small for a safetensors header (0 bytes"},
+        {"short.txt", "hello\n", 6, "too small for a safetensors header (6 bytes"},
+        {"notes.txt", "step,loss\n1,2.5\n", 16, "exceeds the limit of 100000000 bytes"},
+        {"image.png", png, sizeof png, "header length of 727905341920923785, which exceeds the limit"},
+        {"tiny.bin", "\x40\0\0\0\0\0\0\0{}", 10, "header length of 64, which runs past the end of "
+                                                   "the file (10 bytes)"},
+    };
+    char want[600], err[512];
+    tg_safetensors *s;
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        const char *p = tmp_path(files[i].name);
+        FILE *f = fopen(p, "wb");
+        cr_assert(f && fwrite(files[i].bytes, 1, files[i].len, f) == files[i].len);
+        fclose(f);
+        cr_assert_eq(tg_st_load(p, &s, err, sizeof err), -1, "%s: accepted", files[i].name);
+        snprintf(want, sizeof want, "%s: not a safetensors file: ", p);
+        cr_expect(strncmp(err, want, strlen(want)) == 0, "%s: '%s' does not start with '%s'", files[i].name, err,
+                  want);
+        cr_expect(strstr(err, files[i].why), "%s: '%s' lacks '%s'", files[i].name, err, files[i].why);
+    }
+    if (access("/etc/passwd", R_OK) == 0) {
+        cr_assert_eq(tg_st_load("/etc/passwd", &s, err, sizeof err), -1);
+        const char *start = "/etc/passwd: not a safetensors file: its first 8 bytes give a header length of ";
+        cr_expect(strncmp(err, start, strlen(start)) == 0, "%s", err);
+    }
 }
 
 static const char *const good_headers[] = {

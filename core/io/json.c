@@ -381,18 +381,23 @@ int tg_st_header_read(const uint8_t *buf, size_t len, const char *what, tg_st_he
                       size_t errlen)
 {
     memset(h, 0, sizeof *h);
+    /* a file that fails these is most likely some other kind of file: say so first */
     if (len < 8)
         return tg_set_err(err, errlen,
-                          "%s: file too small for a safetensors header (%zu bytes, need at least 8)", what,
-                          len);
+                          "%s: not a safetensors file: too small for a safetensors header (%zu bytes, "
+                          "need at least 8)", what, len);
     uint64_t n = 0;
     for (int b = 7; b >= 0; b--) n = n << 8 | buf[b];
     if (n > TG_ST_MAX_HEADER)
-        return tg_set_err(err, errlen, "%s: header length %llu exceeds the limit of %u bytes", what,
-                          (unsigned long long)n, TG_ST_MAX_HEADER);
+        return tg_set_err(err, errlen,
+                          "%s: not a safetensors file: its first 8 bytes give a header length of %llu, "
+                          "which exceeds the limit of %u bytes", what, (unsigned long long)n,
+                          TG_ST_MAX_HEADER);
     if (n > len - 8)
-        return tg_set_err(err, errlen, "%s: header length %llu runs past the end of the file (%zu bytes)",
-                          what, (unsigned long long)n, len);
+        return tg_set_err(err, errlen,
+                          "%s: not a safetensors file: its first 8 bytes give a header length of %llu, "
+                          "which runs past the end of the file (%zu bytes)", what, (unsigned long long)n,
+                          len);
     if (scan_header(buf + 8, n, what, err, errlen)) return -1;
     /* a NUL-terminated copy: cJSON then checks that only whitespace follows */
     char *copy = tg_malloc(n + 1);
