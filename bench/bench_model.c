@@ -3,14 +3,15 @@
  *   bench_model [--reps 30] [--burn-in 3] [--budget 10]
  *               [--symbols 16 --min-len 4 --max-len 12 --layers 2 --d-model 64
  *                --heads 4 --d-head 0 --d-ff 0 --mode fused|per-head --batch 64
- *                --lr 0.003 --warmup 100 --steps 3000 --schedule cosine
+ *                --lr 0.003 --warmup 50 --steps 3000 --schedule cosine
  *                --optimizer adamw|adam --weight-decay 0.01 --clip 1 --seed 1]
  *               [--threads T (0: one per core)] [--tag step]
  *
  * The model flags take seqtask train's names and defaults; scripts/bench.sh
  * reads the current defaults from `seqtask train --help` and passes them to
  * this program and to bench/torch/bench_model.py alike (--warmup is the
- * learning-rate warmup, as there; --burn-in counts the untimed steps).
+ * learning-rate warmup, as there, by default min(50, steps / 10); --burn-in
+ * counts the untimed steps).
  * A step is seqtask's: forward, cross-entropy, zero_grad, backward, clip the
  * global grad norm, lr of the schedule, AdamW (betas 0.9, 0.98, no decay on
  * 1-D parameters), tape reset, on a fixed batch of B reverse examples with
@@ -108,7 +109,7 @@ int main(int argc, char **argv)
     const char *optim = bu_opt_str(argc, argv, "--optimizer", "adamw");
     const char *sched = bu_opt_str(argc, argv, "--schedule", "cosine");
     double lr = bu_opt_double(argc, argv, "--lr", 0.003);
-    long warm_steps = OPT("warmup", 100), steps = OPT("steps", 3000);
+    long steps = OPT("steps", 3000), warm_steps = OPT("warmup", steps / 10 < 50 ? steps / 10 : 50);
     tg_model_config mc = {.vocab = n_sym + 4, .d_model = (int)OPT("d-model", 64),
                           .n_layers = (int)OPT("layers", 2), .n_heads = (int)OPT("heads", 4),
                           .d_head = (int)OPT("d-head", 0), .d_ff = (int)OPT("d-ff", 0),

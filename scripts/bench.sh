@@ -83,15 +83,19 @@ if [ $quick -eq 1 ]; then reps=5 budget=2 sreps=3 rounds=1; else reps=30 budget=
 bin=$build
 
 
-# seqtask train --help lists every flag as "  --name VALUES  help [default]"
+# seqtask train --help lists every flag as "  --name VALUES  help [default]",
+# a long help continued on lines indented further (joined here). The
+# warmup's default follows --steps in both programs.
 margs=()
 if [ -x "$bin/seqtask" ]; then
   while read -r name def; do
     case $name in
-      symbols|min-len|max-len|layers|d-model|heads|d-head|d-ff|mode|dropout|batch|steps|lr|warmup|\
+      symbols|min-len|max-len|layers|d-model|heads|d-head|d-ff|mode|dropout|batch|steps|lr|\
       schedule|optimizer|weight-decay|clip|seed|eval-every|eval-size|target-acc) margs+=("--$name" "$def") ;;
     esac
-  done < <("$bin/seqtask" train --help 2>&1 | sed -n 's/^  --\([a-z-]*\) .*\[\([^]]*\)\]$/\1 \2/p')
+  done < <("$bin/seqtask" train --help 2>&1 |
+    awk '/^   / { sub(/^ +/, " "); line = line $0; next } { if (NR > 1) print line; line = $0 } END { print line }' |
+    sed -n 's/^  --\([a-z-]*\) .*\[\([^]]*\)\]$/\1 \2/p')
   echo "== seqtask train's defaults: ${margs[*]}" >&2
 else
   echo "== no seqtask binary: bench_model's built-in defaults" >&2

@@ -255,6 +255,7 @@ typedef struct {
 Test(train, bad_flags_are_refused_with_status_2)
 {
     cr_assert_eq(run("train " SMALL " --steps 2 --warmup 1 --out m"), 0, "%s", err_text);
+    write_file("empty.safetensors", "");
     const bad_case cases[] = {
         {"", "usage: seqtask COMMAND"},
         {"frobnicate", "unknown command 'frobnicate'"},
@@ -278,7 +279,9 @@ Test(train, bad_flags_are_refused_with_status_2)
         {"train stray", "unexpected argument 'stray'"},
         {"train --min-len 9 --max-len 4", "--min-len 9 is more than --max-len 4"},
         {"train --d-model 30 --heads 4", "--d-model 30 is not divisible by --heads 4"},
-        {"train --warmup 50 --steps 50", "--warmup 50 must be less than --steps 50"},
+        {"train --warmup 50 --steps 50", "--warmup 50 must be less than --steps 50 with --schedule cosine"},
+        {"train --warmup 5 --steps 3 --schedule linear", "--warmup 5 must be less than --steps 3 with "
+                                                         "--schedule linear"},
         {"train --task copy --data f.txt", "--task and --data exclude each other"},
         {"train --no-shuffle", "--no-shuffle needs --data FILE"},
         {"train --resume a --init b", "--resume and --init exclude each other"},
@@ -288,7 +291,11 @@ Test(train, bad_flags_are_refused_with_status_2)
         {"train --init nothere.safetensors --steps 2 --warmup 1", "nothere.safetensors"},
         {"eval", "--model FILE is required"},
         {"eval --model nothere.safetensors", "nothere.safetensors"},
-        {"eval --model m/log.csv", "m/log.csv"},
+        {"eval --model m/log.csv", "m/log.csv: not a safetensors file: its first 8 bytes give a header length"},
+        {"eval --model m/loss.png", "m/loss.png: not a safetensors file: its first 8 bytes give"},
+        {"eval --model empty.safetensors", "empty.safetensors: not a safetensors file: too small"},
+        {"generate --model m/log.csv --input 1", "m/log.csv: not a safetensors file"},
+        {"train --init m/loss.png", "m/loss.png: not a safetensors file"},
         {"eval --layers 2 --model m/model.safetensors", "unknown flag --layers"},
         {"generate --model m/model.safetensors", "--input \"S S ..\" is required"},
         {"generate --model m/model.safetensors --input '1 x'", "'x' is not a symbol"},
@@ -307,6 +314,46 @@ Test(train, bad_flags_are_refused_with_status_2)
     cr_assert(strstr(out_text, "--target-acc"));
     cr_assert_eq(run("eval --help"), 0);
     cr_assert(strstr(out_text, "--model FILE"));
+}
+
+/* Without --warmup, short runs train under every schedule (the warmup is
+ * min(50, steps / 10)). */
+Test(train, default_warmup_fits_any_steps)
+{
+    const char *tiny = "--task copy --symbols 8 --min-len 1 --max-len 3 --layers 1 --d-model 16 --heads 2 "
+                       "--batch 8 --eval-size 20 --eval-every 0 --save-every 0 --target-acc 0 --threads 1";
+    const char *sched[] = {"constant", "cosine", "linear"};
+    const long steps[] = {1, 20, 51};
+    for (int s = 0; s < 3; s++)
+        for (int i = 0; i < 3; i++) {
+            int st = run("train %s --steps %ld --schedule %s --out o", tiny, steps[i], sched[s]);
+            cr_expect_eq(st, 0, "--steps %ld --schedule %s: status %d\n%s", steps[i], sched[s], st, err_text);
+            char want[64];
+            snprintf(want, sizeof want, "(%s, warmup %ld), batch 8, %ld steps", sched[s], steps[i] / 10,
+                     steps[i]);
+            cr_expect(strstr(err_text, want), "expected \"%s\" in:\n%s", want, err_text);
+        }
+}
+
+/* A bad --data or --eval-data file is reported before a conflict between
+ * flags: the file is the problem to fix first. */
+Test(train, a_bad_data_file_is_reported_before_conflicting_flags)
+{
+    const char *flags = "--symbols 8 --max-len 5 --layers 1 --d-model 16 --heads 2 --threads 1";
+    const char *conflicts[] = {"--steps 20 --warmup 50", "--min-len 5 --max-len 4", "--d-model 15"};
+    write_file("bad.txt", "1 2 3\n");
+    write_file("good.txt", "1 2\t2 1\n");
+    for (int i = 0; i < 3; i++) {
+        cr_expect_eq(run("train --data bad.txt %s %s", flags, conflicts[i]), 2);
+        cr_expect(strstr(err_text, "seqtask train: bad.txt:1: no tab") && !strstr(err_text, "--"),
+                  "%s: expected the data file's error only, got:\n%s", conflicts[i], err_text);
+        cr_expect_eq(run("train --data good.txt --eval-data bad.txt %s %s", flags, conflicts[i]), 2);
+        cr_expect(strstr(err_text, "seqtask train: bad.txt:1: no tab") && !strstr(err_text, "--"),
+                  "%s: expected the --eval-data file's error only, got:\n%s", conflicts[i], err_text);
+        /* with good files, the conflict */
+        cr_expect_eq(run("train --data good.txt %s %s", flags, conflicts[i]), 2);
+        cr_expect(strstr(err_text, "seqtask train: --"), "%s: got:\n%s", conflicts[i], err_text);
+    }
 }
 
 typedef struct {

@@ -327,7 +327,7 @@ def main():
                                ("layers", int, 2), ("d-model", int, 64), ("heads", int, 4),
                                ("d-head", int, 0), ("d-ff", int, 0), ("dropout", float, 0.0),
                                ("batch", int, 64), ("steps", int, 3000), ("lr", float, 0.003),
-                               ("warmup", int, 100), ("weight-decay", float, 0.01), ("clip", float, 1.0),
+                               ("warmup", int, None), ("weight-decay", float, 0.01), ("clip", float, 1.0),
                                ("seed", int, 1), ("eval-every", int, 100), ("eval-size", int, 500),
                                ("target-acc", float, 0.99), ("reps", int, 30), ("burn-in", int, 3),
                                ("budget", float, 10.0), ("threads", int, 2)]:
@@ -337,6 +337,8 @@ def main():
     ap.add_argument("--tag", default="step")
     ap.add_argument("--mode", default="fused")  # accepted for symmetry; the twin is fused
     c = ap.parse_args()
+    if c.warmup is None:
+        c.warmup = min(50, c.steps // 10)  # seqtask train's default
     c.d_head = c.d_head or c.d_model // c.heads
     c.d_ff = c.d_ff or 4 * c.d_model
     if c.optimizer == "sgd":

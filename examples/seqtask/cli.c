@@ -51,18 +51,16 @@ static const char *const optim_choices[] = {"adam", "adamw", "sgd", NULL};
     {n, F_BOOL, OFF(f), 0, 0, 0, false, false, NULL, "false", cmds, meta, grp, NULL, help}
 
 static const flag flags[] = {
-    STR("model", model, "", C_EVAL | C_GEN | C_ATTN | C_HEADS, 0, "model", "FILE",
-        "model.safetensors or checkpoint.safetensors written by seqtask train (required)"),
-    STR("input", input, "", C_GEN | C_ATTN, 0, "model", "\"S S ..\"",
-        "source symbols, integers in [0, symbols) separated by spaces (required)"),
-    STR("png", png, "", C_ATTN | C_HEADS, 0, "model", "FILE",
-        "PNG to write (attn: required; heads: default heads.png beside the model)"),
+    STR("model", model, "", C_EVAL | C_GEN | C_ATTN | C_HEADS, 0, "input", "FILE",
+        "model.safetensors or checkpoint.safetensors (required)"),
+    STR("input", input, "", C_GEN | C_ATTN, 0, "input", "\"S S ..\"",
+        "source: symbols in [0, symbols) separated by spaces (required)"),
     CHOICE("task", task, task_choices, "reverse", C_TRAIN, M_TASK, "task",
            "generated task: y = x, x reversed or x sorted"),
     STR("data", data, "", C_TRAIN | C_EVAL | C_HEADS, M_TASK, "task", "FILE",
-        "examples from a file instead: per line source symbols, a tab, target symbols"),
+        "examples from a file: per line, source symbols, a tab, target symbols"),
     STR("eval-data", eval_data, "", C_TRAIN, M_TASK, "task", "FILE",
-        "held-out examples for --data (default: the first --eval-size lines of --data)"),
+        "held-out examples for --data [its first --eval-size lines]"),
     BOOL("no-shuffle", no_shuffle, C_TRAIN, M_TASK, "task",
          "with --data: batch k holds lines k*B .. k*B+B-1, wrapping around"),
     INT("symbols", symbols, 1, 65536, "16", C_TRAIN, M_MODEL | M_TASK, "task", "N",
@@ -78,13 +76,15 @@ static const flag flags[] = {
     INT("d-ff", d_ff, 0, 65536, "0", C_TRAIN, M_MODEL, "model", "N",
         "hidden width of the feed-forward layer (0: 4 * d-model)"),
     CHOICE("mode", mode, mode_choices, "fused", C_TRAIN, M_MODEL, "model",
-           "attention: one packed projection for all heads, or one per head"),
+           "attention: one packed projection for all heads or one per head"),
     REAL("dropout", dropout, 0, false, 1, true, "0", C_TRAIN, M_MODEL, "model", "P",
          "dropout on attention weights and residual branches"),
     INT("batch", batch, 1, 65536, "64", C_TRAIN, M_TRAIN, "training", "N", "sequences per step"),
     INT("steps", steps, 1, 1e9, "1000", C_TRAIN, M_TRAIN, "training", "N", "optimizer steps at most"),
     REAL("lr", lr, 0, true, 10, false, "0.001", C_TRAIN, M_TRAIN, "training", "X", "peak learning rate"),
-    INT("warmup", warmup, 0, 1e9, "50", C_TRAIN, M_TRAIN, "training", "N", "linear warmup steps"),
+    /* no default value: sq_cli_check_values derives it from --steps */
+    INT("warmup", warmup, 0, 1e9, NULL, C_TRAIN, M_TRAIN, "training", "N",
+        "linear warmup steps [min(50, steps / 10)]"),
     CHOICE("schedule", schedule, sched_choices, "cosine", C_TRAIN, M_TRAIN, "training",
            "learning rate after warmup (decays reach lr/10 at --steps)"),
     CHOICE("optimizer", optimizer, optim_choices, "adamw", C_TRAIN, M_TRAIN, "training",
@@ -95,23 +95,26 @@ static const flag flags[] = {
          "clip the global gradient norm to X (0: off)"),
     INT("seed", seed, 0, 4e18, "1", C_TRAIN | C_EVAL | C_HEADS, M_TASK, "training", "N",
         "seed of the initialisation, the data stream and the held-out set"),
-    INT("threads", threads, 0, 256, "0", C_ALL, 0, "training", "N", "threads for GEMMs and large loops (0: one per core)"),
     INT("eval-every", eval_every, 0, 1e9, "50", C_TRAIN, M_TRAIN, "evaluation", "N",
         "evaluate every N steps (0: only at the end)"),
     INT("eval-size", eval_size, 1, 1e6, "500", C_TRAIN | C_EVAL | C_HEADS, M_TRAIN, "evaluation", "N",
         "held-out examples per evaluation"),
     REAL("target-acc", target_acc, 0, false, 1, false, "0.99", C_TRAIN, M_TRAIN, "evaluation", "X",
-         "stop once held-out exact-sequence accuracy reaches X (0: never)"),
+         "stop at this held-out exact-sequence accuracy (0: never)"),
     INT("show", show, 0, 1000, "5", C_EVAL, 0, "evaluation", "N", "failures to print"),
+    STR("png", png, "", C_ATTN | C_HEADS, 0, "output", "FILE", "PNG to write (required)"),
     STR("out", out, "", C_TRAIN, 0, "output", "DIR",
-        "output directory (default out/<task>, or the --resume file's directory)"),
+        "output directory [out/<task>, or the --resume file's directory]"),
     INT("save-every", save_every, 0, 1e9, "500", C_TRAIN, M_TRAIN, "output", "N",
-        "refresh checkpoint.safetensors every N steps (0: only at the end)"),
+        "rewrite checkpoint.safetensors every N steps (0: at the end)"),
     INT("log-every", log_every, 1, 1e9, "100", C_TRAIN, M_TRAIN, "output", "N",
         "progress line every N steps when stderr is not a terminal"),
-    STR("init", init, "", C_TRAIN, 0, "output", "FILE", "start from the weights of a safetensors file"),
-    STR("resume", resume, "", C_TRAIN, 0, "output", "FILE",
-        "continue a checkpoint.safetensors bit for bit (its flags unless given again)"),
+    STR("init", init, "", C_TRAIN, 0, "starting point", "FILE",
+        "start from the weights of a safetensors file"),
+    STR("resume", resume, "", C_TRAIN, 0, "starting point", "FILE",
+        "continue a checkpoint bit for bit (its flags unless given again)"),
+    INT("threads", threads, 0, 256, "0", C_ALL, 0, "compute", "N",
+        "threads for GEMMs and large loops (0: one per core)"),
 };
 #define N_FLAGS ((int)(sizeof flags / sizeof flags[0]))
 _Static_assert(sizeof flags / sizeof flags[0] <= SQ_MAX_FLAGS, "raise SQ_MAX_FLAGS");
@@ -231,31 +234,96 @@ static void get_value(const flag *fl, const sq_config *c, char *buf, size_t len)
     }
 }
 
+/* The flags that read differently for the commands that open a trained
+ * model: the group and help line they have there. */
+static const struct {
+    const char *name;
+    unsigned cmds;
+    const char *group, *help;
+} model_help[] = {
+    {"data", C_EVAL | C_HEADS, "input", "held-out examples from a file (as train --data)"},
+    {"seed", C_EVAL | C_HEADS, "evaluation", "seed of the held-out set of a generated task"},
+    {"eval-size", C_EVAL | C_HEADS, "evaluation", "held-out examples"},
+    {"png", C_HEADS, "output", "PNG bar chart to write (default: heads.png beside the model)"},
+};
+
+static void flag_help(const flag *fl, sq_command cmd, const char **group, const char **help)
+{
+    *group = fl->group;
+    *help = fl->help;
+    for (size_t i = 0; i < sizeof model_help / sizeof model_help[0]; i++)
+        if ((model_help[i].cmds & (1u << cmd)) && strcmp(model_help[i].name, fl->name) == 0) {
+            *group = model_help[i].group;
+            *help = model_help[i].help;
+        }
+}
+
+#define HELP_COL 30    /* where a flag's text starts */
+#define HELP_WIDTH 100 /* no help line is longer */
+
+/* "  --name VALUE   text", the text word-wrapped at HELP_WIDTH and starting
+ * on the next line when the flag reaches into its column. */
+static void print_flag(FILE *f, const char *left, const char *text)
+{
+    int col = fprintf(f, "  %s", left);
+    if (col >= HELP_COL) {
+        fputc('\n', f);
+        col = 0;
+    }
+    while (*text) {
+        int w = (int)strcspn(text, " ");
+        if (col > HELP_COL && col + 1 + w > HELP_WIDTH) {
+            fputc('\n', f);
+            col = 0;
+        }
+        col += col < HELP_COL ? fprintf(f, "%*s", HELP_COL - col, "") : fprintf(f, " ");
+        col += fprintf(f, "%.*s", w, text);
+        text += w;
+        text += strspn(text, " ");
+    }
+    fputc('\n', f);
+}
+
+/* The command's flags group by group, groups in the order the table first
+ * uses them. */
 static void print_help(sq_command cmd, FILE *f)
 {
     fprintf(f, "usage: seqtask %s [flags]\n\n%s\n", cmd_names[cmd], cmd_help[cmd]);
-    const char *group = NULL;
-    char buf[128];
+    const char *groups[N_FLAGS];
+    int n_groups = 0;
     for (int i = 0; i < N_FLAGS; i++) {
-        const flag *fl = &flags[i];
-        if (!(fl->cmds & (1u << cmd))) continue;
-        if (!group || strcmp(group, fl->group) != 0) fprintf(f, "\n%s:\n", fl->group);
-        group = fl->group;
-        if (fl->type == F_CHOICE) {
-            size_t n = 0;
-            for (int k = 0; fl->choices[k]; k++)
-                n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s", k ? "|" : "", fl->choices[k]);
-        } else {
-            snprintf(buf, sizeof buf, "%s", fl->metavar ? fl->metavar : "");
-        }
-        char left[160];
-        snprintf(left, sizeof left, "--%s %s", fl->name, buf);
-        fprintf(f, "  %-32s %s", left, fl->help);
-        if (cmd != SQ_CMD_TRAIN && (fl->meta & M_TASK)) fprintf(f, " [the model's]");
-        else if (fl->type != F_BOOL && fl->def[0]) fprintf(f, " [%s]", fl->def);
-        fputc('\n', f);
+        const char *group, *help;
+        if (!(flags[i].cmds & (1u << cmd))) continue;
+        flag_help(&flags[i], cmd, &group, &help);
+        int g = 0;
+        while (g < n_groups && strcmp(groups[g], group) != 0) g++;
+        if (g == n_groups) groups[n_groups++] = group;
     }
-    fprintf(f, "\n  %-32s %s\n", "--help", "this text");
+    char value[128], left[160], text[320];
+    for (int g = 0; g < n_groups; g++) {
+        fprintf(f, "\n%s:\n", groups[g]);
+        for (int i = 0; i < N_FLAGS; i++) {
+            const flag *fl = &flags[i];
+            const char *group, *help;
+            if (!(fl->cmds & (1u << cmd))) continue;
+            flag_help(fl, cmd, &group, &help);
+            if (strcmp(group, groups[g]) != 0) continue;
+            if (fl->type == F_CHOICE) {
+                size_t n = 0;
+                for (int k = 0; fl->choices[k]; k++)
+                    n += (size_t)snprintf(value + n, sizeof value - n, "%s%s", k ? "|" : "", fl->choices[k]);
+            } else {
+                snprintf(value, sizeof value, "%s", fl->metavar ? fl->metavar : "");
+            }
+            snprintf(left, sizeof left, "--%s %s", fl->name, value);
+            if (cmd != SQ_CMD_TRAIN && (fl->meta & M_TASK)) snprintf(text, sizeof text, "%s [the model's]", help);
+            else if (fl->type != F_BOOL && fl->def && fl->def[0]) snprintf(text, sizeof text, "%s [%s]", help, fl->def);
+            else snprintf(text, sizeof text, "%s", help);
+            print_flag(f, left, text);
+        }
+    }
+    fputc('\n', f);
+    print_flag(f, "--help", "this text");
 }
 
 static const flag *find_flag(const char *name, size_t len, int *index)
@@ -273,7 +341,8 @@ int sq_cli_parse(sq_command cmd, int argc, char **argv, sq_config *c, FILE *out,
 {
     memset(c, 0, sizeof *c);
     c->cmd = cmd;
-    for (int i = 0; i < N_FLAGS; i++) set_value(&flags[i], c, flags[i].def);
+    for (int i = 0; i < N_FLAGS; i++)
+        if (flags[i].def) set_value(&flags[i], c, flags[i].def);
     const char *cn = cmd_names[cmd];
     char buf[160];
     for (int a = 1; a < argc; a++) {
@@ -321,7 +390,7 @@ bool sq_cli_was_set(const sq_config *c, const char *name)
     return find_flag(name, strlen(name), &idx) && c->set[idx];
 }
 
-static int check_train(sq_config *c, char *err, size_t errlen)
+static int check_train(const sq_config *c, char *err, size_t errlen)
 {
     if (c->resume[0] && c->init[0]) {
         snprintf(err, errlen, "seqtask train: --resume and --init exclude each other");
@@ -329,11 +398,6 @@ static int check_train(sq_config *c, char *err, size_t errlen)
     }
     /* the rest of a resumed run is checked once its checkpoint's flags are in */
     if (c->resume[0] && !c->merged) return 0;
-    if (c->min_len > c->max_len) {
-        snprintf(err, errlen, "seqtask train: --min-len %ld is more than --max-len %ld", c->min_len,
-                 c->max_len);
-        return -1;
-    }
     if (c->data[0] && sq_cli_was_set(c, "task")) {
         snprintf(err, errlen, "seqtask train: --task and --data exclude each other (a data file "
                  "is its own task)");
@@ -344,18 +408,6 @@ static int check_train(sq_config *c, char *err, size_t errlen)
                  c->no_shuffle ? "no-shuffle" : "eval-data");
         return -1;
     }
-    if (c->d_head == 0 && c->d_model % c->heads != 0) {
-        snprintf(err, errlen, "seqtask train: --d-model %ld is not divisible by --heads %ld "
-                 "(give --d-head N)", c->d_model, c->heads);
-        return -1;
-    }
-    if (c->schedule != SQ_SCHED_CONSTANT && c->warmup >= c->steps) {
-        snprintf(err, errlen, "seqtask train: --warmup %ld must be less than --steps %ld with "
-                 "--schedule %s", c->warmup, c->steps, sched_choices[c->schedule]);
-        return -1;
-    }
-    if (c->d_head == 0) c->d_head = c->d_model / c->heads;
-    if (c->d_ff == 0) c->d_ff = 4 * c->d_model;
     return 0;
 }
 
@@ -372,6 +424,30 @@ int sq_cli_check(sq_config *c, char *err, size_t errlen)
         snprintf(err, errlen, "seqtask %s: %s is required (seqtask %s --help)", cn, missing, cn);
         return -1;
     }
+    return 0;
+}
+
+int sq_cli_check_values(sq_config *c, char *err, size_t errlen)
+{
+    if (c->cmd != SQ_CMD_TRAIN) return 0;
+    if (c->min_len > c->max_len) {
+        snprintf(err, errlen, "--min-len %ld is more than --max-len %ld", c->min_len, c->max_len);
+        return -1;
+    }
+    if (c->d_head == 0 && c->d_model % c->heads != 0) {
+        snprintf(err, errlen, "--d-model %ld is not divisible by --heads %ld (give --d-head N)",
+                 c->d_model, c->heads);
+        return -1;
+    }
+    /* a resumed run keeps its checkpoint's warmup */
+    if (!sq_cli_was_set(c, "warmup") && !c->merged) c->warmup = c->steps / 10 < 50 ? c->steps / 10 : 50;
+    if (c->schedule != SQ_SCHED_CONSTANT && c->warmup >= c->steps) {
+        snprintf(err, errlen, "--warmup %ld must be less than --steps %ld with --schedule %s",
+                 c->warmup, c->steps, sched_choices[c->schedule]);
+        return -1;
+    }
+    if (c->d_head == 0) c->d_head = c->d_model / c->heads;
+    if (c->d_ff == 0) c->d_ff = 4 * c->d_model;
     return 0;
 }
 

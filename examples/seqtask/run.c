@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <tapegrad/core/kernels/threads.h>
+#include "cli.h"
 
 /* The first `count` examples of src, copied. */
 static sq_dataset *head_of(const sq_dataset *src, long count)
@@ -22,32 +23,28 @@ static sq_dataset *head_of(const sq_dataset *src, long count)
     return d;
 }
 
-int sq_run_init(sq_run *r, const sq_config *c, char *err, size_t errlen)
+int sq_run_init(sq_run *r, sq_config *c, char *err, size_t errlen)
 {
     memset(r, 0, sizeof *r);
+    sq_dataset *held = NULL;  /* --eval-data */
     if (c->kind == SQ_TASK_DATA &&
-        sq_data_load(c->data, (int)c->symbols, (int)c->max_len, &r->data, err, errlen) != 0)
-        return -1;
+        (sq_data_load(c->data, (int)c->symbols, (int)c->max_len, &r->data, err, errlen) != 0 ||
+         (c->eval_data[0] &&
+          sq_data_load(c->eval_data, (int)c->symbols, (int)c->max_len, &held, err, errlen) != 0)))
+        goto fail;
+    if (sq_cli_check_values(c, err, errlen) != 0) goto fail;
     if (sq_task_init(&r->task, c->kind, (int)c->symbols, (int)c->min_len, (int)c->max_len,
                      (uint64_t)c->seed, r->data, !c->no_shuffle) != 0)
         goto oom;
-    if (c->kind != SQ_TASK_DATA) {
-        r->eval = sq_task_eval_set(&r->task, (int)c->eval_size);
-    } else if (c->eval_data[0]) {
-        sq_dataset *all;
-        if (sq_data_load(c->eval_data, (int)c->symbols, (int)c->max_len, &all, err, errlen) != 0) {
-            sq_run_free(r);
-            return -1;
-        }
-        r->eval = head_of(all, c->eval_size);
-        sq_data_free(all);
-    } else {
-        r->eval = head_of(r->data, c->eval_size);
-    }
+    if (c->kind != SQ_TASK_DATA) r->eval = sq_task_eval_set(&r->task, (int)c->eval_size);
+    else r->eval = head_of(held ? held : r->data, c->eval_size);
     if (!r->eval) goto oom;
+    sq_data_free(held);
     return 0;
 oom:
     snprintf(err, errlen, "out of memory for the examples");
+fail:
+    sq_data_free(held);
     sq_run_free(r);
     return -1;
 }

@@ -14,11 +14,13 @@ typedef struct sq_run {
     sq_dataset *eval;            /* held-out examples */
 } sq_run;
 
-/* Held-out set: --eval-size examples from the held-out part of a generated
- * task; with --data, the first --eval-size lines of --eval-data, or of
- * --data itself when there is no --eval-data (then they are not held out:
- * a note says so). 0, or -1 with a message naming the file and line. */
-int sq_run_init(sq_run *r, const sq_config *c, char *err, size_t errlen);
+/* Reads the data files, then checks the values of c (sq_cli_check_values:
+ * a bad file is reported before a conflict between flags). Held-out set:
+ * --eval-size examples from the held-out part of a generated task; with
+ * --data, the first --eval-size lines of --eval-data, or of --data itself
+ * when there is no --eval-data (then they are not held out: a note says
+ * so). 0, or -1 with a message naming the file and line, or the flags. */
+int sq_run_init(sq_run *r, sq_config *c, char *err, size_t errlen);
 void sq_run_free(sq_run *r);
 
 /* OpenBLAS threads: n, or one per core when n is 0. Returns the number set. */

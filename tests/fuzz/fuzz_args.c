@@ -2,11 +2,13 @@
  *
  * Input: arguments separated by NUL or newline bytes; the first is the
  * command ("train", "eval", ...), the rest its flags, as main.c hands them
- * to sq_cli_parse and sq_cli_check (examples/seqtask/cli.c). An unknown
- * command is what main.c refuses before parsing: nothing to check.
+ * to sq_cli_parse and sq_cli_check, then sq_cli_check_values as
+ * sq_run_init does (examples/seqtask/cli.c). An unknown command is what
+ * main.c refuses before parsing: nothing to check.
  *
  * Every outcome must be one of: --help printed (1), a usage error whose
- * message starts with "seqtask COMMAND: " (-1), or a configuration (0)
+ * message starts with "seqtask COMMAND: " (or "--FLAG" for a rule between
+ * values) (-1), or a configuration (0)
  * whose values lie in the documented ranges. A configuration must also
  * survive the metadata round trip that model files rely on: its flags
  * written as metadata (sq_config_to_meta), read back into a default
@@ -14,11 +16,11 @@
  * text; merged with a checkpoint's metadata as --resume does, every flag
  * comes from the right side; and --input parses (sq_parse_symbols) to
  * symbols in range or a message. The same "--name value" pairs are also
- * read as a model file's metadata (sq_config_from_meta, then
- * sq_cli_check, as sq_open does): refused with a message naming the file,
+ * read as a model file's metadata (sq_config_from_meta, then the two
+ * checks, as sq_open and sq_run_init do): refused with a message naming the file,
  * or a configuration in range. Anything else aborts.
  *
- * With TG_FUZZ_NO_MAIN defined (tests/test_fuzz_replay.c) only
+ * With TG_FUZZ_NO_MAIN defined (tests/test_seqtask_cli.c) only
  * fuzz_args_one is compiled, for replaying the corpora in CTest. */
 #include <stdint.h>
 #include <stdio.h>
@@ -27,6 +29,7 @@
 
 #include "../../examples/seqtask/cli.h"
 #include "../../examples/seqtask/task.h"
+#include "fuzz.h"
 
 #define ARGS_MAX_META 64
 
@@ -165,6 +168,10 @@ static void args_as_meta(int argc, char **argv)
         args_check(strncmp(err, "seqtask train: ", 15) == 0, "a check refusal does not name the command");
         return;
     }
+    if (sq_cli_check_values(&c, err, sizeof err) != 0) {
+        args_check(strncmp(err, "--", 2) == 0, "a value refusal does not name a flag");
+        return;
+    }
     args_check_ranges(&c, false);
 }
 
@@ -180,7 +187,7 @@ static void args_input(const sq_config *c)
 /* One input: the result of sq_cli_parse, then of sq_cli_check when it
  * parsed (0 configuration, 1 help, -1 usage error); 2 for an unknown
  * command. */
-static int fuzz_args_one(const uint8_t *data, size_t size)
+int fuzz_args_one(const uint8_t *data, size_t size)
 {
     static FILE *devnull;
     static sq_config c;
@@ -209,6 +216,12 @@ static int fuzz_args_one(const uint8_t *data, size_t size)
         if (rc == -1)
             args_check(memchr(err, '\0', sizeof err) && strncmp(err, prefix, strlen(prefix)) == 0,
                        "a usage error does not start with \"seqtask COMMAND: \"");
+        /* as sq_run_init does once the data files are read */
+        if (rc == 0 && sq_cli_check_values(&c, err, sizeof err) != 0) {
+            args_check(memchr(err, '\0', sizeof err) && strncmp(err, "--", 2) == 0,
+                       "a value refusal does not name a flag");
+            rc = -1;
+        }
         if (rc == 0) {
             args_check_ranges(&c, true);
             args_round_trip(&c);

@@ -14,7 +14,7 @@
  * there is at least one example; the examples, and their hash, are then
  * the same. A refusal must name the file. Anything else aborts.
  *
- * With TG_FUZZ_NO_MAIN defined (tests/test_fuzz_replay.c) only
+ * With TG_FUZZ_NO_MAIN defined (tests/test_seqtask_cli.c) only
  * fuzz_data_one is compiled, for replaying the corpora in CTest. */
 #include <stdint.h>
 #include <stdio.h>
@@ -24,6 +24,7 @@
 
 #include <tapegrad/core/engine/alloc.h>
 #include "../../examples/seqtask/task.h"
+#include "fuzz.h"
 
 static const int data_symbols[8] = {1, 2, 8, 10, 16, 100, 1000, 65536};
 static const int data_max_len[8] = {1, 2, 3, 5, 8, 12, 100, 500};
@@ -132,7 +133,7 @@ static const char *data_scratch(void)
 
 /* One input: 0 when the parser accepted it, -1 when it refused it (both
  * agreeing with the reference), 1 when it is too short to mean a file. */
-static int fuzz_data_one(const uint8_t *data, size_t size)
+int fuzz_data_one(const uint8_t *data, size_t size)
 {
     if (size < 2) return 1;
     int symbols = data_symbols[data[0] % 8], max_len = data_max_len[data[1] % 8];
