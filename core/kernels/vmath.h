@@ -1,7 +1,7 @@
-/* tapegrad internal: exp and the normal CDF as inline, branch-free functions,
- * so the elementwise loops that call them vectorize (a libm call in a loop
- * stops GCC from vectorizing it). The float build uses the polynomials below;
- * the double build checks gradients to 1e-8 and keeps libm. */
+/* tapegrad internal: exp, the sigmoid and the normal CDF as inline,
+ * branch-free functions, so the elementwise loops that call them vectorize (a
+ * libm call in a loop stops GCC from vectorizing it). The float build uses the
+ * polynomials below; the double build, which checks gradients, keeps libm. */
 #ifndef TAPEGRAD_VMATH_H
 #define TAPEGRAD_VMATH_H
 
@@ -25,30 +25,55 @@
 #ifdef TAPEGRAD_DOUBLE
 
 static inline double tg_vexp(double x) { return exp(x); }
+/* 1 / (1 + e^-x) from e = exp(-|x|) <= 1, so nothing overflows */
+static inline double tg_vsigmoid(double x)
+{
+    double e = exp(-fabs(x));
+    return x >= 0 ? 1 / (1 + e) : e / (1 + e);
+}
 /* Phi(x) = P(N(0,1) <= x) = erfc(-x / sqrt2) / 2: no cancellation for x << 0 */
 static inline double tg_vnormal_cdf(double x) { return 0.5 * erfc(-x * TG_INV_SQRT2); }
 
 #else
 
-/* expf(x) for x <= 88 (overflow is not handled: callers pass x <= 0 or
- * slightly above): Cephes' expf (x = n ln2 + r, degree-6 polynomial, 2^n from
- * the exponent bits), relative error < 1e-7. exp(0) = 1 exactly; x < -87.3
- * (where expf gives denormals, < 1.2e-38) and -inf give exactly 0; NaN stays
- * NaN. Selects are done on the bits: float compares in a select keep GCC from
+/* expf(x) for every float x: Cephes' expf (x = n ln2 + r, degree-6
+ * polynomial, 2^n from the exponent bits, applied in two halves so that
+ * n = 128 near ln(FLT_MAX) does not overflow early), relative error < 1e-7.
+ * exp(0) = 1 exactly; x < -87.3 (where expf gives denormals, < 1.2e-38) and
+ * -inf give exactly 0; x > ln(FLT_MAX) and +inf give +inf; NaN stays NaN.
+ * Selects are done on the bits: float compares in a select keep GCC from
  * vectorizing under the default -ftrapping-math. */
 static inline float tg_vexp(float x)
 {
-    union { float f; uint32_t u; } xb = {x}, tb, sb, rb;
+    union { float f; uint32_t u; } xb = {x}, tb, s1, s2, rb;
     uint32_t under = (uint32_t)(xb.u > 0xC2AE999Au) & (uint32_t)(xb.u <= 0xFF800000u);
+    uint32_t over = (uint32_t)(xb.u > 0x42B17217u) & (uint32_t)(xb.u <= 0x7F800000u);
     tb.f = x * 1.44269504088896341f + 12582912.0f; /* 1.5 * 2^23: rounds to an integer */
     float n = tb.f - 12582912.0f;
-    sb.u = (tb.u - 0x4B400000u + 127u) << 23;     /* 2^n */
+    uint32_t k = tb.u - 0x4B400000u + 252u;       /* n + 252 */
+    s1.u = ((k >> 1) + 1u) << 23;                 /* 2^n1, n1 = floor((n + 252) / 2) - 126 */
+    s2.u = (k - (k >> 1) + 1u) << 23;             /* 2^(n - n1) */
     float r = x - n * 0.693359375f;
     r = r - n * -2.12194440e-4f;
     float p = (((((1.9875691500E-4f * r + 1.3981999507E-3f) * r + 8.3334519073E-3f) * r +
                  4.1665795894E-2f) * r + 1.6666665459E-1f) * r + 5.0000001201E-1f) * (r * r) + r + 1.0f;
-    rb.f = p * sb.f;
+    rb.f = p * s1.f * s2.f;
     rb.u &= under - 1u;
+    rb.u = (rb.u & (over - 1u)) | (0x7F800000u & (0u - over));
+    return rb.f;
+}
+
+/* 1 / (1 + e^-x) from e = exp(-|x|) <= 1, so nothing overflows:
+ * 1 / (1 + e) for x >= 0, e / (1 + e) below. */
+static inline float tg_vsigmoid(float x)
+{
+    union { float f; uint32_t u; } xb = {x}, nb, pos, neg, rb;
+    nb.u = xb.u | 0x80000000u;                    /* -|x| */
+    float e = tg_vexp(nb.f);
+    pos.f = 1.0f / (1.0f + e);
+    neg.f = e * pos.f;
+    uint32_t m = 0u - (xb.u >> 31);               /* all ones when x < 0 */
+    rb.u = (neg.u & m) | (pos.u & ~m);
     return rb.f;
 }
 

@@ -22,4 +22,18 @@ bool tg_mask_check(tg_tape *t, const tg_mask *m, int B, int Lq, int Lk, const ch
 void tg_softmax_block(const tg_real *x, tg_real *y, size_t rows, int n, tg_real scale,
                       const uint8_t *vis, const tg_real *add);
 
+/* The sum of x [n] in 8 independent lanes: no loop-carried dependence, so it
+ * runs at throughput and vectorizes without -ffast-math; the order of the
+ * additions depends on n alone. */
+static inline tg_real tg_row_sum(const tg_real *x, size_t n)
+{
+    tg_real s[8] = {0};
+    size_t j = 0;
+    for (; j + 8 <= n; j += 8)
+        for (int k = 0; k < 8; k++) s[k] += x[j + k];
+    for (; j < n; j++) s[0] += x[j];
+    for (int k = 1; k < 8; k++) s[0] += s[k];
+    return s[0];
+}
+
 #endif

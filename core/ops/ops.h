@@ -1,7 +1,7 @@
 /* tapegrad: every core op. Each returns its output (a new arena tensor, or a
  * view where said), or NULL with the tape's error set; a NULL input gives NULL
  * and keeps the first message. Forward and backward of each op sit side by
- * side in core/ops_<family>.c. */
+ * side in core/ops/<family>.c. */
 #ifndef TAPEGRAD_OPS_H
 #define TAPEGRAD_OPS_H
 
@@ -21,19 +21,51 @@ enum { TG_TRANS_A = 1, TG_TRANS_B = 2 };
 tg_tensor *tg_matmul(tg_tape *t, tg_tensor *a, tg_tensor *b, tg_tensor *bias, unsigned flags);
 
 /* ---- elementwise (core/ops/elementwise.c) --------------------------------
- * add/sub/mul: b has a's shape, or is 1-D [C] with C = a's last dim
- * (broadcast over rows, as a bias). */
+ * add/sub/mul/div broadcast as NumPy / PyTorch: shapes align from the last
+ * dim and each pair of dims is equal or one of them 1 (or missing), which
+ * stretches; out has the broadcast shape, and a stretched operand's grad is
+ * summed over the dims it was stretched along. Anything else is an error
+ * naming both shapes. x / 0 is +-inf, 0 / 0 NaN (IEEE, as PyTorch). */
 tg_tensor *tg_add(tg_tape *t, tg_tensor *a, tg_tensor *b);
 tg_tensor *tg_sub(tg_tape *t, tg_tensor *a, tg_tensor *b);
 tg_tensor *tg_mul(tg_tape *t, tg_tensor *a, tg_tensor *b);
-tg_tensor *tg_scale(tg_tape *t, tg_tensor *a, double s);
+tg_tensor *tg_div(tg_tape *t, tg_tensor *a, tg_tensor *b);
+/* Elementwise, out has a's shape. Domain errors give what PyTorch gives, not
+ * an error: log(x < 0), sqrt(x < 0), pow(x < 0, non-integer p) are NaN,
+ * log(0) = -inf (anomaly mode reports them). */
+tg_tensor *tg_scale(tg_tape *t, tg_tensor *a, double s);  /* s * a */
+tg_tensor *tg_neg(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_abs(tg_tape *t, tg_tensor *a);              /* grad sign(a), 0 at 0 */
+tg_tensor *tg_exp(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_log(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_sqrt(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_pow(tg_tape *t, tg_tensor *a, double p);    /* a^p; p = 0: grad 0 */
+tg_tensor *tg_sigmoid(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_tanh(tg_tape *t, tg_tensor *a);
 tg_tensor *tg_relu(tg_tape *t, tg_tensor *a);
 /* GELU, erf form (PyTorch's default approximate='none'). */
 tg_tensor *tg_gelu(tg_tape *t, tg_tensor *a);
-tg_tensor *tg_tanh(tg_tape *t, tg_tensor *a);
+/* min(max(a, lo), hi) as torch.clamp (NaN stays NaN, lo > hi gives hi); the
+ * grad passes where lo <= a <= hi. Pass -INFINITY or INFINITY for one side.
+ * NaN bounds are an error. */
+tg_tensor *tg_clamp(tg_tape *t, tg_tensor *a, double lo, double hi);
 /* Sum / mean of all elements: a 0-d tensor. */
 tg_tensor *tg_sum(tg_tape *t, tg_tensor *a);
 tg_tensor *tg_mean(tg_tape *t, tg_tensor *a);
+
+/* ---- reductions along a dim (core/ops/reduce.c) ----------------------------
+ * Reduce dim `dim` of a (negative counts from the end: -1 is the last); out
+ * is a's shape without that dim, or with it as 1 when keepdim (a 0-d a takes
+ * dim 0 or -1 and gives itself). As PyTorch: sum over an empty dim is 0,
+ * mean NaN, logsumexp -inf; max needs a non-empty dim. */
+tg_tensor *tg_sum_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
+tg_tensor *tg_mean_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
+/* The values of torch.max(a, dim): NaN if any element is NaN; the gradient
+ * goes to the first maximum (the first NaN) only. */
+tg_tensor *tg_max_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
+/* log sum exp, stable (max subtracted); a slice that is all -inf gives -inf
+ * and zero grad (PyTorch: NaN grad). */
+tg_tensor *tg_logsumexp_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
 
 /* ---- shape (core/ops/shape.c) ---------------------------------------------
  * reshape is a VIEW: it shares data and grad with a (no node, no copy); a -1

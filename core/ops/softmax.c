@@ -38,17 +38,6 @@ static inline tg_real row_max(const tg_real *y, int n)
     return m[0];
 }
 
-static inline tg_real row_sum(const tg_real *y, int n)
-{
-    tg_real s[LANES] = {0};
-    int j = 0;
-    for (; j + LANES <= n; j += LANES)
-        for (int k = 0; k < LANES; k++) s[k] += y[j + k];
-    for (; j < n; j++) s[0] += y[j];
-    for (int k = 1; k < LANES; k++) s[0] += s[k];
-    return s[0];
-}
-
 static inline tg_real row_dot(const tg_real *a, const tg_real *b, int n)
 {
     tg_real s[LANES] = {0};
@@ -81,7 +70,7 @@ TG_SIMD_CLONES void tg_softmax_block(const tg_real *x, tg_real *y, size_t rows, 
             continue;
         }
         for (int j = 0; j < n; j++) yr[j] = tg_vexp(yr[j] - mx); /* masked: exactly 0 */
-        tg_real inv = 1 / row_sum(yr, n);
+        tg_real inv = 1 / tg_row_sum(yr, (size_t)n);
         for (int j = 0; j < n; j++) yr[j] *= inv;
     }
 }
@@ -136,7 +125,7 @@ static void log_softmax_backward(tg_tape *t, tg_node *n)
     for (size_t r = 0; r < rows; r++) {
         const tg_real *yr = y->data + r * c, *gr = y->grad + r * c;
         tg_real *dr = dx + r * c;
-        tg_real sum = row_sum(gr, c);
+        tg_real sum = tg_row_sum(gr, (size_t)c);
         for (int j = 0; j < c; j++) dr[j] += gr[j] - tg_vexp(yr[j]) * sum;
     }
 }
@@ -155,7 +144,7 @@ tg_tensor *tg_log_softmax(tg_tape *t, tg_tensor *a)
         tg_real mx = row_max(xr, c);
         for (int j = 0; j < c; j++) yr[j] = tg_vexp(xr[j] - mx); /* y as scratch */
         /* not x - (max + log_sum): that sum rounds at the scale of |x| (1e4 in float: 1e-3) */
-        tg_real log_sum = R_LOG(row_sum(yr, c));
+        tg_real log_sum = R_LOG(tg_row_sum(yr, (size_t)c));
         for (int j = 0; j < c; j++) yr[j] = (xr[j] - mx) - log_sum;
     }
     return finish(t, "tg_log_softmax", log_softmax_backward, a, out, 1.0);
