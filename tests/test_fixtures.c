@@ -139,6 +139,37 @@ static tg_tensor *run_cross_entropy(fx *f)
     return tg_cross_entropy(f->t, fx_in(f, "logits"), targets, (int)fx_param(f, "ignore_index", TG_IGNORE));
 }
 
+/* The case's parameter "op" picks one of fns (an index the generator wrote). */
+static int fx_op(const fx *f, int n)
+{
+    int op = (int)fx_param(f, "op", -1);
+    cr_assert(op >= 0 && op < n, "%s/%s: op %d is not in [0, %d)", f->family, f->cas, op, n);
+    return op;
+}
+
+static tg_tensor *run_broadcast(fx *f)
+{
+    tg_tensor *(*const fns[])(tg_tape *, tg_tensor *, tg_tensor *) = {tg_add, tg_sub, tg_mul, tg_div};
+    return fns[fx_op(f, 4)](f->t, fx_in(f, "a"), fx_in(f, "b"));
+}
+
+static tg_tensor *run_unary(fx *f)
+{
+    tg_tensor *(*const fns[])(tg_tape *, tg_tensor *) = {tg_exp, tg_log, tg_sqrt, tg_sigmoid, NULL, tg_neg, tg_abs};
+    int op = fx_op(f, 8);
+    tg_tensor *x = fx_in(f, "x");
+    if (op == 4) return tg_pow(f->t, x, fx_param(f, "p", NAN));
+    if (op == 7) return tg_clamp(f->t, x, fx_param(f, "lo", NAN), fx_param(f, "hi", NAN));
+    return fns[op](f->t, x);
+}
+
+static tg_tensor *run_reduce(fx *f)
+{
+    tg_tensor *(*const fns[])(tg_tape *, tg_tensor *, int, bool) = {tg_sum_dim, tg_mean_dim, tg_max_dim,
+                                                                   tg_logsumexp_dim};
+    return fns[fx_op(f, 4)](f->t, fx_in(f, "x"), (int)fx_param(f, "dim", 99), fx_param(f, "keepdim", 0) != 0);
+}
+
 /* Add attention / toy-model families here with their runner. */
 static const struct {
     const char *family;
@@ -153,6 +184,9 @@ static const struct {
     {"gelu", run_gelu},
     {"embedding", run_embedding},
     {"cross_entropy", run_cross_entropy},
+    {"broadcast", run_broadcast},
+    {"unary", run_unary},
+    {"reduce", run_reduce},
 };
 
 /* ---- comparison --------------------------------------------------------- */
@@ -239,3 +273,6 @@ Test(fixtures, layernorm) { check_family("layernorm"); }
 Test(fixtures, gelu) { check_family("gelu"); }
 Test(fixtures, embedding) { check_family("embedding"); }
 Test(fixtures, cross_entropy) { check_family("cross_entropy"); }
+Test(fixtures, broadcast) { check_family("broadcast"); }
+Test(fixtures, unary) { check_family("unary"); }
+Test(fixtures, reduce) { check_family("reduce"); }

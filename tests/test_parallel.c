@@ -22,10 +22,16 @@ static void run_once(int threads, int op, tg_tensor *x, tg_tensor *w, tg_tensor 
     memset(x->grad, 0, x->size * sizeof(tg_real));
     memset(w->grad, 0, w->size * sizeof(tg_real));
     memset(b->grad, 0, b->size * sizeof(tg_real));
-    tg_tensor *y = op == 0 ? tg_layernorm(t, x, w, b, 1e-5) : op == 1 ? tg_gelu(t, x) : tg_relu(t, x);
-    tg_tensor *loss = tg_sum(t, tg_mul(t, y, r));
+    tg_tensor *y = op == 0   ? tg_layernorm(t, x, w, b, 1e-5)
+                   : op == 1 ? tg_gelu(t, x)
+                   : op == 2 ? tg_relu(t, x)
+                   : op == 3 ? tg_add(t, tg_mul(t, x, w), b)       /* broadcast [C]: dw, db are sums */
+                   : op == 4 ? tg_logsumexp_dim(t, x, 0, true)     /* [1, C], columns */
+                   : op == 5 ? tg_max_dim(t, tg_sigmoid(t, x), -1, true)
+                             : tg_div(t, tg_sum_dim(t, x, 1, true), tg_exp(t, b));  /* [ROWS, 1] / [C] */
+    tg_tensor *loss = tg_sum(t, tg_mul(t, y, r));  /* y broadcast to [ROWS, C] */
     cr_assert_eq(tg_backward(t, loss), 0, "%s", tg_tape_error(t));
-    out->y = tg_tensor_alloc(2, (int[]){ROWS, C});
+    out->y = tg_tensor_alloc(y->ndim, y->shape);
     memcpy(out->y->data, y->data, y->size * sizeof(tg_real));
     out->dx = malloc(x->size * sizeof(tg_real));
     out->dw = malloc(w->size * sizeof(tg_real));
@@ -55,7 +61,7 @@ static void same_bits_on_1_and_2_threads(int op, const char *name)
     run one, two;
     run_once(1, op, x, w, b, r, &one);
     run_once(2, op, x, w, b, r, &two);
-    cr_expect(memcmp(one.y->data, two.y->data, x->size * sizeof(tg_real)) == 0, "%s: forward differs", name);
+    cr_expect(memcmp(one.y->data, two.y->data, one.y->size * sizeof(tg_real)) == 0, "%s: forward differs", name);
     cr_expect(memcmp(one.dx, two.dx, x->size * sizeof(tg_real)) == 0, "%s: dx differs", name);
     cr_expect(memcmp(one.dw, two.dw, w->size * sizeof(tg_real)) == 0, "%s: dw differs", name);
     cr_expect(memcmp(one.db, two.db, b->size * sizeof(tg_real)) == 0, "%s: db differs", name);
@@ -72,6 +78,10 @@ static void same_bits_on_1_and_2_threads(int op, const char *name)
 Test(parallel, layernorm_same_bits_on_1_and_2_threads) { same_bits_on_1_and_2_threads(0, "layernorm"); }
 Test(parallel, gelu_same_bits_on_1_and_2_threads) { same_bits_on_1_and_2_threads(1, "gelu"); }
 Test(parallel, relu_same_bits_on_1_and_2_threads) { same_bits_on_1_and_2_threads(2, "relu"); }
+Test(parallel, broadcast_bias_same_bits_on_1_and_2_threads) { same_bits_on_1_and_2_threads(3, "mul, add [C]"); }
+Test(parallel, logsumexp_dim_same_bits_on_1_and_2_threads) { same_bits_on_1_and_2_threads(4, "logsumexp_dim"); }
+Test(parallel, max_dim_same_bits_on_1_and_2_threads) { same_bits_on_1_and_2_threads(5, "sigmoid, max_dim"); }
+Test(parallel, sum_dim_div_same_bits_on_1_and_2_threads) { same_bits_on_1_and_2_threads(6, "sum_dim, div, exp"); }
 
 /* sdpa cuts its batch loop into one piece per thread (core/ops/attention.c) */
 static void sdpa_once(int threads, tg_tensor *const qkv[3], tg_tensor *r, tg_real *out, tg_real *grads[3])

@@ -43,6 +43,36 @@ Test(vmath, exp_is_accurate_on_what_softmax_feeds_it)
     cr_expect(isnan(tg_vexp(NAN)));
 }
 
+/* tg_exp feeds it anything: the whole float range, overflow to +inf exactly
+ * where expf overflows (ln FLT_MAX = 88.7228), 2^128 split so the last finite
+ * values stay finite. */
+Test(vmath, exp_covers_the_whole_range)
+{
+    double at = 0, e = worst_rel(vexp, exp, -87, 88.72, 1e-3, &at);
+    cr_expect_leq(e, 2 * ULP, "exp: relative error %g at %g", e, at);
+#ifndef TAPEGRAD_DOUBLE
+    float last = nextafterf(88.7228394f, 0);  /* the largest x with expf(x) finite */
+    cr_expect(isfinite(tg_vexp(last)) && tg_vexp(last) > 3.4e38f, "exp(%.9g) = %g", (double)last, (double)tg_vexp(last));
+    cr_expect(isinf(tg_vexp(88.7228394f)));
+#endif
+    cr_expect(isinf(tg_vexp(1000)) && tg_vexp(1000) > 0);
+    cr_expect(isinf(tg_vexp(INFINITY)));
+    cr_expect_eq(tg_vexp(-1000), 0);
+}
+
+static double sigmoid_ref(double x) { return 1 / (1 + exp(-x)); }
+static tg_real vsig(tg_real x) { return tg_vsigmoid(x); }
+
+Test(vmath, sigmoid_is_accurate_and_never_overflows)
+{
+    double at = 0, e = worst_rel(vsig, sigmoid_ref, -80, 80, 1e-3, &at);
+    cr_expect_leq(e, 4 * ULP, "sigmoid: relative error %g at %g", e, at);
+    cr_expect_eq(tg_vsigmoid(0), 0.5);
+    cr_expect_eq(tg_vsigmoid(INFINITY), 1);
+    cr_expect_eq(tg_vsigmoid(-INFINITY), 0);
+    cr_expect(isnan(tg_vsigmoid(NAN)));
+}
+
 /* The float CDF computes z^2 in float, so its relative error grows with z^2 ulp
  * in the far left tail (where gelu(x) = x Phi(x) is below 1e-8 of |x|). */
 Test(vmath, normal_cdf_keeps_relative_accuracy_in_the_left_tail)

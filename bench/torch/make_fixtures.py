@@ -267,6 +267,53 @@ def gen_cross_entropy(fx):
     case("all_ignored", (2, 5), [-100, -100])
 
 
+def gen_broadcast(fx):
+    """add, sub, mul, div (param op = 0..3) with NumPy broadcasting: size-1
+    dims, 0-d scalars and rank differences on either side. b is kept in
+    [0.5, 2] so div is smooth."""
+    ops = [torch.add, torch.sub, torch.mul, torch.div]
+    shapes = [((2, 3, 4), (4,)), ((4,), (2, 3, 4)), ((2, 3, 4), (3, 1)), ((2, 1, 4), (3, 1)),
+              ((2, 1, 3, 1), (4, 1, 2)), ((2, 3), ()), ((), (2, 3)), ((2, 3), (1,)), ((3, 4), (3, 4))]
+    for k, name in enumerate(["add", "sub", "mul", "div"]):
+        for i, (sa, sb) in enumerate(shapes):
+            a, b = torch.randn(sa, dtype=D), torch.rand(sb, dtype=D) * 1.5 + 0.5
+            fx.case(f"{name}{i}", lambda: ops[k](a, b), {"a": a, "b": b}, params={"op": k})
+
+
+def gen_unary(fx):
+    """exp, log, sqrt, sigmoid, pow, neg, abs, clamp (param op = 0..7), each on
+    inputs in its domain and away from its kinks."""
+    def case(name, k, x, forward, **params):
+        x = x.detach().clone()                          # a leaf of its own per case
+        fx.case(name, lambda: forward(x), {"x": x}, params={"op": k, **params})
+    x = torch.rand(3, 5, dtype=D) * 6 - 3
+    away = x + torch.sign(x) * 0.1                      # |x| >= 0.1: no kink at 0
+    pos = torch.rand(2, 3, 4, dtype=D) * 3 + 0.2
+    case("exp", 0, x, torch.exp)
+    case("log", 1, pos, torch.log)
+    case("sqrt", 2, pos, torch.sqrt)
+    case("sigmoid", 3, x * 3, torch.sigmoid)
+    case("pow2", 4, x, lambda v: torch.pow(v, 2.0), p=2.0)
+    case("pow_half", 4, pos, lambda v: torch.pow(v, 0.5), p=0.5)
+    case("pow_neg", 4, pos, lambda v: torch.pow(v, -1.5), p=-1.5)
+    case("neg", 5, x, torch.neg)
+    case("abs", 6, away, torch.abs)
+    grid = torch.linspace(-2.05, 2.05, 12, dtype=D).view(3, 4)  # none on a bound
+    case("clamp", 7, grid, lambda v: torch.clamp(v, -1.0, 1.5), lo=-1.0, hi=1.5)
+
+
+def gen_reduce(fx):
+    """sum, mean, max, logsumexp along one dim (param op = 0..3), negative
+    dims, keepdim. Distinct values, so max has one maximum per slice."""
+    ops = [lambda v, d, k: torch.sum(v, d, keepdim=k), lambda v, d, k: torch.mean(v, d, keepdim=k),
+           lambda v, d, k: torch.max(v, d, keepdim=k).values, lambda v, d, k: torch.logsumexp(v, d, keepdim=k)]
+    for k, name in enumerate(["sum", "mean", "max", "logsumexp"]):
+        for dim, keep in ((0, False), (1, True), (-1, False), (-3, True)):
+            x = torch.randn(2, 3, 4, dtype=D) * 2
+            fx.case(f"{name}_{dim if dim >= 0 else 'm' + str(-dim)}{'_keep' if keep else ''}",
+                    lambda: ops[k](x, dim, keep), {"x": x}, params={"op": k, "dim": dim, "keepdim": int(keep)})
+
+
 # Attention (both modes) and the toy model go here when they land:
 #     def gen_attention(fx): fx.case("self_fused", forward, {...}, params={...})
 #     FAMILIES["attention"] = gen_attention
@@ -280,6 +327,9 @@ FAMILIES = {
     "gelu": gen_gelu,
     "embedding": gen_embedding,
     "cross_entropy": gen_cross_entropy,
+    "broadcast": gen_broadcast,
+    "unary": gen_unary,
+    "reduce": gen_reduce,
 }
 
 
