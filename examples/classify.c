@@ -1,0 +1,184 @@
+/* A sequence classifier, written as a user of tapegrad writes one: only the
+ * public header, no seqtask code.
+ *
+ * The task needs attention: a sequence is "a b SEP x1 .. xL" over S symbols
+ * (L from 6 to 20), and the label says whether symbol a occurs among the x
+ * more often than symbol b (ties are never drawn). a and b change from one
+ * sequence to the next, so a position cannot know what to count without
+ * looking at the first two tokens.
+ *
+ * The model: token + position embeddings; one multi-head self-attention layer
+ * with a key-padding mask (each sequence's length), added back to its input;
+ * masked mean pooling over the valid positions (tg_sum_dim of h * keep over
+ * the time dim, divided by the lengths); a Linear layer to the two classes.
+ * Cross-entropy, AdamW with a cosine schedule. One source in 16, by a hash of
+ * its tokens, is held out: training never draws it.
+ *
+ * Usage: classify [--mode fused|per-head] [--steps N] [--seed N]
+ * Prints progress and ends with "held-out accuracy NN.NN%".
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <tapegrad/tapegrad.h>
+
+enum {
+    S = 8,                   /* symbols, token ids 1..S */
+    PAD = 0, SEP = S + 1, V = S + 2,
+    MIN_LEN = 6, MAX_LEN = 20,
+    T = MAX_LEN + 3,         /* a, b, SEP, then up to MAX_LEN symbols */
+    D = 32, HEADS = 4,
+    BATCH = 64, EVAL = 2000,
+};
+
+typedef struct model {
+    tg_embedding_layer tok, pos;
+    tg_mha attn;
+    tg_linear out;
+} model;
+
+typedef struct batch {
+    int n;
+    int32_t ids[EVAL * T], lens[EVAL], labels[EVAL];
+} batch;
+
+/* FNV-1a over the tokens: 1 source in 16 is held out */
+static bool held_out(const int32_t *ids, int len)
+{
+    uint32_t h = 2166136261u;
+    for (int i = 0; i < len; i++) h = (h ^ (uint32_t)ids[i]) * 16777619u;
+    return h % 16 == 0;
+}
+
+/* One example into ids [T] (PAD after len); returns its label. */
+static int32_t draw(tg_rng *rng, bool want_held_out, int32_t *ids, int32_t *len)
+{
+    for (;;) {
+        int a = (int)tg_rng_below(rng, S), b = (int)tg_rng_below(rng, S - 1);
+        b += b >= a;
+        int L = MIN_LEN + (int)tg_rng_below(rng, MAX_LEN - MIN_LEN + 1), na = 0, nb = 0;
+        ids[0] = a + 1, ids[1] = b + 1, ids[2] = SEP;
+        for (int i = 0; i < L; i++) {  /* a, b or any symbol, a third each: counts differ by little */
+            uint32_t r = tg_rng_below(rng, 3);
+            int x = r == 0 ? a : r == 1 ? b : (int)tg_rng_below(rng, S);
+            na += x == a, nb += x == b;
+            ids[3 + i] = x + 1;
+        }
+        for (int i = 3 + L; i < T; i++) ids[i] = PAD;
+        *len = 3 + L;
+        if (na != nb && held_out(ids, *len) == want_held_out) return na > nb;
+    }
+}
+
+static void fill(batch *bt, tg_rng *rng, int n, bool held)
+{
+    bt->n = n;
+    for (int i = 0; i < n; i++) bt->labels[i] = draw(rng, held, bt->ids + i * T, &bt->lens[i]);
+}
+
+/* ids [n, T] -> logits [n, 2] */
+static tg_tensor *forward(tg_tape *t, const model *m, const batch *bt)
+{
+    static const int32_t positions[T] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,
+                                         13, 14, 15, 16, 17, 18, 19, 20, 21, 22};
+    int n = bt->n;
+    /* [n, T, D] + [1, T, D]: the positions broadcast over the batch */
+    tg_tensor *h = tg_add(t, tg_embedding_forward(t, &m->tok, bt->ids, n, T),
+                          tg_embedding_forward(t, &m->pos, positions, 1, T));
+    tg_mask pad = {.key_lens = bt->lens};  /* keys at and after a sequence's length are ignored */
+    h = tg_add(t, h, tg_mha_forward(t, &m->attn, h, h, &pad, NULL, NULL, NULL));
+    /* masked mean over time: sum_t h * keep / sum_t keep, keep [n, T, 1] */
+    tg_tensor *keep = tg_tensor_zeros(t, 3, (int[]){n, T, 1});
+    if (!keep) return NULL;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < bt->lens[i]; j++) keep->data[i * T + j] = 1;
+    tg_tensor *pooled = tg_div(t, tg_sum_dim(t, tg_mul(t, h, keep), 1, false),  /* [n, D] */
+                               tg_sum_dim(t, keep, 1, false));                   /* / [n, 1] */
+    return tg_linear_forward(t, &m->out, pooled);
+}
+
+/* fraction of bt classified right, or -1 on an error */
+static double accuracy(tg_tape *t, const model *m, const batch *bt)
+{
+    tg_tape_reset(t);
+    tg_tape_set_recording(t, false);
+    tg_tensor *logits = forward(t, m, bt);
+    tg_tape_set_recording(t, true);
+    if (!logits) return -1;
+    int right = 0;
+    for (int i = 0; i < bt->n; i++) right += (logits->data[2 * i + 1] > logits->data[2 * i]) == bt->labels[i];
+    return (double)right / bt->n;
+}
+
+static int init(model *m, tg_params *p, tg_mha_mode mode, tg_rng *rng, char *err, size_t errlen)
+{
+    tg_mha_config ac = {.n_heads = HEADS, .d_model = D, .bias = true, .mode = mode};
+    if (tg_embedding_init(&m->tok, p, "tok", V, D, rng, err, errlen) ||
+        tg_embedding_init(&m->pos, p, "pos", T, D, rng, err, errlen) ||
+        tg_mha_init(&m->attn, p, "attn", &ac, rng, err, errlen) ||
+        tg_linear_init(&m->out, p, "out", D, 2, true, rng, err, errlen))
+        return -1;
+    return 0;
+}
+
+static int usage(const char *why)
+{
+    fprintf(stderr, "classify: %s\nusage: classify [--mode fused|per-head] [--steps N] [--seed N]\n", why);
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    tg_mha_mode mode = TG_MHA_FUSED;
+    long steps = 1500;
+    unsigned long long seed = 1;
+    for (int i = 1; i < argc; i++) {
+        char *end = NULL;
+        if (i + 1 == argc) return usage("each option takes a value");
+        if (!strcmp(argv[i], "--mode") && (!strcmp(argv[i + 1], "fused") || !strcmp(argv[i + 1], "per-head")))
+            mode = argv[i + 1][0] == 'p' ? TG_MHA_PER_HEAD : TG_MHA_FUSED;
+        else if (!strcmp(argv[i], "--steps") && (steps = strtol(argv[i + 1], &end, 10)) > 0 && !*end)
+            ;
+        else if (!strcmp(argv[i], "--seed") && (seed = strtoull(argv[i + 1], &end, 10), !*end))
+            ;
+        else
+            return usage("bad option or value");
+        i++;
+    }
+    char err[256];
+    tg_rng rng;
+    tg_rng_seed(&rng, seed);
+    tg_params *p = tg_params_new();
+    model m;
+    if (!p || init(&m, p, mode, &rng, err, sizeof err)) return fprintf(stderr, "classify: %s\n", p ? err : "out of memory"), 1;
+    tg_adam_opts o = tg_adam_defaults();
+    o.adamw = true, o.weight_decay = 0.01, o.no_decay_1d = true;
+    tg_adam *opt = tg_adam_new(p, &o, err, sizeof err);
+    tg_schedule lr = tg_schedule_cosine(3e-3, 0, 50, steps);
+    static batch train, held;
+    fill(&held, &rng, EVAL, true);
+    tg_tape *t = tg_tape_new();
+    if (!opt || !t) return fprintf(stderr, "classify: %s\n", opt ? "out of memory" : err), 1;
+    printf("classify: %s attention, %d heads, d_model %d, %zu parameters, %ld steps of %d\n",
+           mode == TG_MHA_FUSED ? "fused" : "per-head", HEADS, D, tg_params_numel(p), steps, BATCH);
+    for (long step = 0; step < steps; step++) {
+        fill(&train, &rng, BATCH, false);
+        tg_tape_reset(t);
+        tg_tensor *loss = tg_cross_entropy(t, forward(t, &m, &train), train.labels, TG_IGNORE);
+        tg_params_zero_grad(p);
+        if (tg_backward(t, loss) || tg_adam_set_lr(opt, tg_lr_at(&lr, step)) || tg_adam_step(opt))
+            return fprintf(stderr, "classify: step %ld: %s\n", step, tg_tape_error(t) ? tg_tape_error(t) : "optimizer"), 1;
+        if ((step + 1) % 250 == 0) {
+            double l = (double)loss->data[0];  /* read before accuracy() resets the tape */
+            printf("step %5ld  loss %.4f  held-out %.2f%%\n", step + 1, l, 100 * accuracy(t, &m, &held));
+        }
+    }
+    double acc = accuracy(t, &m, &held);
+    if (acc < 0) return fprintf(stderr, "classify: %s\n", tg_tape_error(t)), 1;
+    printf("held-out accuracy %.2f%%\n", 100 * acc);
+    tg_tape_free(t);
+    tg_adam_free(opt);
+    tg_params_free(p);
+    return 0;
+}
