@@ -389,6 +389,15 @@ static tg_safetensors *st_without(const tg_safetensors *s, const char *drop)
     return d;
 }
 
+/* A copy of s with tensor `name` replaced by zeros of another shape. */
+static tg_safetensors *st_reshaped(const tg_safetensors *s, const char *name, int ndim, const int *shape)
+{
+    tg_safetensors *d = st_without(s, name);
+    char err[256];
+    cr_assert_not_null(tg_st_add_zeros(d, name, ndim, shape, err, sizeof err), "%s", err);
+    return d;
+}
+
 static void assert_convert_fails(const tg_safetensors *s, tg_mha_mode to, int H, const char *needle)
 {
     char err[256] = "";
@@ -460,7 +469,19 @@ static void check_convert(bool bias)
         gap = st_without(ph, "blocks.0.attn.heads.2.v_proj.bias");
         assert_convert_fails(gap, TG_MHA_FUSED, 3, "'blocks.0.attn.heads.2.v_proj.bias' is missing");
         tg_st_free(gap);
+        gap = st_without(ph, "blocks.0.attn.heads.0.q_proj.bias");  /* head 0 sets "no biases" */
+        assert_convert_fails(gap, TG_MHA_FUSED, 3, "'blocks.0.attn.heads.0.k_proj.bias' [4] is not [d_head], or head 0 has no biases");
+        tg_st_free(gap);
+        gap = st_reshaped(s, "blocks.0.attn.in_proj_bias", 1, (int[]){35});
+        assert_convert_fails(gap, TG_MHA_PER_HEAD, 3, "'blocks.0.attn.in_proj_bias' [35] does not match in_proj_weight's rows");
+        tg_st_free(gap);
     }
+    tg_safetensors *bad = st_reshaped(ph, "blocks.0.attn.heads.1.k_proj.weight", 2, (int[]){4, 7});
+    assert_convert_fails(bad, TG_MHA_FUSED, 3, "'blocks.0.attn.heads.1.k_proj.weight' [4,7] differs from head 0's q_proj.weight");
+    tg_st_free(bad);
+    bad = st_reshaped(ph, "blocks.0.attn.heads.0.q_proj.weight", 1, (int[]){32});
+    assert_convert_fails(bad, TG_MHA_FUSED, 3, "'blocks.0.attn.heads.0.q_proj.weight' [32] is not [d_head, d_model]");
+    tg_st_free(bad);
     tg_st_free(same);
     tg_st_free(back);
     tg_st_free(ph);
