@@ -4,6 +4,7 @@
 
 #include "core/engine/alloc.h"
 #include "core/engine/gradcheck.h"
+#include "core/engine/op.h"
 #include "core/engine/params.h"
 #include "core/engine/rng.h"
 #include "core/engine/tape.h"

@@ -102,9 +102,9 @@ static tg_tensor *forward(tg_tape *t, const model *m, const batch *bt)
 static double accuracy(tg_tape *t, const model *m, const batch *bt)
 {
     tg_tape_reset(t);
-    tg_tape_set_recording(t, false);
+    bool prev = tg_no_grad_begin(t);
     tg_tensor *logits = forward(t, m, bt);
-    tg_tape_set_recording(t, true);
+    tg_no_grad_end(t, prev);
     if (!logits) return -1;
     int right = 0;
     for (int i = 0; i < bt->n; i++) right += (logits->data[2 * i + 1] > logits->data[2 * i]) == bt->labels[i];

@@ -107,25 +107,6 @@ int tg_mha_copy_weights(tg_mha *dst, const tg_mha *src)
 
 /* ---- forward ------------------------------------------------------------------ */
 
-/* Rows [row0, row0+n) of w [R, C] (or [R]) as a tensor sharing w's data and
- * grad, so GEMMs on the view accumulate into w's grad. */
-static tg_tensor *rows_view(tg_tape *t, tg_tensor *w, int row0, int n)
-{
-    if (!w) return NULL;
-    if (w->requires_grad && tg_tape_recording(t) && !tg_grad(t, w)) return NULL;  /* share a real grad */
-    tg_tensor *v = tg_arena_alloc(t, sizeof *v, "tg_mha in_proj view");
-    if (!v) return NULL;
-    size_t cols = w->ndim == 2 ? (size_t)w->shape[1] : 1, off = (size_t)row0 * cols;
-    *v = *w;
-    v->owns_data = false;
-    v->name = NULL;
-    v->data = w->data + off;
-    v->grad = w->grad ? w->grad + off : NULL;
-    v->shape[0] = n;
-    v->size = (size_t)n * cols;
-    return v;
-}
-
 /* Scale 1/sqrt(d_head); tg_sdpa drops weights only while the tape trains. */
 static tg_sdpa_opts sdpa_opts(const tg_mha *m, const tg_mask *mask, tg_rng *rng)
 {
@@ -148,10 +129,10 @@ static tg_tensor *fused_heads(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_ten
     }
     /* cross: Q rows on xq -> [B, Lq, E], K/V rows on xkv -> [B, Lk, 2E] = | k | v | */
     tg_tensor *b = m->in_proj_bias;
-    tg_tensor *q = tg_matmul(t, xq, rows_view(t, m->in_proj_weight, 0, E), b ? rows_view(t, b, 0, E) : NULL,
-                             TG_TRANS_B);
-    tg_tensor *kv = tg_matmul(t, xkv, rows_view(t, m->in_proj_weight, E, 2 * E),
-                              b ? rows_view(t, b, E, 2 * E) : NULL, TG_TRANS_B);
+    tg_tensor *q = tg_matmul(t, xq, tg_rows_view(t, m->in_proj_weight, 0, E),
+                             b ? tg_rows_view(t, b, 0, E) : NULL, TG_TRANS_B);
+    tg_tensor *kv = tg_matmul(t, xkv, tg_rows_view(t, m->in_proj_weight, E, 2 * E),
+                              b ? tg_rows_view(t, b, E, 2 * E) : NULL, TG_TRANS_B);
     lay.v_col = E;
     return tg_sdpa_heads(t, q, kv, &lay, &o, weights);
 }

@@ -21,28 +21,29 @@ static void assert_has(const char *msg, const char *part)
 
 /* ---- a user-written op whose backward misbehaves (core/engine/tape.h's op-author API) ------------- */
 
-static void refusing_backward(tg_tape *t, tg_node *n)
+static void refusing_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)
 {
-    (void)n;
+    (void)out, (void)in, (void)ctx;
     tg_fail(t, "my_op: backward refused");
 }
 
-static void nan_backward(tg_tape *t, tg_node *n)
+static void nan_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)
 {
-    tg_real *g = tg_grad(t, n->in[0]);
+    (void)out, (void)ctx;
+    tg_real *g = tg_grad(t, in[0]);
     if (g) g[0] = (tg_real)NAN;
 }
 
 /* identity forward, backward as given */
 static tg_tensor *my_op(tg_tape *t, tg_tensor *x, tg_backward_fn bw)
 {
-    if (!x) return tg_fail_null(t, "my_op");
-    tg_tensor *out = tg_new_like(t, "my_op", x);
+    const tg_op op = {"my_op", bw, 0};
+    if (!tg_inputs_check(t, op.name, &x, 1, 1)) return NULL;
+    tg_tensor *out = tg_new_like(t, op.name, x);
     if (!out) return NULL;
     memcpy(out->data, x->data, x->size * sizeof(tg_real));
-    if (tg_grad_needed(t, x, NULL, NULL, NULL) && !tg_node_push(t, "my_op", bw, out, x, NULL, NULL, NULL))
-        return NULL;
-    return tg_op_done(t, "my_op", out);
+    if (!tg_op_record(t, &op, out, &x, 1, NULL)) return NULL;
+    return tg_op_done(t, op.name, out);
 }
 
 /* ---- core: gradcheck -------------------------------------------------------------------------- */
@@ -140,17 +141,21 @@ Test(errpaths, null_inputs_of_matmul_and_tensor_from)
 }
 
 /* Shapes whose products overflow an int are refused before any data is
- * read, so header-only tensors (data NULL) are enough. */
+ * read, so a one-element heap tensor with a forged shape is enough. */
 Test(errpaths, shape_overflows)
 {
     tg_tape *t = tg_tape_new();
-    tg_tensor h = {.ndim = 4, .shape = {1, 1 << 16, 1, 1 << 16}, .size = (size_t)1 << 32};
-    cr_assert_null(tg_merge_heads(t, &h));
+    tg_tensor *h = tg_tensor_alloc(0, NULL);
+    *h = (tg_tensor){.ndim = 4, .shape = {1, 1 << 16, 1, 1 << 16}, .size = (size_t)1 << 32,
+                     .data = h->data, .owns_data = true, .magic = TG_TENSOR_LIVE};
+    cr_assert_null(tg_merge_heads(t, h));
     assert_has(tg_tape_error(t), "tg_merge_heads: H*dk overflows an int for x [1,65536,1,65536]");
     tg_tape_reset(t);
-    tg_tensor c = {.ndim = 2, .shape = {1, 1 << 30, 1, 1}, .size = (size_t)1 << 30};
-    cr_assert_null(tg_concat(t, (tg_tensor *[]){&c, &c}, 2));
+    *h = (tg_tensor){.ndim = 2, .shape = {1, 1 << 30, 1, 1}, .size = (size_t)1 << 30, .data = h->data,
+                     .owns_data = true, .magic = TG_TENSOR_LIVE};
+    cr_assert_null(tg_concat(t, (tg_tensor *[]){h, h}, 2));
     assert_has(tg_tape_error(t), "tg_concat: the concatenated last dim (2147483648) overflows an int");
+    tg_tensor_free(h);
     tg_tape_free(t);
 }
 

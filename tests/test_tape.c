@@ -31,12 +31,16 @@ Test(tape, recording_off_records_nothing)
     tg_tape *t = tg_tape_new();
     tg_tensor *x = tg_tensor_alloc(2, (int[]){2, 2});
     x->requires_grad = true;
-    tg_tape_set_recording(t, false);
+    bool prev = tg_no_grad_begin(t);
+    cr_assert(prev);
+    cr_assert(!tg_no_grad_begin(t), "a nested scope sees recording off");
+    tg_no_grad_end(t, false);
     tg_tensor *y = tg_tanh(t, tg_matmul(t, x, x, NULL, 0));
     cr_assert_not_null(y);
     cr_assert_eq(tg_tape_node_count(t), 0);
     cr_assert(!y->requires_grad);
-    tg_tape_set_recording(t, true);
+    tg_no_grad_end(t, prev);
+    cr_assert(tg_tape_recording(t));
     y = tg_tanh(t, tg_matmul(t, x, x, NULL, 0));
     cr_assert_eq(tg_tape_node_count(t), 2);
     cr_assert(y->requires_grad);

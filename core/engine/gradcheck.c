@@ -22,9 +22,9 @@ static double weighted_output(tg_tape *t, tg_gradcheck_fn f, tg_tensor **inputs,
                               const tg_real *w, size_t n_w)
 {
     tg_tape_reset(t);
-    tg_tape_set_recording(t, false);
+    bool prev = tg_no_grad_begin(t);
     tg_tensor *out = f(t, inputs, ctx);
-    tg_tape_set_recording(t, true);
+    tg_no_grad_end(t, prev);
     if (!out || out->size != n_w) return NAN;
     double s = 0;
     for (size_t i = 0; i < n_w; i++) s += (double)w[i] * (double)out->data[i];

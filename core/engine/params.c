@@ -106,6 +106,7 @@ tg_tensor *tg_params_add(tg_params *p, const char *name, int ndim, const int *sh
     }
     tg_tensor_set_shape(x, ndim, shape, size);
     x->requires_grad = true;
+    x->magic = TG_TENSOR_LIVE;
     x->name = nm;
     p->items[p->count++] = x;
     p->numel += size;

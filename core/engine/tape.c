@@ -1,20 +1,29 @@
-/* tapegrad: the tape, its arena and its error slot (see core/engine/tape.h). */
+/* tapegrad: the tape, its arena, its nodes and its error slot (see
+ * core/engine/tape.h and core/engine/op.h). */
 #include "tape.h"
 
 #include <math.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "alloc.h"
+#include "op.h"
+#include "../ops/internal.h"
 
 #define ARENA_ALIGN 64
 #define ARENA_MIN_CHUNK ((size_t)1 << 20)
 
+/* A tensor header takes two alignment units, so that the arena's skew
+ * (tg_tape_reset) never puts a new header where an old one started. */
+_Static_assert(sizeof(tg_tensor) > ARENA_ALIGN, "tg_tensor must span two arena units");
+
 typedef struct chunk {
     struct chunk *next;
     size_t cap, used;
-    unsigned char *base;  /* ARENA_ALIGN-aligned start inside mem[] */
+    unsigned char *start; /* ARENA_ALIGN-aligned start inside mem[] */
+    unsigned char *base;  /* start + the generation's skew: allocations begin here */
     unsigned char mem[];
 } chunk;
 
@@ -26,12 +35,23 @@ typedef struct spare_grad {
     size_t bytes;
 } spare_grad;
 
+/* One recorded op: backward reads out->grad and accumulates into in[]'s. */
+typedef struct node {
+    const char *op;
+    tg_backward_fn backward;
+    tg_tensor *out;
+    tg_tensor **in;          /* n_in entries (arena), NULL where an optional input is absent */
+    int n_in;
+    const void *ctx;         /* the op's context (arena copy), or NULL */
+} node;
+
 struct tg_tape {
     chunk *first, *cur;
-    tg_node *nodes;
+    node *nodes;
     int n_nodes, cap_nodes;
     spare_grad *spares;  /* rewound with the arena */
-    bool recording, training, anomaly, has_error;
+    uint32_t id, gen;    /* stamped on every arena tensor (core/tensor.h) */
+    bool recording, training, anomaly, has_error, backward_done;
     char error[512];
 };
 
@@ -39,6 +59,9 @@ tg_tape *tg_tape_new(void)
 {
     tg_tape *t = tg_calloc(1, sizeof *t);
     if (!t) return NULL;
+    static atomic_uint next_id = 1;
+    t->id = atomic_fetch_add(&next_id, 1);
+    t->gen = 1;
     t->recording = true;
     t->training = true;
     return t;
@@ -55,16 +78,34 @@ void tg_tape_free(tg_tape *t)
     tg_free(t);
 }
 
+/* Allocations of odd generations start one unit later in every chunk: a
+ * fixed-shape loop then never makes a header where the previous step made
+ * one, so a tensor kept across a reset is found dead even after its memory is
+ * handed out again. */
+static size_t gen_skew(const tg_tape *t) { return t->gen & 1 ? 0 : ARENA_ALIGN; }
+
 void tg_tape_reset(tg_tape *t)
 {
-    for (chunk *c = t->first; c; c = c->next) c->used = 0;
+    t->gen++;
+    for (chunk *c = t->first; c; c = c->next) {
+        c->used = 0;
+        c->base = c->start + gen_skew(t);
+    }
     t->cur = t->first;
     t->n_nodes = 0;
     t->spares = NULL;
+    t->backward_done = false;
     tg_tape_clear_error(t);
 }
 
-void tg_tape_set_recording(tg_tape *t, bool on) { t->recording = on; }
+bool tg_no_grad_begin(tg_tape *t)
+{
+    bool prev = t->recording;
+    t->recording = false;
+    return prev;
+}
+
+void tg_no_grad_end(tg_tape *t, bool prev) { t->recording = prev; }
 bool tg_tape_recording(const tg_tape *t) { return t->recording; }
 void tg_tape_set_training(tg_tape *t, bool on) { t->training = on; }
 bool tg_tape_training(const tg_tape *t) { return t->training; }
@@ -96,17 +137,19 @@ tg_tensor *tg_fail_null(tg_tape *t, const char *op)
 
 /* ---- arena ---------------------------------------------------------------- */
 
-static chunk *chunk_new(size_t need)
+/* cap usable bytes after room for the alignment and the skew. */
+static chunk *chunk_new(const tg_tape *t, size_t need)
 {
     size_t cap = need > ARENA_MIN_CHUNK ? need : ARENA_MIN_CHUNK;
-    if (cap > SIZE_MAX - sizeof(chunk) - ARENA_ALIGN) return NULL;
-    chunk *c = tg_malloc(sizeof(chunk) + cap + ARENA_ALIGN);
+    if (cap > SIZE_MAX - sizeof(chunk) - 2 * ARENA_ALIGN) return NULL;
+    chunk *c = tg_malloc(sizeof(chunk) + cap + 2 * ARENA_ALIGN);
     if (!c) return NULL;
     c->next = NULL;
     c->cap = cap;
     c->used = 0;
     uintptr_t p = (uintptr_t)c->mem;
-    c->base = c->mem + ((ARENA_ALIGN - p % ARENA_ALIGN) % ARENA_ALIGN);
+    c->start = c->mem + ((ARENA_ALIGN - p % ARENA_ALIGN) % ARENA_ALIGN);
+    c->base = c->start + gen_skew(t);
     return c;
 }
 
@@ -122,7 +165,7 @@ static void *arena_take(tg_tape *t, size_t bytes)
         /* Grow geometrically so the number of chunks stays small. */
         size_t want = need;
         if (t->cur && t->cur->cap <= SIZE_MAX / 2 && t->cur->cap * 2 > want) want = t->cur->cap * 2;
-        chunk *c = chunk_new(want);
+        chunk *c = chunk_new(t, want);
         if (!c) return NULL;
         if (!t->cur) {
             t->first = c;
@@ -160,14 +203,21 @@ size_t tg_tape_arena_used(const tg_tape *t)
 
 /* ---- temporaries ------------------------------------------------------------- */
 
+tg_tensor *tg_new_header(tg_tape *t, const char *op)
+{
+    tg_tensor *x = tg_arena_alloc(t, sizeof *x, op);
+    if (!x) return NULL;
+    *x = (tg_tensor){.magic = TG_TENSOR_LIVE, .tape = t->id, .gen = t->gen};
+    return x;
+}
+
 tg_tensor *tg_new(tg_tape *t, const char *op, int ndim, const int *shape)
 {
     size_t size;
     if (!tg_shape_size(ndim, shape, &size))
         return tg_fail(t, "%s: invalid shape (%d dims)", op, ndim);
-    tg_tensor *x = tg_arena_alloc(t, sizeof *x, op);
+    tg_tensor *x = tg_new_header(t, op);
     if (!x) return NULL;
-    memset(x, 0, sizeof *x);
     tg_tensor_set_shape(x, ndim, shape, size);
     char what[96];
     snprintf(what, sizeof what, "%s output", op);
@@ -213,14 +263,14 @@ static void *spare_take(tg_tape *t, size_t bytes)
 }
 
 /* After n's backward: n->out's grad is dead (every reader of n->out, or of a
- * reshape view of it, was recorded after n and has run). Buffers too small
- * to hold the link are left alone, and so are heap tensors' grads. */
-static void spare_give(tg_tape *t, tg_node *n)
+ * view of it, was recorded after n and has run). Buffers too small to hold
+ * the link are left alone, and so are heap tensors' grads. */
+static void spare_give(tg_tape *t, const node *n)
 {
     tg_tensor *out = n->out;
     size_t bytes = out->size * sizeof(tg_real);
     if (out->owns_data || !out->grad || bytes < sizeof(spare_grad)) return;
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < n->n_in; k++)
         if (n->in[k] && n->in[k]->grad == out->grad) return;  /* an op that aliases its input */
     spare_grad *s = (spare_grad *)(void *)out->grad;
     s->bytes = bytes;
@@ -243,22 +293,50 @@ tg_real *tg_grad(tg_tape *t, tg_tensor *x)
     return x->grad;
 }
 
-/* ---- recording ------------------------------------------------------------------ */
+/* ---- misuse checks ------------------------------------------------------------------ */
 
-bool tg_grad_needed(const tg_tape *t, const tg_tensor *a, const tg_tensor *b,
-                    const tg_tensor *c, const tg_tensor *d)
+/* What is wrong with x as `what` ("input 1", "loss") of op on t, or NULL. */
+static const char *misuse(const tg_tape *t, const tg_tensor *x)
 {
-    if (!t->recording) return false;
-    return (a && a->requires_grad) || (b && b->requires_grad) || (c && c->requires_grad) ||
-           (d && d->requires_grad);
+    if (x->magic != TG_TENSOR_LIVE)
+        return "is not a live tensor (freed, from before tg_tape_reset, or not made by tapegrad)";
+    if (x->tape && x->tape != t->id) return "belongs to another tape (a graph lives on one tape)";
+    if (x->tape && x->gen != t->gen) return "is a tensor from before tg_tape_reset";
+    return NULL;
 }
 
-tg_node *tg_node_push(tg_tape *t, const char *op, tg_backward_fn backward, tg_tensor *out,
-                      tg_tensor *a, tg_tensor *b, tg_tensor *c, tg_tensor *d)
+bool tg_inputs_check(tg_tape *t, const char *op, tg_tensor *const *in, int n, int n_required)
+{
+    if (!t) return false;
+    for (int k = 0; k < n; k++) {
+        const tg_tensor *x = in[k];
+        if (!x) {
+            if (k < n_required) return tg_fail_null(t, op);
+            continue;
+        }
+        const char *why = misuse(t, x);
+        if (why) return tg_fail(t, "%s: input %d %s", op, k, why);
+    }
+    return true;
+}
+
+/* ---- recording ------------------------------------------------------------------ */
+
+bool tg_needs_grad(const tg_tape *t, tg_tensor *const *in, int n)
+{
+    if (!t->recording) return false;
+    for (int k = 0; k < n; k++)
+        if (in[k] && in[k]->requires_grad) return true;
+    return false;
+}
+
+/* Appends a node; in[] and ctx_size bytes of ctx are copied into the arena. */
+static node *node_push(tg_tape *t, const char *op, tg_backward_fn backward, tg_tensor *out,
+                       tg_tensor *const *in, int n, const void *ctx, size_t ctx_size)
 {
     if (t->n_nodes == t->cap_nodes) {
         int cap = t->cap_nodes ? 2 * t->cap_nodes : 256;
-        tg_node *nodes = tg_realloc(t->nodes, (size_t)cap * sizeof *nodes);
+        node *nodes = tg_realloc(t->nodes, (size_t)cap * sizeof *nodes);
         if (!nodes) {
             tg_fail(t, "out of memory: %.1f MiB for the tape's nodes (%s)",
                     (double)cap * sizeof *nodes / (1 << 20), op);
@@ -267,17 +345,42 @@ tg_node *tg_node_push(tg_tape *t, const char *op, tg_backward_fn backward, tg_te
         t->nodes = nodes;
         t->cap_nodes = cap;
     }
-    tg_node *n = &t->nodes[t->n_nodes++];
-    memset(n, 0, sizeof *n);
-    n->op = op;
-    n->backward = backward;
-    n->out = out;
-    n->in[0] = a;
-    n->in[1] = b;
-    n->in[2] = c;
-    n->in[3] = d;
+    /* one arena block: the input pointers, then the context */
+    size_t in_bytes = ((size_t)n * sizeof *in + 15) / 16 * 16;
+    unsigned char *rec = tg_arena_alloc(t, in_bytes + ctx_size, op);
+    if (!rec) return NULL;
+    memcpy(rec, in, (size_t)n * sizeof *in);
+    if (ctx_size) memcpy(rec + in_bytes, ctx, ctx_size);
+    node *nd = &t->nodes[t->n_nodes++];
+    *nd = (node){.op = op, .backward = backward, .out = out, .in = (tg_tensor **)(void *)rec, .n_in = n,
+                 .ctx = ctx_size ? rec + in_bytes : NULL};
     out->requires_grad = true;
-    return n;
+    return nd;
+}
+
+bool tg_op_record(tg_tape *t, const tg_op *op, tg_tensor *out, tg_tensor *const *in, int n,
+                  const void *ctx)
+{
+    if (!tg_needs_grad(t, in, n)) return true;
+    return node_push(t, op->name, op->backward, out, in, n, ctx, op->ctx_size) != NULL;
+}
+
+/* The old node layout, for core/ops/attention.c until it is converted: a
+ * context that holds its own backward. */
+static void legacy_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)
+{
+    (void)out, (void)in;
+    tg_node *n = (tg_node *)ctx;
+    n->backward(t, n);
+}
+
+tg_node *tg_node_push(tg_tape *t, const char *op, tg_legacy_backward_fn backward, tg_tensor *out,
+                      tg_tensor *a, tg_tensor *b, tg_tensor *c, tg_tensor *d)
+{
+    tg_tensor *in[4] = {a, b, c, d};
+    tg_node ln = {.op = op, .backward = backward, .out = out, .in = {a, b, c, d}};
+    node *nd = node_push(t, op, legacy_backward, out, in, 4, &ln, sizeof ln);
+    return nd ? (tg_node *)nd->ctx : NULL;
 }
 
 static bool all_finite(const tg_real *x, size_t n)
@@ -298,9 +401,9 @@ tg_tensor *tg_op_done(tg_tape *t, const char *op, tg_tensor *out)
 
 /* ---- backward --------------------------------------------------------------------- */
 
-static int check_node_grads(tg_tape *t, const tg_node *n)
+static int check_node_grads(tg_tape *t, const node *n)
 {
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < n->n_in; k++) {
         const tg_tensor *x = n->in[k];
         if (x && x->grad && !all_finite(x->grad, x->size)) {
             char s[TG_SHAPE_STR];
@@ -312,24 +415,40 @@ static int check_node_grads(tg_tape *t, const tg_node *n)
     return 0;
 }
 
+/* Why tg_backward must not run from out, or NULL. */
+static const char *backward_refusal(const tg_tape *t, const tg_tensor *out, const tg_real *seed)
+{
+    if (!out) return "tg_backward: output is NULL";
+    if (!seed) return "tg_backward: seed is NULL";
+    if (t->backward_done) return "tg_backward called twice on one tape: reset it first";
+    return NULL;
+}
+
 int tg_backward_seed(tg_tape *t, tg_tensor *out, const tg_real *seed)
 {
     if (!t) return -1;
-    if (!out) {
-        if (!t->has_error) tg_fail(t, "tg_backward: output is NULL");
+    if (t->has_error) return -1;  /* the forward failed: its message stays */
+    const char *why = backward_refusal(t, out, seed);
+    if (why) {
+        tg_fail(t, "%s", why);
         return -1;
     }
-    if (!seed) {
-        tg_fail(t, "tg_backward: seed is NULL");
+    if ((why = misuse(t, out))) {
+        tg_fail(t, "tg_backward: the loss %s", why);
         return -1;
     }
+    if (!out->requires_grad) {
+        tg_fail(t, "tg_backward: loss does not depend on any tensor that requires grad (is recording off?)");
+        return -1;
+    }
+    t->backward_done = true;
     tg_real *g = tg_grad(t, out);
     if (!g) return -1;
     for (size_t i = 0; i < out->size; i++) g[i] += seed[i];
     for (int i = t->n_nodes - 1; i >= 0; i--) {
-        tg_node *n = &t->nodes[i];
+        node *n = &t->nodes[i];
         if (!n->out->grad) continue;  /* nothing flows back through this node */
-        n->backward(t, n);
+        n->backward(t, n->out, n->in, n->ctx);
         if (t->has_error) return -1;
         if (t->anomaly && check_node_grads(t, n)) return -1;
         spare_give(t, n);
@@ -339,7 +458,7 @@ int tg_backward_seed(tg_tape *t, tg_tensor *out, const tg_real *seed)
 
 int tg_backward(tg_tape *t, tg_tensor *loss)
 {
-    if (loss && loss->size != 1) {
+    if (t && !t->has_error && loss && !misuse(t, loss) && loss->size != 1) {
         char s[TG_SHAPE_STR];
         tg_fail(t, "tg_backward: loss must have one element, got %s (use tg_backward_seed)",
                 tg_shape_str(loss, s));
@@ -354,10 +473,10 @@ void tg_tape_dump(const tg_tape *t, FILE *f)
     fprintf(f, "tape: %d nodes, arena %zu / %zu bytes%s\n", t->n_nodes, tg_tape_arena_used(t),
             tg_tape_arena_capacity(t), t->has_error ? " (error set)" : "");
     for (int i = 0; i < t->n_nodes; i++) {
-        const tg_node *n = &t->nodes[i];
+        const node *n = &t->nodes[i];
         char s[TG_SHAPE_STR];
         fprintf(f, "%4d %-22s %-18s <-", i, n->op, tg_shape_str(n->out, s));
-        for (int k = 0; k < 4; k++)
+        for (int k = 0; k < n->n_in; k++)
             if (n->in[k]) fprintf(f, " %s", tg_shape_str(n->in[k], s));
         fputc('\n', f);
     }

@@ -1,6 +1,7 @@
 /* tapegrad: tensor shapes and standalone heap tensors. */
 #include "tensor.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -72,6 +73,7 @@ tg_tensor *tg_tensor_alloc(int ndim, const int *shape)
     }
     tg_tensor_set_shape(x, ndim, shape, size);
     x->owns_data = true;
+    x->magic = TG_TENSOR_LIVE;
     return x;
 }
 
@@ -82,12 +84,20 @@ bool tg_tensor_alloc_grad(tg_tensor *x)
     return x->grad != NULL;
 }
 
+/* The headers of the last FREED_KEEP freed tensors stay allocated, marked
+ * dead, so that an op given one of them reports it instead of reading freed
+ * memory. Each free hands the oldest one back to the system. */
+#define FREED_KEEP 64
+static _Atomic(tg_tensor *) freed[FREED_KEEP];
+static atomic_uint freed_next;
+
 void tg_tensor_free(tg_tensor *x)
 {
-    if (!x) return;
-    if (x->owns_data) {
-        tg_free(x->data);
-        tg_free(x->grad);
-    }
-    tg_free(x);
+    if (!x || x->magic != TG_TENSOR_LIVE || !x->owns_data) return;
+    tg_free(x->data);
+    tg_free(x->grad);
+    x->data = x->grad = NULL;
+    x->magic = 0;
+    unsigned i = atomic_fetch_add(&freed_next, 1) % FREED_KEEP;
+    tg_free(atomic_exchange(&freed[i], x));
 }

@@ -9,6 +9,9 @@
  *     first needs it.
  * tg_tensor_alloc / tg_tensor_free make standalone heap tensors (for tests,
  * gradcheck inputs and file I/O).
+ * Every tensor carries a magic word and, from a tape, that tape's id and
+ * generation: an op refuses a freed tensor, one from before tg_tape_reset and
+ * one of another tape (core/engine/tape.h).
  */
 #ifndef TAPEGRAD_TENSOR_H
 #define TAPEGRAD_TENSOR_H
@@ -36,10 +39,20 @@ typedef struct tg_tensor {
     bool requires_grad;
     bool owns_data;          /* heap tensor from tg_tensor_alloc */
     const char *name;        /* parameters only: the state_dict key */
+    /* Stamped by the library, checked by every op and by tg_backward: */
+    uint32_t magic;          /* TG_TENSOR_LIVE until freed */
+    uint32_t tape, gen;      /* arena tensors: the making tape's id and generation; else 0 */
 } tg_tensor;
+
+/* The magic of a tensor the library made and has not freed. A tensor made any
+ * other way (on the stack, by hand) is refused by every op. */
+#define TG_TENSOR_LIVE 0x7e45a11eu
 
 /* A standalone heap tensor, zero-filled, grad NULL. NULL on bad shape / OOM. */
 tg_tensor *tg_tensor_alloc(int ndim, const int *shape);
+/* Frees a heap tensor; does nothing for NULL, arena tensors, parameters and
+ * a tensor already freed (recently enough to be known: its header stays
+ * allocated, marked dead, for the next 64 frees, so an op given it reports it). */
 void tg_tensor_free(tg_tensor *x);
 /* Allocates x->grad (zeroed) if it is NULL; heap tensors only. false on OOM. */
 bool tg_tensor_alloc_grad(tg_tensor *x);

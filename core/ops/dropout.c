@@ -16,22 +16,28 @@
 
 #include "ops.h"
 
-/* out [...] <- a [...]: da += dout * mask * scale (scale = 1 / (1 - p) in n->f[0]). */
-static void dropout_backward(tg_tape *t, tg_node *n)
+typedef struct dropout_ctx {
+    const uint8_t *mask;  /* [a->size] 1 = kept (arena) */
+    double scale;         /* 1 / (1 - p) */
+} dropout_ctx;
+
+/* out [...] <- a [...]: da += dout * mask * scale */
+static void dropout_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)
 {
-    tg_tensor *a = n->in[0];
-    const uint8_t *mask = n->aux;
-    const tg_real *g = n->out->grad, scale = (tg_real)n->f[0];
+    const dropout_ctx *c = ctx;
+    tg_tensor *a = in[0];
+    const tg_real *g = out->grad, scale = (tg_real)c->scale;
     tg_real *da = tg_grad(t, a);
     if (!da) return;
     for (size_t i = 0; i < a->size; i++)
-        if (mask[i]) da[i] += g[i] * scale;
+        if (c->mask[i]) da[i] += g[i] * scale;
 }
+
+static const tg_op dropout_op = {"tg_dropout", dropout_backward, sizeof(dropout_ctx)};
 
 tg_tensor *tg_dropout(tg_tape *t, tg_tensor *a, double p, tg_rng *rng)
 {
-    if (!t) return NULL;
-    if (!a) return tg_fail_null(t, "tg_dropout");
+    if (!tg_inputs_check(t, "tg_dropout", &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR];
     if (!(p >= 0 && p < 1))
         return tg_fail(t, "tg_dropout: p must be in [0, 1), got %g (a %s)", p, tg_shape_str(a, sa));
@@ -40,7 +46,7 @@ tg_tensor *tg_dropout(tg_tape *t, tg_tensor *a, double p, tg_rng *rng)
         return tg_fail(t, "tg_dropout: rng is NULL with p = %g while training (a %s)", p, tg_shape_str(a, sa));
     tg_tensor *out = tg_new_like(t, "tg_dropout", a);
     if (!out) return NULL;
-    bool need = tg_grad_needed(t, a, NULL, NULL, NULL);
+    bool need = tg_needs_grad(t, &a, 1);
     uint8_t *mask = need ? tg_arena_alloc(t, a->size, "tg_dropout mask") : NULL;
     if (need && !mask) return NULL;
     const tg_real scale = (tg_real)(1.0 / (1.0 - p));
@@ -49,11 +55,6 @@ tg_tensor *tg_dropout(tg_tape *t, tg_tensor *a, double p, tg_rng *rng)
         out->data[i] = keep ? a->data[i] * scale : 0;
         if (mask) mask[i] = keep;
     }
-    if (need) {
-        tg_node *n = tg_node_push(t, "tg_dropout", dropout_backward, out, a, NULL, NULL, NULL);
-        if (!n) return NULL;
-        n->aux = mask;
-        n->f[0] = 1.0 / (1.0 - p);
-    }
+    if (!tg_op_record(t, &dropout_op, out, &a, 1, &(dropout_ctx){mask, 1.0 / (1.0 - p)})) return NULL;
     return tg_op_done(t, "tg_dropout", out);
 }

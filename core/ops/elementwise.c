@@ -37,7 +37,6 @@
 /* ---- binary, broadcasting ------------------------------------------------------- */
 
 enum { OP_ADD, OP_SUB, OP_MUL, OP_DIV };
-static const char *const binary_names[] = {"tg_add", "tg_sub", "tg_mul", "tg_div"};
 
 /* out walked as runs of n[nd-1] elements; s[k][d] is operand k's element
  * stride in merged dim d (0 where it is stretched). */
@@ -213,9 +212,13 @@ static void binary_piece(void *ctx, size_t begin, size_t end)
  * An operand as large as out gets its grad element by element, cut across the
  * pool; a stretched one sums many grads into each element, in one pass in
  * order, so its bits do not depend on the thread count. */
-static void binary_backward(tg_tape *t, tg_node *n)
+typedef struct binary_ctx {
+    int kind;  /* OP_ADD ... OP_DIV */
+} binary_ctx;
+
+static void binary_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *x, const void *ctx)
 {
-    tg_tensor *out = n->out, *x[2] = {n->in[0], n->in[1]};
+    int kind = ((const binary_ctx *)ctx)->kind;
     int nd, shape[TG_MAX_DIMS];
     bcast bc;
     bcast_plan(x[0], x[1], &nd, shape, &bc);
@@ -223,7 +226,7 @@ static void binary_backward(tg_tape *t, tg_node *n)
         if (!x[k]->requires_grad) continue;
         tg_real *dx = tg_grad(t, x[k]);
         if (!dx) return;
-        binary_job j = {&bc, n->i[0], k, NULL, dx, x[0]->data, x[1]->data, out->grad};
+        binary_job j = {&bc, kind, k, NULL, dx, x[0]->data, x[1]->data, out->grad};
         if (x[k]->size == out->size)
             tg_parallel_range(out->size, BINARY_GRAIN, binary_piece, &j);
         else
@@ -231,11 +234,18 @@ static void binary_backward(tg_tape *t, tg_node *n)
     }
 }
 
+static const tg_op binary_ops[] = {
+    {"tg_add", binary_backward, sizeof(binary_ctx)},
+    {"tg_sub", binary_backward, sizeof(binary_ctx)},
+    {"tg_mul", binary_backward, sizeof(binary_ctx)},
+    {"tg_div", binary_backward, sizeof(binary_ctx)},
+};
+
 static tg_tensor *binary(tg_tape *t, tg_tensor *a, tg_tensor *b, int kind)
 {
-    const char *op = binary_names[kind];
-    if (!t) return NULL;
-    if (!a || !b) return tg_fail_null(t, op);
+    const char *op = binary_ops[kind].name;
+    tg_tensor *in[2] = {a, b};
+    if (!tg_inputs_check(t, op, in, 2, 2)) return NULL;
     int nd, shape[TG_MAX_DIMS];
     bcast bc;
     if (!bcast_plan(a, b, &nd, shape, &bc)) {
@@ -247,11 +257,7 @@ static tg_tensor *binary(tg_tape *t, tg_tensor *a, tg_tensor *b, int kind)
     if (!out) return NULL;
     binary_job j = {&bc, kind, 0, out->data, NULL, a->data, b->data, NULL};
     tg_parallel_range(out->size, BINARY_GRAIN, binary_piece, &j);
-    if (tg_grad_needed(t, a, b, NULL, NULL)) {
-        tg_node *n = tg_node_push(t, op, binary_backward, out, a, b, NULL, NULL);
-        if (!n) return NULL;
-        n->i[0] = kind;
-    }
+    if (!tg_op_record(t, &binary_ops[kind], out, in, 2, &(binary_ctx){kind})) return NULL;
     return tg_op_done(t, op, out);
 }
 
@@ -263,8 +269,6 @@ tg_tensor *tg_div(tg_tape *t, tg_tensor *a, tg_tensor *b) { return binary(t, a, 
 /* ---- unary ------------------------------------------------------------------ */
 
 enum { OP_SCALE, OP_RELU, OP_GELU, OP_TANH, OP_EXP, OP_LOG, OP_SQRT, OP_SIGMOID, OP_POW, OP_NEG, OP_ABS, OP_CLAMP };
-static const char *const unary_names[] = {"tg_scale", "tg_relu",    "tg_gelu", "tg_tanh", "tg_exp", "tg_log",
-                                    "tg_sqrt",  "tg_sigmoid", "tg_pow",  "tg_neg",  "tg_abs", "tg_clamp"};
 
 /* gelu(x) = x Phi(x);  gelu'(x) = Phi(x) + x phi(x) (core/kernels/vmath.h: vectorizable) */
 static inline tg_real gelu(tg_real x) { return x * tg_vnormal_cdf(x); }
@@ -341,32 +345,38 @@ static void unary_piece(void *ctx, size_t begin, size_t end)
         unary_apply(j->kind, j->y + begin, j->x + begin, n, j->s, j->s2);
 }
 
+typedef struct unary_ctx {
+    int kind;      /* OP_SCALE ... OP_CLAMP */
+    double s, s2;  /* scale's factor, pow's exponent, clamp's bounds */
+} unary_ctx;
+
 /* out = f(a), same shape */
-static void unary_backward(tg_tape *t, tg_node *n)
+static void unary_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)
 {
-    tg_tensor *out = n->out, *a = n->in[0];
+    const unary_ctx *c = ctx;
+    tg_tensor *a = in[0];
     tg_real *dx = tg_grad(t, a);
     if (!dx) return;
-    unary_job j = {n->i[0], out->data, dx, (tg_real)n->f[0], (tg_real)n->f[1], a->data, out->grad};
+    unary_job j = {c->kind, out->data, dx, (tg_real)c->s, (tg_real)c->s2, a->data, out->grad};
     tg_parallel_range(a->size, UNARY_GRAIN, unary_piece, &j);
 }
 
+#define UNARY_OP(name) {name, unary_backward, sizeof(unary_ctx)}
+static const tg_op unary_ops[] = {
+    UNARY_OP("tg_scale"), UNARY_OP("tg_relu"),    UNARY_OP("tg_gelu"), UNARY_OP("tg_tanh"),
+    UNARY_OP("tg_exp"),   UNARY_OP("tg_log"),     UNARY_OP("tg_sqrt"), UNARY_OP("tg_sigmoid"),
+    UNARY_OP("tg_pow"),   UNARY_OP("tg_neg"),     UNARY_OP("tg_abs"),  UNARY_OP("tg_clamp"),
+};
+
 static tg_tensor *unary(tg_tape *t, tg_tensor *a, int kind, double s, double s2)
 {
-    const char *op = unary_names[kind];
-    if (!t) return NULL;
-    if (!a) return tg_fail_null(t, op);
+    const char *op = unary_ops[kind].name;
+    if (!tg_inputs_check(t, op, &a, 1, 1)) return NULL;
     tg_tensor *out = tg_new_like(t, op, a);
     if (!out) return NULL;
     unary_job j = {kind, out->data, NULL, (tg_real)s, (tg_real)s2, a->data, NULL};
     tg_parallel_range(a->size, UNARY_GRAIN, unary_piece, &j);
-    if (tg_grad_needed(t, a, NULL, NULL, NULL)) {
-        tg_node *n = tg_node_push(t, op, unary_backward, out, a, NULL, NULL, NULL);
-        if (!n) return NULL;
-        n->i[0] = kind;
-        n->f[0] = s;
-        n->f[1] = s2;
-    }
+    if (!tg_op_record(t, &unary_ops[kind], out, &a, 1, &(unary_ctx){kind, s, s2})) return NULL;
     return tg_op_done(t, op, out);
 }
 
@@ -390,32 +400,35 @@ tg_tensor *tg_clamp(tg_tape *t, tg_tensor *a, double lo, double hi)
 
 /* ---- reductions ------------------------------------------------------------------ */
 
+typedef struct sum_ctx {
+    double s;  /* 1 for sum, 1/n for mean */
+} sum_ctx;
+
 /* out = s * sum(a), 0-d: da += s * dout */
-static void sum_backward(tg_tape *t, tg_node *n)
+static void sum_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)
 {
-    tg_tensor *a = n->in[0];
+    tg_tensor *a = in[0];
     tg_real *da = tg_grad(t, a);
     if (!da) return;
-    tg_real g = (tg_real)(n->f[0] * n->out->grad[0]);
+    tg_real g = (tg_real)(((const sum_ctx *)ctx)->s * out->grad[0]);
     for (size_t i = 0; i < a->size; i++) da[i] += g;
 }
 
-static tg_tensor *scaled_sum(tg_tape *t, tg_tensor *a, const char *op, bool mean)
+static const tg_op sum_op = {"tg_sum", sum_backward, sizeof(sum_ctx)};
+static const tg_op mean_op = {"tg_mean", sum_backward, sizeof(sum_ctx)};
+
+static tg_tensor *scaled_sum(tg_tape *t, tg_tensor *a, const tg_op *sop, bool mean)
 {
-    if (!t) return NULL;
-    if (!a) return tg_fail_null(t, op);
+    const char *op = sop->name;
+    if (!tg_inputs_check(t, op, &a, 1, 1)) return NULL;
     tg_tensor *out = tg_new(t, op, 0, NULL);
     if (!out) return NULL;
     double s = mean ? (a->size ? 1.0 / (double)a->size : 0) : 1, acc = 0;
     for (size_t i = 0; i < a->size; i++) acc += a->data[i];
     out->data[0] = (tg_real)(s * acc);
-    if (tg_grad_needed(t, a, NULL, NULL, NULL)) {
-        tg_node *n = tg_node_push(t, op, sum_backward, out, a, NULL, NULL, NULL);
-        if (!n) return NULL;
-        n->f[0] = s;
-    }
+    if (!tg_op_record(t, sop, out, &a, 1, &(sum_ctx){s})) return NULL;
     return tg_op_done(t, op, out);
 }
 
-tg_tensor *tg_sum(tg_tape *t, tg_tensor *a) { return scaled_sum(t, a, "tg_sum", false); }
-tg_tensor *tg_mean(tg_tape *t, tg_tensor *a) { return scaled_sum(t, a, "tg_mean", true); }
+tg_tensor *tg_sum(tg_tape *t, tg_tensor *a) { return scaled_sum(t, a, &sum_op, false); }
+tg_tensor *tg_mean(tg_tape *t, tg_tensor *a) { return scaled_sum(t, a, &mean_op, true); }

@@ -10,25 +10,32 @@
 
 #include "ops.h"
 
-/* out [B,T,D] <- weight [V,D] at ids (arena copy in n->aux, n->i[0] of them). */
-static void embedding_backward(tg_tape *t, tg_node *n)
+typedef struct embedding_ctx {
+    const int32_t *ids;  /* [n] arena copy: the caller may reuse its array */
+    int n;
+} embedding_ctx;
+
+/* out [B,T,D] <- weight [V,D] at ids */
+static void embedding_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)
 {
-    tg_tensor *w = n->in[0];
-    const int32_t *ids = n->aux;
+    const embedding_ctx *c = ctx;
+    tg_tensor *w = in[0];
     int D = w->shape[1];
     tg_real *dw = tg_grad(t, w);
     if (!dw) return;
-    for (int i = 0; i < n->i[0]; i++) {
-        const tg_real *g = n->out->grad + (size_t)i * D;
-        tg_real *d = dw + (size_t)ids[i] * D;
+    for (int i = 0; i < c->n; i++) {
+        const tg_real *g = out->grad + (size_t)i * D;
+        tg_real *d = dw + (size_t)c->ids[i] * D;
         for (int j = 0; j < D; j++) d[j] += g[j];
     }
 }
 
+static const tg_op embedding_op = {"tg_embedding", embedding_backward, sizeof(embedding_ctx)};
+
 tg_tensor *tg_embedding(tg_tape *t, tg_tensor *weight, const int32_t *ids, int B, int T)
 {
-    if (!t) return NULL;
-    if (!weight || !ids) return tg_fail_null(t, "tg_embedding");
+    if (!tg_inputs_check(t, "tg_embedding", &weight, 1, 1)) return NULL;
+    if (!ids) return tg_fail_null(t, "tg_embedding");
     char sw[TG_SHAPE_STR];
     if (weight->ndim != 2)
         return tg_fail(t, "tg_embedding: weight must be [V, D], got %s", tg_shape_str(weight, sw));
@@ -43,15 +50,11 @@ tg_tensor *tg_embedding(tg_tape *t, tg_tensor *weight, const int32_t *ids, int B
     if (!out) return NULL;
     for (int i = 0; i < N; i++)
         memcpy(out->data + (size_t)i * D, weight->data + (size_t)ids[i] * D, (size_t)D * sizeof(tg_real));
-    if (tg_grad_needed(t, weight, NULL, NULL, NULL)) {
-        /* the caller may reuse its ids array: keep a copy for backward */
+    if (tg_needs_grad(t, &weight, 1)) {
         int32_t *saved = tg_arena_alloc(t, (size_t)N * sizeof *saved, "tg_embedding saved ids");
         if (!saved) return NULL;
         memcpy(saved, ids, (size_t)N * sizeof *saved);
-        tg_node *n = tg_node_push(t, "tg_embedding", embedding_backward, out, weight, NULL, NULL, NULL);
-        if (!n) return NULL;
-        n->aux = saved;
-        n->i[0] = N;
+        if (!tg_op_record(t, &embedding_op, out, &weight, 1, &(embedding_ctx){saved, N})) return NULL;
     }
     return tg_op_done(t, "tg_embedding", out);
 }

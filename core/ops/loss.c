@@ -16,22 +16,23 @@
 
 #include "ops.h"
 
-typedef struct ce_saved {
-    const int32_t *targets; /* [N] copy */
+typedef struct ce_ctx {
+    const int32_t *targets; /* [N] arena copy */
     const double *lse;      /* [N] in double: a float lse would round away the softmax at large logits */
-} ce_saved;
+    double n_valid;         /* rows whose target is not ignore */
+    int ignore;
+} ce_ctx;
 
 /* loss [] <- logits [N, V]: dlogits += (softmax - onehot) * dloss / n_valid. */
-static void cross_entropy_backward(tg_tape *t, tg_node *n)
+static void cross_entropy_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)
 {
-    tg_tensor *x = n->in[0];
-    const ce_saved *s = n->aux;
-    double n_valid = n->f[0];
+    const ce_ctx *s = ctx;
+    tg_tensor *x = in[0];
     tg_real *dx = tg_grad(t, x);  /* zero when every target is ignored */
-    if (!dx || n_valid == 0) return;
+    if (!dx || s->n_valid == 0) return;
     size_t rows = tg_rows(x);
-    int V = tg_cols(x), ignore = n->i[0];
-    tg_real g = (tg_real)(n->out->grad[0] / n_valid);
+    int V = tg_cols(x), ignore = s->ignore;
+    tg_real g = (tg_real)(out->grad[0] / s->n_valid);
     for (size_t r = 0; r < rows; r++) {
         int y = s->targets[r];
         if (y == ignore) continue;
@@ -74,26 +75,27 @@ static bool ce_check(tg_tape *t, const tg_tensor *x, const int32_t *targets, int
     return true;
 }
 
+static const tg_op cross_entropy_op = {"tg_cross_entropy", cross_entropy_backward, sizeof(ce_ctx)};
+
 tg_tensor *tg_cross_entropy(tg_tape *t, tg_tensor *logits, const int32_t *targets, int ignore_index)
 {
-    if (!t) return NULL;
-    if (!logits || !targets) return tg_fail_null(t, "tg_cross_entropy");
+    if (!tg_inputs_check(t, "tg_cross_entropy", &logits, 1, 1)) return NULL;
+    if (!targets) return tg_fail_null(t, "tg_cross_entropy");
     if (!ce_check(t, logits, targets, ignore_index)) return NULL;
     tg_tensor *out = tg_new(t, "tg_cross_entropy", 0, NULL);
     if (!out) return NULL;
     size_t rows = tg_rows(logits);
     int V = tg_cols(logits);
-    bool need = tg_grad_needed(t, logits, NULL, NULL, NULL);
-    ce_saved *s = NULL;
+    bool need = tg_needs_grad(t, &logits, 1);
+    ce_ctx c = {.ignore = ignore_index};
     double *lse = NULL;
     if (need) {
-        s = tg_arena_alloc(t, sizeof *s, "tg_cross_entropy saved state");
-        lse = s ? tg_arena_alloc(t, rows * sizeof *lse, "tg_cross_entropy saved state") : NULL;
+        lse = tg_arena_alloc(t, rows * sizeof *lse, "tg_cross_entropy saved state");
         int32_t *tg = lse ? tg_arena_alloc(t, rows * sizeof *tg, "tg_cross_entropy saved targets") : NULL;
         if (!tg) return NULL;
         memcpy(tg, targets, rows * sizeof *tg);
-        s->targets = tg;
-        s->lse = lse;
+        c.targets = tg;
+        c.lse = lse;
     }
     double sum = 0;
     size_t n_valid = 0;
@@ -107,12 +109,7 @@ tg_tensor *tg_cross_entropy(tg_tape *t, tg_tensor *logits, const int32_t *target
         n_valid++;
     }
     out->data[0] = n_valid ? (tg_real)(sum / (double)n_valid) : 0;
-    if (need) {
-        tg_node *n = tg_node_push(t, "tg_cross_entropy", cross_entropy_backward, out, logits, NULL, NULL, NULL);
-        if (!n) return NULL;
-        n->aux = s;
-        n->f[0] = (double)n_valid;
-        n->i[0] = ignore_index;
-    }
+    c.n_valid = (double)n_valid;
+    if (!tg_op_record(t, &cross_entropy_op, out, &logits, 1, &c)) return NULL;
     return tg_op_done(t, "tg_cross_entropy", out);
 }

@@ -10,7 +10,9 @@
 #include "ops.h"
 #include "../kernels/blas.h"
 
+/* The op's context: what its forward worked out from the shapes. */
 typedef struct mm_dims {
+    unsigned flags; /* TG_TRANS_A | TG_TRANS_B */
     int batch;      /* product of a's leading dims */
     int M, K, N;
     bool b_batched; /* b has a's batch dims (else broadcast 2-D) */
@@ -35,6 +37,7 @@ static bool mm_shapes(tg_tape *t, const tg_tensor *a, const tg_tensor *b, const 
     d->batch = 1;
     for (int i = 0; i + 2 < a->ndim; i++) d->batch *= a->shape[i];
     d->b_batched = b->ndim > 2;
+    d->flags = flags;
     if (d->K != kb) {
         tg_fail(t, "tg_matmul: inner dimensions differ: a %s%s @ b %s%s", tg_shape_str(a, sa), ta,
                 tg_shape_str(b, sb), tb);
@@ -57,12 +60,12 @@ static bool mm_shapes(tg_tape *t, const tg_tensor *a, const tg_tensor *b, const 
     return true;
 }
 
-static void matmul_backward(tg_tape *t, tg_node *n)
+/* out [..., M, N] <- a, b, bias (in[2], NULL without) */
+static void matmul_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)
 {
-    tg_tensor *out = n->out, *a = n->in[0], *b = n->in[1], *bias = n->in[2];
-    bool ta = n->i[0] & TG_TRANS_A, tb = n->i[0] & TG_TRANS_B;
-    mm_dims d = {.batch = n->i[1], .M = n->i[2], .K = n->i[3], .N = out->shape[out->ndim - 1]};
-    d.b_batched = b->ndim > 2;
+    tg_tensor *a = in[0], *b = in[1], *bias = in[2];
+    const mm_dims d = *(const mm_dims *)ctx;
+    bool ta = d.flags & TG_TRANS_A, tb = d.flags & TG_TRANS_B;
     const tg_real *dout = out->grad;
     /* every input that needs a grad gets one, zero where nothing flows (an empty
      * product); NULL only when out of memory, which the tape reports after this node */
@@ -98,10 +101,12 @@ static void matmul_backward(tg_tape *t, tg_node *n)
     }
 }
 
+static const tg_op matmul_op = {"tg_matmul", matmul_backward, sizeof(mm_dims)};
+
 tg_tensor *tg_matmul(tg_tape *t, tg_tensor *a, tg_tensor *b, tg_tensor *bias, unsigned flags)
 {
-    if (!t) return NULL;
-    if (!a || !b) return tg_fail_null(t, "tg_matmul");
+    tg_tensor *in[3] = {a, b, bias};
+    if (!tg_inputs_check(t, "tg_matmul", in, 3, 2)) return NULL;
     mm_dims d;
     if (!mm_shapes(t, a, b, bias, flags, &d)) return NULL;
     int shape[TG_MAX_DIMS];
@@ -129,13 +134,6 @@ tg_tensor *tg_matmul(tg_tape *t, tg_tensor *a, tg_tensor *b, tg_tensor *bias, un
             tg_gemm(ta, tb, d.M, d.N, d.K, 1, a->data + i * sa, b->data + (d.b_batched ? i * sb : 0),
                     beta, out->data + i * so);
     }
-    if (tg_grad_needed(t, a, b, bias, NULL)) {
-        tg_node *n = tg_node_push(t, "tg_matmul", matmul_backward, out, a, b, bias, NULL);
-        if (!n) return NULL;
-        n->i[0] = (int)flags;
-        n->i[1] = d.batch;
-        n->i[2] = d.M;
-        n->i[3] = d.K;
-    }
+    if (!tg_op_record(t, &matmul_op, out, in, 3, &d)) return NULL;
     return tg_op_done(t, "tg_matmul", out);
 }

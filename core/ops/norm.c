@@ -14,10 +14,10 @@
 #include "internal.h"
 #include "ops.h"
 
-/* Saved per row: mean[rows] then rstd[rows]. */
-typedef struct ln_saved {
+/* Saved per row: mean and rstd [rows] (arena). */
+typedef struct ln_ctx {
     tg_real *mean, *rstd;
-} ln_saved;
+} ln_ctx;
 
 /* Mean and rstd of one row in one pass. The sums run over d = x - x[0] (in
  * double): shifting by a row element keeps the one-pass variance accurate,
@@ -108,16 +108,16 @@ static void ln_dwdb_cols(void *ctx, size_t c0, size_t c1)
 }
 
 /* y, x [rows, C]; w, b [C] or NULL. */
-static void layernorm_backward(tg_tape *t, tg_node *n)
+static void layernorm_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)
 {
-    tg_tensor *x = n->in[0], *w = n->in[1], *b = n->in[2];
-    const ln_saved *s = n->aux;
+    tg_tensor *x = in[0], *w = in[1], *b = in[2];
+    const ln_ctx *s = ctx;
     tg_real *dx = x->requires_grad ? tg_grad(t, x) : NULL;
     tg_real *dw = w && w->requires_grad ? tg_grad(t, w) : NULL;
     tg_real *db = b && b->requires_grad ? tg_grad(t, b) : NULL;
     if ((x->requires_grad && !dx) || (w && w->requires_grad && !dw) || (b && b->requires_grad && !db))
         return;
-    ln_job j = {.x = x->data, .w = w ? w->data : NULL, .dy = n->out->grad, .dx = dx, .dw = dw, .db = db,
+    ln_job j = {.x = x->data, .w = w ? w->data : NULL, .dy = out->grad, .dx = dx, .dw = dw, .db = db,
                 .mean = s->mean, .rstd = s->rstd, .C = tg_cols(x), .n_rows = tg_rows(x)};
     if (dw || db) tg_parallel_range((size_t)j.C, 8, ln_dwdb_cols, &j);
     if (dx) tg_parallel_range(j.n_rows, ROWS_GRAIN(j.C), ln_dx_rows, &j);
@@ -143,33 +143,26 @@ static bool layernorm_check(tg_tape *t, const tg_tensor *x, const tg_tensor *w, 
     return false;
 }
 
+static const tg_op layernorm_op = {"tg_layernorm", layernorm_backward, sizeof(ln_ctx)};
+
 tg_tensor *tg_layernorm(tg_tape *t, tg_tensor *x, tg_tensor *weight, tg_tensor *bias, double eps)
 {
-    if (!t) return NULL;
-    if (!x) return tg_fail_null(t, "tg_layernorm");
+    tg_tensor *in[3] = {x, weight, bias};
+    if (!tg_inputs_check(t, "tg_layernorm", in, 3, 1)) return NULL;
     if (!layernorm_check(t, x, weight, bias, eps)) return NULL;
     tg_tensor *out = tg_new_like(t, "tg_layernorm", x);
     if (!out) return NULL;
     size_t rows = tg_rows(x);
     int C = tg_cols(x);
-    bool need = tg_grad_needed(t, x, weight, bias, NULL);
-    ln_saved *s = NULL;
-    if (need) {
-        s = tg_arena_alloc(t, sizeof *s, "tg_layernorm saved stats");
-        if (!s) return NULL;
-        s->mean = tg_arena_alloc(t, 2 * rows * sizeof(tg_real), "tg_layernorm saved stats");
-        if (!s->mean) return NULL;
-        s->rstd = s->mean + rows;
+    ln_ctx s = {NULL, NULL};
+    if (tg_needs_grad(t, in, 3)) {
+        s.mean = tg_arena_alloc(t, 2 * rows * sizeof(tg_real), "tg_layernorm saved stats");
+        if (!s.mean) return NULL;
+        s.rstd = s.mean + rows;
     }
     ln_job j = {.x = x->data, .w = weight ? weight->data : NULL, .b = bias ? bias->data : NULL,
-                .y = out->data, .mean = s ? s->mean : NULL, .rstd = s ? s->rstd : NULL, .n_rows = rows,
-                .C = C, .eps = eps};
+                .y = out->data, .mean = s.mean, .rstd = s.rstd, .n_rows = rows, .C = C, .eps = eps};
     tg_parallel_range(rows, ROWS_GRAIN(C), ln_forward_rows, &j);
-    if (need) {
-        tg_node *n = tg_node_push(t, "tg_layernorm", layernorm_backward, out, x, weight, bias, NULL);
-        if (!n) return NULL;
-        n->aux = s;
-        n->f[0] = eps;
-    }
+    if (!tg_op_record(t, &layernorm_op, out, in, 3, &s)) return NULL;
     return tg_op_done(t, "tg_layernorm", out);
 }

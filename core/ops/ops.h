@@ -6,6 +6,7 @@
 #define TAPEGRAD_OPS_H
 
 #include "mask.h"
+#include "../engine/op.h"
 #include "../engine/rng.h"
 #include "../engine/tape.h"
 
@@ -68,9 +69,12 @@ tg_tensor *tg_max_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
 tg_tensor *tg_logsumexp_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
 
 /* ---- shape (core/ops/shape.c) ---------------------------------------------
- * reshape is a VIEW: it shares data and grad with a (no node, no copy); a -1
- * dim is inferred. Every other shape op writes a new tensor. */
+ * reshape and rows_view are VIEWS: they share data and grad with a (no node,
+ * no copy). Every other shape op writes a new tensor. */
+/* a -1 dim is inferred */
 tg_tensor *tg_reshape(tg_tape *t, tg_tensor *a, int ndim, const int *shape);
+/* a[start : start + len] along the first dim (PyTorch's a.narrow(0, start, len)) */
+tg_tensor *tg_rows_view(tg_tape *t, tg_tensor *a, int start, int len);
 /* out.shape[i] = a.shape[perm[i]]; perm has a->ndim entries. */
 tg_tensor *tg_permute(tg_tape *t, tg_tensor *a, const int *perm);
 tg_tensor *tg_transpose(tg_tape *t, tg_tensor *a, int d0, int d1);

@@ -23,7 +23,6 @@
 #include "../kernels/vmath.h"
 
 enum { R_SUM, R_MEAN, R_MAX, R_LSE };
-static const char *const names[] = {"tg_sum_dim", "tg_mean_dim", "tg_max_dim", "tg_logsumexp_dim"};
 
 /* a as [outer, n, inner]; out [outer, inner] */
 typedef struct red_dims {
@@ -175,22 +174,35 @@ static void red_piece(void *ctx, size_t begin, size_t end)
 /* Output elements per pool piece: about 16K input elements of work */
 static size_t red_grain(const red_dims *r) { return 16384 / (r->n + 1) + 1; }
 
-/* out = reduction of a along dim n->i[1]; n->aux: max's indices */
-static void reduce_dim_backward(tg_tape *t, tg_node *n)
+typedef struct reduce_ctx {
+    int kind;         /* R_SUM ... */
+    int dim;          /* the reduced dim, >= 0 */
+    int32_t *at;      /* tg_max_dim: where each maximum was [out->size] (arena), else NULL */
+} reduce_ctx;
+
+/* out = reduction of a along dim */
+static void reduce_dim_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)
 {
-    tg_tensor *out = n->out, *a = n->in[0];
+    const reduce_ctx *c = ctx;
+    tg_tensor *a = in[0];
     tg_real *dx = tg_grad(t, a);
     if (!dx) return;
-    red_job j = {.kind = n->i[0], .r = red_dims_of(a, n->i[1]), .x = a->data, .g = out->grad, .y = out->data,
-                 .dx = dx, .at = (int32_t *)n->aux};
+    red_job j = {.kind = c->kind, .r = red_dims_of(a, c->dim), .x = a->data, .g = out->grad, .y = out->data,
+                 .dx = dx, .at = c->at};
     tg_parallel_range(out->size, red_grain(&j.r), red_piece, &j);
 }
 
+static const tg_op reduce_ops[] = {
+    {"tg_sum_dim", reduce_dim_backward, sizeof(reduce_ctx)},
+    {"tg_mean_dim", reduce_dim_backward, sizeof(reduce_ctx)},
+    {"tg_max_dim", reduce_dim_backward, sizeof(reduce_ctx)},
+    {"tg_logsumexp_dim", reduce_dim_backward, sizeof(reduce_ctx)},
+};
+
 static tg_tensor *reduce_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim, int kind)
 {
-    const char *op = names[kind];
-    if (!t) return NULL;
-    if (!a) return tg_fail_null(t, op);
+    const char *op = reduce_ops[kind].name;
+    if (!tg_inputs_check(t, op, &a, 1, 1)) return NULL;
     int d, nd, shape[TG_MAX_DIMS];
     if (!red_plan(t, op, a, dim, keepdim, &d, &nd, shape)) return NULL;
     red_dims r = red_dims_of(a, d);
@@ -200,19 +212,13 @@ static tg_tensor *reduce_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim, in
     }
     tg_tensor *out = tg_new(t, op, nd, shape);
     if (!out) return NULL;
-    bool need = tg_grad_needed(t, a, NULL, NULL, NULL);
+    bool need = tg_needs_grad(t, &a, 1);
     int32_t *at = NULL;
     if (kind == R_MAX && need && !(at = tg_arena_alloc(t, out->size * sizeof *at, "tg_max_dim indices")))
         return NULL;
     red_job j = {.kind = kind, .r = r, .x = a->data, .out = out->data, .at = at};
     tg_parallel_range(out->size, red_grain(&r), red_piece, &j);
-    if (need) {
-        tg_node *n = tg_node_push(t, op, reduce_dim_backward, out, a, NULL, NULL, NULL);
-        if (!n) return NULL;
-        n->aux = at;
-        n->i[0] = kind;
-        n->i[1] = d;
-    }
+    if (!tg_op_record(t, &reduce_ops[kind], out, &a, 1, &(reduce_ctx){kind, d, at})) return NULL;
     return tg_op_done(t, op, out);
 }
 

@@ -1,7 +1,8 @@
 /* tapegrad: shape ops.
  *
- * tg_reshape is the one VIEW: the result shares data and grad with its input
- * (no copy, no node). Every other op here writes a new contiguous tensor and
+ * tg_reshape and tg_rows_view are VIEWS: the result shares data and grad
+ * with its input (no copy, no node). Every other op here writes a new
+ * contiguous tensor and
  * records a node whose backward moves the output grad back to where each
  * element came from:
  *   permute       d a = permute(d out, inverse perm)
@@ -70,29 +71,50 @@ static bool reshape_dims(tg_tape *t, const tg_tensor *a, int ndim, const int *sh
     return true;
 }
 
-/* A view of a with another shape: same data, same grad, no node. When a
- * needs a grad on a recording tape, a's grad is allocated now so that the
- * view's grad pointer IS a's grad: whatever a later op accumulates into the
- * view lands in a (and flows on through a's own node). The view's
- * requires_grad is a's. On a tape that is not recording, a's grad is left
- * alone (the view shares it only if it already exists). */
+/* A view of a's elements [off, off + size) with the given shape: same data,
+ * same grad, no node. When a needs a grad on a recording tape, a's grad is
+ * allocated now so that the view's grad pointer IS (a slice of) a's grad:
+ * whatever a later op accumulates into the view lands in a (and flows on
+ * through a's own node). The view's requires_grad is a's. On a tape that is
+ * not recording, a's grad is left alone (the view shares it only if it
+ * already exists). */
+static tg_tensor *view(tg_tape *t, const char *op, tg_tensor *a, int ndim, const int *shape, size_t off)
+{
+    if (a->requires_grad && tg_tape_recording(t) && !tg_grad(t, a)) return NULL;
+    tg_tensor *v = tg_new_header(t, op);
+    if (!v) return NULL;
+    size_t size;
+    tg_shape_size(ndim, shape, &size);
+    tg_tensor_set_shape(v, ndim, shape, size);
+    v->data = a->data + off;
+    v->grad = a->grad ? a->grad + off : NULL;
+    v->requires_grad = a->requires_grad;
+    return tg_op_done(t, op, v);
+}
+
 tg_tensor *tg_reshape(tg_tape *t, tg_tensor *a, int ndim, const int *shape)
 {
-    if (!t) return NULL;
-    if (!a) return tg_fail_null(t, "tg_reshape");
+    if (!tg_inputs_check(t, "tg_reshape", &a, 1, 1)) return NULL;
     int dims[TG_MAX_DIMS] = {0};
     if (!reshape_dims(t, a, ndim, shape, dims)) return NULL;
-    if (a->requires_grad && tg_tape_recording(t) && !tg_grad(t, a)) return NULL;
-    tg_tensor *v = tg_arena_alloc(t, sizeof *v, "tg_reshape view");
-    if (!v) return NULL;
-    memset(v, 0, sizeof *v);
-    v->data = a->data;
-    v->grad = a->grad;
-    v->ndim = ndim;
-    for (int i = 0; i < TG_MAX_DIMS; i++) v->shape[i] = i < ndim ? dims[i] : 1;
-    v->size = a->size;
-    v->requires_grad = a->requires_grad;
-    return tg_op_done(t, "tg_reshape", v);
+    return view(t, "tg_reshape", a, ndim, dims, 0);
+}
+
+tg_tensor *tg_rows_view(tg_tape *t, tg_tensor *a, int start, int len)
+{
+    if (!tg_inputs_check(t, "tg_rows_view", &a, 1, 1)) return NULL;
+    char sa[TG_SHAPE_STR];
+    if (a->ndim < 1)
+        return tg_fail(t, "tg_rows_view: a %s has no first dim", tg_shape_str(a, sa));
+    if (start < 0 || len < 0 || start > a->shape[0] || len > a->shape[0] - start)
+        return tg_fail(t, "tg_rows_view: rows start %d, len %d do not fit the first dim %d of a %s", start,
+                       len, a->shape[0], tg_shape_str(a, sa));
+    int shape[TG_MAX_DIMS];
+    memcpy(shape, a->shape, sizeof shape);
+    shape[0] = len;
+    size_t row = 1;  /* elements per row */
+    for (int i = 1; i < a->ndim; i++) row *= (size_t)a->shape[i];
+    return view(t, "tg_rows_view", a, a->ndim, shape, (size_t)start * row);
 }
 
 /* ---- permute / transpose ----------------------------------------------------- */
@@ -127,33 +149,41 @@ static void permute_kernel(const tg_real *src, tg_real *dst, int ndim, const int
 }
 
 /* [a's dims permuted] -> a's dims: d a += d out read through the same map. */
-static void permute_backward(tg_tape *t, tg_node *n)
+typedef struct permute_ctx {
+    int perm[TG_MAX_DIMS];
+} permute_ctx;
+
+static void permute_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)
 {
-    tg_tensor *a = n->in[0];
+    tg_tensor *a = in[0];
     tg_real *da = tg_grad(t, a);
     if (!da) return;
-    permute_kernel(n->out->grad, da, a->ndim, a->shape, n->i, true);
+    permute_kernel(out->grad, da, a->ndim, a->shape, ((const permute_ctx *)ctx)->perm, true);
 }
 
-static tg_tensor *permute_op(tg_tape *t, tg_tensor *a, const int *perm, const char *op)
+static const tg_op permute_ops[] = {
+    {"tg_permute", permute_backward, sizeof(permute_ctx)},
+    {"tg_transpose", permute_backward, sizeof(permute_ctx)},
+};
+
+/* Records as permute_ops[transpose] */
+static tg_tensor *permute_op(tg_tape *t, tg_tensor *a, const int *perm, bool transpose)
 {
+    const char *op = permute_ops[transpose].name;
     int out_shape[TG_MAX_DIMS];
     for (int k = 0; k < a->ndim; k++) out_shape[k] = a->shape[perm[k]];
     tg_tensor *out = tg_new(t, op, a->ndim, out_shape);
     if (!out) return NULL;
     permute_kernel(a->data, out->data, a->ndim, a->shape, perm, false);
-    if (tg_grad_needed(t, a, NULL, NULL, NULL)) {
-        tg_node *n = tg_node_push(t, op, permute_backward, out, a, NULL, NULL, NULL);
-        if (!n) return NULL;
-        memcpy(n->i, perm, (size_t)a->ndim * sizeof *perm);
-    }
+    permute_ctx c = {{0}};
+    memcpy(c.perm, perm, (size_t)a->ndim * sizeof *perm);
+    if (!tg_op_record(t, &permute_ops[transpose], out, &a, 1, &c)) return NULL;
     return tg_op_done(t, op, out);
 }
 
 tg_tensor *tg_permute(tg_tape *t, tg_tensor *a, const int *perm)
 {
-    if (!t) return NULL;
-    if (!a) return tg_fail_null(t, "tg_permute");
+    if (!tg_inputs_check(t, "tg_permute", &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR], sp[TG_SHAPE_STR];
     if (a->ndim > 0 && !perm)
         return tg_fail(t, "tg_permute: perm is NULL for a %s", tg_shape_str(a, sa));
@@ -164,14 +194,13 @@ tg_tensor *tg_permute(tg_tape *t, tg_tensor *a, const int *perm)
                            ints_str(perm, a->ndim, sp), a->ndim, tg_shape_str(a, sa));
         seen[perm[k]] = true;
     }
-    return permute_op(t, a, perm, "tg_permute");
+    return permute_op(t, a, perm, false);
 }
 
 /* Swaps dims d0 and d1; negative dims count from the end (PyTorch style). */
 tg_tensor *tg_transpose(tg_tape *t, tg_tensor *a, int d0, int d1)
 {
-    if (!t) return NULL;
-    if (!a) return tg_fail_null(t, "tg_transpose");
+    if (!tg_inputs_check(t, "tg_transpose", &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR];
     int e0 = d0 < 0 ? d0 + a->ndim : d0, e1 = d1 < 0 ? d1 + a->ndim : d1;
     if (e0 < 0 || e0 >= a->ndim || e1 < 0 || e1 >= a->ndim)
@@ -179,7 +208,7 @@ tg_tensor *tg_transpose(tg_tape *t, tg_tensor *a, int d0, int d1)
     int perm[TG_MAX_DIMS] = {0, 1, 2, 3};
     perm[e0] = e1;
     perm[e1] = e0;
-    return permute_op(t, a, perm, "tg_transpose");
+    return permute_op(t, a, perm, true);
 }
 
 /* ---- split / merge heads ----------------------------------------------------------- */
@@ -215,25 +244,28 @@ static void heads_merge(const tg_real *src, tg_real *dst, int B, int H, int L, i
 }
 
 /* out [B,H,L,dk] <- x [B,L,H*dk]: d x += merge_heads(d out). */
-static void split_heads_backward(tg_tape *t, tg_node *n)
+static void split_heads_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)
 {
-    const tg_tensor *o = n->out;
-    tg_real *dx = tg_grad(t, n->in[0]);
-    if (dx) heads_merge(o->grad, dx, o->shape[0], o->shape[1], o->shape[2], o->shape[3], true);
+    (void)ctx;
+    tg_real *dx = tg_grad(t, in[0]);
+    if (dx) heads_merge(out->grad, dx, out->shape[0], out->shape[1], out->shape[2], out->shape[3], true);
 }
 
 /* out [B,L,H*dk] <- x [B,H,L,dk]: d x += split_heads(d out). */
-static void merge_heads_backward(tg_tape *t, tg_node *n)
+static void merge_heads_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)
 {
-    const tg_tensor *x = n->in[0];
-    tg_real *dx = tg_grad(t, n->in[0]);
-    if (dx) heads_split(n->out->grad, dx, x->shape[0], x->shape[2], x->shape[1], x->shape[3], true);
+    (void)ctx;
+    const tg_tensor *x = in[0];
+    tg_real *dx = tg_grad(t, in[0]);
+    if (dx) heads_split(out->grad, dx, x->shape[0], x->shape[2], x->shape[1], x->shape[3], true);
 }
+
+static const tg_op split_heads_op = {"tg_split_heads", split_heads_backward, 0};
+static const tg_op merge_heads_op = {"tg_merge_heads", merge_heads_backward, 0};
 
 tg_tensor *tg_split_heads(tg_tape *t, tg_tensor *x, int n_heads)
 {
-    if (!t) return NULL;
-    if (!x) return tg_fail_null(t, "tg_split_heads");
+    if (!tg_inputs_check(t, "tg_split_heads", &x, 1, 1)) return NULL;
     char sx[TG_SHAPE_STR];
     if (x->ndim != 3)
         return tg_fail(t, "tg_split_heads: x must be [B, L, H*dk], got %s", tg_shape_str(x, sx));
@@ -244,16 +276,13 @@ tg_tensor *tg_split_heads(tg_tape *t, tg_tensor *x, int n_heads)
     tg_tensor *out = tg_new(t, "tg_split_heads", 4, (int[]){B, n_heads, L, dk});
     if (!out) return NULL;
     heads_split(x->data, out->data, B, L, n_heads, dk, false);
-    if (tg_grad_needed(t, x, NULL, NULL, NULL) &&
-        !tg_node_push(t, "tg_split_heads", split_heads_backward, out, x, NULL, NULL, NULL))
-        return NULL;
+    if (!tg_op_record(t, &split_heads_op, out, &x, 1, NULL)) return NULL;
     return tg_op_done(t, "tg_split_heads", out);
 }
 
 tg_tensor *tg_merge_heads(tg_tape *t, tg_tensor *x)
 {
-    if (!t) return NULL;
-    if (!x) return tg_fail_null(t, "tg_merge_heads");
+    if (!tg_inputs_check(t, "tg_merge_heads", &x, 1, 1)) return NULL;
     char sx[TG_SHAPE_STR];
     if (x->ndim != 4)
         return tg_fail(t, "tg_merge_heads: x must be [B, H, L, dk], got %s", tg_shape_str(x, sx));
@@ -263,23 +292,22 @@ tg_tensor *tg_merge_heads(tg_tape *t, tg_tensor *x)
     tg_tensor *out = tg_new(t, "tg_merge_heads", 3, (int[]){B, L, H * dk});
     if (!out) return NULL;
     heads_merge(x->data, out->data, B, H, L, dk, false);
-    if (tg_grad_needed(t, x, NULL, NULL, NULL) &&
-        !tg_node_push(t, "tg_merge_heads", merge_heads_backward, out, x, NULL, NULL, NULL))
-        return NULL;
+    if (!tg_op_record(t, &merge_heads_op, out, &x, 1, NULL)) return NULL;
     return tg_op_done(t, "tg_merge_heads", out);
 }
 
 /* ---- concat / slice (last dim) ------------------------------------------------------- */
 
-/* out [..., sum C_i] <- xs[i] [..., C_i]: d xs[i] += d out[..., off_i : off_i + C_i].
- * All n inputs are in n->aux (n->in holds the first four, for dumps). */
-static void concat_backward(tg_tape *t, tg_node *n)
+typedef struct concat_ctx {
+    int n;  /* number of inputs */
+} concat_ctx;
+
+/* out [..., sum C_i] <- xs[i] [..., C_i]: d xs[i] += d out[..., off_i : off_i + C_i] */
+static void concat_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *xs, const void *ctx)
 {
-    tg_tensor *const *xs = n->aux;
-    const tg_tensor *out = n->out;
     size_t rows = tg_rows(out);
     int C = tg_cols(out), off = 0;
-    for (int i = 0; i < n->i[0]; i++) {
+    for (int i = 0; i < ((const concat_ctx *)ctx)->n; i++) {
         int ci = tg_cols(xs[i]);
         if (xs[i]->requires_grad) {
             tg_real *dx = tg_grad(t, xs[i]);
@@ -320,13 +348,14 @@ static bool concat_shapes(tg_tape *t, tg_tensor *const *xs, int n, int *C)
     return true;
 }
 
+static const tg_op concat_op = {"tg_concat", concat_backward, sizeof(concat_ctx)};
+
 tg_tensor *tg_concat(tg_tape *t, tg_tensor *const *xs, int n)
 {
     if (!t) return NULL;
     if (!xs && n > 0) return tg_fail_null(t, "tg_concat");
     if (n <= 0) return tg_fail(t, "tg_concat: needs at least one tensor, got n = %d", n);
-    for (int i = 0; i < n; i++)
-        if (!xs[i]) return tg_fail_null(t, "tg_concat");
+    if (!tg_inputs_check(t, "tg_concat", xs, n, n)) return NULL;
     int C;
     if (!concat_shapes(t, xs, n, &C)) return NULL;
     int shape[TG_MAX_DIMS];
@@ -342,30 +371,22 @@ tg_tensor *tg_concat(tg_tape *t, tg_tensor *const *xs, int n)
             memcpy(out->data + r * C + off, xs[i]->data + r * ci, (size_t)ci * sizeof(tg_real));
         off += ci;
     }
-    bool need = false;
-    for (int i = 0; i < n; i++) need = need || tg_grad_needed(t, xs[i], NULL, NULL, NULL);
-    if (need) {
-        tg_tensor **saved = tg_arena_alloc(t, (size_t)n * sizeof *saved, "tg_concat inputs");
-        if (!saved) return NULL;
-        memcpy(saved, xs, (size_t)n * sizeof *saved);
-        tg_node *nd = tg_node_push(t, "tg_concat", concat_backward, out, xs[0], n > 1 ? xs[1] : NULL,
-                                   n > 2 ? xs[2] : NULL, n > 3 ? xs[3] : NULL);
-        if (!nd) return NULL;
-        nd->aux = saved;
-        nd->i[0] = n;
-    }
+    if (!tg_op_record(t, &concat_op, out, xs, n, &(concat_ctx){n})) return NULL;
     return tg_op_done(t, "tg_concat", out);
 }
 
+typedef struct slice_ctx {
+    int start;
+} slice_ctx;
+
 /* out [..., len] <- a [..., C]: d a[..., start + j] += d out[..., j]. */
-static void slice_backward(tg_tape *t, tg_node *n)
+static void slice_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)
 {
-    tg_tensor *a = n->in[0];
-    const tg_tensor *out = n->out;
+    tg_tensor *a = in[0];
     tg_real *da = tg_grad(t, a);
     if (!da) return;
     size_t rows = tg_rows(a);
-    int C = tg_cols(a), len = tg_cols(out), start = n->i[0];
+    int C = tg_cols(a), len = tg_cols(out), start = ((const slice_ctx *)ctx)->start;
     for (size_t r = 0; r < rows; r++) {
         const tg_real *g = out->grad + r * len;
         tg_real *d = da + r * C + start;
@@ -373,10 +394,11 @@ static void slice_backward(tg_tape *t, tg_node *n)
     }
 }
 
+static const tg_op slice_op = {"tg_slice", slice_backward, sizeof(slice_ctx)};
+
 tg_tensor *tg_slice(tg_tape *t, tg_tensor *a, int start, int len)
 {
-    if (!t) return NULL;
-    if (!a) return tg_fail_null(t, "tg_slice");
+    if (!tg_inputs_check(t, "tg_slice", &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR];
     if (a->ndim < 1) return tg_fail(t, "tg_slice: a %s has no last dim to slice", tg_shape_str(a, sa));
     int C = tg_cols(a);
@@ -391,10 +413,6 @@ tg_tensor *tg_slice(tg_tape *t, tg_tensor *a, int start, int len)
     size_t rows = tg_rows(a);
     for (size_t r = 0; r < rows; r++)
         memcpy(out->data + r * len, a->data + r * C + start, (size_t)len * sizeof(tg_real));
-    if (tg_grad_needed(t, a, NULL, NULL, NULL)) {
-        tg_node *n = tg_node_push(t, "tg_slice", slice_backward, out, a, NULL, NULL, NULL);
-        if (!n) return NULL;
-        n->i[0] = start;
-    }
+    if (!tg_op_record(t, &slice_op, out, &a, 1, &(slice_ctx){start})) return NULL;
     return tg_op_done(t, "tg_slice", out);
 }

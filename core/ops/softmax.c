@@ -75,15 +75,18 @@ TG_SIMD_CLONES void tg_softmax_block(const tg_real *x, tg_real *y, size_t rows, 
     }
 }
 
+typedef struct softmax_ctx {
+    double scale;  /* tg_softmax_masked's; 1 otherwise */
+} softmax_ctx;
+
 /* y, dy, dx [rows, n]: dx += scale * y * (dy - sum(dy * y)) */
-static void softmax_backward(tg_tape *t, tg_node *n)
+static void softmax_backward(tg_tape *t, tg_tensor *y, tg_tensor *const *in, const void *ctx)
 {
-    const tg_tensor *y = n->out;
-    tg_real *dx = tg_grad(t, n->in[0]);
+    tg_real *dx = tg_grad(t, in[0]);
     if (!dx) return;
     size_t rows = tg_rows(y);
     int c = tg_cols(y);
-    tg_real s = (tg_real)n->f[0];
+    tg_real s = (tg_real)((const softmax_ctx *)ctx)->scale;
     for (size_t r = 0; r < rows; r++) {
         const tg_real *yr = y->data + r * c, *gr = y->grad + r * c;
         tg_real *dr = dx + r * c;
@@ -92,33 +95,30 @@ static void softmax_backward(tg_tape *t, tg_node *n)
     }
 }
 
+static const tg_op softmax_op = {"tg_softmax", softmax_backward, sizeof(softmax_ctx)};
+static const tg_op softmax_masked_op = {"tg_softmax_masked", softmax_backward, sizeof(softmax_ctx)};
+
 /* Records the node of a softmax-like op whose backward reads only its output. */
-static tg_tensor *finish(tg_tape *t, const char *op, tg_backward_fn bw, tg_tensor *a,
-                         tg_tensor *out, double scale)
+static tg_tensor *finish(tg_tape *t, const tg_op *op, tg_tensor *a, tg_tensor *out, double scale)
 {
-    if (tg_grad_needed(t, a, NULL, NULL, NULL)) {
-        tg_node *n = tg_node_push(t, op, bw, out, a, NULL, NULL, NULL);
-        if (!n) return NULL;
-        n->f[0] = scale;
-    }
-    return tg_op_done(t, op, out);
+    if (!tg_op_record(t, op, out, &a, 1, &(softmax_ctx){scale})) return NULL;
+    return tg_op_done(t, op->name, out);
 }
 
 tg_tensor *tg_softmax(tg_tape *t, tg_tensor *a)
 {
-    if (!t) return NULL;
-    if (!a) return tg_fail_null(t, "tg_softmax");
+    if (!tg_inputs_check(t, "tg_softmax", &a, 1, 1)) return NULL;
     tg_tensor *out = tg_new_like(t, "tg_softmax", a);
     if (!out) return NULL;
     tg_softmax_block(a->data, out->data, tg_rows(a), tg_cols(a), 1, NULL, NULL);
-    return finish(t, "tg_softmax", softmax_backward, a, out, 1.0);
+    return finish(t, &softmax_op, a, out, 1.0);
 }
 
 /* y, dy, dx [rows, n]: dx += dy - exp(y) * sum(dy) */
-static void log_softmax_backward(tg_tape *t, tg_node *n)
+static void log_softmax_backward(tg_tape *t, tg_tensor *y, tg_tensor *const *in, const void *ctx)
 {
-    const tg_tensor *y = n->out;
-    tg_real *dx = tg_grad(t, n->in[0]);
+    (void)ctx;
+    tg_real *dx = tg_grad(t, in[0]);
     if (!dx) return;
     size_t rows = tg_rows(y);
     int c = tg_cols(y);
@@ -130,10 +130,11 @@ static void log_softmax_backward(tg_tape *t, tg_node *n)
     }
 }
 
+static const tg_op log_softmax_op = {"tg_log_softmax", log_softmax_backward, sizeof(softmax_ctx)};
+
 tg_tensor *tg_log_softmax(tg_tape *t, tg_tensor *a)
 {
-    if (!t) return NULL;
-    if (!a) return tg_fail_null(t, "tg_log_softmax");
+    if (!tg_inputs_check(t, "tg_log_softmax", &a, 1, 1)) return NULL;
     tg_tensor *out = tg_new_like(t, "tg_log_softmax", a);
     if (!out) return NULL;
     size_t rows = tg_rows(a);
@@ -147,14 +148,13 @@ tg_tensor *tg_log_softmax(tg_tape *t, tg_tensor *a)
         tg_real log_sum = R_LOG(tg_row_sum(yr, (size_t)c));
         for (int j = 0; j < c; j++) yr[j] = (xr[j] - mx) - log_sum;
     }
-    return finish(t, "tg_log_softmax", log_softmax_backward, a, out, 1.0);
+    return finish(t, &log_softmax_op, a, out, 1.0);
 }
 
 /* Scores a [B, H, Lq, Lk] (3-D: H = 1, 2-D: B = H = 1); out has a's shape. */
 tg_tensor *tg_softmax_masked(tg_tape *t, tg_tensor *a, const tg_mask *mask, double scale)
 {
-    if (!t) return NULL;
-    if (!a) return tg_fail_null(t, "tg_softmax_masked");
+    if (!tg_inputs_check(t, "tg_softmax_masked", &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR], what[TG_SHAPE_STR + 8];
     snprintf(what, sizeof what, "a %s", tg_shape_str(a, sa));
     if (a->ndim < 2)
@@ -180,5 +180,5 @@ tg_tensor *tg_softmax_masked(tg_tape *t, tg_tensor *a, const tg_mask *mask, doub
             tg_softmax_block(a->data + off, out->data + off, (size_t)Lq, Lk, (tg_real)scale, vis, add);
         }
     }
-    return finish(t, "tg_softmax_masked", softmax_backward, a, out, scale);
+    return finish(t, &softmax_masked_op, a, out, scale);
 }

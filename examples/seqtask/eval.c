@@ -30,7 +30,7 @@ int sq_decoder_init(sq_decoder *d, const tg_model *m, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory for the decoder");
         return -1;
     }
-    tg_tape_set_recording(d->tape, false);
+    tg_no_grad_begin(d->tape);  /* the decoder's tape only evaluates */
     tg_tape_set_training(d->tape, false);
     return 0;
 }

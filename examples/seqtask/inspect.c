@@ -27,7 +27,7 @@ int sq_attention_png(const tg_model *m, const int32_t *tokens, int L, const char
         snprintf(err, errlen, "%s: out of memory", path);
         goto done;
     }
-    tg_tape_set_recording(t, false);
+    tg_no_grad_begin(t);  /* this tape only evaluates */
     tg_tape_set_training(t, false);
     if (!tg_model_forward(t, m, tokens, 1, L, NULL, NULL, NULL, attn)) {
         snprintf(err, errlen, "%s: %s", path, tg_tape_error(t));

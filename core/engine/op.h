@@ -1,0 +1,67 @@
+/* tapegrad: writing an op. Every core op is written with this API, and so is
+ * a user's own op (examples/custom_op.c; docs/DESIGN.md "Ops and their contexts").
+ *
+ * An op is a forward and a backward function side by side and one context
+ * struct, filled by the forward and read by the backward. The forward:
+ *   1. tg_inputs_check   refuses NULL, freed, dead and foreign inputs;
+ *   2. tg_new            makes its output in the tape's arena, then computes it;
+ *   3. tg_op_record      when a grad is needed, appends a node: the op, the
+ *                        output, the inputs (any number) and a copy of the context;
+ *   4. tg_op_done        anomaly mode's NaN/Inf check of the output.
+ * The backward gets the output (out->grad is d out), the inputs in the order
+ * given to tg_op_record and the recorded context, and accumulates (+=) into
+ * tg_grad(t, in[k]) of each input that requires a grad. It runs at most once.
+ */
+#ifndef TAPEGRAD_OP_H
+#define TAPEGRAD_OP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "tape.h"
+
+/* ctx is the node's copy of the context (NULL when the op has none). */
+typedef void (*tg_backward_fn)(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx);
+
+/* One per op, usually a static const next to its functions. */
+typedef struct tg_op {
+    const char *name;        /* "tg_matmul": dumps and anomaly reports */
+    tg_backward_fn backward;
+    size_t ctx_size;         /* sizeof the op's context struct, 0 if none */
+} tg_op;
+
+/* Checks in[0..n) before an op reads them; in[n_required..n) are optional and
+ * may be NULL. A NULL required input keeps an earlier error, else stores
+ * "<op>: input is NULL"; a freed tensor, one from before tg_tape_reset or one
+ * of another tape stores "<op>: input <k> ...". false on any of these and
+ * when t is NULL. */
+bool tg_inputs_check(tg_tape *t, const char *op, tg_tensor *const *in, int n, int n_required);
+
+/* True when t records and a non-NULL in[k] requires a grad: the forward then
+ * saves what its backward needs. */
+bool tg_needs_grad(const tg_tape *t, tg_tensor *const *in, int n);
+
+/* When tg_needs_grad(t, in, n): appends a node of op for out with inputs
+ * in[0..n) (NULL where an optional input is absent) and a copy of
+ * op->ctx_size bytes of ctx, and sets out->requires_grad. Pointers inside the
+ * context must stay valid until tg_tape_reset (tg_arena_alloc). Otherwise
+ * records nothing. false with an error on out of memory. */
+bool tg_op_record(tg_tape *t, const tg_op *op, tg_tensor *out, tg_tensor *const *in, int n,
+                  const void *ctx);
+
+/* The last step of every op: in anomaly mode checks out for NaN/Inf. Returns
+ * out, or NULL with an error naming op. */
+tg_tensor *tg_op_done(tg_tape *t, const char *op, tg_tensor *out);
+
+/* An arena tensor for op `op` ("out of memory: 4.0 MiB for tg_softmax output"). */
+tg_tensor *tg_new(tg_tape *t, const char *op, int ndim, const int *shape);
+tg_tensor *tg_new_like(tg_tape *t, const char *op, const tg_tensor *x);
+/* A zeroed arena tensor header without data, for views (tg_reshape). */
+tg_tensor *tg_new_header(tg_tape *t, const char *op);
+/* Raw, 64-byte aligned arena memory, valid until tg_tape_reset; NULL with an
+ * error on OOM. */
+void *tg_arena_alloc(tg_tape *t, size_t bytes, const char *op);
+/* x->grad, allocated zeroed from the arena if still NULL. NULL on OOM. */
+tg_real *tg_grad(tg_tape *t, tg_tensor *x);
+
+#endif
