@@ -175,3 +175,28 @@ Test(tape, dump_lists_nodes)
     tg_tensor_free(x);
     tg_tape_free(t);
 }
+
+/* A node holds every input of tg_concat, however many: dumps list them all
+ * and the backward reaches the last one. */
+Test(tape, concat_records_every_input)
+{
+    tg_tape *t = tg_tape_new();
+    tg_tensor *xs[6];
+    for (int i = 0; i < 6; i++) {
+        xs[i] = tg_tensor_alloc(2, (int[]){2, i + 1});
+        xs[i]->requires_grad = true;
+    }
+    tg_tensor *y = tg_concat(t, xs, 6);
+    cr_assert_eq(tg_backward(t, tg_sum(t, y)), 0, "%s", tg_tape_error(t));
+    char buf[4096] = {0};
+    FILE *f = fmemopen(buf, sizeof buf - 1, "w");
+    tg_tape_dump(t, f);
+    fclose(f);
+    cr_assert(strstr(buf, "<- [2,1] [2,2] [2,3] [2,4] [2,5] [2,6]"), "%s", buf);
+    for (int i = 0; i < 6; i++) {
+        cr_assert_not_null(xs[i]->grad);
+        for (size_t k = 0; k < xs[i]->size; k++) cr_assert_eq(xs[i]->grad[k], 1);
+    }
+    tu_free_all(xs, 6);
+    tg_tape_free(t);
+}
