@@ -294,6 +294,19 @@ Test(misuse_inputs, freed_heap_tensor)
         for (int k = 0; k < op_cases[i].n_in; k++) run_bad_input(&op_cases[i], k, BAD_FREED);
 }
 
+/* Optional inputs (matmul's bias, layernorm's weight and bias) may be NULL. */
+Test(misuse_inputs, optional_inputs_may_be_null)
+{
+    tg_tape *t = tg_tape_new();
+    tg_tensor *x = tg_tensor_zeros(t, 2, (int[]){2, 3});
+    cr_assert_not_null(tg_matmul(t, x, x, NULL, TG_TRANS_B), "%s", tg_tape_error(t));
+    cr_assert_not_null(tg_layernorm(t, x, NULL, NULL, 1e-5), "%s", tg_tape_error(t));
+    tg_tensor *b = tg_tensor_zeros(t, 1, (int[]){3});
+    cr_assert_not_null(tg_layernorm(t, x, NULL, b, 1e-5), "%s", tg_tape_error(t));
+    cr_assert_null(tg_tape_error(t));
+    tg_tape_free(t);
+}
+
 /* The loop every training program has, with the input wrongly made once
  * outside it: the next step makes a tensor of the same shape first, where the
  * kept one lived, and the kept one is still found dead (core/tape.c's skew). */
