@@ -180,7 +180,34 @@ static tg_tensor *c_dropout(tg_tape *t, tg_tensor **in, tg_rng *r) { return tg_d
 /* p = 0 returns the input itself: it is checked all the same */
 static tg_tensor *c_dropout_off(tg_tape *t, tg_tensor **in, tg_rng *r) { return tg_dropout(t, in[0], 0, r); }
 
+static tg_tensor *c_div(tg_tape *t, tg_tensor **in, tg_rng *r) { (void)r; return tg_div(t, in[0], in[1]); }
+static tg_tensor *c_exp(tg_tape *t, tg_tensor **in, tg_rng *r) { (void)r; return tg_exp(t, in[0]); }
+static tg_tensor *c_log(tg_tape *t, tg_tensor **in, tg_rng *r) { (void)r; return tg_log(t, in[0]); }
+static tg_tensor *c_sqrt(tg_tape *t, tg_tensor **in, tg_rng *r) { (void)r; return tg_sqrt(t, in[0]); }
+static tg_tensor *c_sigmoid(tg_tape *t, tg_tensor **in, tg_rng *r) { (void)r; return tg_sigmoid(t, in[0]); }
+static tg_tensor *c_pow(tg_tape *t, tg_tensor **in, tg_rng *r) { (void)r; return tg_pow(t, in[0], 1.5); }
+static tg_tensor *c_neg(tg_tape *t, tg_tensor **in, tg_rng *r) { (void)r; return tg_neg(t, in[0]); }
+static tg_tensor *c_abs(tg_tape *t, tg_tensor **in, tg_rng *r) { (void)r; return tg_abs(t, in[0]); }
+static tg_tensor *c_clamp(tg_tape *t, tg_tensor **in, tg_rng *r) { (void)r; return tg_clamp(t, in[0], 0.7, 1.2); }
+static tg_tensor *c_sum_dim(tg_tape *t, tg_tensor **in, tg_rng *r) { (void)r; return tg_sum_dim(t, in[0], 1, false); }
+static tg_tensor *c_mean_dim(tg_tape *t, tg_tensor **in, tg_rng *r) { (void)r; return tg_mean_dim(t, in[0], 0, true); }
+static tg_tensor *c_max_dim(tg_tape *t, tg_tensor **in, tg_rng *r) { (void)r; return tg_max_dim(t, in[0], -1, false); }
+static tg_tensor *c_lse_dim(tg_tape *t, tg_tensor **in, tg_rng *r) { (void)r; return tg_logsumexp_dim(t, in[0], 1, false); }
+
 static const op_case op_cases[] = {
+    {"tg_div", 2, 2, {2, 1}, {SQ, V3}, c_div},
+    {"tg_exp", 1, 1, {2}, {SQ}, c_exp},
+    {"tg_log", 1, 1, {2}, {SQ}, c_log},
+    {"tg_sqrt", 1, 1, {2}, {SQ}, c_sqrt},
+    {"tg_sigmoid", 1, 1, {2}, {SQ}, c_sigmoid},
+    {"tg_pow", 1, 1, {2}, {SQ}, c_pow},
+    {"tg_neg", 1, 1, {2}, {SQ}, c_neg},
+    {"tg_abs", 1, 1, {2}, {SQ}, c_abs},
+    {"tg_clamp", 1, 1, {2}, {SQ}, c_clamp},
+    {"tg_sum_dim", 1, 1, {2}, {SQ}, c_sum_dim},
+    {"tg_mean_dim", 1, 1, {2}, {SQ}, c_mean_dim},
+    {"tg_max_dim", 1, 1, {2}, {SQ}, c_max_dim},
+    {"tg_logsumexp_dim", 1, 1, {2}, {SQ}, c_lse_dim},
     {"tg_add", 2, 2, {2, 2}, {SQ, SQ}, c_add},
     {"tg_sub", 2, 2, {2, 2}, {SQ, SQ}, c_sub},
     {"tg_mul", 2, 2, {2, 2}, {SQ, SQ}, c_mul},
