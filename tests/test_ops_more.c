@@ -252,6 +252,36 @@ Test(loss, cross_entropy_with_ignored_targets)
     tg_tape_free(t);
 }
 
+/* reduction='sum': n_valid times the mean, and the same grads times n_valid;
+ * sum * (1/n_valid) gives every row the very grad bits of the mean */
+Test(loss, cross_entropy_sum_is_the_unnormalised_mean)
+{
+    tg_tape *t = tg_tape_new();
+    const tg_real xv[12] = {0.5f, -1, 2, 0.25f, 3, 1, -2, 0, -0.5f, 1.5f, 0.75f, -1.25f};
+    const int32_t y[3] = {2, TG_IGNORE, 0};
+    tg_tensor *x = mk(t, 2, (int[]){3, 4}, xv);
+    x->requires_grad = true;
+    tg_tensor *loss = tg_cross_entropy_sum(t, x, y, TG_IGNORE);
+    cr_assert_not_null(loss);
+    double grad[12] = {0};
+    tu_close(loss->data[0], 2 * ce_ref(xv, y, 3, 4, TG_IGNORE, grad, 2), TU_TOL);
+    cr_assert_eq(tg_backward(t, loss), 0);
+    for (int i = 0; i < 12; i++) tu_close(x->grad[i], grad[i], TU_TOL);
+
+    tg_real mean_grad[12];
+    tg_tape_reset(t);
+    x = mk(t, 2, (int[]){3, 4}, xv);
+    x->requires_grad = true;
+    cr_assert_eq(tg_backward(t, tg_cross_entropy(t, x, y, TG_IGNORE)), 0);
+    memcpy(mean_grad, x->grad, sizeof mean_grad);
+    tg_tape_reset(t);
+    x = mk(t, 2, (int[]){3, 4}, xv);
+    x->requires_grad = true;
+    cr_assert_eq(tg_backward(t, tg_scale(t, tg_cross_entropy_sum(t, x, y, TG_IGNORE), 1.0 / 2)), 0);
+    cr_assert_eq(memcmp(mean_grad, x->grad, sizeof mean_grad), 0);
+    tg_tape_free(t);
+}
+
 Test(index, embedding_values_and_repeated_ids_accumulate)
 {
     tg_tape *t = tg_tape_new();
@@ -393,6 +423,11 @@ static tg_tensor *gc_cross_entropy(tg_tape *t, tg_tensor **in, void *ctx)
     return tg_cross_entropy(t, in[0], ctx, TG_IGNORE);
 }
 
+static tg_tensor *gc_cross_entropy_sum(tg_tape *t, tg_tensor **in, void *ctx)
+{
+    return tg_cross_entropy_sum(t, in[0], ctx, TG_IGNORE);
+}
+
 static tg_tensor *gc_dropout(tg_tape *t, tg_tensor **in, void *ctx)
 {
     tg_rng r;  /* reseeded every call: the same mask in every perturbed pass */
@@ -485,6 +520,8 @@ Test(gradcheck, cross_entropy)
     tu_gradcheck(gc_cross_entropy, y, &x, 1);
     int32_t none[6] = {TG_IGNORE, TG_IGNORE, TG_IGNORE, TG_IGNORE, TG_IGNORE, TG_IGNORE};
     tu_gradcheck(gc_cross_entropy, none, &x, 1);
+    tu_gradcheck(gc_cross_entropy_sum, y, &x, 1);
+    tu_gradcheck(gc_cross_entropy_sum, none, &x, 1);
     tg_tensor_free(x);
 }
 
@@ -573,6 +610,9 @@ Test(errors, norm_index_loss_dropout_reject_bad_arguments)
     y[1] = TG_IGNORE;
     assert_fails(t, tg_cross_entropy(t, x, y, 1), "tg_cross_entropy", "target -100", "position 1", "[3,4]");
     assert_fails(t, tg_cross_entropy(t, s0, y, TG_IGNORE), "tg_cross_entropy", "[]");
+    y[1] = 7;
+    assert_fails(t, tg_cross_entropy_sum(t, x, y, TG_IGNORE), "tg_cross_entropy_sum", "target 7", "[3,4]");
+    assert_fails(t, tg_cross_entropy_sum(t, s0, y, TG_IGNORE), "tg_cross_entropy_sum", "[]");
 
     tg_rng rng;
     tg_rng_seed(&rng, 1);

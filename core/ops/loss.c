@@ -1,5 +1,6 @@
 /* tapegrad: cross-entropy, fused log-softmax + NLL (as
- * torch.nn.functional.cross_entropy with reduction='mean' and ignore_index).
+ * torch.nn.functional.cross_entropy with ignore_index and reduction='mean',
+ * or reduction='sum' for tg_cross_entropy_sum).
  *
  * For logits [N, V] (all dims but the last are rows) and targets [N]:
  *   loss = (1 / n_valid) * sum over valid rows r of (lse_r - x[r, targets[r]])
@@ -8,6 +9,9 @@
  * counted; with no valid row the loss is 0 and every grad is 0 (PyTorch gives
  * NaN there).
  *   dlogits[r, j] = (softmax(x_r)_j - [j == targets[r]]) / n_valid * dloss
+ * The sum drops the 1 / n_valid. Gradient accumulation and data-parallel
+ * training scale a sum by 1 / (the batch's valid rows) so that every row's
+ * grad is the one the whole batch's mean gives.
  * The log-sum-exp of every row and a copy of targets are saved (arena).
  */
 #include <math.h>
@@ -19,20 +23,21 @@
 typedef struct ce_ctx {
     const int32_t *targets; /* [N] arena copy */
     const double *lse;      /* [N] in double: a float lse would round away the softmax at large logits */
-    double n_valid;         /* rows whose target is not ignore */
+    double div;             /* mean: rows whose target is not ignore; sum: 1; 0: no such row */
     int ignore;
 } ce_ctx;
 
-/* loss [] <- logits [N, V]: dlogits += (softmax - onehot) * dloss / n_valid. */
+/* loss [] <- logits [N, V]: dlogits += (softmax - onehot) * dloss / div
+ * (div: n_valid for the mean, 1 for the sum). */
 static void cross_entropy_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)
 {
     const ce_ctx *s = ctx;
     tg_tensor *x = in[0];
     tg_real *dx = tg_grad(t, x);  /* zero when every target is ignored */
-    if (!dx || s->n_valid == 0) return;
+    if (!dx || s->div == 0) return;
     size_t rows = tg_rows(x);
     int V = tg_cols(x), ignore = s->ignore;
-    tg_real g = (tg_real)(out->grad[0] / s->n_valid);
+    tg_real g = (tg_real)(out->grad[0] / s->div);
     for (size_t r = 0; r < rows; r++) {
         int y = s->targets[r];
         if (y == ignore) continue;
@@ -55,11 +60,11 @@ static double row_lse(const tg_real *x, int V)
     return (double)mx + log(s);
 }
 
-static bool ce_check(tg_tape *t, const tg_tensor *x, const int32_t *targets, int ignore_index)
+static bool ce_check(tg_tape *t, const char *op, const tg_tensor *x, const int32_t *targets, int ignore_index)
 {
     char sx[TG_SHAPE_STR];
     if (x->ndim < 1 || tg_cols(x) < 1) {
-        tg_fail(t, "tg_cross_entropy: logits must be [..., V] with V >= 1, got %s", tg_shape_str(x, sx));
+        tg_fail(t, "%s: logits must be [..., V] with V >= 1, got %s", op, tg_shape_str(x, sx));
         return false;
     }
     size_t rows = tg_rows(x);
@@ -67,8 +72,8 @@ static bool ce_check(tg_tape *t, const tg_tensor *x, const int32_t *targets, int
     for (size_t r = 0; r < rows; r++) {
         int32_t y = targets[r];
         if (y != ignore_index && (y < 0 || y >= V)) {
-            tg_fail(t, "tg_cross_entropy: target %d at position %zu is out of range [0, %d) (logits %s, ignore_index %d)",
-                    (int)y, r, V, tg_shape_str(x, sx), ignore_index);
+            tg_fail(t, "%s: target %d at position %zu is out of range [0, %d) (logits %s, ignore_index %d)",
+                    op, (int)y, r, V, tg_shape_str(x, sx), ignore_index);
             return false;
         }
     }
@@ -76,13 +81,17 @@ static bool ce_check(tg_tape *t, const tg_tensor *x, const int32_t *targets, int
 }
 
 static const tg_op cross_entropy_op = {"tg_cross_entropy", cross_entropy_backward, sizeof(ce_ctx)};
+static const tg_op cross_entropy_sum_op = {"tg_cross_entropy_sum", cross_entropy_backward, sizeof(ce_ctx)};
 
-tg_tensor *tg_cross_entropy(tg_tape *t, tg_tensor *logits, const int32_t *targets, int ignore_index)
+static tg_tensor *cross_entropy(tg_tape *t, tg_tensor *logits, const int32_t *targets, int ignore_index,
+                                const tg_op *op)
 {
-    if (!tg_inputs_check(t, "tg_cross_entropy", &logits, 1, 1)) return NULL;
-    if (!targets) return tg_fail_null(t, "tg_cross_entropy");
-    if (!ce_check(t, logits, targets, ignore_index)) return NULL;
-    tg_tensor *out = tg_new(t, "tg_cross_entropy", 0, NULL);
+    const char *name = op->name;
+    bool mean = op == &cross_entropy_op;
+    if (!tg_inputs_check(t, name, &logits, 1, 1)) return NULL;
+    if (!targets) return tg_fail_null(t, name);
+    if (!ce_check(t, name, logits, targets, ignore_index)) return NULL;
+    tg_tensor *out = tg_new(t, name, 0, NULL);
     if (!out) return NULL;
     size_t rows = tg_rows(logits);
     int V = tg_cols(logits);
@@ -108,8 +117,19 @@ tg_tensor *tg_cross_entropy(tg_tape *t, tg_tensor *logits, const int32_t *target
         sum += l - (double)xr[y];
         n_valid++;
     }
-    out->data[0] = n_valid ? (tg_real)(sum / (double)n_valid) : 0;
-    c.n_valid = (double)n_valid;
-    if (!tg_op_record(t, &cross_entropy_op, out, &logits, 1, &c)) return NULL;
-    return tg_op_done(t, "tg_cross_entropy", out);
+    double div = mean ? (double)n_valid : 1;
+    out->data[0] = n_valid ? (tg_real)(sum / div) : 0;
+    c.div = n_valid ? div : 0;
+    if (!tg_op_record(t, op, out, &logits, 1, &c)) return NULL;
+    return tg_op_done(t, name, out);
+}
+
+tg_tensor *tg_cross_entropy(tg_tape *t, tg_tensor *logits, const int32_t *targets, int ignore_index)
+{
+    return cross_entropy(t, logits, targets, ignore_index, &cross_entropy_op);
+}
+
+tg_tensor *tg_cross_entropy_sum(tg_tape *t, tg_tensor *logits, const int32_t *targets, int ignore_index)
+{
+    return cross_entropy(t, logits, targets, ignore_index, &cross_entropy_sum_op);
 }

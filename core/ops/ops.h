@@ -111,9 +111,11 @@ tg_tensor *tg_embedding(tg_tape *t, tg_tensor *weight, const int32_t *ids, int B
  * Mean cross-entropy of logits [..., V] (rows N = all but the last dim) with
  * int32 targets [N]; targets equal to ignore_index are skipped; the mean is
  * over the others. When all are ignored the loss is 0 and logits get an
- * all-zero grad (PyTorch gives NaN). Fused log-softmax + NLL. */
+ * all-zero grad (PyTorch gives NaN). Fused log-softmax + NLL.
+ * tg_cross_entropy_sum is the sum instead (PyTorch's reduction='sum'). */
 #define TG_IGNORE (-100)
 tg_tensor *tg_cross_entropy(tg_tape *t, tg_tensor *logits, const int32_t *targets, int ignore_index);
+tg_tensor *tg_cross_entropy_sum(tg_tape *t, tg_tensor *logits, const int32_t *targets, int ignore_index);
 
 /* ---- dropout (core/ops/dropout.c) -----------------------------------------
  * Zeroes each element with probability p and scales the rest by 1/(1-p);
