@@ -80,6 +80,8 @@ static const flag flags[] = {
     REAL("dropout", dropout, 0, false, 1, true, "0", C_TRAIN, M_MODEL, "model", "P",
          "dropout on attention weights and residual branches"),
     INT("batch", batch, 1, 65536, "64", C_TRAIN, M_TRAIN, "training", "N", "sequences per step"),
+    INT("accum", accum, 1, 65536, "1", C_TRAIN, 0, "training", "N",
+        "gradient accumulation: each step's batch in N micro-batches, one loss over all of it"),
     INT("steps", steps, 1, 1e9, "1000", C_TRAIN, M_TRAIN, "training", "N", "optimizer steps at most"),
     REAL("lr", lr, 0, true, 10, false, "0.001", C_TRAIN, M_TRAIN, "training", "X", "peak learning rate"),
     /* no default value: sq_cli_check_values derives it from --steps */

@@ -29,7 +29,7 @@ typedef struct sq_config {
     int mode;                    /* sq_mode */
     double dropout;
     /* training */
-    long batch, steps, warmup;
+    long batch, accum, steps, warmup;
     double lr, weight_decay, clip;
     int schedule, optimizer;     /* sq_sched, sq_optim */
     long seed, threads;

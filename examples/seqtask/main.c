@@ -9,19 +9,22 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <tapegrad/dist/dist.h>
 
 #include "cli.h"
 #include "commands.h"
 
-int main(int argc, char **argv)
+/* Reads the command line into c. 0: run the command; else the exit status
+ * (a refused command line, or --help: -1 for 0 after printing help). */
+static int parse(int argc, char **argv, sq_config *c)
 {
     if (argc < 2) {
         sq_usage(stderr);
         return SQ_EXIT_USAGE;
     }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
-        sq_usage(stdout);
-        return 0;
+        if (tg_dist_rank() == 0) sq_usage(stdout);
+        return -1;
     }
     int cmd = sq_command_parse(argv[1]);
     if (cmd < 0) {
@@ -29,20 +32,49 @@ int main(int argc, char **argv)
                 "--help)\n", argv[1]);
         return SQ_EXIT_USAGE;
     }
-    static sq_config c;
     char err[1024];
-    int rc = sq_cli_parse((sq_command)cmd, argc - 1, argv + 1, &c, stdout, err, sizeof err);
-    if (rc == 1) return 0;
-    if (rc == 0) rc = sq_cli_check(&c, err, sizeof err);
+    int rc = sq_cli_parse((sq_command)cmd, argc - 1, argv + 1, c, stdout, err, sizeof err);
+    if (rc == 1) return -1;
+    if (rc == 0) rc = sq_cli_check(c, err, sizeof err);
     if (rc != 0) {
         fprintf(stderr, "%s\n", err);
         return SQ_EXIT_USAGE;
     }
-    switch (cmd) {
-    case SQ_CMD_TRAIN: return sq_cmd_train(&c);
-    case SQ_CMD_EVAL: return sq_cmd_eval(&c);
-    case SQ_CMD_GENERATE: return sq_cmd_generate(&c);
-    case SQ_CMD_ATTN: return sq_cmd_attn(&c);
-    default: return sq_cmd_heads(&c);
+    if (cmd != SQ_CMD_TRAIN && tg_dist_size() > 1) {
+        fprintf(stderr, "seqtask %s: runs in one process; only train splits across mpirun's ranks\n", argv[1]);
+        return SQ_EXIT_USAGE;
     }
+    return 0;
+}
+
+/* Under mpirun every rank runs the same command line. A rank whose command
+ * line fails says why, and every rank learns it before anything else
+ * collective: a rank that left while the others wait would hang them. */
+int main(int argc, char **argv)
+{
+    char err[512];
+    if (tg_dist_init(&argc, &argv, err, sizeof err)) {
+        fprintf(stderr, "seqtask: %s\n", err);
+        return 1;
+    }
+    static sq_config c;
+    int rc = parse(argc, argv, &c);
+    double v[2] = {rc != 0, rc > 0 ? rc : 0};  /* ranks that stop, and their worst status */
+    if (tg_dist_sum(v, 2, err, sizeof err)) tg_dist_abort(1, err);
+    if (v[0] == 0) {
+        switch (c.cmd) {
+        case SQ_CMD_TRAIN: rc = sq_cmd_train(&c); break;
+        case SQ_CMD_EVAL: rc = sq_cmd_eval(&c); break;
+        case SQ_CMD_GENERATE: rc = sq_cmd_generate(&c); break;
+        case SQ_CMD_ATTN: rc = sq_cmd_attn(&c); break;
+        default: rc = sq_cmd_heads(&c); break;
+        }
+    } else if (rc == 0) {
+        rc = SQ_EXIT_USAGE;
+        if (tg_dist_rank() == 0) fprintf(stderr, "seqtask: stopping: another rank refused its command line\n");
+    } else if (rc < 0) {
+        rc = 0;
+    }
+    tg_dist_finalize();
+    return rc;
 }

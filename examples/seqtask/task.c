@@ -228,15 +228,17 @@ void sq_batch_fill(sq_batch *b, const sq_example *ex, int n)
     for (int i = 0; i < n; i++) fill_row(b, i, &ex[i]);
 }
 
-void sq_batch_train(sq_batch *b, sq_task *t, long step, int B)
+long sq_batch_draw(sq_batch *b, sq_task *t, long step, int B)
 {
     size_t row = (size_t)b->cap_T + 1;
+    long targets = 0;
     for (int i = 0; i < B; i++) {
         int32_t *src = b->pool + 2 * row * (size_t)i, *tgt = src + row;
         sq_example *e = &b->ex[i];
         sq_task_train_example(t, step, B, i, src, &e->n, tgt, &e->m);
         e->src = src;
         e->tgt = tgt;
+        targets += e->m + 1;  /* y1..ym and EOS */
     }
-    sq_batch_fill(b, b->ex, B);
+    return targets;
 }

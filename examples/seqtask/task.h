@@ -118,7 +118,8 @@ void sq_batch_free(sq_batch *b);
 void sq_batch_fill(sq_batch *b, const sq_example *ex, int n);
 /* Writes sequence tokens BOS x SEP y EOS into seq; returns its length. */
 int sq_sequence(const sq_example *e, int32_t *seq);
-/* The batch of training step k. */
-void sq_batch_train(sq_batch *b, sq_task *t, long step, int B);
+/* The B examples of training step k's batch into b->ex (sq_batch_fill makes
+ * tensors of any run of them). Returns the batch's target tokens. */
+long sq_batch_draw(sq_batch *b, sq_task *t, long step, int B);
 
 #endif

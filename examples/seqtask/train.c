@@ -1,10 +1,18 @@
 /* seqtask: the train command.
  *
- * One step: the batch of (seed, step) -> forward -> cross-entropy ->
- * zero_grad -> backward -> clip -> lr of the schedule at this step ->
- * optimizer step. Evaluations use the decoder's own tape (recording off), so
- * they change nothing the training depends on; the only training state is
- * the weights, the optimizer and the dropout RNG, all in the checkpoint.
+ * One step: the batch of (seed, step) -> zero_grad -> for each micro-batch
+ * of this rank's share: forward -> summed cross-entropy / the batch's target
+ * tokens -> backward (grads add up) -> sum of the grads over the ranks ->
+ * clip -> lr of the schedule at this step -> optimizer step. The loss is
+ * the mean over every target token of the whole batch, however it is split
+ * (--accum N micro-batches, P ranks under mpirun). Evaluations use the
+ * decoder's own tape (recording off), so they change nothing the training
+ * depends on; the only training state is the weights, the optimizer and the
+ * dropout RNG, all in the checkpoint.
+ *
+ * Under mpirun every rank trains; rank 0 alone evaluates, logs and writes
+ * files. Each step ends in collectives every rank takes part in, and they
+ * carry any rank's failure, so all ranks stop at the same step (dist.h).
  */
 #include <math.h>
 #include <signal.h>
@@ -15,6 +23,7 @@
 
 #include <tapegrad/core/engine/alloc.h>
 #include <tapegrad/core/ops/ops.h>
+#include <tapegrad/dist/dist.h>
 #include "checkpoint.h"
 #include "cli.h"
 #include "commands.h"
@@ -44,6 +53,8 @@ typedef struct trainer {
     sq_decoder dec;
     sq_log log;
     sq_progress prog;
+    int rank, ranks;             /* this process of how many (1 without mpirun) */
+    bool interrupted;            /* some rank got SIGINT: every rank stops after the same step */
     long step;                   /* updates done */
     double acc, tacc;            /* last evaluation, -1 before the first */
     char path[3][SQ_PATH_MAX + 32];  /* model, checkpoint, log */
@@ -96,6 +107,9 @@ static int setup_model(trainer *tr, char *err, size_t errlen)
                     "resumed run will not repeat the original bit for bit\n", c->data);
     }
     tg_st_free(st);
+    /* ranks that built the same model from the same seed already agree;
+     * the broadcast also covers an --init file that differs between hosts */
+    if (!status && tg_dist_bcast_params(tr->p, err, errlen)) status = 1;
     return status;
 }
 
@@ -107,8 +121,13 @@ static int setup(trainer *tr, char *err, size_t errlen)
     int status = setup_model(tr, err, errlen);
     if (status) return status;
     if (!c->out[0]) snprintf(c->out, sizeof c->out, "out/%s", c->data[0] ? "data" : sq_task_name(c->kind));
-    if (sq_mkdirs(c->out, err, errlen)) return SQ_EXIT_USAGE;
-    sq_remove_stale_temps(c->out);
+    if (c->batch < c->accum * tr->ranks) {
+        snprintf(err, errlen, "--batch %ld is less than --accum %ld x %d ranks: every micro-batch needs "
+                 "an example", c->batch, c->accum, tr->ranks);
+        return SQ_EXIT_USAGE;
+    }
+    if (tr->rank == 0 && sq_mkdirs(c->out, err, errlen)) return SQ_EXIT_USAGE;
+    if (tr->rank == 0) sq_remove_stale_temps(c->out);
     const char *names[] = {"model.safetensors", "checkpoint.safetensors", "log.csv"};
     for (int i = 0; i < 3; i++) snprintf(tr->path[i], sizeof tr->path[i], "%s/%s", c->out, names[i]);
     if (c->schedule == SQ_SCHED_CONSTANT) tr->sched = tg_schedule_constant(c->lr, c->warmup);
@@ -118,7 +137,7 @@ static int setup(trainer *tr, char *err, size_t errlen)
     if (tg_schedule_check(&tr->sched, err, errlen)) return SQ_EXIT_USAGE;
     tr->tape = tg_tape_new();
     if (!tr->tape || sq_batch_init(&tr->batch, (int)c->batch, sq_tmax((int)c->max_len) - 1) ||
-        sq_decoder_init(&tr->dec, &tr->m, err, errlen)) {
+        (tr->rank == 0 && sq_decoder_init(&tr->dec, &tr->m, err, errlen))) {
         snprintf(err, errlen, "out of memory");
         return 1;
     }
@@ -128,7 +147,7 @@ static int setup(trainer *tr, char *err, size_t errlen)
     sq_dirname(c->resume, dir, sizeof dir);
     bool same = c->resume[0] && stat(dir, &a) == 0 && stat(c->out, &b) == 0 && a.st_dev == b.st_dev &&
                 a.st_ino == b.st_ino;
-    if (sq_log_open(&tr->log, tr->path[P_LOG], same ? tr->step : 0, err, errlen)) return 1;
+    if (tr->rank == 0 && sq_log_open(&tr->log, tr->path[P_LOG], same ? tr->step : 0, err, errlen)) return 1;
     tr->acc = tr->tacc = -1;
     return 0;
 }
@@ -148,29 +167,67 @@ static void print_header(const trainer *tr, int threads)
             c->layers, c->d_model, c->heads, c->d_head, c->mode ? "per-head" : "fused", c->d_ff, n);
     fprintf(stderr, "training %s lr %g (%s, warmup %ld), batch %ld, %ld steps, %d threads -> %s\n",
             opt[c->optimizer], c->lr, sch[c->schedule], c->warmup, c->batch, c->steps, threads, c->out);
+    if (c->accum > 1 || tr->ranks > 1)
+        fprintf(stderr, "split    %d ranks x %ld micro-batches of about %ld examples (%d threads each)\n",
+                tr->ranks, c->accum, c->batch / (tr->ranks * c->accum), threads);
     if (tr->step > 0) fprintf(stderr, "resuming at step %ld of %s\n", tr->step, c->resume);
     if (c->kind == SQ_TASK_DATA && !c->eval_data[0])
         fprintf(stderr, "note: no --eval-data: evaluating on the first %d lines of the training file\n",
                 tr->run.eval->count);
 }
 
+/* The micro-batches of this rank's share of the drawn batch: forward and
+ * backward of each, grads adding up. *sums gets the summed cross-entropy,
+ * the tokens read and 1 when this rank failed (the message in err). */
+static void micro_batches(trainer *tr, long targets, double sums[3], char *err, size_t errlen)
+{
+    const sq_config *c = tr->c;
+    sq_batch *b = &tr->batch;
+    int B = (int)c->batch, lo = (int)((long)B * tr->rank / tr->ranks), hi = (int)((long)B * (tr->rank + 1) / tr->ranks);
+    tg_rng mine, *drop = &tr->drop;
+    if (tr->ranks > 1 && c->dropout > 0) {
+        /* every rank draws the same seed from the saved stream, then its own masks */
+        uint64_t s = (uint64_t)tg_rng_u32(&tr->drop) << 32 | tg_rng_u32(&tr->drop);
+        tg_rng_seed(&mine, s ^ (0x9e3779b97f4a7c15ull * (uint64_t)(tr->rank + 1)));
+        drop = &mine;
+    }
+    for (long j = 0; j < c->accum; j++) {
+        int first = lo + (int)((hi - lo) * j / c->accum), last = lo + (int)((hi - lo) * (j + 1) / c->accum);
+        sq_batch_fill(b, b->ex + first, last - first);
+        tg_tape_reset(tr->tape);
+        tg_tensor *logits = tg_model_forward(tr->tape, &tr->m, b->ids, b->B, b->T, b->lens, NULL, drop, NULL);
+        tg_tensor *sum = tg_cross_entropy_sum(tr->tape, logits, b->targets, TG_IGNORE);
+        /* 1/targets of the whole batch: each row's grad is the one of the whole batch's mean */
+        if (!sum || tg_backward(tr->tape, tg_scale(tr->tape, sum, 1.0 / (double)targets)) != 0) {
+            snprintf(err, errlen, "step %ld: %s", tr->step + 1, tg_tape_error(tr->tape));
+            sums[2] = 1;
+            return;
+        }
+        sums[0] += sum->data[0];
+        for (int i = 0; i < b->B; i++) sums[1] += b->lens[i];
+    }
+}
+
 /* One optimizer step; *loss and *gnorm receive the step's loss and the
- * gradient norm before clipping. 0, or -1 with a message. */
+ * gradient norm before clipping. 0, or -1 with a message (on every rank). */
 static int train_step(trainer *tr, double *loss, double *gnorm, double *lr, long *tokens, char *err,
                       size_t errlen)
 {
     const sq_config *c = tr->c;
-    sq_batch *b = &tr->batch;
-    sq_batch_train(b, &tr->run.task, tr->step, (int)c->batch);
-    tg_tape_reset(tr->tape);
-    tg_tensor *logits = tg_model_forward(tr->tape, &tr->m, b->ids, b->B, b->T, b->lens, NULL, &tr->drop, NULL);
-    tg_tensor *l = tg_cross_entropy(tr->tape, logits, b->targets, TG_IGNORE);
+    long targets = sq_batch_draw(&tr->batch, &tr->run.task, tr->step, (int)c->batch);
     tg_params_zero_grad(tr->p);
-    if (!l || tg_backward(tr->tape, l) != 0) {
-        snprintf(err, errlen, "step %ld: %s", tr->step + 1, tg_tape_error(tr->tape));
+    double sums[4] = {0, 0, 0, interrupted ? 1 : 0};  /* loss sum, tokens, failed ranks, interrupted */
+    micro_batches(tr, targets, sums, err, errlen);
+    bool failed_here = sums[2] > 0;
+    if (tg_dist_sum(sums, 4, err, errlen)) tg_dist_abort(1, err);
+    if (sums[2] > 0) {
+        /* the failed rank says why; rank 0 says that it stopped */
+        if (!failed_here) snprintf(err, errlen, tr->rank ? "" : "step %ld: stopping: another rank failed", tr->step + 1);
         return -1;
     }
-    *loss = l->data[0];
+    tr->interrupted = sums[3] > 0;
+    if (tg_dist_allreduce_grads(tr->p, err, errlen)) tg_dist_abort(1, err);
+    *loss = sums[0] / (double)targets;
     *gnorm = c->clip > 0 ? tg_clip_grad_norm(tr->p, c->clip) : tg_grad_norm(tr->p);
     if (!isfinite(*loss) || !isfinite(*gnorm)) {
         snprintf(err, errlen, "step %ld: the loss (%g) or the gradient norm (%g) is not finite; try a "
@@ -182,8 +239,7 @@ static int train_step(trainer *tr, double *loss, double *gnorm, double *lr, long
         snprintf(err, errlen, "step %ld: the optimizer refused the step", tr->step + 1);
         return -1;
     }
-    *tokens = 0;
-    for (int i = 0; i < b->B; i++) *tokens += b->lens[i];
+    *tokens = (long)sums[1];
     tr->step++;
     return 0;
 }
@@ -207,27 +263,44 @@ static int save_checkpoint(trainer *tr, char *err, size_t errlen)
     return sq_save(tr->path[P_CKPT], tr->c, tr->p, &tr->opt, &tr->drop, tr->step, tr->acc, h, err, errlen);
 }
 
+/* Rank 0's work after a step: evaluation, log, progress, checkpoint. 0 (go
+ * on), 1 (stop: target reached) or -1 (failed, message in err). */
+static int after_step(trainer *tr, double loss, double gnorm, double lr, long tokens, double ms, char *err,
+                      size_t errlen)
+{
+    const sq_config *c = tr->c;
+    bool eval = (c->eval_every && tr->step % c->eval_every == 0) || tr->step == c->steps;
+    if (eval && evaluate(tr, err, errlen)) return -1;
+    sq_log_row(&tr->log, tr->step, loss, lr, gnorm, ms, eval ? tr->acc : NAN, eval ? tr->tacc : NAN);
+    sq_progress_step(&tr->prog, tr->step, loss, lr, tokens);
+    if (eval && c->target_acc > 0 && tr->acc >= c->target_acc) {
+        sq_progress_note(&tr->prog, "reached the target accuracy %.2f%% at step %ld",
+                         100 * c->target_acc, tr->step);
+        return 1;
+    }
+    if (c->save_every && tr->step % c->save_every == 0 && tr->step < c->steps &&
+        save_checkpoint(tr, err, errlen))
+        return -1;
+    return 0;
+}
+
 /* The loop; returns an exit status. */
 static int train_loop(trainer *tr, char *err, size_t errlen)
 {
     const sq_config *c = tr->c;
-    while (tr->step < c->steps && !interrupted) {
+    while (tr->step < c->steps && !tr->interrupted) {
         double t0 = sq_now(), loss, gnorm, lr;
         long tokens;
         if (train_step(tr, &loss, &gnorm, &lr, &tokens, err, errlen)) return 1;
-        double ms = 1000 * (sq_now() - t0);
-        bool eval = (c->eval_every && tr->step % c->eval_every == 0) || tr->step == c->steps;
-        if (eval && evaluate(tr, err, errlen)) return 1;
-        sq_log_row(&tr->log, tr->step, loss, lr, gnorm, ms, eval ? tr->acc : NAN, eval ? tr->tacc : NAN);
-        sq_progress_step(&tr->prog, tr->step, loss, lr, tokens);
-        if (eval && c->target_acc > 0 && tr->acc >= c->target_acc) {
-            sq_progress_note(&tr->prog, "reached the target accuracy %.2f%% at step %ld",
-                             100 * c->target_acc, tr->step);
-            break;
-        }
-        if (c->save_every && tr->step % c->save_every == 0 && tr->step < c->steps &&
-            save_checkpoint(tr, err, errlen))
+        double ms = 1000 * (sq_now() - t0), next = 0;
+        if (tr->rank == 0) next = after_step(tr, loss, gnorm, lr, tokens, ms, err, errlen);
+        /* rank 0 tells the others whether to go on */
+        if (tg_dist_bcast(&next, 1, err, errlen)) tg_dist_abort(1, err);
+        if (next < 0) {
+            if (tr->rank != 0) err[0] = '\0';  /* rank 0 says why */
             return 1;
+        }
+        if (next > 0) break;
     }
     return 0;
 }
@@ -272,33 +345,90 @@ static int finish(trainer *tr, char *err, size_t errlen)
     return 0;
 }
 
+/* Ranks given different flags would all-reduce grads of different models
+ * or batches: each rank compares what shapes the run with rank 0's. */
+static int check_same_run(const trainer *tr)
+{
+    const sq_config *c = tr->c;
+    double mine[] = {(double)tg_params_numel(tr->p), c->batch, c->accum, c->steps, c->seed, c->kind, c->symbols,
+                     c->min_len, c->max_len, c->lr, c->dropout, tr->step,
+                     tr->run.data ? (double)(tr->run.data->hash >> 11) : 0};
+    enum { N = sizeof mine / sizeof mine[0] };
+    double theirs[N];
+    char err[256];
+    memcpy(theirs, mine, sizeof mine);
+    if (tg_dist_bcast(theirs, N, err, sizeof err)) tg_dist_abort(1, err);
+    if (memcmp(mine, theirs, sizeof mine) == 0) return 0;
+    fprintf(stderr, "seqtask train: rank %d: the model, data or training flags differ from rank 0's (every "
+            "rank needs the same command line and files)\n", tr->rank);
+    return SQ_EXIT_USAGE;
+}
+
+/* Every rank's status becomes the worst one; a rank that failed printed
+ * its message, the others say which rank stopped them. */
+static int agree(const trainer *tr, int status, const char *what)
+{
+    char err[256];
+    double v[2] = {status != 0, status != 0 ? status : 0};
+    if (tg_dist_sum(v, 2, err, sizeof err)) tg_dist_abort(1, err);
+    if (v[0] > 0 && status == 0) {
+        if (tr->rank == 0) fprintf(stderr, "seqtask train: %s failed on %.0f rank(s) (see above)\n", what, v[0]);
+        return (int)v[1] / (int)v[0];
+    }
+    return status;
+}
+
+/* Ranks whose weights differ would each go on training their own model. */
+static int check_ranks_agree(const trainer *tr, char *err, size_t errlen)
+{
+    bool same;
+    if (tg_dist_params_agree(tr->p, &same, err, errlen)) return -1;
+    if (!same) {
+        snprintf(err, errlen, "the ranks' weights differ at step %ld: the all-reduce did not give every "
+                 "rank the same sum", tr->step);
+        return -1;
+    }
+    return 0;
+}
+
 int sq_cmd_train(sq_config *c)
 {
     char err[1024];
     trainer tr;
     memset(&tr, 0, sizeof tr);
     tr.c = c;
+    tr.rank = tg_dist_rank();
+    tr.ranks = tg_dist_size();
     int threads = sq_set_threads(c->threads), status = setup(&tr, err, sizeof err);
+    if (status) fprintf(stderr, "seqtask train: %s\n", err);
+    status = agree(&tr, status, "setup");
+    if (!status) status = agree(&tr, check_same_run(&tr), "the check of the command line");
     if (status) {
-        fprintf(stderr, "seqtask train: %s\n", err);
         trainer_free(&tr);
         return status;
     }
-    print_header(&tr, threads);
+    if (tr.rank == 0) print_header(&tr, threads);
     struct sigaction sa = {.sa_handler = on_sigint, .sa_flags = SA_RESETHAND};
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     double t0 = sq_now();
     sq_progress_init(&tr.prog, tr.step + 1, c->steps, c->log_every);
     status = train_loop(&tr, err, sizeof err);
-    sq_progress_end(&tr.prog);
+    if (tr.rank == 0) sq_progress_end(&tr.prog);
     double secs = sq_now() - t0;
+    if (status == 0 && check_ranks_agree(&tr, err, sizeof err)) status = 1;
     /* a resumed run that had nothing left to do still reports its accuracy */
-    if (status == 0 && !interrupted && tr.acc < 0 && evaluate(&tr, err, sizeof err)) status = 1;
-    if (status == 0 && finish(&tr, err, sizeof err)) status = 1;
+    if (status == 0 && tr.rank == 0 && !tr.interrupted && tr.acc < 0 && evaluate(&tr, err, sizeof err)) status = 1;
+    if (status == 0 && tr.rank == 0 && finish(&tr, err, sizeof err)) status = 1;
+    double end = status;
+    if (tg_dist_bcast(&end, 1, err, sizeof err)) tg_dist_abort(1, err);
     if (status) {
-        fprintf(stderr, "seqtask train: %s\n", err);
-    } else if (interrupted) {
+        if (err[0]) fprintf(stderr, "seqtask train: %s\n", err);
+    } else if (end) {
+        status = (int)end;  /* rank 0 could not write its files and said so */
+    } else if (tr.rank != 0) {
+        /* rank 0 reports */
+    } else if (tr.interrupted) {
         fprintf(stderr, "interrupted at step %ld: saved %s (continue with --resume %s)\n", tr.step,
                 tr.path[P_CKPT], tr.path[P_CKPT]);
         status = 130;

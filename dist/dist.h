@@ -1,0 +1,57 @@
+/* tapegrad: data-parallel training across processes (MPI).
+ *
+ * Every rank holds the whole model, runs forward and backward on its share
+ * of the batch, and the ranks sum their grads (tg_dist_allreduce_grads)
+ * before each optimizer step, so every rank takes the same step. With grads
+ * of the form (sum over my rows) / (rows of the whole batch), the sum over
+ * ranks is the whole batch's mean.
+ *
+ * Built on MPI when CMake finds it (dist/mpi.c); otherwise, and in a program
+ * not started by mpirun, the process is rank 0 of 1 and every call below is
+ * a no-op that succeeds (dist/local.c), so one program serves both.
+ *
+ * Failure: a call that fails returns -1 with a message in err. A rank that
+ * hits an error only it knows about calls tg_dist_abort, which ends every
+ * rank (mpirun reports it); errors every rank knows about (a bad flag, a
+ * non-finite loss after the all-reduce) are left the ordinary way after
+ * tg_dist_finalize. Never leave one rank with tg_dist_finalize while the
+ * others wait in a collective: that is the one way to hang.
+ */
+#ifndef TAPEGRAD_DIST_H
+#define TAPEGRAD_DIST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "../core/engine/params.h"
+
+/* Joins the job when the process was started by mpirun (or another MPI
+ * launcher); else the process runs alone. Call once, before any thread is
+ * started. 0, or -1 with a message (an MPI build that cannot initialise,
+ * or a build without MPI started as one of several ranks). */
+int tg_dist_init(int *argc, char ***argv, char *err, size_t errlen);
+void tg_dist_finalize(void);
+/* Whether this build has MPI at all. */
+bool tg_dist_available(void);
+
+int tg_dist_rank(void);  /* 0 .. size-1 */
+int tg_dist_size(void);  /* 1 when alone */
+
+/* Every rank's parameter values become rank 0's. */
+int tg_dist_bcast_params(tg_params *p, char *err, size_t errlen);
+/* Every rank's flat grad buffer becomes the sum over ranks, in one call
+ * (MPI_Allreduce in place). The same bits on every rank. */
+int tg_dist_allreduce_grads(tg_params *p, char *err, size_t errlen);
+/* v[0..n) becomes the sum over ranks (status flags, loss sums). */
+int tg_dist_sum(double *v, int n, char *err, size_t errlen);
+/* v[0..n) becomes rank 0's. */
+int tg_dist_bcast(double *v, int n, char *err, size_t errlen);
+int tg_dist_barrier(char *err, size_t errlen);
+/* *same = every rank holds bit for bit the same parameter values (a hash of
+ * them compared across ranks): the check that the ranks did not drift. */
+int tg_dist_params_agree(const tg_params *p, bool *same, char *err, size_t errlen);
+/* Prints "rank R: msg" to stderr and ends every rank with status (alone:
+ * exit(status)). */
+_Noreturn void tg_dist_abort(int status, const char *msg);
+
+#endif

@@ -1,0 +1,129 @@
+/* tapegrad: the distributed layer on MPI (see dist.h). */
+#include "dist.h"
+
+#include <limits.h>
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#ifdef TAPEGRAD_DOUBLE
+#define TG_MPI_REAL MPI_DOUBLE
+#else
+#define TG_MPI_REAL MPI_FLOAT
+#endif
+
+static bool joined;  /* MPI_Init done: started by a launcher */
+static int rank_, size_ = 1;
+
+/* The variables OpenMPI, MPICH (Hydra) and PMIx launchers give their ranks. */
+static bool launched(void)
+{
+    return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK");
+}
+
+/* 0, or -1 with "what: MPI's message". */
+static int check(int rc, const char *what, char *err, size_t errlen)
+{
+    if (rc == MPI_SUCCESS) return 0;
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    if (MPI_Error_string(rc, msg, &len) != MPI_SUCCESS) snprintf(msg, sizeof msg, "error %d", rc);
+    snprintf(err, errlen, "rank %d: %s: %s", rank_, what, msg);
+    return -1;
+}
+
+int tg_dist_init(int *argc, char ***argv, char *err, size_t errlen)
+{
+    if (joined || !launched()) return 0;
+    int provided;
+    /* only the main thread calls MPI; the GEMM pool's threads never do */
+    if (check(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init", err, errlen)) return -1;
+    joined = true;
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    return 0;
+}
+
+void tg_dist_finalize(void)
+{
+    if (joined) MPI_Finalize();
+    joined = false;
+    rank_ = 0;
+    size_ = 1;
+}
+
+bool tg_dist_available(void) { return true; }
+int tg_dist_rank(void) { return rank_; }
+int tg_dist_size(void) { return size_; }
+
+/* MPI counts are int: large buffers go in pieces. */
+#define PIECE (INT_MAX / 2)
+
+int tg_dist_bcast_params(tg_params *p, char *err, size_t errlen)
+{
+    if (size_ == 1) return 0;
+    tg_real *v = tg_params_data(p);
+    for (size_t i = 0, n = tg_params_numel(p); i < n; i += PIECE) {
+        int k = (int)(n - i < PIECE ? n - i : PIECE);
+        if (check(MPI_Bcast(v + i, k, TG_MPI_REAL, 0, MPI_COMM_WORLD), "broadcast of the parameters", err, errlen))
+            return -1;
+    }
+    return 0;
+}
+
+int tg_dist_allreduce_grads(tg_params *p, char *err, size_t errlen)
+{
+    if (size_ == 1) return 0;
+    tg_real *g = tg_params_grad(p);
+    for (size_t i = 0, n = tg_params_numel(p); i < n; i += PIECE) {
+        int k = (int)(n - i < PIECE ? n - i : PIECE);
+        if (check(MPI_Allreduce(MPI_IN_PLACE, g + i, k, TG_MPI_REAL, MPI_SUM, MPI_COMM_WORLD),
+                  "all-reduce of the gradients", err, errlen))
+            return -1;
+    }
+    return 0;
+}
+
+int tg_dist_sum(double *v, int n, char *err, size_t errlen)
+{
+    if (size_ == 1) return 0;
+    return check(MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD), "all-reduce", err, errlen);
+}
+
+int tg_dist_bcast(double *v, int n, char *err, size_t errlen)
+{
+    if (size_ == 1) return 0;
+    return check(MPI_Bcast(v, n, MPI_DOUBLE, 0, MPI_COMM_WORLD), "broadcast", err, errlen);
+}
+
+int tg_dist_barrier(char *err, size_t errlen)
+{
+    if (size_ == 1) return 0;
+    return check(MPI_Barrier(MPI_COMM_WORLD), "barrier", err, errlen);
+}
+
+int tg_dist_params_agree(const tg_params *p, bool *same, char *err, size_t errlen)
+{
+    *same = true;
+    if (size_ == 1) return 0;
+    const unsigned char *b = (const unsigned char *)tg_params_data(p);
+    uint64_t h = 1469598103934665603ull;  /* FNV-1a */
+    for (size_t i = 0, n = tg_params_numel(p) * sizeof(tg_real); i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+    uint64_t lo, hi;
+    if (check(MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD), "all-reduce", err, errlen) ||
+        check(MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD), "all-reduce", err, errlen))
+        return -1;
+    *same = lo == hi;
+    return 0;
+}
+
+_Noreturn void tg_dist_abort(int status, const char *msg)
+{
+    if (size_ > 1) fprintf(stderr, "rank %d: %s\n", rank_, msg);
+    else fprintf(stderr, "%s\n", msg);
+    fflush(stderr);
+    if (joined) MPI_Abort(MPI_COMM_WORLD, status);
+    exit(status);
+}
