@@ -19,6 +19,8 @@
 
 /* The test's temporary directory: made by seqtask_setup, removed by seqtask_teardown. */
 static char dir[256];
+/* Put before the binary by run(): "" or a launcher ("timeout 90 mpirun -np 2"). */
+static const char *launcher = "";
 static char err_text[1 << 16];
 #ifdef SEQTASK_CAPTURE_STDOUT
 static char out_text[1 << 16];
@@ -73,7 +75,7 @@ static inline int run(const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(args, sizeof args, fmt, ap);
     va_end(ap);
-    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s >stdout.txt 2>stderr.txt", dir, SEQTASK, args);
+    snprintf(cmd, sizeof cmd, "cd '%s' && %s '%s' %s >stdout.txt 2>stderr.txt", dir, launcher, SEQTASK, args);
     int st = system(cmd);
 #ifdef SEQTASK_CAPTURE_STDOUT
     snprintf(path, sizeof path, "%s/stdout.txt", dir);

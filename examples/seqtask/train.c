@@ -411,6 +411,8 @@ int sq_cmd_train(sq_config *c)
     struct sigaction sa = {.sa_handler = on_sigint, .sa_flags = SA_RESETHAND};
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
+    /* mpirun ends the job on SIGINT but passes SIGUSR1 on to every rank */
+    sigaction(SIGUSR1, &sa, NULL);
     double t0 = sq_now();
     sq_progress_init(&tr.prog, tr.step + 1, c->steps, c->log_every);
     status = train_loop(&tr, err, sizeof err);

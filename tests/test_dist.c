@@ -1,0 +1,229 @@
+/* seqtask train split three ways gives the run of one pass over the whole
+ * batch: --accum N micro-batches, and P ranks under mpirun (when the build
+ * has MPI and mpirun is installed). The losses and grad norms of 30 steps
+ * agree to float rounding in both attention modes, repeated runs with the
+ * same split agree bit for bit, a resumed run under 2 ranks repeats the run
+ * in one piece, and a rank that fails (a bad flag, different flags, a kill)
+ * ends the whole job with a message. Every mpirun is bounded by timeout(1):
+ * a hang fails the test instead of stalling CI. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "seqtask_util.h"
+
+static void setup(void) { seqtask_setup("tg_test_dist", true); }
+static void teardown(void) { seqtask_teardown(); }
+
+TestSuite(accum, .init = setup, .fini = teardown, .timeout = 300);
+TestSuite(mpi, .init = setup, .fini = teardown, .timeout = 300);
+
+#define SMALL "--symbols 8 --min-len 1 --max-len 5 --layers 2 --d-model 16 --heads 4 --d-ff 32 " \
+              "--batch 8 --warmup 4 --lr 0.01 --eval-every 10 --eval-size 16 --target-acc 0 --threads 1 --steps 30"
+
+/* How far the losses and grad norms of two splits of the same batch may
+ * drift apart (relative) over 30 steps: they differ only in the order
+ * rounding errors are summed (the weight-grad GEMMs sum fewer rows at a
+ * time) and training carries that forward. Measured: at most 1.6e-7 in the
+ * float build; in the double build the log's 9 digits agree, so the bound
+ * is two units of the 9th digit. */
+#ifdef TAPEGRAD_DOUBLE
+#define DRIFT 2e-8
+#else
+#define DRIFT 1e-5
+#endif
+
+enum { STEPS = 30 };
+
+/* The loss and grad_norm columns of dir/out/log.csv. */
+static void read_log(const char *out, double loss[STEPS], double gnorm[STEPS])
+{
+    char path[512], line[512];
+    snprintf(path, sizeof path, "%s/%s/log.csv", dir, out);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "%s is missing", path);
+    int n = 0;
+    cr_assert_not_null(fgets(line, sizeof line, f));  /* header */
+    while (fgets(line, sizeof line, f)) {
+        long step;
+        double lr;
+        cr_assert(n < STEPS && sscanf(line, "%ld,%lf,%lf,%lf", &step, &loss[n], &lr, &gnorm[n]) == 4,
+                  "%s: %s", path, line);
+        cr_assert_eq(step, n + 1);
+        n++;
+    }
+    fclose(f);
+    cr_assert_eq(n, STEPS, "%s has %d rows", path, n);
+}
+
+/* The logs of two runs: the same losses and grad norms to within DRIFT. */
+static void assert_close(const char *a, const char *b)
+{
+    double la[STEPS], ga[STEPS], lb[STEPS], gb[STEPS];
+    read_log(a, la, ga);
+    read_log(b, lb, gb);
+    for (int i = 0; i < STEPS; i++) {
+        cr_assert(fabs(la[i] - lb[i]) <= DRIFT * fabs(la[i]), "step %d: loss %.9g (%s) vs %.9g (%s)", i + 1,
+                  la[i], a, lb[i], b);
+        cr_assert(fabs(ga[i] - gb[i]) <= DRIFT * fabs(ga[i]), "step %d: grad norm %.9g (%s) vs %.9g (%s)",
+                  i + 1, ga[i], a, gb[i], b);
+    }
+    cr_assert(la[STEPS - 1] < 0.9 * la[0], "%s did not train: %g -> %g", a, la[0], la[STEPS - 1]);
+}
+
+/* The two files have the same bytes. */
+static void assert_same_file(const char *a, const char *b)
+{
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "cmp -s '%s/%s' '%s/%s'", dir, a, dir, b);
+    cr_assert_eq(system(cmd), 0, "%s and %s differ", a, b);
+}
+
+static void accum_equals_one_pass(const char *mode)
+{
+    cr_assert_eq(run("train %s --mode %s --out one", SMALL, mode), 0, "%s", err_text);
+    cr_assert_eq(run("train %s --mode %s --accum 2 --out two", SMALL, mode), 0, "%s", err_text);
+    cr_assert(strstr(err_text, "1 ranks x 2 micro-batches"), "%s", err_text);
+    /* 8 examples in 3 micro-batches of 2, 3 and 3 */
+    cr_assert_eq(run("train %s --mode %s --accum 3 --out three", SMALL, mode), 0, "%s", err_text);
+    assert_close("one", "two");
+    assert_close("one", "three");
+    cr_assert_eq(run("train %s --mode %s --accum 2 --out two_again", SMALL, mode), 0, "%s", err_text);
+    assert_same_file("two/model.safetensors", "two_again/model.safetensors");
+}
+
+Test(accum, fused_equals_one_pass) { accum_equals_one_pass("fused"); }
+Test(accum, per_head_equals_one_pass) { accum_equals_one_pass("per-head"); }
+
+Test(accum, more_micro_batches_than_examples_is_refused)
+{
+    cr_assert_eq(run("train %s --batch 4 --accum 8", SMALL), 2);
+    cr_assert(strstr(err_text, "--batch 4 is less than --accum 8 x 1 ranks"), "%s", err_text);
+}
+
+/* ---- under mpirun ------------------------------------------------------- */
+
+static char mpirun[512];
+
+/* Skips the test without MPI; else launcher = "timeout mpirun ... -np <np>"
+ * (root needs --allow-run-as-root; 2 ranks on fewer cores need
+ * --oversubscribe). A hang ends after 90 s with status 124. */
+static void use_mpirun(int np)
+{
+#ifndef TG_MPIEXEC
+    cr_skip_test("the build has no MPI");
+#else
+    if (access(TG_MPIEXEC, X_OK) != 0) cr_skip_test("%s is not installed", TG_MPIEXEC);
+    snprintf(mpirun, sizeof mpirun, "timeout -k 5 90 %s --oversubscribe %s -np %d", TG_MPIEXEC,
+             geteuid() == 0 ? "--allow-run-as-root" : "", np);
+    launcher = mpirun;
+    /* the sanitizer build: OpenMPI's own allocations are not leaks of ours */
+    setenv("OMPI_MCA_mca_base_component_disable_dlclose", "1", 1);
+    setenv("ASAN_OPTIONS", "detect_leaks=1:fast_unwind_on_malloc=0", 1);
+    setenv("LSAN_OPTIONS", "suppressions=" TG_SOURCE_DIR "/tests/lsan_mpi.supp", 1);
+#endif
+}
+
+/* The log of dir/out without its ms column, from row `from` on. */
+static void rows_without_ms(const char *out, int from, char *buf, size_t len)
+{
+    char path[512], line[512];
+    snprintf(path, sizeof path, "%s/%s/log.csv", dir, out);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "%s is missing", path);
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int row = 0; fgets(line, sizeof line, f); row++) {
+        char *a = line;
+        for (int c = 0; c < 4 && a; c++) a = strchr(a + 1, ',');
+        char *b = a ? strchr(a + 1, ',') : NULL;
+        cr_assert_not_null(b, "%s: %s", path, line);
+        if (row > from) n += (size_t)snprintf(buf + n, len - n, "%.*s%s", (int)(a - line), line, b);
+        cr_assert(n < len);
+    }
+    fclose(f);
+}
+
+static void ranks_equal_one_process(const char *mode)
+{
+    cr_assert_eq(run("train %s --mode %s --out one", SMALL, mode), 0, "%s", err_text);
+    use_mpirun(2);
+    cr_assert_eq(run("train %s --mode %s --out ranks", SMALL, mode), 0, "%s", err_text);
+    cr_assert(strstr(err_text, "2 ranks x 1 micro-batches"), "%s", err_text);
+    cr_assert_eq(run("train %s --mode %s --out ranks_again", SMALL, mode), 0, "%s", err_text);
+    assert_close("one", "ranks");
+    assert_same_file("ranks/model.safetensors", "ranks_again/model.safetensors");
+    static char a[1 << 14], b[1 << 14];
+    rows_without_ms("ranks", 0, a, sizeof a);
+    rows_without_ms("ranks_again", 0, b, sizeof b);
+    cr_assert_str_eq(a, b);
+    /* both splits at once: 2 ranks x 2 micro-batches of 2 examples */
+    cr_assert_eq(run("train %s --mode %s --accum 2 --out both", SMALL, mode), 0, "%s", err_text);
+    assert_close("one", "both");
+}
+
+Test(mpi, fused_two_ranks_equal_one_process) { ranks_equal_one_process("fused"); }
+Test(mpi, per_head_two_ranks_equal_one_process) { ranks_equal_one_process("per-head"); }
+
+/* 2 ranks: 16 steps in one go, and 8 steps then --resume to 16, log the same
+ * rows; a checkpoint of one process resumes under 2 ranks too. */
+Test(mpi, resume_under_two_ranks_is_bit_exact)
+{
+    static char a[1 << 14], b[1 << 14];
+    const char *flags = "--symbols 8 --min-len 1 --max-len 5 --layers 2 --d-model 16 --heads 4 --d-ff 32 "
+                        "--batch 8 --warmup 4 --eval-every 4 --eval-size 16 --target-acc 0 --threads 1 "
+                        "--schedule constant --dropout 0.1";
+    cr_assert_eq(run("train %s --steps 8 --out single", flags), 0, "%s", err_text);
+    use_mpirun(2);
+    cr_assert_eq(run("train %s --steps 16 --out A", flags), 0, "%s", err_text);
+    cr_assert_eq(run("train %s --steps 8 --out B", flags), 0, "%s", err_text);
+    cr_assert_eq(run("train --resume B/checkpoint.safetensors --steps 16 --threads 1"), 0, "%s", err_text);
+    cr_assert(strstr(err_text, "resuming at step 8"), "%s", err_text);
+    rows_without_ms("A", 8, a, sizeof a);
+    rows_without_ms("B", 8, b, sizeof b);
+    cr_assert_eq(count_lines(a), 8);
+    cr_assert_str_eq(b, a, "resumed:\n%s\nin one go:\n%s", b, a);
+    cr_assert_eq(run("train --resume single/checkpoint.safetensors --steps 16 --threads 1"), 0, "%s", err_text);
+    cr_assert(strstr(err_text, "resuming at step 8"), "%s", err_text);
+    rows_without_ms("single", 8, b, sizeof b);
+    cr_assert_eq(count_lines(b), 8);
+}
+
+/* mpirun's MPMD form: rank 0 and rank 1 get different command lines. */
+Test(mpi, a_bad_flag_on_one_rank_ends_the_job)
+{
+    use_mpirun(1);
+    int st = run("train %s --out x : -np 1 '%s' train %s --out x --no-such-flag 1", SMALL, SEQTASK, SMALL);
+    cr_assert(st != 0 && st != 124, "exit status %d\n%s", st, err_text);
+    cr_assert(strstr(err_text, "unknown flag --no-such-flag"), "%s", err_text);
+    cr_assert(strstr(err_text, "another rank refused its command line"), "%s", err_text);
+}
+
+Test(mpi, different_flags_on_the_ranks_end_the_job)
+{
+    use_mpirun(1);
+    int st = run("train %s --out x : -np 1 '%s' train %s --out x --batch 6", SMALL, SEQTASK, SMALL);
+    cr_assert(st != 0 && st != 124, "exit status %d\n%s", st, err_text);
+    cr_assert(strstr(err_text, "rank 1: the model, data or training flags differ from rank 0's"), "%s", err_text);
+}
+
+/* Rank 1 is SIGKILLed two seconds into a long run: mpirun ends rank 0 too. */
+Test(mpi, a_killed_rank_ends_the_job)
+{
+    use_mpirun(1);
+    int st = run("train %s --steps 1000000 --eval-every 0 --out x : -np 1 sh -c '(sleep 2; kill -9 $$) & exec "
+                 "\"$0\" \"$@\"' '%s' train %s --steps 1000000 --eval-every 0 --out x", SMALL, SEQTASK, SMALL);
+    cr_assert(st != 0 && st != 124, "exit status %d (124: timed out)\n%s", st, err_text);
+    cr_assert(strstr(err_text, "signal 9") || strstr(err_text, "Killed"), "%s", err_text);
+}
+
+Test(mpi, other_commands_refuse_ranks)
+{
+    cr_assert_eq(run("train %s --steps 5 --eval-every 0 --out m", SMALL), 0, "%s", err_text);
+    use_mpirun(2);
+    cr_assert_eq(run("eval --model m/model.safetensors"), 2, "%s", err_text);
+    cr_assert(strstr(err_text, "only train splits across mpirun's ranks"), "%s", err_text);
+}
