@@ -1,4 +1,4 @@
-/* One training step of the toy model (DESIGN.md section 9) on the reverse task.
+/* One training step of the toy model (nn/model.h) on the reverse task.
  *
  *   bench_model [--reps 30] [--burn-in 3] [--budget 10]
  *               [--symbols 16 --min-len 4 --max-len 12 --layers 2 --d-model 64

@@ -1,4 +1,4 @@
-/* tapegrad: multi-head attention, per-head and fused (DESIGN.md section 8).
+/* tapegrad: multi-head attention, per-head and fused (docs/ATTENTION.md).
  *
  * With E = n_heads * d_head and scale 1/sqrt(d_head), for each head h:
  *     Q_h = xq  W_h^Q^T + b_h^Q        [B, Lq, d_head]
@@ -10,8 +10,10 @@
  *   TG_MHA_FUSED     "<prefix>.in_proj_weight" [3E, D], "<prefix>.in_proj_bias"
  *                    [3E] (rows: all heads' Q, then K, then V; head h owns rows
  *                    h*d_head .. of each third: torch.nn.MultiheadAttention's
- *                    layout). Self-attention is one GEMM for Q, K and V; then
- *                    split heads, one tg_sdpa over all heads, merge heads.
+ *                    layout). Self-attention is one GEMM for Q, K and V
+ *                    ([B, L, 3E]); tg_sdpa_heads then reads every head's q, k
+ *                    and v in place from their column blocks (no split or
+ *                    merge copies) and writes [B, Lq, E].
  *   TG_MHA_PER_HEAD  "<prefix>.heads.<h>.{q,k,v}_proj.weight" [d_head, D] and
  *                    ".bias" [d_head]: each head computed on its own (tg_sdpa on
  *                    [B, 1, L, d_head]), then tg_concat. A head can be read,

@@ -1,4 +1,4 @@
-/* tapegrad: the pre-LayerNorm transformer block (DESIGN.md section 8).
+/* tapegrad: the pre-LayerNorm transformer block.
  *
  *   x = x + attn(ln1(x))        self-attention, with the caller's mask
  *   x = x + ff(ln2(x))

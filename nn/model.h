@@ -1,4 +1,4 @@
-/* tapegrad: the decoder-only toy model of DESIGN.md section 9.
+/* tapegrad: the decoder-only toy model that seqtask trains.
  *
  *   h = tok_emb[ids] + pos_emb[0 .. T-1]                [B, T, D]
  *   for each block l: h = h + attn(ln1(h)); h = h + ff(ln2(h))

@@ -1,4 +1,4 @@
-/* tapegrad: every nn layer (DESIGN.md sections 8 and 9). */
+/* tapegrad: every nn layer. */
 #ifndef TAPEGRAD_NN_H
 #define TAPEGRAD_NN_H
 

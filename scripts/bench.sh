@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every benchmark of issue 7 in one go and prints one table: tapegrad,
+# Runs every benchmark in one go and prints one table: tapegrad,
 # PyTorch and their ratio per row, with the targets. See docs/PERF.md.
 #
 # Usage: scripts/bench.sh [options]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Valgrind memcheck over every test executable (issue 8, docs/RELIABILITY.md).
+# Valgrind memcheck over every test executable (docs/RELIABILITY.md).
 #
 # Builds a Debug build without sanitizers (ASan and valgrind do not mix), then
 # runs each tests/test_* executable under memcheck with --leak-check=full.

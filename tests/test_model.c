@@ -1,4 +1,4 @@
-/* The toy model of DESIGN.md section 9 and the PyTorch fixtures of
+/* The toy model (nn/model.h) and the PyTorch fixtures of
  * bench/torch/make_nn_fixtures.py: gradcheck of the whole model w.r.t. every
  * parameter (both attention modes); fused MHA against torch's
  * nn.MultiheadAttention, per-head MHA against an explicit per-head module, and

@@ -1,5 +1,5 @@
-/* Every error message path of the public API has a test that triggers it
- * (issue 8). These are the paths no other suite reached (docs/RELIABILITY.md
+/* Every error message path of the public API has a test that triggers it.
+ * These are the paths no other suite reached (docs/RELIABILITY.md
  * has the whole table and how it was measured): each test triggers the path
  * and checks that the message names the function and the problem. Two of
  * them walk allocation failures (tg_alloc_fail_at) like tests/test_alloc_fail.c:

@@ -1,4 +1,4 @@
-/* Numerical robustness at library level (issue 8, docs/RELIABILITY.md):
+/* Numerical robustness at library level (docs/RELIABILITY.md):
  * huge logits through cross-entropy and through the whole model, and the
  * degenerate sizes of the toy model (sequence length 1, one head, batch 1,
  * d_head 1, every key masked, a one-symbol vocabulary, V = 1, d_model 1).

@@ -1,4 +1,4 @@
-/* tapegrad: attention weights as one PNG heatmap (DESIGN.md section 10).
+/* tapegrad: attention weights as one PNG heatmap.
  *
  * weights is [n_layers, n_heads, Lq, Lk], row-major: for each layer and head
  * the softmax-ed attention of Lq queries over Lk keys. The image is a grid of

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""PyTorch twin of the toy model (DESIGN.md section 9) and of seqtask train
+"""PyTorch twin of the toy model (nn/model.h) and of seqtask train
 on a generated task, for bench/bench_model.c and scripts/bench.sh.
 
     /usr/bin/python3 bench/torch/bench_model.py --step  [flags]   one training step, timed
@@ -13,7 +13,7 @@ Flags take seqtask train's names and defaults (bench.sh passes the ones
 
 The model: h = tok_emb[ids] + pos_emb[0..T-1]; per block h += attn(ln1(h)),
 h += ff(ln2(h)) (causal mask + key padding from the lengths, MHA written as
-in the design: packed in_proj, masked_fill(-inf) + softmax); logits =
+tapegrad's fused mode computes it: packed in_proj, masked_fill(-inf) + softmax); logits =
 head(ln_f(h)); LayerNorm eps 1e-5, GELU erf, no weight tying; PyTorch's
 default inits (those of nn.MultiheadAttention for in_proj / out_proj).
 Training as seqtask: AdamW betas (0.9, 0.98) without decay on 1-D
@@ -46,7 +46,7 @@ M64 = np.uint64(0xFFFFFFFFFFFFFFFF)
 # ---- the model -------------------------------------------------------------------
 
 class MHA(nn.Module):
-    """nn.MultiheadAttention's parameters and init, the design's forward."""
+    """nn.MultiheadAttention's parameters and init, tapegrad's forward."""
 
     def __init__(self, d_model, n_heads, d_head, dropout):
         super().__init__()

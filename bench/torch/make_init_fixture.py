@@ -4,7 +4,7 @@
 Run from the repository root with Debian's python3-torch:
     /usr/bin/python3 bench/torch/make_init_fixture.py
 Writes tests/fixtures/init_model.safetensors: the state_dict of the PyTorch
-twin of DESIGN.md section 9 (fused attention: torch.nn.MultiheadAttention's
+twin of nn/model.h (fused attention: torch.nn.MultiheadAttention's
 in_proj_weight / in_proj_bias / out_proj), float32, trained here on the copy
 task with seqtask's token layout, for
 

@@ -13,7 +13,7 @@ exact F64 values):
                                top-left causal + key padding on the keys
   mha_per_head.safetensors     an explicit per-head module (d_head != D / H),
                                self-attention, causal + key padding
-  model_fused.safetensors      the toy model of DESIGN.md section 9 (its twin
+  model_fused.safetensors      the toy model of nn/model.h (its twin
                                below uses nn.MultiheadAttention): logits, the
                                cross-entropy loss (ignore_index -100) and the
                                gradient of every parameter
@@ -156,7 +156,7 @@ def make_mha():
                 dict(n_heads=H, d_model=D, d_head=dh))
 
 
-# ---- the toy model (DESIGN.md section 9) ----------------------------------------------
+# ---- the toy model (nn/model.h) -----------------------------------------------------
 
 
 class FF(nn.Module):

@@ -1,9 +1,11 @@
 /* tapegrad: a tiny persistent thread pool for the library's own kernels.
  *
  * The float GEMM (core/kernels/gemm.c) splits its output across these threads. The
- * workers are created on first use and sleep on a condition variable between
- * jobs (the machine may be shared: no spinning). A forked child starts with
- * no workers and creates its own when it needs them.
+ * workers are created on first use; between jobs each spins for up to 50 us
+ * (yielding as it does: a job usually follows within that) and then sleeps
+ * on a condition variable, so an idle pool costs a shared machine nothing
+ * (threads.c, SPIN_NS). A forked child starts with no workers and creates its
+ * own when it needs them.
  */
 #ifndef TAPEGRAD_THREADS_H
 #define TAPEGRAD_THREADS_H

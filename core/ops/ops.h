@@ -15,7 +15,8 @@
  * a is [..., M, K] (or [..., K, M] with TG_TRANS_A), 2-D to 4-D.
  * b is [K, N] (or [N, K] with TG_TRANS_B): 2-D broadcast over a's batch dims,
  *   or with the same batch dims as a (batched).
- * bias is [N] or NULL. out is [..., M, N]. Through cblas gemm.
+ * bias is [N] or NULL. out is [..., M, N]. Through tg_gemm (core/kernels/blas.h):
+ * tapegrad's own SGEMM in the float build, OpenBLAS's dgemm in the double.
  * Empty dims are allowed: K = 0 gives out = bias (or zeros), and every input
  * that requires a grad gets one, all zeros where nothing flows back. */
 enum { TG_TRANS_A = 1, TG_TRANS_B = 2 };

@@ -1,5 +1,5 @@
 /* seqtask: building the model from a configuration, the optimizer chosen by
- * --optimizer, and the two files a run writes (DESIGN.md section 9).
+ * --optimizer, and the two files a run writes (docs/FORMATS.md).
  *
  *   model.safetensors       the weights (tapegrad's state_dict names) and,
  *                           in __metadata__, every flag of the run that made

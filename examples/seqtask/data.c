@@ -1,4 +1,4 @@
-/* seqtask: datasets in memory and the --data file format (DESIGN.md section 9). */
+/* seqtask: datasets in memory and the --data file format (docs/FORMATS.md). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* seqtask: train, evaluate and inspect small transformers on copy / reverse /
- * sort (DESIGN.md sections 9 and 10). This file only dispatches:
+ * sort. This file only dispatches:
  *   cli.c         flags, --help, configuration <-> metadata
  *   task.c        tasks, held-out split, batches;  data.c  the --data format
  *   train.c       the train command;  eval.c  greedy decoding and accuracy

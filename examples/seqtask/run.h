@@ -23,7 +23,8 @@ typedef struct sq_run {
 int sq_run_init(sq_run *r, sq_config *c, char *err, size_t errlen);
 void sq_run_free(sq_run *r);
 
-/* OpenBLAS threads: n, or one per core when n is 0. Returns the number set. */
+/* tapegrad's threads (tg_threads_set; OpenBLAS's follow): n, or one per core
+ * when n is 0. Returns the number set. */
 int sq_set_threads(long n);
 /* The directory part of path ("." when there is none) into buf. */
 void sq_dirname(const char *path, char *buf, size_t len);

@@ -1,4 +1,4 @@
-/* seqtask: the tasks, the data file and the batches (DESIGN.md section 9).
+/* seqtask: the tasks, the data file and the batches (docs/FORMATS.md).
  *
  * Tokens: PAD=0, BOS=1, SEP=2, EOS=3, symbol s (0-based, as written in data
  * files and --input) is token 4 + s. An example is a source x1..xn and a

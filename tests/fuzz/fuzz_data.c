@@ -6,7 +6,7 @@
  * file and read by sq_data_load (examples/seqtask/data.c) exactly as
  * `seqtask train --data FILE` reads it.
  *
- * The documented format (DESIGN.md section 9, task.h) is also parsed here,
+ * The documented format (docs/FORMATS.md, task.h) is also parsed here,
  * independently and naively; the two must agree: a file is accepted exactly
  * when every non-blank line is `SIDE \t SIDE` with each side one or more
  * tokens -?[0-9]+ in [0, symbols) separated by spaces, the sequence fits in
