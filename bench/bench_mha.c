@@ -34,6 +34,7 @@
 #include <tapegrad/viz/plot.h>
 #include "bench_util.h"
 #include "../core/kernels/gemm.h"
+#include "../core/ops/internal.h"
 
 typedef struct mha_ctx {
     tg_tape *t;
@@ -101,6 +102,7 @@ static int run_bench(int argc, char **argv)
     if (plan.warmup < 1) plan.warmup = 1;  /* the first step grows the arena */
     int threads = (int)bu_opt_long(argc, argv, "--threads", 0);  /* 0: one per core */
     if (threads > 0) tg_threads_set(threads);
+    tg_sdpa_tune(0, (int)bu_opt_long(argc, argv, "--materialise", -1)); /* 1 keep A, 0 recompute, -1 rule */
     bool per_head = strcmp(mode, "per_head") == 0;
     if (!per_head && strcmp(mode, "fused") != 0) {
         fprintf(stderr, "bench_mha: --mode must be fused or per_head, not '%s'\n", mode);

@@ -36,6 +36,7 @@
 #include <tapegrad/optim/optim.h>
 #include "bench_util.h"
 #include "../core/kernels/gemm.h"
+#include "../core/ops/internal.h"
 
 enum { PAD = 0, BOS = 1, SEP = 2, EOS = 3, SYM0 = 4 };
 
@@ -123,6 +124,7 @@ int main(int argc, char **argv)
         return 2;
     }
     if (OPT("threads", 0) > 0) tg_threads_set((int)OPT("threads", 0));
+    tg_sdpa_tune(0, (int)OPT("materialise", -1)); /* 1 keep A, 0 recompute, -1 rule */
     bu_warm_blas();
     double base_rss = bu_rss_mib();
 

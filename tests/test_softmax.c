@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/ops/internal.h"
 #include "mask_cases.h"
 #include "test_util.h"
 
@@ -529,6 +530,83 @@ Test(softmax, gradcheck_sdpa_cross_shared_and_dropout)
     tg_mask causal = {.causal = true};
     gc_sdpa("dropout", B_, H_, LQ, LK, 3, 2, (sdpa_ctx){.dropout = 0.3});
     gc_sdpa("dropout + causal", B_, H_, LQ, LQ, 3, 2, (sdpa_ctx){.mask = &causal, .dropout = 0.5});
+}
+
+/* ---- recomputation: materialised vs recomputed weights, blocks of rows ------------------ */
+
+/* out, weights, dq, dk, dv of one tg_sdpa forward + backward (d out = 1)
+ * under tg_sdpa_tune(rows, mat), concatenated into res (malloc'd). */
+static tg_real *sdpa_tuned(int rows, int mat, tg_tensor *const in[3], const tg_mask *m, double p,
+                           size_t *n)
+{
+    tg_sdpa_tune(rows, mat);
+    tg_tape_reset(T);
+    for (int x = 0; x < 3; x++)
+        if (in[x]->grad) memset(in[x]->grad, 0, in[x]->size * sizeof *in[x]->grad);
+    tg_rng rng;
+    tg_rng_seed(&rng, 99);
+    tg_tensor *w = NULL, *o = tg_sdpa(T, in[0], in[1], in[2], &(tg_sdpa_opts){.mask = m, .dropout = p, .rng = &rng}, &w);
+    cr_assert(o && w, "%s", tg_tape_error(T));
+    cr_assert_eq(backward_ones(o), 0, "%s", tg_tape_error(T));
+    tg_sdpa_tune(0, -1);
+    const tg_tensor *parts[5] = {o, w, NULL, NULL, NULL};
+    *n = o->size + w->size + in[0]->size + in[1]->size + in[2]->size;
+    tg_real *res = malloc(*n * sizeof *res), *r = res;
+    for (int i = 0; i < 5; i++) {
+        const tg_real *src = i < 2 ? parts[i]->data : in[i - 2]->grad;
+        size_t len = i < 2 ? parts[i]->size : in[i - 2]->size;
+        memcpy(r, src, len * sizeof *r);
+        r += len;
+    }
+    return res;
+}
+
+/* For blocks of 1, 3 and all rows: recomputing the weights in backward gives
+ * the same bits as keeping them; any blocking agrees with one block. */
+static void check_modes(int B, int H, int Lq, int Lk, const tg_mask *m, double p)
+{
+    tg_tensor *in[3] = {tu_rand(&R, -1, 1, 4, (int[]){B, H, Lq, 3}), tu_rand(&R, -1, 1, 4, (int[]){B, H, Lk, 3}),
+                        tu_rand(&R, -1, 1, 4, (int[]){B, H, Lk, 2})};
+    size_t n;
+    tg_real *one = sdpa_tuned(Lq, 1, in, m, p, &n);
+    for (int rows = 1; rows <= Lq; rows = rows == 1 ? 3 : rows == 3 ? Lq : Lq + 1) {
+        tg_real *kept = sdpa_tuned(rows, 1, in, m, p, &n), *redo = sdpa_tuned(rows, 0, in, m, p, &n);
+        for (size_t e = 0; e < n; e++) {
+            cr_assert(kept[e] == redo[e], "rows %d, elem %zu: kept %.9g, recomputed %.9g", rows, e,
+                      (double)kept[e], (double)redo[e]);
+            tu_close(redo[e], one[e], TU_TOL);
+        }
+        free(kept);
+        free(redo);
+    }
+    free(one);
+    tu_free_all(in, 3);
+}
+
+Test(softmax, sdpa_recomputed_equals_materialised)
+{
+    check_modes(B_, H_, LQ, LK, NULL, 0);
+    for (int kind = 0; kind < N_KINDS; kind++) {
+        tg_mask m = mask_kind(kind);
+        check_modes(B_, H_, LQ, LK, &m, 0);
+        check_modes(B_, H_, LQ, LK, &m, 0.3);
+    }
+    tg_mask causal = {.causal = true};  /* several blocks of the size rule's rows */
+    check_modes(1, 1, 300, 300, &causal, 0);
+}
+
+/* The gradchecks above, with the weights recomputed in blocks of 2 rows. */
+Test(softmax, gradcheck_sdpa_recomputed_blocks)
+{
+    tg_sdpa_tune(2, 0);
+    gc_sdpa("no mask", B_, H_, LQ, LK, 3, 2, (sdpa_ctx){0});
+    for (int kind = 0; kind < N_KINDS; kind++) {
+        tg_mask m = mask_kind(kind);
+        gc_sdpa("mask kind", B_, H_, LQ, LK, 2, 3, (sdpa_ctx){.mask = &m});
+    }
+    gc_sdpa("dropout + causal", B_, H_, LQ, LQ, 3, 2, (sdpa_ctx){.mask = &(tg_mask){.causal = true}, .dropout = 0.5});
+    gc_sdpa("cross", 2, 2, 3, 6, 4, 2, (sdpa_ctx){0});
+    tg_sdpa_tune(0, -1);
 }
 
 /* Every allocation of a forward + backward failing in turn: an error, no crash,

@@ -8,11 +8,24 @@
  * Backward (hand-written, per (b, h)):
  *   dV += P^T dO     dP = dO V^T     dA = dP * keep / (1 - p)
  *   dS = A * (dA - rowsum(dA * A))   dQ += scale dS K   dK += scale dS^T Q
- * The node saves A [B, H, Lq, Lk], the dropout keep mask (bytes) and the plan
- * (dims and strides, a few words); P is rebuilt from A and the mask, q, k, v
- * are read from the node's inputs. Nothing is read from the caller's mask
- * arrays after the forward returns: masked weights are 0 in A, which is all
- * backward needs.
+ *
+ * Memory O(L), not O(L^2): both passes walk each (b, h) plane in blocks of
+ * query rows (plan.rows of them, a block of scores about 64K entries), so the
+ * scratch is a few [rows, Lk] blocks per thread. The forward keeps only each
+ * row's max and 1 / sum of exps ([B, H, Lq, 2]); backward recomputes S for a
+ * block with the same GEMM and rebuilds A from those stats (the same bits as
+ * the forward's A), as FlashAttention does. Dropout keeps no mask either:
+ * the plan holds the rng as the forward found it, and backward, walking the
+ * blocks in the forward's (b, h, i) order, draws the same numbers again.
+ * Under a causal, key_lens or window mask a block stops at the last key its
+ * last row can see (tg_mask_keys_end), so causal attention costs half.
+ *
+ * Materialised mode: when the weights of the whole op are small (rule in
+ * materialise(), measured in docs/PERF.md) the node also keeps A
+ * [B, H, Lq, Lk] and backward copies a block's rows from it instead of the
+ * QK^T GEMM and exps. Both modes give the same bits (tests/test_softmax.c).
+ * Nothing is read from the caller's mask arrays after the forward returns:
+ * the node keeps arena copies.
  *
  * One core serves both ops: each of q, k, v and out is a layout, the (b, h)
  * plane [L, d] starting at off + b*sb + h*sh with rows ld apart, and every
@@ -28,7 +41,7 @@
  *
  * The optional *weights output is a plain arena tensor (requires_grad false,
  * valid until tg_tape_reset): gradients do NOT flow from it back to q and k;
- * it is the caller's to read or modify (a copy when backward keeps its own A).
+ * it is the caller's to read or modify (backward never reads it).
  */
 #include <limits.h>
 #include <math.h>
@@ -51,12 +64,15 @@ typedef struct sdpa_lay {
     int ld, in;
 } sdpa_lay;
 
-/* Everything the forward planes and the backward need besides the tensors. */
+/* Everything both passes need besides the tensors. */
 typedef struct sdpa_plan {
     sdpa_dims d;
     sdpa_lay q, k, v, o;
     double scale, p;          /* p: the dropout applied (0 when none) */
-    const uint8_t *keep;      /* dropout keep mask [B, H, Lq, Lk], or NULL */
+    int rows;                 /* query rows per block */
+    tg_mask mask;             /* the rules (backward: arrays copied into the arena) */
+    bool rules;               /* a rule that needs a visibility array */
+    tg_rng rng;               /* with p > 0: the dropout stream at the forward's start */
 } sdpa_plan;
 
 static inline size_t lay_at(const sdpa_lay *l, int b, int h)
@@ -77,6 +93,104 @@ static void gemm_ld(bool ta, bool tb, int M, int N, int K, tg_real alpha, const 
         return;
     }
     tg_gemm_ld(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+/* ---- blocks --------------------------------------------------------------------------- */
+
+/* Test and benchmark overrides (core/ops/internal.h): 0 / -1 = the rules. */
+static int force_rows, force_mat = -1;
+
+void tg_sdpa_tune(int rows, int materialise)
+{
+    force_rows = rows > 0 ? rows : 0;
+    force_mat = materialise;
+}
+
+/* Query rows per block: a block of scores about SDPA_BLOCK entries (256 KiB
+ * of floats, it stays in L2 between the GEMMs that make and read it), but at
+ * least 64 rows so the dK and dV GEMMs, whose inner size this is, run near
+ * full speed. */
+#define SDPA_BLOCK 65536
+static int rows_for(const sdpa_dims *d)
+{
+    int r = force_rows ? force_rows : d->Lk > 0 ? SDPA_BLOCK / d->Lk : d->Lq;
+    if (!force_rows && r < 64) r = 64;
+    return r < d->Lq ? r : d->Lq > 0 ? d->Lq : 1;
+}
+
+/* Materialise A for backward when all of it is at most SDPA_MAT_BYTES: there
+ * keeping it costs little memory and saves backward the QK^T GEMM and exps
+ * (docs/PERF.md measures the rule). */
+#define SDPA_MAT_BYTES (1 << 20)
+static bool materialise(const sdpa_dims *d)
+{
+    if (force_mat >= 0) return force_mat;
+    return (double)d->B * d->H * d->Lq * d->Lk * sizeof(tg_real) <= SDPA_MAT_BYTES;
+}
+
+/* Per-thread scratch of one pass, carved from one arena block:
+ * S [rows, Lk] (scores, then A), P [rows, Lk] (dropout), G [rows, Lk]
+ * (backward), vis and kb [rows, Lk] bytes (visibility, dropout keeps). */
+typedef struct sdpa_scr {
+    tg_real *S, *P, *G;
+    uint8_t *vis, *kb;
+    int vis_b, vis_i0;        /* whose rows vis holds (-1: none) */
+} sdpa_scr;
+
+static size_t scr_bytes(const sdpa_plan *p)
+{
+    size_t blk = (size_t)p->rows * p->d.Lk;
+    return (3 * blk * sizeof(tg_real) + 2 * blk + 64) / 64 * 64;
+}
+
+static sdpa_scr scr_at(const sdpa_plan *p, unsigned char *base, int i)
+{
+    size_t blk = (size_t)p->rows * p->d.Lk;
+    tg_real *S = (tg_real *)(void *)(base + (size_t)i * scr_bytes(p));
+    return (sdpa_scr){.S = S, .P = S + blk, .G = S + 2 * blk, .vis = (uint8_t *)(S + 3 * blk),
+                      .kb = (uint8_t *)(S + 3 * blk) + blk, .vis_b = -1, .vis_i0 = -1};
+}
+
+/* The keys a block of rows [i0, i0 + nr) of batch b can see are among the
+ * first n; vis (when the plan has rules) holds those rows' visibility. */
+static int block_keys(const sdpa_plan *p, int b, int i0, int nr, sdpa_scr *s)
+{
+    const sdpa_dims *d = &p->d;
+    int n = tg_mask_keys_end(&p->mask, b, i0 + nr - 1, d->Lk);
+    bool per_b = p->mask.key_lens || p->mask.key_keep || (p->mask.keep && p->mask.keep_batched);
+    if (p->rules && !(s->vis_i0 == i0 && (s->vis_b == b || !per_b))) {
+        tg_mask_fill_rows(&p->mask, b, d->Lq, d->Lk, i0, nr, n, s->vis);
+        s->vis_b = b, s->vis_i0 = i0;
+    }
+    return n;
+}
+
+/* Dropout over a block of nr rows of A [nr, n]: P = A * keep / (1 - p) and
+ * kb = keep. Each row draws Lk numbers, the keys past n included, so the
+ * stream is one number per weight in (b, h, i, j) order whatever the mask. */
+static void dropout_block(const tg_real *A, tg_real *P, uint8_t *kb, int nr, int n, int Lk, double p,
+                          tg_rng *rng)
+{
+    uint32_t thr = (uint32_t)(p * 4294967296.0);
+    tg_real inv = (tg_real)(1 / (1 - p));
+    for (int r = 0; r < nr; r++) {
+        size_t e = (size_t)r * n;
+        for (int j = 0; j < n; j++) {
+            kb[e + j] = tg_rng_u32(rng) >= thr;
+            P[e + j] = kb[e + j] ? A[e + j] * inv : 0;
+        }
+        for (int j = n; j < Lk; j++) (void)tg_rng_u32(rng);
+    }
+}
+
+/* Rows [i0, i0 + nr) of W [B, H, Lq, Lk] at plane bh <- A [nr, n], zeros past n. */
+static void put_rows(tg_real *W, size_t bh, const sdpa_dims *d, int i0, int nr, int n, const tg_real *A)
+{
+    for (int r = 0; r < nr; r++) {
+        tg_real *w = W + (bh * d->Lq + i0 + r) * d->Lk;
+        memcpy(w, A + (size_t)r * n, (size_t)n * sizeof *w);
+        memset(w + n, 0, (size_t)(d->Lk - n) * sizeof *w);
+    }
 }
 
 /* ---- forward -------------------------------------------------------------------------- */
@@ -100,64 +214,39 @@ static bool opts_check(tg_tape *t, const char *op, const tg_sdpa_opts *o, const 
     return true;
 }
 
-/* P = A * keep / (1 - p) over n entries, keep drawn from rng (dropped when
- * u32 < thr) and stored in kb when kb != NULL. Every entry draws, masked or
- * not, so the stream does not depend on the mask or on recording. */
-static void dropout_plane(const tg_real *A, tg_real *P, uint8_t *kb, size_t n, uint32_t thr,
-                          tg_real inv, tg_rng *rng)
-{
-    for (size_t e = 0; e < n; e++) {
-        uint8_t keep = tg_rng_u32(rng) >= thr;
-        if (kb) kb[e] = keep;
-        P[e] = keep ? A[e] * inv : 0;
-    }
-}
-
-/* One forward call: the plan, the tensors' data and where A goes. */
+/* One forward call: the plan, the tensors' data and where things go. */
 typedef struct sdpa_fwd {
     const sdpa_plan *p;
-    const tg_real *q, *k, *v, *add;   /* add: additive mask [Lq, Lk] or NULL */
-    tg_real *out, *A;                 /* A [B, H, Lq, Lk], or NULL: a scratch plane */
-    uint8_t *keep;                    /* keep mask to save, or NULL */
+    const tg_real *q, *k, *v;
+    tg_real *out;
+    tg_real *stats;                   /* [B, H, Lq, 2] row (max, 1/sum), or NULL */
+    tg_real *A, *W;                   /* A saved for backward, caller's weights; each [B, H, Lq, Lk] or NULL */
     tg_rng *rng;                      /* non-NULL: dropout on */
-    const tg_mask *mask;              /* with rules to fill per batch, or NULL */
-    uint32_t thr;
-    tg_real inv;
     int pieces;                       /* batches cut into this many pieces, one per thread */
-    unsigned char *scr;               /* pieces x scr_bytes of scratch */
-    size_t scr_bytes, n_real;
+    unsigned char *scr;               /* pieces x scr_bytes */
 } sdpa_fwd;
 
-/* The (b, h) plane: S, A (into A or sA), P (into sP with dropout), O.
- * vis: batch b's visibility [Lq, Lk] or NULL. */
-static void fwd_plane(const sdpa_fwd *c, int b, int h, const uint8_t *vis, tg_real *sA, tg_real *sP)
+/* Rows [i0, i0 + nr) of the (b, h) plane: S, A, P, O. */
+static void fwd_block(const sdpa_fwd *c, int b, int h, int i0, int nr, sdpa_scr *s)
 {
     const sdpa_plan *p = c->p;
     const sdpa_dims *d = &p->d;
-    size_t plane = (size_t)d->Lq * d->Lk, bh = (size_t)b * d->H + h;
-    tg_real *Ab = c->A ? c->A + bh * plane : sA;
-    const tg_real *P = Ab;
-    gemm_ld(0, 1, d->Lq, d->Lk, d->dk, (tg_real)p->scale, c->q + lay_at(&p->q, b, h), p->q.ld,
-            c->k + lay_at(&p->k, b, h), p->k.ld, 0, Ab, d->Lk);
-    tg_softmax_block(Ab, Ab, (size_t)d->Lq, d->Lk, 1, vis, c->add);
+    size_t bh = (size_t)b * d->H + h;
+    int n = block_keys(p, b, i0, nr, s);
+    const tg_real *P = s->S;
+    gemm_ld(0, 1, nr, n, d->dk, (tg_real)p->scale, c->q + lay_at(&p->q, b, h) + (size_t)i0 * p->q.ld,
+            p->q.ld, c->k + lay_at(&p->k, b, h), p->k.ld, 0, s->S, n);
+    tg_softmax_block(s->S, s->S, (size_t)nr, n, 1, p->rules ? s->vis : NULL,
+                     p->mask.additive ? p->mask.additive + (size_t)i0 * d->Lk : NULL, d->Lk,
+                     c->stats ? c->stats + (bh * d->Lq + i0) * 2 : NULL);
+    if (c->A) put_rows(c->A, bh, d, i0, nr, n, s->S);
+    if (c->W) put_rows(c->W, bh, d, i0, nr, n, s->S);
     if (c->rng) {
-        dropout_plane(Ab, sP, c->keep ? c->keep + bh * plane : NULL, plane, c->thr, c->inv, c->rng);
-        P = sP;
+        dropout_block(s->S, s->P, s->kb, nr, n, d->Lk, p->p, c->rng);
+        P = s->P;
     }
-    gemm_ld(0, 0, d->Lq, d->dv, d->Lk, 1, P, d->Lk, c->v + lay_at(&p->v, b, h), p->v.ld, 0,
-            c->out + lay_at(&p->o, b, h), p->o.ld);
-}
-
-/* True when a rule other than additive is set (additive alone needs no
- * visibility array: -inf entries vanish in the exp). */
-static bool has_rules(const tg_mask *m)
-{
-    return m && (m->causal || m->key_lens || m->key_keep || m->window > 0 || m->keep);
-}
-
-static bool rules_per_batch(const tg_mask *m)
-{
-    return m->key_lens || m->key_keep || (m->keep && m->keep_batched);
+    gemm_ld(0, 0, nr, d->dv, n, 1, P, n, c->v + lay_at(&p->v, b, h), p->v.ld, 0,
+            c->out + lay_at(&p->o, b, h) + (size_t)i0 * p->o.ld, p->o.ld);
 }
 
 /* Pieces of the batch loop: one per thread when the (b, h) planes are worth
@@ -170,35 +259,37 @@ static int pieces_for(const sdpa_dims *d)
     return work < 65536 || d->B < 2 ? 1 : T < d->B ? T : d->B;
 }
 
-/* Batches [B*i/pieces, B*(i+1)/pieces) with scratch i. */
+/* Batches [B*i/pieces, B*(i+1)/pieces) with scratch i; the planes of a
+ * batch in (h, i) order (the dropout stream's). */
 static void fwd_piece(void *ctx, int i, int end)
 {
     const sdpa_fwd *c = ctx;
     const sdpa_dims *d = &c->p->d;
-    size_t plane = (size_t)d->Lq * d->Lk;
     for (; i < end; i++) {
-        tg_real *sA = (tg_real *)(void *)(c->scr + (size_t)i * c->scr_bytes);
-        tg_real *sP = sA + (c->A ? 0 : plane);
-        uint8_t *vis = c->mask ? (uint8_t *)(sA + c->n_real) : NULL;
+        sdpa_scr s = scr_at(c->p, c->scr, i);
         int b0 = (int)((int64_t)d->B * i / c->pieces), b1 = (int)((int64_t)d->B * (i + 1) / c->pieces);
-        for (int b = b0; b < b1; b++) {
-            if (vis && (b == b0 || rules_per_batch(c->mask))) tg_mask_fill(c->mask, b, d->Lq, d->Lk, vis);
-            for (int h = 0; h < d->H; h++) fwd_plane(c, b, h, vis, sA, sP);
-        }
+        for (int b = b0; b < b1; b++)
+            for (int h = 0; h < d->H; h++)
+                for (int i0 = 0; i0 < d->Lq; i0 += c->p->rows)
+                    fwd_block(c, b, h, i0, d->Lq - i0 < c->p->rows ? d->Lq - i0 : c->p->rows, &s);
     }
 }
 
-/* *weights <- a copy of A when the node keeps A for backward, else A itself. */
-static bool give_weights(tg_tape *t, const char *op, tg_tensor *A, bool saved, tg_tensor **weights)
+/* m's arrays replaced by copies in the arena, for backward. */
+static bool mask_keep(tg_tape *t, const char *op, tg_mask *m, const sdpa_dims *d)
 {
-    if (!weights) return true;
-    if (saved) {
-        tg_tensor *w = tg_new_like(t, op, A);
-        if (!w) return false;
-        memcpy(w->data, A->data, A->size * sizeof *w->data);
-        A = w;
+    size_t lq = (size_t)d->Lq, lk = (size_t)d->Lk;
+    const void **arr[4] = {(const void **)&m->key_lens, (const void **)&m->key_keep,
+                           (const void **)&m->keep, (const void **)&m->additive};
+    size_t bytes[4] = {d->B * sizeof(int32_t), d->B * lk, (m->keep_batched ? d->B : 1) * lq * lk,
+                       lq * lk * sizeof(tg_real)};
+    for (int a = 0; a < 4; a++) {
+        if (!*arr[a]) continue;
+        void *cp = tg_arena_alloc(t, bytes[a] + 1, op);
+        if (!cp) return false;
+        memcpy(cp, *arr[a], bytes[a]);
+        *arr[a] = cp;
     }
-    *weights = A;
     return true;
 }
 
@@ -213,43 +304,43 @@ static tg_tensor *sdpa_run(tg_tape *t, const char *op, sdpa_plan *p, tg_tensor *
     const sdpa_dims d = p->d;
     char what[64];
     bool drop = o->dropout > 0 && tg_tape_training(t);
-    bool grad = tg_grad_needed(t, in[0], in[1], in[2], NULL), rules = has_rules(o->mask);
-    size_t plane = (size_t)d.Lq * d.Lk, nbh = (size_t)d.B * d.H;
-    /* A for every (b, h) when backward or the caller needs it, else one plane */
+    bool grad = tg_grad_needed(t, in[0], in[1], in[2], NULL), mat = grad && materialise(&d);
+    int shape[4] = {d.B, d.H, d.Lq, d.Lk};
+    p->rows = rows_for(&d);
+    p->p = drop ? o->dropout : 0;
+    p->rules = o->mask && (o->mask->causal || o->mask->key_lens || o->mask->key_keep ||
+                           o->mask->window > 0 || o->mask->keep);
+    if (drop) p->rng = *o->rng;
+    snprintf(what, sizeof what, "%s mask", op);
+    p->mask = o->mask ? *o->mask : (tg_mask){0};
+    if (grad && !mask_keep(t, what, &p->mask, &d)) return NULL;
     snprintf(what, sizeof what, "%s weights", op);
-    tg_tensor *A = grad || weights ? tg_new(t, what, 4, (int[]){d.B, d.H, d.Lq, d.Lk}) : NULL;
-    if ((grad || weights) && !A) return NULL;
-    snprintf(what, sizeof what, "%s dropout mask", op);
-    uint8_t *keep = drop && grad ? tg_arena_alloc(t, nbh * plane, what) : NULL;
-    if (drop && grad && !keep) return NULL;
+    tg_tensor *A = mat ? tg_new(t, what, 4, shape) : NULL, *W = weights ? tg_new(t, what, 4, shape) : NULL;
+    if ((mat && !A) || (weights && !W)) return NULL;
+    snprintf(what, sizeof what, "%s row stats", op);
+    tg_tensor *st = grad ? tg_new(t, what, 4, (int[]){d.B, d.H, d.Lq, 2}) : NULL;
+    if (grad && !st) return NULL;
     sdpa_fwd c = {.p = p, .q = in[p->q.in]->data, .k = in[p->k.in]->data, .v = in[p->v.in]->data,
-                  .add = o->mask ? o->mask->additive : NULL, .out = out->data, .A = A ? A->data : NULL,
-                  .keep = keep, .rng = drop ? o->rng : NULL, .mask = rules ? o->mask : NULL,
-                  .thr = (uint32_t)(o->dropout * 4294967296.0), .inv = (tg_real)(1 / (1 - o->dropout))};
+                  .out = out->data, .stats = st ? st->data : NULL, .A = A ? A->data : NULL,
+                  .W = W ? W->data : NULL, .rng = drop ? o->rng : NULL};
     /* batches are independent, except for the dropout stream: one piece then */
     c.pieces = drop ? 1 : pieces_for(&d);
-    /* scratch per piece: [A plane][P plane][visibility bytes] */
-    size_t n_real = (A ? 0 : plane) + (drop ? plane : 0);
-    c.scr_bytes = (n_real * sizeof(tg_real) + (rules ? plane : 0) + 63) / 64 * 64;
     snprintf(what, sizeof what, "%s scratch", op);
-    c.scr = tg_arena_alloc(t, (size_t)c.pieces * c.scr_bytes + 1, what);
+    c.scr = tg_arena_alloc(t, (size_t)c.pieces * scr_bytes(p) + 1, what);
     if (!c.scr) return NULL;
-    c.n_real = n_real;
     tg_parallel_for(c.pieces, fwd_piece, &c);
     if (grad) {
-        p->p = drop ? o->dropout : 0;
-        p->keep = keep;
         snprintf(what, sizeof what, "%s plan", op);
         sdpa_plan *saved = tg_arena_alloc(t, sizeof *saved, what);
         if (!saved) return NULL;
         *saved = *p;
         tg_node *n = tg_node_push(t, op, sdpa_backward, out, in[0], in[1], in[2], NULL);
         if (!n) return NULL;
-        n->saved[0] = A;
+        n->saved[0] = st;
+        n->saved[1] = A;
         n->aux = saved;
     }
-    snprintf(what, sizeof what, "%s weights", op);
-    if (!give_weights(t, what, A, grad, weights)) return NULL;
+    if (weights) *weights = W;
     return tg_op_done(t, op, out);
 }
 
@@ -277,70 +368,82 @@ static void softmax_grad_rows(const tg_real *a, tg_real *g, int rows, int n)
     }
 }
 
-/* One backward call: data of q, k, v, dO and A; grads to accumulate into
- * (NULL: not wanted), all addressed through the plan's layouts. */
+/* One backward call: data of q, k, v, dO, the row stats and A (materialised,
+ * or NULL); grads to accumulate into (NULL: not wanted), all addressed
+ * through the plan's layouts. */
 typedef struct sdpa_bwd {
     const sdpa_plan *p;
-    const tg_real *q, *k, *v, *dO, *A;
+    const tg_real *q, *k, *v, *dO, *stats, *A;
     tg_real *dq, *dk, *dv;
+    tg_rng rng;                       /* the dropout stream, replayed */
     int pieces;                       /* as sdpa_fwd */
-    tg_real *scr;                     /* pieces x 2 planes */
+    unsigned char *scr;
 } sdpa_bwd;
 
-/* The (b, h) plane; sP and sG are [Lq, Lk] scratch planes. */
-static void bwd_plane(const sdpa_bwd *c, int b, int h, tg_real *sP, tg_real *sG)
+/* Rows [i0, i0 + nr) of the (b, h) plane. */
+static void bwd_block(sdpa_bwd *c, int b, int h, int i0, int nr, sdpa_scr *s)
 {
     const sdpa_plan *p = c->p;
     const sdpa_dims *d = &p->d;
-    size_t plane = (size_t)d->Lq * d->Lk, bh = (size_t)b * d->H + h;
-    size_t oq = lay_at(&p->q, b, h), ok = lay_at(&p->k, b, h), ov = lay_at(&p->v, b, h);
-    const tg_real *Ab = c->A + bh * plane, *dO = c->dO + lay_at(&p->o, b, h), *P = Ab;
-    const uint8_t *kb = p->keep ? p->keep + bh * plane : NULL;
+    size_t bh = (size_t)b * d->H + h, oq = lay_at(&p->q, b, h) + (size_t)i0 * p->q.ld;
+    size_t ok = lay_at(&p->k, b, h), ov = lay_at(&p->v, b, h);
+    const tg_real *dO = c->dO + lay_at(&p->o, b, h) + (size_t)i0 * p->o.ld, *P = s->S;
     tg_real inv = (tg_real)(1 / (1 - p->p)), scale = (tg_real)p->scale;
-    if (kb) {
-        for (size_t e = 0; e < plane; e++) sP[e] = kb[e] ? Ab[e] * inv : 0;
-        P = sP;
+    int n = block_keys(p, b, i0, nr, s);
+    if (c->A) { /* A's rows, as the forward wrote them */
+        for (int r = 0; r < nr; r++)
+            memcpy(s->S + (size_t)r * n, c->A + (bh * d->Lq + i0 + r) * d->Lk, (size_t)n * sizeof *s->S);
+    } else {   /* the forward's S and A again, the same bits */
+        gemm_ld(0, 1, nr, n, d->dk, scale, c->q + oq, p->q.ld, c->k + ok, p->k.ld, 0, s->S, n);
+        tg_softmax_block_redo(s->S, s->S, (size_t)nr, n, 1, p->rules ? s->vis : NULL,
+                              p->mask.additive ? p->mask.additive + (size_t)i0 * d->Lk : NULL, d->Lk,
+                              c->stats + (bh * d->Lq + i0) * 2);
     }
-    if (c->dv) gemm_ld(1, 0, d->Lk, d->dv, d->Lq, 1, P, d->Lk, dO, p->o.ld, 1, c->dv + ov, p->v.ld);
+    if (p->p > 0) {
+        dropout_block(s->S, s->P, s->kb, nr, n, d->Lk, p->p, &c->rng);
+        P = s->P;
+    }
+    if (c->dv) gemm_ld(1, 0, n, d->dv, nr, 1, P, n, dO, p->o.ld, 1, c->dv + ov, p->v.ld);
     if (!c->dq && !c->dk) return;
-    gemm_ld(0, 1, d->Lq, d->Lk, d->dv, 1, dO, p->o.ld, c->v + ov, p->v.ld, 0, sG, d->Lk);
-    if (kb)
-        for (size_t e = 0; e < plane; e++) sG[e] = kb[e] ? sG[e] * inv : 0;
-    softmax_grad_rows(Ab, sG, d->Lq, d->Lk);
-    if (c->dq) gemm_ld(0, 0, d->Lq, d->dk, d->Lk, scale, sG, d->Lk, c->k + ok, p->k.ld, 1, c->dq + oq, p->q.ld);
-    if (c->dk) gemm_ld(1, 0, d->Lk, d->dk, d->Lq, scale, sG, d->Lk, c->q + oq, p->q.ld, 1, c->dk + ok, p->k.ld);
+    gemm_ld(0, 1, nr, n, d->dv, 1, dO, p->o.ld, c->v + ov, p->v.ld, 0, s->G, n);
+    if (p->p > 0)
+        for (size_t e = 0; e < (size_t)nr * n; e++) s->G[e] = s->kb[e] ? s->G[e] * inv : 0;
+    softmax_grad_rows(s->S, s->G, nr, n);
+    if (c->dq) gemm_ld(0, 0, nr, d->dk, n, scale, s->G, n, c->k + ok, p->k.ld, 1, c->dq + oq, p->q.ld);
+    if (c->dk) gemm_ld(1, 0, n, d->dk, nr, scale, s->G, n, c->q + oq, p->q.ld, 1, c->dk + ok, p->k.ld);
 }
 
 /* Batches [B*i/pieces, B*(i+1)/pieces) with scratch i (as fwd_piece). */
 static void bwd_piece(void *ctx, int i, int end)
 {
-    const sdpa_bwd *c = ctx;
+    sdpa_bwd *c = ctx;
     const sdpa_dims *d = &c->p->d;
-    size_t plane = (size_t)d->Lq * d->Lk;
+    int rows = c->p->rows;
     for (; i < end; i++) {
-        tg_real *sP = c->scr + (size_t)i * 2 * plane;
+        sdpa_scr s = scr_at(c->p, c->scr, i);
         int b0 = (int)((int64_t)d->B * i / c->pieces), b1 = (int)((int64_t)d->B * (i + 1) / c->pieces);
         for (int b = b0; b < b1; b++)
-            for (int h = 0; h < d->H; h++) bwd_plane(c, b, h, sP, sP + plane);
+            for (int h = 0; h < d->H; h++)
+                for (int i0 = 0; i0 < d->Lq; i0 += rows)
+                    bwd_block(c, b, h, i0, d->Lq - i0 < rows ? d->Lq - i0 : rows, &s);
     }
 }
 
 /* n->in holds q, k, v (tg_sdpa) or xq, xkv (tg_sdpa_heads); aux = the plan,
- * saved[0] = A. Grads of inputs without requires_grad are left alone. */
+ * saved[0] = the row stats, saved[1] = A when materialised. Grads of inputs
+ * without requires_grad are left alone. */
 static void sdpa_backward(tg_tape *t, tg_node *n)
 {
     const sdpa_plan *p = n->aux;
     tg_tensor *q = n->in[p->q.in], *k = n->in[p->k.in], *v = n->in[p->v.in];
     sdpa_bwd c = {.p = p, .q = q->data, .k = k->data, .v = v->data, .dO = n->out->grad,
-                  .A = n->saved[0]->data};
+                  .stats = n->saved[0]->data, .A = n->saved[1] ? n->saved[1]->data : NULL, .rng = p->rng};
     c.dq = q->requires_grad ? tg_grad(t, q) : NULL;
     c.dk = k->requires_grad ? tg_grad(t, k) : NULL;
     c.dv = v->requires_grad ? tg_grad(t, v) : NULL;
     if ((q->requires_grad && !c.dq) || (k->requires_grad && !c.dk) || (v->requires_grad && !c.dv)) return;
-    /* scratch per piece: P (with dropout) and dS, each [Lq, Lk] */
-    c.pieces = pieces_for(&p->d);
-    size_t plane = (size_t)p->d.Lq * p->d.Lk;
-    c.scr = tg_arena_alloc(t, (size_t)c.pieces * 2 * plane * sizeof *c.scr + 1, "tg_sdpa backward");
+    c.pieces = p->p > 0 ? 1 : pieces_for(&p->d); /* dropout: the forward's one stream */
+    c.scr = tg_arena_alloc(t, (size_t)c.pieces * scr_bytes(p) + 1, "tg_sdpa backward");
     if (!c.scr) return;
     tg_parallel_for(c.pieces, bwd_piece, &c);
 }

@@ -41,9 +41,27 @@ bool tg_mask_check(tg_tape *t, const tg_mask *m, int B, int Lq, int Lk, const ch
 
 /* core/ops/softmax.c: softmax of `rows` rows of n entries,
  * y = softmax(x * scale + add) where vis allows (masked: exactly 0; a row
- * with nothing visible: all 0); x may equal y; vis and add are [rows, n] or NULL. */
+ * with nothing visible: all 0); x may equal y; vis is [rows, n] or NULL, add
+ * has rows ld_add apart or is NULL. stats, when not NULL, receives per row
+ * (max, 1 / sum of exps) [rows, 2], max -inf for a row with nothing visible. */
 void tg_softmax_block(const tg_real *x, tg_real *y, size_t rows, int n, tg_real scale,
-                      const uint8_t *vis, const tg_real *add);
+                      const uint8_t *vis, const tg_real *add, int ld_add, tg_real *stats);
+/* The same rows from the same x and the stats tg_softmax_block wrote: the
+ * same bits, without the row max and sum (attention's recomputing backward). */
+void tg_softmax_block_redo(const tg_real *x, tg_real *y, size_t rows, int n, tg_real scale,
+                           const uint8_t *vis, const tg_real *add, int ld_add, const tg_real *stats);
+
+/* core/ops/mask.c: rows [i0, i0 + rows) of batch element b's [Lq, Lk]
+ * visibility, the first n keys of each (n <= Lk), into vis [rows, n]. */
+void tg_mask_fill_rows(const tg_mask *m, int b, int Lq, int Lk, int i0, int rows, int n, uint8_t *vis);
+/* core/ops/mask.c: a bound past which no key is visible to queries 0..i of batch
+ * element b (Lk when only keep, key_keep or additive hide keys). */
+int tg_mask_keys_end(const tg_mask *m, int b, int i, int Lk);
+
+/* core/ops/attention.c, for tests and benchmarks: query rows per block
+ * (0: the size rule) and materialise the weights for backward (1), recompute
+ * them (0), or follow the size rule (-1). Process-wide. */
+void tg_sdpa_tune(int rows, int materialise);
 
 /* The sum of x [n] in 8 independent lanes: no loop-carried dependence, so it
  * runs at throughput and vectorizes without -ffast-math; the order of the

@@ -36,18 +36,25 @@ static void row_range(const tg_mask *m, int b, int i, int Lk, int *lo, int *hi)
 
 void tg_mask_fill(const tg_mask *m, int b, int Lq, int Lk, uint8_t *vis)
 {
-    size_t n = (size_t)Lq * (size_t)Lk;
+    tg_mask_fill_rows(m, b, Lq, Lk, 0, Lq, Lk, vis);
+}
+
+/* Declared in core/ops/internal.h. */
+void tg_mask_fill_rows(const tg_mask *m, int b, int Lq, int Lk, int i0, int rows, int n, uint8_t *vis)
+{
     if (tg_mask_empty(m)) {
-        memset(vis, 1, n);
+        memset(vis, 1, (size_t)rows * (size_t)n);
         return;
     }
     const uint8_t *kk = m->key_keep ? m->key_keep + (size_t)b * Lk : NULL;
-    const uint8_t *keep = m->keep ? m->keep + (m->keep_batched ? (size_t)b * n : 0) : NULL;
-    for (int i = 0; i < Lq; i++) {
-        uint8_t *v = vis + (size_t)i * Lk;
-        int lo, hi;
+    const uint8_t *keep = m->keep ? m->keep + (m->keep_batched ? (size_t)b * Lq * Lk : 0) : NULL;
+    for (int r = 0; r < rows; r++) {
+        int i = i0 + r, lo, hi;
+        uint8_t *v = vis + (size_t)r * n;
         row_range(m, b, i, Lk, &lo, &hi);
-        memset(v, 0, (size_t)Lk);
+        if (hi > n) hi = n;
+        if (lo > hi) lo = hi;
+        memset(v, 0, (size_t)n);
         memset(v + lo, 1, (size_t)(hi - lo));
         if (kk)
             for (int j = lo; j < hi; j++) v[j] &= kk[j] != 0;
@@ -60,6 +67,15 @@ void tg_mask_fill(const tg_mask *m, int b, int Lq, int Lk, uint8_t *vis)
             for (int j = lo; j < hi; j++) v[j] &= ar[j] != -INFINITY;
         }
     }
+}
+
+/* Declared in core/ops/internal.h: row_range's hi never decreases with i. */
+int tg_mask_keys_end(const tg_mask *m, int b, int i, int Lk)
+{
+    if (tg_mask_empty(m)) return Lk;
+    int lo, hi;
+    row_range(m, b, i, Lk, &lo, &hi);
+    return hi;
 }
 
 /* Declared in core/ops/internal.h. */

@@ -129,7 +129,8 @@ tg_tensor *tg_dropout(tg_tape *t, tg_tensor *a, double p, tg_rng *rng);
  * Attention dropout (p, rng) applies to the weights when training.
  * When weights != NULL, *weights receives the attention weights
  * [B, H, Lq, Lk] (after masking, before dropout): a plain arena tensor to
- * read, valid until tg_tape_reset; no gradient flows back from it.
+ * read, valid until tg_tape_reset; no gradient flows back from it. Backward
+ * does not need them: it recomputes them block by block (memory O(L)).
  * opts may be NULL (no mask, default scale, no dropout); an rng is required
  * when dropout > 0 and the tape is training. Dropout draws one number per weight in (b,h,i,j)
  * order, masked or not, so the stream does not depend on the mask. */

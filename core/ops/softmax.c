@@ -49,29 +49,51 @@ static inline tg_real row_dot(const tg_real *a, const tg_real *b, int n)
     return s[0];
 }
 
+/* Row r of x * scale + add, masked entries -inf, into yr. */
+static inline void scores_row(const tg_real *xr, tg_real *yr, int n, tg_real scale, const uint8_t *vr,
+                              const tg_real *ar)
+{
+    if (ar)
+        for (int j = 0; j < n; j++) yr[j] = xr[j] * scale + ar[j];
+    else if (xr != yr || scale != 1)
+        for (int j = 0; j < n; j++) yr[j] = xr[j] * scale;
+    if (vr)
+        for (int j = 0; j < n; j++) yr[j] = vr[j] ? yr[j] : -INFINITY;
+}
+
 /* Declared in core/ops/internal.h; also used by tg_sdpa. */
 TG_SIMD_CLONES void tg_softmax_block(const tg_real *x, tg_real *y, size_t rows, int n, tg_real scale,
-                                     const uint8_t *vis, const tg_real *add)
+                                     const uint8_t *vis, const tg_real *add, int ld_add, tg_real *stats)
 {
     for (size_t r = 0; r < rows; r++) {
-        const tg_real *xr = x + r * n;
         tg_real *yr = y + r * n;
-        const uint8_t *vr = vis ? vis + r * n : NULL;
-        const tg_real *ar = add ? add + r * n : NULL;
-        if (ar)
-            for (int j = 0; j < n; j++) yr[j] = xr[j] * scale + ar[j];
-        else if (xr != yr || scale != 1)
-            for (int j = 0; j < n; j++) yr[j] = xr[j] * scale;
-        if (vr)
-            for (int j = 0; j < n; j++) yr[j] = vr[j] ? yr[j] : -INFINITY;
-        tg_real mx = row_max(yr, n);
-        if (mx == -INFINITY) { /* no visible key: all zeros, not NaN */
+        scores_row(x + r * n, yr, n, scale, vis ? vis + r * n : NULL, add ? add + r * ld_add : NULL);
+        tg_real mx = row_max(yr, n), inv = 0;
+        if (mx == -INFINITY) /* no visible key: all zeros, not NaN */
+            memset(yr, 0, (size_t)n * sizeof *yr);
+        else {
+            for (int j = 0; j < n; j++) yr[j] = tg_vexp(yr[j] - mx); /* masked: exactly 0 */
+            inv = 1 / tg_row_sum(yr, (size_t)n);
+            for (int j = 0; j < n; j++) yr[j] *= inv;
+        }
+        if (stats) stats[2 * r] = mx, stats[2 * r + 1] = inv;
+    }
+}
+
+/* Declared in core/ops/internal.h: tg_softmax_block's rows again from its
+ * stats, without the two row reductions. */
+TG_SIMD_CLONES void tg_softmax_block_redo(const tg_real *x, tg_real *y, size_t rows, int n, tg_real scale,
+                                          const uint8_t *vis, const tg_real *add, int ld_add,
+                                          const tg_real *stats)
+{
+    for (size_t r = 0; r < rows; r++) {
+        tg_real *yr = y + r * n, mx = stats[2 * r], inv = stats[2 * r + 1];
+        if (mx == -INFINITY) {
             memset(yr, 0, (size_t)n * sizeof *yr);
             continue;
         }
-        for (int j = 0; j < n; j++) yr[j] = tg_vexp(yr[j] - mx); /* masked: exactly 0 */
-        tg_real inv = 1 / tg_row_sum(yr, (size_t)n);
-        for (int j = 0; j < n; j++) yr[j] *= inv;
+        scores_row(x + r * n, yr, n, scale, vis ? vis + r * n : NULL, add ? add + r * ld_add : NULL);
+        for (int j = 0; j < n; j++) yr[j] = tg_vexp(yr[j] - mx) * inv;
     }
 }
 
@@ -110,7 +132,7 @@ tg_tensor *tg_softmax(tg_tape *t, tg_tensor *a)
     if (!tg_inputs_check(t, "tg_softmax", &a, 1, 1)) return NULL;
     tg_tensor *out = tg_new_like(t, "tg_softmax", a);
     if (!out) return NULL;
-    tg_softmax_block(a->data, out->data, tg_rows(a), tg_cols(a), 1, NULL, NULL);
+    tg_softmax_block(a->data, out->data, tg_rows(a), tg_cols(a), 1, NULL, NULL, 0, NULL);
     return finish(t, &softmax_op, a, out, 1.0);
 }
 
@@ -177,7 +199,8 @@ tg_tensor *tg_softmax_masked(tg_tape *t, tg_tensor *a, const tg_mask *mask, doub
         if (rules && (per_b || b == 0)) tg_mask_fill(mask, b, Lq, Lk, vis);
         for (int h = 0; h < H; h++) {
             size_t off = ((size_t)b * H + h) * plane;
-            tg_softmax_block(a->data + off, out->data + off, (size_t)Lq, Lk, (tg_real)scale, vis, add);
+            tg_softmax_block(a->data + off, out->data + off, (size_t)Lq, Lk, (tg_real)scale, vis, add, Lk,
+                             NULL);
         }
     }
     return finish(t, &softmax_masked_op, a, out, scale);
