@@ -355,3 +355,54 @@ tg_safetensors *tg_mha_convert(const tg_safetensors *src, tg_mha_mode to, int n_
     tg_st_free(dst);
     return NULL;
 }
+
+/* ---- decoding step ------------------------------------------------------------- */
+
+/* x [B, L, D] -> | q heads | k heads | v heads | [B, L, 3E], either mode. */
+static tg_tensor *project_qkv(tg_tape *t, const tg_mha *m, tg_tensor *x)
+{
+    int H = m->cfg.n_heads;
+    if (m->cfg.mode == TG_MHA_FUSED) return tg_matmul(t, x, m->in_proj_weight, m->in_proj_bias, TG_TRANS_B);
+    tg_tensor *parts[3 * TG_MHA_MAX_HEADS];
+    for (int h = 0; h < H; h++) {
+        const tg_mha_head *hd = &m->heads[h];
+        parts[h] = tg_matmul(t, x, hd->wq, hd->bq, TG_TRANS_B);
+        parts[H + h] = tg_matmul(t, x, hd->wk, hd->bk, TG_TRANS_B);
+        parts[2 * H + h] = tg_matmul(t, x, hd->wv, hd->bv, TG_TRANS_B);
+    }
+    return tg_concat(t, parts, 3 * H);
+}
+
+tg_tensor *tg_mha_step(tg_tape *t, const tg_mha *m, tg_tensor *x, tg_tensor *cache, const int32_t *pos,
+                       const uint8_t *head_mask)
+{
+    if (!t) return NULL;
+    if (!x || !cache || !pos) return tg_fail_null(t, "tg_mha_step");
+    int H = m->cfg.n_heads, dh = m->cfg.d_head, E = H * dh, B = x->shape[0];
+    char sx[TG_SHAPE_STR], sc[TG_SHAPE_STR];
+    if (tg_tape_recording(t))
+        return tg_fail(t, "tg_mha_step '%s': decoding only: the tape must not record", m->name);
+    if (x->ndim != 3 || x->shape[1] != 1 || x->shape[2] != m->cfg.d_model || cache->ndim != 3 ||
+        cache->shape[0] != B || cache->shape[2] != 2 * E)
+        return tg_fail(t, "tg_mha_step '%s': need x [B, 1, %d] and cache [B, cap, %d], got x %s, cache %s",
+                       m->name, m->cfg.d_model, 2 * E, tg_shape_str(x, sx), tg_shape_str(cache, sc));
+    int cap = cache->shape[1];
+    int32_t *lens = tg_arena_alloc(t, (size_t)B * sizeof *lens, "tg_mha_step lengths");
+    if (!lens) return NULL;
+    for (int b = 0; b < B; b++) {
+        if (pos[b] < 0 || pos[b] >= cap)
+            return tg_fail(t, "tg_mha_step '%s': pos[%d] = %d is outside the cache [0, %d)", m->name, b,
+                           (int)pos[b], cap);
+        lens[b] = pos[b] + 1;
+    }
+    tg_tensor *qkv = project_qkv(t, m, x);
+    if (!qkv) return NULL;
+    for (int b = 0; b < B; b++) /* k and v of the new position into the cache */
+        memcpy(cache->data + ((size_t)b * cap + pos[b]) * 2 * E, qkv->data + (size_t)b * 3 * E + E,
+               2 * (size_t)E * sizeof *qkv->data);
+    tg_mask mask = {.key_lens = lens};
+    tg_sdpa_opts o = {.mask = &mask};
+    tg_sdpa_layout lay = {.n_heads = H, .dk = dh, .dv = dh, .v_col = E};
+    tg_tensor *a = apply_head_mask(t, m, tg_sdpa_heads(t, qkv, cache, &lay, &o, NULL), head_mask);
+    return tg_linear_forward(t, &m->out_proj, a);
+}

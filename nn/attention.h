@@ -93,6 +93,16 @@ tg_tensor *tg_mha_forward(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor 
                           const tg_mask *mask, const uint8_t *head_mask, tg_rng *rng,
                           tg_tensor **weights);
 
+/* One decoding step of causal self-attention with a key/value cache, for
+ * inference (the tape must not record). x [B, 1, D] holds each row's newest
+ * position; cache [B, cap, 2E] holds each row's keys and values by position,
+ * | k heads | v heads | (the fused projection's column order, in both
+ * modes). Row b's new key and value are written at position pos[b] (in
+ * [0, cap)), then its query attends to positions 0..pos[b]: the last row of
+ * tg_mha_forward under a causal mask, at O(pos) cost. -> [B, 1, D] */
+tg_tensor *tg_mha_step(tg_tape *t, const tg_mha *m, tg_tensor *x, tg_tensor *cache, const int32_t *pos,
+                       const uint8_t *head_mask);
+
 /* Copies every weight of src into dst exactly, converting between the modes
  * when they differ. 0, or -1 when n_heads, d_model, d_head or bias differ. */
 int tg_mha_copy_weights(tg_mha *dst, const tg_mha *src);

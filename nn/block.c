@@ -35,3 +35,14 @@ tg_tensor *tg_block_forward(tg_tape *t, const tg_block *b, tg_tensor *x, const t
     h = tg_ffn_forward(t, &b->ff, h, rng);
     return tg_add(t, x, h);
 }
+
+tg_tensor *tg_block_step(tg_tape *t, const tg_block *b, tg_tensor *x, tg_tensor *cache, const int32_t *pos,
+                         const uint8_t *head_mask)
+{
+    tg_tensor *h = tg_layernorm_forward(t, &b->ln1, x);
+    h = tg_mha_step(t, &b->attn, h, cache, pos, head_mask);
+    x = tg_add(t, x, h);
+    h = tg_layernorm_forward(t, &b->ln2, x);
+    h = tg_ffn_forward(t, &b->ff, h, NULL);
+    return tg_add(t, x, h);
+}

@@ -106,3 +106,55 @@ tg_tensor *tg_model_forward(tg_tape *t, const tg_model *m, const int32_t *ids, i
     h = tg_layernorm_forward(t, &m->ln_f, h);
     return tg_linear_forward(t, &m->head, h);
 }
+
+int tg_kv_cache_init(tg_kv_cache *c, const tg_model *m, int B, char *err, size_t errlen)
+{
+    memset(c, 0, sizeof *c);
+    int L = m->cfg.n_layers, E2 = 2 * m->cfg.n_heads * m->cfg.d_head;
+    c->B = B, c->cap = m->cfg.max_len, c->n_layers = L;
+    c->kv = tg_calloc((size_t)L, sizeof *c->kv);
+    for (int l = 0; c->kv && l < L; l++)
+        if (!(c->kv[l] = tg_tensor_alloc(3, (int[]){B, c->cap, E2}))) break;
+    if (c->kv && (L == 0 || c->kv[L - 1])) return 0;
+    tg_kv_cache_free(c);
+    if (errlen) snprintf(err, errlen, "tg_kv_cache: out of memory for %d x [%d, %d, %d]", L, B, m->cfg.max_len, E2);
+    return -1;
+}
+
+void tg_kv_cache_free(tg_kv_cache *c)
+{
+    for (int l = 0; c->kv && l < c->n_layers; l++) tg_tensor_free(c->kv[l]);
+    tg_free(c->kv);
+    memset(c, 0, sizeof *c);
+}
+
+/* Rows [0, B) of a cache tensor [c->B, cap, 2E], sharing its data. */
+static tg_tensor *cache_rows(tg_tape *t, const tg_tensor *kv, int B)
+{
+    tg_tensor *v = tg_arena_alloc(t, sizeof *v, "tg_model_step cache view");
+    if (!v) return NULL;
+    *v = *kv;
+    v->owns_data = false;
+    v->shape[0] = B;
+    v->size = (size_t)B * kv->shape[1] * kv->shape[2];
+    return v;
+}
+
+tg_tensor *tg_model_step(tg_tape *t, const tg_model *m, tg_kv_cache *c, const int32_t *ids,
+                         const int32_t *pos, int B, const uint8_t *head_mask)
+{
+    if (!t) return NULL;
+    if (!ids || !pos || !c || !c->kv) return tg_fail(t, "tg_model_step: ids, pos or the cache is NULL");
+    if (B < 1 || B > c->B) return tg_fail(t, "tg_model_step: %d rows for a cache of %d", B, c->B);
+    for (int b = 0; b < B; b++)
+        if (pos[b] < 0 || pos[b] >= m->cfg.max_len)
+            return tg_fail(t, "tg_model_step: pos[%d] = %d is outside [0, max_len = %d)", b, (int)pos[b],
+                           m->cfg.max_len);
+    tg_tensor *h = tg_add(t, tg_embedding_forward(t, &m->tok_emb, ids, B, 1),
+                          tg_embedding_forward(t, &m->pos_emb, pos, B, 1));
+    for (int l = 0; l < m->cfg.n_layers; l++)
+        h = tg_block_step(t, &m->blocks[l], h, cache_rows(t, c->kv[l], B), pos,
+                          head_mask ? head_mask + l * m->cfg.n_heads : NULL);
+    h = tg_layernorm_forward(t, &m->ln_f, h);
+    return tg_linear_forward(t, &m->head, h);
+}

@@ -67,4 +67,23 @@ tg_tensor *tg_model_forward(tg_tape *t, const tg_model *m, const int32_t *ids, i
                             const int32_t *lens, const uint8_t *head_mask, tg_rng *rng,
                             tg_tensor **attn);
 
+/* Keys and values of every layer for incremental decoding: n_layers tensors
+ * [B, cap, 2E], cap = the model's max_len positions per row. */
+typedef struct tg_kv_cache {
+    int B, cap, n_layers;
+    tg_tensor **kv;
+} tg_kv_cache;
+
+/* 0, or -1 with a message in err (out of memory). */
+int tg_kv_cache_init(tg_kv_cache *c, const tg_model *m, int B, char *err, size_t errlen);
+void tg_kv_cache_free(tg_kv_cache *c);
+
+/* One greedy-decoding step for inference (the tape must not record): row
+ * b of B (<= c->B; cache row b) reads token ids[b] at position pos[b],
+ * attending to the positions 0..pos[b]-1 earlier steps put in the cache.
+ * Feeding a sequence one position at a time gives tg_model_forward's causal
+ * logits, each step at O(pos) cost. -> logits [B, 1, V]. */
+tg_tensor *tg_model_step(tg_tape *t, const tg_model *m, tg_kv_cache *c, const int32_t *ids,
+                         const int32_t *pos, int B, const uint8_t *head_mask);
+
 #endif

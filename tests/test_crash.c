@@ -281,6 +281,7 @@ Test(crash, edges_refused_with_a_message)
     const edge refused[] = {
         {"--symbols 0", "--symbols '0' is not allowed: expected an integer in [1, 65536]"},
         {"--max-len 0", "--max-len '0' is not allowed"},
+        {"--max-len 2049", "--max-len '2049' is not allowed: expected an integer in [1, 2048]"},
         {"--min-len 0", "--min-len '0' is not allowed"},
         {"--heads 0", "--heads '0' is not allowed"},
         {"--batch 0", "--batch '0' is not allowed"},

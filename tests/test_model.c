@@ -164,6 +164,110 @@ static void check_no_alloc(tg_mha_mode mode)
 Test(model, step_makes_no_allocation_fused) { check_no_alloc(TG_MHA_FUSED); }
 Test(model, step_makes_no_allocation_per_head) { check_no_alloc(TG_MHA_PER_HEAD); }
 
+/* ---- decoding with the key/value cache ---------------------------------------------- */
+
+enum { KV = 12, KT = 16, KB = 3 };
+
+static int32_t argmax_row(const tg_real *x, int n)
+{
+    int32_t best = 0;
+    for (int v = 1; v < n; v++)
+        if (x[v] > x[best]) best = v;
+    return best;
+}
+
+/* Greedy continuation of seq[0..n) up to KT tokens by whole forward passes
+ * over the prefix (the decode without a cache); returns the final length. */
+static int greedy_full(tg_tape *t, const tg_model *m, int32_t *seq, int n, const uint8_t *hm)
+{
+    for (; n < KT; n++) {
+        tg_tape_reset(t);
+        tg_tensor *lg = tg_model_forward(t, m, seq, 1, n, NULL, hm, NULL, NULL);
+        cr_assert_not_null(lg, "%s", tg_tape_error(t));
+        seq[n] = argmax_row(lg->data + (size_t)(n - 1) * KV, KV);
+    }
+    return n;
+}
+
+/* The same by tg_model_step: the prompt one position at a time, then each
+ * argmax fed back. */
+static int greedy_cached(tg_tape *t, const tg_model *m, tg_kv_cache *c, int32_t *seq, int n, const uint8_t *hm)
+{
+    for (int pos = 0; pos < KT - 1; pos++) {
+        tg_tape_reset(t);
+        tg_tensor *lg = tg_model_step(t, m, c, &seq[pos], &pos, 1, hm);
+        cr_assert_not_null(lg, "%s", tg_tape_error(t));
+        if (pos + 1 >= n) seq[pos + 1] = argmax_row(lg->data, KV);
+    }
+    return KT;
+}
+
+/* Row b steps through its sequence b positions behind row 0 (so one step
+ * serves rows at different positions); every step's logits equal the full
+ * forward's at that position, and greedy decoding gives the same tokens. */
+static void check_kv_cache(tg_mha_mode mode, const uint8_t *hm)
+{
+    tg_rng rng;
+    tg_rng_seed(&rng, 8);
+    tg_params *p = tg_params_new();
+    tg_model m;
+    tg_model_config cfg = {.vocab = KV, .d_model = 16, .n_layers = 2, .n_heads = 2, .max_len = KT, .mode = mode};
+    char err[256];
+    cr_assert_eq(tg_model_init(&m, p, &cfg, &rng, err, sizeof err), 0, "%s", err);
+    tg_tape *t = tg_tape_new();
+    bool prev = tg_no_grad_begin(t);
+    tg_tape_set_training(t, false);
+    tg_kv_cache c;
+    cr_assert_eq(tg_kv_cache_init(&c, &m, KB, err, sizeof err), 0, "%s", err);
+    int32_t ids[KB * KT], pos[KB], in[KB];
+    for (int e = 0; e < KB * KT; e++) ids[e] = (int32_t)tg_rng_below(&rng, KV);
+    tg_tensor *full = tg_model_forward(t, &m, ids, KB, KT, NULL, hm, NULL, NULL);
+    cr_assert_not_null(full, "%s", tg_tape_error(t));
+    tg_real *want = malloc(full->size * sizeof *want);
+    memcpy(want, full->data, full->size * sizeof *want);
+    for (int step = 0; step < KT + KB - 1; step++) {
+        for (int b = 0; b < KB; b++) {
+            pos[b] = step - b < 0 ? 0 : step - b >= KT ? KT - 1 : step - b;
+            in[b] = ids[b * KT + pos[b]];
+        }
+        tg_tape_reset(t);
+        tg_tensor *lg = tg_model_step(t, &m, &c, in, pos, KB, hm);
+        cr_assert_not_null(lg, "%s", tg_tape_error(t));
+        cr_assert(lg->ndim == 3 && lg->shape[0] == KB && lg->shape[1] == 1 && lg->shape[2] == KV);
+        for (int b = 0; b < KB; b++)
+            for (int v = 0; v < KV; v++)
+                tu_close(lg->data[b * KV + v], want[((size_t)b * KT + pos[b]) * KV + v], TU_TOL);
+    }
+    free(want);
+    for (int prompt = 1; prompt <= 7; prompt += 3) {
+        int32_t a[KT], b[KT];
+        for (int i = 0; i < prompt; i++) a[i] = b[i] = (int32_t)tg_rng_below(&rng, KV);
+        greedy_full(t, &m, a, prompt, hm);
+        greedy_cached(t, &m, &c, b, prompt, hm);
+        for (int i = 0; i < KT; i++) cr_assert_eq(a[i], b[i], "prompt %d: token %d: %d without the cache, %d with", prompt, i, a[i], b[i]);
+    }
+    /* misuse: a recording tape, a position past the cache, too many rows */
+    tg_tape_reset(t);
+    pos[0] = KT;
+    cr_assert_null(tg_model_step(t, &m, &c, in, pos, 1, NULL));
+    cr_assert(strstr(tg_tape_error(t), "pos[0] = 16"), "%s", tg_tape_error(t));
+    tg_tape_reset(t);
+    cr_assert_null(tg_model_step(t, &m, &c, in, (int32_t[]){0, 0, 0, 0}, KB + 1, NULL));
+    cr_assert(strstr(tg_tape_error(t), "4 rows for a cache of 3"), "%s", tg_tape_error(t));
+    tg_tape_reset(t);
+    tg_no_grad_end(t, prev);
+    cr_assert_null(tg_model_step(t, &m, &c, in, (int32_t[]){0, 0, 0}, KB, NULL));
+    cr_assert(strstr(tg_tape_error(t), "must not record"), "%s", tg_tape_error(t));
+    tg_kv_cache_free(&c);
+    tg_tape_free(t);
+    tg_model_free(&m);
+    tg_params_free(p);
+}
+
+Test(model, kv_cache_decoding_equals_full_passes_fused) { check_kv_cache(TG_MHA_FUSED, NULL); }
+Test(model, kv_cache_decoding_equals_full_passes_per_head) { check_kv_cache(TG_MHA_PER_HEAD, NULL); }
+Test(model, kv_cache_decoding_with_head_mask) { check_kv_cache(TG_MHA_FUSED, (const uint8_t[]){1, 0, 0, 1}); }
+
 Test(model, dropout_needs_rng_only_while_training)
 {
     tg_rng rng;

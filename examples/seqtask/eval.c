@@ -7,14 +7,18 @@
 #include <tapegrad/core/engine/alloc.h>
 #include <tapegrad/core/ops/ops.h>
 
+/* Rows per pass: at most 256, and at most SQ_DECODE_CELLS positions in all,
+ * which bounds a pass's activations and the key/value cache at long lengths. */
 #define SQ_DECODE_ROWS 256
+#define SQ_DECODE_CELLS 16384
 
 int sq_decoder_init(sq_decoder *d, const tg_model *m, char *err, size_t errlen)
 {
     memset(d, 0, sizeof *d);
     d->m = m;
     d->tmax = m->cfg.max_len;
-    d->cap = SQ_DECODE_ROWS;
+    d->cap = SQ_DECODE_CELLS / d->tmax;
+    d->cap = d->cap < 1 ? 1 : d->cap > SQ_DECODE_ROWS ? SQ_DECODE_ROWS : d->cap;
     size_t cells = (size_t)d->cap * (size_t)d->tmax;
     d->tape = tg_tape_new();
     d->ids = tg_malloc(cells * sizeof *d->ids);
@@ -24,8 +28,9 @@ int sq_decoder_init(sq_decoder *d, const tg_model *m, char *err, size_t errlen)
     d->n = tg_malloc((size_t)d->cap * sizeof *d->n);
     d->row = tg_malloc((size_t)d->cap * sizeof *d->row);
     d->done = tg_malloc((size_t)d->cap * sizeof *d->done);
-    if (!d->tape || !d->ids || !d->seq || !d->lens || !d->len || !d->n || !d->row || !d->done ||
-        sq_batch_init(&d->batch, d->cap, d->tmax - 1) != 0) {
+    d->pos = tg_malloc((size_t)d->cap * sizeof *d->pos);
+    if (!d->tape || !d->ids || !d->seq || !d->lens || !d->len || !d->n || !d->row || !d->done || !d->pos ||
+        sq_batch_init(&d->batch, d->cap, d->tmax - 1) != 0 || tg_kv_cache_init(&d->kv, m, d->cap, NULL, 0)) {
         sq_decoder_free(d);
         snprintf(err, errlen, "out of memory for the decoder");
         return -1;
@@ -46,6 +51,8 @@ void sq_decoder_free(sq_decoder *d)
     tg_free(d->n);
     tg_free(d->row);
     tg_free(d->done);
+    tg_free(d->pos);
+    if (d->kv.kv) tg_kv_cache_free(&d->kv);
     memset(d, 0, sizeof *d);
 }
 
@@ -63,35 +70,34 @@ static int forward_fail(sq_decoder *d, char *err, size_t errlen)
     return -1;
 }
 
-/* Token by token for the rows not yet done: each pass feeds every pending
- * row (right-padded) and appends the argmax at its last position. */
+/* Token by token for the rows not yet done, with the key/value cache: the
+ * pending rows step through positions together, each feeding its known
+ * tokens until its last one, whose argmax it appends; a row that is done
+ * feeds PAD until the others are. Each step costs O(position), not a pass
+ * over the whole prefix. */
 static int decode_pending(sq_decoder *d, int rows, char *err, size_t errlen)
 {
-    int V = d->m->cfg.vocab;
-    for (;;) {
-        int P = 0, T = 1;
-        for (int r = 0; r < rows; r++)
-            if (!d->done[r]) {
-                d->row[P++] = r;
-                if (d->len[r] > T) T = d->len[r];
-            }
-        if (P == 0) return 0;
+    int V = d->m->cfg.vocab, P = 0;
+    for (int r = 0; r < rows; r++)
+        if (!d->done[r]) d->row[P++] = r;
+    for (int t = 0, left = P; left > 0; t++) {
         for (int p = 0; p < P; p++) {
             int r = d->row[p];
-            for (int t = 0; t < T; t++)
-                d->ids[p * T + t] = t < d->len[r] ? d->seq[(size_t)r * d->tmax + t] : SQ_PAD;
-            d->lens[p] = d->len[r];
+            d->ids[p] = d->done[r] ? SQ_PAD : d->seq[(size_t)r * d->tmax + t];
+            d->pos[p] = t;
         }
         tg_tape_reset(d->tape);
-        tg_tensor *logits = tg_model_forward(d->tape, d->m, d->ids, P, T, d->lens, d->hm, NULL, NULL);
+        tg_tensor *logits = tg_model_step(d->tape, d->m, &d->kv, d->ids, d->pos, P, d->hm);
         if (!logits) return forward_fail(d, err, errlen);
         for (int p = 0; p < P; p++) {
             int r = d->row[p];
-            int32_t tok = argmax(logits->data + ((size_t)p * T + d->len[r] - 1) * V, V);
+            if (d->done[r] || t != d->len[r] - 1) continue;
+            int32_t tok = argmax(logits->data + (size_t)p * V, V);
             d->seq[(size_t)r * d->tmax + d->len[r]++] = tok;
-            if (tok == SQ_EOS || d->len[r] >= d->tmax) d->done[r] = true;
+            if (tok == SQ_EOS || d->len[r] >= d->tmax) d->done[r] = true, left--;
         }
     }
+    return 0;
 }
 
 /* One teacher-forced pass over ex[0..k): row r gets BOS x SEP and the

@@ -7,7 +7,9 @@
  * wrong, and takes that wrong token there. So a correct example costs one
  * pass, and only the failures are decoded further, token by token. The
  * result is exactly greedy decoding, at the cost of about one forward pass
- * once the model is good.
+ * once the model is good. The failures are decoded with a key/value cache
+ * (tg_model_step): each new token costs O(length), not a pass over the
+ * whole prefix, and memory stays O(length).
  *
  * Exact-sequence accuracy: the output is y1..ym EOS. Token accuracy: of the
  * m + 1 expected tokens (y1..ym, EOS), those the output has at the same
@@ -36,6 +38,8 @@ typedef struct sq_decoder {
     int32_t *seq;                /* [cap, tmax] the rows being decoded */
     int *len, *n, *row;          /* [cap] tokens so far, source length, pending index */
     bool *done;                  /* [cap] */
+    int32_t *pos;                /* [cap] positions of a decoding step */
+    tg_kv_cache kv;              /* keys and values of cap rows of Tmax positions */
     const uint8_t *hm;           /* head mask of the current evaluation */
 } sq_decoder;
 
