@@ -11,8 +11,10 @@
  * tapegrad allocations per step after warm-up (must be 0), peak RSS and the
  * memory accounting:
  *   state   = 4 * P * sizeof(tg_real)   (parameters, grads, Adam m and v)
- *   act     = what backward must read:   x [B,L,D], q k v 3x[B,L,E],
- *             attention weights [B,H,L,L], the merged heads [B,L,E]
+ *   act     = what backward must read:   x [B,L,D], q k v 3x[B,L,E], the
+ *             merged heads [B,L,E], attention's row stats [B,H,L,2] and,
+ *             only where attention keeps them (tg_sdpa_materialises), its
+ *             weights [B,H,L,L]
  *   need    = state + act, compared with the peak RSS growth over a
  *             baseline taken after OpenBLAS's first GEMM (rss_ratio, target
  *             <= 1.3); arena_mib is what the tape's arena really holds.
@@ -139,7 +141,8 @@ static int run_bench(int argc, char **argv)
     int E = c.m.cfg.n_heads * c.m.cfg.d_head;
     double P = (double)tg_params_numel(c.p), sz = sizeof(tg_real), mib = 1024.0 * 1024.0;
     double state = 4 * P * sz / mib;
-    double act = ((double)B * L * D + 4.0 * B * L * E + (double)B * H * L * L) * sz / mib;
+    double weights = tg_sdpa_materialises(B, H, L, L) ? (double)B * H * L * L : 0;
+    double act = ((double)B * L * D + 4.0 * B * L * E + weights + 2.0 * B * H * L) * sz / mib;
     double peak = bu_peak_rss_mib(), delta = peak - base_rss;
     double gflops = gemm_flops(B, L, D, H, E) / (r.median_ms * 1e-3) / 1e9;
     bu_row("bench=mha impl=tapegrad_%s tag=%s B=%d L=%d D=%d H=%d threads=%d reps=%d ms=%.4f "

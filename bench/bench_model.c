@@ -20,7 +20,8 @@
  * measured here: scripts/bench.sh runs `seqtask train` itself.
  *
  * Memory accounting ("act": what backward must read), per layer: ln1 input
- * and output, q k v, attention weights [B,H,T,T], merged heads, ln2 input
+ * and output, q k v, attention's row stats [B,H,T,2] and its weights
+ * [B,H,T,T] where it keeps them (tg_sdpa_materialises), merged heads, ln2 input
  * and output, fc1 output and GELU output [B,T,d_ff]; then ln_f input and
  * output and the softmax of the logits [B,T,V]. state = 4 P (parameters,
  * grads, Adam m and v).
@@ -160,17 +161,21 @@ int main(int argc, char **argv)
 
     const tg_model_config *k = &c.m.cfg;
     double BT = (double)B * c.T, D = k->d_model, E = (double)k->n_heads * k->d_head;
-    double per_layer = BT * (4 * D + 4 * E + 2.0 * k->d_ff) + (double)B * k->n_heads * c.T * c.T;
+    double weights = tg_sdpa_materialises(B, k->n_heads, c.T, c.T) ? (double)B * k->n_heads * c.T * c.T : 0;
+    double per_layer = BT * (4 * D + 4 * E + 2.0 * k->d_ff) + weights + 2.0 * B * k->n_heads * c.T;
+    /* GEMM flops as bench_mha counts them (full T x T products), times 3 for backward */
+    double gflop = 3 * (k->n_layers * (2 * BT * D * (4 * E + 2.0 * k->d_ff) + 4.0 * B * k->n_heads * c.T * c.T * k->d_head) +
+                        2 * BT * D * k->vocab) / 1e9;
     double act_elems = k->n_layers * per_layer + BT * (2 * D + k->vocab);
     double P = (double)tg_params_numel(c.p), sz = sizeof(tg_real), mib = 1024.0 * 1024.0;
     double state = 4 * P * sz / mib, act = act_elems * sz / mib;
     double peak = bu_peak_rss_mib(), delta = peak - base_rss;
     bu_row("bench=model impl=tapegrad tag=%s mode=%s B=%d T=%d D=%d layers=%d heads=%d V=%d threads=%d "
-           "reps=%d ms=%.4f min_ms=%.4f allocs_per_step=%llu params=%.0f state_mib=%.2f act_mib=%.2f "
+           "reps=%d ms=%.4f min_ms=%.4f gflops=%.2f allocs_per_step=%llu params=%.0f state_mib=%.2f act_mib=%.2f "
            "need_mib=%.2f arena_peak_mib=%.2f arena_cap_mib=%.2f peak_rss_mib=%.1f base_rss_mib=%.1f "
            "rss_delta_mib=%.1f rss_ratio=%.2f",
            bu_opt_str(argc, argv, "--tag", "step"), mode, B, c.T, k->d_model, k->n_layers, k->n_heads, k->vocab, tg_threads_get(), r.reps,
-           r.median_ms, r.min_ms, r.allocs_per_step_max, P, state, act, state + act, c.arena_peak / mib,
+           r.median_ms, r.min_ms, gflop / (r.median_ms * 1e-3), r.allocs_per_step_max, P, state, act, state + act, c.arena_peak / mib,
            tg_tape_arena_capacity(c.t) / mib, peak, base_rss, delta, delta / (state + act));
     rc = 0;
 done:

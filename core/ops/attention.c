@@ -21,7 +21,7 @@
  * last row can see (tg_mask_keys_end), so causal attention costs half.
  *
  * Materialised mode: when the weights of the whole op are small (rule in
- * materialise(), measured in docs/PERF.md) the node also keeps A
+ * tg_sdpa_materialises(), measured in docs/PERF.md) the node also keeps A
  * [B, H, Lq, Lk] and backward copies a block's rows from it instead of the
  * QK^T GEMM and exps. Both modes give the same bits (tests/test_softmax.c).
  * Nothing is read from the caller's mask arrays after the forward returns:
@@ -118,14 +118,14 @@ static int rows_for(const sdpa_dims *d)
     return r < d->Lq ? r : d->Lq > 0 ? d->Lq : 1;
 }
 
-/* Materialise A for backward when all of it is at most SDPA_MAT_BYTES: there
- * keeping it costs little memory and saves backward the QK^T GEMM and exps
- * (docs/PERF.md measures the rule). */
+/* Declared in core/ops/internal.h. Materialise A for backward when all of it
+ * is at most SDPA_MAT_BYTES: there keeping it costs little memory and saves
+ * backward the QK^T GEMM and exps (docs/PERF.md measures the rule). */
 #define SDPA_MAT_BYTES (1 << 20)
-static bool materialise(const sdpa_dims *d)
+bool tg_sdpa_materialises(int B, int H, int Lq, int Lk)
 {
     if (force_mat >= 0) return force_mat;
-    return (double)d->B * d->H * d->Lq * d->Lk * sizeof(tg_real) <= SDPA_MAT_BYTES;
+    return (double)B * H * Lq * Lk * sizeof(tg_real) <= SDPA_MAT_BYTES;
 }
 
 /* Per-thread scratch of one pass, carved from one arena block:
@@ -304,7 +304,7 @@ static tg_tensor *sdpa_run(tg_tape *t, const char *op, sdpa_plan *p, tg_tensor *
     const sdpa_dims d = p->d;
     char what[64];
     bool drop = o->dropout > 0 && tg_tape_training(t);
-    bool grad = tg_grad_needed(t, in[0], in[1], in[2], NULL), mat = grad && materialise(&d);
+    bool grad = tg_grad_needed(t, in[0], in[1], in[2], NULL), mat = grad && tg_sdpa_materialises(d.B, d.H, d.Lq, d.Lk);
     int shape[4] = {d.B, d.H, d.Lq, d.Lk};
     p->rows = rows_for(&d);
     p->p = drop ? o->dropout : 0;

@@ -62,6 +62,9 @@ int tg_mask_keys_end(const tg_mask *m, int b, int i, int Lk);
  * (0: the size rule) and materialise the weights for backward (1), recompute
  * them (0), or follow the size rule (-1). Process-wide. */
 void tg_sdpa_tune(int rows, int materialise);
+/* core/ops/attention.c: whether a recorded attention op of these dims keeps
+ * its weights [B, H, Lq, Lk] for backward (else it recomputes them). */
+bool tg_sdpa_materialises(int B, int H, int Lq, int Lk);
 
 /* The sum of x [n] in 8 independent lanes: no loop-carried dependence, so it
  * runs at throughput and vectorizes without -ffast-math; the order of the
