@@ -45,7 +45,6 @@
 #include "gemm.h"
 
 #include <cblas.h>
-#include <immintrin.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -53,6 +52,15 @@
 #include <string.h>
 
 #include "threads.h"
+
+/* The micro-kernels are x86-64 only (chosen at run time from the CPU);
+ * elsewhere every product goes to cblas_sgemm. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define TG_GEMM_X86 1
+#include <immintrin.h>
+#else
+#define TG_GEMM_X86 0
+#endif
 
 #define KC 384
 #define NC 672
@@ -95,6 +103,7 @@ typedef struct kernel_desc {
     pack_bt_fn pack_bt;
 } kernel_desc;
 
+#if TG_GEMM_X86
 #define TG_AVX512 __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,fma")))
 #define TG_AVX2 __attribute__((target("avx2,fma")))
 #define TG_INLINE static inline __attribute__((always_inline))
@@ -298,12 +307,14 @@ static const kernel_desc k_avx2 = {
     TG_GEMM_AVX2, 6, 16, 8, KERNELS(kern256, 6, A_KMAJOR), KERNELS(kern256, 6, A_ROWS),
     KERNELS(kern256, 6, A_ANY), {2, 4}, {KERNELS(kern256, 2, A_ANY), KERNELS(kern256, 4, A_ANY)},
     pack_bt_scalar};
+#endif
 
 /* ---- kernel selection ------------------------------------------------------- */
 
 static const kernel_desc *g_kernel;  /* NULL: cblas_sgemm */
 static pthread_once_t g_kernel_once = PTHREAD_ONCE_INIT;
 
+#if TG_GEMM_X86
 static bool cpu_can(tg_gemm_kernel k)
 {
     __builtin_cpu_init();
@@ -320,6 +331,10 @@ static const kernel_desc *desc_of(tg_gemm_kernel k)
 {
     return k == TG_GEMM_AVX512 ? &k_avx512 : k == TG_GEMM_AVX2 ? &k_avx2 : NULL;
 }
+#else
+static bool cpu_can(tg_gemm_kernel k) { return k == TG_GEMM_BLAS; }
+static const kernel_desc *desc_of(tg_gemm_kernel k) { (void)k; return NULL; }
+#endif
 
 static void choose_kernel(void)
 {

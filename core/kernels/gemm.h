@@ -17,9 +17,10 @@
 void tg_sgemm(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
               const float *B, int ldb, float beta, float *C, int ldc);
 
-/* Which inner kernel tg_sgemm uses. Chosen once from the CPU
+/* Which inner kernel tg_sgemm uses. On x86-64, chosen once from the CPU
  * (__builtin_cpu_supports) unless the environment says otherwise:
- * TAPEGRAD_GEMM=blas (always cblas_sgemm), avx2 or avx512. */
+ * TAPEGRAD_GEMM=blas (always cblas_sgemm), avx2 or avx512. Other CPUs
+ * (aarch64) have only TG_GEMM_BLAS: the AVX kernels are not compiled. */
 typedef enum tg_gemm_kernel {
     TG_GEMM_BLAS,    /* cblas_sgemm: CPUs with neither AVX2+FMA nor AVX-512 */
     TG_GEMM_AVX2,    /* 6x16 micro-kernel, AVX2 + FMA */
