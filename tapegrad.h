@@ -9,6 +9,7 @@
 #include "core/engine/rng.h"
 #include "core/engine/tape.h"
 #include "core/engine/tensor.h"
+#include "core/engine/version.h"
 #include "core/io/io.h"
 #include "core/kernels/threads.h"
 #include "core/ops/mask.h"

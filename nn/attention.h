@@ -51,6 +51,10 @@
 #include "../core/ops/mask.h"
 #include "../core/ops/ops.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define TG_MHA_MAX_HEADS 64
 
 typedef enum tg_mha_mode { TG_MHA_FUSED = 0, TG_MHA_PER_HEAD = 1 } tg_mha_mode;
@@ -118,5 +122,9 @@ int tg_mha_copy_weights(tg_mha *dst, const tg_mha *src);
  * mis-shaped, or a head index is >= n_heads. Free with tg_st_free. */
 tg_safetensors *tg_mha_convert(const tg_safetensors *src, tg_mha_mode to, int n_heads, char *err,
                                size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -13,6 +13,10 @@
 #include "ffn.h"
 #include "layernorm.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct tg_block_config {
     tg_mha_config attn;     /* d_model, n_heads, d_head, bias, attention dropout, mode */
     int d_ff;               /* hidden width of the feed-forward block */
@@ -38,5 +42,9 @@ tg_tensor *tg_block_forward(tg_tape *t, const tg_block *b, tg_tensor *x, const t
  * cache this block's [B, cap, 2E] keys and values -> [B, 1, D]. */
 tg_tensor *tg_block_step(tg_tape *t, const tg_block *b, tg_tensor *x, tg_tensor *cache, const int32_t *pos,
                          const uint8_t *head_mask);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

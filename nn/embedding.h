@@ -14,6 +14,10 @@
 #include "../core/engine/params.h"
 #include "../core/ops/ops.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct tg_embedding_layer {
     tg_tensor *weight;          /* [num, dim] */
     int num, dim;
@@ -25,5 +29,9 @@ int tg_embedding_init(tg_embedding_layer *e, tg_params *p, const char *prefix, i
 /* ids [B*T], each in [0, num) -> [B, T, dim]. */
 tg_tensor *tg_embedding_forward(tg_tape *t, const tg_embedding_layer *e, const int32_t *ids, int B,
                                 int T);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -12,6 +12,10 @@
 
 #include "linear.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct tg_ffn {
     tg_linear fc1;              /* [d_ff, D] */
     tg_linear fc2;              /* [D, d_ff] */
@@ -23,5 +27,9 @@ int tg_ffn_init(tg_ffn *f, tg_params *p, const char *prefix, int d_model, int d_
                 tg_rng *rng, char *err, size_t errlen);
 /* x [..., D] -> [..., D]; rng is needed only for dropout while training. */
 tg_tensor *tg_ffn_forward(tg_tape *t, const tg_ffn *f, tg_tensor *x, tg_rng *rng);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -23,6 +23,10 @@
 #include "../core/engine/rng.h"
 #include "../core/engine/tensor.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Longest parameter name / layer prefix nn accepts (bytes, with the NUL). */
 #define TG_NN_NAME_MAX 128
 
@@ -47,5 +51,9 @@ double tg_linear_init_bound(int fan_in);
 void tg_init_linear(tg_tensor *w, tg_tensor *b, tg_rng *rng);
 /* xavier_uniform_ of a [fan_out, fan_in] matrix: sqrt(6 / (fan_in + fan_out)). */
 double tg_xavier_bound(int fan_in, int fan_out);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -13,6 +13,10 @@
 #include "../core/engine/params.h"
 #include "../core/ops/ops.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct tg_layernorm_layer {
     tg_tensor *weight, *bias;   /* [dim] each */
     int dim;
@@ -24,5 +28,9 @@ int tg_layernorm_init(tg_layernorm_layer *ln, tg_params *p, const char *prefix, 
                       char *err, size_t errlen);
 /* x [..., dim] -> same shape. */
 tg_tensor *tg_layernorm_forward(tg_tape *t, const tg_layernorm_layer *ln, tg_tensor *x);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -14,6 +14,10 @@
 #include "../core/engine/params.h"
 #include "../core/ops/ops.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct tg_linear {
     tg_tensor *weight;          /* [out, in] */
     tg_tensor *bias;            /* [out], or NULL */
@@ -26,5 +30,9 @@ int tg_linear_init(tg_linear *l, tg_params *p, const char *prefix, int in, int o
                    tg_rng *rng, char *err, size_t errlen);
 /* x [..., in] (2-D to 4-D) -> [..., out]. */
 tg_tensor *tg_linear_forward(tg_tape *t, const tg_linear *l, tg_tensor *x);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -28,6 +28,10 @@
 #include "layernorm.h"
 #include "linear.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct tg_model_config {
     int vocab;          /* V */
     int d_model;        /* D */
@@ -85,5 +89,9 @@ void tg_kv_cache_free(tg_kv_cache *c);
  * logits, each step at O(pos) cost. -> logits [B, 1, V]. */
 tg_tensor *tg_model_step(tg_tape *t, const tg_model *m, tg_kv_cache *c, const int32_t *ids,
                          const int32_t *pos, int B, const uint8_t *head_mask);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -34,6 +34,10 @@
 #include "../core/engine/params.h"
 #include "../core/io/io.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct tg_adam_opts {
     double lr;            /* >= 0 */
     double beta1, beta2;  /* each in [0, 1) */
@@ -86,5 +90,9 @@ int tg_adam_state_save(const tg_adam *a, tg_safetensors *s, char *err, size_t er
  * (or a missing/invalid step) is reported by name and the optimizer is left
  * unchanged. Tensors of s that are not Adam state for p are ignored. */
 int tg_adam_state_load(tg_adam *a, const tg_safetensors *s, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -5,6 +5,10 @@
 
 #include "../core/engine/params.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* The L2 norm of all gradients of p taken as one vector (squares summed in
  * double); -1 when p is NULL. */
 double tg_grad_norm(const tg_params *p);
@@ -20,5 +24,9 @@ double tg_grad_norm(const tg_params *p);
  * gradient, as torch. A negative or NaN max_norm, or p NULL, changes
  * nothing and returns -1. */
 double tg_clip_grad_norm(tg_params *p, double max_norm);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -33,6 +33,10 @@
 #include "../core/engine/params.h"
 #include "../core/io/io.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Longest state key, "<prefix><param name>", including the NUL. */
 #define TG_OPTIM_KEY_MAX 512
 
@@ -54,5 +58,9 @@ int tg_optim_save_step(tg_safetensors *s, const char *key, long step, const char
 /* Reads it back: -1 with a message when absent or not a non-negative integer. */
 int tg_optim_load_step(const tg_safetensors *s, const char *key, long *step, const char *what,
                        char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

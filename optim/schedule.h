@@ -24,6 +24,10 @@
 
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum tg_schedule_kind {
     TG_SCHED_CONSTANT,  /* warmup (optional) then lr */
     TG_SCHED_COSINE,    /* warmup then cosine decay to min_lr at step total */
@@ -47,5 +51,9 @@ tg_schedule tg_schedule_linear(double lr, double min_lr, long warmup, long total
 int tg_schedule_check(const tg_schedule *s, char *err, size_t errlen);
 
 double tg_lr_at(const tg_schedule *s, long step);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -24,6 +24,10 @@
 #include "../core/engine/params.h"
 #include "../core/io/io.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct tg_sgd_opts {
     double lr;            /* >= 0 */
     double momentum;      /* >= 0 */
@@ -63,5 +67,9 @@ int tg_sgd_state_save(const tg_sgd *s, tg_safetensors *st, char *err, size_t err
 /* Checks every name and shape first, reports the first missing or
  * mis-shaped one and leaves the optimizer unchanged on failure. */
 int tg_sgd_state_load(tg_sgd *s, const tg_safetensors *st, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -35,7 +35,7 @@ run_build() { # name, cmake flags...
 
 mkdir -p "$root"
 run_build float32 -DCMAKE_BUILD_TYPE=Release
-run_build double -DCMAKE_BUILD_TYPE=Release -DTAPEGRAD_DOUBLE=ON
+run_build double -DCMAKE_BUILD_TYPE=Release -DTAPEGRAD_DOUBLE=ON -DBUILD_SHARED_LIBS=ON
 run_build sanitize -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTAPEGRAD_SANITIZE=ON -DTAPEGRAD_EXAMPLES=ON
 
 echo

@@ -13,6 +13,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct {
     uint8_t r, g, b;
 } tg_rgb;
@@ -59,5 +63,9 @@ tg_rgb tg_viridis(double t);
  * in err (if err is not NULL) on failure. */
 int tg_canvas_save_png(const tg_canvas *c, const char *path, char *err,
                        size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -22,6 +22,10 @@
 
 #include "../core/engine/tensor.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Limits beyond which tg_heatmap_png refuses (the image would exceed
  * 4000 px even at one pixel per entry long before these). */
 #define TG_HEATMAP_MAX_GRID 64   /* n_layers, n_heads */
@@ -33,5 +37,9 @@
 int tg_heatmap_png(const char *path, const tg_real *weights, int n_layers,
                    int n_heads, int Lq, int Lk, const char *const *q_labels,
                    const char *const *k_labels, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

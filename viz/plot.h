@@ -11,6 +11,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* One curve of n points. x may be NULL (then x = 0 .. n-1). Points whose x
  * or y is NaN or infinite are skipped and the line joins the finite points
  * around them, so a sparse column (evaluated every k steps) draws as a line
@@ -47,5 +51,9 @@ int tg_plot_lines_png(const char *path, const char *title, const char *x_label,
 int tg_plot_bars_png(const char *path, const char *title,
                      const char *const *labels, const double *values, int n,
                      char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -11,6 +11,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 void *tg_malloc(size_t n);
 void *tg_calloc(size_t count, size_t size);
 void *tg_realloc(void *p, size_t n);
@@ -21,5 +25,9 @@ char *tg_strdup(const char *s);
 uint64_t tg_alloc_count(void);
 /* Make the n-th allocation from now fail (1 = the next one); 0 disables. */
 void tg_alloc_fail_at(uint64_t n);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

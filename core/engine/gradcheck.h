@@ -20,6 +20,10 @@
 
 #include "tape.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef tg_tensor *(*tg_gradcheck_fn)(tg_tape *t, tg_tensor **inputs, void *ctx);
 
 typedef struct tg_gradcheck_opts {
@@ -49,5 +53,9 @@ typedef struct tg_gradcheck_result {
 /* Only inputs with requires_grad are checked (set it on the ones you want). */
 tg_gradcheck_result tg_gradcheck(tg_gradcheck_fn f, void *ctx, tg_tensor **inputs, int n_inputs,
                                  const tg_gradcheck_opts *opts);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

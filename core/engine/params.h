@@ -16,6 +16,10 @@
 
 #include "tensor.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct tg_params tg_params;
 
 /* NULL only when out of memory. */
@@ -36,5 +40,9 @@ size_t tg_params_numel(const tg_params *p);         /* number of scalars */
 tg_real *tg_params_data(const tg_params *p);
 tg_real *tg_params_grad(const tg_params *p);
 void tg_params_zero_grad(tg_params *p);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

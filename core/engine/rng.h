@@ -6,6 +6,10 @@
 
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct tg_rng {
     uint64_t state;
     uint64_t inc;
@@ -19,5 +23,9 @@ uint32_t tg_rng_below(tg_rng *r, uint32_t n);
 double tg_rng_uniform(tg_rng *r);
 /* Standard normal (Box-Muller, one value per call). */
 double tg_rng_normal(tg_rng *r);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -28,6 +28,10 @@
 
 #include "tensor.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct tg_tape tg_tape;
 
 /* NULL only when out of memory. */
@@ -94,5 +98,9 @@ tg_tensor *tg_fail(tg_tape *t, const char *fmt, ...)
 /* For an op given a NULL input: keeps an earlier message, else stores
  * "<op>: input is NULL"; returns NULL. */
 tg_tensor *tg_fail_null(tg_tape *t, const char *op);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -20,6 +20,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #ifdef TAPEGRAD_DOUBLE
 typedef double tg_real;
 #define TG_REAL_NAME "double"
@@ -72,5 +76,9 @@ size_t tg_rows(const tg_tensor *x);
 int tg_cols(const tg_tensor *x);
 
 void tg_tensor_fill(tg_tensor *x, tg_real v);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -48,6 +48,10 @@
 #include "../engine/params.h"
 #include "../engine/tensor.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum tg_dtype { TG_F32, TG_F64 } tg_dtype;
 
 /* An in-memory set of named tensors (heap copies) and string metadata. */
@@ -103,5 +107,9 @@ int tg_st_add_params(tg_safetensors *s, const tg_params *p, char *err, size_t er
  * left unchanged. */
 int tg_st_load_params(tg_params *p, const tg_safetensors *s, bool strict, const char *ignore_prefix,
                       char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -12,6 +12,10 @@
 
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Threads used by tapegrad's kernels (the caller counts as one); n <= 0 means
  * one per online core, which is also the default. Also sets OpenBLAS's thread
  * count, so the double build's dgemm follows. */
@@ -30,5 +34,9 @@ void tg_parallel_for(int n, void (*fn)(void *ctx, int begin, int end), void *ctx
  * the pool, or in one call when n is below 2 * grain (waking the pool costs about as much as `grain` elements of
  * work). For loops whose result does not depend on how [0, n) is cut. */
 void tg_parallel_range(size_t n, size_t grain, void (*fn)(void *ctx, size_t begin, size_t end), void *ctx);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -27,6 +27,10 @@
 
 #include "../engine/tensor.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct tg_mask {
     bool causal;
     const int32_t *key_lens;   /* [B] or NULL */
@@ -41,5 +45,9 @@ typedef struct tg_mask {
 void tg_mask_fill(const tg_mask *m, int b, int Lq, int Lk, uint8_t *vis);
 /* True when the mask is NULL or has no rule set. */
 bool tg_mask_empty(const tg_mask *m);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

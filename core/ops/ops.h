@@ -10,6 +10,10 @@
 #include "../engine/rng.h"
 #include "../engine/tape.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* ---- matmul (core/ops/matmul.c) ------------------------------------------
  * out = op(a) @ op(b) + bias, op = transpose when TG_TRANS_A / TG_TRANS_B.
  * a is [..., M, K] (or [..., K, M] with TG_TRANS_A), 2-D to 4-D.
@@ -161,5 +165,9 @@ typedef struct tg_sdpa_layout {
 } tg_sdpa_layout;
 tg_tensor *tg_sdpa_heads(tg_tape *t, tg_tensor *xq, tg_tensor *xkv, const tg_sdpa_layout *lay,
                          const tg_sdpa_opts *opts, tg_tensor **weights);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
