@@ -16,7 +16,7 @@ prefix=$tmp/prefix
 fail() { echo "install check: $*" >&2; exit 1; }
 cmake --install "$build" --prefix "$prefix" >/dev/null
 
-libdir=$(dirname "$(find "$prefix" -name tapegrad.pc)")/..
+libdir=$(realpath "$(dirname "$(find "$prefix" -name tapegrad.pc)")/..")
 if [ -e "$libdir/libtapegrad.so" ]; then
   kind=shared
   soname=$(readelf -d "$libdir/libtapegrad.so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
@@ -53,7 +53,10 @@ expect_ok() { # program: runs it; the gradcheck at its end must pass
   out=$("$@") || fail "$* failed: $out"
   grep -q "gradcheck ok" <<<"$out" || fail "$*: no 'gradcheck ok' in: $out"
   if [ $kind = shared ]; then
-    ldd "$1" | grep -q "libtapegrad.so.0 => $libdir" || fail "$1 does not load $libdir/libtapegrad.so.0"
+    local lib
+    lib=$(ldd "$1" | awk '$1 == "libtapegrad.so.0" { print $3 }')
+    [ -n "$lib" ] && [ "$(realpath "$lib")" = "$(realpath "$libdir/libtapegrad.so.0")" ] ||
+      fail "$1 loads '$lib', not $libdir/libtapegrad.so.0"
   elif ldd "$1" | grep -q libtapegrad; then
     fail "$1 loads a shared libtapegrad"
   fi
