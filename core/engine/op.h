@@ -20,6 +20,10 @@
 
 #include "tape.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* ctx is the node's copy of the context (NULL when the op has none). */
 typedef void (*tg_backward_fn)(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx);
 
@@ -63,5 +67,9 @@ tg_tensor *tg_new_header(tg_tape *t, const char *op);
 void *tg_arena_alloc(tg_tape *t, size_t bytes, const char *op);
 /* x->grad, allocated zeroed from the arena if still NULL. NULL on OOM. */
 tg_real *tg_grad(tg_tape *t, tg_tensor *x);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
