@@ -25,6 +25,10 @@
 
 #include "../core/engine/params.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Joins the job when the process was started by mpirun (or another MPI
  * launcher); else the process runs alone. Call once, before any thread is
  * started. 0, or -1 with a message (an MPI build that cannot initialise,
@@ -53,5 +57,9 @@ int tg_dist_params_agree(const tg_params *p, bool *same, char *err, size_t errle
 /* Prints "rank R: msg" to stderr and ends every rank with status (alone:
  * exit(status)). */
 _Noreturn void tg_dist_abort(int status, const char *msg);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
