@@ -193,6 +193,17 @@ static tg_tensor *c_sum_dim(tg_tape *t, tg_tensor **in, tg_rng *r) { (void)r; re
 static tg_tensor *c_mean_dim(tg_tape *t, tg_tensor **in, tg_rng *r) { (void)r; return tg_mean_dim(t, in[0], 0, true); }
 static tg_tensor *c_max_dim(tg_tape *t, tg_tensor **in, tg_rng *r) { (void)r; return tg_max_dim(t, in[0], -1, false); }
 static tg_tensor *c_lse_dim(tg_tape *t, tg_tensor **in, tg_rng *r) { (void)r; return tg_logsumexp_dim(t, in[0], 1, false); }
+static tg_tensor *c_sdpa(tg_tape *t, tg_tensor **in, tg_rng *r)
+{
+    tg_sdpa_opts o = {.mask = &(tg_mask){.causal = true}, .dropout = 0.25, .rng = r};
+    return tg_sdpa(t, in[0], in[1], in[2], &o, NULL);
+}
+static tg_tensor *c_sdpa_heads(tg_tape *t, tg_tensor **in, tg_rng *r)
+{
+    tg_sdpa_opts o = {.dropout = 0.25, .rng = r};
+    tg_sdpa_layout lay = {.n_heads = 1, .dk = 1, .dv = 1, .q_col = 0, .k_col = 1, .v_col = 2};
+    return tg_sdpa_heads(t, in[0], in[1], &lay, &o, NULL);
+}
 
 static const op_case op_cases[] = {
     {"tg_div", 2, 2, {2, 1}, {SQ, V3}, c_div},
@@ -234,6 +245,8 @@ static const op_case op_cases[] = {
     {"tg_cross_entropy", 1, 1, {2}, {SQ}, c_cross_entropy},
     {"tg_dropout", 1, 1, {2}, {SQ}, c_dropout},
     {"tg_dropout", 1, 1, {2}, {SQ}, c_dropout_off},
+    {"tg_sdpa", 3, 3, {4, 4, 4}, {{1, 1, 3, 3}, {1, 1, 3, 3}, {1, 1, 3, 3}}, c_sdpa},
+    {"tg_sdpa_heads", 2, 2, {3, 3}, {{1, 3, 3}, {1, 3, 3}}, c_sdpa_heads},
 };
 #define N_OP_CASES ((int)(sizeof op_cases / sizeof op_cases[0]))
 

@@ -10,7 +10,6 @@
 
 #include "alloc.h"
 #include "op.h"
-#include "../ops/internal.h"
 
 #define ARENA_ALIGN 64
 #define ARENA_MIN_CHUNK ((size_t)1 << 20)
@@ -363,24 +362,6 @@ bool tg_op_record(tg_tape *t, const tg_op *op, tg_tensor *out, tg_tensor *const 
 {
     if (!tg_needs_grad(t, in, n)) return true;
     return node_push(t, op->name, op->backward, out, in, n, ctx, op->ctx_size) != NULL;
-}
-
-/* The old node layout, for core/ops/attention.c until it is converted: a
- * context that holds its own backward. */
-static void legacy_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)
-{
-    (void)out, (void)in;
-    tg_node *n = (tg_node *)ctx;
-    n->backward(t, n);
-}
-
-tg_node *tg_node_push(tg_tape *t, const char *op, tg_legacy_backward_fn backward, tg_tensor *out,
-                      tg_tensor *a, tg_tensor *b, tg_tensor *c, tg_tensor *d)
-{
-    tg_tensor *in[4] = {a, b, c, d};
-    tg_node ln = {.op = op, .backward = backward, .out = out, .in = {a, b, c, d}};
-    node *nd = node_push(t, op, legacy_backward, out, in, 4, &ln, sizeof ln);
-    return nd ? (tg_node *)nd->ctx : NULL;
 }
 
 static bool all_finite(const tg_real *x, size_t n)

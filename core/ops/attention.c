@@ -293,18 +293,28 @@ static bool mask_keep(tg_tape *t, const char *op, tg_mask *m, const sdpa_dims *d
     return true;
 }
 
-static void sdpa_backward(tg_tape *t, tg_node *n);
+/* The op's context: the plan, the row stats [B, H, Lq, 2] and, when
+ * materialised, A [B, H, Lq, Lk]. */
+typedef struct sdpa_ctx {
+    sdpa_plan plan;
+    tg_tensor *stats, *A;
+} sdpa_ctx;
 
-/* The shared forward: runs plan p (validated, layouts set) over the node
- * inputs in[3] (NULL where unused) into out, records the node, hands out the
- * weights. op names the op in messages. */
-static tg_tensor *sdpa_run(tg_tape *t, const char *op, sdpa_plan *p, tg_tensor *const in[3],
+static void sdpa_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx);
+
+static const tg_op sdpa_op = {"tg_sdpa", sdpa_backward, sizeof(sdpa_ctx)};
+static const tg_op sdpa_heads_op = {"tg_sdpa_heads", sdpa_backward, sizeof(sdpa_ctx)};
+
+/* The shared forward: runs plan p (validated, layouts set) over the op's
+ * inputs in[n] into out, records the node, hands out the weights. */
+static tg_tensor *sdpa_run(tg_tape *t, const tg_op *sop, sdpa_plan *p, tg_tensor *const *in, int n,
                            tg_tensor *out, const tg_sdpa_opts *o, tg_tensor **weights)
 {
     const sdpa_dims d = p->d;
+    const char *op = sop->name;
     char what[64];
     bool drop = o->dropout > 0 && tg_tape_training(t);
-    bool grad = tg_grad_needed(t, in[0], in[1], in[2], NULL), mat = grad && tg_sdpa_materialises(d.B, d.H, d.Lq, d.Lk);
+    bool grad = tg_needs_grad(t, in, n), mat = grad && tg_sdpa_materialises(d.B, d.H, d.Lq, d.Lk);
     int shape[4] = {d.B, d.H, d.Lq, d.Lk};
     p->rows = rows_for(&d);
     p->p = drop ? o->dropout : 0;
@@ -329,17 +339,7 @@ static tg_tensor *sdpa_run(tg_tape *t, const char *op, sdpa_plan *p, tg_tensor *
     c.scr = tg_arena_alloc(t, (size_t)c.pieces * scr_bytes(p) + 1, what);
     if (!c.scr) return NULL;
     tg_parallel_for(c.pieces, fwd_piece, &c);
-    if (grad) {
-        snprintf(what, sizeof what, "%s plan", op);
-        sdpa_plan *saved = tg_arena_alloc(t, sizeof *saved, what);
-        if (!saved) return NULL;
-        *saved = *p;
-        tg_node *n = tg_node_push(t, op, sdpa_backward, out, in[0], in[1], in[2], NULL);
-        if (!n) return NULL;
-        n->saved[0] = st;
-        n->saved[1] = A;
-        n->aux = saved;
-    }
+    if (grad && !tg_op_record(t, sop, out, in, n, &(sdpa_ctx){*p, st, A})) return NULL;
     if (weights) *weights = W;
     return tg_op_done(t, op, out);
 }
@@ -429,15 +429,15 @@ static void bwd_piece(void *ctx, int i, int end)
     }
 }
 
-/* n->in holds q, k, v (tg_sdpa) or xq, xkv (tg_sdpa_heads); aux = the plan,
- * saved[0] = the row stats, saved[1] = A when materialised. Grads of inputs
- * without requires_grad are left alone. */
-static void sdpa_backward(tg_tape *t, tg_node *n)
+/* in holds q, k, v (tg_sdpa) or xq, xkv (tg_sdpa_heads); the plan says which
+ * input holds which. Grads of inputs without requires_grad are left alone. */
+static void sdpa_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)
 {
-    const sdpa_plan *p = n->aux;
-    tg_tensor *q = n->in[p->q.in], *k = n->in[p->k.in], *v = n->in[p->v.in];
-    sdpa_bwd c = {.p = p, .q = q->data, .k = k->data, .v = v->data, .dO = n->out->grad,
-                  .stats = n->saved[0]->data, .A = n->saved[1] ? n->saved[1]->data : NULL, .rng = p->rng};
+    const sdpa_ctx *s = ctx;
+    const sdpa_plan *p = &s->plan;
+    tg_tensor *q = in[p->q.in], *k = in[p->k.in], *v = in[p->v.in];
+    sdpa_bwd c = {.p = p, .q = q->data, .k = k->data, .v = v->data, .dO = out->grad,
+                  .stats = s->stats->data, .A = s->A ? s->A->data : NULL, .rng = p->rng};
     c.dq = q->requires_grad ? tg_grad(t, q) : NULL;
     c.dk = k->requires_grad ? tg_grad(t, k) : NULL;
     c.dv = v->requires_grad ? tg_grad(t, v) : NULL;
@@ -488,9 +488,9 @@ tg_tensor *tg_sdpa(tg_tape *t, tg_tensor *q, tg_tensor *k, tg_tensor *v,
                    const tg_sdpa_opts *opts, tg_tensor **weights)
 {
     static const tg_sdpa_opts defaults = {0};
+    tg_tensor *in[3] = {q, k, v};
     if (weights) *weights = NULL;
-    if (!t) return NULL;
-    if (!q || !k || !v) return tg_fail_null(t, "tg_sdpa");
+    if (!tg_inputs_check(t, "tg_sdpa", in, 3, 3)) return NULL;
     const tg_sdpa_opts *o = opts ? opts : &defaults;
     sdpa_plan p = {0};
     if (!sdpa_check(t, q, k, v, o, &p.d)) return NULL;
@@ -502,7 +502,7 @@ tg_tensor *tg_sdpa(tg_tape *t, tg_tensor *q, tg_tensor *k, tg_tensor *v,
     p.o = lay_contig(d, d->Lq, d->dv, -1);
     tg_tensor *out = tg_new(t, "tg_sdpa", 4, (int[]){d->B, d->H, d->Lq, d->dv});
     if (!out) return NULL;
-    return sdpa_run(t, "tg_sdpa", &p, (tg_tensor *const[3]){q, k, v}, out, o, weights);
+    return sdpa_run(t, &sdpa_op, &p, in, 3, out, o, weights);
 }
 
 /* ---- tg_sdpa_heads: heads in the columns of xq [B, Lq, Cq] and xkv [B, Lk, Ckv] ---------- */
@@ -559,9 +559,10 @@ tg_tensor *tg_sdpa_heads(tg_tape *t, tg_tensor *xq, tg_tensor *xkv, const tg_sdp
                          const tg_sdpa_opts *opts, tg_tensor **weights)
 {
     static const tg_sdpa_opts defaults = {0};
+    tg_tensor *in[2] = {xq, xkv};
     if (weights) *weights = NULL;
-    if (!t) return NULL;
-    if (!xq || !xkv || !lay) return tg_fail_null(t, "tg_sdpa_heads");
+    if (!tg_inputs_check(t, "tg_sdpa_heads", in, 2, 2)) return NULL;
+    if (!lay) return tg_fail_null(t, "tg_sdpa_heads");
     const tg_sdpa_opts *o = opts ? opts : &defaults;
     sdpa_plan p = {0};
     if (!heads_check(t, xq, xkv, lay, o, &p.d)) return NULL;
@@ -574,5 +575,5 @@ tg_tensor *tg_sdpa_heads(tg_tape *t, tg_tensor *xq, tg_tensor *xkv, const tg_sdp
     p.o = lay_packed(d->Lq, E, 0, d->dv, -1);
     tg_tensor *out = tg_new(t, "tg_sdpa_heads", 3, (int[]){d->B, d->Lq, E});
     if (!out) return NULL;
-    return sdpa_run(t, "tg_sdpa_heads", &p, (tg_tensor *const[3]){xq, xkv, NULL}, out, o, weights);
+    return sdpa_run(t, &sdpa_heads_op, &p, in, 2, out, o, weights);
 }

@@ -10,28 +10,6 @@
 #include "../engine/tape.h"
 #include "../kernels/threads.h"
 
-/* The untyped node of the first tape, kept for core/ops/attention.c until it
- * is converted to core/engine/op.h: tg_node_push records it as the context of a
- * node whose backward calls n->backward(t, n). */
-typedef struct tg_node tg_node;
-typedef void (*tg_legacy_backward_fn)(tg_tape *t, tg_node *n);
-struct tg_node {
-    const char *op;
-    tg_legacy_backward_fn backward;
-    tg_tensor *out;
-    tg_tensor *in[4];
-    tg_tensor *saved[2];
-    const void *aux;
-    double f[2];
-    int i[4];
-};
-tg_node *tg_node_push(tg_tape *t, const char *op, tg_legacy_backward_fn backward, tg_tensor *out,
-                      tg_tensor *a, tg_tensor *b, tg_tensor *c, tg_tensor *d);
-static inline bool tg_grad_needed(const tg_tape *t, tg_tensor *a, tg_tensor *b, tg_tensor *c, tg_tensor *d)
-{
-    return tg_needs_grad(t, (tg_tensor *[]){a, b, c, d}, 4);
-}
-
 /* core/ops/mask.c: checks what can be checked of m for scores [B, ., Lq, Lk]:
  * a negative window, keep_batched without keep, key_lens outside [0, Lk], and
  * NaN or +inf in additive (they would turn whole rows into NaN). On a problem
