@@ -56,7 +56,7 @@ int tg_dist_barrier(char *err, size_t errlen);
 int tg_dist_params_agree(const tg_params *p, bool *same, char *err, size_t errlen);
 /* Prints "rank R: msg" to stderr and ends every rank with status (alone:
  * exit(status)). */
-_Noreturn void tg_dist_abort(int status, const char *msg);
+__attribute__((noreturn)) void tg_dist_abort(int status, const char *msg);
 
 #ifdef __cplusplus
 }
