@@ -42,4 +42,48 @@ static inline tg_mask mask_kind(int kind)
 }
 #define N_KINDS 12
 
+/* ---- independent references (double, straight from the rules in mask.h) -- */
+
+#define MAXK 64
+
+static inline bool ref_visible(const tg_mask *m, int b, int i, int j, int Lq, int Lk)
+{
+    if (!m) return true;
+    if (m->causal && j > i) return false;
+    if (m->key_lens && j >= m->key_lens[b]) return false;
+    if (m->key_keep && !m->key_keep[b * Lk + j]) return false;
+    if (m->window > 0 && abs(i - j) >= m->window) return false;
+    if (m->keep && !m->keep[m->keep_batched ? (b * Lq + i) * Lk + j : i * Lk + j]) return false;
+    if (m->additive && m->additive[i * Lk + j] == -INFINITY) return false;
+    return true;
+}
+
+/* w = softmax of s over the visible entries; all zeros when none is. */
+static inline void ref_softmax_row(const double *s, const bool *vis, int n, double *w)
+{
+    double mx = -INFINITY, sum = 0;
+    for (int j = 0; j < n; j++)
+        if (vis[j] && s[j] > mx) mx = s[j];
+    for (int j = 0; j < n; j++) {
+        w[j] = vis[j] && mx > -INFINITY ? exp(s[j] - mx) : 0;
+        sum += w[j];
+    }
+    for (int j = 0; j < n; j++) w[j] = sum > 0 ? w[j] / sum : 0;
+}
+
+/* Reference weights w and visibility of query row i of batch b, from the raw
+ * scores (the op's input, or q.k) times scale plus additive. */
+static inline void ref_weights(const tg_mask *m, int b, int i, int Lq, int Lk, const double *raw,
+                        double scale, double *w, bool *vis)
+{
+    double s[MAXK];
+    for (int j = 0; j < Lk; j++) {
+        vis[j] = ref_visible(m, b, i, j, Lq, Lk);
+        s[j] = raw[j] * scale + (m && m->additive && vis[j] ? m->additive[i * Lk + j] : 0);
+    }
+    ref_softmax_row(s, vis, Lk, w);
+}
+
+enum { H_ = 2 };
+
 #endif

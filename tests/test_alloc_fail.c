@@ -6,8 +6,9 @@
  *   - model and optimizer construction (tg_params_new, tg_model_init,
  *     tg_adam_new, tg_sgd_new);
  *   - loading a checkpoint back (tg_st_load, tg_st_load_params,
- *     tg_adam_state_load).
- * (A long tape's node array and arena chunks: tests/test_reliability.c.)
+ *     tg_adam_state_load);
+ *   - a long tape: the node array's and the arena's growth and the grads of
+ *     heap tensors (long_tape).
  * Each failing run must return NULL/-1 with a message saying "out of memory",
  * leak nothing (LeakSanitizer / valgrind check the whole process), leave the
  * old checkpoint file byte for byte and no temporary beside it, and leave the
@@ -527,4 +528,56 @@ Test(alloc_fail, checkpoint_load)
     rig_free(&ref);
     rm_dir(dir);
     setup_free(&s);
+}
+
+/* 1200 small nodes (the node array grows 256 -> 2048) and a 1M-element
+ * product (a second arena chunk; its grad a third); heap inputs get their
+ * grads on the first backward. L = sum(y) + sum(big * big). */
+static int chain(tg_tape *t, tg_tensor *x, tg_tensor *big, tg_real *L, char *msg, size_t len)
+{
+    tg_tape_reset(t);
+    tg_tensor *y = x;
+    for (int i = 0; i < 600; i++) y = tg_scale(t, tg_add(t, y, x), 0.5);
+    tg_tensor *loss = tg_add(t, tg_sum(t, y), tg_sum(t, tg_mul(t, big, big)));
+    int rc = loss ? tg_backward(t, loss) : -1;
+    if (rc) snprintf(msg, len, "%s", tg_tape_error(t) ? tg_tape_error(t) : "no message");
+    else *L = loss->data[0];
+    return rc;
+}
+
+Test(alloc_fail, long_tape)
+{
+    tg_rng rng;
+    tg_rng_seed(&rng, 5);
+    tg_tensor *x = tu_rand(&rng, -1, 1, 1, (int[]){64}), *big = tu_rand(&rng, -1, 1, 2, (int[]){1024, 1024});
+    tg_tape *t = tg_tape_new();
+    tg_real L, L_ref;
+    char msg[512];
+    uint64_t before = tg_alloc_count();
+    cr_assert_eq(chain(t, x, big, &L_ref, msg, sizeof msg), 0, "%s", msg);
+    uint64_t allocs = tg_alloc_count() - before;
+    tg_real gx = x->grad[3], gb = big->grad[12345];
+    tg_tape_free(t);
+    for (uint64_t n = 1; n <= allocs; n++) {
+        tg_tensor *x2 = tu_rand(&rng, 0, 0, 1, (int[]){64}), *b2 = tu_rand(&rng, 0, 0, 2, (int[]){1024, 1024});
+        memcpy(x2->data, x->data, x->size * sizeof(tg_real));
+        memcpy(b2->data, big->data, big->size * sizeof(tg_real));
+        t = tg_tape_new();
+        tg_alloc_fail_at(n);
+        int rc = chain(t, x2, b2, &L, msg, sizeof msg);
+        tg_alloc_fail_at(0);
+        cr_assert_eq(rc, -1, "allocation %d of %d failed silently", (int)n, (int)allocs);
+        cr_assert(strstr(msg, "out of memory"), "allocation %d: %s", (int)n, msg);
+        /* the same tape, reset, runs the whole thing (grads restart from zero) */
+        if (x2->grad) memset(x2->grad, 0, x2->size * sizeof(tg_real));
+        if (b2->grad) memset(b2->grad, 0, b2->size * sizeof(tg_real));
+        cr_assert_eq(chain(t, x2, b2, &L, msg, sizeof msg), 0, "allocation %d: %s", (int)n, msg);
+        cr_assert(L == L_ref && x2->grad[3] == gx && b2->grad[12345] == gb, "allocation %d: wrong result", (int)n);
+        tg_tape_free(t);
+        tg_tensor_free(x2);
+        tg_tensor_free(b2);
+    }
+    cr_assert_geq(allocs, 8, "chunks, node array growth and heap grads: %d allocations", (int)allocs);
+    tg_tensor_free(x);
+    tg_tensor_free(big);
 }

@@ -89,7 +89,7 @@ static void check_mha(tg_mha_mode mode, bool cross, int mask_kind, int d_head, b
 /* d_head 3 (!= D / H = 2) for the odd mask kinds, the default for the others */
 #define DH(kind) ((kind) % 2 ? 3 : 0)
 #define GC_TEST(mode, mname, cross, cname, kind, kname)                                         \
-    Test(mha_gradcheck, mname##_##cname##_##kname) { check_mha(mode, cross, kind, DH(kind), true, NULL); }
+    Test(mha, mname##_##cname##_##kname) { check_mha(mode, cross, kind, DH(kind), true, NULL); }
 #define GC_MASKS(mode, mname, cross, cname)                          \
     GC_TEST(mode, mname, cross, cname, M_NONE, no_mask)              \
     GC_TEST(mode, mname, cross, cname, M_CAUSAL, causal)             \
@@ -101,13 +101,13 @@ GC_MASKS(TG_MHA_FUSED, fused, true, cross)
 GC_MASKS(TG_MHA_PER_HEAD, per_head, false, self)
 GC_MASKS(TG_MHA_PER_HEAD, per_head, true, cross)
 
-Test(mha_gradcheck, no_bias_both_modes)
+Test(mha, no_bias_both_modes)
 {
     check_mha(TG_MHA_FUSED, true, M_CAUSAL, 3, false, NULL);
     check_mha(TG_MHA_PER_HEAD, true, M_CAUSAL, 3, false, NULL);
 }
 
-Test(mha_gradcheck, head_mask_both_modes)
+Test(mha, head_mask_both_modes)
 {
     static const uint8_t hm[2] = {1, 0};
     check_mha(TG_MHA_FUSED, false, M_CAUSAL_PAD, 3, true, hm);
@@ -218,11 +218,11 @@ static void check_modes_agree(bool cross, int d_head)
     tg_params_free(ph);
 }
 
-Test(mha_modes, agree_self) { check_modes_agree(false, 0); }
-Test(mha_modes, agree_self_wide_heads) { check_modes_agree(false, 5); }
-Test(mha_modes, agree_cross) { check_modes_agree(true, 3); }
+Test(mha, agree_self) { check_modes_agree(false, 0); }
+Test(mha, agree_self_wide_heads) { check_modes_agree(false, 5); }
+Test(mha, agree_cross) { check_modes_agree(true, 3); }
 
-Test(mha_modes, same_seed_same_init)
+Test(mha, same_seed_same_init)
 {
     tg_params *pf = tg_params_new(), *ph = tg_params_new();
     tg_mha f, h;
@@ -242,7 +242,7 @@ Test(mha_modes, same_seed_same_init)
     tg_params_free(ph);
 }
 
-Test(mha_modes, copy_rejects_other_shapes)
+Test(mha, copy_rejects_other_shapes)
 {
     tg_params *p = tg_params_new();
     tg_mha a, b, c;
@@ -297,8 +297,8 @@ static void check_head_mask(tg_mha_mode mode)
     tg_params_free(pz);
 }
 
-Test(mha_head_mask, fused) { check_head_mask(TG_MHA_FUSED); }
-Test(mha_head_mask, per_head) { check_head_mask(TG_MHA_PER_HEAD); }
+Test(mha, head_mask_fused) { check_head_mask(TG_MHA_FUSED); }
+Test(mha, head_mask_per_head) { check_head_mask(TG_MHA_PER_HEAD); }
 
 /* ---- masked rows and returned weights -------------------------------------------------- */
 
@@ -350,19 +350,19 @@ static void check_weights_rows(tg_mha_mode mode, int kind, bool cross)
     tg_params_free(p);
 }
 
-Test(mha_masks, fully_masked_row_is_zero_fused)
+Test(mha, fully_masked_row_is_zero_fused)
 {
     check_weights_rows(TG_MHA_FUSED, -1, false);
     check_weights_rows(TG_MHA_FUSED, -2, true);
 }
 
-Test(mha_masks, fully_masked_row_is_zero_per_head)
+Test(mha, fully_masked_row_is_zero_per_head)
 {
     check_weights_rows(TG_MHA_PER_HEAD, -1, true);
     check_weights_rows(TG_MHA_PER_HEAD, -2, false);
 }
 
-Test(mha_masks, weights_rows_sum_to_one)
+Test(mha, weights_rows_sum_to_one)
 {
     for (int k = 0; k < M_COUNT; k++)
         for (int cross = 0; cross < 2; cross++) {
@@ -379,7 +379,7 @@ Test(mha_masks, weights_rows_sum_to_one)
         cr_assert(m_ && strstr(m_, (needle)), "message \"%s\" lacks \"%s\"", m_ ? m_ : "", (needle)); \
     } while (0)
 
-Test(mha_errors, bad_config_and_shapes_name_the_layer)
+Test(mha, bad_config_and_shapes_name_the_layer)
 {
     tg_params *p = tg_params_new();
     tg_mha m;

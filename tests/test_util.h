@@ -44,6 +44,18 @@ static inline void tu_free_all(tg_tensor **xs, int n)
         tg_tape_reset(t);                                                                     \
     } while (0)
 
+/* A suite whose every test gets a fresh tape T and the RNG R seeded with seed. */
+#define TU_SUITE(suite, seed)                                                                  \
+    static tg_tape *T;                                                                         \
+    static tg_rng R;                                                                           \
+    static void tu_setup(void)                                                                 \
+    {                                                                                          \
+        T = tg_tape_new();                                                                     \
+        tg_rng_seed(&R, (seed));                                                               \
+    }                                                                                          \
+    static void tu_teardown(void) { tg_tape_free(T); }                                         \
+    TestSuite(suite, .init = tu_setup, .fini = tu_teardown)
+
 /* Tolerance for comparing against values computed independently. */
 #ifdef TAPEGRAD_DOUBLE
 #define TU_TOL 1e-12

@@ -36,7 +36,7 @@ static void remove_tmp_dir(void)
     rmdir(tmp_dir); /* fails (harmlessly) if a test left a file behind */
 }
 
-TestSuite(png, .init = make_tmp_dir, .fini = remove_tmp_dir);
+TestSuite(viz, .init = make_tmp_dir, .fini = remove_tmp_dir);
 
 static const char *tmp_file(const char *name)
 {
@@ -84,7 +84,7 @@ static long count_color(const image *im, tg_rgb c)
     return n;
 }
 
-Test(png, viridis_endpoints_and_clamping)
+Test(viz, viridis_endpoints_and_clamping)
 {
     tg_rgb lo = tg_viridis(0.0), mid = tg_viridis(0.5), hi = tg_viridis(1.0);
     cr_assert(lo.r == 68 && lo.g == 1 && lo.b == 84, "viridis(0) = %d,%d,%d", lo.r, lo.g, lo.b);
@@ -97,7 +97,7 @@ Test(png, viridis_endpoints_and_clamping)
     cr_assert(nan.r == lo.r && nan.g == lo.g && nan.b == lo.b);
 }
 
-Test(png, canvas_text_line_and_save)
+Test(viz, canvas_text_line_and_save)
 {
     cr_assert_eq(tg_text_width("", 1), 0);
     cr_assert_eq(tg_text_width("L0", 2), 2 * tg_text_width("L0", 1));
@@ -142,7 +142,7 @@ static void anti_diagonal(tg_real *w)
                 }
 }
 
-Test(png, heatmap_grid_of_heads)
+Test(viz, heatmap_grid_of_heads)
 {
     static tg_real w[NL * NH * LQ * LK];
     anti_diagonal(w);
@@ -173,7 +173,7 @@ Test(png, heatmap_grid_of_heads)
     stbi_image_free(im.px);
 }
 
-Test(png, heatmap_rejects_bad_arguments)
+Test(viz, heatmap_rejects_bad_arguments)
 {
     static tg_real w[NL * NH * LQ * LK];
     char err[256];
@@ -202,7 +202,7 @@ Test(png, heatmap_rejects_bad_arguments)
 
 enum { STEPS = 500 };
 
-Test(png, line_plot_with_sparse_right_axis)
+Test(viz, line_plot_with_sparse_right_axis)
 {
     static double x[STEPS], loss[STEPS], val[STEPS], acc[STEPS];
     for (int i = 0; i < STEPS; i++) {
@@ -230,7 +230,7 @@ Test(png, line_plot_with_sparse_right_axis)
     stbi_image_free(im.px);
 }
 
-Test(png, line_plot_rejects_bad_arguments)
+Test(viz, line_plot_rejects_bad_arguments)
 {
     double y[3] = {1, 2, 3};
     tg_plot_series ok = {"y", NULL, y, 3, false}, bad = {"y", NULL, NULL, 3, false};
@@ -246,7 +246,7 @@ Test(png, line_plot_rejects_bad_arguments)
     cr_assert_eq(access(tmp_file("x.png"), F_OK), -1);
 }
 
-Test(png, line_plot_all_nan_still_renders)
+Test(viz, line_plot_all_nan_still_renders)
 {
     double y[4] = {NAN, NAN, INFINITY, NAN};
     tg_plot_series s = {NULL, NULL, y, 4, false};
@@ -258,7 +258,7 @@ Test(png, line_plot_all_nan_still_renders)
     stbi_image_free(im.px);
 }
 
-Test(png, bar_chart_with_negative_values)
+Test(viz, bar_chart_with_negative_values)
 {
     const char *labels[5] = {"matmul", "softmax", "layernorm", NULL, "adam"};
     double v[5] = {12.5, 3.2, -4.1, 25.0, 0.25};
@@ -277,7 +277,7 @@ Test(png, bar_chart_with_negative_values)
     stbi_image_free(im.px);
 }
 
-Test(png, bar_chart_rejects_bad_arguments)
+Test(viz, bar_chart_rejects_bad_arguments)
 {
     double v[2] = {1, 2};
     char err[256];

@@ -1,0 +1,56 @@
+/* embedding lookup (core/ops/index.c): values, repeated ids accumulate, gradcheck. */
+#include <string.h>
+
+#include "ops_util.h"
+
+static tg_tensor *gc_embedding(tg_tape *t, tg_tensor **in, void *ctx)
+{
+    return tg_embedding(t, in[0], ctx, 2, 4);
+}
+
+Test(index, embedding_values_and_repeated_ids_accumulate)
+{
+    tg_tape *t = tg_tape_new();
+    tg_tensor *w = iota(2, (int[]){4, 2});
+    int32_t ids[6] = {1, 3, 1, 1, 0, 3};
+    tg_tensor *out = tg_embedding(t, w, ids, 2, 3);
+    cr_assert_not_null(out);
+    cr_assert(out->ndim == 3 && out->shape[0] == 2 && out->shape[1] == 3 && out->shape[2] == 2);
+    for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 2; j++) cr_assert_eq(out->data[i * 2 + j], ids[i] * 2 + j);
+    for (int i = 0; i < 6; i++) ids[i] = 2;  /* the caller reuses its array */
+    tg_real seed[12];
+    for (int i = 0; i < 6; i++) seed[2 * i] = (tg_real)(i + 1), seed[2 * i + 1] = (tg_real)(10 * (i + 1));
+    cr_assert_eq(tg_backward_seed(t, out, seed), 0);
+    /* id 0 at position 4; id 1 at 0, 2, 3; id 2 nowhere; id 3 at 1, 5 */
+    const tg_real want[8] = {5, 50, 1 + 3 + 4, 10 + 30 + 40, 0, 0, 2 + 6, 20 + 60};
+    for (int i = 0; i < 8; i++) cr_assert_eq(w->grad[i], want[i], "dW[%d] = %g", i, (double)w->grad[i]);
+    tg_tensor_free(w);
+    tg_tape_free(t);
+}
+
+Test(index, gradcheck_embedding)
+{
+    tg_rng rng;
+    tg_rng_seed(&rng, 6);
+    tg_tensor *w = tu_rand(&rng, -1, 1, 2, (int[]){5, 3});
+    int32_t ids[8] = {4, 1, 1, 0, 4, 2, 1, 4};
+    tu_gradcheck(gc_embedding, ids, &w, 1);
+    tg_tensor_free(w);
+}
+
+Test(index, rejects_bad_arguments)
+{
+    tg_tape *t = tg_tape_new();
+    tg_tensor *w4 = tg_tensor_zeros(t, 1, (int[]){4});
+    tg_tensor *emb = tg_tensor_zeros(t, 2, (int[]){10, 3});
+    int32_t ids[6] = {0, 9, 3, 10, 11, 2};
+    assert_fails(t, tg_embedding(t, emb, ids, 2, 3), "tg_embedding", "id 10", "position 3", "[0, 10)", "[10,3]");
+    ids[3] = 4;
+    ids[4] = 5;
+    ids[5] = -1;
+    assert_fails(t, tg_embedding(t, emb, ids, 2, 3), "tg_embedding", "id -1", "position 5", "[0, 10)");
+    assert_fails(t, tg_embedding(t, w4, ids, 2, 3), "tg_embedding", "[4]");
+    assert_fails(t, tg_embedding(t, emb, ids, -1, 3), "tg_embedding", "B -1", "[10,3]");
+    tg_tape_free(t);
+}
