@@ -1,4 +1,4 @@
-/* Allocation-failure injection (issue 8, docs/RELIABILITY.md): the n-th
+/* Allocation-failure injection (docs/RELIABILITY.md): the n-th
  * allocation fails (tg_alloc_fail_at), for every n over
  *   - a whole training step of the toy model, from a fresh tape: forward,
  *     cross-entropy, backward, clip, AdamW, and a checkpoint save (params +
