@@ -3,6 +3,7 @@
 #define TAPEGRAD_H
 
 #include "core/engine/alloc.h"
+#include "core/engine/error.h"
 #include "core/engine/gradcheck.h"
 #include "core/engine/op.h"
 #include "core/engine/params.h"

@@ -16,8 +16,7 @@
 
 int main(int argc, char **argv)
 {
-    char err[512];
-    if (tg_dist_init(&argc, &argv, err, sizeof err)) return fprintf(stderr, "%s\n", err), 1;
+    if (tg_dist_init(&argc, &argv)) return fprintf(stderr, "%s\n", tg_error()), 1;
     int reps = 50, P = tg_dist_size();
     for (int i = 1; i + 1 < argc; i += 2)
         if (strcmp(argv[i], "--reps") == 0) reps = atoi(argv[i + 1]);
@@ -30,9 +29,9 @@ int main(int argc, char **argv)
         tg_real *g = tg_params_grad(p);
         for (int i = 0; i < sizes[s]; i++) g[i] = (tg_real)1e-3;
         for (int r = -3; r < reps; r++) {
-            if (tg_dist_barrier(err, sizeof err)) tg_dist_abort(1, err);
+            if (tg_dist_barrier()) tg_dist_abort(1, tg_error());
             double t0 = bu_now();
-            if (tg_dist_allreduce_grads(p, err, sizeof err)) tg_dist_abort(1, err);
+            if (tg_dist_allreduce_grads(p)) tg_dist_abort(1, tg_error());
             if (r >= 0) t[r] = bu_now() - t0;
         }
         double med = bu_median(t, reps), bytes = (double)sizes[s] * sizeof(tg_real);

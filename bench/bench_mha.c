@@ -49,7 +49,6 @@ typedef struct mha_ctx {
     int n;                /* steps run so far (warm-up included) */
     size_t arena_fwd;     /* arena bytes in use after the forward */
     size_t arena_peak;    /* after the backward */
-    char err[512];
 } mha_ctx;
 
 static int mha_step(void *arg)
@@ -59,14 +58,11 @@ static int mha_step(void *arg)
     tg_params_zero_grad(c->p);
     tg_tensor *out = tg_mha_forward(c->t, &c->m, c->x, c->x, &c->mask, NULL, NULL, NULL);
     tg_tensor *loss = tg_mean(c->t, out);
-    if (!loss) {
-        snprintf(c->err, sizeof c->err, "%s", tg_tape_error(c->t));
-        return -1;
-    }
+    if (!loss) return -1;  /* the op's message is in tg_error() */
     c->arena_fwd = tg_tape_arena_used(c->t);
     double t1 = bu_now();
     if (tg_backward(c->t, loss)) {
-        snprintf(c->err, sizeof c->err, "backward: %s", tg_tape_error(c->t));
+        tg_error_set("backward: %s", tg_tape_error(c->t));
         return -1;
     }
     c->arena_peak = tg_tape_arena_used(c->t);
@@ -122,11 +118,11 @@ static int run_bench(int argc, char **argv)
     tg_mha_config cfg = {.n_heads = H, .d_model = D, .d_head = 0, .bias = true, .dropout = 0,
                          .mode = per_head ? TG_MHA_PER_HEAD : TG_MHA_FUSED};
     int rc = 1;
-    if (!c.t || !c.p || tg_mha_init(&c.m, c.p, "attn", &cfg, &rng, c.err, sizeof c.err)) goto done;
-    if (!(c.opt = tg_adam_new(c.p, NULL, c.err, sizeof c.err))) goto done;
+    if (!c.t || !c.p || tg_mha_init(&c.m, c.p, "attn", &cfg, &rng)) goto done;
+    if (!(c.opt = tg_adam_new(c.p, NULL))) goto done;
     c.x = tg_tensor_alloc(3, (int[]){B, L, D});
     if (!c.x) {
-        snprintf(c.err, sizeof c.err, "out of memory for x [%d,%d,%d]", B, L, D);
+        tg_error_set("out of memory for x [%d,%d,%d]", B, L, D);
         goto done;
     }
     for (size_t i = 0; i < c.x->size; i++) c.x->data[i] = (tg_real)tg_rng_normal(&rng);
@@ -156,7 +152,7 @@ static int run_bench(int argc, char **argv)
            delta / (state + act));
     rc = 0;
 done:
-    if (rc) fprintf(stderr, "bench_mha: %s\n", c.err[0] ? c.err : "out of memory");
+    if (rc) fprintf(stderr, "bench_mha: %s\n", tg_error() ? tg_error() : "out of memory");
     tg_tensor_free(c.x);
     tg_adam_free(c.opt);
     tg_params_free(c.p);
@@ -258,10 +254,9 @@ static int run_plot(const char *rows_path, const char *png)
         fprintf(stderr, "bench_mha: no sweep rows in %s\n", rows_path);
         return 1;
     }
-    char err[256];
     if (tg_plot_lines_png(png, "MHA training step, D=512 H=8: effective GFLOP/s",
-                          "log2(L) for the L sweep, log2(B) for the B sweep", s, ns, err, sizeof err)) {
-        fprintf(stderr, "bench_mha: %s\n", err);
+                          "log2(L) for the L sweep, log2(B) for the B sweep", s, ns)) {
+        fprintf(stderr, "bench_mha: %s\n", tg_error());
         return 1;
     }
     return 0;

@@ -52,7 +52,6 @@ typedef struct model_ctx {
     int32_t *ids, *targets, *lens;
     long step;
     size_t arena_peak;
-    char err[512];
 } model_ctx;
 
 static int model_step(void *arg)
@@ -61,10 +60,7 @@ static int model_step(void *arg)
     tg_tensor *logits = tg_model_forward(c->t, &c->m, c->ids, c->B, c->T, c->lens, NULL, NULL, NULL);
     tg_tensor *loss = tg_cross_entropy(c->t, logits, c->targets, TG_IGNORE);
     tg_params_zero_grad(c->p);
-    if (!loss || tg_backward(c->t, loss)) {
-        snprintf(c->err, sizeof c->err, "%s", tg_tape_error(c->t) ? tg_tape_error(c->t) : "backward failed");
-        return -1;
-    }
+    if (!loss || tg_backward(c->t, loss)) return -1;  /* the message is in tg_error() */
     c->arena_peak = tg_tape_arena_used(c->t);
     if (c->clip > 0) tg_clip_grad_norm(c->p, c->clip);
     tg_adam_set_lr(c->opt, tg_lr_at(&c->sched, c->step));
@@ -142,7 +138,7 @@ int main(int argc, char **argv)
     c.targets = tg_malloc((size_t)B * T * sizeof *c.targets);
     c.lens = tg_malloc((size_t)B * sizeof *c.lens);
     if (!c.t || !c.p || !c.ids || !c.targets || !c.lens) goto done;
-    if (tg_model_init(&c.m, c.p, &mc, &rng, c.err, sizeof c.err)) goto done;
+    if (tg_model_init(&c.m, c.p, &mc, &rng)) goto done;
     tg_adam_opts ao = tg_adam_defaults();
     ao.lr = lr;
     ao.beta2 = 0.98;
@@ -150,7 +146,7 @@ int main(int argc, char **argv)
     ao.adamw = strcmp(optim, "adam") != 0;
     ao.no_decay_1d = ao.adamw;
     if (strcmp(optim, "sgd") == 0) fprintf(stderr, "bench_model: --optimizer sgd is timed as AdamW\n");
-    if (!(c.opt = tg_adam_new(c.p, &ao, c.err, sizeof c.err))) goto done;
+    if (!(c.opt = tg_adam_new(c.p, &ao))) goto done;
     if (strcmp(sched, "constant") == 0) c.sched = tg_schedule_constant(lr, warm_steps);
     else if (strcmp(sched, "linear") == 0) c.sched = tg_schedule_linear(lr, lr / 10, warm_steps, steps);
     else c.sched = tg_schedule_cosine(lr, lr / 10, warm_steps, steps);
@@ -179,7 +175,7 @@ int main(int argc, char **argv)
            tg_tape_arena_capacity(c.t) / mib, peak, base_rss, delta, delta / (state + act));
     rc = 0;
 done:
-    if (rc) fprintf(stderr, "bench_model: %s\n", c.err[0] ? c.err : "out of memory");
+    if (rc) fprintf(stderr, "bench_model: %s\n", tg_error() ? tg_error() : "out of memory");
     tg_adam_free(c.opt);
     tg_model_free(&c.m);
     tg_params_free(c.p);

@@ -10,7 +10,7 @@
  * not started by mpirun, the process is rank 0 of 1 and every call below is
  * a no-op that succeeds (dist/local.c), so one program serves both.
  *
- * Failure: a call that fails returns -1 with a message in err. A rank that
+ * Failure: a call that fails returns -1 with its message in tg_error(). A rank that
  * hits an error only it knows about calls tg_dist_abort, which ends every
  * rank (mpirun reports it); errors every rank knows about (a bad flag, a
  * non-finite loss after the all-reduce) are left the ordinary way after
@@ -33,7 +33,7 @@ extern "C" {
  * launcher); else the process runs alone. Call once, before any thread is
  * started. 0, or -1 with a message (an MPI build that cannot initialise,
  * or a build without MPI started as one of several ranks). */
-int tg_dist_init(int *argc, char ***argv, char *err, size_t errlen);
+int tg_dist_init(int *argc, char ***argv);
 void tg_dist_finalize(void);
 /* Whether this build has MPI at all. */
 bool tg_dist_available(void);
@@ -42,18 +42,18 @@ int tg_dist_rank(void);  /* 0 .. size-1 */
 int tg_dist_size(void);  /* 1 when alone */
 
 /* Every rank's parameter values become rank 0's. */
-int tg_dist_bcast_params(tg_params *p, char *err, size_t errlen);
+int tg_dist_bcast_params(tg_params *p);
 /* Every rank's flat grad buffer becomes the sum over ranks, in one call
  * (MPI_Allreduce in place). The same bits on every rank. */
-int tg_dist_allreduce_grads(tg_params *p, char *err, size_t errlen);
+int tg_dist_allreduce_grads(tg_params *p);
 /* v[0..n) becomes the sum over ranks (status flags, loss sums). */
-int tg_dist_sum(double *v, int n, char *err, size_t errlen);
+int tg_dist_sum(double *v, int n);
 /* v[0..n) becomes rank 0's. */
-int tg_dist_bcast(double *v, int n, char *err, size_t errlen);
-int tg_dist_barrier(char *err, size_t errlen);
+int tg_dist_bcast(double *v, int n);
+int tg_dist_barrier(void);
 /* *same = every rank holds bit for bit the same parameter values (a hash of
  * them compared across ranks): the check that the ranks did not drift. */
-int tg_dist_params_agree(const tg_params *p, bool *same, char *err, size_t errlen);
+int tg_dist_params_agree(const tg_params *p, bool *same);
 /* Prints "rank R: msg" to stderr and ends every rank with status (alone:
  * exit(status)). */
 __attribute__((noreturn)) void tg_dist_abort(int status, const char *msg);

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-int tg_dist_init(int *argc, char ***argv, char *err, size_t errlen)
+int tg_dist_init(int *argc, char ***argv)
 {
     (void)argc, (void)argv;
     /* started by mpirun as one of several: each copy would train alone on
@@ -13,8 +13,8 @@ int tg_dist_init(int *argc, char ***argv, char *err, size_t errlen)
     const char *n = getenv("OMPI_COMM_WORLD_SIZE");
     if (!n) n = getenv("PMI_SIZE");
     if (n && atoi(n) > 1) {
-        snprintf(err, errlen, "started as one of %s ranks, but this build has no MPI: install "
-                 "libopenmpi-dev and rebuild (cmake finds it, or give -DTAPEGRAD_MPI=ON)", n);
+        tg_error_set("started as one of %s ranks, but this build has no MPI: install "
+                     "libopenmpi-dev and rebuild (cmake finds it, or give -DTAPEGRAD_MPI=ON)", n);
         return -1;
     }
     return 0;
@@ -25,15 +25,15 @@ bool tg_dist_available(void) { return false; }
 int tg_dist_rank(void) { return 0; }
 int tg_dist_size(void) { return 1; }
 
-int tg_dist_bcast_params(tg_params *p, char *err, size_t errlen) { return (void)p, (void)err, (void)errlen, 0; }
-int tg_dist_allreduce_grads(tg_params *p, char *err, size_t errlen) { return (void)p, (void)err, (void)errlen, 0; }
-int tg_dist_sum(double *v, int n, char *err, size_t errlen) { return (void)v, (void)n, (void)err, (void)errlen, 0; }
-int tg_dist_bcast(double *v, int n, char *err, size_t errlen) { return (void)v, (void)n, (void)err, (void)errlen, 0; }
-int tg_dist_barrier(char *err, size_t errlen) { return (void)err, (void)errlen, 0; }
+int tg_dist_bcast_params(tg_params *p) { return (void)p, 0; }
+int tg_dist_allreduce_grads(tg_params *p) { return (void)p, 0; }
+int tg_dist_sum(double *v, int n) { return (void)v, (void)n, 0; }
+int tg_dist_bcast(double *v, int n) { return (void)v, (void)n, 0; }
+int tg_dist_barrier(void) { return 0; }
 
-int tg_dist_params_agree(const tg_params *p, bool *same, char *err, size_t errlen)
+int tg_dist_params_agree(const tg_params *p, bool *same)
 {
-    (void)p, (void)err, (void)errlen;
+    (void)p;
     *same = true;
     return 0;
 }

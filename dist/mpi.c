@@ -23,22 +23,21 @@ static bool launched(void)
 }
 
 /* 0, or -1 with "what: MPI's message". */
-static int check(int rc, const char *what, char *err, size_t errlen)
+static int check(int rc, const char *what)
 {
     if (rc == MPI_SUCCESS) return 0;
     char msg[MPI_MAX_ERROR_STRING];
     int len = 0;
     if (MPI_Error_string(rc, msg, &len) != MPI_SUCCESS) snprintf(msg, sizeof msg, "error %d", rc);
-    snprintf(err, errlen, "rank %d: %s: %s", rank_, what, msg);
-    return -1;
+    return tg_error_set("rank %d: %s: %s", rank_, what, msg);
 }
 
-int tg_dist_init(int *argc, char ***argv, char *err, size_t errlen)
+int tg_dist_init(int *argc, char ***argv)
 {
     if (joined || !launched()) return 0;
     int provided;
     /* only the main thread calls MPI; the GEMM pool's threads never do */
-    if (check(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init", err, errlen)) return -1;
+    if (check(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init")) return -1;
     joined = true;
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
@@ -61,50 +60,50 @@ int tg_dist_size(void) { return size_; }
 /* MPI counts are int: large buffers go in pieces. */
 #define PIECE (INT_MAX / 2)
 
-int tg_dist_bcast_params(tg_params *p, char *err, size_t errlen)
+int tg_dist_bcast_params(tg_params *p)
 {
     if (size_ == 1) return 0;
     tg_real *v = tg_params_data(p);
     for (size_t i = 0, n = tg_params_numel(p); i < n; i += PIECE) {
         int k = (int)(n - i < PIECE ? n - i : PIECE);
-        if (check(MPI_Bcast(v + i, k, TG_MPI_REAL, 0, MPI_COMM_WORLD), "broadcast of the parameters", err, errlen))
+        if (check(MPI_Bcast(v + i, k, TG_MPI_REAL, 0, MPI_COMM_WORLD), "broadcast of the parameters"))
             return -1;
     }
     return 0;
 }
 
-int tg_dist_allreduce_grads(tg_params *p, char *err, size_t errlen)
+int tg_dist_allreduce_grads(tg_params *p)
 {
     if (size_ == 1) return 0;
     tg_real *g = tg_params_grad(p);
     for (size_t i = 0, n = tg_params_numel(p); i < n; i += PIECE) {
         int k = (int)(n - i < PIECE ? n - i : PIECE);
         if (check(MPI_Allreduce(MPI_IN_PLACE, g + i, k, TG_MPI_REAL, MPI_SUM, MPI_COMM_WORLD),
-                  "all-reduce of the gradients", err, errlen))
+                  "all-reduce of the gradients"))
             return -1;
     }
     return 0;
 }
 
-int tg_dist_sum(double *v, int n, char *err, size_t errlen)
+int tg_dist_sum(double *v, int n)
 {
     if (size_ == 1) return 0;
-    return check(MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD), "all-reduce", err, errlen);
+    return check(MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD), "all-reduce");
 }
 
-int tg_dist_bcast(double *v, int n, char *err, size_t errlen)
+int tg_dist_bcast(double *v, int n)
 {
     if (size_ == 1) return 0;
-    return check(MPI_Bcast(v, n, MPI_DOUBLE, 0, MPI_COMM_WORLD), "broadcast", err, errlen);
+    return check(MPI_Bcast(v, n, MPI_DOUBLE, 0, MPI_COMM_WORLD), "broadcast");
 }
 
-int tg_dist_barrier(char *err, size_t errlen)
+int tg_dist_barrier(void)
 {
     if (size_ == 1) return 0;
-    return check(MPI_Barrier(MPI_COMM_WORLD), "barrier", err, errlen);
+    return check(MPI_Barrier(MPI_COMM_WORLD), "barrier");
 }
 
-int tg_dist_params_agree(const tg_params *p, bool *same, char *err, size_t errlen)
+int tg_dist_params_agree(const tg_params *p, bool *same)
 {
     *same = true;
     if (size_ == 1) return 0;
@@ -112,8 +111,8 @@ int tg_dist_params_agree(const tg_params *p, bool *same, char *err, size_t errle
     uint64_t h = 1469598103934665603ull;  /* FNV-1a */
     for (size_t i = 0, n = tg_params_numel(p) * sizeof(tg_real); i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
     uint64_t lo, hi;
-    if (check(MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD), "all-reduce", err, errlen) ||
-        check(MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD), "all-reduce", err, errlen))
+    if (check(MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD), "all-reduce") ||
+        check(MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD), "all-reduce"))
         return -1;
     *same = lo == hi;
     return 0;

@@ -111,13 +111,13 @@ static double accuracy(tg_tape *t, const model *m, const batch *bt)
     return (double)right / bt->n;
 }
 
-static int init(model *m, tg_params *p, tg_mha_mode mode, tg_rng *rng, char *err, size_t errlen)
+static int init(model *m, tg_params *p, tg_mha_mode mode, tg_rng *rng)
 {
     tg_mha_config ac = {.n_heads = HEADS, .d_model = D, .bias = true, .mode = mode};
-    if (tg_embedding_init(&m->tok, p, "tok", V, D, rng, err, errlen) ||
-        tg_embedding_init(&m->pos, p, "pos", T, D, rng, err, errlen) ||
-        tg_mha_init(&m->attn, p, "attn", &ac, rng, err, errlen) ||
-        tg_linear_init(&m->out, p, "out", D, 2, true, rng, err, errlen))
+    if (tg_embedding_init(&m->tok, p, "tok", V, D, rng) ||
+        tg_embedding_init(&m->pos, p, "pos", T, D, rng) ||
+        tg_mha_init(&m->attn, p, "attn", &ac, rng) ||
+        tg_linear_init(&m->out, p, "out", D, 2, true, rng))
         return -1;
     return 0;
 }
@@ -146,20 +146,19 @@ int main(int argc, char **argv)
             return usage("bad option or value");
         i++;
     }
-    char err[256];
     tg_rng rng;
     tg_rng_seed(&rng, seed);
     tg_params *p = tg_params_new();
     model m;
-    if (!p || init(&m, p, mode, &rng, err, sizeof err)) return fprintf(stderr, "classify: %s\n", p ? err : "out of memory"), 1;
+    if (!p || init(&m, p, mode, &rng)) return fprintf(stderr, "classify: %s\n", tg_error()), 1;
     tg_adam_opts o = tg_adam_defaults();
     o.adamw = true, o.weight_decay = 0.01, o.no_decay_1d = true;
-    tg_adam *opt = tg_adam_new(p, &o, err, sizeof err);
+    tg_adam *opt = tg_adam_new(p, &o);
     tg_schedule lr = tg_schedule_cosine(3e-3, 0, 50, steps);
     static batch train, held;
     fill(&held, &rng, EVAL, true);
     tg_tape *t = tg_tape_new();
-    if (!opt || !t) return fprintf(stderr, "classify: %s\n", opt ? "out of memory" : err), 1;
+    if (!opt || !t) return fprintf(stderr, "classify: %s\n", tg_error()), 1;
     printf("classify: %s attention, %d heads, d_model %d, %zu parameters, %ld steps of %d\n",
            mode == TG_MHA_FUSED ? "fused" : "per-head", HEADS, D, tg_params_numel(p), steps, BATCH);
     for (long step = 0; step < steps; step++) {
@@ -168,14 +167,14 @@ int main(int argc, char **argv)
         tg_tensor *loss = tg_cross_entropy(t, forward(t, &m, &train), train.labels, TG_IGNORE);
         tg_params_zero_grad(p);
         if (tg_backward(t, loss) || tg_adam_set_lr(opt, tg_lr_at(&lr, step)) || tg_adam_step(opt))
-            return fprintf(stderr, "classify: step %ld: %s\n", step, tg_tape_error(t) ? tg_tape_error(t) : "optimizer"), 1;
+            return fprintf(stderr, "classify: step %ld: %s\n", step, tg_error()), 1;
         if ((step + 1) % 250 == 0) {
             double l = (double)loss->data[0];  /* read before accuracy() resets the tape */
             printf("step %5ld  loss %.4f  held-out %.2f%%\n", step + 1, l, 100 * accuracy(t, &m, &held));
         }
     }
     double acc = accuracy(t, &m, &held);
-    if (acc < 0) return fprintf(stderr, "classify: %s\n", tg_tape_error(t)), 1;
+    if (acc < 0) return fprintf(stderr, "classify: %s\n", tg_error()), 1;
     printf("held-out accuracy %.2f%%\n", 100 * acc);
     tg_tape_free(t);
     tg_adam_free(opt);

@@ -34,7 +34,7 @@ static int check_each(const char *title, tg_gradcheck_fn f, void *ctx, tg_tensor
         for (int j = 0; j < n; j++) in[j]->requires_grad = j == k;
         tg_gradcheck_result r = tg_gradcheck(f, ctx, in, n, NULL);
         if (r.worst_input < 0) {
-            printf("  %-34s %s\n", names[k], r.message);
+            printf("  %-34s %s\n", names[k], tg_error());
             failed++;
             continue;
         }
@@ -55,12 +55,11 @@ static tg_tensor *rand_tensor(tg_rng *rng, int ndim, const int *shape)
 
 static int check_mha(tg_mha_mode mode, tg_rng *rng)
 {
-    char err[256];
     tg_params *p = tg_params_new();
     tg_mha m;
     tg_mha_config cfg = {.n_heads = 2, .d_model = 6, .d_head = 4, .bias = true, .mode = mode};
-    if (tg_mha_init(&m, p, "attn", &cfg, rng, err, sizeof err)) {
-        puts(err);
+    if (tg_mha_init(&m, p, "attn", &cfg, rng)) {
+        puts(tg_error());
         tg_params_free(p);
         return 1;
     }

@@ -6,7 +6,7 @@
 
 static const char *const proj_names[3] = {"q_proj", "k_proj", "v_proj"};
 
-static int check_config(const tg_mha_config *c, const char *name, char *err, size_t errlen)
+static int check_config(const tg_mha_config *c, const char *name)
 {
     const char *why = NULL;
     if (c->n_heads <= 0 || c->n_heads > TG_MHA_MAX_HEADS) why = "n_heads must be in [1, 64]";
@@ -16,9 +16,8 @@ static int check_config(const tg_mha_config *c, const char *name, char *err, siz
     else if (!(c->dropout >= 0 && c->dropout < 1)) why = "dropout must be in [0, 1)";
     else if (c->mode != TG_MHA_FUSED && c->mode != TG_MHA_PER_HEAD) why = "mode must be TG_MHA_FUSED or TG_MHA_PER_HEAD";
     if (!why) return 0;
-    if (errlen) snprintf(err, errlen, "tg_mha '%s': %s (n_heads %d, d_model %d, d_head %d, dropout %g)",
-                         name, why, c->n_heads, c->d_model, c->d_head, c->dropout);
-    return -1;
+    return tg_error_set("tg_mha '%s': %s (n_heads %d, d_model %d, d_head %d, dropout %g)", name, why,
+                        c->n_heads, c->d_model, c->d_head, c->dropout);
 }
 
 /* The [d_head, D] block of projection s (0 q, 1 k, 2 v) of head h, or its
@@ -37,14 +36,14 @@ static tg_real *proj_block(const tg_mha *m, int s, int h, bool bias)
     return m->in_proj_weight->data + row * c->d_model;
 }
 
-static int add_params(tg_mha *m, tg_params *p, const char *prefix, char *err, size_t errlen)
+static int add_params(tg_mha *m, tg_params *p, const char *prefix)
 {
     const tg_mha_config *c = &m->cfg;
     int E = c->n_heads * c->d_head, D = c->d_model, dh = c->d_head;
     if (c->mode == TG_MHA_FUSED) {
-        m->in_proj_weight = tg_nn_param(p, prefix, "in_proj_weight", 2, (int[]){3 * E, D}, err, errlen);
+        m->in_proj_weight = tg_nn_param(p, prefix, "in_proj_weight", 2, (int[]){3 * E, D});
         if (!m->in_proj_weight) return -1;
-        if (c->bias && !(m->in_proj_bias = tg_nn_param(p, prefix, "in_proj_bias", 1, (int[]){3 * E}, err, errlen)))
+        if (c->bias && !(m->in_proj_bias = tg_nn_param(p, prefix, "in_proj_bias", 1, (int[]){3 * E})))
             return -1;
         return 0;
     }
@@ -54,26 +53,25 @@ static int add_params(tg_mha *m, tg_params *p, const char *prefix, char *err, si
         for (int s = 0; s < 3; s++) {
             char sub[TG_NN_NAME_MAX], proj[48];
             snprintf(proj, sizeof proj, "heads.%d.%s", h, proj_names[s]);
-            if (tg_nn_name(sub, prefix, proj, err, errlen)) return -1;
-            if (!(*w[s] = tg_nn_param(p, sub, "weight", 2, (int[]){dh, D}, err, errlen))) return -1;
-            if (c->bias && !(*b[s] = tg_nn_param(p, sub, "bias", 1, (int[]){dh}, err, errlen))) return -1;
+            if (tg_nn_name(sub, prefix, proj)) return -1;
+            if (!(*w[s] = tg_nn_param(p, sub, "weight", 2, (int[]){dh, D}))) return -1;
+            if (c->bias && !(*b[s] = tg_nn_param(p, sub, "bias", 1, (int[]){dh}))) return -1;
         }
     }
     return 0;
 }
 
-int tg_mha_init(tg_mha *m, tg_params *p, const char *prefix, const tg_mha_config *cfg, tg_rng *rng,
-                char *err, size_t errlen)
+int tg_mha_init(tg_mha *m, tg_params *p, const char *prefix, const tg_mha_config *cfg, tg_rng *rng)
 {
     memset(m, 0, sizeof *m);
     snprintf(m->name, sizeof m->name, "%s", prefix ? prefix : "");
-    if (check_config(cfg, m->name, err, errlen)) return -1;
+    if (check_config(cfg, m->name)) return -1;
     m->cfg = *cfg;
     if (m->cfg.d_head == 0) m->cfg.d_head = cfg->d_model / cfg->n_heads;
     int E = m->cfg.n_heads * m->cfg.d_head, D = m->cfg.d_model, dh = m->cfg.d_head;
     char sub[TG_NN_NAME_MAX];
-    if (add_params(m, p, prefix, err, errlen) || tg_nn_name(sub, prefix, "out_proj", err, errlen) ||
-        tg_linear_init(&m->out_proj, p, sub, E, D, m->cfg.bias, NULL, err, errlen))
+    if (add_params(m, p, prefix) || tg_nn_name(sub, prefix, "out_proj") ||
+        tg_linear_init(&m->out_proj, p, sub, E, D, m->cfg.bias, NULL))
         return -1;
     if (!rng) return 0;
     /* xavier_uniform_ over the packed [3E, D] matrix, drawn row by row: in
@@ -91,9 +89,12 @@ int tg_mha_init(tg_mha *m, tg_params *p, const char *prefix, const tg_mha_config
 
 int tg_mha_copy_weights(tg_mha *dst, const tg_mha *src)
 {
+    if (!dst || !src) return tg_error_set("tg_mha_copy_weights: %s is NULL", dst ? "src" : "dst");
     const tg_mha_config *a = &dst->cfg, *b = &src->cfg;
     if (a->n_heads != b->n_heads || a->d_model != b->d_model || a->d_head != b->d_head || a->bias != b->bias)
-        return -1;
+        return tg_error_set("tg_mha_copy_weights: '%s' and '%s' differ: n_heads %d / %d, d_model %d / %d, "
+                            "d_head %d / %d, bias %d / %d", dst->name, src->name, a->n_heads, b->n_heads,
+                            a->d_model, b->d_model, a->d_head, b->d_head, a->bias, b->bias);
     size_t dh = (size_t)a->d_head, D = (size_t)a->d_model;
     for (int s = 0; s < 3; s++)
         for (int h = 0; h < a->n_heads; h++) {
@@ -201,7 +202,7 @@ tg_tensor *tg_mha_forward(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor 
                           tg_tensor **weights)
 {
     if (weights) *weights = NULL;
-    if (!t) return NULL;
+    if (!t) return tg_fail(NULL, "tg_mha_forward: the tape is NULL");
     if (!xq || !xkv) return tg_fail_null(t, "tg_mha");
     if (!check_inputs(t, m, xq, xkv, rng)) return NULL;
     tg_tensor *o = m->cfg.mode == TG_MHA_FUSED ? fused_heads(t, m, xq, xkv, mask, rng, weights)
@@ -246,52 +247,49 @@ static bool has_suffix(const char *name, const char *suffix, size_t *plen)
     return true;
 }
 
-static int convert_fail(char *err, size_t errlen, const char *name, const tg_tensor *x, const char *why)
+static int convert_fail(const char *name, const tg_tensor *x, const char *why)
 {
     char sx[TG_SHAPE_STR];
-    if (errlen) snprintf(err, errlen, "tg_mha_convert: '%s'%s%s %s", name, x ? " " : "", x ? tg_shape_str(x, sx) : "", why);
-    return -1;
+    return tg_error_set("tg_mha_convert: '%s'%s%s %s", name, x ? " " : "", x ? tg_shape_str(x, sx) : "", why);
 }
 
 /* "<prefix>in_proj_weight" w [3E, D] (and its bias [3E]) -> per-head tensors in dst */
-static int split_heads(tg_safetensors *dst, const tg_safetensors *src, const tg_tensor *w, size_t plen, int H,
-                       char *err, size_t errlen)
+static int split_heads(tg_safetensors *dst, const tg_safetensors *src, const tg_tensor *w, size_t plen, int H)
 {
     char name[TG_NN_NAME_MAX];
     part_name(name, w->name, plen, -1, 0, "in_proj_bias");
     const tg_tensor *b = tg_st_get(src, name);
     if (w->ndim != 2 || w->shape[0] == 0 || w->shape[0] % (3 * H))
-        return convert_fail(err, errlen, w->name, w, "is not [3 * n_heads * d_head, d_model]");
+        return convert_fail(w->name, w, "is not [3 * n_heads * d_head, d_model]");
     if (b && (b->ndim != 1 || b->shape[0] != w->shape[0]))
-        return convert_fail(err, errlen, b->name, b, "does not match in_proj_weight's rows");
+        return convert_fail(b->name, b, "does not match in_proj_weight's rows");
     int D = w->shape[1], dh = w->shape[0] / (3 * H);
     for (int h = 0; h < H; h++)
         for (int s = 0; s < 3; s++) {
             size_t row = ((size_t)s * H + (size_t)h) * (size_t)dh;
             part_name(name, w->name, plen, h, s, "weight");
-            if (tg_st_add_data(dst, name, w->data + row * (size_t)D, 2, (int[]){dh, D}, err, errlen)) return -1;
+            if (tg_st_add_data(dst, name, w->data + row * (size_t)D, 2, (int[]){dh, D})) return -1;
             part_name(name, w->name, plen, h, s, "bias");
-            if (b && tg_st_add_data(dst, name, b->data + row, 1, (int[]){dh}, err, errlen)) return -1;
+            if (b && tg_st_add_data(dst, name, b->data + row, 1, (int[]){dh})) return -1;
         }
     return 0;
 }
 
 /* The per-head tensors of prefix[0, plen) in src -> in_proj_weight [3E, D]
  * (and in_proj_bias [3E]) in dst */
-static int join_heads(tg_safetensors *dst, const tg_safetensors *src, const char *prefix, size_t plen, int H,
-                      char *err, size_t errlen)
+static int join_heads(tg_safetensors *dst, const tg_safetensors *src, const char *prefix, size_t plen, int H)
 {
     char name[TG_NN_NAME_MAX];
     part_name(name, prefix, plen, 0, 0, "bias");
     bool bias = tg_st_get(src, name) != NULL;
     part_name(name, prefix, plen, 0, 0, "weight");
     const tg_tensor *q0 = tg_st_get(src, name);
-    if (q0->ndim != 2) return convert_fail(err, errlen, name, q0, "is not [d_head, d_model]");
+    if (q0->ndim != 2) return convert_fail(name, q0, "is not [d_head, d_model]");
     int dh = q0->shape[0], D = q0->shape[1], E = H * dh;
     part_name(name, prefix, plen, -1, 0, "in_proj_weight");
-    tg_tensor *w = tg_st_add_zeros(dst, name, 2, (int[]){3 * E, D}, err, errlen);
+    tg_tensor *w = tg_st_add_zeros(dst, name, 2, (int[]){3 * E, D});
     part_name(name, prefix, plen, -1, 0, "in_proj_bias");
-    tg_tensor *b = w && bias ? tg_st_add_zeros(dst, name, 1, (int[]){3 * E}, err, errlen) : NULL;
+    tg_tensor *b = w && bias ? tg_st_add_zeros(dst, name, 1, (int[]){3 * E}) : NULL;
     if (!w || (bias && !b)) return -1;
     for (int h = 0; h < H; h++)
         for (int s = 0; s < 3; s++) {
@@ -299,12 +297,12 @@ static int join_heads(tg_safetensors *dst, const tg_safetensors *src, const char
             part_name(name, prefix, plen, h, s, "weight");
             const tg_tensor *x = tg_st_get(src, name);
             if (!x || x->ndim != 2 || x->shape[0] != dh || x->shape[1] != D)
-                return convert_fail(err, errlen, name, x, x ? "differs from head 0's q_proj.weight" : "is missing");
+                return convert_fail(name, x, x ? "differs from head 0's q_proj.weight" : "is missing");
             memcpy(w->data + row * D, x->data, x->size * sizeof *x->data);
             part_name(name, prefix, plen, h, s, "bias");
             x = tg_st_get(src, name);
             if (!x != !bias || (x && (x->ndim != 1 || x->shape[0] != dh)))
-                return convert_fail(err, errlen, name, x, x ? "is not [d_head], or head 0 has no biases" : "is missing");
+                return convert_fail(name, x, x ? "is not [d_head], or head 0 has no biases" : "is missing");
             if (x) memcpy(b->data + row, x->data, x->size * sizeof *x->data);
         }
     return 0;
@@ -312,45 +310,44 @@ static int join_heads(tg_safetensors *dst, const tg_safetensors *src, const char
 
 /* One tensor of src into dst: converted, left for its group, or copied. */
 static int convert_one(tg_safetensors *dst, const tg_safetensors *src, const tg_tensor *x, tg_mha_mode to,
-                       int H, char *err, size_t errlen)
+                       int H)
 {
     char name[TG_NN_NAME_MAX];
     size_t plen;
     int h;
     if (to == TG_MHA_PER_HEAD && has_suffix(x->name, "in_proj_weight", &plen))
-        return split_heads(dst, src, x, plen, H, err, errlen);
+        return split_heads(dst, src, x, plen, H);
     if (to == TG_MHA_PER_HEAD && has_suffix(x->name, "in_proj_bias", &plen)) {
         part_name(name, x->name, plen, -1, 0, "in_proj_weight");
-        return tg_st_get(src, name) ? 0 : convert_fail(err, errlen, x->name, x, "has no in_proj_weight");
+        return tg_st_get(src, name) ? 0 : convert_fail(x->name, x, "has no in_proj_weight");
     }
     if (to == TG_MHA_FUSED && is_head_part(x->name, &plen, &h)) {
-        if (h >= H) return convert_fail(err, errlen, x->name, x, "is a head beyond n_heads");
+        if (h >= H) return convert_fail(x->name, x, "is a head beyond n_heads");
         part_name(name, x->name, plen, 0, 0, "weight");
-        if (!tg_st_get(src, name)) return convert_fail(err, errlen, name, NULL, "is missing");
-        return strcmp(name, x->name) ? 0 : join_heads(dst, src, x->name, plen, H, err, errlen);
+        if (!tg_st_get(src, name)) return convert_fail(name, NULL, "is missing");
+        return strcmp(name, x->name) ? 0 : join_heads(dst, src, x->name, plen, H);
     }
-    return tg_st_add(dst, x->name, x, err, errlen);
+    return tg_st_add(dst, x->name, x);
 }
 
-tg_safetensors *tg_mha_convert(const tg_safetensors *src, tg_mha_mode to, int n_heads, char *err, size_t errlen)
+tg_safetensors *tg_mha_convert(const tg_safetensors *src, tg_mha_mode to, int n_heads)
 {
     if (n_heads <= 0 || n_heads > TG_MHA_MAX_HEADS || (to != TG_MHA_FUSED && to != TG_MHA_PER_HEAD)) {
-        if (errlen)
-            snprintf(err, errlen, "tg_mha_convert: n_heads %d must be in [1, %d] and the mode fused or per-head",
-                     n_heads, TG_MHA_MAX_HEADS);
+        tg_error_set("tg_mha_convert: n_heads %d must be in [1, %d] and the mode fused or per-head", n_heads,
+                     TG_MHA_MAX_HEADS);
         return NULL;
     }
     tg_safetensors *dst = tg_st_new();
     if (!dst) {
-        if (errlen) snprintf(err, errlen, "tg_mha_convert: out of memory");
+        tg_error_set("tg_mha_convert: out of memory");
         return NULL;
     }
     int rc = 0;
     for (int i = 0; rc == 0 && i < tg_st_meta_count(src); i++) {
         const char *k = tg_st_meta_key(src, i);
-        rc = tg_st_set_meta(dst, k, tg_st_meta(src, k), err, errlen);
+        rc = tg_st_set_meta(dst, k, tg_st_meta(src, k));
     }
-    for (int i = 0; rc == 0 && i < tg_st_count(src); i++) rc = convert_one(dst, src, tg_st_at(src, i), to, n_heads, err, errlen);
+    for (int i = 0; rc == 0 && i < tg_st_count(src); i++) rc = convert_one(dst, src, tg_st_at(src, i), to, n_heads);
     if (rc == 0) return dst;
     tg_st_free(dst);
     return NULL;

@@ -83,9 +83,8 @@ typedef struct tg_mha {
     char name[TG_NN_NAME_MAX];
 } tg_mha;
 
-/* 0, or -1 with a message in err naming the layer (bad config, name clash). */
-int tg_mha_init(tg_mha *m, tg_params *p, const char *prefix, const tg_mha_config *cfg, tg_rng *rng,
-                char *err, size_t errlen);
+/* 0, or -1 with a message in tg_error() naming the layer (bad config, name clash). */
+int tg_mha_init(tg_mha *m, tg_params *p, const char *prefix, const tg_mha_config *cfg, tg_rng *rng);
 
 /* xq [B, Lq, D], xkv [B, Lk, D] (pass xq again for self-attention) -> [B, Lq, D].
  * mask: NULL or any tg_mask (its arrays sized for B, Lq, Lk); head_mask:
@@ -108,7 +107,8 @@ tg_tensor *tg_mha_step(tg_tape *t, const tg_mha *m, tg_tensor *x, tg_tensor *cac
                        const uint8_t *head_mask);
 
 /* Copies every weight of src into dst exactly, converting between the modes
- * when they differ. 0, or -1 when n_heads, d_model, d_head or bias differ. */
+ * when they differ. 0, or -1 (tg_error() names them) when n_heads, d_model,
+ * d_head or bias differ. */
 int tg_mha_copy_weights(tg_mha *dst, const tg_mha *src);
 
 /* A checkpoint saved in one mode, ready to load into the other: a new set
@@ -118,10 +118,9 @@ int tg_mha_copy_weights(tg_mha *dst, const tg_mha *src);
  * "<p>.heads.<h>.{q,k,v}_proj.weight" [E/n_heads, D] (and ".bias"); to fused,
  * the reverse. A set already in mode `to` comes back as a copy. The values are
  * copied exactly, so both modes compute the same function. NULL with a
- * message in err (naming the tensor) when a layer's tensors are missing or
+ * message in tg_error() (naming the tensor) when a layer's tensors are missing or
  * mis-shaped, or a head index is >= n_heads. Free with tg_st_free. */
-tg_safetensors *tg_mha_convert(const tg_safetensors *src, tg_mha_mode to, int n_heads, char *err,
-                               size_t errlen);
+tg_safetensors *tg_mha_convert(const tg_safetensors *src, tg_mha_mode to, int n_heads);
 
 #ifdef __cplusplus
 }

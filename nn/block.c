@@ -5,21 +5,21 @@
 #include <string.h>
 
 int tg_block_init(tg_block *b, tg_params *p, const char *prefix, const tg_block_config *cfg,
-                  tg_rng *rng, char *err, size_t errlen)
+                  tg_rng *rng)
 {
     memset(b, 0, sizeof *b);
     snprintf(b->name, sizeof b->name, "%s", prefix ? prefix : "");
     double eps = cfg->ln_eps > 0 ? cfg->ln_eps : 1e-5;
     int D = cfg->attn.d_model;
     char sub[TG_NN_NAME_MAX];
-    if (tg_nn_name(sub, prefix, "ln1", err, errlen) || tg_layernorm_init(&b->ln1, p, sub, D, eps, err, errlen))
+    if (tg_nn_name(sub, prefix, "ln1") || tg_layernorm_init(&b->ln1, p, sub, D, eps))
         return -1;
-    if (tg_nn_name(sub, prefix, "attn", err, errlen) || tg_mha_init(&b->attn, p, sub, &cfg->attn, rng, err, errlen))
+    if (tg_nn_name(sub, prefix, "attn") || tg_mha_init(&b->attn, p, sub, &cfg->attn, rng))
         return -1;
-    if (tg_nn_name(sub, prefix, "ln2", err, errlen) || tg_layernorm_init(&b->ln2, p, sub, D, eps, err, errlen))
+    if (tg_nn_name(sub, prefix, "ln2") || tg_layernorm_init(&b->ln2, p, sub, D, eps))
         return -1;
-    if (tg_nn_name(sub, prefix, "ff", err, errlen) ||
-        tg_ffn_init(&b->ff, p, sub, D, cfg->d_ff, cfg->ff_dropout, rng, err, errlen))
+    if (tg_nn_name(sub, prefix, "ff") ||
+        tg_ffn_init(&b->ff, p, sub, D, cfg->d_ff, cfg->ff_dropout, rng))
         return -1;
     return 0;
 }

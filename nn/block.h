@@ -33,7 +33,7 @@ typedef struct tg_block {
 } tg_block;
 
 int tg_block_init(tg_block *b, tg_params *p, const char *prefix, const tg_block_config *cfg,
-                  tg_rng *rng, char *err, size_t errlen);
+                  tg_rng *rng);
 /* x [B, T, D] -> [B, T, D]. mask, head_mask [n_heads], rng and weights
  * ([B, H, T, T] out) as tg_mha_forward. */
 tg_tensor *tg_block_forward(tg_tape *t, const tg_block *b, tg_tensor *x, const tg_mask *mask,

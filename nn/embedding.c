@@ -5,18 +5,18 @@
 #include <string.h>
 
 int tg_embedding_init(tg_embedding_layer *e, tg_params *p, const char *prefix, int num, int dim,
-                      tg_rng *rng, char *err, size_t errlen)
+                      tg_rng *rng)
 {
     memset(e, 0, sizeof *e);
     snprintf(e->name, sizeof e->name, "%s", prefix ? prefix : "");
     if (num <= 0 || dim <= 0) {
-        if (errlen) snprintf(err, errlen, "tg_embedding '%s': num_embeddings %d and dim %d must be > 0",
-                             e->name, num, dim);
+        tg_error_set("tg_embedding '%s': num_embeddings %d and dim %d must be > 0",
+                     e->name, num, dim);
         return -1;
     }
     e->num = num;
     e->dim = dim;
-    e->weight = tg_nn_param(p, prefix, "weight", 2, (int[]){num, dim}, err, errlen);
+    e->weight = tg_nn_param(p, prefix, "weight", 2, (int[]){num, dim});
     if (!e->weight) return -1;
     if (rng) tg_init_normal(e->weight, 0.0, 1.0, rng);
     return 0;
@@ -26,7 +26,7 @@ int tg_embedding_init(tg_embedding_layer *e, tg_params *p, const char *prefix, i
 tg_tensor *tg_embedding_forward(tg_tape *t, const tg_embedding_layer *e, const int32_t *ids, int B,
                                 int T)
 {
-    if (!t) return NULL;
+    if (!t) return tg_fail(NULL, "tg_embedding_forward: the tape is NULL");
     if (!ids) return tg_fail(t, "tg_embedding '%s': ids is NULL", e->name);
     return tg_embedding(t, e->weight, ids, B, T);
 }

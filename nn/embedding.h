@@ -25,7 +25,7 @@ typedef struct tg_embedding_layer {
 } tg_embedding_layer;
 
 int tg_embedding_init(tg_embedding_layer *e, tg_params *p, const char *prefix, int num, int dim,
-                      tg_rng *rng, char *err, size_t errlen);
+                      tg_rng *rng);
 /* ids [B*T], each in [0, num) -> [B, T, dim]. */
 tg_tensor *tg_embedding_forward(tg_tape *t, const tg_embedding_layer *e, const int32_t *ids, int B,
                                 int T);

@@ -5,21 +5,21 @@
 #include <string.h>
 
 int tg_ffn_init(tg_ffn *f, tg_params *p, const char *prefix, int d_model, int d_ff, double dropout,
-                tg_rng *rng, char *err, size_t errlen)
+                tg_rng *rng)
 {
     memset(f, 0, sizeof *f);
     snprintf(f->name, sizeof f->name, "%s", prefix ? prefix : "");
     if (!(dropout >= 0 && dropout < 1)) {
-        if (errlen) snprintf(err, errlen, "tg_ffn '%s': dropout %g must be in [0, 1)", f->name, dropout);
+        tg_error_set("tg_ffn '%s': dropout %g must be in [0, 1)", f->name, dropout);
         return -1;
     }
     f->dropout = dropout;
     char sub[TG_NN_NAME_MAX];
-    if (tg_nn_name(sub, prefix, "fc1", err, errlen) ||
-        tg_linear_init(&f->fc1, p, sub, d_model, d_ff, true, rng, err, errlen))
+    if (tg_nn_name(sub, prefix, "fc1") ||
+        tg_linear_init(&f->fc1, p, sub, d_model, d_ff, true, rng))
         return -1;
-    if (tg_nn_name(sub, prefix, "fc2", err, errlen)) return -1;
-    return tg_linear_init(&f->fc2, p, sub, d_ff, d_model, true, rng, err, errlen);
+    if (tg_nn_name(sub, prefix, "fc2")) return -1;
+    return tg_linear_init(&f->fc2, p, sub, d_ff, d_model, true, rng);
 }
 
 /* [..., D] -> fc1 [..., d_ff] -> gelu -> fc2 [..., D] -> dropout */

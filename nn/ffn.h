@@ -24,7 +24,7 @@ typedef struct tg_ffn {
 } tg_ffn;
 
 int tg_ffn_init(tg_ffn *f, tg_params *p, const char *prefix, int d_model, int d_ff, double dropout,
-                tg_rng *rng, char *err, size_t errlen);
+                tg_rng *rng);
 /* x [..., D] -> [..., D]; rng is needed only for dropout while training. */
 tg_tensor *tg_ffn_forward(tg_tape *t, const tg_ffn *f, tg_tensor *x, tg_rng *rng);
 

@@ -4,24 +4,21 @@
 #include <math.h>
 #include <stdio.h>
 
-int tg_nn_name(char *dst, const char *prefix, const char *suffix, char *err, size_t errlen)
+int tg_nn_name(char *dst, const char *prefix, const char *suffix)
 {
     int n = prefix && *prefix ? snprintf(dst, TG_NN_NAME_MAX, "%s.%s", prefix, suffix)
                               : snprintf(dst, TG_NN_NAME_MAX, "%s", suffix);
     if (n >= 0 && n < TG_NN_NAME_MAX) return 0;
-    if (errlen) snprintf(err, errlen, "name '%s.%s' is longer than %d bytes", prefix ? prefix : "",
-                         suffix, TG_NN_NAME_MAX - 1);
-    return -1;
+    return tg_error_set("name '%s.%s' is longer than %d bytes", prefix ? prefix : "", suffix,
+                        TG_NN_NAME_MAX - 1);
 }
 
 tg_tensor *tg_nn_param(tg_params *p, const char *prefix, const char *suffix, int ndim,
-                       const int *shape, char *err, size_t errlen)
+                       const int *shape)
 {
     char name[TG_NN_NAME_MAX];
-    if (tg_nn_name(name, prefix, suffix, err, errlen)) return NULL;
-    tg_tensor *x = tg_params_add(p, name, ndim, shape);
-    if (!x && errlen) snprintf(err, errlen, "%s", tg_params_error(p));
-    return x;
+    if (tg_nn_name(name, prefix, suffix)) return NULL;
+    return tg_params_add(p, name, ndim, shape);
 }
 
 void tg_init_uniform(tg_tensor *x, double lo, double hi, tg_rng *rng)

@@ -31,14 +31,14 @@ extern "C" {
 #define TG_NN_NAME_MAX 128
 
 /* dst (TG_NN_NAME_MAX bytes) = "<prefix>.<suffix>", or suffix alone when
- * prefix is NULL or "". -1 with a message in err when it does not fit. */
-int tg_nn_name(char *dst, const char *prefix, const char *suffix, char *err, size_t errlen);
+ * prefix is NULL or "". -1 with a message in tg_error() when it does not fit. */
+int tg_nn_name(char *dst, const char *prefix, const char *suffix);
 
 /* Adds the zero-filled parameter "<prefix>.<suffix>" (just suffix when prefix
- * is NULL or ""). NULL with a message in err when the name is too long, taken
+ * is NULL or ""). NULL with a message in tg_error() when the name is too long, taken
  * or the shape is bad. */
 tg_tensor *tg_nn_param(tg_params *p, const char *prefix, const char *suffix, int ndim,
-                       const int *shape, char *err, size_t errlen);
+                       const int *shape);
 
 /* x ~ U(lo, hi), N(mean, std^2), or the constant v, element by element. */
 void tg_init_uniform(tg_tensor *x, double lo, double hi, tg_rng *rng);

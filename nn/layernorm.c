@@ -4,21 +4,20 @@
 #include <stdio.h>
 #include <string.h>
 
-int tg_layernorm_init(tg_layernorm_layer *ln, tg_params *p, const char *prefix, int dim, double eps,
-                      char *err, size_t errlen)
+int tg_layernorm_init(tg_layernorm_layer *ln, tg_params *p, const char *prefix, int dim, double eps)
 {
     memset(ln, 0, sizeof *ln);
     snprintf(ln->name, sizeof ln->name, "%s", prefix ? prefix : "");
     if (dim <= 0 || !(eps > 0)) {
-        if (errlen) snprintf(err, errlen, "tg_layernorm '%s': dim %d and eps %g must be > 0", ln->name,
-                             dim, eps);
+        tg_error_set("tg_layernorm '%s': dim %d and eps %g must be > 0", ln->name,
+                     dim, eps);
         return -1;
     }
     ln->dim = dim;
     ln->eps = eps;
-    ln->weight = tg_nn_param(p, prefix, "weight", 1, (int[]){dim}, err, errlen);
+    ln->weight = tg_nn_param(p, prefix, "weight", 1, (int[]){dim});
     if (!ln->weight) return -1;
-    ln->bias = tg_nn_param(p, prefix, "bias", 1, (int[]){dim}, err, errlen);
+    ln->bias = tg_nn_param(p, prefix, "bias", 1, (int[]){dim});
     if (!ln->bias) return -1;
     tg_init_const(ln->weight, 1.0);
     return 0;
@@ -27,7 +26,7 @@ int tg_layernorm_init(tg_layernorm_layer *ln, tg_params *p, const char *prefix, 
 /* [..., dim] -> [..., dim] */
 tg_tensor *tg_layernorm_forward(tg_tape *t, const tg_layernorm_layer *ln, tg_tensor *x)
 {
-    if (!t) return NULL;
+    if (!t) return tg_fail(NULL, "tg_layernorm_forward: the tape is NULL");
     if (!x) return tg_fail_null(t, "tg_layernorm");
     if (x->ndim < 1 || tg_cols(x) != ln->dim) {
         char s[TG_SHAPE_STR];

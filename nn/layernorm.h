@@ -24,8 +24,7 @@ typedef struct tg_layernorm_layer {
     char name[TG_NN_NAME_MAX];
 } tg_layernorm_layer;
 
-int tg_layernorm_init(tg_layernorm_layer *ln, tg_params *p, const char *prefix, int dim, double eps,
-                      char *err, size_t errlen);
+int tg_layernorm_init(tg_layernorm_layer *ln, tg_params *p, const char *prefix, int dim, double eps);
 /* x [..., dim] -> same shape. */
 tg_tensor *tg_layernorm_forward(tg_tape *t, const tg_layernorm_layer *ln, tg_tensor *x);
 

@@ -5,20 +5,20 @@
 #include <string.h>
 
 int tg_linear_init(tg_linear *l, tg_params *p, const char *prefix, int in, int out, bool bias,
-                   tg_rng *rng, char *err, size_t errlen)
+                   tg_rng *rng)
 {
     memset(l, 0, sizeof *l);
     snprintf(l->name, sizeof l->name, "%s", prefix ? prefix : "");
     if (in <= 0 || out <= 0) {
-        if (errlen) snprintf(err, errlen, "tg_linear '%s': in_features %d and out_features %d must be > 0",
-                             l->name, in, out);
+        tg_error_set("tg_linear '%s': in_features %d and out_features %d must be > 0",
+                     l->name, in, out);
         return -1;
     }
     l->in = in;
     l->out = out;
-    l->weight = tg_nn_param(p, prefix, "weight", 2, (int[]){out, in}, err, errlen);
+    l->weight = tg_nn_param(p, prefix, "weight", 2, (int[]){out, in});
     if (!l->weight) return -1;
-    if (bias && !(l->bias = tg_nn_param(p, prefix, "bias", 1, (int[]){out}, err, errlen))) return -1;
+    if (bias && !(l->bias = tg_nn_param(p, prefix, "bias", 1, (int[]){out}))) return -1;
     if (rng) tg_init_linear(l->weight, l->bias, rng);
     return 0;
 }
@@ -26,7 +26,7 @@ int tg_linear_init(tg_linear *l, tg_params *p, const char *prefix, int in, int o
 /* [..., in] @ [out, in]^T + [out] -> [..., out] */
 tg_tensor *tg_linear_forward(tg_tape *t, const tg_linear *l, tg_tensor *x)
 {
-    if (!t) return NULL;
+    if (!t) return tg_fail(NULL, "tg_linear_forward: the tape is NULL");
     if (!x) return tg_fail_null(t, "tg_linear");
     if (x->ndim < 2 || x->shape[x->ndim - 1] != l->in) {
         char s[TG_SHAPE_STR];

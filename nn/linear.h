@@ -25,9 +25,9 @@ typedef struct tg_linear {
     char name[TG_NN_NAME_MAX];  /* the prefix, for messages */
 } tg_linear;
 
-/* 0, or -1 with a message in err naming the layer. */
+/* 0, or -1 with a message in tg_error() naming the layer. */
 int tg_linear_init(tg_linear *l, tg_params *p, const char *prefix, int in, int out, bool bias,
-                   tg_rng *rng, char *err, size_t errlen);
+                   tg_rng *rng);
 /* x [..., in] (2-D to 4-D) -> [..., out]. */
 tg_tensor *tg_linear_forward(tg_tape *t, const tg_linear *l, tg_tensor *x);
 

@@ -6,23 +6,20 @@
 
 #include "../core/engine/alloc.h"
 
-static int check_config(const tg_model_config *c, char *err, size_t errlen)
+static int check_config(const tg_model_config *c)
 {
     if (c->vocab > 0 && c->d_model > 0 && c->n_layers > 0 && c->n_heads > 0 && c->d_head >= 0 &&
         c->d_ff >= 0 && c->max_len > 0)
         return 0;
-    if (errlen)
-        snprintf(err, errlen, "tg_model: bad config: vocab %d, d_model %d, n_layers %d, n_heads %d, "
-                 "d_head %d, d_ff %d, max_len %d (all > 0; d_head, d_ff >= 0)", c->vocab, c->d_model,
-                 c->n_layers, c->n_heads, c->d_head, c->d_ff, c->max_len);
-    return -1;
+    return tg_error_set("tg_model: bad config: vocab %d, d_model %d, n_layers %d, n_heads %d, "
+                        "d_head %d, d_ff %d, max_len %d (all > 0; d_head, d_ff >= 0)", c->vocab, c->d_model,
+                        c->n_layers, c->n_heads, c->d_head, c->d_ff, c->max_len);
 }
 
-int tg_model_init(tg_model *m, tg_params *p, const tg_model_config *cfg, tg_rng *rng, char *err,
-                  size_t errlen)
+int tg_model_init(tg_model *m, tg_params *p, const tg_model_config *cfg, tg_rng *rng)
 {
     memset(m, 0, sizeof *m);
-    if (check_config(cfg, err, errlen)) return -1;
+    if (check_config(cfg)) return -1;
     m->cfg = *cfg;
     if (m->cfg.d_ff == 0) m->cfg.d_ff = 4 * cfg->d_model;
     const tg_model_config *c = &m->cfg;
@@ -30,22 +27,22 @@ int tg_model_init(tg_model *m, tg_params *p, const tg_model_config *cfg, tg_rng 
         .attn = {.n_heads = c->n_heads, .d_model = c->d_model, .d_head = c->d_head, .bias = true,
                  .dropout = c->dropout, .mode = c->mode},
         .d_ff = c->d_ff, .ff_dropout = c->dropout, .ln_eps = 1e-5};
-    if (tg_embedding_init(&m->tok_emb, p, "tok_emb", c->vocab, c->d_model, rng, err, errlen) ||
-        tg_embedding_init(&m->pos_emb, p, "pos_emb", c->max_len, c->d_model, rng, err, errlen))
+    if (tg_embedding_init(&m->tok_emb, p, "tok_emb", c->vocab, c->d_model, rng) ||
+        tg_embedding_init(&m->pos_emb, p, "pos_emb", c->max_len, c->d_model, rng))
         return -1;
     m->blocks = tg_calloc((size_t)c->n_layers, sizeof *m->blocks);
     if (!m->blocks) {
-        if (errlen) snprintf(err, errlen, "tg_model: out of memory for %d blocks", c->n_layers);
+        tg_error_set("tg_model: out of memory for %d blocks", c->n_layers);
         return -1;
     }
     for (int l = 0; l < c->n_layers; l++) {
         char prefix[32];
         snprintf(prefix, sizeof prefix, "blocks.%d", l);
-        if (tg_block_init(&m->blocks[l], p, prefix, &bc, rng, err, errlen)) goto fail;
+        if (tg_block_init(&m->blocks[l], p, prefix, &bc, rng)) goto fail;
     }
     m->cfg.d_head = m->blocks[0].attn.cfg.d_head;
-    if (tg_layernorm_init(&m->ln_f, p, "ln_f", c->d_model, 1e-5, err, errlen) ||
-        tg_linear_init(&m->head, p, "head", c->d_model, c->vocab, true, rng, err, errlen))
+    if (tg_layernorm_init(&m->ln_f, p, "ln_f", c->d_model, 1e-5) ||
+        tg_linear_init(&m->head, p, "head", c->d_model, c->vocab, true, rng))
         goto fail;
     return 0;
 fail:
@@ -96,7 +93,7 @@ tg_tensor *tg_model_forward(tg_tape *t, const tg_model *m, const int32_t *ids, i
                             tg_tensor **attn)
 {
     for (int l = 0; attn && l < m->cfg.n_layers; l++) attn[l] = NULL;
-    if (!t) return NULL;
+    if (!t) return tg_fail(NULL, "tg_model_forward: the tape is NULL");
     if (!check_inputs(t, m, ids, B, T, lens)) return NULL;
     tg_mask mask = {.causal = true, .key_lens = lens};
     tg_tensor *h = embed(t, m, ids, B, T);
@@ -107,7 +104,7 @@ tg_tensor *tg_model_forward(tg_tape *t, const tg_model *m, const int32_t *ids, i
     return tg_linear_forward(t, &m->head, h);
 }
 
-int tg_kv_cache_init(tg_kv_cache *c, const tg_model *m, int B, char *err, size_t errlen)
+int tg_kv_cache_init(tg_kv_cache *c, const tg_model *m, int B)
 {
     memset(c, 0, sizeof *c);
     int L = m->cfg.n_layers, E2 = 2 * m->cfg.n_heads * m->cfg.d_head;
@@ -117,8 +114,7 @@ int tg_kv_cache_init(tg_kv_cache *c, const tg_model *m, int B, char *err, size_t
         if (!(c->kv[l] = tg_tensor_alloc(3, (int[]){B, c->cap, E2}))) break;
     if (c->kv && (L == 0 || c->kv[L - 1])) return 0;
     tg_kv_cache_free(c);
-    if (errlen) snprintf(err, errlen, "tg_kv_cache: out of memory for %d x [%d, %d, %d]", L, B, m->cfg.max_len, E2);
-    return -1;
+    return tg_error_set("tg_kv_cache: out of memory for %d x [%d, %d, %d]", L, B, m->cfg.max_len, E2);
 }
 
 void tg_kv_cache_free(tg_kv_cache *c)

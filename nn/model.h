@@ -55,10 +55,9 @@ typedef struct tg_model {
 
 /* Adds every parameter to p (which must not have them yet) and initialises
  * them from rng (NULL: leave the random ones at zero, e.g. before loading a
- * checkpoint). 0, or -1 with a message in err; on failure the model holds
+ * checkpoint). 0, or -1 with a message in tg_error(); on failure the model holds
  * nothing to free (p may hold some of the parameters). */
-int tg_model_init(tg_model *m, tg_params *p, const tg_model_config *cfg, tg_rng *rng, char *err,
-                  size_t errlen);
+int tg_model_init(tg_model *m, tg_params *p, const tg_model_config *cfg, tg_rng *rng);
 /* Frees what tg_model_init allocated (not the parameters: p owns those). */
 void tg_model_free(tg_model *m);
 
@@ -78,8 +77,8 @@ typedef struct tg_kv_cache {
     tg_tensor **kv;
 } tg_kv_cache;
 
-/* 0, or -1 with a message in err (out of memory). */
-int tg_kv_cache_init(tg_kv_cache *c, const tg_model *m, int B, char *err, size_t errlen);
+/* 0, or -1 with a message in tg_error() (out of memory). */
+int tg_kv_cache_init(tg_kv_cache *c, const tg_model *m, int B);
 void tg_kv_cache_free(tg_kv_cache *c);
 
 /* One greedy-decoding step for inference (the tape must not record): row

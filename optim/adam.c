@@ -31,37 +31,37 @@ tg_adam_opts tg_adam_defaults(void)
 }
 
 /* The comparisons are written so that NaN fails them. */
-int tg_adam_check(const tg_adam_opts *o, char *err, size_t errlen)
+int tg_adam_check(const tg_adam_opts *o)
 {
-    if (!o) return tg_set_err(err, errlen, "tg_adam: options are NULL");
+    if (!o) return tg_error_set("tg_adam: options are NULL");
     if (!(o->lr >= 0 && isfinite(o->lr)))
-        return tg_set_err(err, errlen, "tg_adam: lr = %g must be finite and >= 0", o->lr);
+        return tg_error_set("tg_adam: lr = %g must be finite and >= 0", o->lr);
     if (!(o->beta1 >= 0 && o->beta1 < 1))
-        return tg_set_err(err, errlen, "tg_adam: beta1 = %g is outside [0, 1)", o->beta1);
+        return tg_error_set("tg_adam: beta1 = %g is outside [0, 1)", o->beta1);
     if (!(o->beta2 >= 0 && o->beta2 < 1))
-        return tg_set_err(err, errlen, "tg_adam: beta2 = %g is outside [0, 1)", o->beta2);
+        return tg_error_set("tg_adam: beta2 = %g is outside [0, 1)", o->beta2);
     if (!(o->eps > 0 && isfinite(o->eps)))
-        return tg_set_err(err, errlen, "tg_adam: eps = %g must be finite and > 0", o->eps);
+        return tg_error_set("tg_adam: eps = %g must be finite and > 0", o->eps);
     if (!(o->weight_decay >= 0 && isfinite(o->weight_decay)))
-        return tg_set_err(err, errlen, "tg_adam: weight_decay = %g must be finite and >= 0", o->weight_decay);
+        return tg_error_set("tg_adam: weight_decay = %g must be finite and >= 0", o->weight_decay);
     return 0;
 }
 
-tg_adam *tg_adam_new(tg_params *p, const tg_adam_opts *o, char *err, size_t errlen)
+tg_adam *tg_adam_new(tg_params *p, const tg_adam_opts *o)
 {
     tg_adam_opts opts = o ? *o : tg_adam_defaults();
     if (!p) {
-        tg_set_err(err, errlen, "tg_adam_new: the parameter store is NULL");
+        tg_error_set("tg_adam_new: the parameter store is NULL");
         return NULL;
     }
-    if (tg_adam_check(&opts, err, errlen)) return NULL;
+    if (tg_adam_check(&opts)) return NULL;
     size_t n = tg_params_numel(p);
     tg_adam *a = tg_calloc(1, sizeof *a);
     tg_real *mv = n <= SIZE_MAX / 2 ? tg_calloc(2 * n, sizeof(tg_real)) : NULL;
     if (!a || !mv) {
         tg_free(a);
         tg_free(mv);
-        tg_set_err(err, errlen, "tg_adam_new: out of memory for the moments of %zu parameters", n);
+        tg_error_set("tg_adam_new: out of memory for the moments of %zu parameters", n);
         return NULL;
     }
     *a = (tg_adam){.p = p, .o = opts, .numel = n, .m = mv, .v = mv + n};
@@ -104,7 +104,11 @@ TG_SIMD_CLONES static void adam_update(tg_real *restrict p, const tg_real *restr
 
 int tg_adam_step(tg_adam *a)
 {
-    if (!a || tg_params_numel(a->p) != a->numel) return -1;
+    if (!a) return tg_error_set("tg_adam_step: the optimizer is NULL");
+    if (tg_params_numel(a->p) != a->numel)
+        return tg_error_set("tg_adam_step: the parameter store has %zu values, %zu when tg_adam_new made "
+                            "the optimizer: make a new one after adding parameters",
+                            tg_params_numel(a->p), a->numel);
     a->t++;
     const tg_adam_opts *o = &a->o;
     double t = (double)a->t;
@@ -133,7 +137,8 @@ int tg_adam_step(tg_adam *a)
 
 int tg_adam_set_lr(tg_adam *a, double lr)
 {
-    if (!a || !(lr >= 0 && isfinite(lr))) return -1;
+    if (!a) return tg_error_set("tg_adam_set_lr: the optimizer is NULL");
+    if (!(lr >= 0 && isfinite(lr))) return tg_error_set("tg_adam_set_lr: lr = %g must be finite and >= 0", lr);
     a->o.lr = lr;
     return 0;
 }
@@ -142,25 +147,25 @@ double tg_adam_lr(const tg_adam *a) { return a->o.lr; }
 long tg_adam_steps(const tg_adam *a) { return a->t; }
 const tg_adam_opts *tg_adam_options(const tg_adam *a) { return &a->o; }
 
-int tg_adam_state_save(const tg_adam *a, tg_safetensors *s, char *err, size_t errlen)
+int tg_adam_state_save(const tg_adam *a, tg_safetensors *s)
 {
     const char *what = "tg_adam_state_save";
-    if (!a || !s) return tg_set_err(err, errlen, "%s: NULL argument", what);
-    if (tg_optim_save_bufs(s, a->p, "optim.adam.m.", a->m, what, err, errlen)) return -1;
-    if (tg_optim_save_bufs(s, a->p, "optim.adam.v.", a->v, what, err, errlen)) return -1;
-    return tg_optim_save_step(s, "optim.adam.step", a->t, what, err, errlen);
+    if (!a || !s) return tg_error_set("%s: NULL argument", what);
+    if (tg_optim_save_bufs(s, a->p, "optim.adam.m.", a->m, what)) return -1;
+    if (tg_optim_save_bufs(s, a->p, "optim.adam.v.", a->v, what)) return -1;
+    return tg_optim_save_step(s, "optim.adam.step", a->t, what);
 }
 
-int tg_adam_state_load(tg_adam *a, const tg_safetensors *s, char *err, size_t errlen)
+int tg_adam_state_load(tg_adam *a, const tg_safetensors *s)
 {
     const char *what = "tg_adam_state_load";
     long t;
-    if (!a || !s) return tg_set_err(err, errlen, "%s: NULL argument", what);
+    if (!a || !s) return tg_error_set("%s: NULL argument", what);
     if (tg_params_numel(a->p) != a->numel)
-        return tg_set_err(err, errlen, "%s: the parameter store has changed since tg_adam_new", what);
-    if (tg_optim_load_step(s, "optim.adam.step", &t, what, err, errlen)) return -1;
-    if (tg_optim_check_bufs(s, a->p, "optim.adam.m.", what, err, errlen)) return -1;
-    if (tg_optim_check_bufs(s, a->p, "optim.adam.v.", what, err, errlen)) return -1;
+        return tg_error_set("%s: the parameter store has changed since tg_adam_new", what);
+    if (tg_optim_load_step(s, "optim.adam.step", &t, what)) return -1;
+    if (tg_optim_check_bufs(s, a->p, "optim.adam.m.", what)) return -1;
+    if (tg_optim_check_bufs(s, a->p, "optim.adam.v.", what)) return -1;
     tg_optim_load_bufs(s, a->p, "optim.adam.m.", a->m);
     tg_optim_load_bufs(s, a->p, "optim.adam.v.", a->v);
     a->t = t;

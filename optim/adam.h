@@ -53,14 +53,14 @@ typedef struct tg_adam_opts {
 tg_adam_opts tg_adam_defaults(void);
 
 /* 0 when the options are valid; else -1 with a message naming the option
- * ("tg_adam: beta2 = 1 is outside [0, 1)") in err (errlen bytes, may be 0). */
-int tg_adam_check(const tg_adam_opts *o, char *err, size_t errlen);
+ * ("tg_adam: beta2 = 1 is outside [0, 1)") in tg_error(). */
+int tg_adam_check(const tg_adam_opts *o);
 
 typedef struct tg_adam tg_adam;
 
 /* An optimizer for every parameter of p (o NULL: tg_adam_defaults()).
- * NULL with a message in err on bad options, NULL p, or out of memory. */
-tg_adam *tg_adam_new(tg_params *p, const tg_adam_opts *o, char *err, size_t errlen);
+ * NULL with a message in tg_error() on bad options, NULL p, or out of memory. */
+tg_adam *tg_adam_new(tg_params *p, const tg_adam_opts *o);
 void tg_adam_free(tg_adam *a);
 
 /* One update of every parameter from its current gradient (the gradient is
@@ -82,14 +82,14 @@ const tg_adam_opts *tg_adam_options(const tg_adam *a);
  * saved: they come from the caller's configuration. 0 on success; -1 with a
  * message (duplicate name in s, out of memory), s then holding part of the
  * state: discard it. */
-int tg_adam_state_save(const tg_adam *a, tg_safetensors *s, char *err, size_t errlen);
+int tg_adam_state_save(const tg_adam *a, tg_safetensors *s);
 
 /* Restores the state saved by tg_adam_state_save into an optimizer over a
  * store with the same parameter names and shapes. Every name and shape is
  * checked before anything is copied: the first missing or mis-shaped tensor
  * (or a missing/invalid step) is reported by name and the optimizer is left
  * unchanged. Tensors of s that are not Adam state for p are ignored. */
-int tg_adam_state_load(tg_adam *a, const tg_safetensors *s, char *err, size_t errlen);
+int tg_adam_state_load(tg_adam *a, const tg_safetensors *s);
 
 #ifdef __cplusplus
 }

@@ -5,7 +5,7 @@
 
 double tg_grad_norm(const tg_params *p)
 {
-    if (!p) return -1;
+    if (!p) return tg_error_set("tg_grad_norm: the parameter store is NULL");
     const tg_real *g = tg_params_grad(p);
     size_t n = tg_params_numel(p);
     double ss = 0;
@@ -15,7 +15,8 @@ double tg_grad_norm(const tg_params *p)
 
 double tg_clip_grad_norm(tg_params *p, double max_norm)
 {
-    if (!p || !(max_norm >= 0)) return -1;
+    if (!p) return tg_error_set("tg_clip_grad_norm: the parameter store is NULL");
+    if (!(max_norm >= 0)) return tg_error_set("tg_clip_grad_norm: max_norm = %g must be >= 0", max_norm);
     double norm = tg_grad_norm(p);
     if (!isfinite(norm)) return norm;
     double coef = max_norm / (norm + 1e-6);

@@ -10,7 +10,7 @@ extern "C" {
 #endif
 
 /* The L2 norm of all gradients of p taken as one vector (squares summed in
- * double); -1 when p is NULL. */
+ * double); -1 (with tg_error()) when p is NULL. */
 double tg_grad_norm(const tg_params *p);
 
 /* Computes the global L2 norm of p's gradients and, when
@@ -22,7 +22,7 @@ double tg_grad_norm(const tg_params *p);
  * the gradients are left untouched, so the caller can see it and skip the
  * step (torch would multiply them by NaN or 0). max_norm = 0 zeroes every
  * gradient, as torch. A negative or NaN max_norm, or p NULL, changes
- * nothing and returns -1. */
+ * nothing and returns -1 (tg_error() says which). */
 double tg_clip_grad_norm(tg_params *p, double max_norm);
 
 #ifdef __cplusplus

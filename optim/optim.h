@@ -44,20 +44,18 @@ extern "C" {
  * tensor per parameter to s: "<prefix><param name>", shaped like the
  * parameter. 0, or -1 with a message starting with `what`. */
 int tg_optim_save_bufs(tg_safetensors *s, const tg_params *p, const char *prefix, const tg_real *buf,
-                       const char *what, char *err, size_t errlen);
+                       const char *what);
 /* 0 when s holds "<prefix><name>" with the parameter's shape for every
  * parameter of p; else -1 naming the first one missing or mis-shaped. */
 int tg_optim_check_bufs(const tg_safetensors *s, const tg_params *p, const char *prefix,
-                        const char *what, char *err, size_t errlen);
+                        const char *what);
 /* Copies those tensors into buf (call after tg_optim_check_bufs succeeded). */
 void tg_optim_load_bufs(const tg_safetensors *s, const tg_params *p, const char *prefix, tg_real *buf);
 
 /* The step count as decimal metadata under key. */
-int tg_optim_save_step(tg_safetensors *s, const char *key, long step, const char *what, char *err,
-                       size_t errlen);
+int tg_optim_save_step(tg_safetensors *s, const char *key, long step, const char *what);
 /* Reads it back: -1 with a message when absent or not a non-negative integer. */
-int tg_optim_load_step(const tg_safetensors *s, const char *key, long *step, const char *what,
-                       char *err, size_t errlen);
+int tg_optim_load_step(const tg_safetensors *s, const char *key, long *step, const char *what);
 
 #ifdef __cplusplus
 }

@@ -24,19 +24,19 @@ tg_schedule tg_schedule_linear(double lr, double min_lr, long warmup, long total
 }
 
 /* The comparisons are written so that NaN fails them. */
-int tg_schedule_check(const tg_schedule *s, char *err, size_t errlen)
+int tg_schedule_check(const tg_schedule *s)
 {
-    if (!s) return tg_set_err(err, errlen, "tg_schedule: the schedule is NULL");
+    if (!s) return tg_error_set("tg_schedule: the schedule is NULL");
     if (s->kind != TG_SCHED_CONSTANT && s->kind != TG_SCHED_COSINE && s->kind != TG_SCHED_LINEAR)
-        return tg_set_err(err, errlen, "tg_schedule: unknown kind %d", (int)s->kind);
+        return tg_error_set("tg_schedule: unknown kind %d", (int)s->kind);
     if (!(s->lr >= 0 && isfinite(s->lr)))
-        return tg_set_err(err, errlen, "tg_schedule: lr = %g must be finite and >= 0", s->lr);
-    if (s->warmup < 0) return tg_set_err(err, errlen, "tg_schedule: warmup = %ld must be >= 0", s->warmup);
+        return tg_error_set("tg_schedule: lr = %g must be finite and >= 0", s->lr);
+    if (s->warmup < 0) return tg_error_set("tg_schedule: warmup = %ld must be >= 0", s->warmup);
     if (s->kind == TG_SCHED_CONSTANT) return 0;
     if (!(s->min_lr >= 0 && s->min_lr <= s->lr))
-        return tg_set_err(err, errlen, "tg_schedule: min_lr = %g is outside [0, lr = %g]", s->min_lr, s->lr);
+        return tg_error_set("tg_schedule: min_lr = %g is outside [0, lr = %g]", s->min_lr, s->lr);
     if (s->total <= s->warmup)
-        return tg_set_err(err, errlen, "tg_schedule: total = %ld must exceed warmup = %ld", s->total, s->warmup);
+        return tg_error_set("tg_schedule: total = %ld must exceed warmup = %ld", s->total, s->warmup);
     return 0;
 }
 

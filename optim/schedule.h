@@ -47,8 +47,8 @@ tg_schedule tg_schedule_cosine(double lr, double min_lr, long warmup, long total
 tg_schedule tg_schedule_linear(double lr, double min_lr, long warmup, long total);
 
 /* 0 when the schedule is valid (lr >= 0, 0 <= min_lr <= lr, warmup >= 0,
- * total > warmup for the decays); else -1 with a message in err. */
-int tg_schedule_check(const tg_schedule *s, char *err, size_t errlen);
+ * total > warmup for the decays); else -1 with a message in tg_error(). */
+int tg_schedule_check(const tg_schedule *s);
 
 double tg_lr_at(const tg_schedule *s, long step);
 

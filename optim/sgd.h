@@ -40,14 +40,14 @@ typedef struct tg_sgd_opts {
  * required it), momentum 0, dampening 0, weight_decay 0, nesterov false. */
 tg_sgd_opts tg_sgd_defaults(void);
 
-/* 0 when valid; else -1 with a message naming the option in err. */
-int tg_sgd_check(const tg_sgd_opts *o, char *err, size_t errlen);
+/* 0 when valid; else -1 with a message naming the option in tg_error(). */
+int tg_sgd_check(const tg_sgd_opts *o);
 
 typedef struct tg_sgd tg_sgd;
 
-/* o NULL: tg_sgd_defaults(). NULL with a message in err on bad options,
+/* o NULL: tg_sgd_defaults(). NULL with a message in tg_error() on bad options,
  * NULL p or out of memory. */
-tg_sgd *tg_sgd_new(tg_params *p, const tg_sgd_opts *o, char *err, size_t errlen);
+tg_sgd *tg_sgd_new(tg_params *p, const tg_sgd_opts *o);
 void tg_sgd_free(tg_sgd *s);
 
 /* One update from the current gradients. 0, or -1 (nothing changed) when
@@ -63,10 +63,10 @@ const tg_sgd_opts *tg_sgd_options(const tg_sgd *s);
  * the metadata "optim.sgd.step"; the step tells whether the buffers are
  * live (step > 0) or still waiting for their first gradient. -1 with a
  * message on failure, s then holding part of the state: discard it. */
-int tg_sgd_state_save(const tg_sgd *s, tg_safetensors *st, char *err, size_t errlen);
+int tg_sgd_state_save(const tg_sgd *s, tg_safetensors *st);
 /* Checks every name and shape first, reports the first missing or
  * mis-shaped one and leaves the optimizer unchanged on failure. */
-int tg_sgd_state_load(tg_sgd *s, const tg_safetensors *st, char *err, size_t errlen);
+int tg_sgd_state_load(tg_sgd *s, const tg_safetensors *st);
 
 #ifdef __cplusplus
 }

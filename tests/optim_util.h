@@ -62,10 +62,10 @@ static const char *CONFIGS[] = {"adam", "adam_l2", "adam_eps", "adamw", "adamw_n
 
 static inline tg_safetensors *fixture(const char *stem)
 {
-    char path[512], err[512];
+    char path[512];
     snprintf(path, sizeof path, "%s/tests/fixtures/%s.safetensors", TG_SOURCE_DIR, stem);
     tg_safetensors *s = NULL;
-    cr_assert_eq(tg_st_load(path, &s, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tg_st_load(path, &s), 0, "%s", tg_error());
     return s;
 }
 
@@ -194,11 +194,10 @@ typedef struct opt {
 
 static inline opt opt_new(tg_params *p, const config *c)
 {
-    char err[256] = "";
     opt o = {0};
-    if (c->adam) o.adam = tg_adam_new(p, &c->ao, err, sizeof err);
-    else o.sgd = tg_sgd_new(p, &c->so, err, sizeof err);
-    cr_assert(o.adam || o.sgd, "%s", err);
+    if (c->adam) o.adam = tg_adam_new(p, &c->ao);
+    else o.sgd = tg_sgd_new(p, &c->so);
+    cr_assert(o.adam || o.sgd, "%s", tg_error());
     return o;
 }
 
@@ -214,13 +213,13 @@ static inline void opt_set_lr(opt *o, double lr)
 {
     cr_assert_eq(o->adam ? tg_adam_set_lr(o->adam, lr) : tg_sgd_set_lr(o->sgd, lr), 0);
 }
-static inline int opt_save(const opt *o, tg_safetensors *st, char *err, size_t n)
+static inline int opt_save(const opt *o, tg_safetensors *st)
 {
-    return o->adam ? tg_adam_state_save(o->adam, st, err, n) : tg_sgd_state_save(o->sgd, st, err, n);
+    return o->adam ? tg_adam_state_save(o->adam, st) : tg_sgd_state_save(o->sgd, st);
 }
-static inline int opt_load(opt *o, const tg_safetensors *st, char *err, size_t n)
+static inline int opt_load(opt *o, const tg_safetensors *st)
 {
-    return o->adam ? tg_adam_state_load(o->adam, st, err, n) : tg_sgd_state_load(o->sgd, st, err, n);
+    return o->adam ? tg_adam_state_load(o->adam, st) : tg_sgd_state_load(o->sgd, st);
 }
 static inline void opt_free(opt *o)
 {

@@ -48,8 +48,7 @@ static void init_mha(tg_mha *m, tg_params *p, const tg_mha_config *c, uint64_t s
 {
     tg_rng rng;
     tg_rng_seed(&rng, seed);
-    char err[256];
-    cr_assert_eq(tg_mha_init(m, p, "attn", c, &rng, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tg_mha_init(m, p, "attn", c, &rng), 0, "%s", tg_error());
     jitter(p, &rng, 0.2);  /* non-zero biases */
 }
 
@@ -230,8 +229,8 @@ Test(mha, same_seed_same_init)
     tg_rng r1, r2;
     tg_rng_seed(&r1, 5);
     tg_rng_seed(&r2, 5);
-    cr_assert_eq(tg_mha_init(&f, pf, "a", &cf, &r1, NULL, 0), 0);
-    cr_assert_eq(tg_mha_init(&h, ph, "a", &ch, &r2, NULL, 0), 0);
+    cr_assert_eq(tg_mha_init(&f, pf, "a", &cf, &r1), 0);
+    cr_assert_eq(tg_mha_init(&h, ph, "a", &ch, &r2), 0);
     assert_same_weights(&f, &h, false, 0);
     cr_assert_str_eq(tg_params_at(ph, 0)->name, "a.heads.0.q_proj.weight");
     cr_assert_not_null(tg_params_get(ph, "a.heads.2.v_proj.bias"));
@@ -248,11 +247,14 @@ Test(mha, copy_rejects_other_shapes)
     tg_mha a, b, c;
     tg_mha_config ca = config(TG_MHA_FUSED, 2, 2, true), cb = config(TG_MHA_PER_HEAD, 2, 3, true),
                   cc = config(TG_MHA_PER_HEAD, 2, 2, false);
-    cr_assert_eq(tg_mha_init(&a, p, "a", &ca, NULL, NULL, 0), 0);
-    cr_assert_eq(tg_mha_init(&b, p, "b", &cb, NULL, NULL, 0), 0);
-    cr_assert_eq(tg_mha_init(&c, p, "c", &cc, NULL, NULL, 0), 0);
+    cr_assert_eq(tg_mha_init(&a, p, "a", &ca, NULL), 0);
+    cr_assert_eq(tg_mha_init(&b, p, "b", &cb, NULL), 0);
+    cr_assert_eq(tg_mha_init(&c, p, "c", &cc, NULL), 0);
     cr_assert_eq(tg_mha_copy_weights(&b, &a), -1);
+    cr_assert_str_eq(tg_error(), "tg_mha_copy_weights: 'b' and 'a' differ: n_heads 2 / 2, d_model 4 / 4, "
+                                 "d_head 3 / 2, bias 1 / 1");
     cr_assert_eq(tg_mha_copy_weights(&c, &a), -1);
+    cr_assert(strstr(tg_error(), "bias 0 / 1"), "%s", tg_error());
     tg_params_free(p);
 }
 
@@ -383,16 +385,15 @@ Test(mha, bad_config_and_shapes_name_the_layer)
 {
     tg_params *p = tg_params_new();
     tg_mha m;
-    char err[256];
     tg_mha_config c = config(TG_MHA_FUSED, 3, 0, true);  /* 4 % 3 != 0 */
-    cr_assert_eq(tg_mha_init(&m, p, "enc.attn", &c, NULL, err, sizeof err), -1);
-    assert_error_has(err, "tg_mha 'enc.attn'");
+    cr_assert_eq(tg_mha_init(&m, p, "enc.attn", &c, NULL), -1);
+    assert_error_has(tg_error(), "tg_mha 'enc.attn'");
     c.n_heads = 0;
-    cr_assert_eq(tg_mha_init(&m, p, "enc.attn", &c, NULL, err, sizeof err), -1);
-    assert_error_has(err, "n_heads");
+    cr_assert_eq(tg_mha_init(&m, p, "enc.attn", &c, NULL), -1);
+    assert_error_has(tg_error(), "n_heads");
     c = config(TG_MHA_PER_HEAD, 2, 0, true);
     c.dropout = 0.5;
-    cr_assert_eq(tg_mha_init(&m, p, "enc.attn", &c, NULL, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tg_mha_init(&m, p, "enc.attn", &c, NULL), 0, "%s", tg_error());
     tg_tape *t = tg_tape_new();
     tg_tensor *good = tg_tensor_zeros(t, 3, (int[]){2, 3, D});
     tg_tensor *bad[3] = {tg_tensor_zeros(t, 3, (int[]){2, 3, 5}), tg_tensor_zeros(t, 2, (int[]){3, D}),

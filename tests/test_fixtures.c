@@ -245,11 +245,11 @@ static void check_family(const char *family)
     for (size_t i = 0; i < sizeof runners / sizeof *runners; i++)
         if (strcmp(runners[i].family, family) == 0) r = (int)i;
     cr_assert(r >= 0, "no runner for family '%s'", family);
-    char path[512], err[512];
+    char path[512];
     snprintf(path, sizeof path, "%s/tests/fixtures/%s.safetensors", TG_SOURCE_DIR, family);
     fx f = {.family = family, .t = tg_tape_new()};
     cr_assert(f.t);
-    cr_assert_eq(tg_st_load(path, &f.st, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tg_st_load(path, &f.st), 0, "%s", tg_error());
     const char *cases = tg_st_meta(f.st, "cases");
     cr_assert(cases && *cases, "%s: no 'cases' metadata", path);
     char *list = strdup(cases);

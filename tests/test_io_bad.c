@@ -123,13 +123,12 @@ Test(io, bad_files_are_rejected_with_a_message)
         size_t len;
         uint8_t *b = make_case(c, &len);
         tg_safetensors *s = (tg_safetensors *)b; /* must be reset to NULL */
-        char err[512] = "";
-        int rc = tg_st_parse(b, len, "model.safetensors", &s, err, sizeof err);
+        int rc = tg_st_parse(b, len, "model.safetensors", &s);
         cr_assert_eq(rc, -1, "%s: accepted", c->what);
         cr_assert_null(s, "%s: *out not NULL", c->what);
-        cr_assert(strncmp(err, "model.safetensors: ", 19) == 0, "%s: message does not name the file: %s",
-                  c->what, err);
-        cr_assert(strstr(err, c->expect), "%s: message '%s' lacks '%s'", c->what, err, c->expect);
+        cr_assert(strncmp(tg_error(), "model.safetensors: ", 19) == 0, "%s: message does not name the file: %s",
+                  c->what, tg_error());
+        cr_assert(strstr(tg_error(), c->expect), "%s: message '%s' lacks '%s'", c->what, tg_error(), c->expect);
         free(b);
     }
 }
@@ -145,13 +144,12 @@ Test(io, bad_file_on_disk_names_the_path)
     fclose(f);
     free(b);
     tg_safetensors *s;
-    char err[512];
-    cr_assert_eq(tg_st_load(p, &s, err, sizeof err), -1);
-    cr_assert(strncmp(err, p, strlen(p)) == 0 && strstr(err, "do not match dtype F32"), "%s", err);
-    cr_assert_eq(tg_st_load(tmp_path("absent.safetensors"), &s, err, sizeof err), -1);
-    cr_assert(strstr(err, "absent.safetensors: cannot open: No such file"), "%s", err);
-    cr_assert_eq(tg_st_load(tmpdir, &s, err, sizeof err), -1);
-    cr_assert(strstr(err, "not a regular file"), "%s", err);
+    cr_assert_eq(tg_st_load(p, &s), -1);
+    cr_assert(strncmp(tg_error(), p, strlen(p)) == 0 && strstr(tg_error(), "do not match dtype F32"), "%s", tg_error());
+    cr_assert_eq(tg_st_load(tmp_path("absent.safetensors"), &s), -1);
+    cr_assert(strstr(tg_error(), "absent.safetensors: cannot open: No such file"), "%s", tg_error());
+    cr_assert_eq(tg_st_load(tmpdir, &s), -1);
+    cr_assert(strstr(tg_error(), "not a regular file"), "%s", tg_error());
 }
 
 /* Files of another kind say so first, then why (the 8-byte header length
@@ -172,23 +170,23 @@ Test(io, other_kinds_of_files_are_not_safetensors)
         {"tiny.bin", "\x40\0\0\0\0\0\0\0{}", 10, "header length of 64, which runs past the end of "
                                                    "the file (10 bytes)"},
     };
-    char want[600], err[512];
+    char want[600];
     tg_safetensors *s;
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         const char *p = tmp_path(files[i].name);
         FILE *f = fopen(p, "wb");
         cr_assert(f && fwrite(files[i].bytes, 1, files[i].len, f) == files[i].len);
         fclose(f);
-        cr_assert_eq(tg_st_load(p, &s, err, sizeof err), -1, "%s: accepted", files[i].name);
+        cr_assert_eq(tg_st_load(p, &s), -1, "%s: accepted", files[i].name);
         snprintf(want, sizeof want, "%s: not a safetensors file: ", p);
-        cr_expect(strncmp(err, want, strlen(want)) == 0, "%s: '%s' does not start with '%s'", files[i].name, err,
-                  want);
-        cr_expect(strstr(err, files[i].why), "%s: '%s' lacks '%s'", files[i].name, err, files[i].why);
+        cr_expect(strncmp(tg_error(), want, strlen(want)) == 0, "%s: '%s' does not start with '%s'", files[i].name,
+                  tg_error(), want);
+        cr_expect(strstr(tg_error(), files[i].why), "%s: '%s' lacks '%s'", files[i].name, tg_error(), files[i].why);
     }
     if (access("/etc/passwd", R_OK) == 0) {
-        cr_assert_eq(tg_st_load("/etc/passwd", &s, err, sizeof err), -1);
+        cr_assert_eq(tg_st_load("/etc/passwd", &s), -1);
         const char *start = "/etc/passwd: not a safetensors file: its first 8 bytes give a header length of ";
-        cr_expect(strncmp(err, start, strlen(start)) == 0, "%s", err);
+        cr_expect(strncmp(tg_error(), start, strlen(start)) == 0, "%s", tg_error());
     }
 }
 
@@ -211,8 +209,7 @@ Test(io, valid_edge_cases_load)
         size_t len;
         uint8_t *b = craft(good_headers[i], data[i], &len);
         tg_safetensors *s;
-        char err[512];
-        cr_assert_eq(tg_st_parse(b, len, "good", &s, err, sizeof err), 0, "case %zu: %s", i, err);
+        cr_assert_eq(tg_st_parse(b, len, "good", &s), 0, "case %zu: %s", i, tg_error());
         if (i == 6) cr_assert(tg_st_get(s, "a\"b\xc3\xa9\n"), "escaped name");
         if (i == 7) cr_assert_str_eq(tg_st_at(s, 0)->name, "b", "loaded in file-offset order");
         tg_st_free(s);
@@ -230,9 +227,8 @@ Test(io, deep_nesting_is_rejected_without_crashing)
     strcpy(json + k, "}");
     uint8_t *b = craft(json, 0, &len);
     tg_safetensors *s;
-    char err[256];
-    cr_assert_eq(tg_st_parse(b, len, "deep", &s, err, sizeof err), -1);
-    cr_assert(strstr(err, "not valid JSON"), "%s", err);
+    cr_assert_eq(tg_st_parse(b, len, "deep", &s), -1);
+    cr_assert(strstr(tg_error(), "not valid JSON"), "%s", tg_error());
     free(b);
     free(json);
 }
@@ -243,12 +239,11 @@ Test(io, truncated_or_corrupted_files_never_crash)
     tg_safetensors *s = sample_set(), *back;
     uint8_t *buf;
     size_t len;
-    char err[512];
-    cr_assert_eq(tg_st_to_bytes(s, TG_F32, &buf, &len, err, sizeof err), 0);
+    cr_assert_eq(tg_st_to_bytes(s, TG_F32, &buf, &len), 0);
     for (size_t cut = 0; cut < len; cut++) {
-        err[0] = '\0';
-        cr_assert_eq(tg_st_parse(buf, cut, "cut", &back, err, sizeof err), -1, "accepted at %zu bytes", cut);
-        cr_assert(strncmp(err, "cut: ", 5) == 0, "%s", err);
+        tg_error_clear();
+        cr_assert_eq(tg_st_parse(buf, cut, "cut", &back), -1, "accepted at %zu bytes", cut);
+        cr_assert(strncmp(tg_error(), "cut: ", 5) == 0, "%s", tg_error());
     }
     uint64_t n = 0;
     for (int b = 7; b >= 0; b--) n = n << 8 | buf[b];
@@ -257,7 +252,7 @@ Test(io, truncated_or_corrupted_files_never_crash)
         for (int bit = 0; bit < 8; bit += 3) {
             memcpy(copy, buf, len);
             copy[i] ^= (uint8_t)(1u << bit);
-            if (tg_st_parse(copy, len, "flip", &back, err, sizeof err) == 0) tg_st_free(back);
+            if (tg_st_parse(copy, len, "flip", &back) == 0) tg_st_free(back);
         }
     }
     free(copy);
@@ -277,14 +272,14 @@ static int replay(const char *dir, bool seeds)
     int n = 0;
     for (struct dirent *e; (e = readdir(d));) {
         if (e->d_name[0] == '.' || strcmp(e->d_name, "README") == 0) continue;
-        char p[600], err[512];
+        char p[600];
         snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
         size_t len;
         uint8_t *b = slurp(p, &len);
         cr_assert(b, "%s", p);
         tg_safetensors *s;
-        int rc = tg_st_parse(b, len, p, &s, err, sizeof err);
-        if (seeds && strncmp(e->d_name, "ok_", 3) == 0) cr_expect_eq(rc, 0, "%s", err);
+        int rc = tg_st_parse(b, len, p, &s);
+        if (seeds && strncmp(e->d_name, "ok_", 3) == 0) cr_expect_eq(rc, 0, "%s", tg_error());
         if (seeds && strncmp(e->d_name, "bad_", 4) == 0) cr_expect_eq(rc, -1, "%s: accepted", p);
         if (rc == 0) tg_st_free(s);
         free(b);

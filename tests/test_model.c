@@ -48,8 +48,7 @@ static void check_model_grads(tg_mha_mode mode, bool loss)
     model_ctx c = {.loss = loss};
     tg_model_config cfg = {.vocab = 7, .d_model = 8, .n_layers = 2, .n_heads = 2, .d_ff = 16,
                            .max_len = 6, .mode = mode};
-    char err[256];
-    cr_assert_eq(tg_model_init(&c.m, p, &cfg, &rng, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tg_model_init(&c.m, p, &cfg, &rng), 0, "%s", tg_error());
     tg_real *d = tg_params_data(p);  /* nudge biases and LayerNorm off 0 / 1 */
     for (size_t i = 0; i < tg_params_numel(p); i++) d[i] += (tg_real)(0.1 * (2 * tg_rng_uniform(&rng) - 1));
     int n = tg_params_count(p);
@@ -69,9 +68,8 @@ Test(model, names_shapes_and_errors)
 {
     tg_params *p = tg_params_new();
     tg_model m;
-    char err[256];
     tg_model_config cfg = {.vocab = 7, .d_model = 8, .n_layers = 2, .n_heads = 2, .max_len = 6};
-    cr_assert_eq(tg_model_init(&m, p, &cfg, NULL, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tg_model_init(&m, p, &cfg, NULL), 0, "%s", tg_error());
     const char *names[] = {"tok_emb.weight", "pos_emb.weight", "blocks.0.ln1.weight", "blocks.0.ln1.bias",
                            "blocks.0.attn.in_proj_weight", "blocks.0.attn.in_proj_bias",
                            "blocks.0.attn.out_proj.weight", "blocks.0.attn.out_proj.bias",
@@ -97,8 +95,8 @@ Test(model, names_shapes_and_errors)
     tg_tape_free(t);
     tg_model_free(&m);
     cfg.n_layers = 0;
-    cr_assert_eq(tg_model_init(&m, p, &cfg, NULL, err, sizeof err), -1);
-    cr_assert(strstr(err, "n_layers 0"), "%s", err);
+    cr_assert_eq(tg_model_init(&m, p, &cfg, NULL), -1);
+    cr_assert(strstr(tg_error(), "n_layers 0"), "%s", tg_error());
     tg_params_free(p);
 }
 
@@ -109,7 +107,7 @@ Test(model, head_mask_and_attention_out)
     tg_params *p = tg_params_new();
     tg_model m;
     tg_model_config cfg = {.vocab = 7, .d_model = 8, .n_layers = 2, .n_heads = 2, .max_len = 6};
-    cr_assert_eq(tg_model_init(&m, p, &cfg, &rng, NULL, 0), 0);
+    cr_assert_eq(tg_model_init(&m, p, &cfg, &rng), 0);
     tg_tape *t = tg_tape_new();
     const uint8_t hm[4] = {1, 1, 0, 1};  /* layer 1, head 0 off */
     tg_tensor *attn[2];
@@ -142,7 +140,7 @@ static void check_no_alloc(tg_mha_mode mode)
     tg_model m;
     tg_model_config cfg = {.vocab = 7, .d_model = 8, .n_layers = 2, .n_heads = 2, .max_len = 6,
                            .dropout = 0.1, .mode = mode};
-    cr_assert_eq(tg_model_init(&m, p, &cfg, &rng, NULL, 0), 0);
+    cr_assert_eq(tg_model_init(&m, p, &cfg, &rng), 0);
     tg_tape *t = tg_tape_new();
     tg_tensor *attn[2];
     uint64_t before = 0;
@@ -213,12 +211,12 @@ static void check_kv_cache(tg_mha_mode mode, const uint8_t *hm)
     tg_model m;
     tg_model_config cfg = {.vocab = KV, .d_model = 16, .n_layers = 2, .n_heads = 2, .max_len = KT, .mode = mode};
     char err[256];
-    cr_assert_eq(tg_model_init(&m, p, &cfg, &rng, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tg_model_init(&m, p, &cfg, &rng), 0, "%s", err);
     tg_tape *t = tg_tape_new();
     bool prev = tg_no_grad_begin(t);
     tg_tape_set_training(t, false);
     tg_kv_cache c;
-    cr_assert_eq(tg_kv_cache_init(&c, &m, KB, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tg_kv_cache_init(&c, &m, KB), 0, "%s", err);
     int32_t ids[KB * KT], pos[KB], in[KB];
     for (int e = 0; e < KB * KT; e++) ids[e] = (int32_t)tg_rng_below(&rng, KV);
     tg_tensor *full = tg_model_forward(t, &m, ids, KB, KT, NULL, hm, NULL, NULL);
@@ -275,7 +273,7 @@ Test(model, dropout_needs_rng_only_while_training)
     tg_params *p = tg_params_new();
     tg_model m;
     tg_model_config cfg = {.vocab = 7, .d_model = 8, .n_layers = 1, .n_heads = 2, .max_len = 6, .dropout = 0.2};
-    cr_assert_eq(tg_model_init(&m, p, &cfg, &rng, NULL, 0), 0);
+    cr_assert_eq(tg_model_init(&m, p, &cfg, &rng), 0);
     tg_tape *t = tg_tape_new();
     cr_assert_null(tg_model_forward(t, &m, g_ids, GB, GT, g_lens, NULL, NULL, NULL));
     cr_assert(strstr(tg_tape_error(t), "rng"), "%s", tg_tape_error(t));
@@ -300,10 +298,10 @@ Test(model, dropout_needs_rng_only_while_training)
 
 static tg_safetensors *load_fixture(const char *name)
 {
-    char path[512], err[512];
+    char path[512];
     snprintf(path, sizeof path, "%s/tests/fixtures/%s", TG_SOURCE_DIR, name);
     tg_safetensors *s = NULL;
-    cr_assert_eq(tg_st_load(path, &s, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tg_st_load(path, &s), 0, "%s", tg_error());
     return s;
 }
 
@@ -370,11 +368,10 @@ static void check_mha_fixture(const char *file, tg_mha_mode file_mode, tg_mha_mo
                          .d_head = meta_int(s, "d_head"), .bias = true, .mode = file_mode};
     tg_params *pf = tg_params_new(), *pr = tg_params_new();
     tg_mha mf, mr;
-    char err[512];
-    cr_assert_eq(tg_mha_init(&mf, pf, "attn", &cfg, NULL, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(tg_st_load_params(pf, s, false, NULL, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tg_mha_init(&mf, pf, "attn", &cfg, NULL), 0, "%s", tg_error());
+    cr_assert_eq(tg_st_load_params(pf, s, false, NULL), 0, "%s", tg_error());
     cfg.mode = run_mode;
-    cr_assert_eq(tg_mha_init(&mr, pr, "attn", &cfg, NULL, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tg_mha_init(&mr, pr, "attn", &cfg, NULL), 0, "%s", tg_error());
     cr_assert_eq(tg_mha_copy_weights(&mr, &mf), 0);
     bool cross = tg_st_get(s, "xkv") != NULL;
     int32_t *lens = to_ints(fx(s, "lens"));
@@ -426,11 +423,10 @@ static void check_model_fixture(tg_mha_mode mode)
                            .mode = TG_MHA_FUSED};
     tg_params *pf = tg_params_new(), *pr = tg_params_new();
     tg_model mf, mr;
-    char err[512];
-    cr_assert_eq(tg_model_init(&mf, pf, &cfg, NULL, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(tg_st_load_params(pf, s, false, NULL, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tg_model_init(&mf, pf, &cfg, NULL), 0, "%s", tg_error());
+    cr_assert_eq(tg_st_load_params(pf, s, false, NULL), 0, "%s", tg_error());
     cfg.mode = mode;
-    cr_assert_eq(tg_model_init(&mr, pr, &cfg, NULL, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tg_model_init(&mr, pr, &cfg, NULL), 0, "%s", tg_error());
     for (int i = 0; i < tg_params_count(pr); i++) {  /* everything but attention by name */
         tg_tensor *x = tg_params_at(pr, i), *y = tg_params_get(pf, x->name);
         if (y) memcpy(x->data, y->data, x->size * sizeof(tg_real));
@@ -486,10 +482,9 @@ Test(fixtures, model_per_head_vs_torch_twin) { check_model_fixture(TG_MHA_PER_HE
 static tg_safetensors *st_without(const tg_safetensors *s, const char *drop)
 {
     tg_safetensors *d = tg_st_new();
-    char err[256];
     for (int i = 0; i < tg_st_count(s); i++)
         if (strcmp(tg_st_at(s, i)->name, drop))
-            cr_assert_eq(tg_st_add(d, NULL, tg_st_at(s, i), err, sizeof err), 0, "%s", err);
+            cr_assert_eq(tg_st_add(d, NULL, tg_st_at(s, i)), 0, "%s", tg_error());
     return d;
 }
 
@@ -497,16 +492,15 @@ static tg_safetensors *st_without(const tg_safetensors *s, const char *drop)
 static tg_safetensors *st_reshaped(const tg_safetensors *s, const char *name, int ndim, const int *shape)
 {
     tg_safetensors *d = st_without(s, name);
-    char err[256];
-    cr_assert_not_null(tg_st_add_zeros(d, name, ndim, shape, err, sizeof err), "%s", err);
+    cr_assert_not_null(tg_st_add_zeros(d, name, ndim, shape), "%s", tg_error());
     return d;
 }
 
 static void assert_convert_fails(const tg_safetensors *s, tg_mha_mode to, int H, const char *needle)
 {
-    char err[256] = "";
-    cr_assert_null(tg_mha_convert(s, to, H, err, sizeof err), "converted, want \"%s\"", needle);
-    cr_assert(strstr(err, needle), "message \"%s\" lacks \"%s\"", err, needle);
+    tg_error_clear();
+    cr_assert_null(tg_mha_convert(s, to, H), "converted, want \"%s\"", needle);
+    cr_assert(strstr(tg_error(), needle), "message \"%s\" lacks \"%s\"", tg_error(), needle);
 }
 
 /* Fused -> per-head gives exactly tg_mha_copy_weights' per-head weights (with
@@ -519,33 +513,32 @@ static void check_convert(bool bias)
     tg_mha_config cfg = {.n_heads = 3, .d_model = 8, .d_head = 4, .bias = bias, .mode = TG_MHA_FUSED};
     tg_params *pf = tg_params_new(), *pr = tg_params_new(), *pq = tg_params_new();
     tg_mha mf, mr, mq;
-    char err[256];
-    cr_assert_eq(tg_mha_init(&mf, pf, "blocks.0.attn", &cfg, &rng, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tg_mha_init(&mf, pf, "blocks.0.attn", &cfg, &rng), 0, "%s", tg_error());
     tg_tensor *other = tg_params_add(pf, "head.weight", 2, (int[]){2, 3});
     for (size_t i = 0; i < 6; i++) other->data[i] = (tg_real)i;
     if (bias)  /* nonzero biases, so a misplaced row would show */
         for (size_t i = 0; i < mf.in_proj_bias->size; i++) mf.in_proj_bias->data[i] = (tg_real)(0.1 * (double)i);
     cfg.mode = TG_MHA_PER_HEAD;
-    cr_assert_eq(tg_mha_init(&mr, pr, "blocks.0.attn", &cfg, NULL, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tg_mha_init(&mr, pr, "blocks.0.attn", &cfg, NULL), 0, "%s", tg_error());
     cr_assert_not_null(tg_params_add(pr, "head.weight", 2, (int[]){2, 3}));
-    cr_assert_eq(tg_mha_init(&mq, pq, "blocks.0.attn", &cfg, NULL, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tg_mha_init(&mq, pq, "blocks.0.attn", &cfg, NULL), 0, "%s", tg_error());
     cr_assert_eq(tg_mha_copy_weights(&mq, &mf), 0);
 
     tg_safetensors *s = tg_st_new();
-    cr_assert_eq(tg_st_add_params(s, pf, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(tg_st_set_meta(s, "step", "12", err, sizeof err), 0);
-    tg_safetensors *ph = tg_mha_convert(s, TG_MHA_PER_HEAD, 3, err, sizeof err);
-    cr_assert_not_null(ph, "%s", err);
+    cr_assert_eq(tg_st_add_params(s, pf), 0, "%s", tg_error());
+    cr_assert_eq(tg_st_set_meta(s, "step", "12"), 0);
+    tg_safetensors *ph = tg_mha_convert(s, TG_MHA_PER_HEAD, 3);
+    cr_assert_not_null(ph, "%s", tg_error());
     cr_assert_str_eq(tg_st_meta(ph, "step"), "12");
-    cr_assert_eq(tg_st_load_params(pr, ph, true, NULL, err, sizeof err), 0, "%s", err);  /* strict: nothing left over */
+    cr_assert_eq(tg_st_load_params(pr, ph, true, NULL), 0, "%s", tg_error());  /* strict: nothing left over */
     for (int i = 0; i < tg_params_count(pq); i++) {
         const tg_tensor *want = tg_params_at(pq, i), *got = tg_params_get(pr, want->name);
         cr_assert(got && !memcmp(got->data, want->data, want->size * sizeof(tg_real)), "%s differs", want->name);
     }
     cr_assert(!memcmp(tg_params_get(pr, "head.weight")->data, other->data, 6 * sizeof(tg_real)));
 
-    tg_safetensors *back = tg_mha_convert(ph, TG_MHA_FUSED, 3, err, sizeof err);
-    cr_assert_not_null(back, "%s", err);
+    tg_safetensors *back = tg_mha_convert(ph, TG_MHA_FUSED, 3);
+    cr_assert_not_null(back, "%s", tg_error());
     cr_assert_eq(tg_st_count(back), tg_st_count(s));
     for (int i = 0; i < tg_st_count(s); i++) {
         const tg_tensor *want = tg_st_at(s, i), *got = tg_st_get(back, want->name);
@@ -554,7 +547,7 @@ static void check_convert(bool bias)
     }
 
     /* a set already in the target mode comes back as a copy */
-    tg_safetensors *same = tg_mha_convert(s, TG_MHA_FUSED, 3, err, sizeof err);
+    tg_safetensors *same = tg_mha_convert(s, TG_MHA_FUSED, 3);
     cr_assert(same && tg_st_count(same) == tg_st_count(s));
 
     assert_convert_fails(s, TG_MHA_PER_HEAD, 5, "'blocks.0.attn.in_proj_weight' [36,8] is not [3 * n_heads * d_head");

@@ -42,8 +42,7 @@ static void check_linear(bool bias)
     tg_rng_seed(&rng, 1);
     tg_params *p = tg_params_new();
     tg_linear l;
-    char err[256];
-    cr_assert_eq(tg_linear_init(&l, p, "proj", 5, 3, bias, &rng, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tg_linear_init(&l, p, "proj", 5, 3, bias, &rng), 0, "%s", tg_error());
     cr_assert_eq(tg_params_count(p), bias ? 2 : 1);
     cr_assert_not_null(tg_params_get(p, "proj.weight"));
     cr_assert_eq(tg_params_get(p, "proj.bias") != NULL, bias);
@@ -61,7 +60,7 @@ Test(nn, linear_values)
 {
     tg_params *p = tg_params_new();
     tg_linear l;
-    cr_assert_eq(tg_linear_init(&l, p, "fc", 2, 3, true, NULL, NULL, 0), 0);
+    cr_assert_eq(tg_linear_init(&l, p, "fc", 2, 3, true, NULL), 0);
     const tg_real w[6] = {1, 2, 3, 4, 5, 6}, b[3] = {0.5, -1, 2}, xv[2] = {1, -2};
     memcpy(l.weight->data, w, sizeof w);
     memcpy(l.bias->data, b, sizeof b);
@@ -79,12 +78,11 @@ Test(nn, linear_errors_name_the_layer)
 {
     tg_params *p = tg_params_new();
     tg_linear l;
-    char err[256];
-    cr_assert_eq(tg_linear_init(&l, p, "enc.fc", 0, 3, true, NULL, err, sizeof err), -1);
-    assert_error_has(err, "enc.fc");
-    cr_assert_eq(tg_linear_init(&l, p, "enc.fc", 4, 3, true, NULL, err, sizeof err), 0);
-    cr_assert_eq(tg_linear_init(&l, p, "enc.fc", 4, 3, true, NULL, err, sizeof err), -1);
-    assert_error_has(err, "enc.fc.weight");  /* the name is taken */
+    cr_assert_eq(tg_linear_init(&l, p, "enc.fc", 0, 3, true, NULL), -1);
+    assert_error_has(tg_error(), "enc.fc");
+    cr_assert_eq(tg_linear_init(&l, p, "enc.fc", 4, 3, true, NULL), 0);
+    cr_assert_eq(tg_linear_init(&l, p, "enc.fc", 4, 3, true, NULL), -1);
+    assert_error_has(tg_error(), "enc.fc.weight");  /* the name is taken */
     tg_tape *t = tg_tape_new();
     tg_tensor *x = tg_tensor_zeros(t, 2, (int[]){2, 5});
     cr_assert_null(tg_linear_forward(t, &l, x));
@@ -110,8 +108,7 @@ Test(nn, embedding_gradcheck_and_errors)
     tg_rng_seed(&rng, 2);
     tg_params *p = tg_params_new();
     tg_embedding_layer e;
-    char err[256];
-    cr_assert_eq(tg_embedding_init(&e, p, "tok_emb", 5, 4, &rng, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tg_embedding_init(&e, p, "tok_emb", 5, 4, &rng), 0, "%s", tg_error());
     tg_tensor *in[MAXIN];
     int n = gather(in, NULL, p);
     tu_gradcheck(embedding_fn, &e, in, n);
@@ -139,8 +136,7 @@ Test(nn, layernorm_gradcheck_and_errors)
     tg_rng_seed(&rng, 3);
     tg_params *p = tg_params_new();
     tg_layernorm_layer ln;
-    char err[256];
-    cr_assert_eq(tg_layernorm_init(&ln, p, "ln1", 6, 1e-5, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tg_layernorm_init(&ln, p, "ln1", 6, 1e-5), 0, "%s", tg_error());
     jitter(p, &rng, 0.3);
     tg_tensor *x = tu_rand(&rng, -2, 2, 3, (int[]){2, 3, 6}), *in[MAXIN];
     int n = gather(in, x, p);
@@ -174,8 +170,7 @@ static void check_ffn(double dropout)
     tg_rng_seed(&rng, 4);
     tg_params *p = tg_params_new();
     ffn_ctx c = {.seed = 99};
-    char err[256];
-    cr_assert_eq(tg_ffn_init(&c.ffn, p, "ff", 4, 7, dropout, &rng, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tg_ffn_init(&c.ffn, p, "ff", 4, 7, dropout, &rng), 0, "%s", tg_error());
     const char *names[] = {"ff.fc1.weight", "ff.fc1.bias", "ff.fc2.weight", "ff.fc2.bias"};
     for (int i = 0; i < 4; i++) cr_assert_str_eq(tg_params_at(p, i)->name, names[i]);
     cr_assert_eq(tg_params_get(p, "ff.fc1.weight")->shape[0], 7);
@@ -195,8 +190,8 @@ Test(nn, ffn_dropout_off_when_not_training)
     tg_rng_seed(&rng, 5);
     tg_params *p = tg_params_new();
     tg_ffn f, g;
-    cr_assert_eq(tg_ffn_init(&f, p, "a", 3, 5, 0.5, &rng, NULL, 0), 0);
-    cr_assert_eq(tg_ffn_init(&g, p, "b", 3, 5, 1.0, &rng, NULL, 0), -1);
+    cr_assert_eq(tg_ffn_init(&f, p, "a", 3, 5, 0.5, &rng), 0);
+    cr_assert_eq(tg_ffn_init(&g, p, "b", 3, 5, 1.0, &rng), -1);
     tg_tape *t = tg_tape_new();
     tg_tensor *x = tg_tensor_from(t, (tg_real[]){0.1, -0.2, 0.3}, 2, (int[]){1, 3});
     tg_tape_set_training(t, false);
@@ -230,8 +225,7 @@ static void check_block(tg_mha_mode mode)
     block_ctx c = {.mask = {.causal = true, .key_lens = lens}};
     tg_block_config bc = {.attn = {.n_heads = 2, .d_model = 4, .d_head = 3, .bias = true, .mode = mode},
                           .d_ff = 6};
-    char err[256];
-    cr_assert_eq(tg_block_init(&c.blk, p, "blocks.0", &bc, &rng, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tg_block_init(&c.blk, p, "blocks.0", &bc, &rng), 0, "%s", tg_error());
     cr_assert_not_null(tg_params_get(p, "blocks.0.ln1.weight"));
     cr_assert_not_null(tg_params_get(p, "blocks.0.ln2.bias"));
     cr_assert_not_null(tg_params_get(p, "blocks.0.attn.out_proj.weight"));
@@ -282,10 +276,10 @@ Test(nn, pytorch_default_inits)
     tg_embedding_layer e;
     tg_layernorm_layer ln;
     tg_mha m;
-    cr_assert_eq(tg_linear_init(&l, p, "fc", 64, 48, true, &rng, NULL, 0), 0);
+    cr_assert_eq(tg_linear_init(&l, p, "fc", 64, 48, true, &rng), 0);
     assert_uniform(l.weight, 1 / sqrt(64.0));  /* kaiming_uniform_(a=sqrt(5)) */
     assert_uniform(l.bias, 1 / sqrt(64.0));
-    cr_assert_eq(tg_embedding_init(&e, p, "emb", 100, 40, &rng, NULL, 0), 0);
+    cr_assert_eq(tg_embedding_init(&e, p, "emb", 100, 40, &rng), 0);
     double s = 0, s2 = 0, n = (double)e.weight->size;
     for (size_t i = 0; i < e.weight->size; i++) {
         s += e.weight->data[i];
@@ -293,11 +287,11 @@ Test(nn, pytorch_default_inits)
     }
     cr_assert(fabs(s / n) < 5 / sqrt(n), "embedding mean %g", s / n);
     cr_assert(fabs(s2 / n - 1) < 0.1, "embedding variance %g", s2 / n);
-    cr_assert_eq(tg_layernorm_init(&ln, p, "ln", 9, 1e-5, NULL, 0), 0);
+    cr_assert_eq(tg_layernorm_init(&ln, p, "ln", 9, 1e-5), 0);
     assert_const(ln.weight, 1);
     assert_const(ln.bias, 0);
     tg_mha_config mc = {.n_heads = 4, .d_model = 32, .bias = true, .mode = TG_MHA_FUSED};
-    cr_assert_eq(tg_mha_init(&m, p, "attn", &mc, &rng, NULL, 0), 0);
+    cr_assert_eq(tg_mha_init(&m, p, "attn", &mc, &rng), 0);
     assert_uniform(m.in_proj_weight, sqrt(6.0 / (32 + 96)));  /* xavier_uniform_ */
     assert_const(m.in_proj_bias, 0);
     assert_uniform(m.out_proj.weight, 1 / sqrt(32.0));
@@ -309,7 +303,7 @@ Test(nn, no_rng_leaves_zeros)
 {
     tg_params *p = tg_params_new();
     tg_linear l;
-    cr_assert_eq(tg_linear_init(&l, p, "fc", 3, 2, true, NULL, NULL, 0), 0);
+    cr_assert_eq(tg_linear_init(&l, p, "fc", 3, 2, true, NULL), 0);
     assert_const(l.weight, 0);
     assert_const(l.bias, 0);
     tg_params_free(p);

@@ -182,6 +182,7 @@ Test(optim, clip_zero_and_nonfinite_grads)
     /* bad max_norm */
     g[1] = 5;
     cr_assert_eq(tg_clip_grad_norm(p, -1.0), -1.0);
+    cr_assert_str_eq(tg_error(), "tg_clip_grad_norm: max_norm = -1 must be >= 0");
     cr_assert_eq(tg_clip_grad_norm(p, NAN), -1.0);
     cr_assert_eq(tg_clip_grad_norm(NULL, 1.0), -1.0);
     cr_assert_eq(tg_grad_norm(NULL), -1.0);
@@ -194,7 +195,7 @@ Test(optim, clip_zero_and_nonfinite_grads)
 Test(optim, schedule_values_by_hand)
 {
     tg_schedule cos = tg_schedule_cosine(1e-3, 1e-4, 10, 110);
-    cr_assert_eq(tg_schedule_check(&cos, NULL, 0), 0);
+    cr_assert_eq(tg_schedule_check(&cos), 0);
     tu_close(tg_lr_at(&cos, 0), 1e-4, 1e-15);   /* lr * 1/10: the first update moves */
     tu_close(tg_lr_at(&cos, 4), 5e-4, 1e-15);
     tu_close(tg_lr_at(&cos, 9), 1e-3, 1e-15);   /* end of warmup: the peak */
@@ -228,7 +229,7 @@ Test(optim, schedule_continuous_monotone_and_reaches_floor)
                         tg_schedule_cosine(1.0, 0.5, 0, 7)};
     for (int k = 0; k < 3; k++) {
         const tg_schedule *s = &ss[k];
-        cr_assert_eq(tg_schedule_check(s, NULL, 0), 0);
+        cr_assert_eq(tg_schedule_check(s), 0);
         if (s->warmup) cr_assert_eq(tg_lr_at(s, s->warmup - 1), tg_lr_at(s, s->warmup));  /* continuity */
         cr_assert_eq(tg_lr_at(s, s->warmup), s->lr);
         /* no jump bigger than one step's share of the range anywhere */
@@ -245,15 +246,14 @@ Test(optim, schedule_continuous_monotone_and_reaches_floor)
 
 Test(optim, schedule_check_rejects)
 {
-    char err[256];
     tg_schedule bad[] = {tg_schedule_cosine(1e-3, 1e-4, 10, 10), tg_schedule_linear(1e-3, 2e-3, 0, 10),
                          tg_schedule_cosine(-1, 0, 0, 10), tg_schedule_constant(1e-3, -1),
                          tg_schedule_linear(NAN, 0, 0, 10)};
     const char *expect[] = {"total = 10 must exceed warmup = 10", "min_lr", "lr = -1", "warmup = -1", "lr = nan"};
     for (int k = 0; k < 5; k++) {
-        err[0] = '\0';
-        cr_assert_eq(tg_schedule_check(&bad[k], err, sizeof err), -1, "case %d", k);
-        cr_assert(strstr(err, expect[k]), "case %d: \"%s\"", k, err);
+        tg_error_clear();
+        cr_assert_eq(tg_schedule_check(&bad[k]), -1, "case %d", k);
+        cr_assert(strstr(tg_error(), expect[k]), "case %d: \"%s\"", k, tg_error());
     }
 }
 
@@ -272,7 +272,7 @@ Test(optim, adam_fits_a_line)
     tg_tape *t = tg_tape_new();
     tg_adam_opts o = tg_adam_defaults();
     o.lr = 0.1;
-    tg_adam *a = tg_adam_new(p, &o, NULL, 0);
+    tg_adam *a = tg_adam_new(p, &o);
     tg_schedule s = tg_schedule_cosine(0.1, 1e-4, 10, 300);
     double loss = 0;
     for (int i = 0; i < 300; i++) {
@@ -291,7 +291,6 @@ Test(optim, adam_fits_a_line)
 
 Test(optim, bad_options_rejected_with_a_message)
 {
-    char err[256];
     tg_params *p = tg_params_new();
     tg_params_add(p, "w", 2, (int[]){2, 2});
     tg_adam_opts ad = tg_adam_defaults();
@@ -302,9 +301,9 @@ Test(optim, bad_options_rejected_with_a_message)
     adam[1].o.lr = -0.1, adam[2].o.lr = NAN, adam[3].o.beta1 = 1, adam[4].o.beta2 = -0.5;
     adam[5].o.eps = 0, adam[6].o.eps = -1e-8, adam[7].o.weight_decay = -0.01;
     for (size_t k = 1; k < sizeof adam / sizeof *adam; k++) {
-        err[0] = '\0';
-        cr_assert_null(tg_adam_new(p, &adam[k].o, err, sizeof err), "case %zu", k);
-        cr_assert(strstr(err, adam[k].expect), "case %zu: \"%s\"", k, err);
+        tg_error_clear();
+        cr_assert_null(tg_adam_new(p, &adam[k].o), "case %zu", k);
+        cr_assert(strstr(tg_error(), adam[k].expect), "case %zu: \"%s\"", k, tg_error());
     }
     tg_sgd_opts sd = tg_sgd_defaults();
     struct { tg_sgd_opts o; const char *expect; } sgd[] = {
@@ -316,19 +315,21 @@ Test(optim, bad_options_rejected_with_a_message)
     sgd[5].o = (tg_sgd_opts){.lr = 0.1, .momentum = 0.9, .dampening = 0.1, .nesterov = true};
     sgd[6].o.weight_decay = -1;
     for (size_t k = 1; k < sizeof sgd / sizeof *sgd; k++) {
-        err[0] = '\0';
-        cr_assert_null(tg_sgd_new(p, &sgd[k].o, err, sizeof err), "case %zu", k);
-        cr_assert(strstr(err, sgd[k].expect), "case %zu: \"%s\"", k, err);
+        tg_error_clear();
+        cr_assert_null(tg_sgd_new(p, &sgd[k].o), "case %zu", k);
+        cr_assert(strstr(tg_error(), sgd[k].expect), "case %zu: \"%s\"", k, tg_error());
     }
-    cr_assert_null(tg_adam_new(NULL, NULL, err, sizeof err));
-    cr_assert(strstr(err, "NULL"), "%s", err);
-    cr_assert_null(tg_sgd_new(NULL, NULL, NULL, 0));
+    cr_assert_null(tg_adam_new(NULL, NULL));
+    cr_assert(strstr(tg_error(), "NULL"), "%s", tg_error());
+    cr_assert_null(tg_sgd_new(NULL, NULL));
+    cr_assert_str_eq(tg_error(), "tg_sgd_new: the parameter store is NULL");
     /* set_lr refuses a bad lr and keeps the old one */
-    tg_adam *a = tg_adam_new(p, NULL, err, sizeof err);
+    tg_adam *a = tg_adam_new(p, NULL);
     cr_assert_eq(tg_adam_set_lr(a, -1), -1);
+    cr_assert_str_eq(tg_error(), "tg_adam_set_lr: lr = -1 must be finite and >= 0");
     cr_assert_eq(tg_adam_set_lr(a, NAN), -1);
     cr_assert_eq(tg_adam_lr(a), 1e-3);
-    tg_sgd *s = tg_sgd_new(p, NULL, err, sizeof err);
+    tg_sgd *s = tg_sgd_new(p, NULL);
     cr_assert_eq(tg_sgd_set_lr(s, -1), -1);
     cr_assert_eq(tg_sgd_lr(s), 1e-3);
     /* a store that grew after the optimizer was made: the step refuses */
@@ -352,15 +353,14 @@ Test(optim, defaults_are_torchs)
 
 Test(optim, steps_allocate_nothing_and_oom_is_reported)
 {
-    char err[256];
     tg_params *p = tg_params_new();
     tg_params_add(p, "w", 2, (int[]){8, 8});
     tg_params_add(p, "b", 1, (int[]){8});
     for (size_t i = 0; i < tg_params_numel(p); i++) tg_params_grad(p)[i] = (tg_real)(0.01 * (double)i - 0.3);
     tg_adam_opts ao = tg_adam_defaults();
     ao.weight_decay = 0.1, ao.adamw = true;
-    tg_adam *a = tg_adam_new(p, &ao, err, sizeof err);
-    tg_sgd *s = tg_sgd_new(p, &(tg_sgd_opts){.lr = 0.1, .momentum = 0.9}, err, sizeof err);
+    tg_adam *a = tg_adam_new(p, &ao);
+    tg_sgd *s = tg_sgd_new(p, &(tg_sgd_opts){.lr = 0.1, .momentum = 0.9});
     uint64_t before = tg_alloc_count();
     for (int i = 0; i < 10; i++) {
         tg_adam_step(a);
@@ -371,15 +371,15 @@ Test(optim, steps_allocate_nothing_and_oom_is_reported)
     tg_adam_free(a);
     tg_sgd_free(s);
     for (uint64_t n = 1; n <= 2; n++) {
-        err[0] = '\0';
+        tg_error_clear();
         tg_alloc_fail_at(n);
-        cr_assert_null(tg_adam_new(p, NULL, err, sizeof err));
+        cr_assert_null(tg_adam_new(p, NULL));
         tg_alloc_fail_at(0);
-        cr_assert(strstr(err, "out of memory"), "%s", err);
+        cr_assert(strstr(tg_error(), "out of memory"), "%s", tg_error());
         tg_alloc_fail_at(n);
-        cr_assert_null(tg_sgd_new(p, &(tg_sgd_opts){.lr = 0.1, .momentum = 0.9}, err, sizeof err));
+        cr_assert_null(tg_sgd_new(p, &(tg_sgd_opts){.lr = 0.1, .momentum = 0.9}));
         tg_alloc_fail_at(0);
-        cr_assert(strstr(err, "out of memory"), "%s", err);
+        cr_assert(strstr(tg_error(), "out of memory"), "%s", tg_error());
     }
     tg_params_free(p);
 }

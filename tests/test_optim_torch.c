@@ -58,20 +58,19 @@ enum { VIA_OBJECT, VIA_BYTES, VIA_FILE };
 
 static tg_safetensors *travel(tg_safetensors *st, int via, const char *tag)
 {
-    char err[512];
     tg_safetensors *out = NULL;
     if (via == VIA_OBJECT) return st;
     if (via == VIA_BYTES) {
         uint8_t *buf;
         size_t len;
-        cr_assert_eq(tg_st_to_bytes(st, ST_DTYPE, &buf, &len, err, sizeof err), 0, "%s", err);
-        cr_assert_eq(tg_st_parse(buf, len, tag, &out, err, sizeof err), 0, "%s", err);
+        cr_assert_eq(tg_st_to_bytes(st, ST_DTYPE, &buf, &len), 0, "%s", tg_error());
+        cr_assert_eq(tg_st_parse(buf, len, tag, &out), 0, "%s", tg_error());
         tg_free(buf);
     } else {
         char path[512];
         snprintf(path, sizeof path, "%s/test_optim_%s_%ld.safetensors", TG_BINARY_DIR, tag, (long)getpid());
-        cr_assert_eq(tg_st_save(st, path, ST_DTYPE, err, sizeof err), 0, "%s", err);
-        cr_assert_eq(tg_st_load(path, &out, err, sizeof err), 0, "%s", err);
+        cr_assert_eq(tg_st_save(st, path, ST_DTYPE), 0, "%s", tg_error());
+        cr_assert_eq(tg_st_load(path, &out), 0, "%s", tg_error());
         remove(path);
     }
     tg_st_free(st);
@@ -90,7 +89,6 @@ static void sched_step(problem *pr, opt *o, const tg_schedule *s)
  * and optimizer + the rest: the parameters must be bit-identical. */
 static void check_resume(const config *c, long split, int via, const char *tag)
 {
-    char err[512];
     tg_safetensors *fx = fixture(OWN_FIXTURE);
     tg_schedule s = tg_schedule_cosine(c->adam ? c->ao.lr : c->so.lr, 1e-3, 10, 80);
     problem a, b;
@@ -102,16 +100,16 @@ static void check_resume(const config *c, long split, int via, const char *tag)
     opt ob = opt_new(b.p, c);
     for (long i = 0; i < split; i++) sched_step(&b, &ob, &s);
     tg_safetensors *st = tg_st_new();
-    cr_assert_eq(tg_st_add_params(st, b.p, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(opt_save(&ob, st, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tg_st_add_params(st, b.p), 0, "%s", tg_error());
+    cr_assert_eq(opt_save(&ob, st), 0, "%s", tg_error());
     opt_free(&ob);
     problem_free(&b);
 
     st = travel(st, via, tag);
     problem_init(&b, fx, false);  /* fresh: initial values, then the checkpoint's */
-    cr_assert_eq(tg_st_load_params(b.p, st, true, "optim.", err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tg_st_load_params(b.p, st, true, "optim."), 0, "%s", tg_error());
     ob = opt_new(b.p, c);
-    cr_assert_eq(opt_load(&ob, st, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(opt_load(&ob, st), 0, "%s", tg_error());
     cr_assert_eq(opt_steps(&ob), split);
     while (opt_steps(&ob) < 100) sched_step(&b, &ob, &s);
     cr_assert_eq(memcmp(tg_params_data(a.p), tg_params_data(b.p), tg_params_numel(a.p) * sizeof(tg_real)), 0,
@@ -144,22 +142,21 @@ Test(optim, resume_is_bit_identical)
 static tg_safetensors *mangle(const tg_safetensors *s, const char *drop, const char *reshape,
                               const char *meta, const char *value)
 {
-    char err[256];
     tg_safetensors *o = tg_st_new();
     for (int i = 0; i < tg_st_count(s); i++) {
         const tg_tensor *x = tg_st_at(s, i);
         if (drop && strcmp(x->name, drop) == 0) continue;
         bool rs = reshape && strcmp(x->name, reshape) == 0;
-        int rc = rs ? tg_st_add_data(o, x->name, x->data, 2, (int[]){3, 2}, err, sizeof err)
-                    : tg_st_add(o, x->name, x, err, sizeof err);
-        cr_assert_eq(rc, 0, "%s", err);
+        int rc = rs ? tg_st_add_data(o, x->name, x->data, 2, (int[]){3, 2})
+                    : tg_st_add(o, x->name, x);
+        cr_assert_eq(rc, 0, "%s", tg_error());
     }
     for (int i = 0; i < tg_st_meta_count(s); i++) {
         const char *k = tg_st_meta_key(s, i);
         if (meta && strcmp(k, meta) == 0) continue;
-        cr_assert_eq(tg_st_set_meta(o, k, tg_st_meta(s, k), err, sizeof err), 0, "%s", err);
+        cr_assert_eq(tg_st_set_meta(o, k, tg_st_meta(s, k)), 0, "%s", tg_error());
     }
-    if (meta && value) cr_assert_eq(tg_st_set_meta(o, meta, value, err, sizeof err), 0, "%s", err);
+    if (meta && value) cr_assert_eq(tg_st_set_meta(o, meta, value), 0, "%s", tg_error());
     return o;
 }
 
@@ -167,7 +164,6 @@ static tg_safetensors *mangle(const tg_safetensors *s, const char *drop, const c
  * keeps stepping exactly like a twin that never saw the load. */
 static void check_bad_load(const config *c, const tg_safetensors *bad, const char *expect)
 {
-    char err[512] = "";
     tg_safetensors *fx = fixture(OWN_FIXTURE);
     problem a, b;
     problem_init(&a, fx, false);
@@ -177,8 +173,8 @@ static void check_bad_load(const config *c, const tg_safetensors *bad, const cha
         problem_grad(&a), opt_step(&oa);
         problem_grad(&b), opt_step(&ob);
     }
-    cr_assert_eq(opt_load(&oa, bad, err, sizeof err), -1);
-    cr_assert(strstr(err, expect), "message \"%s\" does not mention \"%s\"", err, expect);
+    cr_assert_eq(opt_load(&oa, bad), -1);
+    cr_assert(strstr(tg_error(), expect), "message \"%s\" does not mention \"%s\"", tg_error(), expect);
     cr_assert_eq(opt_steps(&oa), 5);
     for (int i = 0; i < 5; i++) {
         problem_grad(&a), opt_step(&oa);
@@ -195,13 +191,12 @@ static void check_bad_load(const config *c, const tg_safetensors *bad, const cha
 /* The state of `c` after 20 linreg steps. */
 static tg_safetensors *trained_state(const config *c)
 {
-    char err[256];
     tg_safetensors *fx = fixture(OWN_FIXTURE), *st = tg_st_new();
     problem pr;
     problem_init(&pr, fx, false);
     opt o = opt_new(pr.p, c);
     for (int i = 0; i < 20; i++) problem_grad(&pr), opt_step(&o);
-    cr_assert_eq(opt_save(&o, st, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(opt_save(&o, st), 0, "%s", tg_error());
     opt_free(&o);
     problem_free(&pr);
     tg_st_free(fx);
@@ -242,14 +237,13 @@ Test(optim, bad_state_rejected_and_optimizer_unchanged)
 
 Test(optim, save_into_taken_names_fails)
 {
-    char err[256] = "";
     tg_params *p = tg_params_new();
     tg_params_add(p, "w", 1, (int[]){4});
-    tg_adam *a = tg_adam_new(p, NULL, err, sizeof err);
+    tg_adam *a = tg_adam_new(p, NULL);
     tg_safetensors *st = tg_st_new();
-    cr_assert_eq(tg_adam_state_save(a, st, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(tg_adam_state_save(a, st, err, sizeof err), -1);
-    cr_assert(strstr(err, "tg_adam_state_save"), "%s", err);
+    cr_assert_eq(tg_adam_state_save(a, st), 0, "%s", tg_error());
+    cr_assert_eq(tg_adam_state_save(a, st), -1);
+    cr_assert(strstr(tg_error(), "tg_adam_state_save"), "%s", tg_error());
     tg_st_free(st);
     tg_adam_free(a);
     tg_params_free(p);

@@ -139,8 +139,7 @@ static void model_grads(int threads, tg_mha_mode mode, tg_real *loss, tg_real *g
     tg_params *p = tg_params_new();
     tg_model m;
     tg_model_config cfg = {.vocab = V, .d_model = 64, .n_layers = 2, .n_heads = 4, .max_len = T, .mode = mode};
-    char err[256];
-    cr_assert_eq(tg_model_init(&m, p, &cfg, &rng, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tg_model_init(&m, p, &cfg, &rng), 0, "%s", tg_error());
     tg_tape *t = tg_tape_new();
     tg_tensor *l = tg_cross_entropy(t, tg_model_forward(t, &m, ids, B, T, lens, NULL, NULL, NULL), targets,
                                     TG_IGNORE);

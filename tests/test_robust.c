@@ -143,8 +143,7 @@ static void model_case(tg_model_config cfg, mcase *c, tg_real **attn0)
     tg_rng rng;
     tg_rng_seed(&rng, 21);
     tg_params *p = tg_params_new();
-    char err[256];
-    cr_assert_eq(tg_model_init(&c->m, p, &cfg, &rng, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tg_model_init(&c->m, p, &cfg, &rng), 0, "%s", tg_error());
     tg_real *d = tg_params_data(p);
     for (size_t i = 0; i < tg_params_numel(p); i++) d[i] += (tg_real)(0.1 * (2 * tg_rng_uniform(&rng) - 1));
     tg_tape *t = tg_tape_new();
@@ -270,9 +269,8 @@ Test(robust, d_model_1)
     tg_rng_seed(&rng, 3);
     tg_params *p = tg_params_new();
     tg_model m;
-    char err[256];
     tg_model_config cfg = {.vocab = 7, .d_model = 1, .n_layers = 2, .n_heads = 1, .max_len = 4};
-    cr_assert_eq(tg_model_init(&m, p, &cfg, &rng, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tg_model_init(&m, p, &cfg, &rng), 0, "%s", tg_error());
     tg_tape *t = tg_tape_new();
     tg_tensor *logits = tg_model_forward(t, &m, IDS, 2, 4, NULL, NULL, NULL, NULL);
     cr_assert_not_null(logits, "%s", tg_tape_error(t));
@@ -290,8 +288,8 @@ Test(robust, d_model_1)
     /* two heads cannot share one feature unless d_head is given */
     p = tg_params_new();
     cfg.n_heads = 2;
-    cr_assert_eq(tg_model_init(&m, p, &cfg, NULL, err, sizeof err), -1);
-    cr_assert(strstr(err, "d_model must divide by n_heads"), "%s", err);
+    cr_assert_eq(tg_model_init(&m, p, &cfg, NULL), -1);
+    cr_assert(strstr(tg_error(), "d_model must divide by n_heads"), "%s", tg_error());
     tg_params_free(p);
 }
 
@@ -304,7 +302,7 @@ Test(robust, model_with_logits_1e4)
     tg_params *p = tg_params_new();
     tg_model m;
     tg_model_config cfg = {.vocab = 7, .d_model = 8, .n_layers = 1, .n_heads = 2, .max_len = 4};
-    cr_assert_eq(tg_model_init(&m, p, &cfg, &rng, NULL, 0), 0);
+    cr_assert_eq(tg_model_init(&m, p, &cfg, &rng), 0);
     tg_tensor *hb = tg_params_get(p, "head.bias");
     for (int v = 0; v < 7; v++) hb->data[v] = (tg_real)(v % 2 ? 1e4 : -1e4);
     tg_tape *t = tg_tape_new();
@@ -324,9 +322,8 @@ Test(robust, empty_sizes_refused)
 {
     tg_params *p = tg_params_new();
     tg_model m;
-    char err[256];
     tg_model_config cfg = {.vocab = 7, .d_model = 8, .n_layers = 1, .n_heads = 2, .max_len = 4};
-    cr_assert_eq(tg_model_init(&m, p, &cfg, NULL, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tg_model_init(&m, p, &cfg, NULL), 0, "%s", tg_error());
     tg_tape *t = tg_tape_new();
     cr_assert_null(tg_model_forward(t, &m, IDS, 0, 4, NULL, NULL, NULL, NULL));  /* batch 0 */
     cr_assert(strstr(tg_tape_error(t), "need B > 0"), "%s", tg_tape_error(t));
@@ -344,8 +341,8 @@ Test(robust, empty_sizes_refused)
     };
     for (int i = 0; i < 4; i++) {
         p = tg_params_new();
-        cr_assert_eq(tg_model_init(&m, p, &bad[i], NULL, err, sizeof err), -1);
-        cr_assert(strstr(err, "tg_model: bad config"), "%s", err);
+        cr_assert_eq(tg_model_init(&m, p, &bad[i], NULL), -1);
+        cr_assert(strstr(tg_error(), "tg_model: bad config"), "%s", tg_error());
         tg_params_free(p);
     }
 }

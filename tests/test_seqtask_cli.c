@@ -84,18 +84,16 @@ Test(fuzz_replay, regressions)
 Test(fuzz_replay, symbols_are_digits_only)
 {
     int32_t s[8];
-    char err[256];
     const char *bad[] = {"\v1", "\f2", "\r3", "1 \v2", "+1", " -\v1"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        cr_expect_eq(sq_parse_symbols(bad[i], 8, s, 8, err, sizeof err), -1, "'%s' accepted", bad[i]);
-    cr_assert_eq(sq_parse_symbols("  07 -0  1 ", 8, s, 8, err, sizeof err), 3, "%s", err);
+        cr_expect_eq(sq_parse_symbols(bad[i], 8, s, 8), -1, "'%s' accepted", bad[i]);
+    cr_assert_eq(sq_parse_symbols("  07 -0  1 ", 8, s, 8), 3, "%s", tg_error());
     cr_assert(s[0] == 7 && s[1] == 0 && s[2] == 1);
 }
 
 /* ---- the command line ---------------------------------------------------- */
 
 static sq_config cfg;
-static char err[1024];
 
 /* Parses "CMD --flag value .." (split at spaces) as main.c and sq_run_init
  * do: parse, check, check the values. Returns the first non-zero status. */
@@ -108,10 +106,10 @@ static int parse(const char *line)
     argv[argc] = NULL;
     int cmd = sq_command_parse(argv[0]);
     cr_assert_geq(cmd, 0, "%s", line);
-    err[0] = '\0';
-    int rc = sq_cli_parse((sq_command)cmd, argc, argv, &cfg, NULL, err, sizeof err);
-    if (rc == 0) rc = sq_cli_check(&cfg, err, sizeof err);
-    if (rc == 0) rc = sq_cli_check_values(&cfg, err, sizeof err);
+    tg_error_clear();
+    int rc = sq_cli_parse((sq_command)cmd, argc, argv, &cfg, NULL);
+    if (rc == 0) rc = sq_cli_check(&cfg);
+    if (rc == 0) rc = sq_cli_check_values(&cfg);
     return rc;
 }
 
@@ -142,7 +140,7 @@ Test(cli, every_flag_in_help_is_accepted)
         size_t len = 0;
         FILE *f = open_memstream(&text, &len);
         char *argv[] = {(char *)commands[k], "--help", NULL};
-        cr_assert_eq(sq_cli_parse((sq_command)k, 2, argv, &cfg, f, err, sizeof err), 1);
+        cr_assert_eq(sq_cli_parse((sq_command)k, 2, argv, &cfg, f), 1);
         fclose(f);
         int flags = 0;
         for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
@@ -157,9 +155,9 @@ Test(cli, every_flag_in_help_is_accepted)
             snprintf(metavar, sizeof metavar, "%.*s", sp < n ? n - sp - 1 : 0, sp < n ? left + sp + 1 : "");
             char *args[] = {(char *)commands[k], name, (char *)value_for(metavar), NULL};
             int argc = metavar[0] ? 3 : 2;
-            cr_expect_eq(sq_cli_parse((sq_command)k, argc, args, &cfg, NULL, err, sizeof err), 0,
+            cr_expect_eq(sq_cli_parse((sq_command)k, argc, args, &cfg, NULL), 0,
                          "seqtask %s --help lists %s %s, which it refuses: %s", commands[k], name,
-                         metavar, err);
+                         metavar, tg_error());
             flags++;
         }
         cr_expect_geq(flags, at_least[k], "seqtask %s --help lists %d flags", commands[k], flags);
@@ -183,7 +181,7 @@ Test(cli, help_fits_the_command)
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         FILE *f = open_memstream(&text, &len);
         char *argv[] = {(char *)want[i][0], "--help", NULL};
-        cr_assert_eq(sq_cli_parse((sq_command)sq_command_parse(want[i][0]), 2, argv, &cfg, f, err, sizeof err), 1);
+        cr_assert_eq(sq_cli_parse((sq_command)sq_command_parse(want[i][0]), 2, argv, &cfg, f), 1);
         fclose(f);
         cr_expect(strstr(text, want[i][1]), "seqtask %s --help has no \"%s\":\n%s", want[i][0], want[i][1], text);
         cr_expect(!strstr(text, want[i][2]), "seqtask %s --help has \"%s\":\n%s", want[i][0], want[i][2], text);
@@ -202,19 +200,19 @@ Test(cli, default_warmup_adapts_to_steps)
     for (int s = 0; s < 3; s++)
         for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
             snprintf(line, sizeof line, "train --steps %ld --schedule %s", steps[i], sched[s]);
-            cr_assert_eq(parse(line), 0, "%s: %s", line, err);
+            cr_assert_eq(parse(line), 0, "%s: %s", line, tg_error());
             long want = steps[i] / 10 < 50 ? steps[i] / 10 : 50;
             cr_expect_eq(cfg.warmup, want, "%s: warmup %ld, expected %ld", line, cfg.warmup, want);
         }
-    cr_assert_eq(parse("train"), 0, "%s", err);
+    cr_assert_eq(parse("train"), 0, "%s", tg_error());
     cr_expect_eq(cfg.warmup, 50);
     cr_assert_eq(parse("train --steps 20 --warmup 20"), -1);
-    cr_expect_str_eq(err, "--warmup 20 must be less than --steps 20 with --schedule cosine");
+    cr_expect_str_eq(tg_error(), "--warmup 20 must be less than --steps 20 with --schedule cosine");
     cr_assert_eq(parse("train --steps 20 --warmup 50 --schedule linear"), -1);
-    cr_expect(strstr(err, "--warmup 50 must be less than --steps 20 with --schedule linear"), "%s", err);
-    cr_assert_eq(parse("train --steps 20 --warmup 50 --schedule constant"), 0, "%s", err);
+    cr_expect(strstr(tg_error(), "--warmup 50 must be less than --steps 20 with --schedule linear"), "%s", tg_error());
+    cr_assert_eq(parse("train --steps 20 --warmup 50 --schedule constant"), 0, "%s", tg_error());
     cr_expect_eq(cfg.warmup, 50);
-    cr_assert_eq(parse("train --steps 20 --warmup 0"), 0, "%s", err);
+    cr_assert_eq(parse("train --steps 20 --warmup 0"), 0, "%s", tg_error());
     cr_expect_eq(cfg.warmup, 0);
 }
 
@@ -243,14 +241,14 @@ static const char *meta_get(void *ctx, const char *key)
 
 Test(cli, resumed_warmup_is_the_checkpoints)
 {
-    cr_assert_eq(parse("train"), 0, "%s", err);
+    cr_assert_eq(parse("train"), 0, "%s", tg_error());
     cr_assert_eq(sq_config_to_meta(&cfg, SQ_META_TRAIN, meta_put, NULL), 0);
     char *argv[] = {"train", "--resume", "ck", "--steps", "30", NULL};
-    cr_assert_eq(sq_cli_parse(SQ_CMD_TRAIN, 5, argv, &cfg, NULL, err, sizeof err), 0);
-    cr_assert_eq(sq_cli_check(&cfg, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(sq_config_from_meta(&cfg, SQ_META_TRAIN, 0, meta_get, NULL, "ck", err, sizeof err), 0,
-                 "%s", err);
-    cr_assert_eq(sq_cli_check_values(&cfg, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(sq_cli_parse(SQ_CMD_TRAIN, 5, argv, &cfg, NULL), 0);
+    cr_assert_eq(sq_cli_check(&cfg), 0, "%s", tg_error());
+    cr_assert_eq(sq_config_from_meta(&cfg, SQ_META_TRAIN, 0, meta_get, NULL, "ck"), 0,
+                 "%s", tg_error());
+    cr_assert_eq(sq_cli_check_values(&cfg), 0, "%s", tg_error());
     cr_expect_eq(cfg.warmup, 7);
     cr_expect_eq(cfg.steps, 30);
 }

@@ -25,7 +25,7 @@ static inline tg_tensor *tu_rand(tg_rng *rng, double lo, double hi, int ndim, co
 #define tu_gradcheck(f, ctx, inputs, n)                                                    \
     do {                                                                                   \
         tg_gradcheck_result r_ = tg_gradcheck((f), (ctx), (inputs), (n), NULL);            \
-        cr_assert(r_.ok, "%s", r_.message);                                                \
+        cr_assert(r_.ok, "%s", tg_error());                                                \
     } while (0)
 
 static inline void tu_free_all(tg_tensor **xs, int n)

@@ -111,10 +111,9 @@ Test(viz, canvas_text_line_and_save)
     tg_canvas_line(c, 0, 19, 39, 19, 1, (tg_rgb){255, 0, 0});
     tg_canvas_text(c, 2, 2, "Hi", 1, (tg_rgb){0, 128, 0});
     tg_canvas_text_up(c, 30, 18, "up", 1, (tg_rgb){0, 128, 0});
-    char err[256] = "";
-    cr_assert_eq(tg_canvas_save_png(c, tmp_file("c.png"), err, sizeof err), 0, "%s", err);
-    cr_assert_eq(tg_canvas_save_png(c, BAD_PATH, err, sizeof err), -1);
-    cr_assert(strstr(err, BAD_PATH), "message names the file: %s", err);
+    cr_assert_eq(tg_canvas_save_png(c, tmp_file("c.png")), 0, "%s", tg_error());
+    cr_assert_eq(tg_canvas_save_png(c, BAD_PATH), -1);
+    cr_assert(strstr(tg_error(), BAD_PATH), "message names the file: %s", tg_error());
     tg_canvas_free(c);
 
     image im = load_png(tmp_file("c.png"));
@@ -147,9 +146,8 @@ Test(viz, heatmap_grid_of_heads)
     static tg_real w[NL * NH * LQ * LK];
     anti_diagonal(w);
     const char *toks[LQ] = {"<bos>", "the", "cat", "sat", "on", NULL, "mat", "<eos>"};
-    char err[256] = "";
     const char *path = tmp_file("heat.png");
-    cr_assert_eq(tg_heatmap_png(path, w, NL, NH, LQ, LK, toks, NULL, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tg_heatmap_png(path, w, NL, NH, LQ, LK, toks, NULL), 0, "%s", tg_error());
 
     image im = load_png(path);
     const int s = 24; /* 192 / 8, see viz/heatmap.h */
@@ -176,27 +174,23 @@ Test(viz, heatmap_grid_of_heads)
 Test(viz, heatmap_rejects_bad_arguments)
 {
     static tg_real w[NL * NH * LQ * LK];
-    char err[256];
-    cr_assert_eq(tg_heatmap_png(NULL, w, NL, NH, LQ, LK, NULL, NULL, err, sizeof err), -1);
-    cr_assert(strstr(err, "path"), "%s", err);
-    cr_assert_eq(tg_heatmap_png(tmp_file("x.png"), NULL, NL, NH, LQ, LK, NULL, NULL, err,
-                                sizeof err), -1);
-    cr_assert(strstr(err, "weights"), "%s", err);
-    cr_assert_eq(tg_heatmap_png(tmp_file("x.png"), w, NL, NH, 0, LK, NULL, NULL, err, sizeof err),
+    cr_assert_eq(tg_heatmap_png(NULL, w, NL, NH, LQ, LK, NULL, NULL), -1);
+    cr_assert(strstr(tg_error(), "path"), "%s", tg_error());
+    cr_assert_eq(tg_heatmap_png(tmp_file("x.png"), NULL, NL, NH, LQ, LK, NULL, NULL), -1);
+    cr_assert(strstr(tg_error(), "weights"), "%s", tg_error());
+    cr_assert_eq(tg_heatmap_png(tmp_file("x.png"), w, NL, NH, 0, LK, NULL, NULL),
                  -1);
-    cr_assert(strstr(err, "Lq=0"), "%s", err);
-    cr_assert_eq(tg_heatmap_png(tmp_file("x.png"), w, -1, NH, LQ, LK, NULL, NULL, err, sizeof err),
+    cr_assert(strstr(tg_error(), "Lq=0"), "%s", tg_error());
+    cr_assert_eq(tg_heatmap_png(tmp_file("x.png"), w, -1, NH, LQ, LK, NULL, NULL),
                  -1);
-    cr_assert(strstr(err, "n_layers=-1"), "%s", err);
-    cr_assert_eq(tg_heatmap_png(tmp_file("x.png"), w, NL, NH, 100000, LK, NULL, NULL, err,
-                                sizeof err), -1);
-    cr_assert(strstr(err, "too large"), "%s", err);
-    cr_assert_eq(tg_heatmap_png(tmp_file("x.png"), w, 64, 64, 2000, 2000, NULL, NULL, err,
-                                sizeof err), -1);
-    cr_assert(strstr(err, "do not fit"), "%s", err);
-    cr_assert_eq(tg_heatmap_png(BAD_PATH, w, NL, NH, LQ, LK, NULL, NULL, err, sizeof err), -1);
-    cr_assert(strstr(err, BAD_PATH) && strstr(err, "No such file"), "%s", err);
-    cr_assert_eq(tg_heatmap_png(NULL, w, NL, NH, LQ, LK, NULL, NULL, NULL, 0), -1, "err optional");
+    cr_assert(strstr(tg_error(), "n_layers=-1"), "%s", tg_error());
+    cr_assert_eq(tg_heatmap_png(tmp_file("x.png"), w, NL, NH, 100000, LK, NULL, NULL), -1);
+    cr_assert(strstr(tg_error(), "too large"), "%s", tg_error());
+    cr_assert_eq(tg_heatmap_png(tmp_file("x.png"), w, 64, 64, 2000, 2000, NULL, NULL), -1);
+    cr_assert(strstr(tg_error(), "do not fit"), "%s", tg_error());
+    cr_assert_eq(tg_heatmap_png(BAD_PATH, w, NL, NH, LQ, LK, NULL, NULL), -1);
+    cr_assert(strstr(tg_error(), BAD_PATH) && strstr(tg_error(), "No such file"), "%s", tg_error());
+    cr_assert_eq(tg_heatmap_png(NULL, w, NL, NH, LQ, LK, NULL, NULL), -1);
     cr_assert_eq(access(tmp_file("x.png"), F_OK), -1, "nothing written on bad arguments");
 }
 
@@ -214,9 +208,8 @@ Test(viz, line_plot_with_sparse_right_axis)
     tg_plot_series s[3] = {{"train loss", x, loss, STEPS, false},
                            {"val loss", x, val, STEPS, false},
                            {"val accuracy", x, acc, STEPS, true}};
-    char err[256] = "";
     const char *path = tmp_file("lines.png");
-    cr_assert_eq(tg_plot_lines_png(path, "loss", "step", s, 3, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tg_plot_lines_png(path, "loss", "step", s, 3), 0, "%s", tg_error());
 
     image im = load_png(path);
     cr_assert_eq(im.w, 960);
@@ -234,15 +227,14 @@ Test(viz, line_plot_rejects_bad_arguments)
 {
     double y[3] = {1, 2, 3};
     tg_plot_series ok = {"y", NULL, y, 3, false}, bad = {"y", NULL, NULL, 3, false};
-    char err[256];
-    cr_assert_eq(tg_plot_lines_png(NULL, NULL, NULL, &ok, 1, err, sizeof err), -1);
-    cr_assert(strstr(err, "path"), "%s", err);
-    cr_assert_eq(tg_plot_lines_png(tmp_file("x.png"), NULL, NULL, &ok, 0, err, sizeof err), -1);
-    cr_assert(strstr(err, "series"), "%s", err);
-    cr_assert_eq(tg_plot_lines_png(tmp_file("x.png"), NULL, NULL, &bad, 1, err, sizeof err), -1);
-    cr_assert(strstr(err, "y NULL"), "%s", err);
-    cr_assert_eq(tg_plot_lines_png(BAD_PATH, NULL, NULL, &ok, 1, err, sizeof err), -1);
-    cr_assert(strstr(err, BAD_PATH), "%s", err);
+    cr_assert_eq(tg_plot_lines_png(NULL, NULL, NULL, &ok, 1), -1);
+    cr_assert(strstr(tg_error(), "path"), "%s", tg_error());
+    cr_assert_eq(tg_plot_lines_png(tmp_file("x.png"), NULL, NULL, &ok, 0), -1);
+    cr_assert(strstr(tg_error(), "series"), "%s", tg_error());
+    cr_assert_eq(tg_plot_lines_png(tmp_file("x.png"), NULL, NULL, &bad, 1), -1);
+    cr_assert(strstr(tg_error(), "y NULL"), "%s", tg_error());
+    cr_assert_eq(tg_plot_lines_png(BAD_PATH, NULL, NULL, &ok, 1), -1);
+    cr_assert(strstr(tg_error(), BAD_PATH), "%s", tg_error());
     cr_assert_eq(access(tmp_file("x.png"), F_OK), -1);
 }
 
@@ -250,9 +242,8 @@ Test(viz, line_plot_all_nan_still_renders)
 {
     double y[4] = {NAN, NAN, INFINITY, NAN};
     tg_plot_series s = {NULL, NULL, y, 4, false};
-    char err[256] = "";
     const char *path = tmp_file("nan.png");
-    cr_assert_eq(tg_plot_lines_png(path, "diverged", NULL, &s, 1, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tg_plot_lines_png(path, "diverged", NULL, &s, 1), 0, "%s", tg_error());
     image im = load_png(path);
     cr_assert_eq(im.w, 960);
     stbi_image_free(im.px);
@@ -262,9 +253,8 @@ Test(viz, bar_chart_with_negative_values)
 {
     const char *labels[5] = {"matmul", "softmax", "layernorm", NULL, "adam"};
     double v[5] = {12.5, 3.2, -4.1, 25.0, 0.25};
-    char err[256] = "";
     const char *path = tmp_file("bars.png");
-    cr_assert_eq(tg_plot_bars_png(path, "speedup", labels, v, 5, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tg_plot_bars_png(path, "speedup", labels, v, 5), 0, "%s", tg_error());
 
     image im = load_png(path);
     cr_assert_eq(im.w, 960);
@@ -280,14 +270,13 @@ Test(viz, bar_chart_with_negative_values)
 Test(viz, bar_chart_rejects_bad_arguments)
 {
     double v[2] = {1, 2};
-    char err[256];
-    cr_assert_eq(tg_plot_bars_png(NULL, NULL, NULL, v, 2, err, sizeof err), -1);
-    cr_assert(strstr(err, "path"), "%s", err);
-    cr_assert_eq(tg_plot_bars_png(tmp_file("x.png"), NULL, NULL, NULL, 2, err, sizeof err), -1);
-    cr_assert(strstr(err, "values NULL"), "%s", err);
-    cr_assert_eq(tg_plot_bars_png(tmp_file("x.png"), NULL, NULL, v, 0, err, sizeof err), -1);
-    cr_assert(strstr(err, "got 0"), "%s", err);
-    cr_assert_eq(tg_plot_bars_png(BAD_PATH, NULL, NULL, v, 2, err, sizeof err), -1);
-    cr_assert(strstr(err, BAD_PATH), "%s", err);
+    cr_assert_eq(tg_plot_bars_png(NULL, NULL, NULL, v, 2), -1);
+    cr_assert(strstr(tg_error(), "path"), "%s", tg_error());
+    cr_assert_eq(tg_plot_bars_png(tmp_file("x.png"), NULL, NULL, NULL, 2), -1);
+    cr_assert(strstr(tg_error(), "values NULL"), "%s", tg_error());
+    cr_assert_eq(tg_plot_bars_png(tmp_file("x.png"), NULL, NULL, v, 0), -1);
+    cr_assert(strstr(tg_error(), "got 0"), "%s", tg_error());
+    cr_assert_eq(tg_plot_bars_png(BAD_PATH, NULL, NULL, v, 2), -1);
+    cr_assert(strstr(tg_error(), BAD_PATH), "%s", tg_error());
     cr_assert_eq(access(tmp_file("x.png"), F_OK), -1);
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../core/engine/alloc.h"
+#include "../core/engine/error.h"
 
 /* stb_easy_font is all static functions; we use only some of them. */
 #pragma GCC diagnostic push
@@ -23,8 +24,10 @@
 
 tg_canvas *tg_canvas_new(int w, int h, tg_rgb bg)
 {
-    if (w <= 0 || h <= 0 || w > CANVAS_MAX_SIDE || h > CANVAS_MAX_SIDE)
+    if (w <= 0 || h <= 0 || w > CANVAS_MAX_SIDE || h > CANVAS_MAX_SIDE) {
+        tg_error_set("tg_canvas_new: size %d x %d is outside [1, %d]", w, h, CANVAS_MAX_SIDE);
         return NULL;
+    }
     tg_canvas *c = tg_malloc(sizeof *c);
     if (!c) return NULL;
     c->w = w;
@@ -222,26 +225,24 @@ static void sink_write(void *ctx, void *data, int size)
         s->failed = true;
 }
 
-static int fail(char *err, size_t errlen, const char *path, const char *why)
+static int fail(const char *path, const char *why)
 {
-    if (err && errlen) snprintf(err, errlen, "cannot write PNG '%s': %s", path, why);
-    return -1;
+    return tg_error_set("cannot write PNG '%s': %s", path, why);
 }
 
-int tg_canvas_save_png(const tg_canvas *c, const char *path, char *err,
-                       size_t errlen)
+int tg_canvas_save_png(const tg_canvas *c, const char *path)
 {
-    if (!path) return fail(err, errlen, "(null)", "path is NULL");
-    if (!c || !c->px) return fail(err, errlen, path, "canvas is NULL");
+    if (!path) return fail("(null)", "path is NULL");
+    if (!c || !c->px) return fail(path, "canvas is NULL");
     /* Our own FILE (not stbi_write_png) so errno and write errors reach the
      * message. */
     png_sink s = {fopen(path, "wb"), false};
-    if (!s.f) return fail(err, errlen, path, strerror(errno));
+    if (!s.f) return fail(path, strerror(errno));
     errno = 0;
     int ok = stbi_write_png_to_func(sink_write, &s, c->w, c->h, 3, c->px,
                                     c->w * 3);
     if (fclose(s.f) != 0) s.failed = true;
-    if (!ok) return fail(err, errlen, path, "PNG encoder failed (out of memory?)");
-    if (s.failed) return fail(err, errlen, path, strerror(errno ? errno : EIO));
+    if (!ok) return fail(path, "PNG encoder failed (out of memory?)");
+    if (s.failed) return fail(path, strerror(errno ? errno : EIO));
     return 0;
 }

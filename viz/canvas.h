@@ -29,7 +29,8 @@ typedef struct {
 /* Longest text drawn or measured; longer strings are cut. */
 #define TG_TEXT_MAX 256
 
-/* A w x h canvas filled with bg, or NULL on bad size / out of memory. */
+/* A w x h canvas filled with bg, or NULL (tg_error() says why) on a bad size
+ * or out of memory. */
 tg_canvas *tg_canvas_new(int w, int h, tg_rgb bg);
 void tg_canvas_free(tg_canvas *c);
 
@@ -60,9 +61,8 @@ int tg_text_height(int scale);
 tg_rgb tg_viridis(double t);
 
 /* Writes c to path as PNG. 0 on success; -1 with a message naming the file
- * in err (if err is not NULL) on failure. */
-int tg_canvas_save_png(const tg_canvas *c, const char *path, char *err,
-                       size_t errlen);
+ * in tg_error() on failure. */
+int tg_canvas_save_png(const tg_canvas *c, const char *path);
 
 #ifdef __cplusplus
 }

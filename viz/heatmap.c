@@ -190,46 +190,42 @@ static void draw_colorbar(tg_canvas *c, const hm_layout *o)
 }
 
 static int validate(const char *path, const tg_real *weights,
-                    const hm_args *a, char *err, size_t errlen)
+                    const hm_args *a)
 {
-    if (!path) return tg_set_err(err, errlen, "tg_heatmap_png: path is NULL");
+    if (!path) return tg_error_set("tg_heatmap_png: path is NULL");
     if (!weights)
-        return tg_set_err(err, errlen, "tg_heatmap_png: weights is NULL ('%s')",
-                       path);
+        return tg_error_set("tg_heatmap_png: weights is NULL ('%s')",
+                            path);
     if (a->n_layers <= 0 || a->n_heads <= 0 || a->Lq <= 0 || a->Lk <= 0)
-        return tg_set_err(err, errlen,
-                       "tg_heatmap_png: sizes must be positive: n_layers=%d "
-                       "n_heads=%d Lq=%d Lk=%d ('%s')",
-                       a->n_layers, a->n_heads, a->Lq, a->Lk, path);
+        return tg_error_set("tg_heatmap_png: sizes must be positive: n_layers=%d "
+                            "n_heads=%d Lq=%d Lk=%d ('%s')",
+                            a->n_layers, a->n_heads, a->Lq, a->Lk, path);
     if (a->n_layers > TG_HEATMAP_MAX_GRID || a->n_heads > TG_HEATMAP_MAX_GRID ||
         a->Lq > TG_HEATMAP_MAX_LEN || a->Lk > TG_HEATMAP_MAX_LEN)
-        return tg_set_err(err, errlen,
-                       "tg_heatmap_png: too large: n_layers=%d n_heads=%d "
-                       "(max %d) Lq=%d Lk=%d (max %d) ('%s')",
-                       a->n_layers, a->n_heads, TG_HEATMAP_MAX_GRID, a->Lq,
-                       a->Lk, TG_HEATMAP_MAX_LEN, path);
+        return tg_error_set("tg_heatmap_png: too large: n_layers=%d n_heads=%d "
+                            "(max %d) Lq=%d Lk=%d (max %d) ('%s')",
+                            a->n_layers, a->n_heads, TG_HEATMAP_MAX_GRID, a->Lq,
+                            a->Lk, TG_HEATMAP_MAX_LEN, path);
     return 0;
 }
 
 int tg_heatmap_png(const char *path, const tg_real *weights, int n_layers,
                    int n_heads, int Lq, int Lk, const char *const *q_labels,
-                   const char *const *k_labels, char *err, size_t errlen)
+                   const char *const *k_labels)
 {
     hm_args a = {n_layers, n_heads, Lq, Lk, q_labels, k_labels};
-    if (validate(path, weights, &a, err, errlen) != 0) return -1;
+    if (validate(path, weights, &a) != 0) return -1;
 
     hm_layout o;
     if (!choose_layout(&a, &o))
-        return tg_set_err(err, errlen,
-                       "tg_heatmap_png: %d layers x %d heads of %d x %d do not "
-                       "fit in %d x %d px ('%s')",
-                       n_layers, n_heads, Lq, Lk, MAX_SIDE, MAX_SIDE, path);
+        return tg_error_set("tg_heatmap_png: %d layers x %d heads of %d x %d do not "
+                            "fit in %d x %d px ('%s')",
+                            n_layers, n_heads, Lq, Lk, MAX_SIDE, MAX_SIDE, path);
 
     tg_canvas *c = tg_canvas_new(o.w, o.h, WHITE);
     if (!c)
-        return tg_set_err(err, errlen,
-                       "tg_heatmap_png: out of memory for a %d x %d image "
-                       "('%s')", o.w, o.h, path);
+        return tg_error_set("tg_heatmap_png: out of memory for a %d x %d image "
+                            "('%s')", o.w, o.h, path);
     size_t per = (size_t)Lq * (size_t)Lk;
     for (int l = 0; l < n_layers; l++)
         for (int h = 0; h < n_heads; h++) {
@@ -237,7 +233,7 @@ int tg_heatmap_png(const char *path, const tg_real *weights, int n_layers,
             draw_cell(c, &a, &o, weights + cell * per, l, h);
         }
     draw_colorbar(c, &o);
-    int rc = tg_canvas_save_png(c, path, err, errlen);
+    int rc = tg_canvas_save_png(c, path);
     tg_canvas_free(c);
     return rc;
 }

@@ -33,10 +33,10 @@ extern "C" {
 
 /* Renders weights to a PNG at path. 0 on success; -1 on a bad argument, an
  * image that would be too large, out of memory or a write error, with a
- * message in err (naming the file for I/O errors). */
+ * message in tg_error() (naming the file for I/O errors). */
 int tg_heatmap_png(const char *path, const tg_real *weights, int n_layers,
                    int n_heads, int Lq, int Lk, const char *const *q_labels,
-                   const char *const *k_labels, char *err, size_t errlen);
+                   const char *const *k_labels);
 
 #ifdef __cplusplus
 }

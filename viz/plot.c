@@ -198,17 +198,15 @@ static int legend(tg_canvas *c, const tg_plot_series *ss, int n_series,
 }
 
 static int validate_series(const tg_plot_series *ss, int n_series,
-                           const char *path, char *err, size_t errlen)
+                           const char *path)
 {
     if (!ss || n_series <= 0 || n_series > TG_PLOT_MAX_SERIES)
-        return tg_set_err(err, errlen,
-                       "tg_plot_lines_png: need 1..%d series, got %d%s ('%s')",
-                       TG_PLOT_MAX_SERIES, n_series, ss ? "" : " (NULL)", path);
+        return tg_error_set("tg_plot_lines_png: need 1..%d series, got %d%s ('%s')",
+                            TG_PLOT_MAX_SERIES, n_series, ss ? "" : " (NULL)", path);
     for (int k = 0; k < n_series; k++)
         if (ss[k].n < 0 || (ss[k].n > 0 && !ss[k].y))
-            return tg_set_err(err, errlen,
-                           "tg_plot_lines_png: series %d: n=%d, y %s ('%s')",
-                           k, ss[k].n, ss[k].y ? "set" : "NULL", path);
+            return tg_error_set("tg_plot_lines_png: series %d: n=%d, y %s ('%s')",
+                                k, ss[k].n, ss[k].y ? "set" : "NULL", path);
     return 0;
 }
 
@@ -241,17 +239,16 @@ static void lines_frame_init(const tg_plot_series *ss, int n_series,
 }
 
 int tg_plot_lines_png(const char *path, const char *title, const char *x_label,
-                      const tg_plot_series *series, int n_series, char *err,
-                      size_t errlen)
+                      const tg_plot_series *series, int n_series)
 {
-    if (!path) return tg_set_err(err, errlen, "tg_plot_lines_png: path is NULL");
-    if (validate_series(series, n_series, path, err, errlen)) return -1;
+    if (!path) return tg_error_set("tg_plot_lines_png: path is NULL");
+    if (validate_series(series, n_series, path)) return -1;
     lines_frame f;
     lines_frame_init(series, n_series, title, x_label, &f);
     const rect *r = &f.r;
 
     tg_canvas *c = tg_canvas_new(LINES_W, LINES_H, WHITE);
-    if (!c) return tg_set_err(err, errlen, "tg_plot_lines_png: out of memory ('%s')", path);
+    if (!c) return tg_error_set("tg_plot_lines_png: out of memory ('%s')", path);
     draw_x_axis(c, &f.ax, r);
     draw_y_axis(c, &f.ayl, r, r->x - 1, -1, 1);
     if (f.has_right) draw_y_axis(c, &f.ayr, r, r->x + r->w, 1, 0);
@@ -262,7 +259,7 @@ int tg_plot_lines_png(const char *path, const char *title, const char *x_label,
     legend(c, series, n_series, r->x, f.legend_y, r->w);
     text_centred(c, title, MARGIN, LINES_W - 2 * MARGIN, MARGIN);
     text_centred(c, x_label, r->x, r->w, LINES_H - MARGIN - tg_text_height(TS));
-    int rc = tg_canvas_save_png(c, path, err, errlen);
+    int rc = tg_canvas_save_png(c, path);
     tg_canvas_free(c);
     return rc;
 }
@@ -362,25 +359,23 @@ static void draw_bars(tg_canvas *c, const bars_frame *f,
 }
 
 int tg_plot_bars_png(const char *path, const char *title,
-                     const char *const *labels, const double *values, int n,
-                     char *err, size_t errlen)
+                     const char *const *labels, const double *values, int n)
 {
-    if (!path) return tg_set_err(err, errlen, "tg_plot_bars_png: path is NULL");
+    if (!path) return tg_error_set("tg_plot_bars_png: path is NULL");
     if (!values || n <= 0 || n > TG_PLOT_MAX_BARS)
-        return tg_set_err(err, errlen,
-                       "tg_plot_bars_png: need 1..%d values, got %d%s ('%s')",
-                       TG_PLOT_MAX_BARS, n, values ? "" : " (values NULL)", path);
+        return tg_error_set("tg_plot_bars_png: need 1..%d values, got %d%s ('%s')",
+                            TG_PLOT_MAX_BARS, n, values ? "" : " (values NULL)", path);
     bars_frame f;
     bars_frame_init(title, labels, values, n, &f);
 
     tg_canvas *c = tg_canvas_new(f.w, f.h, WHITE);
-    if (!c) return tg_set_err(err, errlen, "tg_plot_bars_png: out of memory ('%s')", path);
+    if (!c) return tg_error_set("tg_plot_bars_png: out of memory ('%s')", path);
     draw_y_axis(c, &f.ay, &f.r, f.r.x - 1, -1, 1);
     draw_bars(c, &f, labels, values, n);
     tg_canvas_fill_rect(c, f.r.x, to_px(0.0, &f.ay, f.r.y, f.r.h, 1), f.r.w, 1, INK);
     tg_canvas_rect(c, f.r.x - 1, f.r.y - 1, f.r.w + 2, f.r.h + 2, INK);
     text_centred(c, title, MARGIN, f.w - 2 * MARGIN, MARGIN);
-    int rc = tg_canvas_save_png(c, path, err, errlen);
+    int rc = tg_canvas_save_png(c, path);
     tg_canvas_free(c);
     return rc;
 }

@@ -1,7 +1,7 @@
 /* tapegrad: line plots (loss / accuracy curves) and bar charts as PNG.
  *
  * Both functions draw on a white canvas with stb_easy_font text and return 0,
- * or -1 with a message in err (naming the file for I/O errors). Tick values
+ * or -1 with a message in tg_error() (naming the file for I/O errors). Tick values
  * are "nice" (1, 2 or 5 times a power of ten) and the axes are widened to
  * the enclosing ticks.
  */
@@ -36,8 +36,7 @@ typedef struct {
  * legend in rows above the plot (never over the data). title and x_label
  * may be NULL. */
 int tg_plot_lines_png(const char *path, const char *title, const char *x_label,
-                      const tg_plot_series *series, int n_series, char *err,
-                      size_t errlen);
+                      const tg_plot_series *series, int n_series);
 
 #define TG_PLOT_MAX_BARS 256
 
@@ -49,8 +48,7 @@ int tg_plot_lines_png(const char *path, const char *title, const char *x_label,
  * 960 x 600 px; more than ~65 bars widen it (12 px per bar, < 4000 px) and
  * long rotated labels make it taller. title may be NULL. */
 int tg_plot_bars_png(const char *path, const char *title,
-                     const char *const *labels, const double *values, int n,
-                     char *err, size_t errlen);
+                     const char *const *labels, const double *values, int n);
 
 #ifdef __cplusplus
 }

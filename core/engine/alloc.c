@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "error.h"
+
 static uint64_t n_allocs;  /* successful allocations */
 static uint64_t fail_at;   /* 0: off; else the countdown to the failing call */
 
@@ -14,27 +16,38 @@ static int should_fail(void)
     return 0;
 }
 
+/* Every failed allocation leaves a message; callers that know what the
+ * memory was for replace it with a better one. */
+static void *oom(size_t n)
+{
+    tg_error_set("out of memory (%zu bytes)", n);
+    return NULL;
+}
+
 void *tg_malloc(size_t n)
 {
-    if (should_fail()) return NULL;
+    if (should_fail()) return oom(n);
     void *p = malloc(n ? n : 1);
-    if (p) n_allocs++;
+    if (!p) return oom(n);
+    n_allocs++;
     return p;
 }
 
 void *tg_calloc(size_t count, size_t size)
 {
-    if (should_fail()) return NULL;
+    if (should_fail()) return oom(count * size);
     void *p = calloc(count ? count : 1, size ? size : 1);
-    if (p) n_allocs++;
+    if (!p) return oom(count * size);
+    n_allocs++;
     return p;
 }
 
 void *tg_realloc(void *p, size_t n)
 {
-    if (should_fail()) return NULL;
+    if (should_fail()) return oom(n);
     void *q = realloc(p, n ? n : 1);
-    if (q) n_allocs++;
+    if (!q) return oom(n);
+    n_allocs++;
     return q;
 }
 

@@ -31,19 +31,20 @@ static double weighted_output(tg_tape *t, tg_gradcheck_fn f, tg_tensor **inputs,
     return s;
 }
 
-static void fail(tg_gradcheck_result *r, const char *what, const tg_tape *t)
+/* The message of a check that could not run to the end. */
+static void fail(const char *what, const tg_tape *t)
 {
-    r->ok = false;
-    snprintf(r->message, sizeof r->message, "gradcheck: %s%s%s", what, t && tg_tape_error(t) ? ": " : "",
-             t && tg_tape_error(t) ? tg_tape_error(t) : "");
+    tg_error_set("gradcheck: %s%s%s", what, t && tg_tape_error(t) ? ": " : "",
+                 t && tg_tape_error(t) ? tg_tape_error(t) : "");
 }
 
-/* Compares every element of input k, updating the worst one in r. */
-static void check_input(tg_gradcheck_result *r, tg_tape *t, tg_gradcheck_fn f, tg_tensor **inputs,
+/* Compares every element of input k, updating the worst one in r; false
+ * (with the message in tg_error()) when a forward pass failed. */
+static bool check_input(tg_gradcheck_result *r, tg_tape *t, tg_gradcheck_fn f, tg_tensor **inputs,
                         int k, void *ctx, const tg_real *w, size_t n_w, const tg_gradcheck_opts *o)
 {
     tg_tensor *x = inputs[k];
-    for (size_t i = 0; i < x->size && r->message[0] == '\0'; i++) {
+    for (size_t i = 0; i < x->size; i++) {
         tg_real v = x->data[i];
         tg_real xp = (tg_real)(v + o->eps), xm = (tg_real)(v - o->eps);
         x->data[i] = xp;
@@ -52,8 +53,8 @@ static void check_input(tg_gradcheck_result *r, tg_tape *t, tg_gradcheck_fn f, t
         double lm = weighted_output(t, f, inputs, ctx, w, n_w);
         x->data[i] = v;
         if (isnan(lp) || isnan(lm)) {
-            fail(r, "a perturbed forward failed", t);
-            return;
+            fail("a perturbed forward failed", t);
+            return false;
         }
         /* divide by the perturbation actually applied (float rounds v +- eps) */
         double numeric = (lp - lm) / ((double)xp - (double)xm);
@@ -67,6 +68,7 @@ static void check_input(tg_gradcheck_result *r, tg_tape *t, tg_gradcheck_fn f, t
             r->numeric = numeric;
         }
     }
+    return true;
 }
 
 tg_gradcheck_result tg_gradcheck(tg_gradcheck_fn f, void *ctx, tg_tensor **inputs, int n_inputs,
@@ -81,30 +83,30 @@ tg_gradcheck_result tg_gradcheck(tg_gradcheck_fn f, void *ctx, tg_tensor **input
         if (opts->seed) o.seed = opts->seed;
     }
     if (!f || !inputs || n_inputs <= 0) {
-        fail(&r, "no function or no inputs", NULL);
+        fail("no function or no inputs", NULL);
         return r;
     }
     for (int k = 0; k < n_inputs; k++) {
         if (!inputs[k]) {
-            fail(&r, "an input is NULL", NULL);
+            fail("an input is NULL", NULL);
             return r;
         }
         if (inputs[k]->requires_grad && !inputs[k]->grad && !tg_tensor_alloc_grad(inputs[k])) {
-            fail(&r, "out of memory for an input's grad", NULL);
+            fail("out of memory for an input's grad", NULL);
             return r;
         }
         if (inputs[k]->requires_grad) memset(inputs[k]->grad, 0, inputs[k]->size * sizeof(tg_real));
     }
     tg_tape *t = tg_tape_new();
     if (!t) {
-        fail(&r, "out of memory for the tape", NULL);
+        fail("out of memory for the tape", NULL);
         return r;
     }
     tg_tensor *out = f(t, inputs, ctx);
     tg_real *w = out ? tg_malloc(out->size * sizeof *w + 1) : NULL;
     size_t n_w = out ? out->size : 0;
     if (!out || !w) {
-        fail(&r, out ? "out of memory for the weighting" : "the forward pass failed", t);
+        fail(out ? "out of memory for the weighting" : "the forward pass failed", t);
         goto done;
     }
     tg_rng rng;
@@ -112,17 +114,15 @@ tg_gradcheck_result tg_gradcheck(tg_gradcheck_fn f, void *ctx, tg_tensor **input
     for (size_t i = 0; i < n_w; i++) w[i] = (tg_real)(0.5 + tg_rng_uniform(&rng)); /* (0.5,1.5): no cancellation */
     if (n_w == 1) w[0] = 1;
     if (tg_backward_seed(t, out, w) != 0) {
-        fail(&r, "backward failed", t);
+        fail("backward failed", t);
         goto done;
     }
     for (int k = 0; k < n_inputs; k++)
-        if (inputs[k]->requires_grad) check_input(&r, t, f, inputs, k, ctx, w, n_w, &o);
-    if (r.message[0] == '\0') {
-        r.ok = r.worst_input < 0 || r.worst_ratio <= 1.0;
-        snprintf(r.message, sizeof r.message,
-                 "gradcheck %s: worst input %d index %zu analytic %.10g numeric %.10g (%.3g of tolerance)",
-                 r.ok ? "ok" : "FAILED", r.worst_input, r.worst_index, r.analytic, r.numeric, r.worst_ratio);
-    }
+        if (inputs[k]->requires_grad && !check_input(&r, t, f, inputs, k, ctx, w, n_w, &o)) goto done;
+    r.ok = r.worst_input < 0 || r.worst_ratio <= 1.0;
+    if (!r.ok)
+        tg_error_set("gradcheck FAILED: worst input %d index %zu analytic %.10g numeric %.10g (%.3g of tolerance)",
+                     r.worst_input, r.worst_index, r.analytic, r.numeric, r.worst_ratio);
 done:
     tg_free(w);
     tg_tape_free(t);

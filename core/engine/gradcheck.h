@@ -47,10 +47,12 @@ typedef struct tg_gradcheck_result {
     size_t worst_index;     /* flat element index */
     double analytic, numeric;
     double worst_ratio;     /* |a - n| / (atol + rtol |n|); ok iff <= 1 */
-    char message[256];      /* a summary, or the error that stopped the check */
 } tg_gradcheck_result;
 
-/* Only inputs with requires_grad are checked (set it on the ones you want). */
+/* Only inputs with requires_grad are checked (set it on the ones you want).
+ * When ok is false, tg_error() says why: the worst element ("gradcheck
+ * FAILED: worst input 1 index 7 analytic ... numeric ...") or the error that
+ * stopped the check. */
 tg_gradcheck_result tg_gradcheck(tg_gradcheck_fn f, void *ctx, tg_tensor **inputs, int n_inputs,
                                  const tg_gradcheck_opts *opts);
 

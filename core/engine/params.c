@@ -11,7 +11,6 @@ struct tg_params {
     int count, cap;
     tg_real *data, *grad;  /* flat buffers, numel each */
     size_t numel;
-    char error[256];
 };
 
 tg_params *tg_params_new(void) { return tg_calloc(1, sizeof(tg_params)); }
@@ -29,7 +28,6 @@ void tg_params_free(tg_params *p)
     tg_free(p);
 }
 
-const char *tg_params_error(const tg_params *p) { return p->error[0] ? p->error : NULL; }
 int tg_params_count(const tg_params *p) { return p->count; }
 tg_tensor *tg_params_at(const tg_params *p, int i) { return i >= 0 && i < p->count ? p->items[i] : NULL; }
 size_t tg_params_numel(const tg_params *p) { return p->numel; }
@@ -69,18 +67,17 @@ static tg_real *grow(tg_real *buf, size_t old_n, size_t n)
 
 tg_tensor *tg_params_add(tg_params *p, const char *name, int ndim, const int *shape)
 {
-    p->error[0] = '\0';
     size_t size;
-    if (!name || !*name) {
-        snprintf(p->error, sizeof p->error, "tg_params_add: empty name");
+    if (!p || !name || !*name) {
+        tg_error_set("tg_params_add: %s", !p ? "the parameter store is NULL" : "empty name");
         return NULL;
     }
     if (tg_params_get(p, name)) {
-        snprintf(p->error, sizeof p->error, "tg_params_add: '%s' already exists", name);
+        tg_error_set("tg_params_add: '%s' already exists", name);
         return NULL;
     }
     if (!tg_shape_size(ndim, shape, &size) || size > SIZE_MAX / sizeof(tg_real) - p->numel) {
-        snprintf(p->error, sizeof p->error, "tg_params_add: '%s' has an invalid shape", name);
+        tg_error_set("tg_params_add: '%s' has an invalid shape", name);
         return NULL;
     }
     if (p->count == p->cap) {
@@ -113,6 +110,6 @@ tg_tensor *tg_params_add(tg_params *p, const char *name, int ndim, const int *sh
     repoint(p);
     return x;
 oom:
-    snprintf(p->error, sizeof p->error, "out of memory adding parameter '%s'", name);
+    tg_error_set("out of memory adding parameter '%s'", name);
     return NULL;
 }

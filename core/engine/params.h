@@ -27,10 +27,9 @@ tg_params *tg_params_new(void);
 void tg_params_free(tg_params *p);
 
 /* A new zero-filled parameter (requires_grad, zero grad). NULL when the name
- * is taken, the shape is bad or memory runs out; tg_params_error says which. */
+ * is taken, the shape is bad or memory runs out (tg_error() says which). */
 tg_tensor *tg_params_add(tg_params *p, const char *name, int ndim, const int *shape);
 tg_tensor *tg_params_get(const tg_params *p, const char *name);
-const char *tg_params_error(const tg_params *p);
 
 int tg_params_count(const tg_params *p);           /* number of tensors */
 tg_tensor *tg_params_at(const tg_params *p, int i); /* in insertion order */

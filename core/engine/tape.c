@@ -120,17 +120,25 @@ void tg_tape_clear_error(tg_tape *t)
 
 tg_tensor *tg_fail(tg_tape *t, const char *fmt, ...)
 {
-    if (!t || t->has_error) return NULL;
+    char msg[sizeof t->error];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(t->error, sizeof t->error, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    t->has_error = true;
+    tg_error_set("%s", msg);
+    if (t && !t->has_error) {
+        memcpy(t->error, msg, sizeof msg);
+        t->has_error = true;
+    }
     return NULL;
 }
 
 tg_tensor *tg_fail_null(tg_tape *t, const char *op)
 {
+    if (t && t->has_error) {
+        tg_error_set("%s", t->error);  /* the NULL is that failure's result */
+        return NULL;
+    }
     return tg_fail(t, "%s: input is NULL", op);
 }
 
@@ -306,7 +314,10 @@ static const char *misuse(const tg_tape *t, const tg_tensor *x)
 
 bool tg_inputs_check(tg_tape *t, const char *op, tg_tensor *const *in, int n, int n_required)
 {
-    if (!t) return false;
+    if (!t) {
+        tg_fail(NULL, "%s: the tape is NULL", op);
+        return false;
+    }
     for (int k = 0; k < n; k++) {
         const tg_tensor *x = in[k];
         if (!x) {
@@ -407,8 +418,8 @@ static const char *backward_refusal(const tg_tape *t, const tg_tensor *out, cons
 
 int tg_backward_seed(tg_tape *t, tg_tensor *out, const tg_real *seed)
 {
-    if (!t) return -1;
-    if (t->has_error) return -1;  /* the forward failed: its message stays */
+    if (!t) return tg_error_set("tg_backward: the tape is NULL");
+    if (t->has_error) return tg_error_set("%s", t->error);  /* the forward failed: its message stays */
     const char *why = backward_refusal(t, out, seed);
     if (why) {
         tg_fail(t, "%s", why);

@@ -10,9 +10,10 @@
  * grows in chunks and tg_tape_reset rewinds it without freeing, so a
  * fixed-shape training loop makes no heap allocation after its first step.
  *
- * Errors are sticky: the first message stays until tg_tape_reset (or
- * tg_tape_clear_error); ops given a NULL input return NULL without touching
- * it, so a whole forward pass is checked once, at the loss.
+ * Errors are sticky: a failing op returns NULL, and its message stays in the
+ * tape until tg_tape_reset (or tg_tape_clear_error) and is also left in
+ * tg_error() (core/engine/error.h). Ops given a NULL input return NULL without
+ * replacing it, so a whole forward pass is checked once, at the loss.
  *
  * Misuse is an error, never a silent wrong number: every op and tg_backward
  * refuse a tensor from before tg_tape_reset, a tensor of another tape (a
@@ -92,11 +93,12 @@ tg_tensor *tg_tensor_from(tg_tape *t, const tg_real *data, int ndim, const int *
 
 /* ---- errors, for op and layer authors ------------------------------------ */
 
-/* Stores "fmt..." as the error if none is stored yet; returns NULL. */
+/* Stores "fmt..." as the tape's error if none is stored yet, and always as
+ * tg_error(); returns NULL. t may be NULL (then only tg_error()). */
 tg_tensor *tg_fail(tg_tape *t, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* For an op given a NULL input: keeps an earlier message, else stores
- * "<op>: input is NULL"; returns NULL. */
+/* For an op given a NULL input: keeps the tape's earlier message (and puts
+ * it back in tg_error()), else stores "<op>: input is NULL"; returns NULL. */
 tg_tensor *tg_fail_null(tg_tape *t, const char *op);
 
 #ifdef __cplusplus

@@ -63,7 +63,11 @@ void tg_tensor_fill(tg_tensor *x, tg_real v)
 tg_tensor *tg_tensor_alloc(int ndim, const int *shape)
 {
     size_t size;
-    if (!tg_shape_size(ndim, shape, &size)) return NULL;
+    if (!tg_shape_size(ndim, shape, &size)) {
+        tg_error_set("tg_tensor_alloc: invalid shape (ndim %d must be 0..%d, dims >= 0, size must not "
+                     "overflow)", ndim, TG_MAX_DIMS);
+        return NULL;
+    }
     tg_tensor *x = tg_calloc(1, sizeof *x);
     if (!x) return NULL;
     x->data = tg_calloc(size ? size : 1, sizeof(tg_real));

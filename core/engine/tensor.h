@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "error.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -52,7 +54,8 @@ typedef struct tg_tensor {
  * other way (on the stack, by hand) is refused by every op. */
 #define TG_TENSOR_LIVE 0x7e45a11eu
 
-/* A standalone heap tensor, zero-filled, grad NULL. NULL on bad shape / OOM. */
+/* A standalone heap tensor, zero-filled, grad NULL. NULL (tg_error() says
+ * why) on a bad shape or out of memory. */
 tg_tensor *tg_tensor_alloc(int ndim, const int *shape);
 /* Frees a heap tensor; does nothing for NULL, arena tensors, parameters and
  * a tensor already freed (recently enough to be known: its header stays

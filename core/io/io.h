@@ -12,8 +12,8 @@
  * naming the file and the problem. Writing is atomic: a temporary file in the
  * same directory, fsync, rename; on failure the old file is untouched.
  *
- * Functions that touch files return 0 on success, -1 on failure with a
- * message in err (errlen bytes, may be 0).
+ * Every function returns 0 (or a pointer) on success, -1 (or NULL) on failure
+ * with the message in tg_error() (core/engine/error.h).
  *
  * Details:
  *   - dtypes: F32 and F64 load into tg_real (F64 -> float rounds to nearest;
@@ -63,15 +63,14 @@ void tg_st_free(tg_safetensors *s);
 /* Copies x's data under name (x->name when name is NULL). Names are UTF-8
  * (empty is allowed, as in the reference), not "__metadata__", and unique: a
  * duplicate fails. */
-int tg_st_add(tg_safetensors *s, const char *name, const tg_tensor *x, char *err, size_t errlen);
+int tg_st_add(tg_safetensors *s, const char *name, const tg_tensor *x);
 int tg_st_add_data(tg_safetensors *s, const char *name, const tg_real *data, int ndim,
-                   const int *shape, char *err, size_t errlen);
+                   const int *shape);
 /* A new zero-filled tensor under name, owned by s, to be filled in place;
- * NULL with a message in err on a bad name or shape or out of memory. */
-tg_tensor *tg_st_add_zeros(tg_safetensors *s, const char *name, int ndim, const int *shape,
-                           char *err, size_t errlen);
+ * NULL with a message in tg_error() on a bad name or shape or out of memory. */
+tg_tensor *tg_st_add_zeros(tg_safetensors *s, const char *name, int ndim, const int *shape);
 /* Sets (or replaces) a metadata entry; key and value are UTF-8 strings. */
-int tg_st_set_meta(tg_safetensors *s, const char *key, const char *value, char *err, size_t errlen);
+int tg_st_set_meta(tg_safetensors *s, const char *key, const char *value);
 const char *tg_st_meta(const tg_safetensors *s, const char *key);  /* NULL if absent */
 int tg_st_meta_count(const tg_safetensors *s);
 const char *tg_st_meta_key(const tg_safetensors *s, int i);
@@ -86,27 +85,24 @@ tg_tensor *tg_st_get(const tg_safetensors *s, const char *name);
  * directory is fsync'ed, best effort); on any failure it is removed and an
  * existing file at path is untouched. A new file gets mode 0666 & ~umask, a
  * replaced file keeps its mode. */
-int tg_st_save(const tg_safetensors *s, const char *path, tg_dtype dtype, char *err, size_t errlen);
+int tg_st_save(const tg_safetensors *s, const char *path, tg_dtype dtype);
 /* The same bytes in memory: *buf (tg_malloc'ed, free with tg_free), *len. */
-int tg_st_to_bytes(const tg_safetensors *s, tg_dtype dtype, uint8_t **buf, size_t *len, char *err,
-                   size_t errlen);
+int tg_st_to_bytes(const tg_safetensors *s, tg_dtype dtype, uint8_t **buf, size_t *len);
 /* Reads and parses a whole file; messages name path. *out is NULL on failure. */
-int tg_st_load(const char *path, tg_safetensors **out, char *err, size_t errlen);
+int tg_st_load(const char *path, tg_safetensors **out);
 /* Parses a whole file already in memory; `what` names it in messages
  * ("<memory>" when NULL). Everything is validated before anything is
  * allocated for the tensors; *out is NULL on failure. */
-int tg_st_parse(const uint8_t *buf, size_t len, const char *what, tg_safetensors **out, char *err,
-                size_t errlen);
+int tg_st_parse(const uint8_t *buf, size_t len, const char *what, tg_safetensors **out);
 
 /* Every parameter of p: copied into s under its name (data only). */
-int tg_st_add_params(tg_safetensors *s, const tg_params *p, char *err, size_t errlen);
+int tg_st_add_params(tg_safetensors *s, const tg_params *p);
 /* Loads every parameter of p from s: each must be present with p's shape;
  * the first missing or mis-shaped name is reported. When strict, a tensor of
  * s that p does not have (outside the `ignore_prefix`, e.g. "optim.") is an
  * error too. Everything is checked before anything is copied: on failure p is
  * left unchanged. */
-int tg_st_load_params(tg_params *p, const tg_safetensors *s, bool strict, const char *ignore_prefix,
-                      char *err, size_t errlen);
+int tg_st_load_params(tg_params *p, const tg_safetensors *s, bool strict, const char *ignore_prefix);
 
 #ifdef __cplusplus
 }

@@ -97,7 +97,7 @@ static size_t json_number(const unsigned char *p, size_t n)
 /* UTF-8 and the lexical rules cJSON does not enforce (serde_json, which the
  * reference uses, does): no raw control characters, strict numbers, and no
  * \u0000 (tapegrad names are C strings). */
-static int scan_header(const unsigned char *h, size_t n, const char *what, char *err, size_t errlen)
+static int scan_header(const unsigned char *h, size_t n, const char *what)
 {
     bool in_str = false;
     for (size_t i = 0; i < n;) {
@@ -105,30 +105,26 @@ static int scan_header(const unsigned char *h, size_t n, const char *what, char 
         size_t k = 1;
         if (c >= 0x80) {
             if (!(k = utf8_seq(h + i, n - i)))
-                return tg_set_err(err, errlen, "%s: header is not valid UTF-8 (byte %zu of the header)", what,
-                                  i);
+                return tg_error_set("%s: header is not valid UTF-8 (byte %zu of the header)", what,
+                                    i);
         } else if (in_str) {
             if (c < 0x20)
-                return tg_set_err(
-                    err, errlen,
-                    "%s: header has a raw control character 0x%02x in a string (byte %zu of the header)",
-                    what, c, i);
+                return tg_error_set("%s: header has a raw control character 0x%02x in a string (byte %zu of the header)",
+                                    what, c, i);
             if (c == '"') in_str = false;
             if (c == '\\' && n - i > 5 && memcmp(h + i + 1, "u0000", 5) == 0)
-                return tg_set_err(err, errlen,
-                                  "%s: header has a \\u0000 escape in a string (byte %zu of the header)",
-                                  what, i);
+                return tg_error_set("%s: header has a \\u0000 escape in a string (byte %zu of the header)",
+                                    what, i);
             if (c == '\\' && i + 1 < n && h[i + 1] < 0x80) k = 2; /* skip the escaped character */
         } else if (c == '"') {
             in_str = true;
         } else if (c == '-' || (c >= '0' && c <= '9')) {
             if (!(k = json_number(h + i, n - i)))
-                return tg_set_err(err, errlen, "%s: header has a malformed number (byte %zu of the header)",
-                                  what, i);
+                return tg_error_set("%s: header has a malformed number (byte %zu of the header)",
+                                    what, i);
         } else if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') {
-            return tg_set_err(err, errlen,
-                              "%s: header has a raw control character 0x%02x (byte %zu of the header)", what,
-                              c, i);
+            return tg_error_set("%s: header has a raw control character 0x%02x (byte %zu of the header)", what,
+                                c, i);
         }
         i += k;
     }
@@ -182,36 +178,35 @@ static const char *const unsupported[] = {"BOOL",    "U8",      "I8",  "U16",   
                                           "I32",     "U64",     "I64", "F16",     "BF16",    "F8_E4M3",
                                           "F8_E5M2", "F8_E8M0", "F4",  "F6_E2M3", "F6_E3M2", "C64"};
 
-static int entry_dtype(const cJSON *c, entry *e, const char *what, char *err, size_t errlen)
+static int entry_dtype(const cJSON *c, entry *e, const char *what)
 {
     const cJSON *dt = cJSON_GetObjectItemCaseSensitive(c, "dtype");
-    if (!dt) return tg_set_err(err, errlen, "%s: tensor '%s': missing 'dtype'", what, e->name);
+    if (!dt) return tg_error_set("%s: tensor '%s': missing 'dtype'", what, e->name);
     if (!cJSON_IsString(dt))
-        return tg_set_err(err, errlen, "%s: tensor '%s': 'dtype' is %s, it must be a string", what, e->name,
-                          kind(dt));
+        return tg_error_set("%s: tensor '%s': 'dtype' is %s, it must be a string", what, e->name,
+                            kind(dt));
     if (strcmp(dt->valuestring, "F32") == 0 || strcmp(dt->valuestring, "F64") == 0) {
         e->dtype = dt->valuestring[1] == '3' ? TG_F32 : TG_F64;
         return 0;
     }
     for (size_t i = 0; i < sizeof unsupported / sizeof *unsupported; i++)
         if (strcmp(dt->valuestring, unsupported[i]) == 0)
-            return tg_set_err(err, errlen,
-                              "%s: tensor '%s': dtype %s is not supported (tapegrad reads F32 and F64)", what,
-                              e->name, dt->valuestring);
-    return tg_set_err(err, errlen, "%s: tensor '%s': unknown dtype '%s'", what, e->name, dt->valuestring);
+            return tg_error_set("%s: tensor '%s': dtype %s is not supported (tapegrad reads F32 and F64)", what,
+                                e->name, dt->valuestring);
+    return tg_error_set("%s: tensor '%s': unknown dtype '%s'", what, e->name, dt->valuestring);
 }
 
-static int entry_shape(const cJSON *c, entry *e, const char *what, char *err, size_t errlen)
+static int entry_shape(const cJSON *c, entry *e, const char *what)
 {
     const cJSON *sh = cJSON_GetObjectItemCaseSensitive(c, "shape");
-    if (!sh) return tg_set_err(err, errlen, "%s: tensor '%s': missing 'shape'", what, e->name);
+    if (!sh) return tg_error_set("%s: tensor '%s': missing 'shape'", what, e->name);
     if (!cJSON_IsArray(sh))
-        return tg_set_err(err, errlen, "%s: tensor '%s': 'shape' is %s, it must be an array of dims", what,
-                          e->name, kind(sh));
+        return tg_error_set("%s: tensor '%s': 'shape' is %s, it must be an array of dims", what,
+                            e->name, kind(sh));
     int ndim = cJSON_GetArraySize(sh), i = 0;
     if (ndim > TG_MAX_DIMS)
-        return tg_set_err(err, errlen, "%s: tensor '%s': shape has %d dims, tapegrad tensors have at most %d",
-                          what, e->name, ndim, TG_MAX_DIMS);
+        return tg_error_set("%s: tensor '%s': shape has %d dims, tapegrad tensors have at most %d",
+                            what, e->name, ndim, TG_MAX_DIMS);
     e->ndim = ndim;
     for (const cJSON *d = sh->child; d; d = d->next, i++) {
         uint64_t v;
@@ -221,73 +216,65 @@ static int entry_shape(const cJSON *c, entry *e, const char *what, char *err, si
                 snprintf(val, sizeof val, "%.17g", d->valuedouble);
             else
                 snprintf(val, sizeof val, "%s", kind(d));
-            return tg_set_err(err, errlen,
-                              "%s: tensor '%s': shape dim %d is %s, dims must be integers in [0, %d]", what,
-                              e->name, i, val, INT32_MAX);
+            return tg_error_set("%s: tensor '%s': shape dim %d is %s, dims must be integers in [0, %d]", what,
+                                e->name, i, val, INT32_MAX);
         }
         e->shape[i] = (int)v;
     }
     return 0;
 }
 
-static int entry_offsets(const cJSON *c, entry *e, uint64_t data_len, const char *what, char *err,
-                         size_t errlen)
+static int entry_offsets(const cJSON *c, entry *e, uint64_t data_len, const char *what)
 {
     const cJSON *of = cJSON_GetObjectItemCaseSensitive(c, "data_offsets");
-    if (!of) return tg_set_err(err, errlen, "%s: tensor '%s': missing 'data_offsets'", what, e->name);
+    if (!of) return tg_error_set("%s: tensor '%s': missing 'data_offsets'", what, e->name);
     if (!cJSON_IsArray(of) || cJSON_GetArraySize(of) != 2 || !as_uint(of->child, ST_MAX_OFFSET, &e->begin) ||
         !as_uint(of->child->next, ST_MAX_OFFSET, &e->end))
-        return tg_set_err(err, errlen,
-                          "%s: tensor '%s': 'data_offsets' must be two non-negative integers [begin, end]",
-                          what, e->name);
+        return tg_error_set("%s: tensor '%s': 'data_offsets' must be two non-negative integers [begin, end]",
+                            what, e->name);
     if (e->end < e->begin)
-        return tg_set_err(err, errlen, "%s: tensor '%s': data_offsets [%llu, %llu] end before they begin",
-                          what, e->name, (unsigned long long)e->begin, (unsigned long long)e->end);
+        return tg_error_set("%s: tensor '%s': data_offsets [%llu, %llu] end before they begin",
+                            what, e->name, (unsigned long long)e->begin, (unsigned long long)e->end);
     /* bytes = product(shape) * dtype size, with overflow checks */
     uint64_t bytes = e->dtype == TG_F64 ? 8 : 4;
     char sb[TG_SHAPE_STR];
     for (int i = 0; i < e->ndim; i++) {
         if (e->shape[i] && bytes > UINT64_MAX / (uint64_t)e->shape[i])
-            return tg_set_err(err, errlen,
-                              "%s: tensor '%s': shape %s overflows (its byte size exceeds 64 bits)", what,
-                              e->name, shape_str(e, sb));
+            return tg_error_set("%s: tensor '%s': shape %s overflows (its byte size exceeds 64 bits)", what,
+                                e->name, shape_str(e, sb));
         bytes *= (uint64_t)e->shape[i];
     }
     if (e->end - e->begin != bytes)
-        return tg_set_err(
-            err, errlen,
-            "%s: tensor '%s': data_offsets [%llu, %llu] do not match dtype %s and shape %s (%llu bytes)",
-            what, e->name, (unsigned long long)e->begin, (unsigned long long)e->end,
-            e->dtype == TG_F64 ? "F64" : "F32", shape_str(e, sb), (unsigned long long)bytes);
+        return tg_error_set("%s: tensor '%s': data_offsets [%llu, %llu] do not match dtype %s and shape %s (%llu bytes)",
+                            what, e->name, (unsigned long long)e->begin, (unsigned long long)e->end,
+                            e->dtype == TG_F64 ? "F64" : "F32", shape_str(e, sb), (unsigned long long)bytes);
     if (e->end > data_len)
-        return tg_set_err(err, errlen,
-                          "%s: tensor '%s': data_offsets [%llu, %llu] run past the end of the data (%llu "
-                          "bytes; truncated file?)",
-                          what, e->name, (unsigned long long)e->begin, (unsigned long long)e->end,
-                          (unsigned long long)data_len);
+        return tg_error_set("%s: tensor '%s': data_offsets [%llu, %llu] run past the end of the data (%llu "
+                            "bytes; truncated file?)",
+                            what, e->name, (unsigned long long)e->begin, (unsigned long long)e->end,
+                            (unsigned long long)data_len);
     size_t size;
     if (!tg_shape_size(e->ndim, e->shape, &size))
-        return tg_set_err(err, errlen, "%s: tensor '%s': shape %s is too large for this build", what, e->name,
-                          shape_str(e, sb));
+        return tg_error_set("%s: tensor '%s': shape %s is too large for this build", what, e->name,
+                            shape_str(e, sb));
     return 0;
 }
 
-static int parse_entry(const cJSON *c, entry *e, uint64_t data_len, const char *what, char *err,
-                       size_t errlen)
+static int parse_entry(const cJSON *c, entry *e, uint64_t data_len, const char *what)
 {
     e->name = c->string;
     if (!cJSON_IsObject(c))
-        return tg_set_err(err, errlen, "%s: tensor '%s': entry is %s, not an object", what, e->name, kind(c));
+        return tg_error_set("%s: tensor '%s': entry is %s, not an object", what, e->name, kind(c));
     static const char *const fields[] = {"dtype", "shape", "data_offsets"};
     for (int f = 0; f < 3; f++) {
         int seen = 0;
         for (const cJSON *k = c->child; k; k = k->next) seen += strcmp(k->string, fields[f]) == 0;
         if (seen > 1)
-            return tg_set_err(err, errlen, "%s: tensor '%s': field '%s' appears twice", what, e->name,
-                              fields[f]);
+            return tg_error_set("%s: tensor '%s': field '%s' appears twice", what, e->name,
+                                fields[f]);
     }
-    if (entry_dtype(c, e, what, err, errlen) || entry_shape(c, e, what, err, errlen)) return -1;
-    return entry_offsets(c, e, data_len, what, err, errlen);
+    if (entry_dtype(c, e, what) || entry_shape(c, e, what)) return -1;
+    return entry_offsets(c, e, data_len, what);
 }
 
 static int cmp_entry(const void *pa, const void *pb)
@@ -299,49 +286,45 @@ static int cmp_entry(const void *pa, const void *pb)
 }
 
 /* Sorted by offsets, the entries must tile [0, data_len) exactly. */
-static int check_tiling(entry *es, size_t n, uint64_t data_len, const char *what, char *err, size_t errlen)
+static int check_tiling(entry *es, size_t n, uint64_t data_len, const char *what)
 {
     qsort(es, n, sizeof *es, cmp_entry);
     uint64_t at = 0;
     for (size_t i = 0; i < n; i++) {
         const entry *e = &es[i];
         if (e->begin < at)
-            return tg_set_err(
-                err, errlen, "%s: tensor '%s': data_offsets [%llu, %llu] overlap tensor '%s' [%llu, %llu]",
-                what, e->name, (unsigned long long)e->begin, (unsigned long long)e->end, es[i - 1].name,
-                (unsigned long long)es[i - 1].begin, (unsigned long long)es[i - 1].end);
+            return tg_error_set("%s: tensor '%s': data_offsets [%llu, %llu] overlap tensor '%s' [%llu, %llu]",
+                                what, e->name, (unsigned long long)e->begin, (unsigned long long)e->end, es[i - 1].name,
+                                (unsigned long long)es[i - 1].begin, (unsigned long long)es[i - 1].end);
         if (e->begin > at)
-            return tg_set_err(
-                err, errlen, "%s: gap in the data: bytes [%llu, %llu) before tensor '%s' belong to no tensor",
-                what, (unsigned long long)at, (unsigned long long)e->begin, e->name);
+            return tg_error_set("%s: gap in the data: bytes [%llu, %llu) before tensor '%s' belong to no tensor",
+                                what, (unsigned long long)at, (unsigned long long)e->begin, e->name);
         at = e->end;
     }
     if (at != data_len)
-        return tg_set_err(
-            err, errlen,
-            "%s: the tensors cover %llu bytes of data but the data section has %llu (trailing bytes)", what,
-            (unsigned long long)at, (unsigned long long)data_len);
+        return tg_error_set("%s: the tensors cover %llu bytes of data but the data section has %llu (trailing bytes)", what,
+                            (unsigned long long)at, (unsigned long long)data_len);
     return 0;
 }
 
-static int check_metadata(const cJSON *meta, const char **scratch, const char *what, char *err, size_t errlen)
+static int check_metadata(const cJSON *meta, const char **scratch, const char *what)
 {
     if (!meta || cJSON_IsNull(meta)) return 0;
     if (!cJSON_IsObject(meta))
-        return tg_set_err(err, errlen, "%s: '__metadata__' is %s, it must be an object of strings", what,
-                          kind(meta));
+        return tg_error_set("%s: '__metadata__' is %s, it must be an object of strings", what,
+                            kind(meta));
     size_t n = 0;
     for (const cJSON *c = meta->child; c; c = c->next, n++)
         if (!cJSON_IsString(c))
-            return tg_set_err(err, errlen, "%s: '__metadata__' must map strings to strings, but '%s' is %s",
-                              what, c->string, kind(c));
+            return tg_error_set("%s: '__metadata__' must map strings to strings, but '%s' is %s",
+                                what, c->string, kind(c));
     const char *dup = find_duplicate(meta, n, scratch);
-    if (dup) return tg_set_err(err, errlen, "%s: '__metadata__' key '%s' appears twice", what, dup);
+    if (dup) return tg_error_set("%s: '__metadata__' key '%s' appears twice", what, dup);
     return 0;
 }
 
 /* Everything after the JSON parse: names, metadata, entries, tiling. */
-static int check_header(tg_st_header *h, uint64_t data_len, const char *what, char *err, size_t errlen)
+static int check_header(tg_st_header *h, uint64_t data_len, const char *what)
 {
     const cJSON *root = h->root;
     size_t n = 0, nm = 0;
@@ -353,57 +336,53 @@ static int check_header(tg_st_header *h, uint64_t data_len, const char *what, ch
     h->entries = tg_malloc(n * sizeof *h->entries + 1);
     int rc = -1;
     if (!scratch || !h->entries) {
-        tg_set_err(err, errlen, "%s: out of memory reading the header (%zu entries)", what, n);
+        tg_error_set("%s: out of memory reading the header (%zu entries)", what, n);
         goto out;
     }
     const char *dup = find_duplicate(root, n, scratch);
     if (dup) {
-        tg_set_err(err, errlen, "%s: %s'%s' appears twice in the header", what,
-                   strcmp(dup, "__metadata__") ? "tensor name " : "", dup);
+        tg_error_set("%s: %s'%s' appears twice in the header", what,
+                     strcmp(dup, "__metadata__") ? "tensor name " : "", dup);
         goto out;
     }
-    if (check_metadata(meta, scratch, what, err, errlen)) goto out;
+    if (check_metadata(meta, scratch, what)) goto out;
     h->meta = cJSON_IsObject(meta) ? meta : NULL;
     for (const cJSON *c = root->child; c; c = c->next) {
         if (c == meta) continue;
         entry *e = &h->entries[h->n_entries];
         memset(e, 0, sizeof *e);
         e->index = h->n_entries++;
-        if (parse_entry(c, e, data_len, what, err, errlen)) goto out;
+        if (parse_entry(c, e, data_len, what)) goto out;
     }
-    rc = check_tiling(h->entries, h->n_entries, data_len, what, err, errlen);
+    rc = check_tiling(h->entries, h->n_entries, data_len, what);
 out:
     tg_free(scratch);
     return rc;
 }
 
-int tg_st_header_read(const uint8_t *buf, size_t len, const char *what, tg_st_header *h, char *err,
-                      size_t errlen)
+int tg_st_header_read(const uint8_t *buf, size_t len, const char *what, tg_st_header *h)
 {
     memset(h, 0, sizeof *h);
     /* a file that fails these is most likely some other kind of file: say so first */
     if (len < 8)
-        return tg_set_err(err, errlen,
-                          "%s: not a safetensors file: too small for a safetensors header (%zu bytes, "
-                          "need at least 8)", what, len);
+        return tg_error_set("%s: not a safetensors file: too small for a safetensors header (%zu bytes, "
+                            "need at least 8)", what, len);
     uint64_t n = 0;
     for (int b = 7; b >= 0; b--) n = n << 8 | buf[b];
     if (n > TG_ST_MAX_HEADER)
-        return tg_set_err(err, errlen,
-                          "%s: not a safetensors file: its first 8 bytes give a header length of %llu, "
-                          "which exceeds the limit of %u bytes", what, (unsigned long long)n,
-                          TG_ST_MAX_HEADER);
+        return tg_error_set("%s: not a safetensors file: its first 8 bytes give a header length of %llu, "
+                            "which exceeds the limit of %u bytes", what, (unsigned long long)n,
+                            TG_ST_MAX_HEADER);
     if (n > len - 8)
-        return tg_set_err(err, errlen,
-                          "%s: not a safetensors file: its first 8 bytes give a header length of %llu, "
-                          "which runs past the end of the file (%zu bytes)", what, (unsigned long long)n,
-                          len);
-    if (scan_header(buf + 8, n, what, err, errlen)) return -1;
+        return tg_error_set("%s: not a safetensors file: its first 8 bytes give a header length of %llu, "
+                            "which runs past the end of the file (%zu bytes)", what, (unsigned long long)n,
+                            len);
+    if (scan_header(buf + 8, n, what)) return -1;
     /* a NUL-terminated copy: cJSON then checks that only whitespace follows */
     char *copy = tg_malloc(n + 1);
     if (!copy)
-        return tg_set_err(err, errlen, "%s: out of memory for a %llu-byte header", what,
-                          (unsigned long long)n);
+        return tg_error_set("%s: out of memory for a %llu-byte header", what,
+                            (unsigned long long)n);
     memcpy(copy, buf + 8, n);
     copy[n] = '\0';
     tg_st_json_hooks();
@@ -412,15 +391,15 @@ int tg_st_header_read(const uint8_t *buf, size_t len, const char *what, tg_st_he
     h->root = cJSON_ParseWithLengthOpts(copy, n + 1, &end, 1);
     int rc;
     if (!h->root && json_oom)
-        rc = tg_set_err(err, errlen, "%s: out of memory parsing the %llu-byte header", what,
-                        (unsigned long long)n);
+        rc = tg_error_set("%s: out of memory parsing the %llu-byte header", what,
+                          (unsigned long long)n);
     else if (!h->root)
-        rc = tg_set_err(err, errlen, "%s: header is not valid JSON (error near byte %zu of the header)", what,
-                        (size_t)(end - copy));
+        rc = tg_error_set("%s: header is not valid JSON (error near byte %zu of the header)", what,
+                          (size_t)(end - copy));
     else if (!cJSON_IsObject(h->root))
-        rc = tg_set_err(err, errlen, "%s: header is %s, not a JSON object", what, kind(h->root));
+        rc = tg_error_set("%s: header is %s, not a JSON object", what, kind(h->root));
     else
-        rc = check_header(h, len - 8 - n, what, err, errlen);
+        rc = check_header(h, len - 8 - n, what);
     tg_free(copy);
     h->data = buf + 8 + n;
     if (rc) tg_st_header_free(h);

@@ -34,8 +34,7 @@ typedef struct tg_st_header {
 /* Validates a whole file in memory (every rule of core/io/io.h) without
  * allocating anything for the tensors. 0 and *h filled (free it with
  * tg_st_header_free), or -1 with a message naming `what`. */
-int tg_st_header_read(const uint8_t *buf, size_t len, const char *what, tg_st_header *h, char *err,
-                      size_t errlen);
+int tg_st_header_read(const uint8_t *buf, size_t len, const char *what, tg_st_header *h);
 void tg_st_header_free(tg_st_header *h);
 
 /* Routes cJSON's allocations through tg_malloc/tg_free. */

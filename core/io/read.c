@@ -75,41 +75,39 @@ static tg_tensor *append(tg_safetensors *s, const char *name, int ndim, const in
     return x;
 }
 
-tg_tensor *tg_st_add_zeros(tg_safetensors *s, const char *name, int ndim, const int *shape, char *err,
-                           size_t errlen)
+tg_tensor *tg_st_add_zeros(tg_safetensors *s, const char *name, int ndim, const int *shape)
 {
     size_t size;
     if (!s || !name) {
-        tg_set_err(err, errlen, "tg_st_add: %s is NULL", s ? "name" : "set");
+        tg_error_set("tg_st_add: %s is NULL", s ? "name" : "set");
     } else if (!tg_st_utf8_valid(name)) {
-        tg_set_err(err, errlen, "tg_st_add: tensor name is not valid UTF-8");
+        tg_error_set("tg_st_add: tensor name is not valid UTF-8");
     } else if (strcmp(name, "__metadata__") == 0) {
-        tg_set_err(err, errlen, "tg_st_add: tensor name '__metadata__' is reserved");
+        tg_error_set("tg_st_add: tensor name '__metadata__' is reserved");
     } else if (tg_st_get(s, name)) {
-        tg_set_err(err, errlen, "tg_st_add: tensor name '%s' is already taken", name);
+        tg_error_set("tg_st_add: tensor name '%s' is already taken", name);
     } else if (!tg_shape_size(ndim, shape, &size)) {
-        tg_set_err(err, errlen, "tg_st_add: tensor '%s': invalid shape (%d dims)", name, ndim);
+        tg_error_set("tg_st_add: tensor '%s': invalid shape (%d dims)", name, ndim);
     } else {
         tg_tensor *x = append(s, name, ndim, shape);
-        if (!x) tg_set_err(err, errlen, "out of memory adding tensor '%s' (%zu elements)", name, size);
+        if (!x) tg_error_set("out of memory adding tensor '%s' (%zu elements)", name, size);
         return x;
     }
     return NULL;
 }
 
-int tg_st_add_data(tg_safetensors *s, const char *name, const tg_real *data, int ndim, const int *shape,
-                   char *err, size_t errlen)
+int tg_st_add_data(tg_safetensors *s, const char *name, const tg_real *data, int ndim, const int *shape)
 {
-    tg_tensor *x = tg_st_add_zeros(s, name, ndim, shape, err, errlen);
+    tg_tensor *x = tg_st_add_zeros(s, name, ndim, shape);
     if (!x) return -1;
     if (x->size && data) memcpy(x->data, data, x->size * sizeof(tg_real));
     return 0;
 }
 
-int tg_st_add(tg_safetensors *s, const char *name, const tg_tensor *x, char *err, size_t errlen)
+int tg_st_add(tg_safetensors *s, const char *name, const tg_tensor *x)
 {
-    if (!x) return tg_set_err(err, errlen, "tg_st_add: tensor '%s' is NULL", name ? name : "?");
-    return tg_st_add_data(s, name ? name : x->name, x->data, x->ndim, x->shape, err, errlen);
+    if (!x) return tg_error_set("tg_st_add: tensor '%s' is NULL", name ? name : "?");
+    return tg_st_add_data(s, name ? name : x->name, x->data, x->ndim, x->shape);
 }
 
 /* ---- metadata ----------------------------------------------------------------- */
@@ -144,11 +142,11 @@ static int meta_append(tg_safetensors *s, const char *key, const char *value)
     return 0;
 }
 
-int tg_st_set_meta(tg_safetensors *s, const char *key, const char *value, char *err, size_t errlen)
+int tg_st_set_meta(tg_safetensors *s, const char *key, const char *value)
 {
-    if (!s || !key || !value) return tg_set_err(err, errlen, "tg_st_set_meta: NULL argument");
+    if (!s || !key || !value) return tg_error_set("tg_st_set_meta: NULL argument");
     if (!tg_st_utf8_valid(key) || !tg_st_utf8_valid(value))
-        return tg_set_err(err, errlen, "tg_st_set_meta: metadata key or value is not valid UTF-8");
+        return tg_error_set("tg_st_set_meta: metadata key or value is not valid UTF-8");
     int i = meta_find(s, key);
     char *v = i >= 0 ? tg_strdup(value) : NULL;
     if (i >= 0 && v) {
@@ -156,7 +154,7 @@ int tg_st_set_meta(tg_safetensors *s, const char *key, const char *value, char *
         s->vals[i] = v;
     }
     if (i >= 0 ? !v : meta_append(s, key, value) != 0)
-        return tg_set_err(err, errlen, "out of memory setting metadata '%s'", key);
+        return tg_error_set("out of memory setting metadata '%s'", key);
     return 0;
 }
 
@@ -193,15 +191,14 @@ static void decode(tg_real *dst, const uint8_t *src, size_t n, tg_dtype dtype)
     }
 }
 
-int tg_st_parse(const uint8_t *buf, size_t len, const char *what, tg_safetensors **out, char *err,
-                size_t errlen)
+int tg_st_parse(const uint8_t *buf, size_t len, const char *what, tg_safetensors **out)
 {
     if (!what) what = "<memory>";
-    if (!out) return tg_set_err(err, errlen, "%s: tg_st_parse: out is NULL", what);
+    if (!out) return tg_error_set("%s: tg_st_parse: out is NULL", what);
     *out = NULL;
-    if (!buf && len) return tg_set_err(err, errlen, "%s: tg_st_parse: buffer is NULL", what);
+    if (!buf && len) return tg_error_set("%s: tg_st_parse: buffer is NULL", what);
     tg_st_header h;
-    if (tg_st_header_read(buf, len, what, &h, err, errlen)) return -1;
+    if (tg_st_header_read(buf, len, what, &h)) return -1;
     tg_safetensors *s = tg_st_new();
     int rc = s ? 0 : -1;
     for (const cJSON *c = h.meta ? h.meta->child : NULL; c && !rc; c = c->next)
@@ -215,30 +212,30 @@ int tg_st_parse(const uint8_t *buf, size_t len, const char *what, tg_safetensors
     tg_st_header_free(&h);
     if (rc) {
         tg_st_free(s);
-        return tg_set_err(err, errlen, "%s: out of memory loading the tensors", what);
+        return tg_error_set("%s: out of memory loading the tensors", what);
     }
     *out = s;
     return 0;
 }
 
-int tg_st_load(const char *path, tg_safetensors **out, char *err, size_t errlen)
+int tg_st_load(const char *path, tg_safetensors **out)
 {
-    if (!out || !path) return tg_set_err(err, errlen, "tg_st_load: NULL argument");
+    if (!out || !path) return tg_error_set("tg_st_load: NULL argument");
     *out = NULL;
     FILE *f = fopen(path, "rb");
-    if (!f) return tg_set_err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    if (!f) return tg_error_set("%s: cannot open: %s", path, strerror(errno));
     struct stat st;
     int rc = -1;
     uint8_t *buf = NULL;
     if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        tg_set_err(err, errlen, "%s: not a regular file", path);
+        tg_error_set("%s: not a regular file", path);
     } else if ((uint64_t)st.st_size > SIZE_MAX || !(buf = tg_malloc((size_t)st.st_size))) {
-        tg_set_err(err, errlen, "%s: out of memory reading %lld bytes", path, (long long)st.st_size);
+        tg_error_set("%s: out of memory reading %lld bytes", path, (long long)st.st_size);
     } else if (fread(buf, 1, (size_t)st.st_size, f) != (size_t)st.st_size || fgetc(f) != EOF) {
-        tg_set_err(err, errlen, "%s: read error or the file changed while reading: %s", path,
-                   ferror(f) ? strerror(errno) : "unexpected length");
+        tg_error_set("%s: read error or the file changed while reading: %s", path,
+                     ferror(f) ? strerror(errno) : "unexpected length");
     } else {
-        rc = tg_st_parse(buf, (size_t)st.st_size, path, out, err, errlen);
+        rc = tg_st_parse(buf, (size_t)st.st_size, path, out);
     }
     tg_free(buf);
     fclose(f);

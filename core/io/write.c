@@ -61,23 +61,23 @@ oom:
 /* The JSON header padded with spaces to a multiple of 8 (*n bytes, not
  * NUL-terminated, tg_malloc'ed) and the length of the data section. */
 static int build_header(const tg_safetensors *s, tg_dtype dtype, char **hdr, size_t *n, size_t *data_len,
-                        const char *what, char *err, size_t errlen)
+                        const char *what)
 {
     tg_st_json_hooks();
     cJSON *root = header_json(s, dtype, data_len);
     char *json = root ? cJSON_PrintUnformatted(root) : NULL;
     cJSON_Delete(root);
-    if (!json) return tg_set_err(err, errlen, "%s: out of memory building the safetensors header", what);
+    if (!json) return tg_error_set("%s: out of memory building the safetensors header", what);
     size_t len = strlen(json), padded = (len + 7) / 8 * 8;
     if (padded > TG_ST_MAX_HEADER) {
         tg_free(json);
-        return tg_set_err(err, errlen, "%s: the header would be %zu bytes, over the %u-byte limit", what,
-                          padded, TG_ST_MAX_HEADER);
+        return tg_error_set("%s: the header would be %zu bytes, over the %u-byte limit", what,
+                            padded, TG_ST_MAX_HEADER);
     }
     char *h = tg_realloc(json, padded);
     if (!h) {
         tg_free(json);
-        return tg_set_err(err, errlen, "%s: out of memory building the safetensors header", what);
+        return tg_error_set("%s: out of memory building the safetensors header", what);
     }
     memset(h + len, ' ', padded - len);
     *hdr = h;
@@ -132,28 +132,27 @@ static bool emit(const tg_safetensors *s, tg_dtype dtype, const char *hdr, size_
     return true;
 }
 
-static int check_args(const tg_safetensors *s, const void *dst, tg_dtype dtype, char *err, size_t errlen)
+static int check_args(const tg_safetensors *s, const void *dst, tg_dtype dtype)
 {
-    if (!s || !dst) return tg_set_err(err, errlen, "tg_st_save: NULL argument");
+    if (!s || !dst) return tg_error_set("tg_st_save: NULL argument");
     if (dtype != TG_F32 && dtype != TG_F64)
-        return tg_set_err(err, errlen, "tg_st_save: unknown dtype %d", (int)dtype);
+        return tg_error_set("tg_st_save: unknown dtype %d", (int)dtype);
     return 0;
 }
 
-int tg_st_to_bytes(const tg_safetensors *s, tg_dtype dtype, uint8_t **buf, size_t *len, char *err,
-                   size_t errlen)
+int tg_st_to_bytes(const tg_safetensors *s, tg_dtype dtype, uint8_t **buf, size_t *len)
 {
-    if (check_args(s, buf && len ? buf : NULL, dtype, err, errlen)) return -1;
+    if (check_args(s, buf && len ? buf : NULL, dtype)) return -1;
     *buf = NULL;
     *len = 0;
     char *hdr;
     size_t n, data_len;
-    if (build_header(s, dtype, &hdr, &n, &data_len, "<memory>", err, errlen)) return -1;
+    if (build_header(s, dtype, &hdr, &n, &data_len, "<memory>")) return -1;
     uint8_t *b = data_len <= SIZE_MAX - 8 - n ? tg_malloc(8 + n + data_len) : NULL;
     if (!b) {
         tg_free(hdr);
-        return tg_set_err(err, errlen, "<memory>: out of memory for a safetensors buffer (%zu bytes of data)",
-                          data_len);
+        return tg_error_set("<memory>: out of memory for a safetensors buffer (%zu bytes of data)",
+                            data_len);
     }
     emit(s, dtype, hdr, n, NULL, b);
     tg_free(hdr);
@@ -212,33 +211,32 @@ static int write_fd(int fd, const tg_safetensors *s, tg_dtype dtype, const char 
     return e;
 }
 
-int tg_st_save(const tg_safetensors *s, const char *path, tg_dtype dtype, char *err, size_t errlen)
+int tg_st_save(const tg_safetensors *s, const char *path, tg_dtype dtype)
 {
-    if (check_args(s, path, dtype, err, errlen)) return -1;
+    if (check_args(s, path, dtype)) return -1;
     char *hdr;
     size_t n, data_len;
-    if (build_header(s, dtype, &hdr, &n, &data_len, path, err, errlen)) return -1;
+    if (build_header(s, dtype, &hdr, &n, &data_len, path)) return -1;
     size_t plen = strlen(path);
     char *tmp = tg_malloc(plen + sizeof ".tmp.XXXXXX");
     if (!tmp) {
         tg_free(hdr);
-        return tg_set_err(err, errlen, "%s: out of memory", path);
+        return tg_error_set("%s: out of memory", path);
     }
     memcpy(tmp, path, plen);
     memcpy(tmp + plen, ".tmp.XXXXXX", sizeof ".tmp.XXXXXX");
     int rc = 0, fd = mkstemp(tmp);
     if (fd < 0) {
-        rc = tg_set_err(err, errlen, "%s: cannot create a temporary file %s.tmp.XXXXXX next to it: %s", path,
-                        path, strerror(errno));
+        rc = tg_error_set("%s: cannot create a temporary file %s.tmp.XXXXXX next to it: %s", path,
+                          path, strerror(errno));
     } else {
         set_mode(fd, path);
         int e = write_fd(fd, s, dtype, hdr, n);
         if (!e && rename(tmp, path) != 0) e = errno;
         if (e) {
             unlink(tmp);
-            rc = tg_set_err(err, errlen,
-                            "%s: cannot write the file (via %s): %s; the old file, if any, is untouched",
-                            path, tmp, strerror(e));
+            rc = tg_error_set("%s: cannot write the file (via %s): %s; the old file, if any, is untouched",
+                              path, tmp, strerror(e));
         } else {
             sync_dir(path);
         }
@@ -250,11 +248,11 @@ int tg_st_save(const tg_safetensors *s, const char *path, tg_dtype dtype, char *
 
 /* ---- parameters ---------------------------------------------------------------------- */
 
-int tg_st_add_params(tg_safetensors *s, const tg_params *p, char *err, size_t errlen)
+int tg_st_add_params(tg_safetensors *s, const tg_params *p)
 {
-    if (!s || !p) return tg_set_err(err, errlen, "tg_st_add_params: NULL argument");
+    if (!s || !p) return tg_error_set("tg_st_add_params: NULL argument");
     for (int i = 0; i < tg_params_count(p); i++)
-        if (tg_st_add(s, NULL, tg_params_at(p, i), err, errlen)) return -1;
+        if (tg_st_add(s, NULL, tg_params_at(p, i))) return -1;
     return 0;
 }
 
@@ -263,28 +261,24 @@ static bool has_prefix(const char *s, const char *prefix)
     return prefix && *prefix && strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
-int tg_st_load_params(tg_params *p, const tg_safetensors *s, bool strict, const char *ignore_prefix,
-                      char *err, size_t errlen)
+int tg_st_load_params(tg_params *p, const tg_safetensors *s, bool strict, const char *ignore_prefix)
 {
-    if (!p || !s) return tg_set_err(err, errlen, "tg_st_load_params: NULL argument");
+    if (!p || !s) return tg_error_set("tg_st_load_params: NULL argument");
     char sa[TG_SHAPE_STR], sb[TG_SHAPE_STR];
     for (int i = 0; i < tg_params_count(p); i++) {
         const tg_tensor *x = tg_params_at(p, i), *y = tg_st_get(s, x->name);
         if (!y)
-            return tg_set_err(err, errlen,
-                              "tg_st_load_params: missing tensor '%s' (the model expects shape %s)", x->name,
-                              tg_shape_str(x, sa));
+            return tg_error_set("tg_st_load_params: missing tensor '%s' (the model expects shape %s)", x->name,
+                                tg_shape_str(x, sa));
         if (!tg_shape_equal(x, y))
-            return tg_set_err(err, errlen,
-                              "tg_st_load_params: tensor '%s' has shape %s, the model expects %s", x->name,
-                              tg_shape_str(y, sa), tg_shape_str(x, sb));
+            return tg_error_set("tg_st_load_params: tensor '%s' has shape %s, the model expects %s", x->name,
+                                tg_shape_str(y, sa), tg_shape_str(x, sb));
     }
     for (int i = 0; strict && i < tg_st_count(s); i++) {
         const char *name = tg_st_at(s, i)->name;
         if (!has_prefix(name, ignore_prefix) && !tg_params_get(p, name))
-            return tg_set_err(err, errlen,
-                              "tg_st_load_params: unexpected tensor '%s' (not a parameter of the model)",
-                              name);
+            return tg_error_set("tg_st_load_params: unexpected tensor '%s' (not a parameter of the model)",
+                                name);
     }
     for (int i = 0; i < tg_params_count(p); i++) {
         tg_tensor *x = tg_params_at(p, i);

@@ -352,7 +352,7 @@ static const tg_op concat_op = {"tg_concat", concat_backward, sizeof(concat_ctx)
 
 tg_tensor *tg_concat(tg_tape *t, tg_tensor *const *xs, int n)
 {
-    if (!t) return NULL;
+    if (!t) return tg_fail(NULL, "tg_concat: the tape is NULL");
     if (!xs && n > 0) return tg_fail_null(t, "tg_concat");
     if (n <= 0) return tg_fail(t, "tg_concat: needs at least one tensor, got n = %d", n);
     if (!tg_inputs_check(t, "tg_concat", xs, n, n)) return NULL;

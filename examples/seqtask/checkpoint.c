@@ -12,7 +12,7 @@
 
 /* ---- optimizer ---------------------------------------------------------- */
 
-int sq_opt_new(sq_opt *o, tg_params *p, const sq_config *c, char *err, size_t errlen)
+int sq_opt_new(sq_opt *o, tg_params *p, const sq_config *c)
 {
     memset(o, 0, sizeof *o);
     o->kind = c->optimizer;
@@ -21,7 +21,7 @@ int sq_opt_new(sq_opt *o, tg_params *p, const sq_config *c, char *err, size_t er
         so.lr = c->lr;
         so.momentum = 0.9;
         so.weight_decay = c->weight_decay;
-        o->sgd = tg_sgd_new(p, &so, err, errlen);
+        o->sgd = tg_sgd_new(p, &so);
         return o->sgd ? 0 : -1;
     }
     tg_adam_opts ao = tg_adam_defaults();
@@ -30,7 +30,7 @@ int sq_opt_new(sq_opt *o, tg_params *p, const sq_config *c, char *err, size_t er
     ao.weight_decay = c->weight_decay;
     ao.adamw = c->optimizer == SQ_OPT_ADAMW;
     ao.no_decay_1d = ao.adamw;
-    o->adam = tg_adam_new(p, &ao, err, errlen);
+    o->adam = tg_adam_new(p, &ao);
     return o->adam ? 0 : -1;
 }
 
@@ -66,16 +66,15 @@ tg_model_config sq_model_config(const sq_config *c)
     };
 }
 
-int sq_model_build(const sq_config *c, tg_rng *rng, tg_params **p, tg_model *m, char *err,
-                   size_t errlen)
+int sq_model_build(const sq_config *c, tg_rng *rng, tg_params **p, tg_model *m)
 {
     *p = tg_params_new();
     if (!*p) {
-        snprintf(err, errlen, "out of memory for the parameter store");
+        tg_error_set("out of memory for the parameter store");
         return -1;
     }
     tg_model_config mc = sq_model_config(c);
-    if (tg_model_init(m, *p, &mc, rng, err, errlen) != 0) {
+    if (tg_model_init(m, *p, &mc, rng) != 0) {
         tg_params_free(*p);
         *p = NULL;
         return -1;
@@ -93,7 +92,7 @@ void sq_model_destroy(tg_params *p, tg_model *m)
 
 static int put_meta(void *ctx, const char *key, const char *value)
 {
-    return tg_st_set_meta(ctx, key, value, NULL, 0);
+    return tg_st_set_meta(ctx, key, value);
 }
 
 static const char *get_meta(void *ctx, const char *key) { return tg_st_meta(ctx, key); }
@@ -102,70 +101,66 @@ static int meta_long(tg_safetensors *s, const char *key, long long v)
 {
     char buf[32];
     snprintf(buf, sizeof buf, "%lld", v);
-    return tg_st_set_meta(s, key, buf, NULL, 0);
+    return tg_st_set_meta(s, key, buf);
 }
 
 int sq_save(const char *path, const sq_config *c, const tg_params *p, const sq_opt *o,
-            const tg_rng *rng, long step, double acc, unsigned long long data_hash, char *err,
-            size_t errlen)
+            const tg_rng *rng, long step, double acc, unsigned long long data_hash)
 {
     tg_safetensors *s = tg_st_new();
-    char buf[64], why[512];
+    char buf[64];
     int rc = -1;
-    if (!s) goto oom;
-    if (tg_st_add_params(s, p, why, sizeof why)) goto fail;
-    if (o && o->adam && tg_adam_state_save(o->adam, s, why, sizeof why)) goto fail;
-    if (o && o->sgd && tg_sgd_state_save(o->sgd, s, why, sizeof why)) goto fail;
-    if (tg_st_set_meta(s, "format", SQ_FORMAT, NULL, 0) ||
+    if (!s) goto fail;
+    if (tg_st_add_params(s, p)) goto fail;
+    if (o && o->adam && tg_adam_state_save(o->adam, s)) goto fail;
+    if (o && o->sgd && tg_sgd_state_save(o->sgd, s)) goto fail;
+    if (tg_st_set_meta(s, "format", SQ_FORMAT) ||
         sq_config_to_meta(c, SQ_META_MODEL | SQ_META_TASK | SQ_META_TRAIN, put_meta, s) ||
         meta_long(s, "step", step) || meta_long(s, "vocab", c->symbols + SQ_SYM0) ||
         meta_long(s, "tmax", sq_tmax((int)c->max_len)) ||
-        tg_st_set_meta(s, "tg_real", TG_REAL_NAME, NULL, 0))
-        goto oom;
+        tg_st_set_meta(s, "tg_real", TG_REAL_NAME))
+        goto fail;
     if (acc >= 0) {
         snprintf(buf, sizeof buf, "%.6f", acc);
-        if (tg_st_set_meta(s, "eval_acc", buf, NULL, 0)) goto oom;
+        if (tg_st_set_meta(s, "eval_acc", buf)) goto fail;
     }
     if (data_hash) {
         snprintf(buf, sizeof buf, "%016llx", data_hash);
-        if (tg_st_set_meta(s, "data_hash", buf, NULL, 0)) goto oom;
+        if (tg_st_set_meta(s, "data_hash", buf)) goto fail;
     }
     if (rng) {
         snprintf(buf, sizeof buf, "%" PRIu64 " %" PRIu64, rng->state, rng->inc);
-        if (tg_st_set_meta(s, "rng_dropout", buf, NULL, 0)) goto oom;
+        if (tg_st_set_meta(s, "rng_dropout", buf)) goto fail;
     }
-    rc = tg_st_save(s, path, sizeof(tg_real) == 8 ? TG_F64 : TG_F32, err, errlen);
+    rc = tg_st_save(s, path, sizeof(tg_real) == 8 ? TG_F64 : TG_F32);
     tg_st_free(s);
     return rc;
-oom:
-    snprintf(why, sizeof why, "out of memory");
 fail:
-    snprintf(err, errlen, "%s: cannot save: %s", path, why);
+    tg_error_set("%s: cannot save: %s", path, tg_error());
     tg_st_free(s);
     return -1;
 }
 
 int sq_open(const char *path, sq_config *c, bool resume, tg_params **p, tg_model *m,
-            tg_safetensors **st, char *err, size_t errlen)
+            tg_safetensors **st)
 {
     tg_safetensors *s;
-    char why[512];
     *p = NULL;
-    if (tg_st_load(path, &s, err, errlen)) return -1;
+    if (tg_st_load(path, &s)) return -1;
     const char *fmt = tg_st_meta(s, "format");
     if (!fmt || strcmp(fmt, SQ_FORMAT) != 0) {
-        snprintf(err, errlen, "%s: not a seqtask model (metadata \"format\" is %s%s%s, expected \"%s\")",
-                 path, fmt ? "\"" : "missing", fmt ? fmt : "", fmt ? "\"" : "", SQ_FORMAT);
+        tg_error_set("%s: not a seqtask model (metadata \"format\" is %s%s%s, expected \"%s\")",
+                     path, fmt ? "\"" : "missing", fmt ? fmt : "", fmt ? "\"" : "", SQ_FORMAT);
         goto fail;
     }
     unsigned mask = SQ_META_MODEL | SQ_META_TASK | (resume ? SQ_META_TRAIN : 0);
     if (sq_config_from_meta(c, mask, resume ? SQ_META_MODEL | SQ_META_TASK : SQ_META_MODEL, get_meta,
-                            s, path, err, errlen))
+                            s, path))
         goto fail;
-    if (sq_cli_check(c, err, errlen)) goto fail;
-    if (sq_model_build(c, NULL, p, m, err, errlen)) goto fail;
-    if (tg_st_load_params(*p, s, true, "optim.", why, sizeof why)) {
-        snprintf(err, errlen, "%s: %s", path, why);
+    if (sq_cli_check(c)) goto fail;
+    if (sq_model_build(c, NULL, p, m)) goto fail;
+    if (tg_st_load_params(*p, s, true, "optim.")) {
+        tg_error_set("%s: %s", path, tg_error());
         sq_model_destroy(*p, m);
         *p = NULL;
         goto fail;
@@ -178,66 +173,56 @@ fail:
     return -1;
 }
 
-int sq_resume_state(const tg_safetensors *st, const char *path, sq_opt *o, long *step, tg_rng *rng,
-                    char *err, size_t errlen)
+int sq_resume_state(const tg_safetensors *st, const char *path, sq_opt *o, long *step, tg_rng *rng)
 {
-    char why[512];
     const char *s = tg_st_meta(st, "step"), *r = tg_st_meta(st, "rng_dropout");
     char *end;
     uint64_t a, b;
     if (!s || (*step = strtol(s, &end, 10)) < 0 || *end) {
-        snprintf(err, errlen, "%s: metadata \"step\" is missing or not a step count", path);
+        tg_error_set("%s: metadata \"step\" is missing or not a step count", path);
         return -1;
     }
     if (!r || sscanf(r, "%" SCNu64 " %" SCNu64, &a, &b) != 2 || !(b & 1)) {
-        snprintf(err, errlen, "%s: metadata \"rng_dropout\" is missing or not \"state inc\" (a "
-                 "model.safetensors cannot be resumed: use checkpoint.safetensors)", path);
+        tg_error_set("%s: metadata \"rng_dropout\" is missing or not \"state inc\" (a "
+                     "model.safetensors cannot be resumed: use checkpoint.safetensors)", path);
         return -1;
     }
     rng->state = a;
     rng->inc = b;
-    int rc = o->adam ? tg_adam_state_load(o->adam, st, why, sizeof why)
-                     : tg_sgd_state_load(o->sgd, st, why, sizeof why);
-    if (rc) {
-        snprintf(err, errlen, "%s: %s", path, why);
-        return -1;
-    }
-    if (sq_opt_steps(o) != *step) {
-        snprintf(err, errlen, "%s: the optimizer has taken %ld steps but the checkpoint says %ld",
-                 path, sq_opt_steps(o), *step);
-        return -1;
-    }
+    int rc = o->adam ? tg_adam_state_load(o->adam, st) : tg_sgd_state_load(o->sgd, st);
+    if (rc) return tg_error_set("%s: %s", path, tg_error());
+    if (sq_opt_steps(o) != *step)
+        return tg_error_set("%s: the optimizer has taken %ld steps but the checkpoint says %ld", path,
+                            sq_opt_steps(o), *step);
     return 0;
 }
 
-int sq_load_weights(const char *path, const sq_config *c, tg_params *p, char *err, size_t errlen)
+int sq_load_weights(const char *path, const sq_config *c, tg_params *p)
 {
     tg_safetensors *s;
-    char why[512];
-    if (tg_st_load(path, &s, err, errlen)) return -1;
-    int rc = tg_st_load_params(p, s, true, "optim.", why, sizeof why);
+    if (tg_st_load(path, &s)) return -1;
+    int rc = tg_st_load_params(p, s, true, "optim.");
     const char *other = c->mode == SQ_MODE_FUSED ? "blocks.0.attn.heads.0.q_proj.weight"
                                                  : "blocks.0.attn.in_proj_weight";
     if (rc && tg_st_get(s, other)) {
         tg_mha_mode to = c->mode == SQ_MODE_FUSED ? TG_MHA_FUSED : TG_MHA_PER_HEAD;
-        tg_safetensors *conv = tg_mha_convert(s, to, (int)c->heads, why, sizeof why);
-        rc = conv ? tg_st_load_params(p, conv, true, "optim.", why, sizeof why) : -1;
+        tg_safetensors *conv = tg_mha_convert(s, to, (int)c->heads);
+        rc = conv ? tg_st_load_params(p, conv, true, "optim.") : -1;
         tg_st_free(conv);
         if (rc == 0)
             fprintf(stderr, "note: %s holds %s attention weights: converted to --mode %s\n", path,
                     c->mode == SQ_MODE_FUSED ? "per-head" : "fused",
                     c->mode == SQ_MODE_FUSED ? "fused" : "per-head");
     }
-    if (rc) snprintf(err, errlen, "%s: %s", path, why);
+    if (rc) tg_error_set("%s: %s", path, tg_error());
     tg_st_free(s);
     return rc;
 }
 
 int sq_open_model(sq_config *c, const char *cmd, tg_params **p, tg_model *m)
 {
-    char err[2 * SQ_PATH_MAX];  /* the path and a message */
     sq_set_threads(c->threads);
-    if (sq_open(c->model, c, false, p, m, NULL, err, sizeof err) == 0) return 0;
-    fprintf(stderr, "seqtask %s: %s\n", cmd, err);
+    if (sq_open(c->model, c, false, p, m, NULL) == 0) return 0;
+    fprintf(stderr, "seqtask %s: %s\n", cmd, tg_error());
     return SQ_EXIT_USAGE;
 }

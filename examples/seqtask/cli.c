@@ -338,8 +338,7 @@ static const flag *find_flag(const char *name, size_t len, int *index)
     return NULL;
 }
 
-int sq_cli_parse(sq_command cmd, int argc, char **argv, sq_config *c, FILE *out, char *err,
-                 size_t errlen)
+int sq_cli_parse(sq_command cmd, int argc, char **argv, sq_config *c, FILE *out)
 {
     memset(c, 0, sizeof *c);
     c->cmd = cmd;
@@ -354,31 +353,31 @@ int sq_cli_parse(sq_command cmd, int argc, char **argv, sq_config *c, FILE *out,
             return 1;
         }
         if (strncmp(arg, "--", 2) != 0) {
-            snprintf(err, errlen, "seqtask %s: unexpected argument '%s' (flags start with --; "
-                     "seqtask %s --help lists them)", cn, arg, cn);
+            tg_error_set("seqtask %s: unexpected argument '%s' (flags start with --; "
+                         "seqtask %s --help lists them)", cn, arg, cn);
             return -1;
         }
         const char *name = arg + 2, *eq = strchr(name, '=');
         int idx;
         const flag *fl = find_flag(name, eq ? (size_t)(eq - name) : strlen(name), &idx);
         if (!fl || !(fl->cmds & (1u << cmd))) {
-            snprintf(err, errlen, "seqtask %s: unknown flag %.*s (seqtask %s --help lists the flags)",
-                     cn, (int)(eq ? eq - arg : (long)strlen(arg)), arg, cn);
+            tg_error_set("seqtask %s: unknown flag %.*s (seqtask %s --help lists the flags)",
+                         cn, (int)(eq ? eq - arg : (long)strlen(arg)), arg, cn);
             return -1;
         }
         const char *value = eq ? eq + 1 : NULL;
         if (fl->type == F_BOOL && !value) value = "true";
         if (!value) {
             if (a + 1 >= argc) {
-                snprintf(err, errlen, "seqtask %s: --%s needs a value: %s", cn, fl->name,
-                         allowed(fl, buf, sizeof buf));
+                tg_error_set("seqtask %s: --%s needs a value: %s", cn, fl->name,
+                             allowed(fl, buf, sizeof buf));
                 return -1;
             }
             value = argv[++a];
         }
         if (set_value(fl, c, value) != 0) {
-            snprintf(err, errlen, "seqtask %s: --%s '%s' is not allowed: expected %s", cn, fl->name,
-                     value, allowed(fl, buf, sizeof buf));
+            tg_error_set("seqtask %s: --%s '%s' is not allowed: expected %s", cn, fl->name,
+                         value, allowed(fl, buf, sizeof buf));
             return -1;
         }
         c->set[idx] = true;
@@ -392,60 +391,60 @@ bool sq_cli_was_set(const sq_config *c, const char *name)
     return find_flag(name, strlen(name), &idx) && c->set[idx];
 }
 
-static int check_train(const sq_config *c, char *err, size_t errlen)
+static int check_train(const sq_config *c)
 {
     if (c->resume[0] && c->init[0]) {
-        snprintf(err, errlen, "seqtask train: --resume and --init exclude each other");
+        tg_error_set("seqtask train: --resume and --init exclude each other");
         return -1;
     }
     /* the rest of a resumed run is checked once its checkpoint's flags are in */
     if (c->resume[0] && !c->merged) return 0;
     if (c->data[0] && sq_cli_was_set(c, "task")) {
-        snprintf(err, errlen, "seqtask train: --task and --data exclude each other (a data file "
-                 "is its own task)");
+        tg_error_set("seqtask train: --task and --data exclude each other (a data file "
+                     "is its own task)");
         return -1;
     }
     if (!c->data[0] && (c->no_shuffle || c->eval_data[0])) {
-        snprintf(err, errlen, "seqtask train: --%s needs --data FILE",
-                 c->no_shuffle ? "no-shuffle" : "eval-data");
+        tg_error_set("seqtask train: --%s needs --data FILE",
+                     c->no_shuffle ? "no-shuffle" : "eval-data");
         return -1;
     }
     return 0;
 }
 
-int sq_cli_check(sq_config *c, char *err, size_t errlen)
+int sq_cli_check(sq_config *c)
 {
     const char *cn = cmd_names[c->cmd];
     c->kind = c->data[0] ? SQ_TASK_DATA : c->task;
-    if (c->cmd == SQ_CMD_TRAIN) return check_train(c, err, errlen);
+    if (c->cmd == SQ_CMD_TRAIN) return check_train(c);
     const char *missing = !c->model[0] ? "--model FILE"
                         : (c->cmd == SQ_CMD_GENERATE || c->cmd == SQ_CMD_ATTN) && !c->input[0]
                             ? "--input \"S S ..\""
                         : c->cmd == SQ_CMD_ATTN && !c->png[0] ? "--png FILE" : NULL;
     if (missing) {
-        snprintf(err, errlen, "seqtask %s: %s is required (seqtask %s --help)", cn, missing, cn);
+        tg_error_set("seqtask %s: %s is required (seqtask %s --help)", cn, missing, cn);
         return -1;
     }
     return 0;
 }
 
-int sq_cli_check_values(sq_config *c, char *err, size_t errlen)
+int sq_cli_check_values(sq_config *c)
 {
     if (c->cmd != SQ_CMD_TRAIN) return 0;
     if (c->min_len > c->max_len) {
-        snprintf(err, errlen, "--min-len %ld is more than --max-len %ld", c->min_len, c->max_len);
+        tg_error_set("--min-len %ld is more than --max-len %ld", c->min_len, c->max_len);
         return -1;
     }
     if (c->d_head == 0 && c->d_model % c->heads != 0) {
-        snprintf(err, errlen, "--d-model %ld is not divisible by --heads %ld (give --d-head N)",
-                 c->d_model, c->heads);
+        tg_error_set("--d-model %ld is not divisible by --heads %ld (give --d-head N)",
+                     c->d_model, c->heads);
         return -1;
     }
     /* a resumed run keeps its checkpoint's warmup */
     if (!sq_cli_was_set(c, "warmup") && !c->merged) c->warmup = c->steps / 10 < 50 ? c->steps / 10 : 50;
     if (c->schedule != SQ_SCHED_CONSTANT && c->warmup >= c->steps) {
-        snprintf(err, errlen, "--warmup %ld must be less than --steps %ld with --schedule %s",
-                 c->warmup, c->steps, sched_choices[c->schedule]);
+        tg_error_set("--warmup %ld must be less than --steps %ld with --schedule %s",
+                     c->warmup, c->steps, sched_choices[c->schedule]);
         return -1;
     }
     if (c->d_head == 0) c->d_head = c->d_model / c->heads;
@@ -474,7 +473,7 @@ int sq_config_to_meta(const sq_config *c, unsigned mask, sq_meta_put put, void *
 }
 
 int sq_config_from_meta(sq_config *c, unsigned mask, unsigned must_match, sq_meta_get get,
-                        void *ctx, const char *what, char *err, size_t errlen)
+                        void *ctx, const char *what)
 {
     char key[64], buf[160], mine[SQ_INPUT_MAX], theirs[SQ_INPUT_MAX];
     sq_config tmp = *c;
@@ -484,21 +483,21 @@ int sq_config_from_meta(sq_config *c, unsigned mask, unsigned must_match, sq_met
         meta_key(fl, key, sizeof key);
         const char *v = get(ctx, key);
         if (!v) {
-            snprintf(err, errlen, "%s: the metadata has no '%s' (not written by seqtask train?)", what,
-                     key);
+            tg_error_set("%s: the metadata has no '%s' (not written by seqtask train?)", what,
+                         key);
             return -1;
         }
         if (set_value(fl, &tmp, v) != 0) {
-            snprintf(err, errlen, "%s: metadata '%s' = '%.64s' is not allowed: expected %s", what, key,
-                     v, allowed(fl, buf, sizeof buf));
+            tg_error_set("%s: metadata '%s' = '%.64s' is not allowed: expected %s", what, key,
+                         v, allowed(fl, buf, sizeof buf));
             return -1;
         }
         if (!c->set[i]) continue;
         get_value(fl, c, mine, sizeof mine);
         get_value(fl, &tmp, theirs, sizeof theirs);
         if ((fl->meta & must_match) && strcmp(mine, theirs) != 0) {
-            snprintf(err, errlen, "--%s %s differs from %s's %s (a resumed run keeps the model and "
-                     "task of its checkpoint)", fl->name, mine, what, theirs);
+            tg_error_set("--%s %s differs from %s's %s (a resumed run keeps the model and "
+                         "task of its checkpoint)", fl->name, mine, what, theirs);
             return -1;
         }
         set_value(fl, &tmp, mine);  /* the command line wins */

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include <tapegrad/core/engine/error.h>
 #include "config.h"
 
 /* Exit status of a usage error. */
@@ -26,20 +27,19 @@ enum { SQ_META_NONE = 0, SQ_META_MODEL = 1, SQ_META_TASK = 2, SQ_META_TRAIN = 4 
 
 /* Parses argv (argv[0] is the command name, e.g. "train") into c, defaults
  * first. Returns 0; 1 when --help was printed (to out); -1 with a message
- * in err for a usage error. Rules between flags are checked by
+ * in tg_error() for a usage error. Rules between flags are checked by
  * sq_cli_check, then (once the files the flags name are read, so that a bad
  * file is reported before a conflict between values) sq_cli_check_values. */
-int sq_cli_parse(sq_command cmd, int argc, char **argv, sq_config *c, FILE *out, char *err,
-                 size_t errlen);
+int sq_cli_parse(sq_command cmd, int argc, char **argv, sq_config *c, FILE *out);
 /* The flags a command needs and those that exclude each other (--model,
  * --task or --data, --resume or --init, ...); sets c->kind. 0, or -1 with a
  * message. */
-int sq_cli_check(sq_config *c, char *err, size_t errlen);
+int sq_cli_check(sq_config *c);
 /* train: the rules between values (min-len <= max-len, d-model divisible by
  * heads, warmup < steps) and the derived values (d_head, d_ff, and warmup
  * min(50, steps / 10) when not given). 0, or -1 with a message that names
  * the flags (the caller names the command). */
-int sq_cli_check_values(sq_config *c, char *err, size_t errlen);
+int sq_cli_check_values(sq_config *c);
 
 /* -1 when name is not a command. */
 int sq_command_parse(const char *name);
@@ -58,6 +58,6 @@ int sq_config_to_meta(const sq_config *c, unsigned mask, sq_meta_put put, void *
  * `must_match` the two values must agree. 0, or -1 with a message. */
 typedef const char *(*sq_meta_get)(void *ctx, const char *key);
 int sq_config_from_meta(sq_config *c, unsigned mask, unsigned must_match, sq_meta_get get,
-                        void *ctx, const char *what, char *err, size_t errlen);
+                        void *ctx, const char *what);
 
 #endif

@@ -17,7 +17,6 @@ int sq_cmd_heads(sq_config *c);     /* inspect.c */
 
 /* The heatmap of every layer and head of m for one token sequence
  * (tokens[0..L), L <= Tmax), tokens on both axes (inspect.c). */
-int sq_attention_png(const tg_model *m, const int32_t *tokens, int L, const char *path, char *err,
-                     size_t errlen);
+int sq_attention_png(const tg_model *m, const int32_t *tokens, int L, const char *path);
 
 #endif

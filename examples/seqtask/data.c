@@ -74,7 +74,7 @@ int sq_data_add(sq_dataset *d, const int32_t *src, int n, const int32_t *tgt, in
 
 /* Parses space-separated symbols of s (NUL-terminated) into out (room for
  * max; more is an error). Returns the count, or -1 with a message. */
-static int parse_side(const char *s, int n_symbols, int32_t *out, int max, char *err, size_t errlen)
+static int parse_side(const char *s, int n_symbols, int32_t *out, int max)
 {
     int count = 0;
     while (*s) {
@@ -92,16 +92,16 @@ static int parse_side(const char *s, int n_symbols, int32_t *out, int max, char 
         /* strtol would also take a sign '+' or leading white space (\v, \f, \r) */
         bool digit = (s[0] >= '0' && s[0] <= '9') || s[0] == '-';
         if (end != s + len || len == 0 || !digit || errno != 0) {
-            snprintf(err, errlen, "'%s' is not a symbol (an integer in [0, %d))", tok, n_symbols);
+            tg_error_set("'%s' is not a symbol (an integer in [0, %d))", tok, n_symbols);
             return -1;
         }
         if (v < 0 || v >= n_symbols) {
-            snprintf(err, errlen, "symbol %s is outside [0, %d) (--symbols %d)", tok, n_symbols,
-                     n_symbols);
+            tg_error_set("symbol %s is outside [0, %d) (--symbols %d)", tok, n_symbols,
+                         n_symbols);
             return -1;
         }
         if (count == max) {
-            snprintf(err, errlen, "more than %d symbols", max);
+            tg_error_set("more than %d symbols", max);
             return -1;
         }
         out[count++] = (int32_t)v;
@@ -110,69 +110,66 @@ static int parse_side(const char *s, int n_symbols, int32_t *out, int max, char 
     return count;
 }
 
-int sq_parse_symbols(const char *s, int n_symbols, int32_t *src, int max, char *err, size_t errlen)
+int sq_parse_symbols(const char *s, int n_symbols, int32_t *src, int max)
 {
-    int n = parse_side(s, n_symbols, src, max, err, errlen);
-    if (n == 0) snprintf(err, errlen, "no symbols (expected e.g. \"3 1 4\")");
+    int n = parse_side(s, n_symbols, src, max);
+    if (n == 0) tg_error_set("no symbols (expected e.g. \"3 1 4\")");
     return n > 0 ? n : -1;
 }
 
 /* Checks and parses one line (no newline) into src/tgt. 0, or -1 with a
  * message (without the FILE:LINE prefix). */
 static int parse_line(char *line, int n_symbols, int max_len, int32_t *src, int *n, int32_t *tgt,
-                      int *m, int room, char *err, size_t errlen)
+                      int *m, int room)
 {
     char *tab = strchr(line, '\t');
     if (!tab) {
-        snprintf(err, errlen, "no tab between the source and the target symbols");
+        tg_error_set("no tab between the source and the target symbols");
         return -1;
     }
     if (strchr(tab + 1, '\t')) {
-        snprintf(err, errlen, "more than one tab (expected: source symbols, a tab, target symbols)");
+        tg_error_set("more than one tab (expected: source symbols, a tab, target symbols)");
         return -1;
     }
     *tab = '\0';
-    if ((*n = parse_side(line, n_symbols, src, room, err, errlen)) < 0) return -1;
-    if ((*m = parse_side(tab + 1, n_symbols, tgt, room, err, errlen)) < 0) return -1;
+    if ((*n = parse_side(line, n_symbols, src, room)) < 0) return -1;
+    if ((*m = parse_side(tab + 1, n_symbols, tgt, room)) < 0) return -1;
     if (*n == 0 || *m == 0) {
-        snprintf(err, errlen, "empty %s", *n == 0 ? "source" : "target");
+        tg_error_set("empty %s", *n == 0 ? "source" : "target");
         return -1;
     }
     int tmax = sq_tmax(max_len);
     if (*n + *m + 3 > tmax) {
-        snprintf(err, errlen,
-                 "source (%d) and target (%d) need %d tokens with BOS, SEP and EOS, more than "
-                 "Tmax = %d (2 * --max-len + 3; raise --max-len)",
-                 *n, *m, *n + *m + 3, tmax);
-        return -1;
+        return tg_error_set("source (%d) and target (%d) need %d tokens with BOS, SEP and EOS, more "
+                            "than Tmax = %d (2 * --max-len + 3; raise --max-len)",
+                            *n, *m, *n + *m + 3, tmax);
     }
     return 0;
 }
 
-int sq_data_load(const char *path, int n_symbols, int max_len, sq_dataset **out, char *err,
-                 size_t errlen)
+int sq_data_load(const char *path, int n_symbols, int max_len, sq_dataset **out)
 {
     FILE *f = fopen(path, "r");
     if (!f) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        tg_error_set("%s: cannot open: %s", path, strerror(errno));
         return -1;
     }
     sq_dataset *d = sq_data_new();
     int room = sq_tmax(max_len);
     int32_t *buf = tg_malloc(2 * (size_t)room * sizeof *buf);
-    char *line = NULL, msg[256];
+    char *line = NULL;
     size_t cap = 0;
     long lineno = 0;
     int rc = 0;
     if (!d || !buf) {
-        snprintf(err, errlen, "%s: out of memory", path);
+        tg_error_set("%s: out of memory", path);
         rc = -1;
     }
     while (rc == 0) {
         errno = 0;
         ssize_t len = getline(&line, &cap, f);
         if (len < 0) {
-            if (errno != 0) snprintf(err, errlen, "%s: read error: %s", path, strerror(errno));
+            if (errno != 0) tg_error_set("%s: read error: %s", path, strerror(errno));
             rc = errno != 0 ? -1 : 0;
             break;
         }
@@ -180,22 +177,22 @@ int sq_data_load(const char *path, int n_symbols, int max_len, sq_dataset **out,
         while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = '\0';
         if (len == 0) continue;
         if (strlen(line) != (size_t)len) {
-            snprintf(err, errlen, "%s:%ld: contains a NUL byte", path, lineno);
+            tg_error_set("%s:%ld: contains a NUL byte", path, lineno);
             rc = -1;
             break;
         }
         int n, m;
-        if (parse_line(line, n_symbols, max_len, buf, &n, buf + room, &m, room, msg, sizeof msg) != 0) {
-            snprintf(err, errlen, "%s:%ld: %s", path, lineno, msg);
+        if (parse_line(line, n_symbols, max_len, buf, &n, buf + room, &m, room) != 0) {
+            tg_error_set("%s:%ld: %s", path, lineno, tg_error());
             rc = -1;
         } else if (sq_data_add(d, buf, n, buf + room, m) != 0) {
-            snprintf(err, errlen, "%s:%ld: out of memory", path, lineno);
+            tg_error_set("%s:%ld: out of memory", path, lineno);
             rc = -1;
         }
     }
     if (rc == 0 && d->count == 0) {
-        snprintf(err, errlen, "%s: no examples (expected lines of source symbols, a tab, target "
-                 "symbols)", path);
+        tg_error_set("%s: no examples (expected lines of source symbols, a tab, target "
+                     "symbols)", path);
         rc = -1;
     }
     free(line);

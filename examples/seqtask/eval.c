@@ -12,7 +12,7 @@
 #define SQ_DECODE_ROWS 256
 #define SQ_DECODE_CELLS 16384
 
-int sq_decoder_init(sq_decoder *d, const tg_model *m, char *err, size_t errlen)
+int sq_decoder_init(sq_decoder *d, const tg_model *m)
 {
     memset(d, 0, sizeof *d);
     d->m = m;
@@ -30,9 +30,9 @@ int sq_decoder_init(sq_decoder *d, const tg_model *m, char *err, size_t errlen)
     d->done = tg_malloc((size_t)d->cap * sizeof *d->done);
     d->pos = tg_malloc((size_t)d->cap * sizeof *d->pos);
     if (!d->tape || !d->ids || !d->seq || !d->lens || !d->len || !d->n || !d->row || !d->done || !d->pos ||
-        sq_batch_init(&d->batch, d->cap, d->tmax - 1) != 0 || tg_kv_cache_init(&d->kv, m, d->cap, NULL, 0)) {
+        sq_batch_init(&d->batch, d->cap, d->tmax - 1) != 0 || tg_kv_cache_init(&d->kv, m, d->cap)) {
         sq_decoder_free(d);
-        snprintf(err, errlen, "out of memory for the decoder");
+        tg_error_set("out of memory for the decoder");
         return -1;
     }
     tg_no_grad_begin(d->tape);  /* the decoder's tape only evaluates */
@@ -64,9 +64,9 @@ static int32_t argmax(const tg_real *x, int V)
     return best;
 }
 
-static int forward_fail(sq_decoder *d, char *err, size_t errlen)
+static int forward_fail(sq_decoder *d)
 {
-    snprintf(err, errlen, "decoding: %s", tg_tape_error(d->tape) ? tg_tape_error(d->tape) : "failed");
+    tg_error_set("decoding: %s", tg_tape_error(d->tape) ? tg_tape_error(d->tape) : "failed");
     return -1;
 }
 
@@ -75,7 +75,7 @@ static int forward_fail(sq_decoder *d, char *err, size_t errlen)
  * tokens until its last one, whose argmax it appends; a row that is done
  * feeds PAD until the others are. Each step costs O(position), not a pass
  * over the whole prefix. */
-static int decode_pending(sq_decoder *d, int rows, char *err, size_t errlen)
+static int decode_pending(sq_decoder *d, int rows)
 {
     int V = d->m->cfg.vocab, P = 0;
     for (int r = 0; r < rows; r++)
@@ -88,7 +88,7 @@ static int decode_pending(sq_decoder *d, int rows, char *err, size_t errlen)
         }
         tg_tape_reset(d->tape);
         tg_tensor *logits = tg_model_step(d->tape, d->m, &d->kv, d->ids, d->pos, P, d->hm);
-        if (!logits) return forward_fail(d, err, errlen);
+        if (!logits) return forward_fail(d);
         for (int p = 0; p < P; p++) {
             int r = d->row[p];
             if (d->done[r] || t != d->len[r] - 1) continue;
@@ -103,14 +103,14 @@ static int decode_pending(sq_decoder *d, int rows, char *err, size_t errlen)
 /* One teacher-forced pass over ex[0..k): row r gets BOS x SEP and the
  * greedy output as far as it is known (the target up to the first wrong
  * prediction, then that prediction); done when the output is complete. */
-static int teacher_forced(sq_decoder *d, const sq_example *ex, int k, char *err, size_t errlen)
+static int teacher_forced(sq_decoder *d, const sq_example *ex, int k)
 {
     int V = d->m->cfg.vocab;
     sq_batch_fill(&d->batch, ex, k);
     int T = d->batch.T;
     tg_tape_reset(d->tape);
     tg_tensor *logits = tg_model_forward(d->tape, d->m, d->batch.ids, k, T, d->batch.lens, d->hm, NULL, NULL);
-    if (!logits) return forward_fail(d, err, errlen);
+    if (!logits) return forward_fail(d);
     for (int r = 0; r < k; r++) {
         int32_t *seq = d->seq + (size_t)r * d->tmax;
         int L = sq_sequence(&ex[r], seq), n = ex[r].n;
@@ -156,7 +156,7 @@ static void print_failure(FILE *f, const sq_example *e, const int32_t *got, int 
 }
 
 int sq_evaluate(sq_decoder *d, const sq_dataset *set, const uint8_t *head_mask, sq_eval_result *r,
-                FILE *f, int show, char *err, size_t errlen)
+                FILE *f, int show)
 {
     memset(r, 0, sizeof *r);
     d->hm = head_mask;
@@ -164,7 +164,7 @@ int sq_evaluate(sq_decoder *d, const sq_dataset *set, const uint8_t *head_mask, 
     for (int i0 = 0; i0 < set->count; i0 += d->cap) {
         int k = set->count - i0 < d->cap ? set->count - i0 : d->cap;
         const sq_example *ex = set->ex + i0;
-        if (teacher_forced(d, ex, k, err, errlen) || decode_pending(d, k, err, errlen)) return -1;
+        if (teacher_forced(d, ex, k) || decode_pending(d, k)) return -1;
         for (int b = 0; b < k; b++) {
             const int32_t *got = d->seq + (size_t)b * d->tmax + ex[b].n + 2;
             int n_got = d->len[b] - ex[b].n - 2, ok = 0;
@@ -186,12 +186,11 @@ int sq_evaluate(sq_decoder *d, const sq_dataset *set, const uint8_t *head_mask, 
     return 0;
 }
 
-int sq_generate(sq_decoder *d, const int32_t *src, int n, int32_t *out, int *n_out, char *err,
-                size_t errlen)
+int sq_generate(sq_decoder *d, const int32_t *src, int n, int32_t *out, int *n_out)
 {
     if (n + 2 >= d->tmax) {
-        snprintf(err, errlen, "the input has %d symbols; the model takes at most %d (Tmax %d)", n,
-                 d->tmax - 3, d->tmax);
+        tg_error_set("the input has %d symbols; the model takes at most %d (Tmax %d)", n,
+                     d->tmax - 3, d->tmax);
         return -1;
     }
     int32_t *seq = d->seq;
@@ -202,7 +201,7 @@ int sq_generate(sq_decoder *d, const int32_t *src, int n, int32_t *out, int *n_o
     d->n[0] = n;
     d->done[0] = false;
     d->hm = NULL;
-    if (decode_pending(d, 1, err, errlen)) return -1;
+    if (decode_pending(d, 1)) return -1;
     *n_out = d->len[0] - n - 2;
     memcpy(out, seq + n + 2, (size_t)*n_out * sizeof *out);
     return 0;

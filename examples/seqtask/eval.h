@@ -43,7 +43,7 @@ typedef struct sq_decoder {
     const uint8_t *hm;           /* head mask of the current evaluation */
 } sq_decoder;
 
-int sq_decoder_init(sq_decoder *d, const tg_model *m, char *err, size_t errlen);
+int sq_decoder_init(sq_decoder *d, const tg_model *m);
 void sq_decoder_free(sq_decoder *d);
 
 typedef struct sq_eval_result {
@@ -64,13 +64,12 @@ static inline double sq_token_acc(const sq_eval_result *r)
  * counts. The first `show` failures are printed to f as input / expected /
  * got (f may be NULL). 0, or -1 with the tape's message. */
 int sq_evaluate(sq_decoder *d, const sq_dataset *set, const uint8_t *head_mask, sq_eval_result *r,
-                FILE *f, int show, char *err, size_t errlen);
+                FILE *f, int show);
 
 /* Greedy output of one source (symbols 0-based): the generated tokens
  * (symbols as tokens, ending in EOS unless Tmax was reached) in out (room for
  * Tmax), their count in *n_out. */
-int sq_generate(sq_decoder *d, const int32_t *src, int n, int32_t *out, int *n_out, char *err,
-                size_t errlen);
+int sq_generate(sq_decoder *d, const int32_t *src, int n, int32_t *out, int *n_out);
 
 /* "3" for token 7 (symbol 3), "BOS", "SEP", "EOS", "PAD" for the others. */
 const char *sq_token_str(int32_t tok, char *buf, size_t len);

@@ -13,8 +13,7 @@
 #include "eval.h"
 #include "run.h"
 
-int sq_attention_png(const tg_model *m, const int32_t *tokens, int L, const char *path, char *err,
-                     size_t errlen)
+int sq_attention_png(const tg_model *m, const int32_t *tokens, int L, const char *path)
 {
     int NL = m->cfg.n_layers, H = m->cfg.n_heads, rc = -1;
     size_t cell = (size_t)L * (size_t)L;
@@ -24,18 +23,18 @@ int sq_attention_png(const tg_model *m, const int32_t *tokens, int L, const char
     char *text = tg_malloc((size_t)L * 16);
     const char **labels = tg_malloc((size_t)L * sizeof *labels);
     if (!t || !attn || !w || !text || !labels) {
-        snprintf(err, errlen, "%s: out of memory", path);
+        tg_error_set("%s: out of memory", path);
         goto done;
     }
     tg_no_grad_begin(t);  /* this tape only evaluates */
     tg_tape_set_training(t, false);
     if (!tg_model_forward(t, m, tokens, 1, L, NULL, NULL, NULL, attn)) {
-        snprintf(err, errlen, "%s: %s", path, tg_tape_error(t));
+        tg_error_set("%s: %s", path, tg_tape_error(t));
         goto done;
     }
     for (int l = 0; l < NL; l++) memcpy(w + (size_t)l * H * cell, attn[l]->data, (size_t)H * cell * sizeof *w);
     for (int i = 0; i < L; i++) labels[i] = sq_token_str(tokens[i], text + 16 * i, 16);
-    rc = tg_heatmap_png(path, w, NL, H, L, L, labels, labels, err, errlen);
+    rc = tg_heatmap_png(path, w, NL, H, L, L, labels, labels);
 done:
     tg_free(labels);
     tg_free(text);
@@ -47,7 +46,6 @@ done:
 
 int sq_cmd_attn(sq_config *c)
 {
-    char err[1024];
     tg_params *p;
     tg_model m;
     if (sq_open_model(c, "attn", &p, &m) != 0) return SQ_EXIT_USAGE;
@@ -55,13 +53,12 @@ int sq_cmd_attn(sq_config *c)
     int32_t *buf = tg_malloc(3 * (size_t)tmax * sizeof *buf), *src = buf, *out = buf + tmax, *seq = buf + 2 * tmax;
     sq_decoder d = {0};
     if (!buf) {
-        snprintf(err, sizeof err, "out of memory");
-    } else if ((n = sq_parse_symbols(c->input, (int)c->symbols, src, tmax, err, sizeof err)) < 0) {
-        fprintf(stderr, "seqtask attn: --input '%s': %s\n", c->input, err);
+        tg_error_set("out of memory");
+    } else if ((n = sq_parse_symbols(c->input, (int)c->symbols, src, tmax)) < 0) {
+        fprintf(stderr, "seqtask attn: --input '%s': %s\n", c->input, tg_error());
         status = SQ_EXIT_USAGE;
-        err[0] = '\0';
-    } else if (sq_decoder_init(&d, &m, err, sizeof err) == 0 &&
-               sq_generate(&d, src, n, out, &n_out, err, sizeof err) == 0) {
+    } else if (sq_decoder_init(&d, &m) == 0 &&
+               sq_generate(&d, src, n, out, &n_out) == 0) {
         /* the heatmap of BOS x SEP output, without the final EOS (it predicts nothing) */
         int L = 0;
         seq[L++] = SQ_BOS;
@@ -69,14 +66,14 @@ int sq_cmd_attn(sq_config *c)
         seq[L++] = SQ_SEP;
         for (int i = 0; i < n_out && L < tmax; i++) seq[L++] = out[i];
         if (L > n + 3 && seq[L - 1] == SQ_EOS) L--;
-        if (sq_attention_png(&m, seq, L, c->png, err, sizeof err) == 0) {
+        if (sq_attention_png(&m, seq, L, c->png) == 0) {
             printf("input  %s\noutput ", c->input);
             sq_print_tokens(stdout, out, n_out);
             printf("\nwrote %s (%ld layers x %ld heads, %d tokens)\n", c->png, c->layers, c->heads, L);
             status = 0;
         }
     }
-    if (status && err[0]) fprintf(stderr, "seqtask attn: %s\n", err);
+    if (status == 1) fprintf(stderr, "seqtask attn: %s\n", tg_error());
     if (d.tape) sq_decoder_free(&d);
     tg_free(buf);
     sq_model_destroy(p, &m);
@@ -85,7 +82,7 @@ int sq_cmd_attn(sq_config *c)
 
 /* Mean entropy (nats) of each head's attention rows at the positions that
  * predict y1..ym and EOS, over the set (teacher-forced). ent[l * H + h]. */
-static int head_entropy(sq_decoder *d, const sq_dataset *set, double *ent, char *err, size_t errlen)
+static int head_entropy(sq_decoder *d, const sq_dataset *set, double *ent)
 {
     const tg_model *m = d->m;
     int NL = m->cfg.n_layers, H = m->cfg.n_heads;
@@ -99,7 +96,7 @@ static int head_entropy(sq_decoder *d, const sq_dataset *set, double *ent, char 
         int T = d->batch.T;
         tg_tape_reset(d->tape);
         if (!tg_model_forward(d->tape, m, d->batch.ids, k, T, d->batch.lens, NULL, NULL, attn)) {
-            snprintf(err, errlen, "%s", tg_tape_error(d->tape));
+            tg_error_set("%s", tg_tape_error(d->tape));
             return -1;
         }
         for (int b = 0; b < k; b++)
@@ -118,8 +115,7 @@ static int head_entropy(sq_decoder *d, const sq_dataset *set, double *ent, char 
 }
 
 /* For each head: entropy, accuracy with that head silenced, and the drop. */
-static int heads_report(sq_decoder *d, const sq_config *c, const sq_dataset *set, char *err,
-                        size_t errlen)
+static int heads_report(sq_decoder *d, const sq_config *c, const sq_dataset *set)
 {
     int NL = (int)c->layers, H = (int)c->heads, n = NL * H;
     double *ent = tg_malloc((size_t)n * 2 * sizeof *ent), *drop = ent + n;
@@ -129,10 +125,10 @@ static int heads_report(sq_decoder *d, const sq_config *c, const sq_dataset *set
     int rc = -1;
     sq_eval_result base, r;
     if (!ent || !mask || !labels || !lp) {
-        snprintf(err, errlen, "out of memory");
+        tg_error_set("out of memory");
         goto done;
     }
-    if (head_entropy(d, set, ent, err, errlen) || sq_evaluate(d, set, NULL, &base, NULL, 0, err, errlen))
+    if (head_entropy(d, set, ent) || sq_evaluate(d, set, NULL, &base, NULL, 0))
         goto done;
     printf("%s: %ld held-out examples, exact-sequence accuracy %.2f%% with every head\n\n", c->model,
            base.examples, 100 * sq_exact_acc(&base));
@@ -140,7 +136,7 @@ static int heads_report(sq_decoder *d, const sq_config *c, const sq_dataset *set
     for (int i = 0; i < n; i++) {
         memset(mask, 1, (size_t)n);
         mask[i] = 0;
-        if (sq_evaluate(d, set, mask, &r, NULL, 0, err, errlen)) goto done;
+        if (sq_evaluate(d, set, mask, &r, NULL, 0)) goto done;
         drop[i] = 100 * (sq_exact_acc(&base) - sq_exact_acc(&r));
         snprintf(labels[i], sizeof labels[i], "L%d H%d", i / H, i % H);
         lp[i] = labels[i];
@@ -150,7 +146,7 @@ static int heads_report(sq_decoder *d, const sq_config *c, const sq_dataset *set
     char title[160];
     snprintf(title, sizeof title, "drop in exact-sequence accuracy (points) when one head is silenced "
              "(all heads: %.1f%%)", 100 * sq_exact_acc(&base));
-    rc = tg_plot_bars_png(c->png, title, lp, drop, n, err, errlen);
+    rc = tg_plot_bars_png(c->png, title, lp, drop, n);
     if (rc == 0) printf("\nwrote %s\n", c->png);
 done:
     tg_free(ent);
@@ -162,13 +158,12 @@ done:
 
 int sq_cmd_heads(sq_config *c)
 {
-    char err[1024];
     tg_params *p;
     tg_model m;
     sq_run run;
     if (sq_open_model(c, "heads", &p, &m) != 0) return SQ_EXIT_USAGE;
-    if (sq_run_init(&run, c, err, sizeof err) != 0) {
-        fprintf(stderr, "seqtask heads: %s\n", err);
+    if (sq_run_init(&run, c) != 0) {
+        fprintf(stderr, "seqtask heads: %s\n", tg_error());
         sq_model_destroy(p, &m);
         return SQ_EXIT_USAGE;
     }
@@ -179,11 +174,11 @@ int sq_cmd_heads(sq_config *c)
     }
     sq_decoder d;
     int status = 1;
-    if (sq_decoder_init(&d, &m, err, sizeof err) == 0) {
-        status = heads_report(&d, c, run.eval, err, sizeof err) == 0 ? 0 : 1;
+    if (sq_decoder_init(&d, &m) == 0) {
+        status = heads_report(&d, c, run.eval) == 0 ? 0 : 1;
         sq_decoder_free(&d);
     }
-    if (status) fprintf(stderr, "seqtask heads: %s\n", err);
+    if (status) fprintf(stderr, "seqtask heads: %s\n", tg_error());
     sq_run_free(&run);
     sq_model_destroy(p, &m);
     return status;

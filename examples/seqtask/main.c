@@ -6,6 +6,8 @@
  *   commands.c    eval, generate;  inspect.c  attn, heads and heatmaps
  *   checkpoint.c  model construction, optimizer, model/checkpoint files
  *   progress.c    progress line, log.csv, loss.png;  run.c  shared setup
+ * Errors follow the library's model: a function that fails returns -1 (or
+ * NULL) with its message in tg_error(), and each command prints it once.
  */
 #include <stdio.h>
 #include <string.h>
@@ -32,12 +34,11 @@ static int parse(int argc, char **argv, sq_config *c)
                 "--help)\n", argv[1]);
         return SQ_EXIT_USAGE;
     }
-    char err[1024];
-    int rc = sq_cli_parse((sq_command)cmd, argc - 1, argv + 1, c, stdout, err, sizeof err);
+    int rc = sq_cli_parse((sq_command)cmd, argc - 1, argv + 1, c, stdout);
     if (rc == 1) return -1;
-    if (rc == 0) rc = sq_cli_check(c, err, sizeof err);
+    if (rc == 0) rc = sq_cli_check(c);
     if (rc != 0) {
-        fprintf(stderr, "%s\n", err);
+        fprintf(stderr, "%s\n", tg_error());
         return SQ_EXIT_USAGE;
     }
     if (cmd != SQ_CMD_TRAIN && tg_dist_size() > 1) {
@@ -52,15 +53,14 @@ static int parse(int argc, char **argv, sq_config *c)
  * collective: a rank that left while the others wait would hang them. */
 int main(int argc, char **argv)
 {
-    char err[512];
-    if (tg_dist_init(&argc, &argv, err, sizeof err)) {
-        fprintf(stderr, "seqtask: %s\n", err);
+    if (tg_dist_init(&argc, &argv)) {
+        fprintf(stderr, "seqtask: %s\n", tg_error());
         return 1;
     }
     static sq_config c;
     int rc = parse(argc, argv, &c);
     double v[2] = {rc != 0, rc > 0 ? rc : 0};  /* ranks that stop, and their worst status */
-    if (tg_dist_sum(v, 2, err, sizeof err)) tg_dist_abort(1, err);
+    if (tg_dist_sum(v, 2)) tg_dist_abort(1, tg_error());
     if (v[0] == 0) {
         switch (c.cmd) {
         case SQ_CMD_TRAIN: rc = sq_cmd_train(&c); break;

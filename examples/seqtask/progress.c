@@ -153,20 +153,20 @@ static int read_old(sq_log *l, const char *path, long keep_upto, char **kept, si
     return rc;
 }
 
-int sq_log_open(sq_log *l, const char *path, long keep_upto, char *err, size_t errlen)
+int sq_log_open(sq_log *l, const char *path, long keep_upto)
 {
     memset(l, 0, sizeof *l);
     snprintf(l->path, sizeof l->path, "%s", path);
     char *kept = NULL;
     size_t kept_len = 0;
     if (keep_upto > 0 && read_old(l, path, keep_upto, &kept, &kept_len) != 0) {
-        snprintf(err, errlen, "%s: cannot read the earlier log: %s", path, strerror(errno));
+        tg_error_set("%s: cannot read the earlier log: %s", path, strerror(errno));
         tg_free(kept);
         return -1;
     }
     l->f = fopen(path, "w");
     if (!l->f) {
-        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+        tg_error_set("%s: cannot write: %s", path, strerror(errno));
         tg_free(kept);
         return -1;
     }
@@ -202,10 +202,10 @@ void sq_log_close(sq_log *l)
     memset(l, 0, sizeof *l);
 }
 
-int sq_log_plot(const sq_log *l, const char *path, const char *title, char *err, size_t errlen)
+int sq_log_plot(const sq_log *l, const char *path, const char *title)
 {
     if (l->n == 0) {
-        snprintf(err, errlen, "%s: no steps to plot", path);
+        tg_error_set("%s: no steps to plot", path);
         return -1;
     }
     tg_plot_series s[3] = {
@@ -213,5 +213,5 @@ int sq_log_plot(const sq_log *l, const char *path, const char *title, char *err,
         {"held-out exact-sequence accuracy", l->step, l->acc, (int)l->n, true},
         {"held-out token accuracy", l->step, l->tacc, (int)l->n, true},
     };
-    return tg_plot_lines_png(path, title, "step", s, 3, err, errlen);
+    return tg_plot_lines_png(path, title, "step", s, 3);
 }

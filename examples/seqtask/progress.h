@@ -48,12 +48,12 @@ typedef struct sq_log {
 /* Opens path for writing. With keep_upto > 0 (a resumed run) the rows of an
  * existing file up to that step are kept (and loaded into the history);
  * later rows are dropped. 0, or -1 with a message naming the file. */
-int sq_log_open(sq_log *l, const char *path, long keep_upto, char *err, size_t errlen);
+int sq_log_open(sq_log *l, const char *path, long keep_upto);
 /* acc / tacc NaN: not an evaluation step. */
 int sq_log_row(sq_log *l, long step, double loss, double lr, double grad_norm, double ms, double acc,
                double tacc);
 void sq_log_close(sq_log *l);
 /* loss.png: the loss and the held-out accuracies against the step. */
-int sq_log_plot(const sq_log *l, const char *path, const char *title, char *err, size_t errlen);
+int sq_log_plot(const sq_log *l, const char *path, const char *title);
 
 #endif

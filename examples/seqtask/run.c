@@ -23,16 +23,16 @@ static sq_dataset *head_of(const sq_dataset *src, long count)
     return d;
 }
 
-int sq_run_init(sq_run *r, sq_config *c, char *err, size_t errlen)
+int sq_run_init(sq_run *r, sq_config *c)
 {
     memset(r, 0, sizeof *r);
     sq_dataset *held = NULL;  /* --eval-data */
     if (c->kind == SQ_TASK_DATA &&
-        (sq_data_load(c->data, (int)c->symbols, (int)c->max_len, &r->data, err, errlen) != 0 ||
+        (sq_data_load(c->data, (int)c->symbols, (int)c->max_len, &r->data) != 0 ||
          (c->eval_data[0] &&
-          sq_data_load(c->eval_data, (int)c->symbols, (int)c->max_len, &held, err, errlen) != 0)))
+          sq_data_load(c->eval_data, (int)c->symbols, (int)c->max_len, &held) != 0)))
         goto fail;
-    if (sq_cli_check_values(c, err, errlen) != 0) goto fail;
+    if (sq_cli_check_values(c) != 0) goto fail;
     if (sq_task_init(&r->task, c->kind, (int)c->symbols, (int)c->min_len, (int)c->max_len,
                      (uint64_t)c->seed, r->data, !c->no_shuffle) != 0)
         goto oom;
@@ -42,7 +42,7 @@ int sq_run_init(sq_run *r, sq_config *c, char *err, size_t errlen)
     sq_data_free(held);
     return 0;
 oom:
-    snprintf(err, errlen, "out of memory for the examples");
+    tg_error_set("out of memory for the examples");
 fail:
     sq_data_free(held);
     sq_run_free(r);
@@ -86,7 +86,7 @@ void sq_remove_stale_temps(const char *dir)
     closedir(d);
 }
 
-int sq_mkdirs(const char *dir, char *err, size_t errlen)
+int sq_mkdirs(const char *dir)
 {
     char buf[1100];
     snprintf(buf, sizeof buf, "%s", dir);
@@ -95,7 +95,7 @@ int sq_mkdirs(const char *dir, char *err, size_t errlen)
         char c = *s;
         *s = '\0';
         if (mkdir(buf, 0777) != 0 && errno != EEXIST) {
-            snprintf(err, errlen, "%s: cannot create the directory: %s", buf, strerror(errno));
+            tg_error_set("%s: cannot create the directory: %s", buf, strerror(errno));
             return -1;
         }
         *s = c;
@@ -103,7 +103,7 @@ int sq_mkdirs(const char *dir, char *err, size_t errlen)
     }
     struct stat st;
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        snprintf(err, errlen, "%s: not a directory", dir);
+        tg_error_set("%s: not a directory", dir);
         return -1;
     }
     return 0;

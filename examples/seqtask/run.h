@@ -20,7 +20,7 @@ typedef struct sq_run {
  * --data, the first --eval-size lines of --eval-data, or of --data itself
  * when there is no --eval-data (then they are not held out: a note says
  * so). 0, or -1 with a message naming the file and line, or the flags. */
-int sq_run_init(sq_run *r, sq_config *c, char *err, size_t errlen);
+int sq_run_init(sq_run *r, sq_config *c);
 void sq_run_free(sq_run *r);
 
 /* tapegrad's threads (tg_threads_set; OpenBLAS's follow): n, or one per core
@@ -29,7 +29,7 @@ int sq_set_threads(long n);
 /* The directory part of path ("." when there is none) into buf. */
 void sq_dirname(const char *path, char *buf, size_t len);
 /* mkdir -p; 0, or -1 with a message. */
-int sq_mkdirs(const char *dir, char *err, size_t errlen);
+int sq_mkdirs(const char *dir);
 /* Removes the temporaries (<file>.tmp.XXXXXX) a killed run left while saving
  * model.safetensors or checkpoint.safetensors in dir. Assumes one training
  * run writes into a directory at a time. */

@@ -25,6 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <tapegrad/core/engine/error.h>
+
 enum { SQ_PAD = 0, SQ_BOS = 1, SQ_SEP = 2, SQ_EOS = 3, SQ_SYM0 = 4 };
 
 #define SQ_HOLDOUT_MOD 16
@@ -73,17 +75,16 @@ bool sq_is_heldout(const int32_t *src, int n);
  * symbols, each an integer in [0, n_symbols) separated by spaces. Empty
  * lines are skipped. A line that does not parse, a symbol out of range, an
  * empty side or a sequence longer than Tmax (= 2 * max_len + 3) is refused
- * with "FILE:LINE: what" in err; so is a file with no example.
+ * with "FILE:LINE: what" in tg_error(); so is a file with no example.
  * 0, or -1 with *out untouched. */
-int sq_data_load(const char *path, int n_symbols, int max_len, sq_dataset **out, char *err,
-                 size_t errlen);
+int sq_data_load(const char *path, int n_symbols, int max_len, sq_dataset **out);
 sq_dataset *sq_data_new(void);
 int sq_data_add(sq_dataset *d, const int32_t *src, int n, const int32_t *tgt, int m);
 void sq_data_free(sq_dataset *d);
 
 /* Parses "7 3 9 4" (symbols separated by spaces) into src (room for max).
- * Returns the count, or -1 with a message in err. */
-int sq_parse_symbols(const char *s, int n_symbols, int32_t *src, int max, char *err, size_t errlen);
+ * Returns the count, or -1 with a message in tg_error(). */
+int sq_parse_symbols(const char *s, int n_symbols, int32_t *src, int max);
 
 /* The task for a generated kind or a dataset. 0, or -1 on out of memory. */
 int sq_task_init(sq_task *t, sq_task_kind kind, int n_symbols, int min_len, int max_len,

@@ -76,27 +76,27 @@ static void trainer_free(trainer *tr)
 /* Resume: model, flags, optimizer state, step and dropout RNG from the
  * checkpoint. Fresh run: model from the seed (or --init). Returns an exit
  * status (0: go on). */
-static int setup_model(trainer *tr, char *err, size_t errlen)
+static int setup_model(trainer *tr)
 {
     sq_config *c = tr->c;
     tg_safetensors *st = NULL;
     if (c->resume[0]) {
-        if (sq_open(c->resume, c, true, &tr->p, &tr->m, &st, err, errlen)) return SQ_EXIT_USAGE;
+        if (sq_open(c->resume, c, true, &tr->p, &tr->m, &st)) return SQ_EXIT_USAGE;
         tr->have_model = true;
         if (!sq_cli_was_set(c, "out")) sq_dirname(c->resume, c->out, sizeof c->out);
     }
-    int status = sq_run_init(&tr->run, c, err, errlen) ? SQ_EXIT_USAGE : 0;
+    int status = sq_run_init(&tr->run, c) ? SQ_EXIT_USAGE : 0;
     if (!status && !st) {
         tg_rng init;
         tg_rng_seed(&init, (uint64_t)c->seed * 2 + 1);
-        status = sq_model_build(c, &init, &tr->p, &tr->m, err, errlen) ? 1 : 0;
+        status = sq_model_build(c, &init, &tr->p, &tr->m) ? 1 : 0;
         tr->have_model = !status;
-        if (!status && c->init[0] && sq_load_weights(c->init, c, tr->p, err, errlen))
+        if (!status && c->init[0] && sq_load_weights(c->init, c, tr->p))
             status = SQ_EXIT_USAGE;
     }
-    if (!status && sq_opt_new(&tr->opt, tr->p, c, err, errlen)) status = 1;
+    if (!status && sq_opt_new(&tr->opt, tr->p, c)) status = 1;
     tg_rng_seed(&tr->drop, (uint64_t)c->seed * 2 + 2);
-    if (!status && st && sq_resume_state(st, c->resume, &tr->opt, &tr->step, &tr->drop, err, errlen))
+    if (!status && st && sq_resume_state(st, c->resume, &tr->opt, &tr->step, &tr->drop))
         status = SQ_EXIT_USAGE;
     if (!status && st && tr->run.data) {
         char hash[32];
@@ -109,24 +109,24 @@ static int setup_model(trainer *tr, char *err, size_t errlen)
     tg_st_free(st);
     /* ranks that built the same model from the same seed already agree;
      * the broadcast also covers an --init file that differs between hosts */
-    if (!status && tg_dist_bcast_params(tr->p, err, errlen)) status = 1;
+    if (!status && tg_dist_bcast_params(tr->p)) status = 1;
     return status;
 }
 
 /* The model, then the output directory, the schedule, the buffers and the
  * log. Returns an exit status. */
-static int setup(trainer *tr, char *err, size_t errlen)
+static int setup(trainer *tr)
 {
     sq_config *c = tr->c;
-    int status = setup_model(tr, err, errlen);
+    int status = setup_model(tr);
     if (status) return status;
     if (!c->out[0]) snprintf(c->out, sizeof c->out, "out/%s", c->data[0] ? "data" : sq_task_name(c->kind));
     if (c->batch < c->accum * tr->ranks) {
-        snprintf(err, errlen, "--batch %ld is less than --accum %ld x %d ranks: every micro-batch needs "
-                 "an example", c->batch, c->accum, tr->ranks);
+        tg_error_set("--batch %ld is less than --accum %ld x %d ranks: every micro-batch needs "
+                     "an example", c->batch, c->accum, tr->ranks);
         return SQ_EXIT_USAGE;
     }
-    if (tr->rank == 0 && sq_mkdirs(c->out, err, errlen)) return SQ_EXIT_USAGE;
+    if (tr->rank == 0 && sq_mkdirs(c->out)) return SQ_EXIT_USAGE;
     if (tr->rank == 0) sq_remove_stale_temps(c->out);
     const char *names[] = {"model.safetensors", "checkpoint.safetensors", "log.csv"};
     for (int i = 0; i < 3; i++) snprintf(tr->path[i], sizeof tr->path[i], "%s/%s", c->out, names[i]);
@@ -134,11 +134,11 @@ static int setup(trainer *tr, char *err, size_t errlen)
     else if (c->schedule == SQ_SCHED_COSINE)
         tr->sched = tg_schedule_cosine(c->lr, c->lr / 10, c->warmup, c->steps);
     else tr->sched = tg_schedule_linear(c->lr, c->lr / 10, c->warmup, c->steps);
-    if (tg_schedule_check(&tr->sched, err, errlen)) return SQ_EXIT_USAGE;
+    if (tg_schedule_check(&tr->sched)) return SQ_EXIT_USAGE;
     tr->tape = tg_tape_new();
     if (!tr->tape || sq_batch_init(&tr->batch, (int)c->batch, sq_tmax((int)c->max_len) - 1) ||
-        (tr->rank == 0 && sq_decoder_init(&tr->dec, &tr->m, err, errlen))) {
-        snprintf(err, errlen, "out of memory");
+        (tr->rank == 0 && sq_decoder_init(&tr->dec, &tr->m))) {
+        tg_error_set("out of memory");
         return 1;
     }
     /* a resumed run keeps the rows of its own log up to the checkpoint */
@@ -147,7 +147,7 @@ static int setup(trainer *tr, char *err, size_t errlen)
     sq_dirname(c->resume, dir, sizeof dir);
     bool same = c->resume[0] && stat(dir, &a) == 0 && stat(c->out, &b) == 0 && a.st_dev == b.st_dev &&
                 a.st_ino == b.st_ino;
-    if (tr->rank == 0 && sq_log_open(&tr->log, tr->path[P_LOG], same ? tr->step : 0, err, errlen)) return 1;
+    if (tr->rank == 0 && sq_log_open(&tr->log, tr->path[P_LOG], same ? tr->step : 0)) return 1;
     tr->acc = tr->tacc = -1;
     return 0;
 }
@@ -178,8 +178,8 @@ static void print_header(const trainer *tr, int threads)
 
 /* The micro-batches of this rank's share of the drawn batch: forward and
  * backward of each, grads adding up. *sums gets the summed cross-entropy,
- * the tokens read and 1 when this rank failed (the message in err). */
-static void micro_batches(trainer *tr, long targets, double sums[3], char *err, size_t errlen)
+ * the tokens read and 1 when this rank failed (the message in tg_error()). */
+static void micro_batches(trainer *tr, long targets, double sums[3])
 {
     const sq_config *c = tr->c;
     sq_batch *b = &tr->batch;
@@ -199,7 +199,7 @@ static void micro_batches(trainer *tr, long targets, double sums[3], char *err, 
         tg_tensor *sum = tg_cross_entropy_sum(tr->tape, logits, b->targets, TG_IGNORE);
         /* 1/targets of the whole batch: each row's grad is the one of the whole batch's mean */
         if (!sum || tg_backward(tr->tape, tg_scale(tr->tape, sum, 1.0 / (double)targets)) != 0) {
-            snprintf(err, errlen, "step %ld: %s", tr->step + 1, tg_tape_error(tr->tape));
+            tg_error_set("step %ld: %s", tr->step + 1, tg_tape_error(tr->tape));
             sums[2] = 1;
             return;
         }
@@ -210,33 +210,34 @@ static void micro_batches(trainer *tr, long targets, double sums[3], char *err, 
 
 /* One optimizer step; *loss and *gnorm receive the step's loss and the
  * gradient norm before clipping. 0, or -1 with a message (on every rank). */
-static int train_step(trainer *tr, double *loss, double *gnorm, double *lr, long *tokens, char *err,
-                      size_t errlen)
+static int train_step(trainer *tr, double *loss, double *gnorm, double *lr, long *tokens)
 {
     const sq_config *c = tr->c;
     long targets = sq_batch_draw(&tr->batch, &tr->run.task, tr->step, (int)c->batch);
     tg_params_zero_grad(tr->p);
     double sums[4] = {0, 0, 0, interrupted ? 1 : 0};  /* loss sum, tokens, failed ranks, interrupted */
-    micro_batches(tr, targets, sums, err, errlen);
+    micro_batches(tr, targets, sums);
     bool failed_here = sums[2] > 0;
-    if (tg_dist_sum(sums, 4, err, errlen)) tg_dist_abort(1, err);
+    if (tg_dist_sum(sums, 4)) tg_dist_abort(1, tg_error());
     if (sums[2] > 0) {
         /* the failed rank says why; rank 0 says that it stopped */
-        if (!failed_here) snprintf(err, errlen, tr->rank ? "" : "step %ld: stopping: another rank failed", tr->step + 1);
+        if (failed_here) return -1;
+        if (tr->rank == 0) tg_error_set("step %ld: stopping: another rank failed", tr->step + 1);
+        else tg_error_clear();
         return -1;
     }
     tr->interrupted = sums[3] > 0;
-    if (tg_dist_allreduce_grads(tr->p, err, errlen)) tg_dist_abort(1, err);
+    if (tg_dist_allreduce_grads(tr->p)) tg_dist_abort(1, tg_error());
     *loss = sums[0] / (double)targets;
     *gnorm = c->clip > 0 ? tg_clip_grad_norm(tr->p, c->clip) : tg_grad_norm(tr->p);
     if (!isfinite(*loss) || !isfinite(*gnorm)) {
-        snprintf(err, errlen, "step %ld: the loss (%g) or the gradient norm (%g) is not finite; try a "
-                 "lower --lr or --clip 1", tr->step + 1, *loss, *gnorm);
+        tg_error_set("step %ld: the loss (%g) or the gradient norm (%g) is not finite; try a "
+                     "lower --lr or --clip 1", tr->step + 1, *loss, *gnorm);
         return -1;
     }
     *lr = tg_lr_at(&tr->sched, tr->step);
     if (sq_opt_step(&tr->opt, *lr) != 0) {
-        snprintf(err, errlen, "step %ld: the optimizer refused the step", tr->step + 1);
+        tg_error_set("step %ld: the optimizer refused the step", tr->step + 1);
         return -1;
     }
     *tokens = (long)sums[1];
@@ -244,11 +245,11 @@ static int train_step(trainer *tr, double *loss, double *gnorm, double *lr, long
     return 0;
 }
 
-static int evaluate(trainer *tr, char *err, size_t errlen)
+static int evaluate(trainer *tr)
 {
     sq_eval_result r;
     double t0 = sq_now();
-    if (sq_evaluate(&tr->dec, tr->run.eval, NULL, &r, NULL, 0, err, errlen)) return -1;
+    if (sq_evaluate(&tr->dec, tr->run.eval, NULL, &r, NULL, 0)) return -1;
     tr->acc = sq_exact_acc(&r);
     tr->tacc = sq_token_acc(&r);
     tr->prog.acc = tr->acc;
@@ -257,20 +258,19 @@ static int evaluate(trainer *tr, char *err, size_t errlen)
     return 0;
 }
 
-static int save_checkpoint(trainer *tr, char *err, size_t errlen)
+static int save_checkpoint(trainer *tr)
 {
     unsigned long long h = tr->run.data ? tr->run.data->hash : 0;
-    return sq_save(tr->path[P_CKPT], tr->c, tr->p, &tr->opt, &tr->drop, tr->step, tr->acc, h, err, errlen);
+    return sq_save(tr->path[P_CKPT], tr->c, tr->p, &tr->opt, &tr->drop, tr->step, tr->acc, h);
 }
 
 /* Rank 0's work after a step: evaluation, log, progress, checkpoint. 0 (go
- * on), 1 (stop: target reached) or -1 (failed, message in err). */
-static int after_step(trainer *tr, double loss, double gnorm, double lr, long tokens, double ms, char *err,
-                      size_t errlen)
+ * on), 1 (stop: target reached) or -1 (failed, message in tg_error()). */
+static int after_step(trainer *tr, double loss, double gnorm, double lr, long tokens, double ms)
 {
     const sq_config *c = tr->c;
     bool eval = (c->eval_every && tr->step % c->eval_every == 0) || tr->step == c->steps;
-    if (eval && evaluate(tr, err, errlen)) return -1;
+    if (eval && evaluate(tr)) return -1;
     sq_log_row(&tr->log, tr->step, loss, lr, gnorm, ms, eval ? tr->acc : NAN, eval ? tr->tacc : NAN);
     sq_progress_step(&tr->prog, tr->step, loss, lr, tokens);
     if (eval && c->target_acc > 0 && tr->acc >= c->target_acc) {
@@ -279,25 +279,25 @@ static int after_step(trainer *tr, double loss, double gnorm, double lr, long to
         return 1;
     }
     if (c->save_every && tr->step % c->save_every == 0 && tr->step < c->steps &&
-        save_checkpoint(tr, err, errlen))
+        save_checkpoint(tr))
         return -1;
     return 0;
 }
 
 /* The loop; returns an exit status. */
-static int train_loop(trainer *tr, char *err, size_t errlen)
+static int train_loop(trainer *tr)
 {
     const sq_config *c = tr->c;
     while (tr->step < c->steps && !tr->interrupted) {
         double t0 = sq_now(), loss, gnorm, lr;
         long tokens;
-        if (train_step(tr, &loss, &gnorm, &lr, &tokens, err, errlen)) return 1;
+        if (train_step(tr, &loss, &gnorm, &lr, &tokens)) return 1;
         double ms = 1000 * (sq_now() - t0), next = 0;
-        if (tr->rank == 0) next = after_step(tr, loss, gnorm, lr, tokens, ms, err, errlen);
+        if (tr->rank == 0) next = after_step(tr, loss, gnorm, lr, tokens, ms);
         /* rank 0 tells the others whether to go on */
-        if (tg_dist_bcast(&next, 1, err, errlen)) tg_dist_abort(1, err);
+        if (tg_dist_bcast(&next, 1)) tg_dist_abort(1, tg_error());
         if (next < 0) {
-            if (tr->rank != 0) err[0] = '\0';  /* rank 0 says why */
+            if (tr->rank != 0) tg_error_clear();  /* rank 0 says why */
             return 1;
         }
         if (next > 0) break;
@@ -306,20 +306,20 @@ static int train_loop(trainer *tr, char *err, size_t errlen)
 }
 
 /* attention.png: the first held-out example as the model decodes it. */
-static int attention_png(trainer *tr, const char *png, char *err, size_t errlen)
+static int attention_png(trainer *tr, const char *png)
 {
     const sq_example *e = &tr->run.eval->ex[0];
     int tmax = sq_tmax((int)tr->c->max_len), L = 0, n_out, rc = -1;
     int32_t *got = tg_malloc(2 * (size_t)tmax * sizeof *got), *seq = got + tmax;
     if (!got) {
-        snprintf(err, errlen, "out of memory");
-    } else if (sq_generate(&tr->dec, e->src, e->n, got, &n_out, err, errlen) == 0) {
+        tg_error_set("out of memory");
+    } else if (sq_generate(&tr->dec, e->src, e->n, got, &n_out) == 0) {
         seq[L++] = SQ_BOS;
         for (int i = 0; i < e->n; i++) seq[L++] = SQ_SYM0 + e->src[i];
         seq[L++] = SQ_SEP;
         for (int i = 0; i < n_out && L < tmax; i++) seq[L++] = got[i];
         if (L > e->n + 3 && seq[L - 1] == SQ_EOS) L--;  /* EOS predicts nothing */
-        rc = sq_attention_png(&tr->m, seq, L, png, err, errlen);
+        rc = sq_attention_png(&tr->m, seq, L, png);
     }
     tg_free(got);
     return rc;
@@ -327,21 +327,21 @@ static int attention_png(trainer *tr, const char *png, char *err, size_t errlen)
 
 /* The files of the end of a run (or of an interrupted one). The model and
  * checkpoint must be written; a picture that cannot be drawn is a warning. */
-static int finish(trainer *tr, char *err, size_t errlen)
+static int finish(trainer *tr)
 {
     const sq_config *c = tr->c;
     unsigned long long h = tr->run.data ? tr->run.data->hash : 0;
-    if (save_checkpoint(tr, err, errlen) ||
-        sq_save(tr->path[P_MODEL], c, tr->p, NULL, NULL, tr->step, tr->acc, h, err, errlen))
+    if (save_checkpoint(tr) ||
+        sq_save(tr->path[P_MODEL], c, tr->p, NULL, NULL, tr->step, tr->acc, h))
         return -1;
-    char png[SQ_PATH_MAX + 32], title[256], why[1024];
+    char png[SQ_PATH_MAX + 32], title[256];
     snprintf(png, sizeof png, "%s/loss.png", c->out);
     snprintf(title, sizeof title, "seqtask %.200s: training loss and held-out accuracy",
              c->data[0] ? c->data : sq_task_name(c->kind));
-    if (tr->log.n > 0 && sq_log_plot(&tr->log, png, title, why, sizeof why))
-        fprintf(stderr, "warning: no loss.png: %s\n", why);
+    if (tr->log.n > 0 && sq_log_plot(&tr->log, png, title))
+        fprintf(stderr, "warning: no loss.png: %s\n", tg_error());
     snprintf(png, sizeof png, "%s/attention.png", c->out);
-    if (attention_png(tr, png, why, sizeof why)) fprintf(stderr, "warning: no attention.png: %s\n", why);
+    if (attention_png(tr, png)) fprintf(stderr, "warning: no attention.png: %s\n", tg_error());
     return 0;
 }
 
@@ -355,9 +355,8 @@ static int check_same_run(const trainer *tr)
                      tr->run.data ? (double)(tr->run.data->hash >> 11) : 0};
     enum { N = sizeof mine / sizeof mine[0] };
     double theirs[N];
-    char err[256];
     memcpy(theirs, mine, sizeof mine);
-    if (tg_dist_bcast(theirs, N, err, sizeof err)) tg_dist_abort(1, err);
+    if (tg_dist_bcast(theirs, N)) tg_dist_abort(1, tg_error());
     if (memcmp(mine, theirs, sizeof mine) == 0) return 0;
     fprintf(stderr, "seqtask train: rank %d: the model, data or training flags differ from rank 0's (every "
             "rank needs the same command line and files)\n", tr->rank);
@@ -368,9 +367,8 @@ static int check_same_run(const trainer *tr)
  * its message, the others say which rank stopped them. */
 static int agree(const trainer *tr, int status, const char *what)
 {
-    char err[256];
     double v[2] = {status != 0, status != 0 ? status : 0};
-    if (tg_dist_sum(v, 2, err, sizeof err)) tg_dist_abort(1, err);
+    if (tg_dist_sum(v, 2)) tg_dist_abort(1, tg_error());
     if (v[0] > 0 && status == 0) {
         if (tr->rank == 0) fprintf(stderr, "seqtask train: %s failed on %.0f rank(s) (see above)\n", what, v[0]);
         return (int)v[1] / (int)v[0];
@@ -379,28 +377,26 @@ static int agree(const trainer *tr, int status, const char *what)
 }
 
 /* Ranks whose weights differ would each go on training their own model. */
-static int check_ranks_agree(const trainer *tr, char *err, size_t errlen)
+static int check_ranks_agree(const trainer *tr)
 {
     bool same;
-    if (tg_dist_params_agree(tr->p, &same, err, errlen)) return -1;
+    if (tg_dist_params_agree(tr->p, &same)) return -1;
     if (!same) {
-        snprintf(err, errlen, "the ranks' weights differ at step %ld: the all-reduce did not give every "
-                 "rank the same sum", tr->step);
-        return -1;
+        return tg_error_set("the ranks' weights differ at step %ld: the all-reduce did not give every "
+                            "rank the same sum", tr->step);
     }
     return 0;
 }
 
 int sq_cmd_train(sq_config *c)
 {
-    char err[1024];
     trainer tr;
     memset(&tr, 0, sizeof tr);
     tr.c = c;
     tr.rank = tg_dist_rank();
     tr.ranks = tg_dist_size();
-    int threads = sq_set_threads(c->threads), status = setup(&tr, err, sizeof err);
-    if (status) fprintf(stderr, "seqtask train: %s\n", err);
+    int threads = sq_set_threads(c->threads), status = setup(&tr);
+    if (status) fprintf(stderr, "seqtask train: %s\n", tg_error());
     status = agree(&tr, status, "setup");
     if (!status) status = agree(&tr, check_same_run(&tr), "the check of the command line");
     if (status) {
@@ -415,17 +411,17 @@ int sq_cmd_train(sq_config *c)
     sigaction(SIGUSR1, &sa, NULL);
     double t0 = sq_now();
     sq_progress_init(&tr.prog, tr.step + 1, c->steps, c->log_every);
-    status = train_loop(&tr, err, sizeof err);
+    status = train_loop(&tr);
     if (tr.rank == 0) sq_progress_end(&tr.prog);
     double secs = sq_now() - t0;
-    if (status == 0 && check_ranks_agree(&tr, err, sizeof err)) status = 1;
+    if (status == 0 && check_ranks_agree(&tr)) status = 1;
     /* a resumed run that had nothing left to do still reports its accuracy */
-    if (status == 0 && tr.rank == 0 && !tr.interrupted && tr.acc < 0 && evaluate(&tr, err, sizeof err)) status = 1;
-    if (status == 0 && tr.rank == 0 && finish(&tr, err, sizeof err)) status = 1;
+    if (status == 0 && tr.rank == 0 && !tr.interrupted && tr.acc < 0 && evaluate(&tr)) status = 1;
+    if (status == 0 && tr.rank == 0 && finish(&tr)) status = 1;
     double end = status;
-    if (tg_dist_bcast(&end, 1, err, sizeof err)) tg_dist_abort(1, err);
+    if (tg_dist_bcast(&end, 1)) tg_dist_abort(1, tg_error());
     if (status) {
-        if (err[0]) fprintf(stderr, "seqtask train: %s\n", err);
+        if (tg_error()) fprintf(stderr, "seqtask train: %s\n", tg_error());
     } else if (end) {
         status = (int)end;  /* rank 0 could not write its files and said so */
     } else if (tr.rank != 0) {

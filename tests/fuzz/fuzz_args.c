@@ -91,12 +91,11 @@ static void args_round_trip(const sq_config *c)
     static args_meta a, b;
     static sq_config back;
     static char *argv0[] = {"train", NULL};
-    char err[1024];
     unsigned all = SQ_META_MODEL | SQ_META_TASK | SQ_META_TRAIN;
     a.n = b.n = 0;
     args_check(sq_config_to_meta(c, all, args_put, &a) == 0, "to_meta failed");
-    args_check(sq_cli_parse(SQ_CMD_TRAIN, 1, argv0, &back, NULL, err, sizeof err) == 0, "defaults refused");
-    args_check(sq_config_from_meta(&back, all, all, args_get, &a, "meta", err, sizeof err) == 0,
+    args_check(sq_cli_parse(SQ_CMD_TRAIN, 1, argv0, &back, NULL) == 0, "defaults refused");
+    args_check(sq_config_from_meta(&back, all, all, args_get, &a, "meta") == 0,
                "metadata written from a configuration is refused");
     args_check(sq_config_to_meta(&back, all, args_put, &b) == 0 && a.n == b.n, "to_meta differs");
     for (int i = 0; i < a.n; i++)
@@ -113,15 +112,14 @@ static void args_merge(const sq_config *c)
     static args_meta file, merged, mine;
     static sq_config def, m;
     static char *argv0[] = {"train", NULL};
-    char err[1024], name[64];
+    char name[64];
     unsigned all = SQ_META_MODEL | SQ_META_TASK | SQ_META_TRAIN;
     file.n = merged.n = mine.n = 0;
-    args_check(sq_cli_parse(SQ_CMD_TRAIN, 1, argv0, &def, NULL, err, sizeof err) == 0, "defaults refused");
+    args_check(sq_cli_parse(SQ_CMD_TRAIN, 1, argv0, &def, NULL) == 0, "defaults refused");
     args_check(sq_config_to_meta(&def, all, args_put, &file) == 0, "to_meta failed");
     m = *c;
-    if (sq_config_from_meta(&m, all, SQ_META_MODEL | SQ_META_TASK, args_get, &file, "ckpt", err,
-                            sizeof err) != 0) {
-        args_check(strncmp(err, "--", 2) == 0 && strstr(err, " differs from ckpt's "),
+    if (sq_config_from_meta(&m, all, SQ_META_MODEL | SQ_META_TASK, args_get, &file, "ckpt") != 0) {
+        args_check(strncmp(tg_error(), "--", 2) == 0 && strstr(tg_error(), " differs from ckpt's "),
                    "a merge was refused for another reason than a differing flag");
         return;
     }
@@ -145,10 +143,10 @@ static void args_as_meta(int argc, char **argv)
     static args_meta meta;
     static sq_config c;
     static char *argv0[] = {"train", NULL};
-    char err[1024], key[64];
+    char key[64];
     unsigned all = SQ_META_MODEL | SQ_META_TASK | SQ_META_TRAIN;
     meta.n = 0;
-    args_check(sq_cli_parse(SQ_CMD_TRAIN, 1, argv0, &c, NULL, err, sizeof err) == 0, "defaults refused");
+    args_check(sq_cli_parse(SQ_CMD_TRAIN, 1, argv0, &c, NULL) == 0, "defaults refused");
     args_check(sq_config_to_meta(&c, all, args_put, &meta) == 0, "to_meta failed");
     for (int a = 1; a + 1 < argc; a += 2) {
         if (strncmp(argv[a], "--", 2) != 0 || strlen(argv[a]) >= sizeof key + 2 ||
@@ -160,16 +158,16 @@ static void args_as_meta(int argc, char **argv)
         for (int i = 0; i < meta.n; i++)
             if (strcmp(meta.key[i], key) == 0) strcpy(meta.value[i], argv[a + 1]);
     }
-    if (sq_config_from_meta(&c, all, 0, args_get, &meta, "ckpt", err, sizeof err) != 0) {
-        args_check(strncmp(err, "ckpt: metadata '", 16) == 0, "a metadata refusal does not name the file");
+    if (sq_config_from_meta(&c, all, 0, args_get, &meta, "ckpt") != 0) {
+        args_check(strncmp(tg_error(), "ckpt: metadata '", 16) == 0, "a metadata refusal does not name the file");
         return;
     }
-    if (sq_cli_check(&c, err, sizeof err) != 0) {
-        args_check(strncmp(err, "seqtask train: ", 15) == 0, "a check refusal does not name the command");
+    if (sq_cli_check(&c) != 0) {
+        args_check(strncmp(tg_error(), "seqtask train: ", 15) == 0, "a check refusal does not name the command");
         return;
     }
-    if (sq_cli_check_values(&c, err, sizeof err) != 0) {
-        args_check(strncmp(err, "--", 2) == 0, "a value refusal does not name a flag");
+    if (sq_cli_check_values(&c) != 0) {
+        args_check(strncmp(tg_error(), "--", 2) == 0, "a value refusal does not name a flag");
         return;
     }
     args_check_ranges(&c, false);
@@ -178,9 +176,9 @@ static void args_as_meta(int argc, char **argv)
 static void args_input(const sq_config *c)
 {
     int32_t src[64];
-    char err[512] = "";
-    int n = sq_parse_symbols(c->input, (int)c->symbols, src, 64, err, sizeof err);
-    args_check(n == -1 ? err[0] != '\0' : n >= 1 && n <= 64, "sq_parse_symbols: bad return");
+    tg_error_clear();
+    int n = sq_parse_symbols(c->input, (int)c->symbols, src, 64);
+    args_check(n == -1 ? tg_error() != NULL : n >= 1 && n <= 64, "sq_parse_symbols: bad return");
     for (int i = 0; i < n; i++) args_check(src[i] >= 0 && src[i] < c->symbols, "symbol out of range");
 }
 
@@ -206,19 +204,19 @@ int fuzz_args_one(const uint8_t *data, size_t size)
         }
     argv[argc] = NULL;
     int cmd = sq_command_parse(argv[0]), rc = 2;
-    char err[1024], prefix[32];
+    char prefix[32];
     if (cmd >= 0) {
-        memset(err, 0x55, sizeof err);
-        rc = sq_cli_parse((sq_command)cmd, argc, argv, &c, devnull, err, sizeof err);
-        if (rc == 0) rc = sq_cli_check(&c, err, sizeof err);
+        tg_error_clear();
+        rc = sq_cli_parse((sq_command)cmd, argc, argv, &c, devnull);
+        if (rc == 0) rc = sq_cli_check(&c);
         args_check(rc >= -1 && rc <= 1, "unexpected return value");
         snprintf(prefix, sizeof prefix, "seqtask %s: ", sq_command_name((sq_command)cmd));
         if (rc == -1)
-            args_check(memchr(err, '\0', sizeof err) && strncmp(err, prefix, strlen(prefix)) == 0,
+            args_check(tg_error() && strncmp(tg_error(), prefix, strlen(prefix)) == 0,
                        "a usage error does not start with \"seqtask COMMAND: \"");
         /* as sq_run_init does once the data files are read */
-        if (rc == 0 && sq_cli_check_values(&c, err, sizeof err) != 0) {
-            args_check(memchr(err, '\0', sizeof err) && strncmp(err, "--", 2) == 0,
+        if (rc == 0 && sq_cli_check_values(&c) != 0) {
+            args_check(tg_error() && strncmp(tg_error(), "--", 2) == 0,
                        "a value refusal does not name a flag");
             rc = -1;
         }

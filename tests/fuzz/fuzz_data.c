@@ -142,12 +142,11 @@ int fuzz_data_one(const uint8_t *data, size_t size)
     FILE *f = fopen(path, "wb");
     data_check(f && fwrite(text, 1, len, f) == len && fclose(f) == 0, "cannot write the scratch file");
     sq_dataset *d = (sq_dataset *)1;
-    char err[512] = "";
-    int rc = sq_data_load(path, symbols, max_len, &d, err, sizeof err);
+    int rc = sq_data_load(path, symbols, max_len, &d);
     unlink(path);
     if (rc != 0) {
         data_check(rc == -1 && d == (sq_dataset *)1, "a refusal touched *out");
-        data_check(strncmp(err, path, strlen(path)) == 0 && err[strlen(path)] == ':',
+        data_check(strncmp(tg_error(), path, strlen(path)) == 0 && tg_error()[strlen(path)] == ':',
                    "a refusal does not name the file");
         data_check(!ref_accepts(text, len, symbols, max_len, NULL), "a valid file was refused");
         return -1;

@@ -44,7 +44,7 @@ int main()
     x->requires_grad = true;
     tg_tensor *inputs[] = {x, fc.weight, fc.bias};
     tg_gradcheck_result r = tg_gradcheck(f, nullptr, inputs, 3, nullptr);
-    std::puts(r.message);
+    std::puts(tg_error());
     tg_tensor_free(x), tg_tape_free(t), tg_adam_free(opt), tg_params_free(params);
     return r.ok ? 0 : 1;
 }
