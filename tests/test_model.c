@@ -210,13 +210,12 @@ static void check_kv_cache(tg_mha_mode mode, const uint8_t *hm)
     tg_params *p = tg_params_new();
     tg_model m;
     tg_model_config cfg = {.vocab = KV, .d_model = 16, .n_layers = 2, .n_heads = 2, .max_len = KT, .mode = mode};
-    char err[256];
-    cr_assert_eq(tg_model_init(&m, p, &cfg, &rng), 0, "%s", err);
+    cr_assert_eq(tg_model_init(&m, p, &cfg, &rng), 0, "%s", tg_error());
     tg_tape *t = tg_tape_new();
     bool prev = tg_no_grad_begin(t);
     tg_tape_set_training(t, false);
     tg_kv_cache c;
-    cr_assert_eq(tg_kv_cache_init(&c, &m, KB), 0, "%s", err);
+    cr_assert_eq(tg_kv_cache_init(&c, &m, KB), 0, "%s", tg_error());
     int32_t ids[KB * KT], pos[KB], in[KB];
     for (int e = 0; e < KB * KT; e++) ids[e] = (int32_t)tg_rng_below(&rng, KV);
     tg_tensor *full = tg_model_forward(t, &m, ids, KB, KT, NULL, hm, NULL, NULL);
