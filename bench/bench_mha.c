@@ -5,7 +5,7 @@
  *   bench_mha --plot ROWS_FILE OUT.png      (the scaling plot of docs/PERF.md)
  *
  * Causal self-attention on a fixed random input x [B, L, D], loss = mean(out);
- * a step is zero_grad, tg_mha_forward, tg_mean, tg_backward, tg_adam_step,
+ * a step is zero_grad, tg_mha_forward, tg_mean, tg_backward, tg_optim_step,
  * tg_tape_reset (the same as bench/torch/bench_mha.py). Prints one ROW with the
  * median ms/step, effective GFLOP/s, the forward / backward / Adam split,
  * tapegrad allocations per step after warm-up (must be 0), peak RSS and the
@@ -32,7 +32,7 @@
 #include <tapegrad/core/kernels/threads.h>
 #include <tapegrad/core/ops/ops.h>
 #include <tapegrad/nn/attention.h>
-#include <tapegrad/optim/adam.h>
+#include <tapegrad/optim/optim.h>
 #include <tapegrad/viz/plot.h>
 #include "bench_util.h"
 #include "../core/kernels/gemm.h"
@@ -42,7 +42,7 @@ typedef struct mha_ctx {
     tg_tape *t;
     tg_params *p;
     tg_mha m;
-    tg_adam *opt;
+    tg_optim *opt;
     tg_tensor *x;
     tg_mask mask;
     double fwd[BU_MAX_REPS + 64], bwd[BU_MAX_REPS + 64], upd[BU_MAX_REPS + 64];
@@ -67,7 +67,7 @@ static int mha_step(void *arg)
     }
     c->arena_peak = tg_tape_arena_used(c->t);
     double t2 = bu_now();
-    tg_adam_step(c->opt);
+    tg_optim_step(c->opt);
     tg_tape_reset(c->t);
     double t3 = bu_now();
     if (c->n < BU_MAX_REPS + 64) {
@@ -119,7 +119,8 @@ static int run_bench(int argc, char **argv)
                          .mode = per_head ? TG_MHA_PER_HEAD : TG_MHA_FUSED};
     int rc = 1;
     if (!c.t || !c.p || tg_mha_init(&c.m, c.p, "attn", &cfg, &rng)) goto done;
-    if (!(c.opt = tg_adam_new(c.p, NULL))) goto done;
+    tg_optim_opts adam = tg_optim_defaults(TG_ADAM);
+    if (!(c.opt = tg_optim_new(c.p, &adam))) goto done;
     c.x = tg_tensor_alloc(3, (int[]){B, L, D});
     if (!c.x) {
         tg_error_set("out of memory for x [%d,%d,%d]", B, L, D);
@@ -154,7 +155,7 @@ static int run_bench(int argc, char **argv)
 done:
     if (rc) fprintf(stderr, "bench_mha: %s\n", tg_error() ? tg_error() : "out of memory");
     tg_tensor_free(c.x);
-    tg_adam_free(c.opt);
+    tg_optim_free(c.opt);
     tg_params_free(c.p);
     tg_tape_free(c.t);
     return rc;

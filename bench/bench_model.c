@@ -4,7 +4,7 @@
  *               [--symbols 16 --min-len 4 --max-len 12 --layers 2 --d-model 64
  *                --heads 4 --d-head 0 --d-ff 0 --mode fused|per-head --batch 64
  *                --lr 0.003 --warmup 50 --steps 3000 --schedule cosine
- *                --optimizer adamw|adam --weight-decay 0.01 --clip 1 --seed 1]
+ *                --optimizer adamw|adam|sgd --weight-decay 0.01 --clip 1 --seed 1]
  *               [--threads T (0: one per core)] [--tag step]
  *
  * The model flags take seqtask train's names and defaults; scripts/bench.sh
@@ -45,7 +45,7 @@ typedef struct model_ctx {
     tg_tape *t;
     tg_params *p;
     tg_model m;
-    tg_adam *opt;
+    tg_optim *opt;
     tg_schedule sched;
     double clip;
     int B, T;
@@ -63,8 +63,8 @@ static int model_step(void *arg)
     if (!loss || tg_backward(c->t, loss)) return -1;  /* the message is in tg_error() */
     c->arena_peak = tg_tape_arena_used(c->t);
     if (c->clip > 0) tg_clip_grad_norm(c->p, c->clip);
-    tg_adam_set_lr(c->opt, tg_lr_at(&c->sched, c->step));
-    tg_adam_step(c->opt);
+    tg_optim_set_lr(c->opt, tg_lr_at(&c->sched, c->step));
+    tg_optim_step(c->opt);
     tg_tape_reset(c->t);
     c->step++;
     return 0;
@@ -139,14 +139,19 @@ int main(int argc, char **argv)
     c.lens = tg_malloc((size_t)B * sizeof *c.lens);
     if (!c.t || !c.p || !c.ids || !c.targets || !c.lens) goto done;
     if (tg_model_init(&c.m, c.p, &mc, &rng)) goto done;
-    tg_adam_opts ao = tg_adam_defaults();
-    ao.lr = lr;
-    ao.beta2 = 0.98;
-    ao.weight_decay = bu_opt_double(argc, argv, "--weight-decay", 0.01);
-    ao.adamw = strcmp(optim, "adam") != 0;
-    ao.no_decay_1d = ao.adamw;
-    if (strcmp(optim, "sgd") == 0) fprintf(stderr, "bench_model: --optimizer sgd is timed as AdamW\n");
-    if (!(c.opt = tg_adam_new(c.p, &ao))) goto done;
+    /* seqtask's options (examples/seqtask/checkpoint.c, sq_optim_opts) */
+    tg_optim_opts oo = tg_optim_defaults(strcmp(optim, "sgd") == 0    ? TG_SGD
+                                         : strcmp(optim, "adam") == 0 ? TG_ADAM
+                                                                      : TG_ADAMW);
+    oo.lr = lr;
+    oo.weight_decay = bu_opt_double(argc, argv, "--weight-decay", 0.01);
+    if (oo.kind == TG_SGD) {
+        oo.momentum = 0.9;
+    } else {
+        oo.beta2 = 0.98;
+        oo.no_decay_1d = oo.kind == TG_ADAMW;
+    }
+    if (!(c.opt = tg_optim_new(c.p, &oo))) goto done;
     if (strcmp(sched, "constant") == 0) c.sched = tg_schedule_constant(lr, warm_steps);
     else if (strcmp(sched, "linear") == 0) c.sched = tg_schedule_linear(lr, lr / 10, warm_steps, steps);
     else c.sched = tg_schedule_cosine(lr, lr / 10, warm_steps, steps);
@@ -176,7 +181,7 @@ int main(int argc, char **argv)
     rc = 0;
 done:
     if (rc) fprintf(stderr, "bench_model: %s\n", tg_error() ? tg_error() : "out of memory");
-    tg_adam_free(c.opt);
+    tg_optim_free(c.opt);
     tg_model_free(&c.m);
     tg_params_free(c.p);
     tg_tape_free(c.t);

@@ -151,9 +151,9 @@ int main(int argc, char **argv)
     tg_params *p = tg_params_new();
     model m;
     if (!p || init(&m, p, mode, &rng)) return fprintf(stderr, "classify: %s\n", tg_error()), 1;
-    tg_adam_opts o = tg_adam_defaults();
-    o.adamw = true, o.weight_decay = 0.01, o.no_decay_1d = true;
-    tg_adam *opt = tg_adam_new(p, &o);
+    tg_optim_opts o = tg_optim_defaults(TG_ADAMW);
+    o.no_decay_1d = true;
+    tg_optim *opt = tg_optim_new(p, &o);
     tg_schedule lr = tg_schedule_cosine(3e-3, 0, 50, steps);
     static batch train, held;
     fill(&held, &rng, EVAL, true);
@@ -165,8 +165,8 @@ int main(int argc, char **argv)
         fill(&train, &rng, BATCH, false);
         tg_tape_reset(t);
         tg_tensor *loss = tg_cross_entropy(t, forward(t, &m, &train), train.labels, TG_IGNORE);
-        tg_params_zero_grad(p);
-        if (tg_backward(t, loss) || tg_adam_set_lr(opt, tg_lr_at(&lr, step)) || tg_adam_step(opt))
+        tg_optim_zero_grad(opt);
+        if (tg_backward(t, loss) || tg_optim_set_lr(opt, tg_lr_at(&lr, step)) || tg_optim_step(opt))
             return fprintf(stderr, "classify: step %ld: %s\n", step, tg_error()), 1;
         if ((step + 1) % 250 == 0) {
             double l = (double)loss->data[0];  /* read before accuracy() resets the tape */
@@ -177,7 +177,7 @@ int main(int argc, char **argv)
     if (acc < 0) return fprintf(stderr, "classify: %s\n", tg_error()), 1;
     printf("held-out accuracy %.2f%%\n", 100 * acc);
     tg_tape_free(t);
-    tg_adam_free(opt);
+    tg_optim_free(opt);
     tg_params_free(p);
     return 0;
 }

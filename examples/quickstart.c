@@ -12,9 +12,9 @@ int main(void)
     tg_rng_seed(&rng, 0);
     tg_params *params = tg_params_new();
     if (tg_linear_init(&fc, params, "fc", 1, 1, true, &rng)) return puts(tg_error()), 1;
-    tg_adam_opts o = tg_adam_defaults();
+    tg_optim_opts o = tg_optim_defaults(TG_ADAM);
     o.lr = 0.05;
-    tg_adam *opt = tg_adam_new(params, &o);
+    tg_optim *opt = tg_optim_new(params, &o);
     tg_real xs[64], ys[64];
     for (int i = 0; i < 64; i++) xs[i] = (tg_real)(i / 32.0 - 1), ys[i] = 3 * xs[i] - 2;
 
@@ -23,9 +23,9 @@ int main(void)
         tg_tensor *x = tg_tensor_from(t, xs, 2, (int[]){64, 1}), *y = tg_tensor_from(t, ys, 2, (int[]){64, 1});
         tg_tensor *d = tg_sub(t, tg_linear_forward(t, &fc, x), y);
         tg_tensor *loss = tg_mean(t, tg_mul(t, d, d));           /* recorded on the tape */
-        tg_params_zero_grad(params);
+        tg_optim_zero_grad(opt);
         if (tg_backward(t, loss) != 0) return puts(tg_error()), 1;  /* op errors reach the loss */
-        tg_adam_step(opt);
+        tg_optim_step(opt);
         if (step % 100 == 0) printf("step %3d  loss %.3g\n", step, (double)loss->data[0]);
         tg_tape_reset(t);                                        /* rewinds the arena */
     }
@@ -36,6 +36,6 @@ int main(void)
     x->requires_grad = true;
     tg_gradcheck_result r = tg_gradcheck(f, NULL, (tg_tensor *[]){x, fc.weight, fc.bias}, 3, NULL);
     puts(r.ok ? "gradcheck ok" : tg_error());
-    tg_tensor_free(x), tg_tape_free(t), tg_adam_free(opt), tg_params_free(params);
+    tg_tensor_free(x), tg_tape_free(t), tg_optim_free(opt), tg_params_free(params);
     return r.ok ? 0 : 1;
 }

@@ -1,8 +1,8 @@
 /* tapegrad: learning-rate schedules.
  *
  * tg_lr_at is a pure function of the step, so a resumed run continues on
- * the same curve: call tg_adam_set_lr(opt, tg_lr_at(&s, tg_adam_steps(opt)))
- * before each tg_adam_step.
+ * the same curve: call tg_optim_set_lr(opt, tg_lr_at(&s, tg_optim_steps(opt)))
+ * before each tg_optim_step.
  *
  * `step` counts updates already taken: step 0 is the learning rate of the
  * first update, step k that of update k+1. With W = warmup, T = total:

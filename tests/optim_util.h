@@ -1,7 +1,7 @@
 /* Helpers shared by the optimizer suites (test_optim.c, test_optim_torch.c):
  * the fixtures (tests/fixtures/optim_*.safetensors, from
- * bench/torch/make_optim_fixtures.py), the two problems, the configurations
- * and a common face for Adam and SGD.
+ * bench/torch/make_optim_fixtures.py), the two problems and the
+ * configurations.
  *
  * Two problems, data and initial values read from the fixture:
  *   quad    f = 0.5 * sum(a * (p - c)^2), parameters "w" [2,3] and "b" [3]
@@ -156,15 +156,10 @@ static inline void problem_grad(problem *pr)
     for (int i = 0; i < 9; i++) g[i] = pr->a[i] * (p[i] - pr->c[i]);
 }
 
-/* ---- configurations and a common face for both optimizers ---------------- */
+/* ---- configurations ------------------------------------------------------ */
 
-typedef struct config {
-    bool adam;
-    tg_adam_opts ao;
-    tg_sgd_opts so;
-} config;
-
-static inline config config_from(const tg_safetensors *fx, const char *name)
+/* The fixture's configuration `name` ("adam", "sgd_nesterov", ...) as options. */
+static inline tg_optim_opts config_from(const tg_safetensors *fx, const char *name)
 {
     char key[64];
     snprintf(key, sizeof key, "config.%s", name);
@@ -176,55 +171,23 @@ static inline config config_from(const tg_safetensors *fx, const char *name)
         v[n] = strtod(s, &end);
         if (end == s) break;
     }
-    config c = {.adam = strncmp(name, "adam", 4) == 0};
-    cr_assert_eq(n, c.adam ? 7 : 5, "'%s' = \"%s\"", key, tg_st_meta(fx, key));
-    if (c.adam)
-        c.ao = (tg_adam_opts){.lr = v[0], .beta1 = v[1], .beta2 = v[2], .eps = v[3],
-                              .weight_decay = v[4], .adamw = v[5] != 0, .no_decay_1d = v[6] != 0};
-    else
-        c.so = (tg_sgd_opts){.lr = v[0], .momentum = v[1], .dampening = v[2], .weight_decay = v[3],
-                             .nesterov = v[4] != 0};
-    return c;
+    bool adam = strncmp(name, "adam", 4) == 0;
+    cr_assert_eq(n, adam ? 7 : 5, "'%s' = \"%s\"", key, tg_st_meta(fx, key));
+    if (adam)
+        return (tg_optim_opts){.kind = v[5] != 0 ? TG_ADAMW : TG_ADAM, .lr = v[0], .beta1 = v[1], .beta2 = v[2],
+                               .eps = v[3], .weight_decay = v[4], .no_decay_1d = v[6] != 0};
+    return (tg_optim_opts){.kind = TG_SGD, .lr = v[0], .momentum = v[1], .dampening = v[2], .weight_decay = v[3],
+                           .nesterov = v[4] != 0};
 }
 
-typedef struct opt {
-    tg_adam *adam;
-    tg_sgd *sgd;
-} opt;
-
-static inline opt opt_new(tg_params *p, const config *c)
+static inline tg_optim *optim_new(tg_params *p, const tg_optim_opts *o)
 {
-    opt o = {0};
-    if (c->adam) o.adam = tg_adam_new(p, &c->ao);
-    else o.sgd = tg_sgd_new(p, &c->so);
-    cr_assert(o.adam || o.sgd, "%s", tg_error());
-    return o;
+    tg_optim *opt = tg_optim_new(p, o);
+    cr_assert_not_null(opt, "%s", tg_error());
+    return opt;
 }
 
-static inline void opt_step(opt *o)
-{
-    cr_assert_eq(o->adam ? tg_adam_step(o->adam) : tg_sgd_step(o->sgd), 0);
-}
-static inline long opt_steps(const opt *o)
-{
-    return o->adam ? tg_adam_steps(o->adam) : tg_sgd_steps(o->sgd);
-}
-static inline void opt_set_lr(opt *o, double lr)
-{
-    cr_assert_eq(o->adam ? tg_adam_set_lr(o->adam, lr) : tg_sgd_set_lr(o->sgd, lr), 0);
-}
-static inline int opt_save(const opt *o, tg_safetensors *st)
-{
-    return o->adam ? tg_adam_state_save(o->adam, st) : tg_sgd_state_save(o->sgd, st);
-}
-static inline int opt_load(opt *o, const tg_safetensors *st)
-{
-    return o->adam ? tg_adam_state_load(o->adam, st) : tg_sgd_state_load(o->sgd, st);
-}
-static inline void opt_free(opt *o)
-{
-    tg_adam_free(o->adam);
-    tg_sgd_free(o->sgd);
-}
+static inline void optim_step(tg_optim *o) { cr_assert_eq(tg_optim_step(o), 0, "%s", tg_error()); }
+static inline void optim_set_lr(tg_optim *o, double lr) { cr_assert_eq(tg_optim_set_lr(o, lr), 0, "%s", tg_error()); }
 
 #endif

@@ -4,9 +4,9 @@
  *     cross-entropy, backward, clip, AdamW, and a checkpoint save (params +
  *     optimizer state + metadata, atomic tg_st_save);
  *   - model and optimizer construction (tg_params_new, tg_model_init,
- *     tg_adam_new, tg_sgd_new);
+ *     tg_optim_new for AdamW and SGD);
  *   - loading a checkpoint back (tg_st_load, tg_st_load_params,
- *     tg_adam_state_load);
+ *     tg_optim_state_load);
  *   - a long tape: the node array's and the arena's growth and the grads of
  *     heap tensors (long_tape).
  * Each failing run must return NULL/-1 with tg_error() saying "out of memory",
@@ -36,12 +36,12 @@ typedef struct setup {
 typedef struct rig {
     tg_params *p;
     tg_model m;
-    tg_adam *opt;
+    tg_optim *opt;
     tg_rng rng;  /* the dropout stream */
 } rig;
 
-static const tg_adam_opts OPTS = {.lr = 1e-2, .beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8,
-                                  .weight_decay = 0.01, .adamw = true};
+static const tg_optim_opts OPTS = {.kind = TG_ADAMW, .lr = 1e-2, .beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8,
+                                   .weight_decay = 0.01};
 
 static void setup_data(setup *s)
 {
@@ -74,14 +74,14 @@ static void rig_init(rig *r, const setup *s)
     r->p = tg_params_new();
     cr_assert_not_null(r->p);
     cr_assert_eq(tg_model_init(&r->m, r->p, &s->cfg, &init), 0, "%s", tg_error());
-    r->opt = tg_adam_new(r->p, &OPTS);
+    r->opt = tg_optim_new(r->p, &OPTS);
     cr_assert_not_null(r->opt, "%s", tg_error());
     tg_rng_seed(&r->rng, 11);
 }
 
 static void rig_free(rig *r)
 {
-    tg_adam_free(r->opt);
+    tg_optim_free(r->opt);
     tg_model_free(&r->m);
     tg_params_free(r->p);
 }
@@ -97,9 +97,9 @@ static int save(const rig *r, const char *path)
     tg_safetensors *s = tg_st_new();
     if (!s) return -1;
     char step[32];
-    snprintf(step, sizeof step, "%ld", tg_adam_steps(r->opt));
+    snprintf(step, sizeof step, "%ld", tg_optim_steps(r->opt));
     int rc = tg_st_add_params(s, r->p);
-    if (!rc) rc = tg_adam_state_save(r->opt, s);
+    if (!rc) rc = tg_optim_state_save(r->opt, s);
     if (!rc) rc = tg_st_set_meta(s, "step", step);
     if (!rc) rc = tg_st_save(s, path, DT);
     tg_st_free(s);
@@ -117,7 +117,7 @@ static int step(rig *r, tg_tape *t, const setup *s, const char *path, tg_real *l
     *loss_out = loss->data[0];
     tg_params_zero_grad(r->p);
     if (tg_backward(t, loss)) return PH_BACKWARD;
-    if (!(tg_clip_grad_norm(r->p, 0.5) >= 0) || tg_adam_step(r->opt)) return PH_UPDATE;
+    if (!(tg_clip_grad_norm(r->p, 0.5) >= 0) || tg_optim_step(r->opt)) return PH_UPDATE;
     return save(r, path) ? PH_SAVE : PH_DONE;
 }
 
@@ -132,11 +132,11 @@ typedef struct snap {
 
 static snap snap_take(const rig *r)
 {
-    snap s = {.n = tg_params_numel(r->p), .steps = tg_adam_steps(r->opt), .opt = tg_st_new()};
+    snap s = {.n = tg_params_numel(r->p), .steps = tg_optim_steps(r->opt), .opt = tg_st_new()};
     s.params = malloc(s.n * sizeof *s.params);
     cr_assert(s.params && s.opt);
     memcpy(s.params, tg_params_data(r->p), s.n * sizeof *s.params);
-    cr_assert_eq(tg_adam_state_save(r->opt, s.opt), 0);
+    cr_assert_eq(tg_optim_state_save(r->opt, s.opt), 0);
     return s;
 }
 
@@ -180,7 +180,7 @@ static bool file_matches(const char *path, const rig *r)
         ok = y && tg_shape_equal(x, y) && memcmp(x->data, y->data, x->size * sizeof(tg_real)) == 0;
     }
     char want[32];
-    snprintf(want, sizeof want, "%ld", tg_adam_steps(r->opt));
+    snprintf(want, sizeof want, "%ld", tg_optim_steps(r->opt));
     ok = ok && tg_st_meta(f, "step") && strcmp(tg_st_meta(f, "step"), want) == 0;
     snap_free(&now);
     tg_st_free(f);
@@ -362,9 +362,9 @@ Test(alloc_fail, training_step_per_head)
 /* ---- construction: params store, model, Adam, SGD --------------------------------------------- */
 
 /* Builds everything; 0, or -1 with tg_error(). Leaves nothing allocated on failure. */
-static int build(const tg_model_config *cfg, rig *r, tg_sgd **sgd)
+static int build(const tg_model_config *cfg, rig *r, tg_optim **sgd)
 {
-    static const tg_sgd_opts sgd_opts = {.lr = 0.1, .momentum = 0.9};
+    static const tg_optim_opts sgd_opts = {.kind = TG_SGD, .lr = 0.1, .momentum = 0.9};
     tg_rng init;
     tg_rng_seed(&init, 7);
     tg_error_clear();
@@ -375,8 +375,8 @@ static int build(const tg_model_config *cfg, rig *r, tg_sgd **sgd)
         tg_params_free(r->p);
         return -1;
     }
-    r->opt = tg_adam_new(r->p, &OPTS);
-    if (r->opt) *sgd = tg_sgd_new(r->p, &sgd_opts);
+    r->opt = tg_optim_new(r->p, &OPTS);
+    if (r->opt) *sgd = tg_optim_new(r->p, &sgd_opts);
     if (!*sgd) {
         rig_free(r);
         return -1;
@@ -390,11 +390,11 @@ static void walk_construction(tg_mha_mode mode)
     setup s = {.cfg = {.vocab = 7, .d_model = 8, .n_layers = 2, .n_heads = 2, .max_len = 6, .mode = mode},
                .B = 2, .T = 6};
     rig ref, r;
-    tg_sgd *sgd;
+    tg_optim *sgd;
     uint64_t before = tg_alloc_count();
     cr_assert_eq(build(&s.cfg, &ref, &sgd), 0, "%s", tg_error());
     walk_stats st = {.allocs = tg_alloc_count() - before};
-    tg_sgd_free(sgd);
+    tg_optim_free(sgd);
     snap s0 = snap_take(&ref);
     for (unsigned long long n = 1; n <= st.allocs + 1; n++) {
         tg_alloc_fail_at(n);
@@ -408,7 +408,7 @@ static void walk_construction(tg_mha_mode mode)
         }
         cr_assert_eq(rc, 0, "%s", tg_error());
         cr_assert(snap_matches(&s0, &r), "a model built after failures differs");
-        tg_sgd_free(sgd);
+        tg_optim_free(sgd);
         rig_free(&r);
     }
     /* the twin trains: construction left nothing half-done */
@@ -434,7 +434,7 @@ Test(alloc_fail, construction_per_head) { walk_construction(TG_MHA_PER_HEAD); }
 
 /* ---- loading a checkpoint ------------------------------------------------------------------------- */
 
-/* tg_st_load + tg_st_load_params + tg_adam_state_load, as a resume does. */
+/* tg_st_load + tg_st_load_params + tg_optim_state_load, as a resume does. */
 static int load(rig *r, const char *path, bool *parsed)
 {
     tg_safetensors *f = NULL;
@@ -443,7 +443,7 @@ static int load(rig *r, const char *path, bool *parsed)
     *parsed = f != NULL;
     cr_assert(rc == 0 || !f, "tg_st_load failed but gave a set");
     if (!rc) rc = tg_st_load_params(r->p, f, true, "optim.");
-    if (!rc) rc = tg_adam_state_load(r->opt, f);
+    if (!rc) rc = tg_optim_state_load(r->opt, f);
     tg_st_free(f);
     return rc;
 }

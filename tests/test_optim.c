@@ -38,41 +38,39 @@ typedef struct ref {
 
 /* One step at gradient g, textbook form: Adam with bias-corrected m-hat,
  * v-hat (Kingma & Ba), AdamW decaying p first, SGD as torch documents it. */
-static void ref_step(ref *r, const config *c, const double *g0)
+static void ref_step(ref *r, const tg_optim_opts *c, const double *g0)
 {
     r->t++;
     for (int i = 0; i < r->n; i++) {
         double g = g0[i], *q = &r->q[i];
-        if (c->adam) {
-            const tg_adam_opts *o = &c->ao;
-            double wd = o->no_decay_1d && i >= r->n_w ? 0 : o->weight_decay;
-            if (o->adamw) *q -= o->lr * wd * *q;
-            else g += wd * *q;
-            r->m[i] = o->beta1 * r->m[i] + (1 - o->beta1) * g;
-            r->v[i] = o->beta2 * r->v[i] + (1 - o->beta2) * g * g;
-            double mhat = r->m[i] / (1 - pow(o->beta1, r->t)), vhat = r->v[i] / (1 - pow(o->beta2, r->t));
-            *q -= o->lr * mhat / (sqrt(vhat) + o->eps);
-        } else {
-            const tg_sgd_opts *o = &c->so;
-            g += o->weight_decay * *q;
-            if (o->momentum != 0) {
-                r->buf[i] = r->t == 1 ? g : o->momentum * r->buf[i] + (1 - o->dampening) * g;
-                g = o->nesterov ? g + o->momentum * r->buf[i] : r->buf[i];
+        double wd = c->no_decay_1d && i >= r->n_w ? 0 : c->weight_decay;
+        if (c->kind == TG_SGD) {
+            g += wd * *q;
+            if (c->momentum != 0) {
+                r->buf[i] = r->t == 1 ? g : c->momentum * r->buf[i] + (1 - c->dampening) * g;
+                g = c->nesterov ? g + c->momentum * r->buf[i] : r->buf[i];
             }
-            *q -= o->lr * g;
+            *q -= c->lr * g;
+            continue;
         }
+        if (c->kind == TG_ADAMW) *q -= c->lr * wd * *q;
+        else g += wd * *q;
+        r->m[i] = c->beta1 * r->m[i] + (1 - c->beta1) * g;
+        r->v[i] = c->beta2 * r->v[i] + (1 - c->beta2) * g * g;
+        double mhat = r->m[i] / (1 - pow(c->beta1, r->t)), vhat = r->v[i] / (1 - pow(c->beta2, r->t));
+        *q -= c->lr * mhat / (sqrt(vhat) + c->eps);
     }
 }
 
 /* 100 steps of c, and of the formulas, compared after every step; with a
  * schedule s (NULL: c's constant lr) set before each step. */
-static void check_formulas(const tg_safetensors *fx, bool quad, const char *name, const config *c0,
+static void check_formulas(const tg_safetensors *fx, bool quad, const char *name, const tg_optim_opts *c0,
                            const tg_schedule *s)
 {
     problem pr;
     problem_init(&pr, fx, quad);
-    opt o = opt_new(pr.p, c0);
-    config c = *c0;
+    tg_optim *o = optim_new(pr.p, c0);
+    tg_optim_opts c = *c0;
     ref r = {.n = (int)tg_params_numel(pr.p), .n_w = 6};
     const tg_real *p = tg_params_data(pr.p);
     for (int i = 0; i < r.n; i++) r.q[i] = p[i];
@@ -80,18 +78,18 @@ static void check_formulas(const tg_safetensors *fx, bool quad, const char *name
     for (int step = 1; step <= 100; step++) {
         if (s) {
             double lr = tg_lr_at(s, step - 1);
-            opt_set_lr(&o, lr);
-            *(c.adam ? &c.ao.lr : &c.so.lr) = lr;
+            optim_set_lr(o, lr);
+            c.lr = lr;
         }
         problem_grad(&pr);
-        opt_step(&o);
+        optim_step(o);
         ref_grad(&pr, r.q, g);
         ref_step(&r, &c, g);
         for (int i = 0; i < r.n; i++)
             rel_close(p[i], r.q[i], FORMULA_TOL, FORMULA_FLOOR, "%s %s step %d p[%d] = %.17g, formula %.17g",
                       quad ? "quad" : "linreg", name, step, i, (double)p[i], r.q[i]);
     }
-    opt_free(&o);
+    tg_optim_free(o);
     problem_free(&pr);
 }
 
@@ -99,13 +97,13 @@ Test(optim, formulas_100_steps)
 {
     tg_safetensors *fx = fixture(OWN_FIXTURE);
     for (int k = 0; k < N_CONFIGS; k++) {
-        config c = config_from(fx, CONFIGS[k]);
+        tg_optim_opts c = config_from(fx, CONFIGS[k]);
         check_formulas(fx, true, CONFIGS[k], &c, NULL);
         check_formulas(fx, false, CONFIGS[k], &c, NULL);
     }
     /* L2 (coupled) decay with the 1-D parameters left out, on a schedule */
-    config c = config_from(fx, "adam_l2");
-    c.ao.no_decay_1d = true;
+    tg_optim_opts c = config_from(fx, "adam_l2");
+    c.no_decay_1d = true;
     tg_schedule cos = tg_schedule_cosine(0.05, 0.005, 10, 90);
     check_formulas(fx, true, "adam_l2_no1d", &c, &cos);
     check_formulas(fx, false, "adam_l2_no1d", &c, &cos);
@@ -270,85 +268,98 @@ Test(optim, adam_fits_a_line)
         y->data[i] = 3 * x->data[i] - 2;
     }
     tg_tape *t = tg_tape_new();
-    tg_adam_opts o = tg_adam_defaults();
+    tg_optim_opts o = tg_optim_defaults(TG_ADAM);
     o.lr = 0.1;
-    tg_adam *a = tg_adam_new(p, &o);
+    tg_optim *a = optim_new(p, &o);
     tg_schedule s = tg_schedule_cosine(0.1, 1e-4, 10, 300);
     double loss = 0;
     for (int i = 0; i < 300; i++) {
-        cr_assert_eq(tg_adam_set_lr(a, tg_lr_at(&s, tg_adam_steps(a))), 0);
+        optim_set_lr(a, tg_lr_at(&s, tg_optim_steps(a)));
         loss = linreg_backward(t, p, x, y);
-        tg_adam_step(a);
+        optim_step(a);
     }
     cr_assert(fabs(w->data[0] - 3) < 1e-4 && fabs(b->data[0] + 2) < 1e-4, "w = %.8g, b = %.8g, loss %.3g",
               (double)w->data[0], (double)b->data[0], loss);
-    tg_adam_free(a);
+    tg_optim_free(a);
     tg_tape_free(t);
     tg_tensor_free(x);
     tg_tensor_free(y);
     tg_params_free(p);
 }
 
+/* Each case changes one field of its kind's defaults and must be refused
+ * with a message naming it. */
 Test(optim, bad_options_rejected_with_a_message)
 {
     tg_params *p = tg_params_new();
     tg_params_add(p, "w", 2, (int[]){2, 2});
-    tg_adam_opts ad = tg_adam_defaults();
-    struct { tg_adam_opts o; const char *expect; } adam[] = {
-        {ad, NULL}, {ad, "lr = -0.1"}, {ad, "lr = nan"}, {ad, "beta1 = 1 is outside [0, 1)"},
-        {ad, "beta2 = -0.5"}, {ad, "eps = 0"}, {ad, "eps = -1e-08"}, {ad, "weight_decay = -0.01"},
+    tg_optim_opts ad = tg_optim_defaults(TG_ADAM), aw = tg_optim_defaults(TG_ADAMW), sd = tg_optim_defaults(TG_SGD);
+    struct { tg_optim_opts o; const char *expect; } bad[] = {
+        {ad, "lr = -0.1"}, {ad, "lr = nan"}, {ad, "beta1 = 1 is outside [0, 1)"}, {aw, "beta2 = -0.5"},
+        {ad, "eps = 0"}, {aw, "eps = -1e-08"}, {ad, "weight_decay = -0.01"},
+        {ad, "momentum, dampening and nesterov are SGD options, the kind is Adam"},
+        {aw, "momentum, dampening and nesterov are SGD options, the kind is AdamW"},
+        {sd, "lr = -1"}, {sd, "momentum = -0.9"}, {sd, "dampening = 1.5"}, {sd, "nesterov needs momentum > 0"},
+        {sd, "nesterov needs momentum > 0 and dampening = 0"}, {sd, "weight_decay = -1"},
+        {sd, "beta1, beta2 and eps are Adam options, the kind is SGD"}, {sd, "unknown kind 7"},
     };
-    adam[1].o.lr = -0.1, adam[2].o.lr = NAN, adam[3].o.beta1 = 1, adam[4].o.beta2 = -0.5;
-    adam[5].o.eps = 0, adam[6].o.eps = -1e-8, adam[7].o.weight_decay = -0.01;
-    for (size_t k = 1; k < sizeof adam / sizeof *adam; k++) {
+    bad[0].o.lr = -0.1, bad[1].o.lr = NAN, bad[2].o.beta1 = 1, bad[3].o.beta2 = -0.5;
+    bad[4].o.eps = 0, bad[5].o.eps = -1e-8, bad[6].o.weight_decay = -0.01, bad[7].o.momentum = 0.9;
+    bad[8].o.nesterov = true, bad[9].o.lr = -1, bad[10].o.momentum = -0.9, bad[11].o.dampening = 1.5;
+    bad[12].o.nesterov = true;
+    bad[13].o = (tg_optim_opts){.kind = TG_SGD, .lr = 0.1, .momentum = 0.9, .dampening = 0.1, .nesterov = true};
+    bad[14].o.weight_decay = -1, bad[15].o.eps = 1e-8, bad[16].o.kind = (tg_optim_kind)7;
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
         tg_error_clear();
-        cr_assert_null(tg_adam_new(p, &adam[k].o), "case %zu", k);
-        cr_assert(strstr(tg_error(), adam[k].expect), "case %zu: \"%s\"", k, tg_error());
+        cr_assert_null(tg_optim_new(p, &bad[k].o), "case %zu", k);
+        cr_assert(strstr(tg_error(), bad[k].expect), "case %zu: \"%s\"", k, tg_error());
     }
-    tg_sgd_opts sd = tg_sgd_defaults();
-    struct { tg_sgd_opts o; const char *expect; } sgd[] = {
-        {sd, NULL}, {sd, "lr = -1"}, {sd, "momentum = -0.9"}, {sd, "dampening = 1.5"},
-        {sd, "nesterov needs momentum > 0"}, {sd, "nesterov needs momentum > 0 and dampening = 0"},
-        {sd, "weight_decay = -1"},
-    };
-    sgd[1].o.lr = -1, sgd[2].o.momentum = -0.9, sgd[3].o.dampening = 1.5, sgd[4].o.nesterov = true;
-    sgd[5].o = (tg_sgd_opts){.lr = 0.1, .momentum = 0.9, .dampening = 0.1, .nesterov = true};
-    sgd[6].o.weight_decay = -1;
-    for (size_t k = 1; k < sizeof sgd / sizeof *sgd; k++) {
-        tg_error_clear();
-        cr_assert_null(tg_sgd_new(p, &sgd[k].o), "case %zu", k);
-        cr_assert(strstr(tg_error(), sgd[k].expect), "case %zu: \"%s\"", k, tg_error());
-    }
-    cr_assert_null(tg_adam_new(NULL, NULL));
-    cr_assert(strstr(tg_error(), "NULL"), "%s", tg_error());
-    cr_assert_null(tg_sgd_new(NULL, NULL));
-    cr_assert_str_eq(tg_error(), "tg_sgd_new: the parameter store is NULL");
+    cr_assert_null(tg_optim_new(p, NULL));
+    cr_assert_str_eq(tg_error(), "tg_optim: options are NULL");
+    cr_assert_null(tg_optim_new(NULL, &sd));
+    cr_assert_str_eq(tg_error(), "tg_optim_new: the parameter store is NULL");
     /* set_lr refuses a bad lr and keeps the old one */
-    tg_adam *a = tg_adam_new(p, NULL);
-    cr_assert_eq(tg_adam_set_lr(a, -1), -1);
-    cr_assert_str_eq(tg_error(), "tg_adam_set_lr: lr = -1 must be finite and >= 0");
-    cr_assert_eq(tg_adam_set_lr(a, NAN), -1);
-    cr_assert_eq(tg_adam_lr(a), 1e-3);
-    tg_sgd *s = tg_sgd_new(p, NULL);
-    cr_assert_eq(tg_sgd_set_lr(s, -1), -1);
-    cr_assert_eq(tg_sgd_lr(s), 1e-3);
+    tg_optim *a = optim_new(p, &ad), *s = optim_new(p, &sd);
+    cr_assert_eq(tg_optim_set_lr(a, -1), -1);
+    cr_assert_str_eq(tg_error(), "tg_optim_set_lr: lr = -1 must be finite and >= 0");
+    cr_assert_eq(tg_optim_set_lr(a, NAN), -1);
+    cr_assert_eq(tg_optim_lr(a), 1e-3);
+    cr_assert_eq(tg_optim_set_lr(s, -1), -1);
+    cr_assert_eq(tg_optim_lr(s), 1e-3);
     /* a store that grew after the optimizer was made: the step refuses */
     tg_params_add(p, "late", 1, (int[]){3});
-    cr_assert_eq(tg_adam_step(a), -1);
-    cr_assert_eq(tg_sgd_step(s), -1);
-    cr_assert_eq(tg_adam_steps(a), 0);
-    tg_adam_free(a);
-    tg_sgd_free(s);
+    cr_assert_eq(tg_optim_step(a), -1);
+    cr_assert_str_eq(tg_error(), "tg_optim_step: the parameter store has 7 values, 4 when tg_optim_new made the "
+                                 "optimizer: make a new one after adding parameters");
+    cr_assert_eq(tg_optim_step(s), -1);
+    cr_assert_eq(tg_optim_steps(a), 0);
+    tg_optim_free(a);
+    tg_optim_free(s);
     tg_params_free(p);
 }
 
 Test(optim, defaults_are_torchs)
 {
-    tg_adam_opts a = tg_adam_defaults();
-    cr_assert(a.lr == 1e-3 && a.beta1 == 0.9 && a.beta2 == 0.999 && a.eps == 1e-8 && a.weight_decay == 0);
-    cr_assert(!a.adamw && !a.no_decay_1d);
-    tg_sgd_opts s = tg_sgd_defaults();
-    cr_assert(s.lr == 1e-3 && s.momentum == 0 && s.dampening == 0 && s.weight_decay == 0 && !s.nesterov);
+    tg_optim_opts a = tg_optim_defaults(TG_ADAM), w = tg_optim_defaults(TG_ADAMW), s = tg_optim_defaults(TG_SGD);
+    cr_assert(a.kind == TG_ADAM && a.lr == 1e-3 && a.beta1 == 0.9 && a.beta2 == 0.999 && a.eps == 1e-8 &&
+              a.weight_decay == 0 && !a.no_decay_1d && a.momentum == 0);
+    cr_assert(w.kind == TG_ADAMW && w.lr == 1e-3 && w.beta1 == 0.9 && w.beta2 == 0.999 && w.eps == 1e-8 &&
+              w.weight_decay == 0.01 && !w.no_decay_1d);
+    cr_assert(s.kind == TG_SGD && s.lr == 1e-3 && s.momentum == 0 && s.dampening == 0 && s.weight_decay == 0 &&
+              !s.nesterov && s.beta1 == 0 && s.eps == 0);
+}
+
+Test(optim, zero_grad_clears_the_store)
+{
+    tg_params *p = tg_params_new();
+    tg_params_add(p, "w", 1, (int[]){3});
+    tg_optim_opts o = tg_optim_defaults(TG_SGD);
+    tg_optim *s = optim_new(p, &o);
+    for (int i = 0; i < 3; i++) tg_params_grad(p)[i] = (tg_real)(i + 1);
+    tg_optim_zero_grad(s);
+    for (int i = 0; i < 3; i++) cr_assert_eq(tg_params_grad(p)[i], 0);
+    tg_optim_free(s);
+    tg_params_free(p);
 }
 
 Test(optim, steps_allocate_nothing_and_oom_is_reported)
@@ -357,27 +368,28 @@ Test(optim, steps_allocate_nothing_and_oom_is_reported)
     tg_params_add(p, "w", 2, (int[]){8, 8});
     tg_params_add(p, "b", 1, (int[]){8});
     for (size_t i = 0; i < tg_params_numel(p); i++) tg_params_grad(p)[i] = (tg_real)(0.01 * (double)i - 0.3);
-    tg_adam_opts ao = tg_adam_defaults();
-    ao.weight_decay = 0.1, ao.adamw = true;
-    tg_adam *a = tg_adam_new(p, &ao);
-    tg_sgd *s = tg_sgd_new(p, &(tg_sgd_opts){.lr = 0.1, .momentum = 0.9});
+    tg_optim_opts ao = tg_optim_defaults(TG_ADAMW), so = tg_optim_defaults(TG_SGD);
+    ao.weight_decay = 0.1;
+    so.lr = 0.1, so.momentum = 0.9;
+    tg_optim *a = optim_new(p, &ao), *s = optim_new(p, &so);
     uint64_t before = tg_alloc_count();
     for (int i = 0; i < 10; i++) {
-        tg_adam_step(a);
-        tg_sgd_step(s);
+        optim_step(a);
+        optim_step(s);
         tg_clip_grad_norm(p, 0.5);
     }
     cr_assert_eq(tg_alloc_count(), before);
-    tg_adam_free(a);
-    tg_sgd_free(s);
+    tg_optim_free(a);
+    tg_optim_free(s);
     for (uint64_t n = 1; n <= 2; n++) {
         tg_error_clear();
         tg_alloc_fail_at(n);
-        cr_assert_null(tg_adam_new(p, NULL));
+        cr_assert_null(tg_optim_new(p, &ao));
         tg_alloc_fail_at(0);
         cr_assert(strstr(tg_error(), "out of memory"), "%s", tg_error());
+        tg_error_clear();
         tg_alloc_fail_at(n);
-        cr_assert_null(tg_sgd_new(p, &(tg_sgd_opts){.lr = 0.1, .momentum = 0.9}));
+        cr_assert_null(tg_optim_new(p, &so));
         tg_alloc_fail_at(0);
         cr_assert(strstr(tg_error(), "out of memory"), "%s", tg_error());
     }

@@ -13,14 +13,14 @@
 
 static void check_torch(const tg_safetensors *fx, bool quad, const char *name, double tol, double lo)
 {
-    config c = config_from(fx, name);
+    tg_optim_opts c = config_from(fx, name);
     problem pr;
     problem_init(&pr, fx, quad);
-    opt o = opt_new(pr.p, &c);
+    tg_optim *o = optim_new(pr.p, &c);
     const char *pname = quad ? "quad" : "linreg";
     for (int step = 1; step <= 100; step++) {
         problem_grad(&pr);
-        opt_step(&o);
+        optim_step(o);
         if (step % 10) continue;
         for (int k = 0; k < 2; k++) {
             const tg_tensor *x = tg_params_at(pr.p, k);
@@ -34,7 +34,7 @@ static void check_torch(const tg_safetensors *fx, bool quad, const char *name, d
                           (double)x->data[i], (double)row[i]);
         }
     }
-    opt_free(&o);
+    tg_optim_free(o);
     problem_free(&pr);
 }
 
@@ -78,45 +78,45 @@ static tg_safetensors *travel(tg_safetensors *st, int via, const char *tag)
 }
 
 /* One linreg step on a cosine schedule read at the optimizer's own step. */
-static void sched_step(problem *pr, opt *o, const tg_schedule *s)
+static void sched_step(problem *pr, tg_optim *o, const tg_schedule *s)
 {
-    opt_set_lr(o, tg_lr_at(s, opt_steps(o)));
+    optim_set_lr(o, tg_lr_at(s, tg_optim_steps(o)));
     problem_grad(pr);
-    opt_step(o);
+    optim_step(o);
 }
 
 /* 100 steps straight, and `split` steps + save + restore into a fresh store
  * and optimizer + the rest: the parameters must be bit-identical. */
-static void check_resume(const config *c, long split, int via, const char *tag)
+static void check_resume(const tg_optim_opts *c, long split, int via, const char *tag)
 {
     tg_safetensors *fx = fixture(OWN_FIXTURE);
-    tg_schedule s = tg_schedule_cosine(c->adam ? c->ao.lr : c->so.lr, 1e-3, 10, 80);
+    tg_schedule s = tg_schedule_cosine(c->lr, 1e-3, 10, 80);
     problem a, b;
     problem_init(&a, fx, false);
-    opt oa = opt_new(a.p, c);
-    for (int i = 0; i < 100; i++) sched_step(&a, &oa, &s);
+    tg_optim *oa = optim_new(a.p, c);
+    for (int i = 0; i < 100; i++) sched_step(&a, oa, &s);
 
     problem_init(&b, fx, false);
-    opt ob = opt_new(b.p, c);
-    for (long i = 0; i < split; i++) sched_step(&b, &ob, &s);
+    tg_optim *ob = optim_new(b.p, c);
+    for (long i = 0; i < split; i++) sched_step(&b, ob, &s);
     tg_safetensors *st = tg_st_new();
     cr_assert_eq(tg_st_add_params(st, b.p), 0, "%s", tg_error());
-    cr_assert_eq(opt_save(&ob, st), 0, "%s", tg_error());
-    opt_free(&ob);
+    cr_assert_eq(tg_optim_state_save(ob, st), 0, "%s", tg_error());
+    tg_optim_free(ob);
     problem_free(&b);
 
     st = travel(st, via, tag);
     problem_init(&b, fx, false);  /* fresh: initial values, then the checkpoint's */
     cr_assert_eq(tg_st_load_params(b.p, st, true, "optim."), 0, "%s", tg_error());
-    ob = opt_new(b.p, c);
-    cr_assert_eq(opt_load(&ob, st), 0, "%s", tg_error());
-    cr_assert_eq(opt_steps(&ob), split);
-    while (opt_steps(&ob) < 100) sched_step(&b, &ob, &s);
+    ob = optim_new(b.p, c);
+    cr_assert_eq(tg_optim_state_load(ob, st), 0, "%s", tg_error());
+    cr_assert_eq(tg_optim_steps(ob), split);
+    while (tg_optim_steps(ob) < 100) sched_step(&b, ob, &s);
     cr_assert_eq(memcmp(tg_params_data(a.p), tg_params_data(b.p), tg_params_numel(a.p) * sizeof(tg_real)), 0,
                  "%s: resumed run differs from the uninterrupted one", tag);
     tg_st_free(st);
-    opt_free(&oa);
-    opt_free(&ob);
+    tg_optim_free(oa);
+    tg_optim_free(ob);
     problem_free(&a);
     problem_free(&b);
     tg_st_free(fx);
@@ -125,8 +125,8 @@ static void check_resume(const config *c, long split, int via, const char *tag)
 Test(optim, resume_is_bit_identical)
 {
     tg_safetensors *fx = fixture(OWN_FIXTURE);
-    config adamw = config_from(fx, "adamw_no1d"), nesterov = config_from(fx, "sgd_nesterov");
-    config damp = config_from(fx, "sgd_dampening"), plain = config_from(fx, "sgd");
+    tg_optim_opts adamw = config_from(fx, "adamw_no1d"), nesterov = config_from(fx, "sgd_nesterov");
+    tg_optim_opts damp = config_from(fx, "sgd_dampening"), plain = config_from(fx, "sgd");
     tg_st_free(fx);
     check_resume(&adamw, 37, VIA_OBJECT, "adamw_object");
     check_resume(&adamw, 37, VIA_BYTES, "adamw_bytes");
@@ -162,42 +162,42 @@ static tg_safetensors *mangle(const tg_safetensors *s, const char *drop, const c
 
 /* A failed load names the culprit and leaves the optimizer as it was: it
  * keeps stepping exactly like a twin that never saw the load. */
-static void check_bad_load(const config *c, const tg_safetensors *bad, const char *expect)
+static void check_bad_load(const tg_optim_opts *c, const tg_safetensors *bad, const char *expect)
 {
     tg_safetensors *fx = fixture(OWN_FIXTURE);
     problem a, b;
     problem_init(&a, fx, false);
     problem_init(&b, fx, false);
-    opt oa = opt_new(a.p, c), ob = opt_new(b.p, c);
+    tg_optim *oa = optim_new(a.p, c), *ob = optim_new(b.p, c);
     for (int i = 0; i < 5; i++) {
-        problem_grad(&a), opt_step(&oa);
-        problem_grad(&b), opt_step(&ob);
+        problem_grad(&a), optim_step(oa);
+        problem_grad(&b), optim_step(ob);
     }
-    cr_assert_eq(opt_load(&oa, bad), -1);
+    cr_assert_eq(tg_optim_state_load(oa, bad), -1);
     cr_assert(strstr(tg_error(), expect), "message \"%s\" does not mention \"%s\"", tg_error(), expect);
-    cr_assert_eq(opt_steps(&oa), 5);
+    cr_assert_eq(tg_optim_steps(oa), 5);
     for (int i = 0; i < 5; i++) {
-        problem_grad(&a), opt_step(&oa);
-        problem_grad(&b), opt_step(&ob);
+        problem_grad(&a), optim_step(oa);
+        problem_grad(&b), optim_step(ob);
     }
     cr_assert_eq(memcmp(tg_params_data(a.p), tg_params_data(b.p), tg_params_numel(a.p) * sizeof(tg_real)), 0);
-    opt_free(&oa);
-    opt_free(&ob);
+    tg_optim_free(oa);
+    tg_optim_free(ob);
     problem_free(&a);
     problem_free(&b);
     tg_st_free(fx);
 }
 
 /* The state of `c` after 20 linreg steps. */
-static tg_safetensors *trained_state(const config *c)
+static tg_safetensors *trained_state(const tg_optim_opts *c)
 {
     tg_safetensors *fx = fixture(OWN_FIXTURE), *st = tg_st_new();
     problem pr;
     problem_init(&pr, fx, false);
-    opt o = opt_new(pr.p, c);
-    for (int i = 0; i < 20; i++) problem_grad(&pr), opt_step(&o);
-    cr_assert_eq(opt_save(&o, st), 0, "%s", tg_error());
-    opt_free(&o);
+    tg_optim *o = optim_new(pr.p, c);
+    for (int i = 0; i < 20; i++) problem_grad(&pr), optim_step(o);
+    cr_assert_eq(tg_optim_state_save(o, st), 0, "%s", tg_error());
+    tg_optim_free(o);
     problem_free(&pr);
     tg_st_free(fx);
     return st;
@@ -206,10 +206,10 @@ static tg_safetensors *trained_state(const config *c)
 Test(optim, bad_state_rejected_and_optimizer_unchanged)
 {
     tg_safetensors *fx = fixture(OWN_FIXTURE);
-    config adam = config_from(fx, "adam"), sgd = config_from(fx, "sgd_momentum");
+    tg_optim_opts adam = config_from(fx, "adam"), sgd = config_from(fx, "sgd_momentum");
     tg_st_free(fx);
     struct {
-        const config *c;
+        const tg_optim_opts *c;
         const char *drop, *reshape, *meta, *value, *expect;
     } cases[] = {
         /* the last tensor saved: a one-pass loader would already have copied the others */
@@ -239,12 +239,13 @@ Test(optim, save_into_taken_names_fails)
 {
     tg_params *p = tg_params_new();
     tg_params_add(p, "w", 1, (int[]){4});
-    tg_adam *a = tg_adam_new(p, NULL);
+    tg_optim_opts adam = tg_optim_defaults(TG_ADAM);
+    tg_optim *a = optim_new(p, &adam);
     tg_safetensors *st = tg_st_new();
-    cr_assert_eq(tg_adam_state_save(a, st), 0, "%s", tg_error());
-    cr_assert_eq(tg_adam_state_save(a, st), -1);
-    cr_assert(strstr(tg_error(), "tg_adam_state_save"), "%s", tg_error());
+    cr_assert_eq(tg_optim_state_save(a, st), 0, "%s", tg_error());
+    cr_assert_eq(tg_optim_state_save(a, st), -1);
+    cr_assert_str_eq(tg_error(), "tg_optim_state_save: tg_st_add: tensor name 'optim.adam.m.w' is already taken");
     tg_st_free(st);
-    tg_adam_free(a);
+    tg_optim_free(a);
     tg_params_free(p);
 }

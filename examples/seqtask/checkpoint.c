@@ -1,4 +1,4 @@
-/* seqtask: model construction, the optimizer wrapper, model and checkpoint files. */
+/* seqtask: model construction, the optimizer's options, model and checkpoint files. */
 #include "checkpoint.h"
 
 #include <inttypes.h>
@@ -12,41 +12,20 @@
 
 /* ---- optimizer ---------------------------------------------------------- */
 
-int sq_opt_new(sq_opt *o, tg_params *p, const sq_config *c)
+tg_optim_opts sq_optim_opts(const sq_config *c)
 {
-    memset(o, 0, sizeof *o);
-    o->kind = c->optimizer;
-    if (c->optimizer == SQ_OPT_SGD) {
-        tg_sgd_opts so = tg_sgd_defaults();
-        so.lr = c->lr;
-        so.momentum = 0.9;
-        so.weight_decay = c->weight_decay;
-        o->sgd = tg_sgd_new(p, &so);
-        return o->sgd ? 0 : -1;
+    tg_optim_opts o = tg_optim_defaults(c->optimizer == SQ_OPT_SGD    ? TG_SGD
+                                        : c->optimizer == SQ_OPT_ADAM ? TG_ADAM
+                                                                      : TG_ADAMW);
+    o.lr = c->lr;
+    o.weight_decay = c->weight_decay;
+    if (o.kind == TG_SGD) {
+        o.momentum = 0.9;
+    } else {
+        o.beta2 = 0.98;
+        o.no_decay_1d = o.kind == TG_ADAMW;
     }
-    tg_adam_opts ao = tg_adam_defaults();
-    ao.lr = c->lr;
-    ao.beta2 = 0.98;
-    ao.weight_decay = c->weight_decay;
-    ao.adamw = c->optimizer == SQ_OPT_ADAMW;
-    ao.no_decay_1d = ao.adamw;
-    o->adam = tg_adam_new(p, &ao);
-    return o->adam ? 0 : -1;
-}
-
-int sq_opt_step(sq_opt *o, double lr)
-{
-    if (o->sgd) return tg_sgd_set_lr(o->sgd, lr) || tg_sgd_step(o->sgd);
-    return tg_adam_set_lr(o->adam, lr) || tg_adam_step(o->adam);
-}
-
-long sq_opt_steps(const sq_opt *o) { return o->sgd ? tg_sgd_steps(o->sgd) : tg_adam_steps(o->adam); }
-
-void sq_opt_free(sq_opt *o)
-{
-    tg_adam_free(o->adam);
-    tg_sgd_free(o->sgd);
-    memset(o, 0, sizeof *o);
+    return o;
 }
 
 /* ---- the model ---------------------------------------------------------- */
@@ -104,7 +83,7 @@ static int meta_long(tg_safetensors *s, const char *key, long long v)
     return tg_st_set_meta(s, key, buf);
 }
 
-int sq_save(const char *path, const sq_config *c, const tg_params *p, const sq_opt *o,
+int sq_save(const char *path, const sq_config *c, const tg_params *p, const tg_optim *o,
             const tg_rng *rng, long step, double acc, unsigned long long data_hash)
 {
     tg_safetensors *s = tg_st_new();
@@ -112,8 +91,7 @@ int sq_save(const char *path, const sq_config *c, const tg_params *p, const sq_o
     int rc = -1;
     if (!s) goto fail;
     if (tg_st_add_params(s, p)) goto fail;
-    if (o && o->adam && tg_adam_state_save(o->adam, s)) goto fail;
-    if (o && o->sgd && tg_sgd_state_save(o->sgd, s)) goto fail;
+    if (o && tg_optim_state_save(o, s)) goto fail;
     if (tg_st_set_meta(s, "format", SQ_FORMAT) ||
         sq_config_to_meta(c, SQ_META_MODEL | SQ_META_TASK | SQ_META_TRAIN, put_meta, s) ||
         meta_long(s, "step", step) || meta_long(s, "vocab", c->symbols + SQ_SYM0) ||
@@ -173,7 +151,7 @@ fail:
     return -1;
 }
 
-int sq_resume_state(const tg_safetensors *st, const char *path, sq_opt *o, long *step, tg_rng *rng)
+int sq_resume_state(const tg_safetensors *st, const char *path, tg_optim *o, long *step, tg_rng *rng)
 {
     const char *s = tg_st_meta(st, "step"), *r = tg_st_meta(st, "rng_dropout");
     char *end;
@@ -189,11 +167,10 @@ int sq_resume_state(const tg_safetensors *st, const char *path, sq_opt *o, long 
     }
     rng->state = a;
     rng->inc = b;
-    int rc = o->adam ? tg_adam_state_load(o->adam, st) : tg_sgd_state_load(o->sgd, st);
-    if (rc) return tg_error_set("%s: %s", path, tg_error());
-    if (sq_opt_steps(o) != *step)
+    if (tg_optim_state_load(o, st)) return tg_error_set("%s: %s", path, tg_error());
+    if (tg_optim_steps(o) != *step)
         return tg_error_set("%s: the optimizer has taken %ld steps but the checkpoint says %ld", path,
-                            sq_opt_steps(o), *step);
+                            tg_optim_steps(o), *step);
     return 0;
 }
 

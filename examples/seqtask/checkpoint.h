@@ -28,17 +28,8 @@
 
 #define SQ_FORMAT "seqtask-1"
 
-typedef struct sq_opt {
-    int kind;          /* sq_optim */
-    tg_adam *adam;
-    tg_sgd *sgd;
-} sq_opt;
-
-/* The optimizer of c (Adam/AdamW betas 0.9, 0.98; SGD momentum 0.9). */
-int sq_opt_new(sq_opt *o, tg_params *p, const sq_config *c);
-int sq_opt_step(sq_opt *o, double lr);
-long sq_opt_steps(const sq_opt *o);
-void sq_opt_free(sq_opt *o);
+/* The optimizer options of c (Adam/AdamW betas 0.9, 0.98; SGD momentum 0.9). */
+tg_optim_opts sq_optim_opts(const sq_config *c);
 
 tg_model_config sq_model_config(const sq_config *c);
 /* A new store and model for c, initialised from rng (NULL: zeros, to load). */
@@ -47,7 +38,7 @@ void sq_model_destroy(tg_params *p, tg_model *m);
 
 /* model.safetensors (o NULL, rng NULL) or checkpoint.safetensors. acc < 0:
  * not evaluated. data_hash: the --data file's, or 0. */
-int sq_save(const char *path, const sq_config *c, const tg_params *p, const sq_opt *o,
+int sq_save(const char *path, const sq_config *c, const tg_params *p, const tg_optim *o,
             const tg_rng *rng, long step, double acc, unsigned long long data_hash);
 
 /* Opens a file written by sq_save: reads the model and task flags from its
@@ -62,7 +53,7 @@ int sq_open(const char *path, sq_config *c, bool resume, tg_params **p, tg_model
  * <why>" and returns SQ_EXIT_USAGE, else 0. */
 int sq_open_model(sq_config *c, const char *cmd, tg_params **p, tg_model *m);
 /* A checkpoint's optimizer state, step and dropout RNG. */
-int sq_resume_state(const tg_safetensors *st, const char *path, sq_opt *o, long *step, tg_rng *rng);
+int sq_resume_state(const tg_safetensors *st, const char *path, tg_optim *o, long *step, tg_rng *rng);
 /* --init: weights only, every parameter by name and shape (optim.* ignored).
  * A file of the other attention mode (fused in_proj_weight vs per-head
  * heads.<h>.{q,k,v}_proj) is converted exactly (tg_mha_convert). */

@@ -45,7 +45,7 @@ typedef struct trainer {
     tg_params *p;
     tg_model m;
     bool have_model;
-    sq_opt opt;
+    tg_optim *opt;
     tg_schedule sched;
     tg_rng drop;
     tg_tape *tape;
@@ -68,7 +68,7 @@ static void trainer_free(trainer *tr)
     if (tr->dec.tape) sq_decoder_free(&tr->dec);
     sq_batch_free(&tr->batch);
     tg_tape_free(tr->tape);
-    sq_opt_free(&tr->opt);
+    tg_optim_free(tr->opt);
     if (tr->have_model) sq_model_destroy(tr->p, &tr->m);
     sq_run_free(&tr->run);
 }
@@ -94,9 +94,10 @@ static int setup_model(trainer *tr)
         if (!status && c->init[0] && sq_load_weights(c->init, c, tr->p))
             status = SQ_EXIT_USAGE;
     }
-    if (!status && sq_opt_new(&tr->opt, tr->p, c)) status = 1;
+    tg_optim_opts oo = sq_optim_opts(c);
+    if (!status && !(tr->opt = tg_optim_new(tr->p, &oo))) status = 1;
     tg_rng_seed(&tr->drop, (uint64_t)c->seed * 2 + 2);
-    if (!status && st && sq_resume_state(st, c->resume, &tr->opt, &tr->step, &tr->drop))
+    if (!status && st && sq_resume_state(st, c->resume, tr->opt, &tr->step, &tr->drop))
         status = SQ_EXIT_USAGE;
     if (!status && st && tr->run.data) {
         char hash[32];
@@ -214,7 +215,7 @@ static int train_step(trainer *tr, double *loss, double *gnorm, double *lr, long
 {
     const sq_config *c = tr->c;
     long targets = sq_batch_draw(&tr->batch, &tr->run.task, tr->step, (int)c->batch);
-    tg_params_zero_grad(tr->p);
+    tg_optim_zero_grad(tr->opt);
     double sums[4] = {0, 0, 0, interrupted ? 1 : 0};  /* loss sum, tokens, failed ranks, interrupted */
     micro_batches(tr, targets, sums);
     bool failed_here = sums[2] > 0;
@@ -236,8 +237,8 @@ static int train_step(trainer *tr, double *loss, double *gnorm, double *lr, long
         return -1;
     }
     *lr = tg_lr_at(&tr->sched, tr->step);
-    if (sq_opt_step(&tr->opt, *lr) != 0) {
-        tg_error_set("step %ld: the optimizer refused the step", tr->step + 1);
+    if (tg_optim_set_lr(tr->opt, *lr) || tg_optim_step(tr->opt)) {
+        tg_error_set("step %ld: %s", tr->step + 1, tg_error());
         return -1;
     }
     *tokens = (long)sums[1];
@@ -261,7 +262,7 @@ static int evaluate(trainer *tr)
 static int save_checkpoint(trainer *tr)
 {
     unsigned long long h = tr->run.data ? tr->run.data->hash : 0;
-    return sq_save(tr->path[P_CKPT], tr->c, tr->p, &tr->opt, &tr->drop, tr->step, tr->acc, h);
+    return sq_save(tr->path[P_CKPT], tr->c, tr->p, tr->opt, &tr->drop, tr->step, tr->acc, h);
 }
 
 /* Rank 0's work after a step: evaluation, log, progress, checkpoint. 0 (go

@@ -20,9 +20,9 @@ int main()
     tg_rng_seed(&rng, 0);
     tg_params *params = tg_params_new();
     if (tg_linear_init(&fc, params, "fc", 1, 1, true, &rng)) return std::puts(tg_error()), 1;
-    tg_adam_opts o = tg_adam_defaults();
+    tg_optim_opts o = tg_optim_defaults(TG_ADAM);
     o.lr = 0.05;
-    tg_adam *opt = tg_adam_new(params, &o);
+    tg_optim *opt = tg_optim_new(params, &o);
     std::vector<tg_real> xs(64), ys(64);
     for (int i = 0; i < 64; i++) xs[i] = (tg_real)(i / 32.0 - 1), ys[i] = 3 * xs[i] - 2;
     const int shape[] = {64, 1};
@@ -31,9 +31,9 @@ int main()
         tg_tensor *x = tg_tensor_from(t, xs.data(), 2, shape), *y = tg_tensor_from(t, ys.data(), 2, shape);
         tg_tensor *d = tg_sub(t, tg_linear_forward(t, &fc, x), y);
         tg_tensor *loss = tg_mean(t, tg_mul(t, d, d));
-        tg_params_zero_grad(params);
+        tg_optim_zero_grad(opt);
         if (tg_backward(t, loss) != 0) return std::puts(tg_error()), 1;
-        tg_adam_step(opt);
+        tg_optim_step(opt);
         tg_tape_reset(t);
     }
     std::printf("tapegrad %s from C++: w = %.4f (want 3), b = %.4f (want -2)\n", tg_version(),
@@ -45,6 +45,6 @@ int main()
     tg_tensor *inputs[] = {x, fc.weight, fc.bias};
     tg_gradcheck_result r = tg_gradcheck(f, nullptr, inputs, 3, nullptr);
     std::puts(r.ok ? "gradcheck ok" : tg_error());
-    tg_tensor_free(x), tg_tape_free(t), tg_adam_free(opt), tg_params_free(params);
+    tg_tensor_free(x), tg_tape_free(t), tg_optim_free(opt), tg_params_free(params);
     return r.ok ? 0 : 1;
 }
