@@ -63,6 +63,7 @@ static int add_params(tg_mha *m, tg_params *p, const char *prefix)
 
 int tg_mha_init(tg_mha *m, tg_params *p, const char *prefix, const tg_mha_config *cfg, tg_rng *rng)
 {
+    if (tg_nn_check_init("tg_mha_init", m, p, cfg)) return -1;
     memset(m, 0, sizeof *m);
     snprintf(m->name, sizeof m->name, "%s", prefix ? prefix : "");
     if (check_config(cfg, m->name)) return -1;
@@ -90,6 +91,9 @@ int tg_mha_init(tg_mha *m, tg_params *p, const char *prefix, const tg_mha_config
 int tg_mha_copy_weights(tg_mha *dst, const tg_mha *src)
 {
     if (!dst || !src) return tg_error_set("tg_mha_copy_weights: %s is NULL", dst ? "src" : "dst");
+    if (!dst->out_proj.weight || !src->out_proj.weight)
+        return tg_error_set("tg_mha_copy_weights: %s is not initialised (its init failed or was not called)",
+                            dst->out_proj.weight ? "src" : "dst");
     const tg_mha_config *a = &dst->cfg, *b = &src->cfg;
     if (a->n_heads != b->n_heads || a->d_model != b->d_model || a->d_head != b->d_head || a->bias != b->bias)
         return tg_error_set("tg_mha_copy_weights: '%s' and '%s' differ: n_heads %d / %d, d_model %d / %d, "
@@ -202,7 +206,7 @@ tg_tensor *tg_mha_forward(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor 
                           tg_tensor **weights)
 {
     if (weights) *weights = NULL;
-    if (!t) return tg_fail(NULL, "tg_mha_forward: the tape is NULL");
+    if (!tg_nn_check_forward("tg_mha_forward", t, m, m && m->out_proj.weight)) return NULL;
     if (!xq || !xkv) return tg_fail_null(t, "tg_mha");
     if (!check_inputs(t, m, xq, xkv, rng)) return NULL;
     tg_tensor *o = m->cfg.mode == TG_MHA_FUSED ? fused_heads(t, m, xq, xkv, mask, rng, weights)
@@ -332,6 +336,10 @@ static int convert_one(tg_safetensors *dst, const tg_safetensors *src, const tg_
 
 tg_safetensors *tg_mha_convert(const tg_safetensors *src, tg_mha_mode to, int n_heads)
 {
+    if (!src) {
+        tg_error_set("tg_mha_convert: the safetensors set is NULL");
+        return NULL;
+    }
     if (n_heads <= 0 || n_heads > TG_MHA_MAX_HEADS || (to != TG_MHA_FUSED && to != TG_MHA_PER_HEAD)) {
         tg_error_set("tg_mha_convert: n_heads %d must be in [1, %d] and the mode fused or per-head", n_heads,
                      TG_MHA_MAX_HEADS);

@@ -7,6 +7,7 @@
 int tg_block_init(tg_block *b, tg_params *p, const char *prefix, const tg_block_config *cfg,
                   tg_rng *rng)
 {
+    if (tg_nn_check_init("tg_block_init", b, p, cfg)) return -1;
     memset(b, 0, sizeof *b);
     snprintf(b->name, sizeof b->name, "%s", prefix ? prefix : "");
     double eps = cfg->ln_eps > 0 ? cfg->ln_eps : 1e-5;
@@ -28,6 +29,8 @@ int tg_block_init(tg_block *b, tg_params *p, const char *prefix, const tg_block_
 tg_tensor *tg_block_forward(tg_tape *t, const tg_block *b, tg_tensor *x, const tg_mask *mask,
                             const uint8_t *head_mask, tg_rng *rng, tg_tensor **weights)
 {
+    if (weights) *weights = NULL;
+    if (!tg_nn_check_forward("tg_block_forward", t, b, b && b->ff.fc2.weight)) return NULL;
     tg_tensor *h = tg_layernorm_forward(t, &b->ln1, x);
     h = tg_mha_forward(t, &b->attn, h, h, mask, head_mask, rng, weights);
     x = tg_add(t, x, h);

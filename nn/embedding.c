@@ -7,6 +7,7 @@
 int tg_embedding_init(tg_embedding_layer *e, tg_params *p, const char *prefix, int num, int dim,
                       tg_rng *rng)
 {
+    if (tg_nn_check_init("tg_embedding_init", e, p, e)) return -1;
     memset(e, 0, sizeof *e);
     snprintf(e->name, sizeof e->name, "%s", prefix ? prefix : "");
     if (num <= 0 || dim <= 0) {
@@ -26,7 +27,7 @@ int tg_embedding_init(tg_embedding_layer *e, tg_params *p, const char *prefix, i
 tg_tensor *tg_embedding_forward(tg_tape *t, const tg_embedding_layer *e, const int32_t *ids, int B,
                                 int T)
 {
-    if (!t) return tg_fail(NULL, "tg_embedding_forward: the tape is NULL");
+    if (!tg_nn_check_forward("tg_embedding_forward", t, e, e && e->weight)) return NULL;
     if (!ids) return tg_fail(t, "tg_embedding '%s': ids is NULL", e->name);
     return tg_embedding(t, e->weight, ids, B, T);
 }

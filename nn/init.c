@@ -21,6 +21,22 @@ tg_tensor *tg_nn_param(tg_params *p, const char *prefix, const char *suffix, int
     return tg_params_add(p, name, ndim, shape);
 }
 
+int tg_nn_check_init(const char *fn, const void *layer, const tg_params *p, const void *cfg)
+{
+    if (!layer) return tg_error_set("%s: the layer is NULL", fn);
+    if (!p) return tg_error_set("%s: the parameter store is NULL", fn);
+    if (!cfg) return tg_error_set("%s: the configuration is NULL", fn);
+    return 0;
+}
+
+bool tg_nn_check_forward(const char *fn, tg_tape *t, const void *layer, bool ready)
+{
+    if (!t) tg_fail(NULL, "%s: the tape is NULL", fn);
+    else if (!layer) tg_fail(t, "%s: the layer is NULL", fn);
+    else if (!ready) tg_fail(t, "%s: the layer is not initialised (its init failed or was not called)", fn);
+    return t && layer && ready;
+}
+
 void tg_init_uniform(tg_tensor *x, double lo, double hi, tg_rng *rng)
 {
     for (size_t i = 0; i < x->size; i++) x->data[i] = (tg_real)(lo + (hi - lo) * tg_rng_uniform(rng));

@@ -17,10 +17,12 @@
 #ifndef TAPEGRAD_NN_INIT_H
 #define TAPEGRAD_NN_INIT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "../core/engine/params.h"
 #include "../core/engine/rng.h"
+#include "../core/engine/tape.h"
 #include "../core/engine/tensor.h"
 
 #ifdef __cplusplus
@@ -39,6 +41,16 @@ int tg_nn_name(char *dst, const char *prefix, const char *suffix);
  * or the shape is bad. */
 tg_tensor *tg_nn_param(tg_params *p, const char *prefix, const char *suffix, int ndim,
                        const int *shape);
+
+/* The checks every layer's init and forward start with; fn names the caller
+ * in the message. tg_nn_check_init: -1 with "<fn>: the layer is NULL" (or
+ * the parameter store, or the configuration: pass cfg = layer when there is
+ * none) in tg_error(). tg_nn_check_forward: false, with "<fn>: the tape is
+ * NULL", "<fn>: the layer is NULL" or, unless ready (the layer's last
+ * parameter exists), "<fn>: the layer is not initialised ..." in the tape
+ * and tg_error(). */
+int tg_nn_check_init(const char *fn, const void *layer, const tg_params *p, const void *cfg);
+bool tg_nn_check_forward(const char *fn, tg_tape *t, const void *layer, bool ready);
 
 /* x ~ U(lo, hi), N(mean, std^2), or the constant v, element by element. */
 void tg_init_uniform(tg_tensor *x, double lo, double hi, tg_rng *rng);

@@ -6,6 +6,7 @@
 
 int tg_layernorm_init(tg_layernorm_layer *ln, tg_params *p, const char *prefix, int dim, double eps)
 {
+    if (tg_nn_check_init("tg_layernorm_init", ln, p, ln)) return -1;
     memset(ln, 0, sizeof *ln);
     snprintf(ln->name, sizeof ln->name, "%s", prefix ? prefix : "");
     if (dim <= 0 || !(eps > 0)) {
@@ -26,7 +27,7 @@ int tg_layernorm_init(tg_layernorm_layer *ln, tg_params *p, const char *prefix, 
 /* [..., dim] -> [..., dim] */
 tg_tensor *tg_layernorm_forward(tg_tape *t, const tg_layernorm_layer *ln, tg_tensor *x)
 {
-    if (!t) return tg_fail(NULL, "tg_layernorm_forward: the tape is NULL");
+    if (!tg_nn_check_forward("tg_layernorm_forward", t, ln, ln && ln->weight)) return NULL;
     if (!x) return tg_fail_null(t, "tg_layernorm");
     if (x->ndim < 1 || tg_cols(x) != ln->dim) {
         char s[TG_SHAPE_STR];

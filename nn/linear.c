@@ -7,6 +7,7 @@
 int tg_linear_init(tg_linear *l, tg_params *p, const char *prefix, int in, int out, bool bias,
                    tg_rng *rng)
 {
+    if (tg_nn_check_init("tg_linear_init", l, p, l)) return -1;
     memset(l, 0, sizeof *l);
     snprintf(l->name, sizeof l->name, "%s", prefix ? prefix : "");
     if (in <= 0 || out <= 0) {
@@ -26,7 +27,7 @@ int tg_linear_init(tg_linear *l, tg_params *p, const char *prefix, int in, int o
 /* [..., in] @ [out, in]^T + [out] -> [..., out] */
 tg_tensor *tg_linear_forward(tg_tape *t, const tg_linear *l, tg_tensor *x)
 {
-    if (!t) return tg_fail(NULL, "tg_linear_forward: the tape is NULL");
+    if (!tg_nn_check_forward("tg_linear_forward", t, l, l && l->weight)) return NULL;
     if (!x) return tg_fail_null(t, "tg_linear");
     if (x->ndim < 2 || x->shape[x->ndim - 1] != l->in) {
         char s[TG_SHAPE_STR];

@@ -18,6 +18,7 @@ static int check_config(const tg_model_config *c)
 
 int tg_model_init(tg_model *m, tg_params *p, const tg_model_config *cfg, tg_rng *rng)
 {
+    if (tg_nn_check_init("tg_model_init", m, p, cfg)) return -1;
     memset(m, 0, sizeof *m);
     if (check_config(cfg)) return -1;
     m->cfg = *cfg;
@@ -92,8 +93,8 @@ tg_tensor *tg_model_forward(tg_tape *t, const tg_model *m, const int32_t *ids, i
                             const int32_t *lens, const uint8_t *head_mask, tg_rng *rng,
                             tg_tensor **attn)
 {
+    if (!tg_nn_check_forward("tg_model_forward", t, m, m && m->head.weight)) return NULL;
     for (int l = 0; attn && l < m->cfg.n_layers; l++) attn[l] = NULL;
-    if (!t) return tg_fail(NULL, "tg_model_forward: the tape is NULL");
     if (!check_inputs(t, m, ids, B, T, lens)) return NULL;
     tg_mask mask = {.causal = true, .key_lens = lens};
     tg_tensor *h = embed(t, m, ids, B, T);

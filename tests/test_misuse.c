@@ -435,3 +435,167 @@ Test(misuse_no_grad, scopes_nest_and_restore)
     tg_tensor_free(x);
     tg_tape_free(t);
 }
+
+/* Asserts that a call returned NULL (or -1) with tg_error() equal to want,
+ * after clearing it, so a stale message cannot pass. */
+#define expect_null(call, want)                                                             \
+    do {                                                                                    \
+        tg_error_clear();                                                                   \
+        cr_assert_null((call), "%s", #call);                                                \
+        cr_assert_str_eq(tg_error() ? tg_error() : "(none)", (want), "%s", #call);          \
+    } while (0)
+#define expect_fail(call, want)                                                             \
+    do {                                                                                    \
+        tg_error_clear();                                                                   \
+        cr_assert_eq((call), -1, "%s", #call);                                              \
+        cr_assert_str_eq(tg_error() ? tg_error() : "(none)", (want), "%s", #call);          \
+    } while (0)
+
+/* ---- nn: NULL layers, stores, configurations and tapes ------------------------------------- */
+
+static const tg_mha_config MHA = {.n_heads = 2, .d_model = 4, .bias = true, .mode = TG_MHA_FUSED};
+static const tg_block_config BLOCK = {.attn = {.n_heads = 2, .d_model = 4, .bias = true}, .d_ff = 8};
+static const tg_model_config MODEL = {.vocab = 5, .d_model = 4, .n_layers = 1, .n_heads = 2, .max_len = 4};
+
+/* One of each layer. */
+typedef struct layers {
+    tg_linear l;
+    tg_embedding_layer e;
+    tg_layernorm_layer ln;
+    tg_ffn f;
+    tg_mha m;
+    tg_block b;
+    tg_model mo;
+} layers;
+
+Test(misuse_nn, init_with_null_layer_store_or_config)
+{
+    tg_params *p = tg_params_new();
+    layers L;
+    expect_fail(tg_linear_init(NULL, p, "fc", 2, 3, true, NULL), "tg_linear_init: the layer is NULL");
+    expect_fail(tg_linear_init(&L.l, NULL, "fc", 2, 3, true, NULL), "tg_linear_init: the parameter store is NULL");
+    expect_fail(tg_embedding_init(NULL, p, "emb", 5, 4, NULL), "tg_embedding_init: the layer is NULL");
+    expect_fail(tg_embedding_init(&L.e, NULL, "emb", 5, 4, NULL), "tg_embedding_init: the parameter store is NULL");
+    expect_fail(tg_layernorm_init(NULL, p, "ln", 4, 1e-5), "tg_layernorm_init: the layer is NULL");
+    expect_fail(tg_layernorm_init(&L.ln, NULL, "ln", 4, 1e-5), "tg_layernorm_init: the parameter store is NULL");
+    expect_fail(tg_ffn_init(NULL, p, "ff", 4, 8, 0, NULL), "tg_ffn_init: the layer is NULL");
+    expect_fail(tg_ffn_init(&L.f, NULL, "ff", 4, 8, 0, NULL), "tg_ffn_init: the parameter store is NULL");
+    expect_fail(tg_mha_init(NULL, p, "attn", &MHA, NULL), "tg_mha_init: the layer is NULL");
+    expect_fail(tg_mha_init(&L.m, NULL, "attn", &MHA, NULL), "tg_mha_init: the parameter store is NULL");
+    expect_fail(tg_mha_init(&L.m, p, "attn", NULL, NULL), "tg_mha_init: the configuration is NULL");
+    expect_fail(tg_block_init(NULL, p, "blk", &BLOCK, NULL), "tg_block_init: the layer is NULL");
+    expect_fail(tg_block_init(&L.b, NULL, "blk", &BLOCK, NULL), "tg_block_init: the parameter store is NULL");
+    expect_fail(tg_block_init(&L.b, p, "blk", NULL, NULL), "tg_block_init: the configuration is NULL");
+    expect_fail(tg_model_init(NULL, p, &MODEL, NULL), "tg_model_init: the layer is NULL");
+    expect_fail(tg_model_init(&L.mo, NULL, &MODEL, NULL), "tg_model_init: the parameter store is NULL");
+    expect_fail(tg_model_init(&L.mo, p, NULL, NULL), "tg_model_init: the configuration is NULL");
+    cr_assert_eq(tg_params_count(p), 0, "a refused init added parameters");
+    tg_model_free(NULL);  /* a no-op, as free(NULL) */
+    tg_params_free(p);
+}
+
+/* An op or layer on tape t returned NULL with want in the tape and in
+ * tg_error(); the tape's error is cleared first and after. */
+#define expect_op_null(t, call, want)                                                       \
+    do {                                                                                    \
+        tg_tape_clear_error(t);                                                             \
+        tg_error_clear();                                                                   \
+        cr_assert_null((call), "%s", #call);                                                \
+        cr_assert_str_eq(tg_tape_error(t) ? tg_tape_error(t) : "(none)", (want), "%s", #call); \
+        cr_assert_str_eq(tg_error() ? tg_error() : "(none)", (want), "%s", #call);          \
+        tg_tape_clear_error(t);                                                             \
+    } while (0)
+
+Test(misuse_nn, forward_with_null_layer_or_tape)
+{
+    tg_params *p = tg_params_new();
+    layers L;
+    cr_assert_eq(tg_linear_init(&L.l, p, "fc", 4, 4, true, NULL), 0, "%s", tg_error());
+    cr_assert_eq(tg_embedding_init(&L.e, p, "emb", 5, 4, NULL), 0, "%s", tg_error());
+    cr_assert_eq(tg_layernorm_init(&L.ln, p, "ln", 4, 1e-5), 0, "%s", tg_error());
+    cr_assert_eq(tg_ffn_init(&L.f, p, "ff", 4, 8, 0, NULL), 0, "%s", tg_error());
+    cr_assert_eq(tg_mha_init(&L.m, p, "attn", &MHA, NULL), 0, "%s", tg_error());
+    cr_assert_eq(tg_block_init(&L.b, p, "blk", &BLOCK, NULL), 0, "%s", tg_error());
+    cr_assert_eq(tg_model_init(&L.mo, p, &MODEL, NULL), 0, "%s", tg_error());
+    tg_tape *t = tg_tape_new();
+    tg_tensor *x = tg_tensor_alloc(3, (int[]){1, 2, 4}), *w = x;
+    const int32_t ids[2] = {1, 2};
+    expect_op_null(t, tg_linear_forward(t, NULL, x), "tg_linear_forward: the layer is NULL");
+    expect_op_null(t, tg_embedding_forward(t, NULL, ids, 1, 2), "tg_embedding_forward: the layer is NULL");
+    expect_op_null(t, tg_layernorm_forward(t, NULL, x), "tg_layernorm_forward: the layer is NULL");
+    expect_op_null(t, tg_ffn_forward(t, NULL, x, NULL), "tg_ffn_forward: the layer is NULL");
+    expect_op_null(t, tg_mha_forward(t, NULL, x, x, NULL, NULL, NULL, &w), "tg_mha_forward: the layer is NULL");
+    cr_assert_null(w, "tg_mha_forward clears *weights when it fails");
+    expect_op_null(t, tg_block_forward(t, NULL, x, NULL, NULL, NULL, NULL), "tg_block_forward: the layer is NULL");
+    expect_op_null(t, tg_model_forward(t, NULL, ids, 1, 2, NULL, NULL, NULL, NULL),
+                   "tg_model_forward: the layer is NULL");
+    /* a NULL tape: nowhere to keep the error but tg_error() */
+    expect_null(tg_linear_forward(NULL, &L.l, x), "tg_linear_forward: the tape is NULL");
+    expect_null(tg_embedding_forward(NULL, &L.e, ids, 1, 2), "tg_embedding_forward: the tape is NULL");
+    expect_null(tg_layernorm_forward(NULL, &L.ln, x), "tg_layernorm_forward: the tape is NULL");
+    expect_null(tg_ffn_forward(NULL, &L.f, x, NULL), "tg_ffn_forward: the tape is NULL");
+    expect_null(tg_mha_forward(NULL, &L.m, x, x, NULL, NULL, NULL, NULL), "tg_mha_forward: the tape is NULL");
+    expect_null(tg_block_forward(NULL, &L.b, x, NULL, NULL, NULL, NULL), "tg_block_forward: the tape is NULL");
+    expect_null(tg_model_forward(NULL, &L.mo, ids, 1, 2, NULL, NULL, NULL, NULL), "tg_model_forward: the tape is NULL");
+    /* the layers themselves still work */
+    cr_assert_not_null(tg_model_forward(t, &L.mo, ids, 1, 2, NULL, NULL, NULL, NULL), "%s", tg_error());
+    tg_tensor_free(x);
+    tg_tape_free(t);
+    tg_model_free(&L.mo);
+    tg_params_free(p);
+}
+
+/* A layer whose init failed (or that was never initialised: zeroed) is
+ * refused by its forward with a message, not run on NULL weights. */
+Test(misuse_nn, forward_of_a_layer_whose_init_failed)
+{
+    tg_params *p = tg_params_new();
+    tg_linear l;
+    tg_embedding_layer e;
+    tg_layernorm_layer ln;
+    tg_ffn f;
+    tg_mha m, good;
+    tg_block b = {0};  /* never initialised */
+    tg_model mo;
+    tg_mha_config bad = MHA;
+    bad.n_heads = 3;  /* does not divide d_model */
+    tg_model_config badm = MODEL;
+    badm.n_layers = 0;
+    cr_assert_eq(tg_linear_init(&l, p, "fc", 0, 4, true, NULL), -1);
+    cr_assert_eq(tg_embedding_init(&e, p, "emb", 0, 4, NULL), -1);
+    cr_assert_eq(tg_layernorm_init(&ln, p, "ln", 0, 1e-5), -1);
+    cr_assert_eq(tg_ffn_init(&f, p, "ff", 4, 8, 2.0, NULL), -1);
+    cr_assert_eq(tg_mha_init(&m, p, "attn", &bad, NULL), -1);
+    cr_assert_eq(tg_model_init(&mo, p, &badm, NULL), -1);
+    cr_assert_eq(tg_mha_init(&good, p, "good", &MHA, NULL), 0, "%s", tg_error());
+    tg_tape *t = tg_tape_new();
+    tg_tensor *x = tg_tensor_alloc(3, (int[]){1, 2, 4});
+    const int32_t ids[2] = {1, 2};
+#define NOT_INIT ": the layer is not initialised (its init failed or was not called)"
+    expect_op_null(t, tg_linear_forward(t, &l, x), "tg_linear_forward" NOT_INIT);
+    expect_op_null(t, tg_embedding_forward(t, &e, ids, 1, 2), "tg_embedding_forward" NOT_INIT);
+    expect_op_null(t, tg_layernorm_forward(t, &ln, x), "tg_layernorm_forward" NOT_INIT);
+    expect_op_null(t, tg_ffn_forward(t, &f, x, NULL), "tg_ffn_forward" NOT_INIT);
+    expect_op_null(t, tg_mha_forward(t, &m, x, x, NULL, NULL, NULL, NULL), "tg_mha_forward" NOT_INIT);
+    expect_op_null(t, tg_block_forward(t, &b, x, NULL, NULL, NULL, NULL), "tg_block_forward" NOT_INIT);
+    expect_op_null(t, tg_model_forward(t, &mo, ids, 1, 2, NULL, NULL, NULL, NULL), "tg_model_forward" NOT_INIT);
+    expect_fail(tg_mha_copy_weights(&m, &good),
+                "tg_mha_copy_weights: dst is not initialised (its init failed or was not called)");
+    expect_fail(tg_mha_copy_weights(&good, &m),
+                "tg_mha_copy_weights: src is not initialised (its init failed or was not called)");
+#undef NOT_INIT
+    tg_tensor_free(x);
+    tg_tape_free(t);
+    tg_params_free(p);
+}
+
+Test(misuse_nn, mha_copy_and_convert_with_null)
+{
+    tg_params *p = tg_params_new();
+    tg_mha m;
+    cr_assert_eq(tg_mha_init(&m, p, "attn", &MHA, NULL), 0, "%s", tg_error());
+    expect_fail(tg_mha_copy_weights(NULL, &m), "tg_mha_copy_weights: dst is NULL");
+    expect_fail(tg_mha_copy_weights(&m, NULL), "tg_mha_copy_weights: src is NULL");
+    expect_null(tg_mha_convert(NULL, TG_MHA_PER_HEAD, 2), "tg_mha_convert: the safetensors set is NULL");
+    tg_params_free(p);
+}

@@ -77,11 +77,11 @@ Test(nn, linear_values)
 Test(nn, linear_errors_name_the_layer)
 {
     tg_params *p = tg_params_new();
-    tg_linear l;
+    tg_linear l, dup;
     cr_assert_eq(tg_linear_init(&l, p, "enc.fc", 0, 3, true, NULL), -1);
     assert_error_has(tg_error(), "enc.fc");
     cr_assert_eq(tg_linear_init(&l, p, "enc.fc", 4, 3, true, NULL), 0);
-    cr_assert_eq(tg_linear_init(&l, p, "enc.fc", 4, 3, true, NULL), -1);
+    cr_assert_eq(tg_linear_init(&dup, p, "enc.fc", 4, 3, true, NULL), -1);
     assert_error_has(tg_error(), "enc.fc.weight");  /* the name is taken */
     tg_tape *t = tg_tape_new();
     tg_tensor *x = tg_tensor_zeros(t, 2, (int[]){2, 5});
