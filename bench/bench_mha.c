@@ -56,7 +56,7 @@ static int mha_step(void *arg)
     mha_ctx *c = arg;
     double t0 = bu_now();
     tg_params_zero_grad(c->p);
-    tg_tensor *out = tg_mha_forward(c->t, &c->m, c->x, c->x, &c->mask, NULL, NULL, NULL);
+    tg_tensor *out = tg_mha_forward(c->t, &c->m, c->x, c->x, &(tg_mha_opts){.mask = &c->mask}, NULL);
     tg_tensor *loss = tg_mean(c->t, out);
     if (!loss) return -1;  /* the op's message is in tg_error() */
     c->arena_fwd = tg_tape_arena_used(c->t);

@@ -87,7 +87,7 @@ static tg_tensor *forward(tg_tape *t, const model *m, const batch *bt)
     tg_tensor *h = tg_add(t, tg_embedding_forward(t, &m->tok, bt->ids, n, T),
                           tg_embedding_forward(t, &m->pos, positions, 1, T));
     tg_mask pad = {.key_lens = bt->lens};  /* keys at and after a sequence's length are ignored */
-    h = tg_add(t, h, tg_mha_forward(t, &m->attn, h, h, &pad, NULL, NULL, NULL));
+    h = tg_add(t, h, tg_mha_forward(t, &m->attn, h, h, &(tg_mha_opts){.mask = &pad}, NULL));
     /* masked mean over time: sum_t h * keep / sum_t keep, keep [n, T, 1] */
     tg_tensor *keep = tg_tensor_zeros(t, 3, (int[]){n, T, 1});
     if (!keep) return NULL;
@@ -117,7 +117,7 @@ static int init(model *m, tg_params *p, tg_mha_mode mode, tg_rng *rng)
     if (tg_embedding_init(&m->tok, p, "tok", V, D, rng) ||
         tg_embedding_init(&m->pos, p, "pos", T, D, rng) ||
         tg_mha_init(&m->attn, p, "attn", &ac, rng) ||
-        tg_linear_init(&m->out, p, "out", D, 2, true, rng))
+        tg_linear_init(&m->out, p, "out", &(tg_linear_config){.in = D, .out = 2, .bias = true}, rng))
         return -1;
     return 0;
 }

@@ -21,7 +21,7 @@ typedef struct { const tg_mha *m; tg_mask mask; } mha_ctx;
 static tg_tensor *mha(tg_tape *t, tg_tensor **in, void *ctx)
 {
     mha_ctx *c = ctx;
-    return tg_mha_forward(t, c->m, in[0], in[0], &c->mask, NULL, NULL, NULL);
+    return tg_mha_forward(t, c->m, in[0], in[0], &(tg_mha_opts){.mask = &c->mask}, NULL);
 }
 
 /* Checks each input on its own so the table has one row per input. */

@@ -11,7 +11,8 @@ int main(void)
     tg_rng rng;
     tg_rng_seed(&rng, 0);
     tg_params *params = tg_params_new();
-    if (tg_linear_init(&fc, params, "fc", 1, 1, true, &rng)) return puts(tg_error()), 1;
+    tg_linear_config one = {.in = 1, .out = 1, .bias = true};
+    if (tg_linear_init(&fc, params, "fc", &one, &rng)) return puts(tg_error()), 1;
     tg_optim_opts o = tg_optim_defaults(TG_ADAM);
     o.lr = 0.05;
     tg_optim *opt = tg_optim_new(params, &o);

@@ -72,7 +72,8 @@ int tg_mha_init(tg_mha *m, tg_params *p, const char *prefix, const tg_mha_config
     int E = m->cfg.n_heads * m->cfg.d_head, D = m->cfg.d_model, dh = m->cfg.d_head;
     char sub[TG_NN_NAME_MAX];
     if (add_params(m, p, prefix) || tg_nn_name(sub, prefix, "out_proj") ||
-        tg_linear_init(&m->out_proj, p, sub, E, D, m->cfg.bias, NULL))
+        tg_linear_init(&m->out_proj, p, sub, &(tg_linear_config){.in = E, .out = D, .bias = m->cfg.bias},
+                       NULL))
         return -1;
     if (!rng) return 0;
     /* xavier_uniform_ over the packed [3E, D] matrix, drawn row by row: in
@@ -201,18 +202,18 @@ static bool check_inputs(tg_tape *t, const tg_mha *m, const tg_tensor *xq, const
     return true;
 }
 
-tg_tensor *tg_mha_forward(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor *xkv,
-                          const tg_mask *mask, const uint8_t *head_mask, tg_rng *rng,
+tg_tensor *tg_mha_forward(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor *xkv, const tg_mha_opts *opts,
                           tg_tensor **weights)
 {
     if (weights) *weights = NULL;
     if (!tg_nn_check_forward("tg_mha_forward", t, m, m && m->out_proj.weight)) return NULL;
     if (!xq || !xkv) return tg_fail_null(t, "tg_mha");
-    if (!check_inputs(t, m, xq, xkv, rng)) return NULL;
-    tg_tensor *o = m->cfg.mode == TG_MHA_FUSED ? fused_heads(t, m, xq, xkv, mask, rng, weights)
-                                               : per_head(t, m, xq, xkv, mask, rng, weights);
-    o = apply_head_mask(t, m, o, head_mask);
-    tg_tensor *out = tg_linear_forward(t, &m->out_proj, o);
+    tg_mha_opts o = opts ? *opts : (tg_mha_opts){0};
+    if (!check_inputs(t, m, xq, xkv, o.rng)) return NULL;
+    tg_tensor *h = m->cfg.mode == TG_MHA_FUSED ? fused_heads(t, m, xq, xkv, o.mask, o.rng, weights)
+                                               : per_head(t, m, xq, xkv, o.mask, o.rng, weights);
+    h = apply_head_mask(t, m, h, o.head_mask);
+    tg_tensor *out = tg_linear_forward(t, &m->out_proj, h);
     if (!out && weights) *weights = NULL;
     return out;
 }

@@ -86,14 +86,19 @@ typedef struct tg_mha {
 /* 0, or -1 with a message in tg_error() naming the layer (bad config, name clash). */
 int tg_mha_init(tg_mha *m, tg_params *p, const char *prefix, const tg_mha_config *cfg, tg_rng *rng);
 
+/* What one attention call may add (all optional: NULL options, or a NULL
+ * field, mean none), as tg_sdpa_opts does for tg_sdpa. */
+typedef struct tg_mha_opts {
+    const tg_mask *mask;        /* any tg_mask, its arrays sized for B, Lq, Lk */
+    const uint8_t *head_mask;   /* [n_heads]: 0 = head silenced */
+    tg_rng *rng;                /* needed for dropout while training */
+} tg_mha_opts;
+
 /* xq [B, Lq, D], xkv [B, Lk, D] (pass xq again for self-attention) -> [B, Lq, D].
- * mask: NULL or any tg_mask (its arrays sized for B, Lq, Lk); head_mask:
- * [n_heads] 0 = silenced, NULL = all on; rng: needed for dropout while
- * training; weights: NULL, or receives the attention weights [B, H, Lq, Lk]
- * (after masking, before dropout; a plain arena tensor to read: no gradient
- * flows back from it, as tg_sdpa's). */
-tg_tensor *tg_mha_forward(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor *xkv,
-                          const tg_mask *mask, const uint8_t *head_mask, tg_rng *rng,
+ * weights: NULL, or receives the attention weights [B, H, Lq, Lk] (after
+ * masking, before dropout; a plain arena tensor to read: no gradient flows
+ * back from it, as tg_sdpa's). */
+tg_tensor *tg_mha_forward(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor *xkv, const tg_mha_opts *o,
                           tg_tensor **weights);
 
 /* One decoding step of causal self-attention with a key/value cache, for

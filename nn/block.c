@@ -12,6 +12,7 @@ int tg_block_init(tg_block *b, tg_params *p, const char *prefix, const tg_block_
     snprintf(b->name, sizeof b->name, "%s", prefix ? prefix : "");
     double eps = cfg->ln_eps > 0 ? cfg->ln_eps : 1e-5;
     int D = cfg->attn.d_model;
+    tg_ffn_config ff = {.d_model = D, .d_ff = cfg->d_ff, .dropout = cfg->ff_dropout};
     char sub[TG_NN_NAME_MAX];
     if (tg_nn_name(sub, prefix, "ln1") || tg_layernorm_init(&b->ln1, p, sub, D, eps))
         return -1;
@@ -19,23 +20,21 @@ int tg_block_init(tg_block *b, tg_params *p, const char *prefix, const tg_block_
         return -1;
     if (tg_nn_name(sub, prefix, "ln2") || tg_layernorm_init(&b->ln2, p, sub, D, eps))
         return -1;
-    if (tg_nn_name(sub, prefix, "ff") ||
-        tg_ffn_init(&b->ff, p, sub, D, cfg->d_ff, cfg->ff_dropout, rng))
-        return -1;
+    if (tg_nn_name(sub, prefix, "ff") || tg_ffn_init(&b->ff, p, sub, &ff, rng)) return -1;
     return 0;
 }
 
 /* [B, T, D] -> [B, T, D] */
-tg_tensor *tg_block_forward(tg_tape *t, const tg_block *b, tg_tensor *x, const tg_mask *mask,
-                            const uint8_t *head_mask, tg_rng *rng, tg_tensor **weights)
+tg_tensor *tg_block_forward(tg_tape *t, const tg_block *b, tg_tensor *x, const tg_mha_opts *o,
+                            tg_tensor **weights)
 {
     if (weights) *weights = NULL;
     if (!tg_nn_check_forward("tg_block_forward", t, b, b && b->ff.fc2.weight)) return NULL;
     tg_tensor *h = tg_layernorm_forward(t, &b->ln1, x);
-    h = tg_mha_forward(t, &b->attn, h, h, mask, head_mask, rng, weights);
+    h = tg_mha_forward(t, &b->attn, h, h, o, weights);
     x = tg_add(t, x, h);
     h = tg_layernorm_forward(t, &b->ln2, x);
-    h = tg_ffn_forward(t, &b->ff, h, rng);
+    h = tg_ffn_forward(t, &b->ff, h, o ? o->rng : NULL);
     return tg_add(t, x, h);
 }
 

@@ -34,10 +34,11 @@ typedef struct tg_block {
 
 int tg_block_init(tg_block *b, tg_params *p, const char *prefix, const tg_block_config *cfg,
                   tg_rng *rng);
-/* x [B, T, D] -> [B, T, D]. mask, head_mask [n_heads], rng and weights
- * ([B, H, T, T] out) as tg_mha_forward. */
-tg_tensor *tg_block_forward(tg_tape *t, const tg_block *b, tg_tensor *x, const tg_mask *mask,
-                            const uint8_t *head_mask, tg_rng *rng, tg_tensor **weights);
+/* x [B, T, D] -> [B, T, D]. o (the attention's mask, head mask and rng;
+ * the rng also drives the feed-forward dropout) and weights ([B, H, T, T]
+ * out) as tg_mha_forward. */
+tg_tensor *tg_block_forward(tg_tape *t, const tg_block *b, tg_tensor *x, const tg_mha_opts *o,
+                            tg_tensor **weights);
 /* One decoding step (tg_mha_step): x [B, 1, D], row b at position pos[b],
  * cache this block's [B, cap, 2E] keys and values -> [B, 1, D]. */
 tg_tensor *tg_block_step(tg_tape *t, const tg_block *b, tg_tensor *x, tg_tensor *cache, const int32_t *pos,

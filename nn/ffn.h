@@ -16,6 +16,12 @@
 extern "C" {
 #endif
 
+typedef struct tg_ffn_config {
+    int d_model;                /* D */
+    int d_ff;                   /* the hidden width */
+    double dropout;             /* on the output while training, in [0, 1) */
+} tg_ffn_config;
+
 typedef struct tg_ffn {
     tg_linear fc1;              /* [d_ff, D] */
     tg_linear fc2;              /* [D, d_ff] */
@@ -23,8 +29,7 @@ typedef struct tg_ffn {
     char name[TG_NN_NAME_MAX];
 } tg_ffn;
 
-int tg_ffn_init(tg_ffn *f, tg_params *p, const char *prefix, int d_model, int d_ff, double dropout,
-                tg_rng *rng);
+int tg_ffn_init(tg_ffn *f, tg_params *p, const char *prefix, const tg_ffn_config *cfg, tg_rng *rng);
 /* x [..., D] -> [..., D]; rng is needed only for dropout while training. */
 tg_tensor *tg_ffn_forward(tg_tape *t, const tg_ffn *f, tg_tensor *x, tg_rng *rng);
 

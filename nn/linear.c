@@ -4,22 +4,19 @@
 #include <stdio.h>
 #include <string.h>
 
-int tg_linear_init(tg_linear *l, tg_params *p, const char *prefix, int in, int out, bool bias,
-                   tg_rng *rng)
+int tg_linear_init(tg_linear *l, tg_params *p, const char *prefix, const tg_linear_config *cfg, tg_rng *rng)
 {
-    if (tg_nn_check_init("tg_linear_init", l, p, l)) return -1;
+    if (tg_nn_check_init("tg_linear_init", l, p, cfg)) return -1;
     memset(l, 0, sizeof *l);
     snprintf(l->name, sizeof l->name, "%s", prefix ? prefix : "");
-    if (in <= 0 || out <= 0) {
-        tg_error_set("tg_linear '%s': in_features %d and out_features %d must be > 0",
-                     l->name, in, out);
-        return -1;
-    }
+    int in = cfg->in, out = cfg->out;
+    if (in <= 0 || out <= 0)
+        return tg_error_set("tg_linear '%s': in_features %d and out_features %d must be > 0", l->name, in, out);
     l->in = in;
     l->out = out;
     l->weight = tg_nn_param(p, prefix, "weight", 2, (int[]){out, in});
     if (!l->weight) return -1;
-    if (bias && !(l->bias = tg_nn_param(p, prefix, "bias", 1, (int[]){out}))) return -1;
+    if (cfg->bias && !(l->bias = tg_nn_param(p, prefix, "bias", 1, (int[]){out}))) return -1;
     if (rng) tg_init_linear(l->weight, l->bias, rng);
     return 0;
 }

@@ -18,6 +18,11 @@
 extern "C" {
 #endif
 
+typedef struct tg_linear_config {
+    int in, out;                /* in_features, out_features, each > 0 */
+    bool bias;                  /* nn.Linear's bias=True */
+} tg_linear_config;
+
 typedef struct tg_linear {
     tg_tensor *weight;          /* [out, in] */
     tg_tensor *bias;            /* [out], or NULL */
@@ -26,8 +31,7 @@ typedef struct tg_linear {
 } tg_linear;
 
 /* 0, or -1 with a message in tg_error() naming the layer. */
-int tg_linear_init(tg_linear *l, tg_params *p, const char *prefix, int in, int out, bool bias,
-                   tg_rng *rng);
+int tg_linear_init(tg_linear *l, tg_params *p, const char *prefix, const tg_linear_config *cfg, tg_rng *rng);
 /* x [..., in] (2-D to 4-D) -> [..., out]. */
 tg_tensor *tg_linear_forward(tg_tape *t, const tg_linear *l, tg_tensor *x);
 

@@ -42,8 +42,9 @@ int tg_model_init(tg_model *m, tg_params *p, const tg_model_config *cfg, tg_rng 
         if (tg_block_init(&m->blocks[l], p, prefix, &bc, rng)) goto fail;
     }
     m->cfg.d_head = m->blocks[0].attn.cfg.d_head;
+    tg_linear_config head = {.in = c->d_model, .out = c->vocab, .bias = true};
     if (tg_layernorm_init(&m->ln_f, p, "ln_f", c->d_model, 1e-5) ||
-        tg_linear_init(&m->head, p, "head", c->d_model, c->vocab, true, rng))
+        tg_linear_init(&m->head, p, "head", &head, rng))
         goto fail;
     return 0;
 fail:
@@ -90,17 +91,19 @@ static tg_tensor *embed(tg_tape *t, const tg_model *m, const int32_t *ids, int B
 
 /* ids [B*T] -> logits [B, T, V] */
 tg_tensor *tg_model_forward(tg_tape *t, const tg_model *m, const int32_t *ids, int B, int T,
-                            const int32_t *lens, const uint8_t *head_mask, tg_rng *rng,
-                            tg_tensor **attn)
+                            const tg_model_opts *opts, tg_tensor **attn)
 {
     if (!tg_nn_check_forward("tg_model_forward", t, m, m && m->head.weight)) return NULL;
     for (int l = 0; attn && l < m->cfg.n_layers; l++) attn[l] = NULL;
-    if (!check_inputs(t, m, ids, B, T, lens)) return NULL;
-    tg_mask mask = {.causal = true, .key_lens = lens};
+    tg_model_opts o = opts ? *opts : (tg_model_opts){0};
+    if (!check_inputs(t, m, ids, B, T, o.lens)) return NULL;
+    tg_mask mask = {.causal = true, .key_lens = o.lens};
     tg_tensor *h = embed(t, m, ids, B, T);
-    for (int l = 0; l < m->cfg.n_layers; l++)
-        h = tg_block_forward(t, &m->blocks[l], h, &mask, head_mask ? head_mask + l * m->cfg.n_heads : NULL,
-                             rng, attn ? &attn[l] : NULL);
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        tg_mha_opts a = {.mask = &mask, .head_mask = o.head_mask ? o.head_mask + l * m->cfg.n_heads : NULL,
+                         .rng = o.rng};
+        h = tg_block_forward(t, &m->blocks[l], h, &a, attn ? &attn[l] : NULL);
+    }
     h = tg_layernorm_forward(t, &m->ln_f, h);
     return tg_linear_forward(t, &m->head, h);
 }

@@ -61,14 +61,20 @@ int tg_model_init(tg_model *m, tg_params *p, const tg_model_config *cfg, tg_rng 
 /* Frees what tg_model_init allocated (not the parameters: p owns those). */
 void tg_model_free(tg_model *m);
 
-/* ids [B*T] (row-major [B, T], each in [0, V)) -> logits [B, T, V].
- * lens: [B] valid length of each sequence (keys j >= lens[b] are masked, each
- * in [0, T]) or NULL for all T. head_mask: [n_layers * n_heads] (0 = head
- * silenced) or NULL. rng: for dropout while training. attn: NULL, or an array
- * of n_layers pointers that receive each layer's weights [B, H, T, T]. */
+/* What one forward may add (all optional: NULL options, or a NULL field,
+ * mean none). */
+typedef struct tg_model_opts {
+    const int32_t *lens;        /* [B] valid length of each sequence, each in [0, T]
+                                   (keys j >= lens[b] are masked); NULL: all T */
+    const uint8_t *head_mask;   /* [n_layers * n_heads]: 0 = head silenced */
+    tg_rng *rng;                /* for dropout while training */
+} tg_model_opts;
+
+/* ids [B*T] (row-major [B, T], each in [0, V)) -> logits [B, T, V]. attn:
+ * NULL, or an array of n_layers pointers that receive each layer's weights
+ * [B, H, T, T]. */
 tg_tensor *tg_model_forward(tg_tape *t, const tg_model *m, const int32_t *ids, int B, int T,
-                            const int32_t *lens, const uint8_t *head_mask, tg_rng *rng,
-                            tg_tensor **attn);
+                            const tg_model_opts *o, tg_tensor **attn);
 
 /* Keys and values of every layer for incremental decoding: n_layers tensors
  * [B, cap, 2E], cap = the model's max_len positions per row. */

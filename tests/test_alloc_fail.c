@@ -111,7 +111,8 @@ static int step(rig *r, tg_tape *t, const setup *s, const char *path, tg_real *l
 {
     tg_error_clear();  /* a stale message must not excuse a silent failure */
     tg_tape_reset(t);
-    tg_tensor *logits = tg_model_forward(t, &r->m, s->ids, s->B, s->T, s->lens, NULL, &r->rng, NULL);
+    tg_tensor *logits = tg_model_forward(t, &r->m, s->ids, s->B, s->T,
+                                         &(tg_model_opts){.lens = s->lens, .rng = &r->rng}, NULL);
     tg_tensor *loss = tg_cross_entropy(t, logits, s->targets, TG_IGNORE);
     if (!loss) return PH_FORWARD;
     *loss_out = loss->data[0];

@@ -64,7 +64,8 @@ typedef struct mha_ctx {
 static tg_tensor *mha_fn(tg_tape *t, tg_tensor **in, void *ctx)
 {
     mha_ctx *c = ctx;
-    return tg_mha_forward(t, &c->m, in[0], c->cross ? in[1] : in[0], &c->mask, c->head_mask, NULL, NULL);
+    return tg_mha_forward(t, &c->m, in[0], c->cross ? in[1] : in[0],
+                          &(tg_mha_opts){.mask = &c->mask, .head_mask = c->head_mask}, NULL);
 }
 
 static void check_mha(tg_mha_mode mode, bool cross, int mask_kind, int d_head, bool bias,
@@ -171,7 +172,7 @@ static tg_tensor *run(tg_tape *t, const tg_mha *m, const tg_tensor *xq0, const t
         xkv = tg_tensor_from(t, xkv0->data, 3, xkv0->shape);
         xkv->requires_grad = true;
     }
-    tg_tensor *out = tg_mha_forward(t, m, xq, xkv, mask, head_mask, NULL, weights);
+    tg_tensor *out = tg_mha_forward(t, m, xq, xkv, &(tg_mha_opts){.mask = mask, .head_mask = head_mask}, weights);
     cr_assert_not_null(out, "%s", tg_tape_error(t));
     cr_assert_eq(tg_backward_seed(t, out, w), 0, "%s", tg_tape_error(t));
     memcpy(gq, xq->grad, xq->size * sizeof(tg_real));
@@ -400,19 +401,19 @@ Test(mha, bad_config_and_shapes_name_the_layer)
                          tg_tensor_zeros(t, 3, (int[]){1, 3, D})};
     for (int i = 0; i < 3; i++) {
         tg_tensor *w = good;
-        cr_assert_null(tg_mha_forward(t, &m, i < 2 ? bad[i] : good, i < 2 ? good : bad[i], NULL, NULL, NULL, &w));
+        cr_assert_null(tg_mha_forward(t, &m, i < 2 ? bad[i] : good, i < 2 ? good : bad[i], NULL, &w));
         cr_assert_null(w);
         assert_error_has(tg_tape_error(t), "tg_mha 'enc.attn'");
         tg_tape_clear_error(t);
     }
-    cr_assert_null(tg_mha_forward(t, &m, good, good, NULL, NULL, NULL, NULL));  /* dropout, no rng */
+    cr_assert_null(tg_mha_forward(t, &m, good, good, NULL, NULL));  /* dropout, no rng */
     assert_error_has(tg_tape_error(t), "rng");
     tg_tape_clear_error(t);
-    cr_assert_null(tg_mha_forward(t, &m, NULL, good, NULL, NULL, NULL, NULL));
+    cr_assert_null(tg_mha_forward(t, &m, NULL, good, NULL, NULL));
     assert_error_has(tg_tape_error(t), "tg_mha");
     tg_tape_clear_error(t);
     tg_tape_set_training(t, false);  /* eval: dropout off, no rng needed */
-    cr_assert_not_null(tg_mha_forward(t, &m, good, good, NULL, NULL, NULL, NULL), "%s", tg_tape_error(t));
+    cr_assert_not_null(tg_mha_forward(t, &m, good, good, NULL, NULL), "%s", tg_tape_error(t));
     tg_tape_free(t);
     tg_params_free(p);
 }

@@ -472,14 +472,18 @@ Test(misuse_nn, init_with_null_layer_store_or_config)
 {
     tg_params *p = tg_params_new();
     layers L;
-    expect_fail(tg_linear_init(NULL, p, "fc", 2, 3, true, NULL), "tg_linear_init: the layer is NULL");
-    expect_fail(tg_linear_init(&L.l, NULL, "fc", 2, 3, true, NULL), "tg_linear_init: the parameter store is NULL");
+    expect_fail(tg_linear_init(NULL, p, "fc", &(tg_linear_config){.in = 2, .out = 3, .bias = true}, NULL),
+                "tg_linear_init: the layer is NULL");
+    expect_fail(tg_linear_init(&L.l, NULL, "fc", &(tg_linear_config){.in = 2, .out = 3, .bias = true}, NULL),
+                "tg_linear_init: the parameter store is NULL");
     expect_fail(tg_embedding_init(NULL, p, "emb", 5, 4, NULL), "tg_embedding_init: the layer is NULL");
     expect_fail(tg_embedding_init(&L.e, NULL, "emb", 5, 4, NULL), "tg_embedding_init: the parameter store is NULL");
     expect_fail(tg_layernorm_init(NULL, p, "ln", 4, 1e-5), "tg_layernorm_init: the layer is NULL");
     expect_fail(tg_layernorm_init(&L.ln, NULL, "ln", 4, 1e-5), "tg_layernorm_init: the parameter store is NULL");
-    expect_fail(tg_ffn_init(NULL, p, "ff", 4, 8, 0, NULL), "tg_ffn_init: the layer is NULL");
-    expect_fail(tg_ffn_init(&L.f, NULL, "ff", 4, 8, 0, NULL), "tg_ffn_init: the parameter store is NULL");
+    expect_fail(tg_ffn_init(NULL, p, "ff", &(tg_ffn_config){.d_model = 4, .d_ff = 8}, NULL),
+                "tg_ffn_init: the layer is NULL");
+    expect_fail(tg_ffn_init(&L.f, NULL, "ff", &(tg_ffn_config){.d_model = 4, .d_ff = 8}, NULL),
+                "tg_ffn_init: the parameter store is NULL");
     expect_fail(tg_mha_init(NULL, p, "attn", &MHA, NULL), "tg_mha_init: the layer is NULL");
     expect_fail(tg_mha_init(&L.m, NULL, "attn", &MHA, NULL), "tg_mha_init: the parameter store is NULL");
     expect_fail(tg_mha_init(&L.m, p, "attn", NULL, NULL), "tg_mha_init: the configuration is NULL");
@@ -510,10 +514,11 @@ Test(misuse_nn, forward_with_null_layer_or_tape)
 {
     tg_params *p = tg_params_new();
     layers L;
-    cr_assert_eq(tg_linear_init(&L.l, p, "fc", 4, 4, true, NULL), 0, "%s", tg_error());
+    cr_assert_eq(tg_linear_init(&L.l, p, "fc", &(tg_linear_config){.in = 4, .out = 4, .bias = true}, NULL), 0,
+                 "%s", tg_error());
     cr_assert_eq(tg_embedding_init(&L.e, p, "emb", 5, 4, NULL), 0, "%s", tg_error());
     cr_assert_eq(tg_layernorm_init(&L.ln, p, "ln", 4, 1e-5), 0, "%s", tg_error());
-    cr_assert_eq(tg_ffn_init(&L.f, p, "ff", 4, 8, 0, NULL), 0, "%s", tg_error());
+    cr_assert_eq(tg_ffn_init(&L.f, p, "ff", &(tg_ffn_config){.d_model = 4, .d_ff = 8}, NULL), 0, "%s", tg_error());
     cr_assert_eq(tg_mha_init(&L.m, p, "attn", &MHA, NULL), 0, "%s", tg_error());
     cr_assert_eq(tg_block_init(&L.b, p, "blk", &BLOCK, NULL), 0, "%s", tg_error());
     cr_assert_eq(tg_model_init(&L.mo, p, &MODEL, NULL), 0, "%s", tg_error());
@@ -524,21 +529,21 @@ Test(misuse_nn, forward_with_null_layer_or_tape)
     expect_op_null(t, tg_embedding_forward(t, NULL, ids, 1, 2), "tg_embedding_forward: the layer is NULL");
     expect_op_null(t, tg_layernorm_forward(t, NULL, x), "tg_layernorm_forward: the layer is NULL");
     expect_op_null(t, tg_ffn_forward(t, NULL, x, NULL), "tg_ffn_forward: the layer is NULL");
-    expect_op_null(t, tg_mha_forward(t, NULL, x, x, NULL, NULL, NULL, &w), "tg_mha_forward: the layer is NULL");
+    expect_op_null(t, tg_mha_forward(t, NULL, x, x, NULL, &w), "tg_mha_forward: the layer is NULL");
     cr_assert_null(w, "tg_mha_forward clears *weights when it fails");
-    expect_op_null(t, tg_block_forward(t, NULL, x, NULL, NULL, NULL, NULL), "tg_block_forward: the layer is NULL");
-    expect_op_null(t, tg_model_forward(t, NULL, ids, 1, 2, NULL, NULL, NULL, NULL),
+    expect_op_null(t, tg_block_forward(t, NULL, x, NULL, NULL), "tg_block_forward: the layer is NULL");
+    expect_op_null(t, tg_model_forward(t, NULL, ids, 1, 2, NULL, NULL),
                    "tg_model_forward: the layer is NULL");
     /* a NULL tape: nowhere to keep the error but tg_error() */
     expect_null(tg_linear_forward(NULL, &L.l, x), "tg_linear_forward: the tape is NULL");
     expect_null(tg_embedding_forward(NULL, &L.e, ids, 1, 2), "tg_embedding_forward: the tape is NULL");
     expect_null(tg_layernorm_forward(NULL, &L.ln, x), "tg_layernorm_forward: the tape is NULL");
     expect_null(tg_ffn_forward(NULL, &L.f, x, NULL), "tg_ffn_forward: the tape is NULL");
-    expect_null(tg_mha_forward(NULL, &L.m, x, x, NULL, NULL, NULL, NULL), "tg_mha_forward: the tape is NULL");
-    expect_null(tg_block_forward(NULL, &L.b, x, NULL, NULL, NULL, NULL), "tg_block_forward: the tape is NULL");
-    expect_null(tg_model_forward(NULL, &L.mo, ids, 1, 2, NULL, NULL, NULL, NULL), "tg_model_forward: the tape is NULL");
+    expect_null(tg_mha_forward(NULL, &L.m, x, x, NULL, NULL), "tg_mha_forward: the tape is NULL");
+    expect_null(tg_block_forward(NULL, &L.b, x, NULL, NULL), "tg_block_forward: the tape is NULL");
+    expect_null(tg_model_forward(NULL, &L.mo, ids, 1, 2, NULL, NULL), "tg_model_forward: the tape is NULL");
     /* the layers themselves still work */
-    cr_assert_not_null(tg_model_forward(t, &L.mo, ids, 1, 2, NULL, NULL, NULL, NULL), "%s", tg_error());
+    cr_assert_not_null(tg_model_forward(t, &L.mo, ids, 1, 2, NULL, NULL), "%s", tg_error());
     tg_tensor_free(x);
     tg_tape_free(t);
     tg_model_free(&L.mo);
@@ -561,10 +566,10 @@ Test(misuse_nn, forward_of_a_layer_whose_init_failed)
     bad.n_heads = 3;  /* does not divide d_model */
     tg_model_config badm = MODEL;
     badm.n_layers = 0;
-    cr_assert_eq(tg_linear_init(&l, p, "fc", 0, 4, true, NULL), -1);
+    cr_assert_eq(tg_linear_init(&l, p, "fc", &(tg_linear_config){.in = 0, .out = 4, .bias = true}, NULL), -1);
     cr_assert_eq(tg_embedding_init(&e, p, "emb", 0, 4, NULL), -1);
     cr_assert_eq(tg_layernorm_init(&ln, p, "ln", 0, 1e-5), -1);
-    cr_assert_eq(tg_ffn_init(&f, p, "ff", 4, 8, 2.0, NULL), -1);
+    cr_assert_eq(tg_ffn_init(&f, p, "ff", &(tg_ffn_config){.d_model = 4, .d_ff = 8, .dropout = 2.0}, NULL), -1);
     cr_assert_eq(tg_mha_init(&m, p, "attn", &bad, NULL), -1);
     cr_assert_eq(tg_model_init(&mo, p, &badm, NULL), -1);
     cr_assert_eq(tg_mha_init(&good, p, "good", &MHA, NULL), 0, "%s", tg_error());
@@ -576,9 +581,9 @@ Test(misuse_nn, forward_of_a_layer_whose_init_failed)
     expect_op_null(t, tg_embedding_forward(t, &e, ids, 1, 2), "tg_embedding_forward" NOT_INIT);
     expect_op_null(t, tg_layernorm_forward(t, &ln, x), "tg_layernorm_forward" NOT_INIT);
     expect_op_null(t, tg_ffn_forward(t, &f, x, NULL), "tg_ffn_forward" NOT_INIT);
-    expect_op_null(t, tg_mha_forward(t, &m, x, x, NULL, NULL, NULL, NULL), "tg_mha_forward" NOT_INIT);
-    expect_op_null(t, tg_block_forward(t, &b, x, NULL, NULL, NULL, NULL), "tg_block_forward" NOT_INIT);
-    expect_op_null(t, tg_model_forward(t, &mo, ids, 1, 2, NULL, NULL, NULL, NULL), "tg_model_forward" NOT_INIT);
+    expect_op_null(t, tg_mha_forward(t, &m, x, x, NULL, NULL), "tg_mha_forward" NOT_INIT);
+    expect_op_null(t, tg_block_forward(t, &b, x, NULL, NULL), "tg_block_forward" NOT_INIT);
+    expect_op_null(t, tg_model_forward(t, &mo, ids, 1, 2, NULL, NULL), "tg_model_forward" NOT_INIT);
     expect_fail(tg_mha_copy_weights(&m, &good),
                 "tg_mha_copy_weights: dst is not initialised (its init failed or was not called)");
     expect_fail(tg_mha_copy_weights(&good, &m),

@@ -36,7 +36,7 @@ static tg_tensor *model_fn(tg_tape *t, tg_tensor **in, void *ctx)
 {
     (void)in;
     model_ctx *c = ctx;
-    tg_tensor *logits = tg_model_forward(t, &c->m, g_ids, GB, GT, g_lens, NULL, NULL, NULL);
+    tg_tensor *logits = tg_model_forward(t, &c->m, g_ids, GB, GT, &(tg_model_opts){.lens = g_lens}, NULL);
     return c->loss ? tg_cross_entropy(t, logits, g_targets, TG_IGNORE) : logits;
 }
 
@@ -82,15 +82,15 @@ Test(model, names_shapes_and_errors)
     cr_assert_eq(m.cfg.d_head, 4);
     cr_assert_eq(tg_params_get(p, "pos_emb.weight")->shape[0], 6);
     tg_tape *t = tg_tape_new();
-    cr_assert_null(tg_model_forward(t, &m, g_ids, 1, 7, NULL, NULL, NULL, NULL));  /* T > max_len */
+    cr_assert_null(tg_model_forward(t, &m, g_ids, 1, 7, NULL, NULL));  /* T > max_len */
     cr_assert(strstr(tg_tape_error(t), "max_len"), "%s", tg_tape_error(t));
     tg_tape_clear_error(t);
     const int32_t bad_lens[GB] = {5, 6};
-    cr_assert_null(tg_model_forward(t, &m, g_ids, GB, GT, bad_lens, NULL, NULL, NULL));
+    cr_assert_null(tg_model_forward(t, &m, g_ids, GB, GT, &(tg_model_opts){.lens = bad_lens}, NULL));
     cr_assert(strstr(tg_tape_error(t), "lens[1]"), "%s", tg_tape_error(t));
     tg_tape_clear_error(t);
     const int32_t bad_ids[2] = {1, 7};
-    cr_assert_null(tg_model_forward(t, &m, bad_ids, 1, 2, NULL, NULL, NULL, NULL));
+    cr_assert_null(tg_model_forward(t, &m, bad_ids, 1, 2, NULL, NULL));
     cr_assert_not_null(tg_tape_error(t));
     tg_tape_free(t);
     tg_model_free(&m);
@@ -111,7 +111,8 @@ Test(model, head_mask_and_attention_out)
     tg_tape *t = tg_tape_new();
     const uint8_t hm[4] = {1, 1, 0, 1};  /* layer 1, head 0 off */
     tg_tensor *attn[2];
-    tg_tensor *logits = tg_model_forward(t, &m, g_ids, GB, GT, g_lens, hm, NULL, attn);
+    tg_tensor *logits = tg_model_forward(t, &m, g_ids, GB, GT,
+                                         &(tg_model_opts){.lens = g_lens, .head_mask = hm}, attn);
     cr_assert_not_null(logits, "%s", tg_tape_error(t));
     cr_assert(logits->ndim == 3 && logits->shape[0] == GB && logits->shape[1] == GT && logits->shape[2] == 7);
     for (int l = 0; l < 2; l++) {
@@ -147,7 +148,8 @@ static void check_no_alloc(tg_mha_mode mode)
     for (int step = 0; step < 3; step++) {
         if (step == 2) before = tg_alloc_count();
         tg_tape_reset(t);
-        tg_tensor *logits = tg_model_forward(t, &m, g_ids, GB, GT, g_lens, NULL, &rng, attn);
+        tg_tensor *logits = tg_model_forward(t, &m, g_ids, GB, GT,
+                                             &(tg_model_opts){.lens = g_lens, .rng = &rng}, attn);
         tg_tensor *loss = tg_cross_entropy(t, logits, g_targets, TG_IGNORE);
         tg_params_zero_grad(p);
         cr_assert_eq(tg_backward(t, loss), 0, "%s", tg_tape_error(t));
@@ -180,7 +182,7 @@ static int greedy_full(tg_tape *t, const tg_model *m, int32_t *seq, int n, const
 {
     for (; n < KT; n++) {
         tg_tape_reset(t);
-        tg_tensor *lg = tg_model_forward(t, m, seq, 1, n, NULL, hm, NULL, NULL);
+        tg_tensor *lg = tg_model_forward(t, m, seq, 1, n, &(tg_model_opts){.head_mask = hm}, NULL);
         cr_assert_not_null(lg, "%s", tg_tape_error(t));
         seq[n] = argmax_row(lg->data + (size_t)(n - 1) * KV, KV);
     }
@@ -218,7 +220,7 @@ static void check_kv_cache(tg_mha_mode mode, const uint8_t *hm)
     cr_assert_eq(tg_kv_cache_init(&c, &m, KB), 0, "%s", tg_error());
     int32_t ids[KB * KT], pos[KB], in[KB];
     for (int e = 0; e < KB * KT; e++) ids[e] = (int32_t)tg_rng_below(&rng, KV);
-    tg_tensor *full = tg_model_forward(t, &m, ids, KB, KT, NULL, hm, NULL, NULL);
+    tg_tensor *full = tg_model_forward(t, &m, ids, KB, KT, &(tg_model_opts){.head_mask = hm}, NULL);
     cr_assert_not_null(full, "%s", tg_tape_error(t));
     tg_real *want = malloc(full->size * sizeof *want);
     memcpy(want, full->data, full->size * sizeof *want);
@@ -274,18 +276,18 @@ Test(model, dropout_needs_rng_only_while_training)
     tg_model_config cfg = {.vocab = 7, .d_model = 8, .n_layers = 1, .n_heads = 2, .max_len = 6, .dropout = 0.2};
     cr_assert_eq(tg_model_init(&m, p, &cfg, &rng), 0);
     tg_tape *t = tg_tape_new();
-    cr_assert_null(tg_model_forward(t, &m, g_ids, GB, GT, g_lens, NULL, NULL, NULL));
+    cr_assert_null(tg_model_forward(t, &m, g_ids, GB, GT, &(tg_model_opts){.lens = g_lens}, NULL));
     cr_assert(strstr(tg_tape_error(t), "rng"), "%s", tg_tape_error(t));
     tg_tape_reset(t);
-    tg_tensor *a = tg_model_forward(t, &m, g_ids, GB, GT, g_lens, NULL, &rng, NULL);
-    tg_tensor *b = tg_model_forward(t, &m, g_ids, GB, GT, g_lens, NULL, &rng, NULL);
+    tg_tensor *a = tg_model_forward(t, &m, g_ids, GB, GT, &(tg_model_opts){.lens = g_lens, .rng = &rng}, NULL);
+    tg_tensor *b = tg_model_forward(t, &m, g_ids, GB, GT, &(tg_model_opts){.lens = g_lens, .rng = &rng}, NULL);
     cr_assert(a && b, "%s", tg_tape_error(t));
     bool differ = false;
     for (size_t i = 0; i < a->size; i++) differ = differ || a->data[i] != b->data[i];
     cr_assert(differ, "two training passes drew the same dropout masks");
     tg_tape_set_training(t, false);
-    a = tg_model_forward(t, &m, g_ids, GB, GT, g_lens, NULL, NULL, NULL);
-    b = tg_model_forward(t, &m, g_ids, GB, GT, g_lens, NULL, NULL, NULL);
+    a = tg_model_forward(t, &m, g_ids, GB, GT, &(tg_model_opts){.lens = g_lens}, NULL);
+    b = tg_model_forward(t, &m, g_ids, GB, GT, &(tg_model_opts){.lens = g_lens}, NULL);
     cr_assert(a && b, "%s", tg_tape_error(t));
     for (size_t i = 0; i < a->size; i++) cr_assert_eq(a->data[i], b->data[i]);
     tg_tape_free(t);
@@ -377,7 +379,7 @@ static void check_mha_fixture(const char *file, tg_mha_mode file_mode, tg_mha_mo
     tg_mask mask = {.causal = meta_int(s, "causal") != 0, .key_lens = lens};
     tg_tape *t = tg_tape_new();
     tg_tensor *xq = input(t, fx(s, "xq")), *xkv = cross ? input(t, fx(s, "xkv")) : xq, *w;
-    tg_tensor *out = tg_mha_forward(t, &mr, xq, xkv, &mask, NULL, NULL, &w);
+    tg_tensor *out = tg_mha_forward(t, &mr, xq, xkv, &(tg_mha_opts){.mask = &mask}, &w);
     cr_assert_not_null(out, "%s", tg_tape_error(t));
     assert_matches(out->data, out->size, fx(s, "out"), "out");
     assert_matches(w->data, w->size, fx(s, "weights"), "weights");
@@ -437,7 +439,7 @@ static void check_model_fixture(tg_mha_mode mode)
     tg_tape *t = tg_tape_new();
     tg_tensor *attn[8];
     cr_assert_leq(cfg.n_layers, 8);
-    tg_tensor *logits = tg_model_forward(t, &mr, ids, B, T, lens, NULL, NULL, attn);
+    tg_tensor *logits = tg_model_forward(t, &mr, ids, B, T, &(tg_model_opts){.lens = lens}, attn);
     tg_tensor *loss = tg_cross_entropy(t, logits, targets, TG_IGNORE);
     cr_assert_not_null(loss, "%s", tg_tape_error(t));
     assert_matches(logits->data, logits->size, fx(s, "logits"), "logits");

@@ -42,7 +42,8 @@ static void check_linear(bool bias)
     tg_rng_seed(&rng, 1);
     tg_params *p = tg_params_new();
     tg_linear l;
-    cr_assert_eq(tg_linear_init(&l, p, "proj", 5, 3, bias, &rng), 0, "%s", tg_error());
+    cr_assert_eq(tg_linear_init(&l, p, "proj", &(tg_linear_config){.in = 5, .out = 3, .bias = bias}, &rng), 0,
+                 "%s", tg_error());
     cr_assert_eq(tg_params_count(p), bias ? 2 : 1);
     cr_assert_not_null(tg_params_get(p, "proj.weight"));
     cr_assert_eq(tg_params_get(p, "proj.bias") != NULL, bias);
@@ -60,7 +61,7 @@ Test(nn, linear_values)
 {
     tg_params *p = tg_params_new();
     tg_linear l;
-    cr_assert_eq(tg_linear_init(&l, p, "fc", 2, 3, true, NULL), 0);
+    cr_assert_eq(tg_linear_init(&l, p, "fc", &(tg_linear_config){.in = 2, .out = 3, .bias = true}, NULL), 0);
     const tg_real w[6] = {1, 2, 3, 4, 5, 6}, b[3] = {0.5, -1, 2}, xv[2] = {1, -2};
     memcpy(l.weight->data, w, sizeof w);
     memcpy(l.bias->data, b, sizeof b);
@@ -78,10 +79,11 @@ Test(nn, linear_errors_name_the_layer)
 {
     tg_params *p = tg_params_new();
     tg_linear l, dup;
-    cr_assert_eq(tg_linear_init(&l, p, "enc.fc", 0, 3, true, NULL), -1);
+    cr_assert_eq(tg_linear_init(&l, p, "enc.fc", &(tg_linear_config){.in = 0, .out = 3, .bias = true}, NULL), -1);
     assert_error_has(tg_error(), "enc.fc");
-    cr_assert_eq(tg_linear_init(&l, p, "enc.fc", 4, 3, true, NULL), 0);
-    cr_assert_eq(tg_linear_init(&dup, p, "enc.fc", 4, 3, true, NULL), -1);
+    cr_assert_eq(tg_linear_init(&l, p, "enc.fc", &(tg_linear_config){.in = 4, .out = 3, .bias = true}, NULL), 0);
+    cr_assert_eq(tg_linear_init(&dup, p, "enc.fc", &(tg_linear_config){.in = 4, .out = 3, .bias = true}, NULL),
+                 -1);
     assert_error_has(tg_error(), "enc.fc.weight");  /* the name is taken */
     tg_tape *t = tg_tape_new();
     tg_tensor *x = tg_tensor_zeros(t, 2, (int[]){2, 5});
@@ -170,7 +172,8 @@ static void check_ffn(double dropout)
     tg_rng_seed(&rng, 4);
     tg_params *p = tg_params_new();
     ffn_ctx c = {.seed = 99};
-    cr_assert_eq(tg_ffn_init(&c.ffn, p, "ff", 4, 7, dropout, &rng), 0, "%s", tg_error());
+    cr_assert_eq(tg_ffn_init(&c.ffn, p, "ff", &(tg_ffn_config){.d_model = 4, .d_ff = 7, .dropout = dropout},
+                             &rng), 0, "%s", tg_error());
     const char *names[] = {"ff.fc1.weight", "ff.fc1.bias", "ff.fc2.weight", "ff.fc2.bias"};
     for (int i = 0; i < 4; i++) cr_assert_str_eq(tg_params_at(p, i)->name, names[i]);
     cr_assert_eq(tg_params_get(p, "ff.fc1.weight")->shape[0], 7);
@@ -190,8 +193,8 @@ Test(nn, ffn_dropout_off_when_not_training)
     tg_rng_seed(&rng, 5);
     tg_params *p = tg_params_new();
     tg_ffn f, g;
-    cr_assert_eq(tg_ffn_init(&f, p, "a", 3, 5, 0.5, &rng), 0);
-    cr_assert_eq(tg_ffn_init(&g, p, "b", 3, 5, 1.0, &rng), -1);
+    cr_assert_eq(tg_ffn_init(&f, p, "a", &(tg_ffn_config){.d_model = 3, .d_ff = 5, .dropout = 0.5}, &rng), 0);
+    cr_assert_eq(tg_ffn_init(&g, p, "b", &(tg_ffn_config){.d_model = 3, .d_ff = 5, .dropout = 1.0}, &rng), -1);
     tg_tape *t = tg_tape_new();
     tg_tensor *x = tg_tensor_from(t, (tg_real[]){0.1, -0.2, 0.3}, 2, (int[]){1, 3});
     tg_tape_set_training(t, false);
@@ -213,7 +216,7 @@ typedef struct block_ctx {
 static tg_tensor *block_fn(tg_tape *t, tg_tensor **in, void *ctx)
 {
     block_ctx *c = ctx;
-    return tg_block_forward(t, &c->blk, in[0], &c->mask, NULL, NULL, NULL);
+    return tg_block_forward(t, &c->blk, in[0], &(tg_mha_opts){.mask = &c->mask}, NULL);
 }
 
 static void check_block(tg_mha_mode mode)
@@ -276,7 +279,7 @@ Test(nn, pytorch_default_inits)
     tg_embedding_layer e;
     tg_layernorm_layer ln;
     tg_mha m;
-    cr_assert_eq(tg_linear_init(&l, p, "fc", 64, 48, true, &rng), 0);
+    cr_assert_eq(tg_linear_init(&l, p, "fc", &(tg_linear_config){.in = 64, .out = 48, .bias = true}, &rng), 0);
     assert_uniform(l.weight, 1 / sqrt(64.0));  /* kaiming_uniform_(a=sqrt(5)) */
     assert_uniform(l.bias, 1 / sqrt(64.0));
     cr_assert_eq(tg_embedding_init(&e, p, "emb", 100, 40, &rng), 0);
@@ -303,7 +306,7 @@ Test(nn, no_rng_leaves_zeros)
 {
     tg_params *p = tg_params_new();
     tg_linear l;
-    cr_assert_eq(tg_linear_init(&l, p, "fc", 3, 2, true, NULL), 0);
+    cr_assert_eq(tg_linear_init(&l, p, "fc", &(tg_linear_config){.in = 3, .out = 2, .bias = true}, NULL), 0);
     assert_const(l.weight, 0);
     assert_const(l.bias, 0);
     tg_params_free(p);

@@ -282,7 +282,7 @@ static void assert_no_copies(bool cross)
     tg_mha_config cfg = {.n_heads = 2, .d_model = 4, .d_head = 3, .bias = true, .mode = TG_MHA_FUSED};
     cr_assert_eq(tg_mha_init(&m, p, "attn", &cfg, &rng), 0, "%s", tg_error());
     tg_tensor *xq = tu_rand(&R, -1, 1, 3, (int[]){2, 3, 4}), *xkv = cross ? tu_rand(&R, -1, 1, 3, (int[]){2, 5, 4}) : xq;
-    tg_tensor *w = NULL, *out = tg_mha_forward(T, &m, xq, xkv, NULL, NULL, NULL, &w);
+    tg_tensor *w = NULL, *out = tg_mha_forward(T, &m, xq, xkv, NULL, &w);
     cr_assert(out && w, "%s", tg_tape_error(T));
     cr_assert(w->shape[1] == 2 && w->shape[3] == xkv->shape[1]);
     char *dump = NULL;

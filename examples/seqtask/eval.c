@@ -109,7 +109,8 @@ static int teacher_forced(sq_decoder *d, const sq_example *ex, int k)
     sq_batch_fill(&d->batch, ex, k);
     int T = d->batch.T;
     tg_tape_reset(d->tape);
-    tg_tensor *logits = tg_model_forward(d->tape, d->m, d->batch.ids, k, T, d->batch.lens, d->hm, NULL, NULL);
+    tg_tensor *logits = tg_model_forward(d->tape, d->m, d->batch.ids, k, T,
+                                         &(tg_model_opts){.lens = d->batch.lens, .head_mask = d->hm}, NULL);
     if (!logits) return forward_fail(d);
     for (int r = 0; r < k; r++) {
         int32_t *seq = d->seq + (size_t)r * d->tmax;

@@ -28,7 +28,7 @@ int sq_attention_png(const tg_model *m, const int32_t *tokens, int L, const char
     }
     tg_no_grad_begin(t);  /* this tape only evaluates */
     tg_tape_set_training(t, false);
-    if (!tg_model_forward(t, m, tokens, 1, L, NULL, NULL, NULL, attn)) {
+    if (!tg_model_forward(t, m, tokens, 1, L, NULL, attn)) {
         tg_error_set("%s: %s", path, tg_tape_error(t));
         goto done;
     }
@@ -95,7 +95,7 @@ static int head_entropy(sq_decoder *d, const sq_dataset *set, double *ent)
         sq_batch_fill(&d->batch, ex, k);
         int T = d->batch.T;
         tg_tape_reset(d->tape);
-        if (!tg_model_forward(d->tape, m, d->batch.ids, k, T, d->batch.lens, NULL, NULL, attn)) {
+        if (!tg_model_forward(d->tape, m, d->batch.ids, k, T, &(tg_model_opts){.lens = d->batch.lens}, attn)) {
             tg_error_set("%s", tg_tape_error(d->tape));
             return -1;
         }
