@@ -382,7 +382,7 @@ static tg_tensor *project_qkv(tg_tape *t, const tg_mha *m, tg_tensor *x)
 tg_tensor *tg_mha_step(tg_tape *t, const tg_mha *m, tg_tensor *x, tg_tensor *cache, const int32_t *pos,
                        const uint8_t *head_mask)
 {
-    if (!t) return NULL;
+    if (!tg_nn_check_forward("tg_mha_step", t, m, m && m->out_proj.weight)) return NULL;
     if (!x || !cache || !pos) return tg_fail_null(t, "tg_mha_step");
     int H = m->cfg.n_heads, dh = m->cfg.d_head, E = H * dh, B = x->shape[0];
     char sx[TG_SHAPE_STR], sc[TG_SHAPE_STR];

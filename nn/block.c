@@ -41,6 +41,7 @@ tg_tensor *tg_block_forward(tg_tape *t, const tg_block *b, tg_tensor *x, const t
 tg_tensor *tg_block_step(tg_tape *t, const tg_block *b, tg_tensor *x, tg_tensor *cache, const int32_t *pos,
                          const uint8_t *head_mask)
 {
+    if (!tg_nn_check_forward("tg_block_step", t, b, b && b->ff.fc2.weight)) return NULL;
     tg_tensor *h = tg_layernorm_forward(t, &b->ln1, x);
     h = tg_mha_step(t, &b->attn, h, cache, pos, head_mask);
     x = tg_add(t, x, h);

@@ -110,6 +110,9 @@ tg_tensor *tg_model_forward(tg_tape *t, const tg_model *m, const int32_t *ids, i
 
 int tg_kv_cache_init(tg_kv_cache *c, const tg_model *m, int B)
 {
+    if (!c) return tg_error_set("tg_kv_cache_init: the cache is NULL");
+    if (!m || !m->head.weight) return tg_error_set("tg_kv_cache_init: the model is %s", m ? "not initialised" : "NULL");
+    if (B < 1) return tg_error_set("tg_kv_cache_init: B = %d must be >= 1", B);
     memset(c, 0, sizeof *c);
     int L = m->cfg.n_layers, E2 = 2 * m->cfg.n_heads * m->cfg.d_head;
     c->B = B, c->cap = m->cfg.max_len, c->n_layers = L;
@@ -143,7 +146,7 @@ static tg_tensor *cache_rows(tg_tape *t, const tg_tensor *kv, int B)
 tg_tensor *tg_model_step(tg_tape *t, const tg_model *m, tg_kv_cache *c, const int32_t *ids,
                          const int32_t *pos, int B, const uint8_t *head_mask)
 {
-    if (!t) return NULL;
+    if (!tg_nn_check_forward("tg_model_step", t, m, m && m->head.weight)) return NULL;
     if (!ids || !pos || !c || !c->kv) return tg_fail(t, "tg_model_step: ids, pos or the cache is NULL");
     if (B < 1 || B > c->B) return tg_fail(t, "tg_model_step: %d rows for a cache of %d", B, c->B);
     for (int b = 0; b < B; b++)

@@ -542,6 +542,22 @@ Test(misuse_nn, forward_with_null_layer_or_tape)
     expect_null(tg_mha_forward(NULL, &L.m, x, x, NULL, NULL), "tg_mha_forward: the tape is NULL");
     expect_null(tg_block_forward(NULL, &L.b, x, NULL, NULL), "tg_block_forward: the tape is NULL");
     expect_null(tg_model_forward(NULL, &L.mo, ids, 1, 2, NULL, NULL), "tg_model_forward: the tape is NULL");
+    /* the decoding path: one position per row against a key/value cache */
+    tg_kv_cache c;
+    const int32_t pos[1] = {0};
+    expect_fail(tg_kv_cache_init(NULL, &L.mo, 1), "tg_kv_cache_init: the cache is NULL");
+    expect_fail(tg_kv_cache_init(&c, NULL, 1), "tg_kv_cache_init: the model is NULL");
+    expect_fail(tg_kv_cache_init(&c, &L.mo, 0), "tg_kv_cache_init: B = 0 must be >= 1");
+    cr_assert_eq(tg_kv_cache_init(&c, &L.mo, 1), 0, "%s", tg_error());
+    bool prev = tg_no_grad_begin(t);
+    tg_tensor *x1 = tg_tensor_zeros(t, 3, (int[]){1, 1, 4});
+    expect_op_null(t, tg_mha_step(t, NULL, x1, c.kv[0], pos, NULL), "tg_mha_step: the layer is NULL");
+    expect_op_null(t, tg_block_step(t, NULL, x1, c.kv[0], pos, NULL), "tg_block_step: the layer is NULL");
+    expect_op_null(t, tg_model_step(t, NULL, &c, ids, pos, 1, NULL), "tg_model_step: the layer is NULL");
+    expect_null(tg_model_step(NULL, &L.mo, &c, ids, pos, 1, NULL), "tg_model_step: the tape is NULL");
+    cr_assert_not_null(tg_model_step(t, &L.mo, &c, ids, pos, 1, NULL), "%s", tg_error());
+    tg_no_grad_end(t, prev);
+    tg_kv_cache_free(&c);
     /* the layers themselves still work */
     cr_assert_not_null(tg_model_forward(t, &L.mo, ids, 1, 2, NULL, NULL), "%s", tg_error());
     tg_tensor_free(x);

@@ -19,7 +19,8 @@ int main()
     tg_rng rng;
     tg_rng_seed(&rng, 0);
     tg_params *params = tg_params_new();
-    if (tg_linear_init(&fc, params, "fc", 1, 1, true, &rng)) return std::puts(tg_error()), 1;
+    const tg_linear_config one = {1, 1, true};  // in, out, bias
+    if (tg_linear_init(&fc, params, "fc", &one, &rng)) return std::puts(tg_error()), 1;
     tg_optim_opts o = tg_optim_defaults(TG_ADAM);
     o.lr = 0.05;
     tg_optim *opt = tg_optim_new(params, &o);
