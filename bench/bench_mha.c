@@ -2,7 +2,6 @@
  *
  *   bench_mha --B 16 --L 128 --D 512 --H 8 [--mode fused|per_head]
  *             [--reps 20] [--warmup 3] [--budget 10] [--tag NAME] [--threads T]
- *   bench_mha --plot ROWS_FILE OUT.png      (the scaling plot of docs/PERF.md)
  *
  * Causal self-attention on a fixed random input x [B, L, D], loss = mean(out);
  * a step is zero_grad, tg_mha_forward, tg_mean, tg_backward, tg_optim_step,
@@ -33,7 +32,6 @@
 #include <tapegrad/core/ops/ops.h>
 #include <tapegrad/nn/attention.h>
 #include <tapegrad/optim/optim.h>
-#include <tapegrad/viz/plot.h>
 #include "bench_util.h"
 #include "../core/kernels/gemm.h"
 #include "../core/ops/internal.h"
@@ -87,7 +85,7 @@ static double gemm_flops(int B, int L, int D, int H, int E)
 }
 
 
-static int run_bench(int argc, char **argv)
+int main(int argc, char **argv)
 {
     int B = (int)bu_opt_long(argc, argv, "--B", 16), L = (int)bu_opt_long(argc, argv, "--L", 128);
     int D = (int)bu_opt_long(argc, argv, "--D", 512), H = (int)bu_opt_long(argc, argv, "--H", 8);
@@ -161,117 +159,3 @@ done:
     return rc;
 }
 
-/* ---- the scaling plot --------------------------------------------------------
- * From bench.sh's ROW lines with tag=sweepL (B = 16, L varies) and tag=sweepB
- * (L = 128, B varies): effective GFLOP/s against log2 of the swept size, for
- * tapegrad fused and PyTorch, with the sgemm ceiling (the best repetition of
- * the square sgemm rows) as a flat line. */
-
-#define PLOT_MAX 32
-
-typedef struct curve {
-    double x[PLOT_MAX], y[PLOT_MAX];
-    int n;
-} curve;
-
-/* The value of "key=" in a ROW line, or NULL. */
-static const char *row_get(const char *line, const char *key, char *buf, size_t len)
-{
-    char pat[64];
-    snprintf(pat, sizeof pat, " %s=", key);
-    const char *p = strstr(line, pat);
-    if (!p) return NULL;
-    p += strlen(pat);
-    size_t n = strcspn(p, " \n");
-    if (n >= len) n = len - 1;
-    memcpy(buf, p, n);
-    buf[n] = '\0';
-    return buf;
-}
-
-static void curve_add(curve *c, double x, double y)
-{
-    if (c->n >= PLOT_MAX) return;
-    int i = c->n++;
-    while (i > 0 && c->x[i - 1] > x) {  /* keep sorted by x */
-        c->x[i] = c->x[i - 1];
-        c->y[i] = c->y[i - 1];
-        i--;
-    }
-    c->x[i] = x;
-    c->y[i] = y;
-}
-
-static double log2_of(double v)
-{
-    double l = 0;
-    while (v >= 2) v /= 2, l++;
-    return l;
-}
-
-static int run_plot(const char *rows_path, const char *png)
-{
-    FILE *f = fopen(rows_path, "r");
-    if (!f) {
-        fprintf(stderr, "bench_mha: cannot open %s\n", rows_path);
-        return 1;
-    }
-    curve cv[4] = {{{0}, {0}, 0}};  /* tg L, torch L, tg B, torch B */
-    double ceiling = 0;
-    char line[2048], v[64], impl[64], tag[64];
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, "ROW ", 4) != 0) continue;
-        if (row_get(line, "name", v, sizeof v) && strncmp(v, "square", 6) == 0) {
-            /* the best sgemm repetition of the run, as bench.sh */
-            static const char *const dim[3] = {"M", "N", "K"};
-            double flops = 2;
-            for (int i = 0; i < 3; i++) flops *= row_get(line, dim[i], v, sizeof v) ? strtod(v, NULL) : 0;
-            double best = row_get(line, "min_ms", v, sizeof v) ? flops / (strtod(v, NULL) * 1e6) : 0;
-            if (best > ceiling) ceiling = best;
-        }
-        if (!row_get(line, "impl", impl, sizeof impl) || !row_get(line, "tag", tag, sizeof tag)) continue;
-        int torch = strcmp(impl, "torch_manual") == 0;
-        if (!torch && strcmp(impl, "tapegrad_fused") != 0) continue;
-        int byB = strcmp(tag, "sweepB") == 0;
-        if (!byB && strcmp(tag, "sweepL") != 0) continue;
-        if (!row_get(line, byB ? "B" : "L", v, sizeof v)) continue;
-        double x = log2_of(strtod(v, NULL));
-        if (!row_get(line, "gflops", v, sizeof v)) continue;
-        curve_add(&cv[2 * byB + torch], x, strtod(v, NULL));
-    }
-    fclose(f);
-    static const char *names[4] = {"tapegrad fused, L sweep (B=16)", "PyTorch, L sweep (B=16)",
-                                   "tapegrad fused, B sweep (L=128)", "PyTorch, B sweep (L=128)"};
-    tg_plot_series s[6];
-    int ns = 0;
-    for (int i = 0; i < 4; i++)
-        if (cv[i].n > 0) s[ns++] = (tg_plot_series){names[i], cv[i].x, cv[i].y, cv[i].n, false};
-    double cx[2] = {0, 10}, cy[2] = {ceiling, ceiling}, ty[2] = {0.65 * ceiling, 0.65 * ceiling};
-    if (ceiling > 0) {
-        s[ns++] = (tg_plot_series){"sgemm 2048^3 ceiling", cx, cy, 2, false};
-        s[ns++] = (tg_plot_series){"65% of the ceiling (target)", cx, ty, 2, false};
-    }
-    if (ns == 0) {
-        fprintf(stderr, "bench_mha: no sweep rows in %s\n", rows_path);
-        return 1;
-    }
-    if (tg_plot_lines_png(png, "MHA training step, D=512 H=8: effective GFLOP/s",
-                          "log2(L) for the L sweep, log2(B) for the B sweep", s, ns)) {
-        fprintf(stderr, "bench_mha: %s\n", tg_error());
-        return 1;
-    }
-    return 0;
-}
-
-int main(int argc, char **argv)
-{
-    const char *rows = bu_opt_str(argc, argv, "--plot", NULL);
-    if (rows) {
-        if (argc < 4) {
-            fprintf(stderr, "usage: bench_mha --plot ROWS_FILE OUT.png\n");
-            return 2;
-        }
-        return run_plot(rows, argv[argc - 1]);
-    }
-    return run_bench(argc, argv);
-}

@@ -10,7 +10,8 @@
 #   --build DIR      build directory (default build/bench)
 #   --write-docs     also put the table into docs/PERF.md (between the
 #                    "bench:begin" / "bench:end" markers) and redraw
-#                    docs/perf_scaling.png from the MHA sweep
+#                    docs/perf_scaling.png (the MHA sweeps) and
+#                    docs/perf_lsweep.png (the toy model's L sweep)
 #   --section NAME   with --write-docs: the markers "bench-NAME:begin" /
 #                    "bench-NAME:end" instead (e.g. a run with another
 #                    OPENBLAS_CORETYPE), and no plot
@@ -38,7 +39,7 @@ while [ $# -gt 0 ]; do
     --write-docs) write_docs=1 ;;
     --build) build=$2; shift ;;
     --section) section=$2; shift ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -423,6 +424,6 @@ if [ $write_docs -eq 1 ]; then
     echo "bench.sh: $doc has no $mark:begin / $mark:end markers; the table is in $table" >&2
   fi
   if [ $sweep -eq 1 ] && [ -z "$section" ]; then
-    "$bin/bench_mha" --plot "$rows" docs/perf_scaling.png && echo "bench.sh: wrote docs/perf_scaling.png" >&2
+    "$bin/bench_plot" "$rows" docs
   fi
 fi
