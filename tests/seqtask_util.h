@@ -67,6 +67,28 @@ static inline void slurp(const char *path, char *buf, size_t len)
  * test's directory) in the test's directory; stderr lands in err_text (and
  * stdout in out_text with SEQTASK_CAPTURE_STDOUT). Fails the test on a
  * sanitizer report. Returns the exit status (128 + signal when killed). */
+/* dir/out/log.csv without its ms column (the 5th, the one timing that
+ * differs between identical runs), as text: the lines after the first
+ * `skip` (the header is one; -1 keeps all). */
+static inline void log_without_ms(const char *out, int skip, char *buf, size_t len)
+{
+    char path[512], line[512];
+    snprintf(path, sizeof path, "%s/%s/log.csv", dir, out);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "%s is missing", path);
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int row = 0; fgets(line, sizeof line, f); row++) {
+        char *a = line;
+        for (int c = 0; c < 4 && a; c++) a = strchr(a + 1, ',');
+        char *b = a ? strchr(a + 1, ',') : NULL;
+        cr_assert_not_null(b, "%s: %s", path, line);
+        if (row >= skip) n += (size_t)snprintf(buf + n, len - n, "%.*s%s", (int)(a - line), line, b);
+        cr_assert(n < len);
+    }
+    fclose(f);
+}
+
 static inline int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static inline int run(const char *fmt, ...)
 {

@@ -21,27 +21,6 @@ static void teardown(void) { seqtask_teardown(); }
 
 TestSuite(determinism, .init = setup, .fini = teardown, .timeout = 300);
 
-/* dir/out/log.csv without its ms column (the 5th), as text. */
-static void log_without_ms(const char *out, char *buf, size_t len)
-{
-    char path[512], line[512];
-    snprintf(path, sizeof path, "%s/%s/log.csv", dir, out);
-    FILE *f = fopen(path, "r");
-    cr_assert_not_null(f, "%s is missing", path);
-    size_t n = 0;
-    buf[0] = '\0';
-    while (fgets(line, sizeof line, f)) {
-        char *a = line;
-        for (int c = 0; c < 4 && a; c++) a = strchr(a + 1, ',');
-        cr_assert_not_null(a, "%s: %s", path, line);
-        char *b = strchr(a + 1, ',');
-        cr_assert_not_null(b, "%s: %s", path, line);
-        n += (size_t)snprintf(buf + n, len - n, "%.*s%s", (int)(a - line), line, b);
-        cr_assert(n < len);
-    }
-    fclose(f);
-}
-
 #define TINY "--symbols 8 --min-len 1 --max-len 5 --layers 2 --d-model 16 --heads 4 --d-ff 32 " \
              "--batch 8 --warmup 4 --eval-size 16 --target-acc 0 --threads 1"
 
@@ -51,12 +30,12 @@ static void check_twice(const char *flags, int steps)
     static char a[1 << 15], b[1 << 15];
     cr_assert_eq(run("train %s --steps %d --out A", flags, steps), 0, "%s", err_text);
     cr_assert_eq(run("train %s --steps %d --out B", flags, steps), 0, "%s", err_text);
-    log_without_ms("A", a, sizeof a);
-    log_without_ms("B", b, sizeof b);
+    log_without_ms("A", 0, a, sizeof a);
+    log_without_ms("B", 0, b, sizeof b);
     cr_assert_eq(count_lines(a), steps + 1);
     cr_assert_str_eq(b, a, "two runs of %s differ:\n%s\nand:\n%s", flags, b, a);
     cr_assert_eq(run("train %s --seed 2 --steps %d --out C", flags, steps), 0, "%s", err_text);
-    log_without_ms("C", b, sizeof b);
+    log_without_ms("C", 0, b, sizeof b);
     cr_assert_str_neq(b, a, "--seed changes nothing");
 }
 
@@ -98,8 +77,8 @@ Test(determinism, per_head_resume_with_dropout)
     cr_assert_eq(run("train --resume B/checkpoint.safetensors --steps %d --threads 1", 2 * n), 0, "%s",
                  err_text);
     cr_assert(strstr(err_text, "resuming at step 8"), "%s", err_text);
-    log_without_ms("A", a, sizeof a);
-    log_without_ms("B", b, sizeof b);
+    log_without_ms("A", 0, a, sizeof a);
+    log_without_ms("B", 0, b, sizeof b);
     cr_assert_eq(count_lines(a), 2 * n + 1);
     /* row n of B is the end of its first run: evaluated there, A was not */
     char *row_b = b, *row_a = a;

@@ -38,6 +38,7 @@ static int parse(int argc, char **argv, sq_config *c)
     if (rc == 1) return -1;
     if (rc == 0) rc = sq_cli_check(c);
     if (rc != 0) {
+        if (tg_dist_size() > 1) fprintf(stderr, "rank %d: ", tg_dist_rank());  /* which one, in mpirun's mix */
         fprintf(stderr, "%s\n", tg_error());
         return SQ_EXIT_USAGE;
     }

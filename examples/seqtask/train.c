@@ -169,8 +169,9 @@ static void print_header(const trainer *tr, int threads)
     fprintf(stderr, "training %s lr %g (%s, warmup %ld), batch %ld, %ld steps, %d threads -> %s\n",
             opt[c->optimizer], c->lr, sch[c->schedule], c->warmup, c->batch, c->steps, threads, c->out);
     if (c->accum > 1 || tr->ranks > 1)
-        fprintf(stderr, "split    %d ranks x %ld micro-batches of about %ld examples (%d threads each)\n",
-                tr->ranks, c->accum, c->batch / (tr->ranks * c->accum), threads);
+        fprintf(stderr, "split    %d rank%s x %ld micro-batch%s of about %ld examples (%d threads each)\n",
+                tr->ranks, tr->ranks > 1 ? "s" : "", c->accum, c->accum > 1 ? "es" : "",
+                c->batch / (tr->ranks * c->accum), threads);
     if (tr->step > 0) fprintf(stderr, "resuming at step %ld of %s\n", tr->step, c->resume);
     if (c->kind == SQ_TASK_DATA && !c->eval_data[0])
         fprintf(stderr, "note: no --eval-data: evaluating on the first %d lines of the training file\n",
