@@ -69,7 +69,7 @@ static inline void slurp(const char *path, char *buf, size_t len)
  * sanitizer report. Returns the exit status (128 + signal when killed). */
 /* dir/out/log.csv without its ms column (the 5th, the one timing that
  * differs between identical runs), as text: the lines after the first
- * `skip` (the header is one; -1 keeps all). */
+ * `skip` (the header is one; 0 keeps all). */
 static inline void log_without_ms(const char *out, int skip, char *buf, size_t len)
 {
     char path[512], line[512];
