@@ -119,16 +119,31 @@ static tg_sdpa_opts sdpa_opts(const tg_mha *m, const tg_mask *mask, tg_rng *rng)
     return (tg_sdpa_opts){.mask = mask, .scale = 0, .dropout = m->cfg.dropout, .rng = rng};
 }
 
+/* Columns [col, col + w) of every row of src [B, L, C] -> columns [at, at + w)
+ * of positions 0..L-1 of cache [B, cap, 2E]; false when src is NULL. */
+static bool cache_put(tg_tensor *cache, const tg_tensor *src, int col, int at, int w)
+{
+    if (!src) return false;
+    int B = src->shape[0], L = src->shape[1], C = src->shape[2], cap = cache->shape[1], E2 = cache->shape[2];
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < L; i++)
+            memcpy(cache->data + ((size_t)b * cap + i) * E2 + at, src->data + ((size_t)b * L + i) * C + col,
+                   (size_t)w * sizeof *src->data);
+    return true;
+}
+
 /* Fused: packed projections, then one tg_sdpa_heads reading the heads in
- * place from their column blocks -> [B, Lq, E] (no slice/split/merge copies) */
+ * place from their column blocks -> [B, Lq, E] (no slice/split/merge copies).
+ * cache: NULL, or (self-attention) receives | k | v | of every position. */
 static tg_tensor *fused_heads(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor *xkv,
-                              const tg_mask *mask, tg_rng *rng, tg_tensor **weights)
+                              const tg_mask *mask, tg_rng *rng, tg_tensor *cache, tg_tensor **weights)
 {
     int H = m->cfg.n_heads, dh = m->cfg.d_head, E = H * dh;
     tg_sdpa_opts o = sdpa_opts(m, mask, rng);
     tg_sdpa_layout lay = {.n_heads = H, .dk = dh, .dv = dh};
     if (xq == xkv) {  /* self-attention: one GEMM, qkv [B, L, 3E] = | q | k | v | */
         tg_tensor *qkv = tg_matmul(t, xq, m->in_proj_weight, m->in_proj_bias, TG_TRANS_B);
+        if (cache && !cache_put(cache, qkv, E, 0, 2 * E)) return NULL;
         lay.k_col = E;
         lay.v_col = 2 * E;
         return tg_sdpa_heads(t, qkv, qkv, &lay, &o, weights);
@@ -145,7 +160,7 @@ static tg_tensor *fused_heads(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_ten
 
 /* Per-head: H x (three [B, L, dh] GEMMs -> sdpa on [B, 1, L, dh]) -> concat [B, Lq, E] */
 static tg_tensor *per_head(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor *xkv,
-                           const tg_mask *mask, tg_rng *rng, tg_tensor **weights)
+                           const tg_mask *mask, tg_rng *rng, tg_tensor *cache, tg_tensor **weights)
 {
     int H = m->cfg.n_heads, dh = m->cfg.d_head, B = xq->shape[0], Lq = xq->shape[1], Lk = xkv->shape[1];
     tg_tensor *outs[TG_MHA_MAX_HEADS], *ws[TG_MHA_MAX_HEADS];
@@ -155,6 +170,8 @@ static tg_tensor *per_head(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor
         tg_tensor *q = tg_matmul(t, xq, hd->wq, hd->bq, TG_TRANS_B);
         tg_tensor *k = tg_matmul(t, xkv, hd->wk, hd->bk, TG_TRANS_B);
         tg_tensor *v = tg_matmul(t, xkv, hd->wv, hd->bv, TG_TRANS_B);
+        if (cache && !(cache_put(cache, k, 0, h * dh, dh) && cache_put(cache, v, 0, H * dh + h * dh, dh)))
+            return NULL;
         q = tg_reshape(t, q, 4, (int[]){B, 1, Lq, dh});
         k = tg_reshape(t, k, 4, (int[]){B, 1, Lk, dh});
         v = tg_reshape(t, v, 4, (int[]){B, 1, Lk, dh});
@@ -202,6 +219,26 @@ static bool check_inputs(tg_tape *t, const tg_mha *m, const tg_tensor *xq, const
     return true;
 }
 
+/* A cache to fill: self-attention only, [B, cap >= L, 2E]. */
+static bool check_cache(tg_tape *t, const tg_mha *m, const tg_tensor *xq, const tg_tensor *xkv,
+                        const tg_tensor *cache)
+{
+    char sx[TG_SHAPE_STR], sc[TG_SHAPE_STR];
+    int E2 = 2 * m->cfg.n_heads * m->cfg.d_head;
+    if (xq != xkv) {
+        tg_fail(t, "tg_mha '%s': a key/value cache is filled by self-attention only (xq == xkv)", m->name);
+        return false;
+    }
+    if (!tg_inputs_check(t, "tg_mha cache", (tg_tensor *const[]){(tg_tensor *)cache}, 1, 1)) return false;
+    if (cache->ndim != 3 || cache->shape[0] != xq->shape[0] || cache->shape[1] < xq->shape[1] ||
+        cache->shape[2] != E2) {
+        tg_fail(t, "tg_mha '%s': the cache must be [B, cap >= L, %d] for x %s, got %s", m->name, E2,
+                tg_shape_str(xq, sx), tg_shape_str(cache, sc));
+        return false;
+    }
+    return true;
+}
+
 tg_tensor *tg_mha_forward(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor *xkv, const tg_mha_opts *opts,
                           tg_tensor **weights)
 {
@@ -209,9 +246,9 @@ tg_tensor *tg_mha_forward(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor 
     if (!tg_nn_check_forward("tg_mha_forward", t, m, m && m->out_proj.weight)) return NULL;
     if (!xq || !xkv) return tg_fail_null(t, "tg_mha");
     tg_mha_opts o = opts ? *opts : (tg_mha_opts){0};
-    if (!check_inputs(t, m, xq, xkv, o.rng)) return NULL;
-    tg_tensor *h = m->cfg.mode == TG_MHA_FUSED ? fused_heads(t, m, xq, xkv, o.mask, o.rng, weights)
-                                               : per_head(t, m, xq, xkv, o.mask, o.rng, weights);
+    if (!check_inputs(t, m, xq, xkv, o.rng) || (o.cache && !check_cache(t, m, xq, xkv, o.cache))) return NULL;
+    tg_tensor *h = m->cfg.mode == TG_MHA_FUSED ? fused_heads(t, m, xq, xkv, o.mask, o.rng, o.cache, weights)
+                                               : per_head(t, m, xq, xkv, o.mask, o.rng, o.cache, weights);
     h = apply_head_mask(t, m, h, o.head_mask);
     tg_tensor *out = tg_linear_forward(t, &m->out_proj, h);
     if (!out && weights) *weights = NULL;

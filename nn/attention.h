@@ -92,6 +92,9 @@ typedef struct tg_mha_opts {
     const tg_mask *mask;        /* any tg_mask, its arrays sized for B, Lq, Lk */
     const uint8_t *head_mask;   /* [n_heads]: 0 = head silenced */
     tg_rng *rng;                /* needed for dropout while training */
+    tg_tensor *cache;           /* self-attention: [B, cap, 2E], cap >= L, receives every
+                                   position's key and value as tg_mha_step keeps them
+                                   (a prefill; no gradient flows through it) */
 } tg_mha_opts;
 
 /* xq [B, Lq, D], xkv [B, Lk, D] (pass xq again for self-attention) -> [B, Lq, D].

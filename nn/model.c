@@ -89,6 +89,35 @@ static tg_tensor *embed(tg_tape *t, const tg_model *m, const int32_t *ids, int B
     return tg_add(t, tok, tg_embedding_forward(t, &m->pos_emb, pos, B, T));
 }
 
+/* Rows [0, B) of a cache tensor [c->B, cap, 2E], sharing its data. */
+static tg_tensor *cache_rows(tg_tape *t, const tg_tensor *kv, int B)
+{
+    tg_tensor *v = tg_arena_alloc(t, sizeof *v, "tg_model cache view");
+    if (!v) return NULL;
+    *v = *kv;
+    v->owns_data = false;
+    v->shape[0] = B;
+    v->size = (size_t)B * kv->shape[1] * kv->shape[2];
+    return v;
+}
+
+/* The forward (checked by the caller); with c, each layer's keys and values
+ * also go to rows [0, B) of the cache. -> logits [B, T, V] */
+static tg_tensor *model_run(tg_tape *t, const tg_model *m, const int32_t *ids, int B, int T,
+                            const tg_model_opts *o, tg_kv_cache *c, tg_tensor **attn)
+{
+    tg_mask mask = {.causal = true, .key_lens = o->lens};
+    tg_tensor *h = embed(t, m, ids, B, T);
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        tg_mha_opts a = {.mask = &mask, .head_mask = o->head_mask ? o->head_mask + l * m->cfg.n_heads : NULL,
+                         .rng = o->rng};
+        if (c && !(a.cache = cache_rows(t, c->kv[l], B))) return NULL;
+        h = tg_block_forward(t, &m->blocks[l], h, &a, attn ? &attn[l] : NULL);
+    }
+    h = tg_layernorm_forward(t, &m->ln_f, h);
+    return tg_linear_forward(t, &m->head, h);
+}
+
 /* ids [B*T] -> logits [B, T, V] */
 tg_tensor *tg_model_forward(tg_tape *t, const tg_model *m, const int32_t *ids, int B, int T,
                             const tg_model_opts *opts, tg_tensor **attn)
@@ -97,15 +126,35 @@ tg_tensor *tg_model_forward(tg_tape *t, const tg_model *m, const int32_t *ids, i
     for (int l = 0; attn && l < m->cfg.n_layers; l++) attn[l] = NULL;
     tg_model_opts o = opts ? *opts : (tg_model_opts){0};
     if (!check_inputs(t, m, ids, B, T, o.lens)) return NULL;
-    tg_mask mask = {.causal = true, .key_lens = o.lens};
-    tg_tensor *h = embed(t, m, ids, B, T);
-    for (int l = 0; l < m->cfg.n_layers; l++) {
-        tg_mha_opts a = {.mask = &mask, .head_mask = o.head_mask ? o.head_mask + l * m->cfg.n_heads : NULL,
-                         .rng = o.rng};
-        h = tg_block_forward(t, &m->blocks[l], h, &a, attn ? &attn[l] : NULL);
+    return model_run(t, m, ids, B, T, &o, NULL, attn);
+}
+
+/* A cache of rows >= B for this model. */
+static bool check_cache(tg_tape *t, const char *fn, const tg_model *m, const tg_kv_cache *c, int B)
+{
+    if (!c || !c->kv) {
+        tg_fail(t, "%s: the cache is %s", fn, c ? "not initialised (tg_kv_cache_init)" : "NULL");
+        return false;
     }
-    h = tg_layernorm_forward(t, &m->ln_f, h);
-    return tg_linear_forward(t, &m->head, h);
+    if (c->n_layers != m->cfg.n_layers || c->cap != m->cfg.max_len) {
+        tg_fail(t, "%s: the cache holds %d layers x %d positions, the model %d x %d (another model's?)", fn,
+                c->n_layers, c->cap, m->cfg.n_layers, m->cfg.max_len);
+        return false;
+    }
+    if (B < 1 || B > c->B) {
+        tg_fail(t, "%s: %d rows for a cache of %d", fn, B, c->B);
+        return false;
+    }
+    return true;
+}
+
+tg_tensor *tg_model_prefill(tg_tape *t, const tg_model *m, tg_kv_cache *c, const int32_t *ids, int B, int T,
+                            const tg_model_opts *opts)
+{
+    if (!tg_nn_check_forward("tg_model_prefill", t, m, m && m->head.weight)) return NULL;
+    tg_model_opts o = opts ? *opts : (tg_model_opts){0};
+    if (!check_cache(t, "tg_model_prefill", m, c, B) || !check_inputs(t, m, ids, B, T, o.lens)) return NULL;
+    return model_run(t, m, ids, B, T, &o, c, NULL);
 }
 
 int tg_kv_cache_init(tg_kv_cache *c, const tg_model *m, int B)
@@ -131,24 +180,12 @@ void tg_kv_cache_free(tg_kv_cache *c)
     memset(c, 0, sizeof *c);
 }
 
-/* Rows [0, B) of a cache tensor [c->B, cap, 2E], sharing its data. */
-static tg_tensor *cache_rows(tg_tape *t, const tg_tensor *kv, int B)
-{
-    tg_tensor *v = tg_arena_alloc(t, sizeof *v, "tg_model_step cache view");
-    if (!v) return NULL;
-    *v = *kv;
-    v->owns_data = false;
-    v->shape[0] = B;
-    v->size = (size_t)B * kv->shape[1] * kv->shape[2];
-    return v;
-}
-
 tg_tensor *tg_model_step(tg_tape *t, const tg_model *m, tg_kv_cache *c, const int32_t *ids,
                          const int32_t *pos, int B, const uint8_t *head_mask)
 {
     if (!tg_nn_check_forward("tg_model_step", t, m, m && m->head.weight)) return NULL;
-    if (!ids || !pos || !c || !c->kv) return tg_fail(t, "tg_model_step: ids, pos or the cache is NULL");
-    if (B < 1 || B > c->B) return tg_fail(t, "tg_model_step: %d rows for a cache of %d", B, c->B);
+    if (!check_cache(t, "tg_model_step", m, c, B)) return NULL;
+    if (!ids || !pos) return tg_fail(t, "tg_model_step: %s is NULL", ids ? "pos" : "ids");
     for (int b = 0; b < B; b++)
         if (pos[b] < 0 || pos[b] >= m->cfg.max_len)
             return tg_fail(t, "tg_model_step: pos[%d] = %d is outside [0, max_len = %d)", b, (int)pos[b],

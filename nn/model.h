@@ -87,9 +87,19 @@ typedef struct tg_kv_cache {
 int tg_kv_cache_init(tg_kv_cache *c, const tg_model *m, int B);
 void tg_kv_cache_free(tg_kv_cache *c);
 
+/* tg_model_forward that also writes every layer's keys and values of positions
+ * [0, T) into cache rows [0, B) (B <= c->B), as T calls of tg_model_step
+ * would, but in one batched pass: row b may then step on from position
+ * lens[b] (or from any earlier one, overwriting). Positions >= lens[b] hold
+ * padding's keys, which no step reads before writing them. No gradient flows
+ * through the cache. -> logits [B, T, V], the same bits as tg_model_forward. */
+tg_tensor *tg_model_prefill(tg_tape *t, const tg_model *m, tg_kv_cache *c, const int32_t *ids, int B, int T,
+                            const tg_model_opts *o);
+
 /* One greedy-decoding step for inference (the tape must not record): row
  * b of B (<= c->B; cache row b) reads token ids[b] at position pos[b],
- * attending to the positions 0..pos[b]-1 earlier steps put in the cache.
+ * attending to the positions 0..pos[b]-1 earlier steps (or a prefill) put
+ * in the cache.
  * Feeding a sequence one position at a time gives tg_model_forward's causal
  * logits, each step at O(pos) cost. -> logits [B, 1, V]. */
 tg_tensor *tg_model_step(tg_tape *t, const tg_model *m, tg_kv_cache *c, const int32_t *ids,

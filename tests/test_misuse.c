@@ -556,6 +556,33 @@ Test(misuse_nn, forward_with_null_layer_or_tape)
     expect_op_null(t, tg_model_step(t, NULL, &c, ids, pos, 1, NULL), "tg_model_step: the layer is NULL");
     expect_null(tg_model_step(NULL, &L.mo, &c, ids, pos, 1, NULL), "tg_model_step: the tape is NULL");
     cr_assert_not_null(tg_model_step(t, &L.mo, &c, ids, pos, 1, NULL), "%s", tg_error());
+    expect_op_null(t, tg_model_step(t, &L.mo, NULL, ids, pos, 1, NULL), "tg_model_step: the cache is NULL");
+    expect_op_null(t, tg_model_step(t, &L.mo, &c, NULL, pos, 1, NULL), "tg_model_step: ids is NULL");
+    expect_op_null(t, tg_model_step(t, &L.mo, &c, ids, NULL, 1, NULL), "tg_model_step: pos is NULL");
+    /* the prefill: a forward that also fills the cache */
+    expect_op_null(t, tg_model_prefill(t, NULL, &c, ids, 1, 2, NULL), "tg_model_prefill: the layer is NULL");
+    expect_null(tg_model_prefill(NULL, &L.mo, &c, ids, 1, 2, NULL), "tg_model_prefill: the tape is NULL");
+    expect_op_null(t, tg_model_prefill(t, &L.mo, NULL, ids, 1, 2, NULL), "tg_model_prefill: the cache is NULL");
+    expect_op_null(t, tg_model_prefill(t, &L.mo, &(tg_kv_cache){0}, ids, 1, 2, NULL),
+                   "tg_model_prefill: the cache is not initialised (tg_kv_cache_init)");
+    expect_op_null(t, tg_model_prefill(t, &L.mo, &c, ids, 2, 1, NULL), "tg_model_prefill: 2 rows for a cache of 1");
+    expect_op_null(t, tg_model_prefill(t, &L.mo, &c, ids, 1, 5, NULL),
+                   "tg_model: batch 1 x length 5: need B > 0 and 0 < T <= max_len 4");
+    cr_assert_not_null(tg_model_prefill(t, &L.mo, &c, ids, 1, 2, NULL), "%s", tg_error());
+    tg_params *p2 = tg_params_new();
+    tg_model other;
+    tg_model_config longer = MODEL;
+    longer.max_len = 6;
+    cr_assert_eq(tg_model_init(&other, p2, &longer, NULL), 0, "%s", tg_error());
+    expect_op_null(t, tg_model_prefill(t, &other, &c, ids, 1, 2, NULL),
+                   "tg_model_prefill: the cache holds 1 layers x 4 positions, the model 1 x 6 (another model's?)");
+    tg_model_free(&other);
+    tg_params_free(p2);
+    tg_tensor *x2 = tg_tensor_zeros(t, 3, (int[]){1, 2, 4});
+    expect_op_null(t, tg_mha_forward(t, &L.m, x2, x1, &(tg_mha_opts){.cache = c.kv[0]}, NULL),
+                   "tg_mha 'attn': a key/value cache is filled by self-attention only (xq == xkv)");
+    expect_op_null(t, tg_mha_forward(t, &L.m, x2, x2, &(tg_mha_opts){.cache = x2}, NULL),
+                   "tg_mha 'attn': the cache must be [B, cap >= L, 8] for x [1,2,4], got [1,2,4]");
     tg_no_grad_end(t, prev);
     tg_kv_cache_free(&c);
     /* the layers themselves still work */
@@ -600,6 +627,7 @@ Test(misuse_nn, forward_of_a_layer_whose_init_failed)
     expect_op_null(t, tg_mha_forward(t, &m, x, x, NULL, NULL), "tg_mha_forward" NOT_INIT);
     expect_op_null(t, tg_block_forward(t, &b, x, NULL, NULL), "tg_block_forward" NOT_INIT);
     expect_op_null(t, tg_model_forward(t, &mo, ids, 1, 2, NULL, NULL), "tg_model_forward" NOT_INIT);
+    expect_op_null(t, tg_model_prefill(t, &mo, &(tg_kv_cache){0}, ids, 1, 2, NULL), "tg_model_prefill" NOT_INIT);
     expect_fail(tg_mha_copy_weights(&m, &good),
                 "tg_mha_copy_weights: dst is not initialised (its init failed or was not called)");
     expect_fail(tg_mha_copy_weights(&good, &m),

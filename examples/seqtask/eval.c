@@ -21,15 +21,13 @@ int sq_decoder_init(sq_decoder *d, const tg_model *m)
     d->cap = d->cap < 1 ? 1 : d->cap > SQ_DECODE_ROWS ? SQ_DECODE_ROWS : d->cap;
     size_t cells = (size_t)d->cap * (size_t)d->tmax;
     d->tape = tg_tape_new();
-    d->ids = tg_malloc(cells * sizeof *d->ids);
     d->seq = tg_malloc(cells * sizeof *d->seq);
-    d->lens = tg_malloc((size_t)d->cap * sizeof *d->lens);
+    d->ids = tg_malloc((size_t)d->cap * sizeof *d->ids);
     d->len = tg_malloc((size_t)d->cap * sizeof *d->len);
-    d->n = tg_malloc((size_t)d->cap * sizeof *d->n);
     d->row = tg_malloc((size_t)d->cap * sizeof *d->row);
     d->done = tg_malloc((size_t)d->cap * sizeof *d->done);
     d->pos = tg_malloc((size_t)d->cap * sizeof *d->pos);
-    if (!d->tape || !d->ids || !d->seq || !d->lens || !d->len || !d->n || !d->row || !d->done || !d->pos ||
+    if (!d->tape || !d->ids || !d->seq || !d->len || !d->row || !d->done || !d->pos ||
         sq_batch_init(&d->batch, d->cap, d->tmax - 1) != 0 || tg_kv_cache_init(&d->kv, m, d->cap)) {
         sq_decoder_free(d);
         tg_error_set("out of memory for the decoder");
@@ -46,9 +44,7 @@ void sq_decoder_free(sq_decoder *d)
     sq_batch_free(&d->batch);
     tg_free(d->ids);
     tg_free(d->seq);
-    tg_free(d->lens);
     tg_free(d->len);
-    tg_free(d->n);
     tg_free(d->row);
     tg_free(d->done);
     tg_free(d->pos);
@@ -70,31 +66,53 @@ static int forward_fail(sq_decoder *d)
     return -1;
 }
 
-/* Token by token for the rows not yet done, with the key/value cache: the
- * pending rows step through positions together, each feeding its known
- * tokens until its last one, whose argmax it appends; a row that is done
- * feeds PAD until the others are. Each step costs O(position), not a pass
- * over the whole prefix. */
+/* Positions [0, n) of cache row `from` -> row `to`, every layer. */
+static void cache_move(tg_kv_cache *c, int to, int from, int n)
+{
+    for (int l = 0; l < c->n_layers; l++) {
+        tg_tensor *kv = c->kv[l];
+        size_t row = (size_t)kv->shape[1] * kv->shape[2];
+        memcpy(kv->data + to * row, kv->data + from * row, (size_t)n * kv->shape[2] * sizeof *kv->data);
+    }
+}
+
+/* Token by token for the rows of [0, rows) not yet done, with the key/value
+ * cache, whose row r holds positions [0, len[r] - 1) (a prefill put them
+ * there). The pending rows are packed into the first cache rows and step
+ * together, each at its own position: it feeds its last token and appends
+ * the argmax. A row that is done leaves the batch (the last pending row
+ * takes its place), so every step costs O(position) for each row still
+ * decoding and nothing for the others. */
 static int decode_pending(sq_decoder *d, int rows)
 {
     int V = d->m->cfg.vocab, P = 0;
-    for (int r = 0; r < rows; r++)
-        if (!d->done[r]) d->row[P++] = r;
-    for (int t = 0, left = P; left > 0; t++) {
+    for (int r = 0; r < rows; r++) {
+        if (d->done[r]) continue;
+        if (r != P) cache_move(&d->kv, P, r, d->len[r] - 1);
+        d->row[P++] = r;
+    }
+    while (P > 0) {
         for (int p = 0; p < P; p++) {
             int r = d->row[p];
-            d->ids[p] = d->done[r] ? SQ_PAD : d->seq[(size_t)r * d->tmax + t];
-            d->pos[p] = t;
+            d->pos[p] = d->len[r] - 1;
+            d->ids[p] = d->seq[(size_t)r * d->tmax + d->pos[p]];
         }
         tg_tape_reset(d->tape);
         tg_tensor *logits = tg_model_step(d->tape, d->m, &d->kv, d->ids, d->pos, P, d->hm);
         if (!logits) return forward_fail(d);
         for (int p = 0; p < P; p++) {
             int r = d->row[p];
-            if (d->done[r] || t != d->len[r] - 1) continue;
             int32_t tok = argmax(logits->data + (size_t)p * V, V);
             d->seq[(size_t)r * d->tmax + d->len[r]++] = tok;
-            if (tok == SQ_EOS || d->len[r] >= d->tmax) d->done[r] = true, left--;
+            d->done[r] = tok == SQ_EOS || d->len[r] >= d->tmax;
+        }
+        for (int p = 0; p < P; p++) {
+            if (!d->done[d->row[p]]) continue;
+            while (P > p + 1 && d->done[d->row[P - 1]]) P--;
+            if (--P > p) {
+                d->row[p] = d->row[P];
+                cache_move(&d->kv, p, P, d->len[d->row[p]] - 1);
+            }
         }
     }
     return 0;
@@ -102,20 +120,20 @@ static int decode_pending(sq_decoder *d, int rows)
 
 /* One teacher-forced pass over ex[0..k): row r gets BOS x SEP and the
  * greedy output as far as it is known (the target up to the first wrong
- * prediction, then that prediction); done when the output is complete. */
+ * prediction, then that prediction); done when the output is complete. The
+ * pass is a prefill: cache row r holds the positions before that last token. */
 static int teacher_forced(sq_decoder *d, const sq_example *ex, int k)
 {
     int V = d->m->cfg.vocab;
     sq_batch_fill(&d->batch, ex, k);
     int T = d->batch.T;
     tg_tape_reset(d->tape);
-    tg_tensor *logits = tg_model_forward(d->tape, d->m, d->batch.ids, k, T,
-                                         &(tg_model_opts){.lens = d->batch.lens, .head_mask = d->hm}, NULL);
+    tg_tensor *logits = tg_model_prefill(d->tape, d->m, &d->kv, d->batch.ids, k, T,
+                                         &(tg_model_opts){.lens = d->batch.lens, .head_mask = d->hm});
     if (!logits) return forward_fail(d);
     for (int r = 0; r < k; r++) {
         int32_t *seq = d->seq + (size_t)r * d->tmax;
         int L = sq_sequence(&ex[r], seq), n = ex[r].n;
-        d->n[r] = n;
         d->len[r] = L;
         d->done[r] = true;
         for (int t = n + 1; t < L - 1; t++) {
@@ -199,9 +217,10 @@ int sq_generate(sq_decoder *d, const int32_t *src, int n, int32_t *out, int *n_o
     for (int i = 0; i < n; i++) seq[1 + i] = SQ_SYM0 + src[i];
     seq[n + 1] = SQ_SEP;
     d->len[0] = n + 2;
-    d->n[0] = n;
     d->done[0] = false;
     d->hm = NULL;
+    tg_tape_reset(d->tape);
+    if (!tg_model_prefill(d->tape, d->m, &d->kv, seq, 1, n + 1, NULL)) return forward_fail(d);
     if (decode_pending(d, 1)) return -1;
     *n_out = d->len[0] - n - 2;
     memcpy(out, seq + n + 2, (size_t)*n_out * sizeof *out);

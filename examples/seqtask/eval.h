@@ -7,9 +7,11 @@
  * wrong, and takes that wrong token there. So a correct example costs one
  * pass, and only the failures are decoded further, token by token. The
  * result is exactly greedy decoding, at the cost of about one forward pass
- * once the model is good. The failures are decoded with a key/value cache
- * (tg_model_step): each new token costs O(length), not a pass over the
- * whole prefix, and memory stays O(length).
+ * once the model is good. That pass also fills a key/value cache
+ * (tg_model_prefill), from which the failures are decoded on, all pending
+ * rows one token per step (tg_model_step): each new token costs O(length),
+ * not a pass over the whole prefix, a finished row costs nothing more, and
+ * memory stays O(length).
  *
  * Exact-sequence accuracy: the output is y1..ym EOS. Token accuracy: of the
  * m + 1 expected tokens (y1..ym, EOS), those the output has at the same
@@ -34,11 +36,10 @@ typedef struct sq_decoder {
     tg_tape *tape;
     int tmax, cap;               /* Tmax; rows per forward pass */
     sq_batch batch;              /* teacher-forced passes */
-    int32_t *ids, *lens;         /* [cap, tmax], [cap]: token-by-token passes */
     int32_t *seq;                /* [cap, tmax] the rows being decoded */
-    int *len, *n, *row;          /* [cap] tokens so far, source length, pending index */
+    int *len, *row;              /* [cap] tokens so far; the row in each cache row of a step */
     bool *done;                  /* [cap] */
-    int32_t *pos;                /* [cap] positions of a decoding step */
+    int32_t *ids, *pos;          /* [cap] tokens and positions of a decoding step */
     tg_kv_cache kv;              /* keys and values of cap rows of Tmax positions */
     const uint8_t *hm;           /* head mask of the current evaluation */
 } sq_decoder;
