@@ -30,10 +30,11 @@
  *     ([MR x KC], stride KC, which does not alias in L1 as lda = 1024 does) or,
  *     for A^T, its contiguous columns ([KC x MR]); B^T is transposed by 16 x 16
  *     register blocks.
- *   - Small products skip packing: an A panel met by few B panels (N <= 128)
- *     and a B panel met by few A panels (M <= 96, B not transposed) are read in
- *     place by "direct" kernels (any strides, masked B loads), which also come
- *     with 8 and 4 rows for the last rows of A (26 = 12 + 12 + 2).
+ *   - Small products skip packing: an A panel met by few B panels (N <= 128),
+ *     an A of at most 8 rows, and a B panel met by few A panels (M <= 96, B
+ *     not transposed) are read in place by "direct" kernels (any strides,
+ *     masked B loads), which also come with 8 and 4 rows for the last rows
+ *     of A (26 = 12 + 12 + 2) and for short products.
  *   - Edges: packed panels are zero-padded; the kernel computes the whole tile
  *     and stores only the valid m x n part with masked stores, so an edge tile
  *     does the same arithmetic as a full one and touches nothing outside C.
@@ -494,12 +495,15 @@ static const ukernel *direct_for(const kernel_desc *kd, int m)
 
 /* C[i0:i1, j0:j1] of the whole product, on this thread with its buffers.
  * Packing A pays when each A panel meets many B panels (N > PACK_A_MIN_PANELS
- * panels), packing B when each B panel meets more than PACK_B_MIN_PANELS A
- * panels, or always when B is transposed (its rows are not vectors). */
+ * panels) and A has more rows than the short direct kernels take (a packed
+ * panel costs MR rows of FMAs however few are real: a decoding step's
+ * 1-row attention scores ran 12 rows), packing B when each B panel meets
+ * more than PACK_B_MIN_PANELS A panels, or always when B is transposed (its
+ * rows are not vectors). */
 static void gemm_block(const gemm_args *g, pack_buf *buf, int i0, int i1, int j0, int j1)
 {
     const kernel_desc *kd = g->kd;
-    bool pa = j1 - j0 > PACK_A_MIN_PANELS * kd->nr;
+    bool pa = j1 - j0 > PACK_A_MIN_PANELS * kd->nr && i1 - i0 > kd->short_rows[1];
     bool pb = g->tb || i1 - i0 > PACK_B_MIN_PANELS * kd->mr;
     tile t = {.ldc = g->ldc, .alpha = g->alpha};
     for (int ic = i0; ic < i1; ic += MC) {
