@@ -1,8 +1,13 @@
 /* tapegrad: multi-head attention, per-head and fused (see nn/attention.h). */
 #include "attention.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "../core/kernels/blas.h"
+#include "../core/kernels/threads.h"
+#include "../core/ops/internal.h"
 
 static const char *const proj_names[3] = {"q_proj", "k_proj", "v_proj"};
 
@@ -120,15 +125,22 @@ static tg_sdpa_opts sdpa_opts(const tg_mha *m, const tg_mask *mask, tg_rng *rng)
 }
 
 /* Columns [col, col + w) of every row of src [B, L, C] -> columns [at, at + w)
- * of positions 0..L-1 of cache [B, cap, 2E]; false when src is NULL. */
-static bool cache_put(tg_tensor *cache, const tg_tensor *src, int col, int at, int w)
+ * of the keys (keys) or the values of positions 0..L-1 in a cache laid out
+ * as tg_mha_step's; false when src is NULL. */
+static bool cache_put(tg_tensor *cache, const tg_tensor *src, int col, int at, int w, bool keys)
 {
     if (!src) return false;
-    int B = src->shape[0], L = src->shape[1], C = src->shape[2], cap = cache->shape[1], E2 = cache->shape[2];
-    for (int b = 0; b < B; b++)
-        for (int i = 0; i < L; i++)
-            memcpy(cache->data + ((size_t)b * cap + i) * E2 + at, src->data + ((size_t)b * L + i) * C + col,
-                   (size_t)w * sizeof *src->data);
+    int B = src->shape[0], L = src->shape[1], C = src->shape[2], cap = cache->shape[1], E = cache->shape[2] / 2;
+    for (int b = 0; b < B; b++) {
+        tg_real *kt = cache->data + (size_t)b * cap * 2 * E, *v = kt + (size_t)E * cap;
+        for (int i = 0; i < L; i++) {
+            const tg_real *x = src->data + ((size_t)b * L + i) * C + col;
+            if (keys)
+                for (int c = 0; c < w; c++) kt[(size_t)(at + c) * cap + i] = x[c];
+            else
+                memcpy(v + (size_t)i * E + at, x, (size_t)w * sizeof *x);
+        }
+    }
     return true;
 }
 
@@ -143,7 +155,8 @@ static tg_tensor *fused_heads(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_ten
     tg_sdpa_layout lay = {.n_heads = H, .dk = dh, .dv = dh};
     if (xq == xkv) {  /* self-attention: one GEMM, qkv [B, L, 3E] = | q | k | v | */
         tg_tensor *qkv = tg_matmul(t, xq, m->in_proj_weight, m->in_proj_bias, TG_TRANS_B);
-        if (cache && !cache_put(cache, qkv, E, 0, 2 * E)) return NULL;
+        if (cache && !(cache_put(cache, qkv, E, 0, E, true) && cache_put(cache, qkv, 2 * E, 0, E, false)))
+            return NULL;
         lay.k_col = E;
         lay.v_col = 2 * E;
         return tg_sdpa_heads(t, qkv, qkv, &lay, &o, weights);
@@ -170,7 +183,7 @@ static tg_tensor *per_head(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor
         tg_tensor *q = tg_matmul(t, xq, hd->wq, hd->bq, TG_TRANS_B);
         tg_tensor *k = tg_matmul(t, xkv, hd->wk, hd->bk, TG_TRANS_B);
         tg_tensor *v = tg_matmul(t, xkv, hd->wv, hd->bv, TG_TRANS_B);
-        if (cache && !(cache_put(cache, k, 0, h * dh, dh) && cache_put(cache, v, 0, H * dh + h * dh, dh)))
+        if (cache && !(cache_put(cache, k, 0, h * dh, dh, true) && cache_put(cache, v, 0, h * dh, dh, false)))
             return NULL;
         q = tg_reshape(t, q, 4, (int[]){B, 1, Lq, dh});
         k = tg_reshape(t, k, 4, (int[]){B, 1, Lk, dh});
@@ -416,6 +429,34 @@ static tg_tensor *project_qkv(tg_tape *t, const tg_mha *m, tg_tensor *x)
     return tg_concat(t, parts, 3 * H);
 }
 
+/* One step's attention, rows [b0, b1): scores = scale q K^T read in place
+ * from the transposed keys, softmax, times V: the products and softmax of
+ * tg_sdpa_heads for one query row, so the same bits. */
+typedef struct step_attn {
+    const tg_real *qkv, *cache;   /* [B, 1, 3E], [B, cap, 2E] */
+    const int32_t *pos;
+    tg_real *S, *out;             /* [B, cap] scratch, [B, 1, E] */
+    int H, dh, cap;
+    tg_real scale;
+} step_attn;
+
+static void step_rows(void *ctx, int b0, int b1)
+{
+    const step_attn *a = ctx;
+    int E = a->H * a->dh, cap = a->cap;
+    for (int b = b0; b < b1; b++) {
+        int n = a->pos[b] + 1;
+        const tg_real *kt = a->cache + (size_t)b * cap * 2 * E, *v = kt + (size_t)E * cap;
+        tg_real *S = a->S + (size_t)b * cap;
+        for (int h = 0; h < a->H; h++) {
+            const tg_real *q = a->qkv + (size_t)b * 3 * E + h * a->dh;
+            tg_gemm_ld(false, false, 1, n, a->dh, a->scale, q, 3 * E, kt + (size_t)h * a->dh * cap, cap, 0, S, n);
+            tg_softmax_block(S, S, 1, n, 1, NULL, NULL, 0, NULL);
+            tg_gemm_ld(false, false, 1, a->dh, n, 1, S, n, v + h * a->dh, E, 0, a->out + (size_t)b * E + h * a->dh, E);
+        }
+    }
+}
+
 tg_tensor *tg_mha_step(tg_tape *t, const tg_mha *m, tg_tensor *x, tg_tensor *cache, const int32_t *pos,
                        const uint8_t *head_mask)
 {
@@ -429,23 +470,27 @@ tg_tensor *tg_mha_step(tg_tape *t, const tg_mha *m, tg_tensor *x, tg_tensor *cac
         cache->shape[0] != B || cache->shape[2] != 2 * E)
         return tg_fail(t, "tg_mha_step '%s': need x [B, 1, %d] and cache [B, cap, %d], got x %s, cache %s",
                        m->name, m->cfg.d_model, 2 * E, tg_shape_str(x, sx), tg_shape_str(cache, sc));
+    if (!tg_inputs_check(t, "tg_mha_step", (tg_tensor *const[]){cache}, 1, 1)) return NULL;
     int cap = cache->shape[1];
-    int32_t *lens = tg_arena_alloc(t, (size_t)B * sizeof *lens, "tg_mha_step lengths");
-    if (!lens) return NULL;
-    for (int b = 0; b < B; b++) {
+    for (int b = 0; b < B; b++)
         if (pos[b] < 0 || pos[b] >= cap)
             return tg_fail(t, "tg_mha_step '%s': pos[%d] = %d is outside the cache [0, %d)", m->name, b,
                            (int)pos[b], cap);
-        lens[b] = pos[b] + 1;
+    tg_tensor *qkv = project_qkv(t, m, x), *o = tg_new(t, "tg_mha_step", 3, (int[]){B, 1, E});
+    tg_real *S = tg_arena_alloc(t, (size_t)B * cap * sizeof *S, "tg_mha_step scores");
+    if (!qkv || !o || !S) return NULL;
+    for (int b = 0; b < B; b++) { /* the new position's key (a column) and value (a row) */
+        tg_real *kt = cache->data + (size_t)b * cap * 2 * E, *v = kt + (size_t)E * cap;
+        const tg_real *k = qkv->data + (size_t)b * 3 * E + E;
+        for (int c = 0; c < E; c++) kt[(size_t)c * cap + pos[b]] = k[c];
+        memcpy(v + (size_t)pos[b] * E, k + E, (size_t)E * sizeof *k);
     }
-    tg_tensor *qkv = project_qkv(t, m, x);
-    if (!qkv) return NULL;
-    for (int b = 0; b < B; b++) /* k and v of the new position into the cache */
-        memcpy(cache->data + ((size_t)b * cap + pos[b]) * 2 * E, qkv->data + (size_t)b * 3 * E + E,
-               2 * (size_t)E * sizeof *qkv->data);
-    tg_mask mask = {.key_lens = lens};
-    tg_sdpa_opts o = {.mask = &mask};
-    tg_sdpa_layout lay = {.n_heads = H, .dk = dh, .dv = dh, .v_col = E};
-    tg_tensor *a = apply_head_mask(t, m, tg_sdpa_heads(t, qkv, cache, &lay, &o, NULL), head_mask);
+    step_attn sa = {.qkv = qkv->data, .cache = cache->data, .pos = pos, .S = S, .out = o->data, .H = H, .dh = dh,
+                    .cap = cap, .scale = (tg_real)(1 / sqrt((double)dh))};
+    double work = 0;  /* multiply-adds; below ~64K waking the pool costs more than it saves */
+    for (int b = 0; b < B; b++) work += (double)(pos[b] + 1) * 2 * E;
+    if (B > 1 && work >= 65536) tg_parallel_for(B, step_rows, &sa);
+    else step_rows(&sa, 0, B);
+    tg_tensor *a = apply_head_mask(t, m, o, head_mask);
     return tg_linear_forward(t, &m->out_proj, a);
 }

@@ -92,9 +92,9 @@ typedef struct tg_mha_opts {
     const tg_mask *mask;        /* any tg_mask, its arrays sized for B, Lq, Lk */
     const uint8_t *head_mask;   /* [n_heads]: 0 = head silenced */
     tg_rng *rng;                /* needed for dropout while training */
-    tg_tensor *cache;           /* self-attention: [B, cap, 2E], cap >= L, receives every
-                                   position's key and value as tg_mha_step keeps them
-                                   (a prefill; no gradient flows through it) */
+    tg_tensor *cache;           /* self-attention: [B, cap, 2E], cap >= L, receives the key
+                                   and value of every position, laid out as tg_mha_step
+                                   reads them (a prefill; no gradient flows through it) */
 } tg_mha_opts;
 
 /* xq [B, Lq, D], xkv [B, Lk, D] (pass xq again for self-attention) -> [B, Lq, D].
@@ -106,11 +106,15 @@ tg_tensor *tg_mha_forward(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor 
 
 /* One decoding step of causal self-attention with a key/value cache, for
  * inference (the tape must not record). x [B, 1, D] holds each row's newest
- * position; cache [B, cap, 2E] holds each row's keys and values by position,
- * | k heads | v heads | (the fused projection's column order, in both
- * modes). Row b's new key and value are written at position pos[b] (in
- * [0, cap)), then its query attends to positions 0..pos[b]: the last row of
- * tg_mha_forward under a causal mask, at O(pos) cost. -> [B, 1, D] */
+ * position. cache [B, cap, 2E]: row b's cap * 2E values are its keys
+ * transposed, [E, cap] (key dimension c of position j at c * cap + j; head
+ * h's dimensions are rows h*d_head..), then its values [cap, E] (head h's in
+ * columns h*d_head..), so a step's scores q K^T and its P V are products
+ * read in place. Row b's new key and value are written at position pos[b]
+ * (in [0, cap)), then its query attends to positions 0..pos[b]: the last row
+ * of tg_mha_forward under a causal mask, at O(pos) cost, with the products
+ * and softmax of its attention (the same bits with tapegrad's GEMMs).
+ * -> [B, 1, D] */
 tg_tensor *tg_mha_step(tg_tape *t, const tg_mha *m, tg_tensor *x, tg_tensor *cache, const int32_t *pos,
                        const uint8_t *head_mask);
 

@@ -180,6 +180,24 @@ void tg_kv_cache_free(tg_kv_cache *c)
     memset(c, 0, sizeof *c);
 }
 
+int tg_kv_cache_move(tg_kv_cache *c, int to, int from, int n)
+{
+    if (!c || !c->kv) return tg_error_set("tg_kv_cache_move: the cache is %s", c ? "not initialised" : "NULL");
+    if (to < 0 || to >= c->B || from < 0 || from >= c->B || n < 0 || n > c->cap)
+        return tg_error_set("tg_kv_cache_move: rows %d -> %d, %d positions: need rows in [0, %d), positions "
+                            "in [0, %d]", from, to, n, c->B, c->cap);
+    if (to == from) return 0;
+    for (int l = 0; l < c->n_layers; l++) {
+        int E = c->kv[l]->shape[2] / 2;
+        size_t row = (size_t)c->cap * 2 * E;
+        tg_real *dst = c->kv[l]->data + to * row, *src = c->kv[l]->data + from * row;
+        for (int e = 0; e < E; e++) /* keys [E, cap], then values [cap, E] */
+            memcpy(dst + (size_t)e * c->cap, src + (size_t)e * c->cap, (size_t)n * sizeof *src);
+        memcpy(dst + (size_t)E * c->cap, src + (size_t)E * c->cap, (size_t)n * E * sizeof *src);
+    }
+    return 0;
+}
+
 tg_tensor *tg_model_step(tg_tape *t, const tg_model *m, tg_kv_cache *c, const int32_t *ids,
                          const int32_t *pos, int B, const uint8_t *head_mask)
 {

@@ -77,7 +77,8 @@ tg_tensor *tg_model_forward(tg_tape *t, const tg_model *m, const int32_t *ids, i
                             const tg_model_opts *o, tg_tensor **attn);
 
 /* Keys and values of every layer for incremental decoding: n_layers tensors
- * [B, cap, 2E], cap = the model's max_len positions per row. */
+ * [B, cap, 2E], cap = the model's max_len positions per row, laid out as
+ * tg_mha_step reads them (keys transposed, then values). */
 typedef struct tg_kv_cache {
     int B, cap, n_layers;
     tg_tensor **kv;
@@ -86,6 +87,11 @@ typedef struct tg_kv_cache {
 /* 0, or -1 with a message in tg_error() (out of memory). */
 int tg_kv_cache_init(tg_kv_cache *c, const tg_model *m, int B);
 void tg_kv_cache_free(tg_kv_cache *c);
+/* Positions [0, n) of cache row `from`, every layer, into row `to` (a
+ * batched decoder packing its unfinished rows). 0, or -1 with a message in
+ * tg_error() (a NULL or uninitialised cache, a row outside [0, B), n outside
+ * [0, cap]). */
+int tg_kv_cache_move(tg_kv_cache *c, int to, int from, int n);
 
 /* tg_model_forward that also writes every layer's keys and values of positions
  * [0, T) into cache rows [0, B) (B <= c->B), as T calls of tg_model_step

@@ -549,6 +549,12 @@ Test(misuse_nn, forward_with_null_layer_or_tape)
     expect_fail(tg_kv_cache_init(&c, NULL, 1), "tg_kv_cache_init: the model is NULL");
     expect_fail(tg_kv_cache_init(&c, &L.mo, 0), "tg_kv_cache_init: B = 0 must be >= 1");
     cr_assert_eq(tg_kv_cache_init(&c, &L.mo, 1), 0, "%s", tg_error());
+    expect_fail(tg_kv_cache_move(NULL, 0, 0, 1), "tg_kv_cache_move: the cache is NULL");
+    expect_fail(tg_kv_cache_move(&(tg_kv_cache){0}, 0, 0, 1), "tg_kv_cache_move: the cache is not initialised");
+    expect_fail(tg_kv_cache_move(&c, 1, 0, 1),
+                "tg_kv_cache_move: rows 0 -> 1, 1 positions: need rows in [0, 1), positions in [0, 4]");
+    expect_fail(tg_kv_cache_move(&c, 0, 0, 5),
+                "tg_kv_cache_move: rows 0 -> 0, 5 positions: need rows in [0, 1), positions in [0, 4]");
     bool prev = tg_no_grad_begin(t);
     tg_tensor *x1 = tg_tensor_zeros(t, 3, (int[]){1, 1, 4});
     expect_op_null(t, tg_mha_step(t, NULL, x1, c.kv[0], pos, NULL), "tg_mha_step: the layer is NULL");

@@ -45,15 +45,17 @@ void tg_sdpa_tune(int rows, int materialise);
 bool tg_sdpa_materialises(int B, int H, int Lq, int Lk);
 
 /* The sum of x [n] in 8 independent lanes: no loop-carried dependence, so it
- * runs at throughput and vectorizes without -ffast-math; the order of the
- * additions depends on n alone. */
+ * runs at throughput and vectorizes without -ffast-math. x[j] always goes to
+ * lane j % 8, the tail too, so zeros appended to a row leave its sum's bits
+ * alone (a masked softmax row over n keys equals the same row cut at its
+ * last visible key: a decoding step reproduces a whole pass). */
 static inline tg_real tg_row_sum(const tg_real *x, size_t n)
 {
     tg_real s[8] = {0};
     size_t j = 0;
     for (; j + 8 <= n; j += 8)
         for (int k = 0; k < 8; k++) s[k] += x[j + k];
-    for (; j < n; j++) s[0] += x[j];
+    for (int k = 0; j < n; j++, k++) s[k] += x[j];
     for (int k = 1; k < 8; k++) s[0] += s[k];
     return s[0];
 }

@@ -67,7 +67,7 @@ static inline tg_real row_sum_exp(const tg_real *x, size_t n, tg_real m)
     size_t j = 0;
     for (; j + LANES <= n; j += LANES)
         for (int k = 0; k < LANES; k++) s[k] += tg_vexp(x[j + k] - m);
-    for (; j < n; j++) s[0] += tg_vexp(x[j] - m);
+    for (int k = 0; j < n; j++, k++) s[k] += tg_vexp(x[j] - m);
     for (int k = 1; k < LANES; k++) s[0] += s[k];
     return s[0];
 }

@@ -66,16 +66,6 @@ static int forward_fail(sq_decoder *d)
     return -1;
 }
 
-/* Positions [0, n) of cache row `from` -> row `to`, every layer. */
-static void cache_move(tg_kv_cache *c, int to, int from, int n)
-{
-    for (int l = 0; l < c->n_layers; l++) {
-        tg_tensor *kv = c->kv[l];
-        size_t row = (size_t)kv->shape[1] * kv->shape[2];
-        memcpy(kv->data + to * row, kv->data + from * row, (size_t)n * kv->shape[2] * sizeof *kv->data);
-    }
-}
-
 /* Token by token for the rows of [0, rows) not yet done, with the key/value
  * cache, whose row r holds positions [0, len[r] - 1) (a prefill put them
  * there). The pending rows are packed into the first cache rows and step
@@ -88,7 +78,7 @@ static int decode_pending(sq_decoder *d, int rows)
     int V = d->m->cfg.vocab, P = 0;
     for (int r = 0; r < rows; r++) {
         if (d->done[r]) continue;
-        if (r != P) cache_move(&d->kv, P, r, d->len[r] - 1);
+        if (r != P) tg_kv_cache_move(&d->kv, P, r, d->len[r] - 1);
         d->row[P++] = r;
     }
     while (P > 0) {
@@ -111,7 +101,7 @@ static int decode_pending(sq_decoder *d, int rows)
             while (P > p + 1 && d->done[d->row[P - 1]]) P--;
             if (--P > p) {
                 d->row[p] = d->row[P];
-                cache_move(&d->kv, p, P, d->len[d->row[p]] - 1);
+                tg_kv_cache_move(&d->kv, p, P, d->len[d->row[p]] - 1);
             }
         }
     }
