@@ -139,7 +139,8 @@ Test(shape, reshape_is_a_view_and_grads_flow)
     cr_assert_not_null(v);
     cr_assert(v->ndim == 2 && v->shape[0] == 3 && v->shape[1] == 2 && v->size == 6);
     cr_assert(v->data == x->data, "reshape shares data");
-    cr_assert(v->grad != NULL && v->grad == x->grad, "reshape shares grad");
+    cr_assert(v->grad == NULL && x->grad == NULL, "a view allocates no grad in the forward");
+    cr_assert(tg_grad(t, v) != NULL && v->grad == x->grad, "the view's grad is its base's");
     cr_assert(v->requires_grad);
     cr_assert_eq(tg_tape_node_count(t), 0, "reshape records no node");
     x->data[3] = 42;
@@ -155,7 +156,10 @@ Test(shape, reshape_is_a_view_and_grads_flow)
     memset(x->grad, 0, 6 * sizeof(tg_real));
     tg_tensor *p = tg_transpose(t, x, 0, 1);                  /* [3,2] */
     tg_tensor *f = tg_reshape(t, p, 1, (int[]){-1});          /* [6] = x^T flat */
-    cr_assert(f && f->grad == p->grad && f->data == p->data);
+    cr_assert(f && f->data == p->data && !f->grad && !p->grad);
+    tg_tensor *r = tg_rows_view(t, f, 2, 3);                  /* a view of a view: p flat 2..4 */
+    cr_assert(r && tg_grad(t, r) == tg_grad(t, p) + 2, "a view of a view slices the base's grad");
+    cr_assert_eq(f->grad, NULL, "the middle view's grad is made only on its own first need");
     tg_tensor *z = tg_slice(t, f, 1, 2);                      /* p flat 1, 2 = x[1,0], x[0,1] */
     cr_assert_eq(tg_backward_seed(t, z, (tg_real[]){5, 7}), 0);
     const tg_real want2[] = {0, 7, 0, 5, 0, 0};

@@ -115,6 +115,29 @@ Test(tape, arena_grows_and_rewinds)
     tg_tape_free(t);
 }
 
+/* Dead arena memory (scratch handed back, grads of temporaries after their
+ * node) is handed out again before the arena grows: neighbours merge, and a
+ * smaller request takes the front of a piece and leaves the rest spare. */
+Test(tape, dead_memory_is_reused_merged_and_split)
+{
+    tg_tape *t = tg_tape_new();
+    unsigned char *a = tg_arena_scratch(t, 4096, "test"), *b = tg_arena_scratch(t, 4090, "test");
+    cr_assert(a && b == a + 4096, "fresh scratch comes from the arena in order");
+    size_t used = tg_tape_arena_used(t);
+    tg_arena_release(t, b, 4090);
+    tg_arena_release(t, a, 4096);
+    unsigned char *c = tg_arena_scratch(t, 8192, "test");
+    cr_assert_eq(c, a, "two dead neighbours (4096 and 4090 rounded up to 4096) hold one request of both");
+    tg_arena_release(t, c, 8192);
+    unsigned char *d = tg_arena_scratch(t, 1000, "test"), *e = tg_arena_scratch(t, 7000, "test");
+    cr_assert(d == a && e == a + 1024, "a piece is split (sizes round up to 64-byte units: 1024, 7040)");
+    cr_assert_eq(tg_arena_scratch(t, 0, "test"), a + 8064, "the 128 bytes left hold a 64-byte unit");
+    cr_assert_eq(tg_tape_arena_used(t), used, "nothing so far grew the arena");
+    cr_assert_not_null(tg_arena_scratch(t, 200, "test"));
+    cr_assert_eq(tg_tape_arena_used(t), used + 256, "64 spare bytes do not hold 200: the arena grows");
+    tg_tape_free(t);
+}
+
 Test(tape, out_of_memory_is_an_error_not_a_crash)
 {
     tg_tape *t = tg_tape_new();

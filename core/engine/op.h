@@ -65,7 +65,16 @@ tg_tensor *tg_new_header(tg_tape *t, const char *op);
 /* Raw, 64-byte aligned arena memory, valid until tg_tape_reset; NULL with an
  * error on OOM. */
 void *tg_arena_alloc(tg_tape *t, size_t bytes, const char *op);
-/* x->grad, allocated zeroed from the arena if still NULL. NULL on OOM. */
+/* Arena memory for use within one call (an op's scratch): a dead piece of
+ * the arena when one fits, else fresh arena memory. Hand it back with
+ * tg_arena_release when done, so that later scratch and grads reuse it. NULL
+ * with an error on OOM. */
+void *tg_arena_scratch(tg_tape *t, size_t bytes, const char *op);
+/* p (bytes long, from tg_arena_scratch or tg_arena_alloc) is dead until
+ * tg_tape_reset: the arena may hand it out again. NULL does nothing. */
+void tg_arena_release(tg_tape *t, void *p, size_t bytes);
+/* x->grad, allocated zeroed from the arena if still NULL (a view's is a
+ * slice of its base's). NULL on OOM. */
 tg_real *tg_grad(tg_tape *t, tg_tensor *x);
 
 #ifdef __cplusplus

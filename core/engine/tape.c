@@ -26,13 +26,16 @@ typedef struct chunk {
     unsigned char mem[];
 } chunk;
 
-/* A temporary's grad buffer after its node's backward has run: nothing reads
- * or accumulates into it any more, so tg_grad hands it out again (best fit).
- * The link lives in the buffer itself. */
-typedef struct spare_grad {
-    struct spare_grad *next;
+/* Arena memory that is dead before the reset: a temporary's grad once its
+ * node's backward has run, an op's scratch once the op returns. tg_grad and
+ * tg_arena_scratch hand it out again. The list is kept in address order and
+ * neighbours merge, so two dead 4 MiB grads side by side can hold an 8 MiB
+ * one; a taker gets the smallest piece that fits and the rest stays spare.
+ * Sizes are whole arena units. The link lives in the memory itself. */
+typedef struct spare {
+    struct spare *next;
     size_t bytes;
-} spare_grad;
+} spare;
 
 /* One recorded op: backward reads out->grad and accumulates into in[]'s. */
 typedef struct node {
@@ -48,7 +51,7 @@ struct tg_tape {
     chunk *first, *cur;
     node *nodes;
     int n_nodes, cap_nodes;
-    spare_grad *spares;  /* rewound with the arena */
+    spare *spares;       /* address order; rewound with the arena */
     uint32_t id, gen;    /* stamped on every arena tensor (core/tensor.h) */
     bool recording, training, anomaly, has_error, backward_done;
     char error[512];
@@ -160,11 +163,17 @@ static chunk *chunk_new(const tg_tape *t, size_t need)
     return c;
 }
 
+/* bytes rounded up to whole arena units, at least one (bytes <= SIZE_MAX - ARENA_ALIGN) */
+static size_t arena_units(size_t bytes)
+{
+    size_t need = (bytes + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
+    return need ? need : ARENA_ALIGN;
+}
+
 static void *arena_take(tg_tape *t, size_t bytes)
 {
     if (bytes > SIZE_MAX - ARENA_ALIGN) return NULL;
-    size_t need = (bytes + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
-    if (need == 0) need = ARENA_ALIGN;
+    size_t need = arena_units(bytes);
     while (t->cur && t->cur->cap - t->cur->used < need && t->cur->next && t->cur->next->cap >= need) {
         t->cur = t->cur->next;  /* chunks after cur are empty (rewound) */
     }
@@ -257,45 +266,87 @@ tg_tensor *tg_tensor_from(tg_tape *t, const tg_real *data, int ndim, const int *
     return x;
 }
 
-/* The smallest spare grad buffer of at least `bytes`, unlinked, or NULL. */
+/* `bytes` of the smallest spare piece that holds them (its rest stays spare),
+ * or NULL. */
 static void *spare_take(tg_tape *t, size_t bytes)
 {
-    spare_grad **best = NULL;
-    for (spare_grad **s = &t->spares; *s; s = &(*s)->next)
-        if ((*s)->bytes >= bytes && (!best || (*s)->bytes < (*best)->bytes)) best = s;
+    if (bytes > SIZE_MAX - ARENA_ALIGN) return NULL;
+    size_t need = arena_units(bytes);
+    spare **best = NULL;
+    for (spare **s = &t->spares; *s; s = &(*s)->next)
+        if ((*s)->bytes >= need && (!best || (*s)->bytes < (*best)->bytes)) best = s;
     if (!best) return NULL;
-    spare_grad *s = *best;
-    *best = s->next;
+    spare *s = *best;
+    if (s->bytes == need) {
+        *best = s->next;
+    } else {
+        spare *rest = (spare *)(void *)((unsigned char *)s + need);
+        *rest = (spare){.next = s->next, .bytes = s->bytes - need};
+        *best = rest;
+    }
     return s;
 }
 
+/* [p, p + bytes) is dead until the reset: into the list in address order,
+ * merged with the pieces it touches. Pieces of different chunks never touch
+ * (a chunk's usable bytes end before the next allocation's header). */
+static void spare_give(tg_tape *t, void *p, size_t bytes)
+{
+    unsigned char *a = p;
+    size_t n = arena_units(bytes);
+    spare **at = &t->spares, *prev = NULL;
+    while (*at && (unsigned char *)*at < a) prev = *at, at = &(*at)->next;
+    spare *next = *at;
+    if (prev && (unsigned char *)prev + prev->bytes == a) {
+        prev->bytes += n;
+    } else {
+        prev = (spare *)(void *)a;
+        *prev = (spare){.next = next, .bytes = n};
+        *at = prev;
+    }
+    if (next && (unsigned char *)prev + prev->bytes == (unsigned char *)next) {
+        prev->bytes += next->bytes;
+        prev->next = next->next;
+    }
+}
+
 /* After n's backward: n->out's grad is dead (every reader of n->out, or of a
- * view of it, was recorded after n and has run). Buffers too small to hold
- * the link are left alone, and so are heap tensors' grads. */
-static void spare_give(tg_tape *t, const node *n)
+ * view of it, was recorded after n and has run). Heap tensors' grads are
+ * left alone. */
+static void grad_give(tg_tape *t, const node *n)
 {
     tg_tensor *out = n->out;
-    size_t bytes = out->size * sizeof(tg_real);
-    if (out->owns_data || !out->grad || bytes < sizeof(spare_grad)) return;
+    if (out->owns_data || !out->grad) return;
     for (int k = 0; k < n->n_in; k++)
         if (n->in[k] && n->in[k]->grad == out->grad) return;  /* an op that aliases its input */
-    spare_grad *s = (spare_grad *)(void *)out->grad;
-    s->bytes = bytes;
-    s->next = t->spares;
-    t->spares = s;
+    spare_give(t, out->grad, out->size * sizeof(tg_real));
     out->grad = NULL;
+}
+
+void *tg_arena_scratch(tg_tape *t, size_t bytes, const char *op)
+{
+    void *p = spare_take(t, bytes);
+    return p ? p : tg_arena_alloc(t, bytes, op);
+}
+
+void tg_arena_release(tg_tape *t, void *p, size_t bytes)
+{
+    if (p) spare_give(t, p, bytes);
 }
 
 tg_real *tg_grad(tg_tape *t, tg_tensor *x)
 {
     if (x->grad) return x->grad;
+    if (x->view_of) {  /* a view made before its base had a grad (tg_reshape) */
+        tg_real *g = tg_grad(t, x->view_of);
+        return x->grad = g ? g + x->view_off : NULL;
+    }
     if (x->owns_data) {
         if (!tg_tensor_alloc_grad(x)) tg_fail(t, "out of memory: grad of a %zu-element tensor", x->size);
         return x->grad;
     }
     size_t bytes = x->size * sizeof(tg_real);
-    x->grad = spare_take(t, bytes);
-    if (!x->grad) x->grad = tg_arena_alloc(t, bytes, "a grad");
+    x->grad = tg_arena_scratch(t, bytes, "a grad");
     if (x->grad) memset(x->grad, 0, bytes);
     return x->grad;
 }
@@ -443,7 +494,7 @@ int tg_backward_seed(tg_tape *t, tg_tensor *out, const tg_real *seed)
         n->backward(t, n->out, n->in, n->ctx);
         if (t->has_error) return -1;
         if (t->anomaly && check_node_grads(t, n)) return -1;
-        spare_give(t, n);
+        grad_give(t, n);
     }
     return 0;
 }

@@ -66,7 +66,7 @@ void tg_tape_clear_error(tg_tape *t);
  * tensors and arena tensors that no op produced. An op output's grad is
  * handed back to the arena once its node's backward has run (as PyTorch keeps
  * no grad for non-leaf tensors), so the grads of a step's temporaries share
- * memory. Once per tape: a second call before tg_tape_reset is an error (as
+ * memory with each other and with the ops' scratch. Once per tape: a second call before tg_tape_reset is an error (as
  * PyTorch refuses a second backward through a freed graph).
  * 0 on success; -1 with tg_tape_error set when the tape already holds an
  * error, loss is NULL, not a scalar, dead or of another tape, depends on no

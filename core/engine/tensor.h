@@ -45,6 +45,8 @@ typedef struct tg_tensor {
     bool requires_grad;
     bool owns_data;          /* heap tensor from tg_tensor_alloc */
     const char *name;        /* parameters only: the state_dict key */
+    struct tg_tensor *view_of; /* a view made before its base had a grad: */
+    size_t view_off;           /* its grad is view_of's grad + view_off (tg_grad) */
     /* Stamped by the library, checked by every op and by tg_backward: */
     uint32_t magic;          /* TG_TENSOR_LIVE until freed */
     uint32_t tape, gen;      /* arena tensors: the making tape's id and generation; else 0 */

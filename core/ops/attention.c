@@ -11,7 +11,8 @@
  *
  * Memory O(L), not O(L^2): both passes walk each (b, h) plane in blocks of
  * query rows (plan.rows of them, a block of scores about 64K entries), so the
- * scratch is a few [rows, Lk] blocks per thread. The forward keeps only each
+ * scratch is a few [rows, Lk] blocks per thread, handed back to the arena when
+ * the pass ends (tg_arena_release). The forward keeps only each
  * row's max and 1 / sum of exps ([B, H, Lq, 2]); backward recomputes S for a
  * block with the same GEMM and rebuilds A from those stats (the same bits as
  * the forward's A), as FlashAttention does. Dropout keeps no mask either:
@@ -336,9 +337,10 @@ static tg_tensor *sdpa_run(tg_tape *t, const tg_op *sop, sdpa_plan *p, tg_tensor
     /* batches are independent, except for the dropout stream: one piece then */
     c.pieces = drop ? 1 : pieces_for(&d);
     snprintf(what, sizeof what, "%s scratch", op);
-    c.scr = tg_arena_alloc(t, (size_t)c.pieces * scr_bytes(p) + 1, what);
-    if (!c.scr) return NULL;
+    size_t scr = (size_t)c.pieces * scr_bytes(p);
+    if (!(c.scr = tg_arena_scratch(t, scr, what))) return NULL;
     tg_parallel_for(c.pieces, fwd_piece, &c);
+    tg_arena_release(t, c.scr, scr);
     if (grad && !tg_op_record(t, sop, out, in, n, &(sdpa_ctx){*p, st, A})) return NULL;
     if (weights) *weights = W;
     return tg_op_done(t, op, out);
@@ -443,9 +445,10 @@ static void sdpa_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, cons
     c.dv = v->requires_grad ? tg_grad(t, v) : NULL;
     if ((q->requires_grad && !c.dq) || (k->requires_grad && !c.dk) || (v->requires_grad && !c.dv)) return;
     c.pieces = p->p > 0 ? 1 : pieces_for(&p->d); /* dropout: the forward's one stream */
-    c.scr = tg_arena_alloc(t, (size_t)c.pieces * scr_bytes(p) + 1, "tg_sdpa backward");
-    if (!c.scr) return;
+    size_t scr = (size_t)c.pieces * scr_bytes(p);
+    if (!(c.scr = tg_arena_scratch(t, scr, "tg_sdpa backward scratch"))) return;
     tg_parallel_for(c.pieces, bwd_piece, &c);
+    tg_arena_release(t, c.scr, scr);
 }
 
 /* ---- tg_sdpa: q, k, v [B, H, L, d] ------------------------------------------------------ */

@@ -72,15 +72,14 @@ static bool reshape_dims(tg_tape *t, const tg_tensor *a, int ndim, const int *sh
 }
 
 /* A view of a's elements [off, off + size) with the given shape: same data,
- * same grad, no node. When a needs a grad on a recording tape, a's grad is
- * allocated now so that the view's grad pointer IS (a slice of) a's grad:
- * whatever a later op accumulates into the view lands in a (and flows on
- * through a's own node). The view's requires_grad is a's. On a tape that is
- * not recording, a's grad is left alone (the view shares it only if it
- * already exists). */
+ * same grad, no node. Whatever a later op accumulates into the view's grad
+ * lands in a's (and flows on through a's own node): the view shares a's grad
+ * buffer when a has one; else, when a needs a grad on a recording tape, the
+ * view remembers its base and tg_grad makes a's grad on first need, so a
+ * forward of views allocates no grads. The view's requires_grad is a's. On a
+ * tape that is not recording, the view shares a's grad only if it exists. */
 static tg_tensor *view(tg_tape *t, const char *op, tg_tensor *a, int ndim, const int *shape, size_t off)
 {
-    if (a->requires_grad && tg_tape_recording(t) && !tg_grad(t, a)) return NULL;
     tg_tensor *v = tg_new_header(t, op);
     if (!v) return NULL;
     size_t size;
@@ -88,6 +87,10 @@ static tg_tensor *view(tg_tape *t, const char *op, tg_tensor *a, int ndim, const
     tg_tensor_set_shape(v, ndim, shape, size);
     v->data = a->data + off;
     v->grad = a->grad ? a->grad + off : NULL;
+    if (!a->grad && a->requires_grad && tg_tape_recording(t)) {
+        v->view_of = a->view_of ? a->view_of : a;  /* the base, never a view */
+        v->view_off = (a->view_of ? a->view_off : 0) + off;
+    }
     v->requires_grad = a->requires_grad;
     return tg_op_done(t, op, v);
 }

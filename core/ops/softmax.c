@@ -193,7 +193,7 @@ tg_tensor *tg_softmax_masked(tg_tape *t, tg_tensor *a, const tg_mask *mask, doub
     bool per_b = rules && (mask->key_lens || mask->key_keep || (mask->keep && mask->keep_batched));
     const tg_real *add = mask ? mask->additive : NULL;
     size_t plane = (size_t)Lq * Lk;
-    uint8_t *vis = rules ? tg_arena_alloc(t, plane ? plane : 1, "tg_softmax_masked mask") : NULL;
+    uint8_t *vis = rules ? tg_arena_scratch(t, plane, "tg_softmax_masked mask") : NULL;
     if (rules && !vis) return NULL;
     for (int b = 0; b < B; b++) {
         if (rules && (per_b || b == 0)) tg_mask_fill(mask, b, Lq, Lk, vis);
@@ -203,5 +203,6 @@ tg_tensor *tg_softmax_masked(tg_tape *t, tg_tensor *a, const tg_mask *mask, doub
                              NULL);
         }
     }
+    tg_arena_release(t, vis, plane);
     return finish(t, &softmax_masked_op, a, out, scale);
 }
