@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../core/ops/internal.h"
+
 int tg_block_init(tg_block *b, tg_params *p, const char *prefix, const tg_block_config *cfg,
                   tg_rng *rng)
 {
@@ -32,10 +34,10 @@ tg_tensor *tg_block_forward(tg_tape *t, const tg_block *b, tg_tensor *x, const t
     if (!tg_nn_check_forward("tg_block_forward", t, b, b && b->ff.fc2.weight)) return NULL;
     tg_tensor *h = tg_layernorm_forward(t, &b->ln1, x);
     h = tg_mha_forward(t, &b->attn, h, h, o, weights);
-    x = tg_add(t, x, h);
+    x = tg_add_inplace(t, h, x);  /* x + h over the branch's output, which nothing reads again */
     h = tg_layernorm_forward(t, &b->ln2, x);
     h = tg_ffn_forward(t, &b->ff, h, o ? o->rng : NULL);
-    return tg_add(t, x, h);
+    return tg_add_inplace(t, h, x);
 }
 
 tg_tensor *tg_block_step(tg_tape *t, const tg_block *b, tg_tensor *x, tg_tensor *cache, const int32_t *pos,

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../core/engine/alloc.h"
+#include "../core/ops/internal.h"
 
 static int check_config(const tg_model_config *c)
 {
@@ -86,7 +87,7 @@ static tg_tensor *embed(tg_tape *t, const tg_model *m, const int32_t *ids, int B
     for (int b = 0; b < B; b++)
         for (int i = 0; i < T; i++) pos[b * T + i] = i;
     tg_tensor *tok = tg_embedding_forward(t, &m->tok_emb, ids, B, T);
-    return tg_add(t, tok, tg_embedding_forward(t, &m->pos_emb, pos, B, T));
+    return tg_add_inplace(t, tok, tg_embedding_forward(t, &m->pos_emb, pos, B, T));
 }
 
 /* Rows [0, B) of a cache tensor [c->B, cap, 2E], sharing its data. */

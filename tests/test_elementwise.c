@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "test_util.h"
+#include "../core/ops/internal.h"
 
 TU_SUITE(elementwise, 42);
 
@@ -53,6 +54,28 @@ Test(elementwise, elementwise_values)
     tu_close(sum->data[0], 1.5, TU_TOL);
     tu_close(mean->data[0], -0.25, TU_TOL);
     tu_close(g->data[0], -0.15865525393145707, 1e-6);  /* torch.nn.functional.gelu(-1) */
+}
+
+/* x * w (mul's backward reads its inputs, never its output) + b over the
+ * product's memory */
+static tg_tensor *f_add_inplace(tg_tape *t, tg_tensor **in, void *c)
+{
+    (void)c;
+    return tg_add_inplace(t, tg_mul(t, in[0], in[1]), in[2]);
+}
+
+Test(elementwise, add_inplace_is_add_over_a)
+{
+    tg_tensor *x = tu_rand(&R, -1, 1, 3, (int[]){2, 3, 4}), *w = tu_rand(&R, -1, 1, 3, (int[]){2, 3, 4});
+    tg_tensor *b = tu_rand(&R, -1, 1, 1, (int[]){4});
+    tg_tensor *in[3] = {x, w, b};
+    tu_gradcheck(f_add_inplace, NULL, in, 3);
+    tg_tensor *a = tg_mul(T, x, w), *want = tg_add(T, a, b), *got = tg_add_inplace(T, a, b);
+    cr_assert(got && got->data == a->data && got->ndim == 3 && got->shape[2] == 4, "the sum lives in a's memory");
+    cr_assert_eq(memcmp(got->data, want->data, want->size * sizeof(tg_real)), 0, "the bits of tg_add");
+    tu_expect_error(T, tg_add_inplace(T, tg_mul(T, b, b), x), "tg_add_inplace", "must broadcast to a's shape");
+    tu_expect_error(T, tg_add_inplace(T, x, x), "tg_add_inplace", "parameter or heap tensor");
+    tu_free_all(in, 3);
 }
 
 /* broadcasting shape errors: tests/test_broadcast.c */

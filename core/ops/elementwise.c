@@ -135,6 +135,16 @@ static void apply_run(int kind, tg_real *restrict y, const tg_real *restrict a, 
     }
 }
 
+/* y [n] += b (b[0] repeated when sb is 0): a + b over a, the bits of
+ * apply_run's a + b */
+static void add_into(tg_real *restrict y, const tg_real *restrict b, size_t sb, size_t n)
+{
+    if (sb)
+        for (size_t i = 0; i < n; i++) y[i] += b[i];
+    else
+        for (size_t i = 0; i < n; i++) y[i] += b[0];
+}
+
 /* d out / d (operand `which`) times g */
 static inline tg_real grad_of(int kind, int which, tg_real g, tg_real a, tg_real b)
 {
@@ -201,6 +211,8 @@ static void binary_piece(void *ctx, size_t begin, size_t end)
             size_t sx = bc->s[j->which][last];
             tg_real *dx = j->dx + run_offset(bc, j->which, r) + i * sx;
             grad_run(j->kind, j->which, dx, sx, j->g + e, a, sa, b, sb, len);
+        } else if (j->y == j->a) { /* tg_add_inplace: a has out's shape, so its run is y's */
+            add_into(j->y + e, b, sb, len);
         } else {
             apply_run(j->kind, j->y + e, a, sa, b, sb, len);
         }
@@ -240,6 +252,7 @@ static const tg_op binary_ops[] = {
     {"tg_mul", binary_backward, sizeof(binary_ctx)},
     {"tg_div", binary_backward, sizeof(binary_ctx)},
 };
+static const tg_op add_inplace_op = {"tg_add_inplace", binary_backward, sizeof(binary_ctx)};
 
 static tg_tensor *binary(tg_tape *t, tg_tensor *a, tg_tensor *b, int kind)
 {
@@ -262,6 +275,32 @@ static tg_tensor *binary(tg_tape *t, tg_tensor *a, tg_tensor *b, int kind)
 }
 
 tg_tensor *tg_add(tg_tape *t, tg_tensor *a, tg_tensor *b) { return binary(t, a, b, OP_ADD); }
+
+/* Declared in core/ops/internal.h. The output is a new tensor whose data is
+ * a's; the backward is tg_add's (it reads no values). */
+tg_tensor *tg_add_inplace(tg_tape *t, tg_tensor *a, tg_tensor *b)
+{
+    const char *op = add_inplace_op.name;
+    tg_tensor *in[2] = {a, b};
+    if (!tg_inputs_check(t, op, in, 2, 2)) return NULL;
+    char sa[TG_SHAPE_STR], sb[TG_SHAPE_STR];
+    int nd, shape[TG_MAX_DIMS];
+    bcast bc;
+    if (!bcast_plan(a, b, &nd, shape, &bc) || nd != a->ndim || memcmp(shape, a->shape, (size_t)nd * sizeof *shape))
+        return tg_fail(t, "%s: b must broadcast to a's shape: a %s, b %s", op, tg_shape_str(a, sa),
+                       tg_shape_str(b, sb));
+    if (!a->tape)
+        return tg_fail(t, "%s: a %s is a parameter or heap tensor, not a temporary", op, tg_shape_str(a, sa));
+    tg_tensor *out = tg_new_header(t, op);
+    if (!out) return NULL;
+    tg_tensor_set_shape(out, a->ndim, a->shape, a->size);
+    out->data = a->data;
+    binary_job j = {&bc, OP_ADD, 0, out->data, NULL, a->data, b->data, NULL};
+    tg_parallel_range(out->size, BINARY_GRAIN, binary_piece, &j);
+    if (!tg_op_record(t, &add_inplace_op, out, in, 2, &(binary_ctx){OP_ADD})) return NULL;
+    return tg_op_done(t, op, out);
+}
+
 tg_tensor *tg_sub(tg_tape *t, tg_tensor *a, tg_tensor *b) { return binary(t, a, b, OP_SUB); }
 tg_tensor *tg_mul(tg_tape *t, tg_tensor *a, tg_tensor *b) { return binary(t, a, b, OP_MUL); }
 tg_tensor *tg_div(tg_tape *t, tg_tensor *a, tg_tensor *b) { return binary(t, a, b, OP_DIV); }
