@@ -24,9 +24,20 @@
  * [B,H,T,T] where it keeps them (tg_sdpa_materialises), merged heads, ln2 input
  * and output, fc1 output and GELU output [B,T,d_ff]; then ln_f input and
  * output and the softmax of the logits [B,T,V]. state = 4 P (parameters,
- * grads, Adam m and v).
+ * grads, Adam m and v). "flight": the activation grads backward must hold at
+ * once (an op needs its output's grad while it writes its inputs'; the
+ * residual stream's grad lives through a whole block), each [B,T,.]:
+ *   FFN:        d x (D) + d GELU output and d fc1 output (2 d_ff)
+ *   attention:  fused, d x and d ln1 output (2D) + d qkv (3E), or d x (D) +
+ *               d merged (E) + d qkv (3E); per head, d x (D) + d merged and
+ *               the H head grads (2E), or d x and d ln1 output (2D) + the
+ *               head grads (E) + the first head's d q, d k, d v (3E / H)
+ *   head:       d logits (V) + d ln_f output (D), or d ln_f output + d x (2D)
+ * need = state + act + flight (dropout 0: with dropout the FFN also holds
+ * its mask's output grad).
  */
 #include <cblas.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -162,22 +173,28 @@ int main(int argc, char **argv)
 
     const tg_model_config *k = &c.m.cfg;
     double BT = (double)B * c.T, D = k->d_model, E = (double)k->n_heads * k->d_head;
-    double weights = tg_sdpa_materialises(B, k->n_heads, c.T, c.T) ? (double)B * k->n_heads * c.T * c.T : 0;
+    bool per_head = mc.mode == TG_MHA_PER_HEAD;
+    double weights = tg_sdpa_materialises(B, per_head ? 1 : k->n_heads, c.T, c.T)
+                         ? (double)B * k->n_heads * c.T * c.T : 0;
     double per_layer = BT * (4 * D + 4 * E + 2.0 * k->d_ff) + weights + 2.0 * B * k->n_heads * c.T;
     /* GEMM flops as bench_mha counts them (full T x T products), times 3 for backward */
     double gflop = 3 * (k->n_layers * (2 * BT * D * (4 * E + 2.0 * k->d_ff) + 4.0 * B * k->n_heads * c.T * c.T * k->d_head) +
                         2 * BT * D * k->vocab) / 1e9;
     double act_elems = k->n_layers * per_layer + BT * (2 * D + k->vocab);
+    double ffn = D + 2.0 * k->d_ff, head = D + (k->vocab > D ? k->vocab : D);
+    double attn = per_head ? fmax(D + 2 * E, 2 * D + E + 3 * E / k->n_heads) : fmax(2 * D + 3 * E, D + 4 * E);
+    double flight_elems = BT * fmax(ffn, fmax(attn, head));
     double P = (double)tg_params_numel(c.p), sz = sizeof(tg_real), mib = 1024.0 * 1024.0;
-    double state = 4 * P * sz / mib, act = act_elems * sz / mib;
+    double state = 4 * P * sz / mib, act = act_elems * sz / mib, flight = flight_elems * sz / mib;
     double peak = bu_peak_rss_mib(), delta = peak - base_rss;
     bu_row("bench=model impl=tapegrad tag=%s mode=%s B=%d T=%d D=%d layers=%d heads=%d V=%d threads=%d "
            "reps=%d ms=%.4f min_ms=%.4f gflops=%.2f allocs_per_step=%llu params=%.0f state_mib=%.2f act_mib=%.2f "
-           "need_mib=%.2f arena_peak_mib=%.2f arena_cap_mib=%.2f peak_rss_mib=%.1f base_rss_mib=%.1f "
+           "flight_mib=%.2f need_mib=%.2f arena_peak_mib=%.2f arena_cap_mib=%.2f peak_rss_mib=%.1f base_rss_mib=%.1f "
            "rss_delta_mib=%.1f rss_ratio=%.2f",
            bu_opt_str(argc, argv, "--tag", "step"), mode, B, c.T, k->d_model, k->n_layers, k->n_heads, k->vocab, tg_threads_get(), r.reps,
-           r.median_ms, r.min_ms, gflop / (r.median_ms * 1e-3), r.allocs_per_step_max, P, state, act, state + act, c.arena_peak / mib,
-           tg_tape_arena_capacity(c.t) / mib, peak, base_rss, delta, delta / (state + act));
+           r.median_ms, r.min_ms, gflop / (r.median_ms * 1e-3), r.allocs_per_step_max, P, state, act, flight,
+           state + act + flight, c.arena_peak / mib, tg_tape_arena_capacity(c.t) / mib, peak, base_rss, delta,
+           delta / (state + act + flight));
     rc = 0;
 done:
     if (rc) fprintf(stderr, "bench_model: %s\n", tg_error() ? tg_error() : "out of memory");

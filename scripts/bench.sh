@@ -373,7 +373,7 @@ END {
     rr = v[s[1], "rss_ratio"]
     tgm = v[s[1], "rss_delta_mib"]; need = v[s[1], "need_mib"]; ar = v[s[1], "arena_peak_mib"]
     tk = s[1]; sub(/tapegrad_fused|tapegrad_per_head/, "torch_manual", tk); sub(/model\|tapegrad/, "model|torch", tk)
-    row("peak RSS growth / (params+grads+Adam+saved activations), " s[2],
+    row("peak RSS growth / need (params+grads+Adam+saved activations+grads in flight), " s[2],
         rr == "" ? "—" : sprintf("%.2f (%s of %s MiB; arena %s)", rr, fmt(tgm), fmt(need), fmt(ar)),
         v[tk, "rss_delta_mib"] == "" ? "—" : fmt(v[tk, "rss_delta_mib"]) " MiB", "", "≤ 1.3", verdict(rr, 1.3, 0))
   }
