@@ -287,10 +287,12 @@ Test(threads, parallel_for_covers_every_index_once_in_fixed_chunks)
             cr_assert_not_null(c.hits);
             tg_parallel_for(n, cover, &c);
             for (int i = 0; i < n; i++) cr_assert_eq(atomic_load(&c.hits[i]), 1, "T=%d n=%d i=%d", T, n, i);
-            /* the non-empty chunks are exactly [n*c/T, n*(c+1)/T) */
+            /* the non-empty chunks are exactly [n*c/C, n*(c+1)/C), C = min(n, 4 T) */
+            int C = tg_parallel_chunks(n);
+            cr_assert_eq(C, n < 4 * T ? n : 4 * T, "T=%d n=%d", T, n);
             int expect_calls = 0;
-            for (int k = 0; k < T; k++) {
-                int b = (int)((long)n * k / T), e = (int)((long)n * (k + 1) / T);
+            for (int k = 0; k < C; k++) {
+                int b = (int)((long)n * k / C), e = (int)((long)n * (k + 1) / C);
                 if (b == e) continue;
                 expect_calls++;
                 bool found = false;

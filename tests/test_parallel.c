@@ -1,7 +1,11 @@
 /* Ops whose loops run on the thread pool give the same bits on one thread and
- * on several (core/kernels/parallel.c cuts rows or columns, never a sum). Shapes are
- * large enough that the pool really splits them. */
+ * on several (core/kernels/parallel.c cuts rows or columns, never a sum), and
+ * the pool itself: its size rule, and chunks claimed by whoever comes first.
+ * Shapes are large enough that the size rule splits them while the worker is
+ * awake, which wake_pool makes likely. */
+#include <stdatomic.h>
 #include <string.h>
+#include <time.h>
 
 #include <tapegrad/core/kernels/threads.h>
 #include "../core/kernels/gemm.h"
@@ -14,10 +18,17 @@ typedef struct run {
     tg_real *dx, *dw, *db;          /* grads after backward */
 } run;
 
+static void nothing(void *ctx, int begin, int end) { (void)ctx, (void)begin, (void)end; }
+
+/* A job for the pool, so its worker is spinning (not asleep) when the op
+ * under test asks tg_parallel_pays. */
+static void wake_pool(void) { tg_parallel_for(2, nothing, NULL); }
+
 /* loss = sum(f(x) * r), so every output element gets its own upstream grad */
 static void run_once(int threads, int op, tg_tensor *x, tg_tensor *w, tg_tensor *b, tg_tensor *r, run *out)
 {
     tg_threads_set(threads);
+    wake_pool();
     tg_tape *t = tg_tape_new();
     cr_assert_not_null(t);
     memset(x->grad, 0, x->size * sizeof(tg_real));
@@ -84,10 +95,11 @@ Test(parallel, logsumexp_dim_same_bits_on_1_and_2_threads) { same_bits_on_1_and_
 Test(parallel, max_dim_same_bits_on_1_and_2_threads) { same_bits_on_1_and_2_threads(5, "sigmoid, max_dim"); }
 Test(parallel, sum_dim_div_same_bits_on_1_and_2_threads) { same_bits_on_1_and_2_threads(6, "sum_dim, div, exp"); }
 
-/* sdpa cuts its batch loop into one piece per thread (core/ops/attention.c) */
+/* sdpa cuts its batch loop into the pool's chunks (core/ops/attention.c) */
 static void sdpa_once(int threads, tg_tensor *const qkv[3], tg_tensor *r, tg_real *out, tg_real *grads[3])
 {
     tg_threads_set(threads);
+    wake_pool();
     tg_tape *t = tg_tape_new();
     cr_assert_not_null(t);
     for (int i = 0; i < 3; i++) memset(qkv[i]->grad, 0, qkv[i]->size * sizeof(tg_real));
@@ -173,3 +185,61 @@ static void model_same_bits(tg_mha_mode mode)
 
 Test(parallel, model_same_bits_on_1_and_2_threads_fused) { model_same_bits(TG_MHA_FUSED); }
 Test(parallel, model_same_bits_on_1_and_2_threads_per_head) { model_same_bits(TG_MHA_PER_HEAD); }
+
+/* The size rule: never on one thread; below a few microseconds of work never;
+ * from a fifth of a millisecond always, worker awake or not. */
+Test(parallel, size_rule)
+{
+    tg_threads_set(1);
+    cr_expect_not(tg_parallel_pays(1e9), "split on one thread");
+    tg_threads_set(2);
+    cr_expect_not(tg_parallel_pays(0), "split an empty loop");
+    cr_expect_not(tg_parallel_pays(1000), "split 1 us of work");
+    cr_expect(tg_parallel_pays(1e6), "did not split 1 ms of work");
+    /* in between, it splits while a worker spins for work (waking one costs more) */
+    int checked = 0;
+    for (int i = 0; i < 100 && checked < 10; i++) {
+        if (i % 2) wake_pool();
+        bool before = tg_parallel_awake(), pays = tg_parallel_pays(20000), after = tg_parallel_awake();
+        if (before != after) continue;  /* the worker fell asleep or woke meanwhile */
+        cr_expect_eq(pays, before, "20 us of work: split %d, worker awake %d", pays, before);
+        checked++;
+    }
+    cr_expect_eq(checked, 10);
+    tg_threads_set(0);
+}
+
+typedef struct claim_ctx {
+    atomic_int hits[64];
+    atomic_int calls;
+} claim_ctx;
+
+static void claim_cover(void *p, int begin, int end)
+{
+    claim_ctx *c = p;
+    atomic_fetch_add(&c->calls, 1);
+    for (int i = begin; i < end; i++) atomic_fetch_add(&c->hits[i], 1);
+}
+
+/* Thousands of jobs back to back, some after a pause long enough for the
+ * workers to fall asleep: every index of every job runs exactly once, in
+ * exactly tg_parallel_chunks(n) calls, whoever claims them (a worker still
+ * holding an earlier job must not run a chunk of the next). */
+Test(parallel, chunks_claimed_exactly_once_over_many_jobs)
+{
+    for (int T = 2; T <= 4; T++) {
+        tg_threads_set(T);
+        for (int job = 0; job < 3000; job++) {
+            int n = 1 + job % 64;
+            claim_ctx c;
+            for (int i = 0; i < 64; i++) atomic_init(&c.hits[i], 0);
+            atomic_init(&c.calls, 0);
+            if (job % 500 == 499) nanosleep(&(struct timespec){0, 3000000}, NULL);  /* > the workers' spin */
+            tg_parallel_for(n, claim_cover, &c);
+            for (int i = 0; i < n; i++) cr_assert_eq(atomic_load(&c.hits[i]), 1, "T=%d job %d n=%d i=%d", T, job, n, i);
+            for (int i = n; i < 64; i++) cr_assert_eq(atomic_load(&c.hits[i]), 0, "T=%d job %d n=%d i=%d", T, job, n, i);
+            cr_assert_eq(atomic_load(&c.calls), tg_parallel_chunks(n), "T=%d job %d n=%d", T, job, n);
+        }
+    }
+    tg_threads_set(0);
+}

@@ -69,11 +69,9 @@
 /* When packing pays, in panels of the other operand (see gemm_block). */
 #define PACK_A_MIN_PANELS 4
 #define PACK_B_MIN_PANELS 8
-/* Below this many multiply-adds (M*N*K, ~8 us on one core) one thread does
- * it all. With the pool's workers spinning between jobs, 2 threads gained
- * 25-30% at 128x128x64 (1 M) and lost at 64x64x64; a sleeping worker costs
- * ~20 us to wake, so the threshold stays on the safe side. */
-#define PAR_MIN_MNK (1 << 20)
+/* One-thread time of a multiply-add at the small shapes where the split
+ * is decided (bench/bench_threads: [64..1024, 64] x [64, 64], 0.02 ns) */
+#define GEMM_NS_PER_MAC 0.02
 
 /* One tile for a micro-kernel: C[m,n] = alpha * A B + beta * C (beta == 0:
  * C not read), A [m x kc] with element (i, k) at a[i*rsa + k*csa], B [kc x n]
@@ -607,7 +605,7 @@ void tg_sgemm(bool ta, bool tb, int M, int N, int K, float alpha, const float *A
     bool split_m = M >= N;
     int tiles = split_m ? (M + g.kd->mr - 1) / g.kd->mr : (N + g.kd->nr - 1) / g.kd->nr;
     par_job job = {&g, split_m};
-    if (tg_threads_get() > 1 && tiles > 1 && (double)M * N * K >= PAR_MIN_MNK)
+    if (tiles > 1 && tg_parallel_pays((double)M * N * K * GEMM_NS_PER_MAC))
         tg_parallel_for(tiles, par_chunk, &job);
     else
         par_chunk(&job, 0, tiles);

@@ -1,12 +1,17 @@
 /* tapegrad: the persistent thread pool (see core/kernels/threads.h).
  *
  * One job at a time: the caller that gets `busy` publishes the job, bumps
- * `generation` and broadcasts; worker w (1..T-1) runs chunk w, the caller runs
- * chunk 0, and the last worker to finish signals `done`. Both sides spin
- * briefly before sleeping (see SPIN_NS). Workers live for the
- * process (blocked in pthread_cond_wait, reachable from `pool`), so there is
- * nothing to join or free at exit.
+ * `generation` and broadcasts. Then everyone, caller included, claims chunks
+ * from `claim` until none is left, and the caller waits only for chunks a
+ * worker has claimed and not finished. A worker the scheduler has not run yet
+ * (the other core busy with another process, or the worker just waking up)
+ * therefore never holds a job up: the caller runs the chunks it does not get
+ * to. A job has up to CHUNKS_PER_THREAD chunks per thread, so a late worker
+ * still takes a share. Workers live for the process (blocked in
+ * pthread_cond_wait, reachable from `pool`), so there is nothing to join or
+ * free at exit.
  */
+#define _GNU_SOURCE /* sched_getcpu */
 #include "threads.h"
 
 #include <cblas.h>
@@ -19,6 +24,7 @@
 #include <unistd.h>
 
 #define TG_MAX_THREADS 64
+#define CHUNKS_PER_THREAD 4
 
 typedef struct pool_job {
     void (*fn)(void *ctx, int begin, int end);
@@ -27,18 +33,24 @@ typedef struct pool_job {
 } pool_job;
 
 static struct {
-    pthread_mutex_t mu;          /* guards everything below */
-    pthread_cond_t wake, done;   /* workers wait for a new generation; the caller for pending == 0 */
+    pthread_mutex_t mu;          /* guards everything below but the atomics */
+    pthread_cond_t wake, done;   /* workers wait for a new generation; the caller for unfinished == 0 */
     pthread_mutex_t busy;        /* held by the one caller whose job is running */
     pthread_t tid[TG_MAX_THREADS];
     unsigned long start_gen[TG_MAX_THREADS];  /* generation when worker w was created */
     int workers;                 /* created so far: ids 1..workers */
     bool create_failed;          /* stop retrying pthread_create until tg_threads_set */
     atomic_ulong generation;     /* written under mu; read without it while spinning */
-    atomic_int pending;          /* workers still running the current job */
+    /* (generation mod 2^32) << 32 | next unclaimed chunk: a worker still
+     * holding an older job's copy cannot claim a chunk of the new one */
+    atomic_uint_fast64_t claim;
+    atomic_int unfinished;       /* chunks of the current job not finished */
+    atomic_int caller_cpu, worker_cpu;  /* where the last caller and worker ran (-1: unknown) */
+    atomic_int spinning;         /* workers spinning for the next job (the others sleep) */
     pool_job job;
 } pool = {.mu = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
-          .done = PTHREAD_COND_INITIALIZER, .busy = PTHREAD_MUTEX_INITIALIZER};
+          .done = PTHREAD_COND_INITIALIZER, .busy = PTHREAD_MUTEX_INITIALIZER,
+          .caller_cpu = -1, .worker_cpu = -1};
 
 static atomic_int g_threads;              /* 0: not set yet, use the core count */
 static _Thread_local bool tl_inside;      /* this thread is running a chunk */
@@ -77,7 +89,13 @@ int tg_threads_get(void)
     return n > 0 ? n : online_cores();
 }
 
-/* Chunk c of T over [0, n): [n*c/T, n*(c+1)/T), empty chunks skipped. */
+int tg_parallel_chunks(int n)
+{
+    int c = tg_threads_get() * CHUNKS_PER_THREAD;
+    return n < c ? n : c;
+}
+
+/* Chunk c of C over [0, n): [n*c/C, n*(c+1)/C), empty chunks skipped. */
 static void run_chunk(const pool_job *j, int c)
 {
     int begin = (int)((int64_t)j->n * c / j->chunks), end = (int)((int64_t)j->n * (c + 1) / j->chunks);
@@ -92,15 +110,22 @@ static void run_serial(const pool_job *j)
     tl_inside = was_inside;
 }
 
-/* Before sleeping on a condition variable, a thread busy-waits this long for
- * it to come true: a worker between two GEMMs of a step, the caller for the
- * last chunk. Waking a sleeping thread (futex + an idle vCPU) costs ~20 us,
- * which doubled the time of a 1664x64x64 product on 2 threads; 50 us of
- * spinning per job is the most this costs a shared machine. The spin yields
- * every few microseconds: when the scheduler has put the worker on the
- * caller's CPU (it does, for tens of ms after a new thread starts), a pure
- * spin made every 128x128x64 product wait 2 x 50 us for the other thread. */
-#define SPIN_NS 50000L
+/* Before sleeping on a condition variable, a thread busy-waits for it to
+ * come true: a worker for the next job for SPIN_NS, the caller for the chunks
+ * workers are running for SPIN_DONE_NS. Waking a sleeping thread costs the
+ * waker a system call and the sleeper 10-100 us on this VM (futex, an IPI to
+ * an idle vCPU); 50 us of spinning between jobs is the most a worker costs a
+ * shared machine, and the caller spins only while a worker runs a chunk of
+ * its job. Neither spin yields: on a busy machine sched_yield hands the CPU
+ * to another process until the next scheduler tick (milliseconds), while a
+ * thread woken from the condition variable preempts a lower-priority one at
+ * once; and since the caller runs every chunk no worker has claimed, a worker
+ * that is not running delays nothing. A thread that finds itself on the CPU
+ * of the one it waits for sleeps at once instead: the scheduler puts a new
+ * worker on its creator's CPU for the first tens of milliseconds, where a
+ * spin would only take the CPU from the thread doing the work. */
+#define SPIN_NS 1000000L
+#define SPIN_DONE_NS 500000L
 
 static long elapsed_ns(const struct timespec *t0)
 {
@@ -116,28 +141,63 @@ static void cpu_relax(void)
 #endif
 }
 
+static int this_cpu(void)
+{
+#ifdef __linux__
+    return sched_getcpu();
+#else
+    return -1;
+#endif
+}
+
+/* This thread runs on the CPU where `other` last ran. */
+static bool on_cpu_of(const atomic_int *other)
+{
+    int c = this_cpu();
+    return c >= 0 && c == atomic_load(other);
+}
+
 /* Spins until *gen != seen, for at most SPIN_NS. */
 static void spin_for_job(atomic_ulong *gen, unsigned long seen)
 {
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
+    atomic_fetch_add(&pool.spinning, 1);
     do {
-        for (int i = 0; i < 64; i++, cpu_relax())
-            if (atomic_load(gen) != seen) return;
-        sched_yield();
-    } while (elapsed_ns(&t0) < SPIN_NS);
+        for (int i = 0; i < 256; i++, cpu_relax())
+            if (atomic_load(gen) != seen) goto out;
+    } while (!on_cpu_of(&pool.caller_cpu) && elapsed_ns(&t0) < SPIN_NS);
+out:
+    atomic_fetch_sub(&pool.spinning, 1);
 }
 
-/* Spins until *pending == 0, for at most SPIN_NS. */
-static void spin_for_done(atomic_int *pending)
+bool tg_parallel_awake(void) { return atomic_load(&pool.spinning) > 0; }
+
+/* Spins until *unfinished == 0, for at most SPIN_DONE_NS. */
+static void spin_for_done(atomic_int *unfinished)
 {
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     do {
-        for (int i = 0; i < 64; i++, cpu_relax())
-            if (atomic_load(pending) == 0) return;
-        sched_yield();
-    } while (elapsed_ns(&t0) < SPIN_NS);
+        for (int i = 0; i < 256; i++, cpu_relax())
+            if (atomic_load(unfinished) == 0) return;
+    } while (!on_cpu_of(&pool.worker_cpu) && elapsed_ns(&t0) < SPIN_DONE_NS);
+}
+
+/* Claims and runs chunks of job j (generation gen) until none is left;
+ * true when this thread finished the job's last chunk. */
+static bool run_claimed(const pool_job *j, unsigned long gen)
+{
+    const uint_fast64_t tag = (uint_fast64_t)(gen & 0xffffffffu) << 32;
+    bool last = false;
+    uint_fast64_t c = atomic_load(&pool.claim);
+    while ((c & ~(uint_fast64_t)0xffffffffu) == tag && (int)(c & 0xffffffffu) < j->chunks) {
+        if (!atomic_compare_exchange_weak(&pool.claim, &c, c + 1)) continue;
+        run_chunk(j, (int)(c & 0xffffffffu));
+        last = atomic_fetch_sub(&pool.unfinished, 1) == 1;
+        c = atomic_load(&pool.claim);
+    }
+    return last;
 }
 
 static void *worker_main(void *arg)
@@ -152,11 +212,16 @@ static void *worker_main(void *arg)
         pthread_mutex_lock(&pool.mu);
         while (pool.generation == seen) pthread_cond_wait(&pool.wake, &pool.mu);
         seen = pool.generation;
-        pool_job j = pool.job;  /* stays valid: the caller waits for every participant */
+        pool_job j = pool.job;  /* a copy: the caller may finish the job without us */
         pthread_mutex_unlock(&pool.mu);
-        if (id < j.chunks) run_chunk(&j, id);
+        /* woken on the caller's CPU, it would only take turns with the caller */
+        bool last = false;
+        if (!on_cpu_of(&pool.caller_cpu)) {
+            atomic_store(&pool.worker_cpu, this_cpu());
+            last = run_claimed(&j, seen);
+        }
         pthread_mutex_lock(&pool.mu);
-        if (id < j.chunks && --pool.pending == 0) pthread_cond_signal(&pool.done);
+        if (last) pthread_cond_signal(&pool.done);
     }
     return NULL;
 }
@@ -169,7 +234,8 @@ static void atfork_child(void)
     pthread_cond_init(&pool.wake, NULL);
     pthread_cond_init(&pool.done, NULL);
     pool.workers = 0;
-    pool.pending = 0;
+    pool.unfinished = 0;
+    pool.spinning = 0;
     pool.create_failed = false;
 }
 
@@ -196,30 +262,33 @@ static bool ensure_workers(int T)
 void tg_parallel_for(int n, void (*fn)(void *ctx, int begin, int end), void *ctx)
 {
     if (n <= 0) return;
-    pool_job j = {fn, ctx, n, tg_threads_get()};
+    int T = tg_threads_get();
+    pool_job j = {fn, ctx, n, tg_parallel_chunks(n)};
     if (j.chunks <= 1 || tl_inside || pthread_mutex_trylock(&pool.busy) != 0) {
         run_serial(&j);
         return;
     }
-    if (!ensure_workers(j.chunks)) {
+    if (!ensure_workers(T)) {
         pthread_mutex_unlock(&pool.busy);
         run_serial(&j);
         return;
     }
+    atomic_store(&pool.caller_cpu, this_cpu());
     pthread_mutex_lock(&pool.mu);
     pool.job = j;
-    pool.pending = j.chunks - 1;
-    pool.generation++;
+    unsigned long gen = ++pool.generation;
+    atomic_store(&pool.unfinished, j.chunks);
+    atomic_store(&pool.claim, (uint_fast64_t)(gen & 0xffffffffu) << 32);
     pthread_cond_broadcast(&pool.wake);
     pthread_mutex_unlock(&pool.mu);
 
     tl_inside = true;
-    run_chunk(&j, 0);
+    run_claimed(&j, gen);
     tl_inside = false;
 
-    spin_for_done(&pool.pending);
+    spin_for_done(&pool.unfinished);
     pthread_mutex_lock(&pool.mu);
-    while (pool.pending > 0) pthread_cond_wait(&pool.done, &pool.mu);
+    while (atomic_load(&pool.unfinished) > 0) pthread_cond_wait(&pool.done, &pool.mu);
     pthread_mutex_unlock(&pool.mu);
     pthread_mutex_unlock(&pool.busy);
 }

@@ -250,14 +250,14 @@ static void fwd_block(const sdpa_fwd *c, int b, int h, int i0, int nr, sdpa_scr 
             c->out + lay_at(&p->o, b, h) + (size_t)i0 * p->o.ld, p->o.ld);
 }
 
-/* Pieces of the batch loop: one per thread when the (b, h) planes are worth
- * waking the pool for (core/kernels/threads.h), else 1. Batches write disjoint rows
- * of every output and grad, so the result does not depend on the cut. */
+/* Pieces of the batch loop: as many as the pool cuts B into when the (b, h)
+ * planes pay for it (tg_parallel_pays; one-thread time 0.1 ns per query-key
+ * pair and head dim, bench/bench_threads), else 1. Batches write disjoint
+ * rows of every output and grad, so the result does not depend on the cut. */
 static int pieces_for(const sdpa_dims *d)
 {
-    double work = (double)d->B * d->H * d->Lq * d->Lk * (d->dk + d->dv);
-    int T = tg_threads_get();
-    return work < 65536 || d->B < 2 ? 1 : T < d->B ? T : d->B;
+    double ns = 0.1 * d->B * d->H * d->Lq * d->Lk * (d->dk + d->dv);
+    return d->B < 2 || !tg_parallel_pays(ns) ? 1 : tg_parallel_chunks(d->B);
 }
 
 /* Batches [B*i/pieces, B*(i+1)/pieces) with scratch i; the planes of a

@@ -196,7 +196,8 @@ typedef struct binary_job {
     const tg_real *a, *b, *g;
 } binary_job;
 
-#define BINARY_GRAIN 16384
+/* One-thread time of an element (bench/bench_threads: add, 0.12 ns) */
+#define BINARY_NS 0.12
 
 static void binary_piece(void *ctx, size_t begin, size_t end)
 {
@@ -240,7 +241,7 @@ static void binary_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *x, con
         if (!dx) return;
         binary_job j = {&bc, kind, k, NULL, dx, x[0]->data, x[1]->data, out->grad};
         if (x[k]->size == out->size)
-            tg_parallel_range(out->size, BINARY_GRAIN, binary_piece, &j);
+            tg_parallel_range(out->size, BINARY_NS, binary_piece, &j);
         else
             binary_piece(&j, 0, out->size);
     }
@@ -269,7 +270,7 @@ static tg_tensor *binary(tg_tape *t, tg_tensor *a, tg_tensor *b, int kind)
     tg_tensor *out = tg_new(t, op, nd, shape);
     if (!out) return NULL;
     binary_job j = {&bc, kind, 0, out->data, NULL, a->data, b->data, NULL};
-    tg_parallel_range(out->size, BINARY_GRAIN, binary_piece, &j);
+    tg_parallel_range(out->size, BINARY_NS, binary_piece, &j);
     if (!tg_op_record(t, &binary_ops[kind], out, in, 2, &(binary_ctx){kind})) return NULL;
     return tg_op_done(t, op, out);
 }
@@ -296,7 +297,7 @@ tg_tensor *tg_add_inplace(tg_tape *t, tg_tensor *a, tg_tensor *b)
     tg_tensor_set_shape(out, a->ndim, a->shape, a->size);
     out->data = a->data;
     binary_job j = {&bc, OP_ADD, 0, out->data, NULL, a->data, b->data, NULL};
-    tg_parallel_range(out->size, BINARY_GRAIN, binary_piece, &j);
+    tg_parallel_range(out->size, BINARY_NS, binary_piece, &j);
     if (!tg_op_record(t, &add_inplace_op, out, in, 2, &(binary_ctx){OP_ADD})) return NULL;
     return tg_op_done(t, op, out);
 }
@@ -372,7 +373,15 @@ typedef struct unary_job {
     const tg_real *x, *g;
 } unary_job;
 
-#define UNARY_GRAIN 16384
+/* One-thread time of an element (bench/bench_threads): 0.9 ns for the
+ * transcendental ones (gelu), 0.1 for the rest (relu) */
+static double unary_ns(int kind)
+{
+    switch (kind) {
+    case OP_GELU: case OP_TANH: case OP_EXP: case OP_LOG: case OP_SIGMOID: case OP_POW: return 0.9;
+    default: return 0.1;
+    }
+}
 
 static void unary_piece(void *ctx, size_t begin, size_t end)
 {
@@ -397,7 +406,7 @@ static void unary_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, con
     tg_real *dx = tg_grad(t, a);
     if (!dx) return;
     unary_job j = {c->kind, out->data, dx, (tg_real)c->s, (tg_real)c->s2, a->data, out->grad};
-    tg_parallel_range(a->size, UNARY_GRAIN, unary_piece, &j);
+    tg_parallel_range(a->size, unary_ns(c->kind), unary_piece, &j);
 }
 
 #define UNARY_OP(name) {name, unary_backward, sizeof(unary_ctx)}
@@ -414,7 +423,7 @@ static tg_tensor *unary(tg_tape *t, tg_tensor *a, int kind, double s, double s2)
     tg_tensor *out = tg_new_like(t, op, a);
     if (!out) return NULL;
     unary_job j = {kind, out->data, NULL, (tg_real)s, (tg_real)s2, a->data, NULL};
-    tg_parallel_range(a->size, UNARY_GRAIN, unary_piece, &j);
+    tg_parallel_range(a->size, unary_ns(kind), unary_piece, &j);
     if (!tg_op_record(t, &unary_ops[kind], out, &a, 1, &(unary_ctx){kind, s, s2})) return NULL;
     return tg_op_done(t, op, out);
 }

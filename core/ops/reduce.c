@@ -171,8 +171,9 @@ static void red_piece(void *ctx, size_t begin, size_t end)
     }
 }
 
-/* Output elements per pool piece: about 16K input elements of work */
-static size_t red_grain(const red_dims *r) { return 16384 / (r->n + 1) + 1; }
+/* One-thread time per output element: 0.2 ns per input element it reduces
+ * (bench/bench_threads: sum_dim over rows of 64, 13 ns a row) */
+static double red_ns(const red_dims *r) { return 0.2 * (double)(r->n + 1); }
 
 typedef struct reduce_ctx {
     int kind;         /* R_SUM ... */
@@ -189,7 +190,7 @@ static void reduce_dim_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in
     if (!dx) return;
     red_job j = {.kind = c->kind, .r = red_dims_of(a, c->dim), .x = a->data, .g = out->grad, .y = out->data,
                  .dx = dx, .at = c->at};
-    tg_parallel_range(out->size, red_grain(&j.r), red_piece, &j);
+    tg_parallel_range(out->size, red_ns(&j.r), red_piece, &j);
 }
 
 static const tg_op reduce_ops[] = {
@@ -217,7 +218,7 @@ static tg_tensor *reduce_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim, in
     if (kind == R_MAX && need && !(at = tg_arena_alloc(t, out->size * sizeof *at, "tg_max_dim indices")))
         return NULL;
     red_job j = {.kind = kind, .r = r, .x = a->data, .out = out->data, .at = at};
-    tg_parallel_range(out->size, red_grain(&r), red_piece, &j);
+    tg_parallel_range(out->size, red_ns(&r), red_piece, &j);
     if (!tg_op_record(t, &reduce_ops[kind], out, &a, 1, &(reduce_ctx){kind, d, at})) return NULL;
     return tg_op_done(t, op, out);
 }
