@@ -19,7 +19,9 @@
 bool tg_parallel_pays(double ns)
 {
     if (tg_threads_get() < 2 || ns < PAR_MIN_NS) return false;
-    return ns >= PAR_MIN_NS_ASLEEP || tg_parallel_awake();
+    if (ns >= PAR_MIN_NS_ASLEEP || tg_parallel_awake()) return true;
+    tg_parallel_wake();  /* this one alone; the workers spin for the next */
+    return false;
 }
 
 typedef struct range_job {

@@ -41,6 +41,8 @@ static struct {
     int workers;                 /* created so far: ids 1..workers */
     bool create_failed;          /* stop retrying pthread_create until tg_threads_set */
     atomic_ulong generation;     /* written under mu; read without it while spinning */
+    unsigned long nudges;        /* bumped to wake sleeping workers without a job */
+    atomic_long last_nudge_ns;   /* when the last nudge was sent */
     /* (generation mod 2^32) << 32 | next unclaimed chunk: a worker still
      * holding an older job's copy cannot claim a chunk of the new one */
     atomic_uint_fast64_t claim;
@@ -114,16 +116,16 @@ static void run_serial(const pool_job *j)
  * come true: a worker for the next job for SPIN_NS, the caller for the chunks
  * workers are running for SPIN_DONE_NS. Waking a sleeping thread costs the
  * waker a system call and the sleeper 10-100 us on this VM (futex, an IPI to
- * an idle vCPU); 50 us of spinning between jobs is the most a worker costs a
- * shared machine, and the caller spins only while a worker runs a chunk of
- * its job. Neither spin yields: on a busy machine sched_yield hands the CPU
- * to another process until the next scheduler tick (milliseconds), while a
- * thread woken from the condition variable preempts a lower-priority one at
- * once; and since the caller runs every chunk no worker has claimed, a worker
- * that is not running delays nothing. A thread that finds itself on the CPU
- * of the one it waits for sleeps at once instead: the scheduler puts a new
- * worker on its creator's CPU for the first tens of milliseconds, where a
- * spin would only take the CPU from the thread doing the work. */
+ * an idle vCPU), so a worker stays awake through the gaps between the jobs of
+ * a training step (1 ms, as OpenMP runtimes spin); the caller spins only
+ * while a worker runs a chunk of its job. A spin does not yield while it has
+ * a CPU of its own: under load sched_yield hands the CPU to another process
+ * until the next scheduler tick (milliseconds), and since the caller runs
+ * every chunk no worker has claimed, a worker that is not running delays
+ * nothing. A worker on the caller's CPU (where the scheduler puts a new or
+ * newly woken thread when the other CPU is busy) does yield, so the caller
+ * runs and the load balancer can move the worker to the other CPU; it claims
+ * no chunk there, which would only take turns with the caller. */
 #define SPIN_NS 1000000L
 #define SPIN_DONE_NS 500000L
 
@@ -166,12 +168,36 @@ static void spin_for_job(atomic_ulong *gen, unsigned long seen)
     do {
         for (int i = 0; i < 256; i++, cpu_relax())
             if (atomic_load(gen) != seen) goto out;
-    } while (!on_cpu_of(&pool.caller_cpu) && elapsed_ns(&t0) < SPIN_NS);
+        if (on_cpu_of(&pool.caller_cpu)) sched_yield();
+    } while (elapsed_ns(&t0) < SPIN_NS);
 out:
     atomic_fetch_sub(&pool.spinning, 1);
 }
 
 bool tg_parallel_awake(void) { return atomic_load(&pool.spinning) > 0; }
+
+static long now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000000000L + t.tv_nsec;
+}
+
+static bool ensure_workers(int T);
+
+void tg_parallel_wake(void)
+{
+    int T = tg_threads_get();
+    long now = now_ns(), last = atomic_load(&pool.last_nudge_ns);
+    if (T < 2 || tl_inside || now - last < SPIN_NS) return;
+    if (!atomic_compare_exchange_strong(&pool.last_nudge_ns, &last, now)) return;  /* another thread nudges */
+    if (!ensure_workers(T)) return;
+    atomic_store(&pool.caller_cpu, this_cpu());
+    pthread_mutex_lock(&pool.mu);
+    pool.nudges++;
+    pthread_cond_broadcast(&pool.wake);
+    pthread_mutex_unlock(&pool.mu);
+}
 
 /* Spins until *unfinished == 0, for at most SPIN_DONE_NS. */
 static void spin_for_done(atomic_int *unfinished)
@@ -205,12 +231,14 @@ static void *worker_main(void *arg)
     int id = (int)(intptr_t)arg;
     tl_inside = true;
     pthread_mutex_lock(&pool.mu);
-    unsigned long seen = pool.start_gen[id];
+    unsigned long seen = pool.start_gen[id], nudged = pool.nudges;
     for (;;) {
         pthread_mutex_unlock(&pool.mu);
         spin_for_job(&pool.generation, seen);
         pthread_mutex_lock(&pool.mu);
-        while (pool.generation == seen) pthread_cond_wait(&pool.wake, &pool.mu);
+        while (pool.generation == seen && pool.nudges == nudged) pthread_cond_wait(&pool.wake, &pool.mu);
+        nudged = pool.nudges;
+        if (pool.generation == seen) continue;  /* nudged: spin for the jobs to come */
         seen = pool.generation;
         pool_job j = pool.job;  /* a copy: the caller may finish the job without us */
         pthread_mutex_unlock(&pool.mu);
@@ -241,7 +269,7 @@ static void atfork_child(void)
 
 static void register_atfork(void) { pthread_atfork(NULL, NULL, atfork_child); }
 
-/* With `busy` held: makes sure workers 1..T-1 exist. */
+/* Makes sure workers 1..T-1 exist. */
 static bool ensure_workers(int T)
 {
     pthread_once(&g_atfork_once, register_atfork);

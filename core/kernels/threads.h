@@ -52,6 +52,11 @@ void tg_parallel_range(size_t n, double ns_each, void (*fn)(void *ctx, size_t be
  * wake-up (core/kernels/threads.c). */
 bool tg_parallel_awake(void);
 
+/* Wakes the sleeping workers to spin for the jobs to come, without a job
+ * (at most once per spin period): tg_parallel_pays does, for a loop worth
+ * splitting that it runs on one thread because the workers sleep. */
+void tg_parallel_wake(void);
+
 #ifdef __cplusplus
 }
 #endif
