@@ -25,6 +25,7 @@
 #include <stdbool.h>
 
 #include <tapegrad/core/engine/alloc.h>
+#include <tapegrad/core/kernels/threads.h>
 #include "../core/kernels/gemm.h"
 
 static inline double bu_now(void)
@@ -83,15 +84,25 @@ typedef struct bu_result {
 
 #define BU_MAX_REPS 1000
 
+/* The first measurement of a process on more than one thread warms up for at
+ * least this long: for the first tens of milliseconds the scheduler keeps the
+ * pool's new worker on the caller's CPU, where it cannot help (it yields,
+ * core/kernels/threads.c), and a training run lives far longer than that. */
+#define BU_POOL_WARM_S 0.2
+
 /* Times step(ctx) under plan. step returns 0 on success. */
 static inline bu_result bu_measure(int (*step)(void *), void *ctx, bu_plan plan)
 {
+    static bool pool_warm;
     bu_result r = {0};
     double times[BU_MAX_REPS];
     if (plan.reps > BU_MAX_REPS) plan.reps = BU_MAX_REPS;
     if (plan.min_reps < 1) plan.min_reps = 1;
-    for (int i = 0; i < plan.warmup; i++)
+    double w0 = bu_now();
+    bool warm_pool = !pool_warm && tg_threads_get() > 1;
+    for (int i = 0; i < plan.warmup || (warm_pool && bu_now() - w0 < BU_POOL_WARM_S); i++)
         if (step(ctx)) { r.failed = 1; return r; }
+    pool_warm = pool_warm || warm_pool;
     double t_start = bu_now();
     int n = 0;
     while (n < plan.reps) {

@@ -3,6 +3,7 @@
  * the pool itself: its size rule, and chunks claimed by whoever comes first.
  * Shapes are large enough that the size rule splits them while the worker is
  * awake, which wake_pool makes likely. */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <time.h>
@@ -241,5 +242,48 @@ Test(parallel, chunks_claimed_exactly_once_over_many_jobs)
             cr_assert_eq(atomic_load(&c.calls), tg_parallel_chunks(n), "T=%d job %d n=%d", T, job, n);
         }
     }
+    tg_threads_set(0);
+}
+
+typedef struct stall_ctx {
+    pthread_t caller;
+    atomic_int worker_ran;
+} stall_ctx;
+
+/* On the caller, ~20 us of work; on a worker, a 3 ms sleep (as if its CPU
+ * were taken by another process mid-chunk). */
+static void stall_chunk(void *p, int begin, int end)
+{
+    (void)begin, (void)end;
+    stall_ctx *s = p;
+    if (pthread_equal(pthread_self(), s->caller)) {
+        struct timespec t0, t;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        do clock_gettime(CLOCK_MONOTONIC, &t);
+        while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 20000);
+    } else {
+        atomic_store(&s->worker_ran, 1);
+        nanosleep(&(struct timespec){0, 3000000}, NULL);
+    }
+}
+
+/* After the caller waited far longer for a worker's chunk than its own
+ * chunks took, small loops run on one thread (and wake no one) for a while:
+ * on a machine where that happens, splitting them cannot pay. */
+Test(parallel, a_stalled_worker_keeps_small_loops_on_one_thread)
+{
+    tg_threads_set(2);
+    stall_ctx s = {.caller = pthread_self()};
+    atomic_init(&s.worker_ran, 0);
+    /* up to 2 s: a new worker shares the caller's CPU for the first tens of ms */
+    for (int i = 0; i < 1000 && !atomic_load(&s.worker_ran); i++) {
+        wake_pool();
+        tg_parallel_for(64, stall_chunk, &s);
+        if (!atomic_load(&s.worker_ran)) nanosleep(&(struct timespec){0, 2000000}, NULL);
+    }
+    if (!atomic_load(&s.worker_ran)) cr_skip_test("the worker never ran a chunk (a busy machine)");
+    cr_expect_not(tg_parallel_awake(), "small loops still split after a stall");
+    cr_expect_not(tg_parallel_pays(20000), "20 us of work split after a stall");
+    cr_expect(tg_parallel_pays(1e6), "1 ms of work not split after a stall");
     tg_threads_set(0);
 }

@@ -1,15 +1,15 @@
 /* tapegrad: the persistent thread pool (see core/kernels/threads.h).
  *
  * One job at a time: the caller that gets `busy` publishes the job, bumps
- * `generation` and broadcasts. Then everyone, caller included, claims chunks
- * from `claim` until none is left, and the caller waits only for chunks a
- * worker has claimed and not finished. A worker the scheduler has not run yet
- * (the other core busy with another process, or the worker just waking up)
- * therefore never holds a job up: the caller runs the chunks it does not get
- * to. A job has up to CHUNKS_PER_THREAD chunks per thread, so a late worker
- * still takes a share. Workers live for the process (blocked in
- * pthread_cond_wait, reachable from `pool`), so there is nothing to join or
- * free at exit.
+ * `generation` and broadcasts. Then everyone claims chunks from `claim`, the
+ * caller from the front and the workers from the back, until none is left,
+ * and the caller waits only for chunks a worker has claimed and not
+ * finished. A worker the scheduler has not run yet (the other core busy with
+ * another process, or the worker just waking up) therefore never holds a job
+ * up: the caller runs the chunks it does not get to. A job has up to
+ * CHUNKS_PER_THREAD chunks per thread, so a late worker still takes a share.
+ * Workers live for the process (blocked in pthread_cond_wait, reachable from
+ * `pool`), so there is nothing to join or free at exit.
  */
 #define _GNU_SOURCE /* sched_getcpu */
 #include "threads.h"
@@ -43,12 +43,17 @@ static struct {
     atomic_ulong generation;     /* written under mu; read without it while spinning */
     unsigned long nudges;        /* bumped to wake sleeping workers without a job */
     atomic_long last_nudge_ns;   /* when the last nudge was sent */
-    /* (generation mod 2^32) << 32 | next unclaimed chunk: a worker still
-     * holding an older job's copy cannot claim a chunk of the new one */
+    /* (generation mod 2^32) << 32 | front << 16 | back: chunks [front, back)
+     * are unclaimed; the caller takes them from the front, workers from the
+     * back, so with both running each gets the half it would in a fixed
+     * split (and keeps that half of the data in its cache from op to op). A
+     * worker still holding an older job's copy cannot claim a chunk of the
+     * new one. */
     atomic_uint_fast64_t claim;
     atomic_int unfinished;       /* chunks of the current job not finished */
     atomic_int caller_cpu, worker_cpu;  /* where the last caller and worker ran (-1: unknown) */
     atomic_int spinning;         /* workers spinning for the next job (the others sleep) */
+    atomic_long calm_from_ns;    /* after a stall: no small splits before this time */
     pool_job job;
 } pool = {.mu = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
           .done = PTHREAD_COND_INITIALIZER, .busy = PTHREAD_MUTEX_INITIALIZER,
@@ -127,6 +132,10 @@ static void run_serial(const pool_job *j)
  * runs and the load balancer can move the worker to the other CPU; it claims
  * no chunk there, which would only take turns with the caller. */
 #define SPIN_NS 1000000L
+/* A wait for a worker's chunk this much longer than the caller's own chunks
+ * is a stall; after one, small loops stay on one thread for CALM_NS. */
+#define STALL_NS 20000L
+#define CALM_NS 100000000L
 #define SPIN_DONE_NS 500000L
 
 static long elapsed_ns(const struct timespec *t0)
@@ -174,8 +183,6 @@ out:
     atomic_fetch_sub(&pool.spinning, 1);
 }
 
-bool tg_parallel_awake(void) { return atomic_load(&pool.spinning) > 0; }
-
 static long now_ns(void)
 {
     struct timespec t;
@@ -183,13 +190,19 @@ static long now_ns(void)
     return t.tv_sec * 1000000000L + t.tv_nsec;
 }
 
+bool tg_parallel_awake(void)
+{
+    return atomic_load(&pool.spinning) > 0 && now_ns() >= atomic_load(&pool.calm_from_ns);
+}
+
+
 static bool ensure_workers(int T);
 
 void tg_parallel_wake(void)
 {
     int T = tg_threads_get();
     long now = now_ns(), last = atomic_load(&pool.last_nudge_ns);
-    if (T < 2 || tl_inside || now - last < SPIN_NS) return;
+    if (T < 2 || tl_inside || now - last < SPIN_NS || now < atomic_load(&pool.calm_from_ns)) return;
     if (!atomic_compare_exchange_strong(&pool.last_nudge_ns, &last, now)) return;  /* another thread nudges */
     if (!ensure_workers(T)) return;
     atomic_store(&pool.caller_cpu, this_cpu());
@@ -210,20 +223,32 @@ static void spin_for_done(atomic_int *unfinished)
     } while (!on_cpu_of(&pool.worker_cpu) && elapsed_ns(&t0) < SPIN_DONE_NS);
 }
 
-/* Claims and runs chunks of job j (generation gen) until none is left;
- * true when this thread finished the job's last chunk. */
-static bool run_claimed(const pool_job *j, unsigned long gen)
+static uint_fast64_t claim_word(unsigned long gen, int front, int back)
+{
+    return (uint_fast64_t)(gen & 0xffffffffu) << 32 | (uint_fast64_t)front << 16 | (uint_fast64_t)back;
+}
+
+/* Claims and runs chunks of job j (generation gen), from the front (the
+ * caller) or the back (workers), until none is left; returns how many it
+ * ran, *last set when this thread finished the job's last chunk. */
+static int run_claimed(const pool_job *j, unsigned long gen, bool from_back, bool *last)
 {
     const uint_fast64_t tag = (uint_fast64_t)(gen & 0xffffffffu) << 32;
-    bool last = false;
+    int ran = 0;
+    *last = false;
     uint_fast64_t c = atomic_load(&pool.claim);
-    while ((c & ~(uint_fast64_t)0xffffffffu) == tag && (int)(c & 0xffffffffu) < j->chunks) {
-        if (!atomic_compare_exchange_weak(&pool.claim, &c, c + 1)) continue;
-        run_chunk(j, (int)(c & 0xffffffffu));
-        last = atomic_fetch_sub(&pool.unfinished, 1) == 1;
+    for (;;) {
+        int front = (int)(c >> 16 & 0xffff), back = (int)(c & 0xffff);
+        if ((c & ~(uint_fast64_t)0xffffffffu) != tag || front >= back) break;
+        int mine = from_back ? back - 1 : front;
+        uint_fast64_t next = from_back ? claim_word(gen, front, back - 1) : claim_word(gen, front + 1, back);
+        if (!atomic_compare_exchange_weak(&pool.claim, &c, next)) continue;
+        run_chunk(j, mine);
+        ran++;
+        *last = atomic_fetch_sub(&pool.unfinished, 1) == 1;
         c = atomic_load(&pool.claim);
     }
-    return last;
+    return ran;
 }
 
 static void *worker_main(void *arg)
@@ -246,7 +271,7 @@ static void *worker_main(void *arg)
         bool last = false;
         if (!on_cpu_of(&pool.caller_cpu)) {
             atomic_store(&pool.worker_cpu, this_cpu());
-            last = run_claimed(&j, seen);
+            run_claimed(&j, seen, true, &last);
         }
         pthread_mutex_lock(&pool.mu);
         if (last) pthread_cond_signal(&pool.done);
@@ -306,17 +331,26 @@ void tg_parallel_for(int n, void (*fn)(void *ctx, int begin, int end), void *ctx
     pool.job = j;
     unsigned long gen = ++pool.generation;
     atomic_store(&pool.unfinished, j.chunks);
-    atomic_store(&pool.claim, (uint_fast64_t)(gen & 0xffffffffu) << 32);
+    atomic_store(&pool.claim, claim_word(gen, 0, j.chunks));
     pthread_cond_broadcast(&pool.wake);
     pthread_mutex_unlock(&pool.mu);
 
+    long t0 = now_ns();
+    bool last;
     tl_inside = true;
-    run_claimed(&j, gen);
+    int mine = run_claimed(&j, gen, false, &last);
     tl_inside = false;
+    long t1 = now_ns();
 
     spin_for_done(&pool.unfinished);
     pthread_mutex_lock(&pool.mu);
     while (atomic_load(&pool.unfinished) > 0) pthread_cond_wait(&pool.done, &pool.mu);
     pthread_mutex_unlock(&pool.mu);
     pthread_mutex_unlock(&pool.busy);
+    /* A stall: the caller waited for a worker's chunk far longer than its own
+     * chunks took, so the worker lost its CPU mid-chunk (another process on
+     * its core). Small loops then run on one thread for a while: where such a
+     * stall costs milliseconds, splitting a 5-200 us loop cannot pay. */
+    long t2 = now_ns();
+    if (mine > 0 && t2 - t1 > 2 * (t1 - t0) / mine + STALL_NS) atomic_store(&pool.calm_from_ns, t2 + CALM_NS);
 }

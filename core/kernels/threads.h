@@ -3,10 +3,10 @@
  * The float GEMM (core/kernels/gemm.c) splits its output across these threads,
  * the elementwise, layernorm and reduction loops their elements or rows, and
  * attention its batches, each only where tg_parallel_pays says so. The
- * workers are created on first use; between jobs each spins for up to 50 us
- * (a job usually follows within that) and then sleeps on a condition
- * variable, so an idle pool costs a shared machine nothing (threads.c,
- * SPIN_NS). A forked child starts with no workers and creates its own when it
+ * workers are created on first use; between jobs each spins for up to 1 ms
+ * (the next job of a training step usually follows within that) and then
+ * sleeps on a condition variable, so an idle pool costs a shared machine
+ * nothing (threads.c, SPIN_NS). A forked child starts with no workers and creates its own when it
  * needs them.
  */
 #ifndef TAPEGRAD_THREADS_H
