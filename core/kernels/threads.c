@@ -54,6 +54,7 @@ static struct {
     atomic_int caller_cpu, worker_cpu;  /* where the last caller and worker ran (-1: unknown) */
     atomic_int spinning;         /* workers spinning for the next job (the others sleep) */
     atomic_long calm_from_ns;    /* after a stall: no small splits before this time */
+    atomic_long calm_ns;         /* the length of the last calm */
     pool_job job;
 } pool = {.mu = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
           .done = PTHREAD_COND_INITIALIZER, .busy = PTHREAD_MUTEX_INITIALIZER,
@@ -133,9 +134,13 @@ static void run_serial(const pool_job *j)
  * no chunk there, which would only take turns with the caller. */
 #define SPIN_NS 1000000L
 /* A wait for a worker's chunk this much longer than the caller's own chunks
- * is a stall; after one, small loops stay on one thread for CALM_NS. */
+ * is a stall; after one, small loops stay on one thread for CALM_NS, twice as
+ * long as the last time (up to CALM_MAX_NS) after a stall that follows the
+ * last calm within its length: under load a 100 ms calm ended in another
+ * stall so soon that the 2-thread toy-model step lost 20-50% to 1 thread. */
 #define STALL_NS 20000L
 #define CALM_NS 100000000L
+#define CALM_MAX_NS 1600000000L
 #define SPIN_DONE_NS 500000L
 
 static long elapsed_ns(const struct timespec *t0)
@@ -352,5 +357,10 @@ void tg_parallel_for(int n, void (*fn)(void *ctx, int begin, int end), void *ctx
      * its core). Small loops then run on one thread for a while: where such a
      * stall costs milliseconds, splitting a 5-200 us loop cannot pay. */
     long t2 = now_ns();
-    if (mine > 0 && t2 - t1 > 2 * (t1 - t0) / mine + STALL_NS) atomic_store(&pool.calm_from_ns, t2 + CALM_NS);
+    if (mine > 0 && t2 - t1 > 2 * (t1 - t0) / mine + STALL_NS) {
+        long len = atomic_load(&pool.calm_ns);
+        len = t2 - atomic_load(&pool.calm_from_ns) < len ? (2 * len < CALM_MAX_NS ? 2 * len : CALM_MAX_NS) : CALM_NS;
+        atomic_store(&pool.calm_ns, len);
+        atomic_store(&pool.calm_from_ns, t2 + len);
+    }
 }
