@@ -5,14 +5,14 @@
  * worker spinning for work, PAR_MIN_NS_ASLEEP when every worker sleeps.
  * Measured with bench/bench_threads on the build's 2-core VM (docs/PERF.md,
  * "Threads"), every loop forced to split at every size, best of 15 rounds:
- *   - worker spinning: splitting breaks even at 1.5-3 us of one-thread work
- *     and gains 1.13-1.5x from 4 us on, at every site (GEMM, relu, add,
+ *   - worker spinning: splitting breaks even at 1-2 us of one-thread work
+ *     and gains 1.23-1.65x at 3.5-9 us, at every site (GEMM, relu, add,
  *     gelu, layernorm, sum_dim, attention);
- *   - worker asleep (300 us between calls): waking it costs the caller a
- *     system call and the worker 10-100 us before it runs, so splitting
- *     gains only from about 60 us (gelu 57 us: 1.2x) and loses below.
- * The thresholds sit at twice the break-even, so a noisy machine does not
- * tip a loop into a loss. */
+ *   - worker asleep before every call: waking it costs the caller a system
+ *     call and the worker 10-100 us before it runs, so splitting gains only
+ *     from about 60 us (gelu 57 us: 1.2x) and loses below.
+ * Both thresholds sit well above the break-even they guard, so a noisy
+ * machine does not tip a loop into a loss. */
 #define PAR_MIN_NS 5000.0
 #define PAR_MIN_NS_ASLEEP 200000.0
 
