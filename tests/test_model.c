@@ -333,6 +333,45 @@ Test(model, kv_cache_decoding_equals_full_passes_fused) { check_kv_cache(TG_MHA_
 Test(model, kv_cache_decoding_equals_full_passes_per_head) { check_kv_cache(TG_MHA_PER_HEAD, NULL); }
 Test(model, kv_cache_decoding_with_head_mask) { check_kv_cache(TG_MHA_FUSED, (const uint8_t[]){1, 0, 0, 1}); }
 
+/* Past the GEMM's K blocks (384) and the forward's row blocks: 800 positions
+ * stepped one at a time give the whole pass's logits, the same bits where
+ * same_bits(). */
+Test(model, kv_cache_long_sequence_equals_full_pass)
+{
+    enum { N = 800 };
+    tg_rng rng;
+    tg_rng_seed(&rng, 11);
+    tg_params *p = tg_params_new();
+    tg_model m;
+    tg_model_config cfg = {.vocab = KV, .d_model = 16, .n_layers = 1, .n_heads = 2, .max_len = N};
+    cr_assert_eq(tg_model_init(&m, p, &cfg, &rng), 0, "%s", tg_error());
+    tg_tape *t = tg_tape_new();
+    tg_no_grad_begin(t);
+    tg_tape_set_training(t, false);
+    tg_kv_cache c;
+    cr_assert_eq(tg_kv_cache_init(&c, &m, 1), 0, "%s", tg_error());
+    int32_t *ids = malloc(N * sizeof *ids);
+    for (int i = 0; i < N; i++) ids[i] = (int32_t)tg_rng_below(&rng, KV);
+    tg_tensor *full = tg_model_forward(t, &m, ids, 1, N, NULL, NULL);
+    cr_assert_not_null(full, "%s", tg_tape_error(t));
+    tg_real *want = malloc(full->size * sizeof *want);
+    memcpy(want, full->data, full->size * sizeof *want);
+    for (int pos = 0; pos < N; pos++) {
+        tg_tape_reset(t);
+        tg_tensor *lg = tg_model_step(t, &m, &c, &ids[pos], &pos, 1, NULL);
+        cr_assert_not_null(lg, "%s", tg_tape_error(t));
+        const tg_real *w = want + (size_t)pos * KV;
+        if (same_bits()) cr_assert_eq(memcmp(lg->data, w, KV * sizeof *w), 0, "position %d", pos);
+        for (int v = 0; v < KV; v++) tu_close(lg->data[v], w[v], TU_TOL);
+    }
+    free(want);
+    free(ids);
+    tg_kv_cache_free(&c);
+    tg_tape_free(t);
+    tg_model_free(&m);
+    tg_params_free(p);
+}
+
 /* Rows of different lengths prefilled in one pass: the logits are
  * tg_model_forward's bit for bit, the cache holds what stepping each row
  * through its positions puts there (the same bits where the GEMMs are
