@@ -372,9 +372,11 @@ END {
     split(R[i], s, ":")
     rr = v[s[1], "rss_ratio"]
     tgm = v[s[1], "rss_delta_mib"]; need = v[s[1], "need_mib"]; ar = v[s[1], "arena_peak_mib"]
+    fl = v[s[1], "flight_mib"]; r0 = ratio(tgm, need - fl)  # the ratio without the grads in flight
     tk = s[1]; sub(/tapegrad_fused|tapegrad_per_head/, "torch_manual", tk); sub(/model\|tapegrad/, "model|torch", tk)
     row("peak RSS growth / need (params+grads+Adam+saved activations+grads in flight), " s[2],
-        rr == "" ? "—" : sprintf("%.2f (%s of %s MiB; arena %s)", rr, fmt(tgm), fmt(need), fmt(ar)),
+        rr == "" ? "—" : sprintf("%.2f (%s of %s MiB, %s of it grads in flight: %.2f without them; arena %s)",
+                                 rr, fmt(tgm), fmt(need), fmt(fl), r0, fmt(ar)),
         v[tk, "rss_delta_mib"] == "" ? "—" : fmt(v[tk, "rss_delta_mib"]) " MiB", "", "≤ 1.3", verdict(rr, 1.3, 0))
   }
   if (n_sw > 0) {
