@@ -38,8 +38,9 @@ static int parse(int argc, char **argv, sq_config *c)
     if (rc == 1) return -1;
     if (rc == 0) rc = sq_cli_check(c);
     if (rc != 0) {
-        if (tg_dist_size() > 1) fprintf(stderr, "rank %d: ", tg_dist_rank());  /* which one, in mpirun's mix */
-        fprintf(stderr, "%s\n", tg_error());
+        /* one write, so that it stays one line in mpirun's mix of the ranks' output */
+        if (tg_dist_size() > 1) fprintf(stderr, "rank %d: %s\n", tg_dist_rank(), tg_error());
+        else fprintf(stderr, "%s\n", tg_error());
         return SQ_EXIT_USAGE;
     }
     if (cmd != SQ_CMD_TRAIN && tg_dist_size() > 1) {
