@@ -76,6 +76,11 @@ void tg_arena_release(tg_tape *t, void *p, size_t bytes);
 /* x->grad, allocated zeroed from the arena if still NULL (a view's is a
  * slice of its base's). NULL on OOM. */
 tg_real *tg_grad(tg_tape *t, tg_tensor *x);
+/* x->grad for a backward that writes every element of it: when it is still
+ * NULL (and x is neither a view nor owns its data) it comes from the arena
+ * unzeroed and *beta is 0, the backward stores; else *beta is 1, it adds
+ * (tg_grad). Saves zeroing a grad that a GEMM then overwrites. NULL on OOM. */
+tg_real *tg_grad_write(tg_tape *t, tg_tensor *x, tg_real *beta);
 
 #ifdef __cplusplus
 }

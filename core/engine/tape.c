@@ -351,6 +351,14 @@ tg_real *tg_grad(tg_tape *t, tg_tensor *x)
     return x->grad;
 }
 
+tg_real *tg_grad_write(tg_tape *t, tg_tensor *x, tg_real *beta)
+{
+    *beta = 1;
+    if (x->grad || x->view_of || x->owns_data) return tg_grad(t, x);
+    *beta = 0;
+    return x->grad = tg_arena_scratch(t, x->size * sizeof(tg_real), "a grad");
+}
+
 /* ---- misuse checks ------------------------------------------------------------------ */
 
 /* What is wrong with x as `what` ("input 1", "loss") of op on t, or NULL. */

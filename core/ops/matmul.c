@@ -67,16 +67,25 @@ static void matmul_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, co
     const mm_dims d = *(const mm_dims *)ctx;
     bool ta = d.flags & TG_TRANS_A, tb = d.flags & TG_TRANS_B;
     const tg_real *dout = out->grad;
-    /* every input that needs a grad gets one, zero where nothing flows (an empty
-     * product); NULL only when out of memory, which the tape reports after this node */
-    tg_real *da = a->requires_grad ? tg_grad(t, a) : NULL, *db = b->requires_grad ? tg_grad(t, b) : NULL;
     tg_real *dbias = bias && bias->requires_grad ? tg_grad(t, bias) : NULL;
     if (dbias) {
         size_t rows = (size_t)d.batch * d.M;
         for (size_t r = 0; r < rows; r++)
             for (int j = 0; j < d.N; j++) dbias[j] += dout[r * d.N + j];
     }
-    if (out->size == 0 || d.K == 0) return;  /* da, db stay zero (BLAS rejects zero leading dims) */
+    if (out->size == 0 || d.K == 0) {
+        /* every input that needs a grad gets one, zero where nothing flows (an
+         * empty product; BLAS rejects zero leading dims); NULL only when out of
+         * memory, which the tape reports after this node */
+        if (a->requires_grad) tg_grad(t, a);
+        if (b->requires_grad) tg_grad(t, b);
+        return;
+    }
+    /* The GEMMs below write all of da and db: a grad made here is stored
+     * (beta 0), not zeroed and added to. */
+    tg_real beta_a, beta_b;
+    tg_real *da = a->requires_grad ? tg_grad_write(t, a, &beta_a) : NULL;
+    tg_real *db = b->requires_grad ? tg_grad_write(t, b, &beta_b) : NULL;
     size_t sa = (size_t)d.M * d.K, sb = (size_t)d.K * d.N, so = (size_t)d.M * d.N;
     /* A broadcast b with an untransposed a: one GEMM over all batch * M rows, as forward. */
     int steps = d.b_batched || ta ? d.batch : 1, M = steps == 1 ? d.batch * d.M : d.M;
@@ -84,19 +93,20 @@ static void matmul_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, co
         for (int i = 0; i < steps; i++) {
             const tg_real *bi = b->data + (d.b_batched ? i * sb : 0);
             if (!ta) /* da [M,K] += dout [M,N] op(b)^T */
-                tg_gemm(0, !tb, M, d.K, d.N, 1, dout + i * so, bi, 1, da + i * sa);
+                tg_gemm(0, !tb, M, d.K, d.N, 1, dout + i * so, bi, beta_a, da + i * sa);
             else     /* da [K,M] += op(b) [K,N] dout^T */
-                tg_gemm(tb, 1, d.K, d.M, d.N, 1, bi, dout + i * so, 1, da + i * sa);
+                tg_gemm(tb, 1, d.K, d.M, d.N, 1, bi, dout + i * so, beta_a, da + i * sa);
         }
     }
     if (db) {
         for (int i = 0; i < steps; i++) {
             const tg_real *ai = a->data + i * sa, *gi = dout + i * so;
             tg_real *dbi = db + (d.b_batched ? i * sb : 0);
+            tg_real beta = d.b_batched || i == 0 ? beta_b : 1;  /* a broadcast b sums the steps */
             if (!tb) /* db [K,N] += op(a)^T [K,M] dout [M,N] */
-                tg_gemm(!ta, 0, d.K, d.N, M, 1, ai, gi, 1, dbi);
+                tg_gemm(!ta, 0, d.K, d.N, M, 1, ai, gi, beta, dbi);
             else     /* db [N,K] += dout^T [N,M] op(a) [M,K] */
-                tg_gemm(1, ta, d.N, d.K, M, 1, gi, ai, 1, dbi);
+                tg_gemm(1, ta, d.N, d.K, M, 1, gi, ai, beta, dbi);
         }
     }
 }
