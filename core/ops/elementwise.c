@@ -340,30 +340,38 @@ TG_SIMD_CLONES static void unary_apply(int kind, tg_real *restrict y, const tg_r
 }
 
 /* dx [n] += dy * f'(x), written with x or y = f(x), whichever is cheaper */
-TG_SIMD_CLONES static void unary_grad_acc(int kind, tg_real *restrict dx, const tg_real *restrict g,
+/* dx += g f'(x), or dx = 0 + g f'(x) (the same bits) when store: dx was just
+ * made and holds garbage (tg_grad_write), which saves zeroing it first. Two
+ * loops, so that each vectorises. */
+#define UNARY_GRAD(expr)                                                  \
+    do {                                                                  \
+        if (store) for (size_t i = 0; i < n; i++) dx[i] = 0 + (expr);     \
+        else for (size_t i = 0; i < n; i++) dx[i] += (expr);              \
+    } while (0)
+TG_SIMD_CLONES static void unary_grad_acc(int kind, bool store, tg_real *restrict dx, const tg_real *restrict g,
                                           const tg_real *restrict x, const tg_real *restrict y, size_t n,
                                           tg_real s, tg_real s2)
 {
     switch (kind) {
-    case OP_SCALE: for (size_t i = 0; i < n; i++) dx[i] += s * g[i]; break;
-    case OP_RELU: for (size_t i = 0; i < n; i++) dx[i] += x[i] > 0 ? g[i] : 0; break;
-    case OP_GELU: for (size_t i = 0; i < n; i++) dx[i] += g[i] * gelu_grad(x[i]); break;
-    case OP_TANH: for (size_t i = 0; i < n; i++) dx[i] += g[i] * (1 - y[i] * y[i]); break;
-    case OP_EXP: for (size_t i = 0; i < n; i++) dx[i] += g[i] * y[i]; break;
-    case OP_LOG: for (size_t i = 0; i < n; i++) dx[i] += g[i] / x[i]; break;
-    case OP_SQRT: for (size_t i = 0; i < n; i++) dx[i] += g[i] / (2 * y[i]); break;
-    case OP_SIGMOID: for (size_t i = 0; i < n; i++) dx[i] += g[i] * y[i] * (1 - y[i]); break;
+    case OP_SCALE: UNARY_GRAD(s * g[i]); break;
+    case OP_RELU: UNARY_GRAD(x[i] > 0 ? g[i] : 0); break;
+    case OP_GELU: UNARY_GRAD(g[i] * gelu_grad(x[i])); break;
+    case OP_TANH: UNARY_GRAD(g[i] * (1 - y[i] * y[i])); break;
+    case OP_EXP: UNARY_GRAD(g[i] * y[i]); break;
+    case OP_LOG: UNARY_GRAD(g[i] / x[i]); break;
+    case OP_SQRT: UNARY_GRAD(g[i] / (2 * y[i])); break;
+    case OP_SIGMOID: UNARY_GRAD(g[i] * y[i] * (1 - y[i])); break;
     case OP_POW: /* p x^(p-1); p = 0 gives exactly 0, as PyTorch */
-        if (s != 0)
-            for (size_t i = 0; i < n; i++) dx[i] += g[i] * s * R(pow)(x[i], s - 1);
+        UNARY_GRAD(s != 0 ? g[i] * s * R(pow)(x[i], s - 1) : 0);
         break;
-    case OP_NEG: for (size_t i = 0; i < n; i++) dx[i] -= g[i]; break;
-    case OP_ABS: for (size_t i = 0; i < n; i++) dx[i] += x[i] > 0 ? g[i] : x[i] < 0 ? -g[i] : 0; break;
+    case OP_NEG: UNARY_GRAD(-g[i]); break;
+    case OP_ABS: UNARY_GRAD(x[i] > 0 ? g[i] : x[i] < 0 ? -g[i] : 0); break;
     case OP_CLAMP: /* passes where lo <= x <= hi (both ends included, as PyTorch) */
-        for (size_t i = 0; i < n; i++) dx[i] += x[i] >= s && x[i] <= s2 ? g[i] : 0;
+        UNARY_GRAD(x[i] >= s && x[i] <= s2 ? g[i] : 0);
         break;
     }
 }
+#undef UNARY_GRAD
 
 /* One elementwise pass, cut across the pool (core/kernels/parallel.c) when
  * large: apply (y = f(x)) when dx is NULL, else dx += g * f'(x). */
@@ -371,6 +379,7 @@ typedef struct unary_job {
     int kind;
     tg_real *y, *dx, s, s2;
     const tg_real *x, *g;
+    bool store;  /* dx was just made: store, do not add (unary_grad_acc) */
 } unary_job;
 
 /* One-thread time of an element (bench/bench_threads): 0.9 ns for the
@@ -388,7 +397,7 @@ static void unary_piece(void *ctx, size_t begin, size_t end)
     const unary_job *j = ctx;
     size_t n = end - begin;
     if (j->dx)
-        unary_grad_acc(j->kind, j->dx + begin, j->g + begin, j->x + begin, j->y + begin, n, j->s, j->s2);
+        unary_grad_acc(j->kind, j->store, j->dx + begin, j->g + begin, j->x + begin, j->y + begin, n, j->s, j->s2);
     else
         unary_apply(j->kind, j->y + begin, j->x + begin, n, j->s, j->s2);
 }
@@ -403,9 +412,10 @@ static void unary_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, con
 {
     const unary_ctx *c = ctx;
     tg_tensor *a = in[0];
-    tg_real *dx = tg_grad(t, a);
+    tg_real beta;
+    tg_real *dx = tg_grad_write(t, a, &beta);
     if (!dx) return;
-    unary_job j = {c->kind, out->data, dx, (tg_real)c->s, (tg_real)c->s2, a->data, out->grad};
+    unary_job j = {c->kind, out->data, dx, (tg_real)c->s, (tg_real)c->s2, a->data, out->grad, beta == 0};
     tg_parallel_range(a->size, unary_ns(c->kind), unary_piece, &j);
 }
 
@@ -422,7 +432,7 @@ static tg_tensor *unary(tg_tape *t, tg_tensor *a, int kind, double s, double s2)
     if (!tg_inputs_check(t, op, &a, 1, 1)) return NULL;
     tg_tensor *out = tg_new_like(t, op, a);
     if (!out) return NULL;
-    unary_job j = {kind, out->data, NULL, (tg_real)s, (tg_real)s2, a->data, NULL};
+    unary_job j = {kind, out->data, NULL, (tg_real)s, (tg_real)s2, a->data, NULL, false};
     tg_parallel_range(a->size, unary_ns(kind), unary_piece, &j);
     if (!tg_op_record(t, &unary_ops[kind], out, &a, 1, &(unary_ctx){kind, s, s2})) return NULL;
     return tg_op_done(t, op, out);
