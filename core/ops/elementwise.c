@@ -156,11 +156,16 @@ static inline tg_real grad_of(int kind, int which, tg_real g, tg_real a, tg_real
     }
 }
 
-/* dx [n] += grad_of(g, a, b), or dx[0] += their sum when sx is 0 */
-static inline void grad_loop(int kind, int which, tg_real *restrict dx, size_t sx, const tg_real *restrict g,
-                             const tg_real *restrict a, size_t sa, const tg_real *restrict b, size_t sb, size_t n)
+/* dx [n] += grad_of(g, a, b), or dx[0] += their sum when sx is 0; with store
+ * (a, b and dx all out's size, dx just made: tg_grad_write) dx = 0 + it, the
+ * same bits without zeroing dx first */
+static inline void grad_loop(int kind, int which, bool store, tg_real *restrict dx, size_t sx,
+                             const tg_real *restrict g, const tg_real *restrict a, size_t sa,
+                             const tg_real *restrict b, size_t sb, size_t n)
 {
-    if (!sx) {
+    if (store) {
+        for (size_t i = 0; i < n; i++) dx[i] = 0 + grad_of(kind, which, g[i], a[i], b[i]);
+    } else if (!sx) {
         tg_real acc = 0;
         for (size_t i = 0; i < n; i++) acc += grad_of(kind, which, g[i], a[i * sa], b[i * sb]);
         dx[0] += acc;
@@ -174,16 +179,16 @@ static inline void grad_loop(int kind, int which, tg_real *restrict dx, size_t s
 }
 
 /* grad_loop with constant kind and which (see apply_run) */
-static void grad_run(int kind, int which, tg_real *restrict dx, size_t sx, const tg_real *restrict g,
+static void grad_run(int kind, int which, bool st, tg_real *restrict dx, size_t sx, const tg_real *restrict g,
                      const tg_real *restrict a, size_t sa, const tg_real *restrict b, size_t sb, size_t n)
 {
     switch (kind * 2 + which) {
-    case OP_ADD * 2: case OP_ADD * 2 + 1: case OP_SUB * 2: grad_loop(OP_ADD, 0, dx, sx, g, a, sa, b, sb, n); break;
-    case OP_SUB * 2 + 1: grad_loop(OP_SUB, 1, dx, sx, g, a, sa, b, sb, n); break;
-    case OP_MUL * 2: grad_loop(OP_MUL, 0, dx, sx, g, a, sa, b, sb, n); break;
-    case OP_MUL * 2 + 1: grad_loop(OP_MUL, 1, dx, sx, g, a, sa, b, sb, n); break;
-    case OP_DIV * 2: grad_loop(OP_DIV, 0, dx, sx, g, a, sa, b, sb, n); break;
-    default: grad_loop(OP_DIV, 1, dx, sx, g, a, sa, b, sb, n); break;
+    case OP_ADD * 2: case OP_ADD * 2 + 1: case OP_SUB * 2: grad_loop(OP_ADD, 0, st, dx, sx, g, a, sa, b, sb, n); break;
+    case OP_SUB * 2 + 1: grad_loop(OP_SUB, 1, st, dx, sx, g, a, sa, b, sb, n); break;
+    case OP_MUL * 2: grad_loop(OP_MUL, 0, st, dx, sx, g, a, sa, b, sb, n); break;
+    case OP_MUL * 2 + 1: grad_loop(OP_MUL, 1, st, dx, sx, g, a, sa, b, sb, n); break;
+    case OP_DIV * 2: grad_loop(OP_DIV, 0, st, dx, sx, g, a, sa, b, sb, n); break;
+    default: grad_loop(OP_DIV, 1, st, dx, sx, g, a, sa, b, sb, n); break;
     }
 }
 
@@ -194,6 +199,7 @@ typedef struct binary_job {
     int kind, which;
     tg_real *y, *dx;
     const tg_real *a, *b, *g;
+    bool store;  /* dx = instead of += (grad_loop) */
 } binary_job;
 
 /* One-thread time of an element (bench/bench_threads: add, 0.12 ns) */
@@ -211,7 +217,7 @@ static void binary_piece(void *ctx, size_t begin, size_t end)
         if (j->dx) {
             size_t sx = bc->s[j->which][last];
             tg_real *dx = j->dx + run_offset(bc, j->which, r) + i * sx;
-            grad_run(j->kind, j->which, dx, sx, j->g + e, a, sa, b, sb, len);
+            grad_run(j->kind, j->which, j->store, dx, sx, j->g + e, a, sa, b, sb, len);
         } else if (j->y == j->a) { /* tg_add_inplace: a has out's shape, so its run is y's */
             add_into(j->y + e, b, sb, len);
         } else {
@@ -237,9 +243,11 @@ static void binary_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *x, con
     bcast_plan(x[0], x[1], &nd, shape, &bc);
     for (int k = 0; k < 2; k++) {
         if (!x[k]->requires_grad) continue;
-        tg_real *dx = tg_grad(t, x[k]);
+        tg_real beta = 1;
+        bool full = x[0]->size == out->size && x[1]->size == out->size;
+        tg_real *dx = full ? tg_grad_write(t, x[k], &beta) : tg_grad(t, x[k]);
         if (!dx) return;
-        binary_job j = {&bc, kind, k, NULL, dx, x[0]->data, x[1]->data, out->grad};
+        binary_job j = {&bc, kind, k, NULL, dx, x[0]->data, x[1]->data, out->grad, beta == 0};
         if (x[k]->size == out->size)
             tg_parallel_range(out->size, BINARY_NS, binary_piece, &j);
         else
@@ -269,7 +277,7 @@ static tg_tensor *binary(tg_tape *t, tg_tensor *a, tg_tensor *b, int kind)
     }
     tg_tensor *out = tg_new(t, op, nd, shape);
     if (!out) return NULL;
-    binary_job j = {&bc, kind, 0, out->data, NULL, a->data, b->data, NULL};
+    binary_job j = {&bc, kind, 0, out->data, NULL, a->data, b->data, NULL, false};
     tg_parallel_range(out->size, BINARY_NS, binary_piece, &j);
     if (!tg_op_record(t, &binary_ops[kind], out, in, 2, &(binary_ctx){kind})) return NULL;
     return tg_op_done(t, op, out);
@@ -296,7 +304,7 @@ tg_tensor *tg_add_inplace(tg_tape *t, tg_tensor *a, tg_tensor *b)
     if (!out) return NULL;
     tg_tensor_set_shape(out, a->ndim, a->shape, a->size);
     out->data = a->data;
-    binary_job j = {&bc, OP_ADD, 0, out->data, NULL, a->data, b->data, NULL};
+    binary_job j = {&bc, OP_ADD, 0, out->data, NULL, a->data, b->data, NULL, false};
     tg_parallel_range(out->size, BINARY_NS, binary_piece, &j);
     if (!tg_op_record(t, &add_inplace_op, out, in, 2, &(binary_ctx){OP_ADD})) return NULL;
     return tg_op_done(t, op, out);
