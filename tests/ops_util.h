@@ -1,5 +1,5 @@
 /* Helpers shared by the op suites (test_shape.c, test_norm.c, test_loss.c,
- * test_index.c, test_dropout.c, test_errors.c). */
+ * test_index.c, test_dropout.c, test_errors.c, test_sdpa.c, test_sdpa_heads.c). */
 #ifndef TAPEGRAD_TESTS_OPS_UTIL_H
 #define TAPEGRAD_TESTS_OPS_UTIL_H
 
@@ -36,5 +36,33 @@ static inline tg_tensor *iota(int ndim, const int *shape)
             cr_assert(strstr(msg_, needles_[k_]), "message \"%s\" lacks \"%s\"", msg_, needles_[k_]); \
         tg_tape_clear_error(t);                                                                \
     } while (0)
+
+/* Every allocation of forward(t, ctx) and a backward from it failing in turn,
+ * n = 1, 2, ... until a run succeeds: an error saying "out of memory", no
+ * crash, no leak (the sanitizer build checks the leaks). The n_in inputs'
+ * grads are dropped before each run: backward allocates them again. */
+static inline void walk_out_of_memory(tg_tensor *(*forward)(tg_tape *t, void *ctx), void *ctx, tg_tensor **in, int n_in)
+{
+    bool done = false;
+    for (int n = 1; n < 20 && !done; n++) {
+        tg_tape *t = tg_tape_new();
+        cr_assert_not_null(t);
+        for (int x = 0; x < n_in; x++) {
+            tg_free(in[x]->grad);
+            in[x]->grad = NULL;
+        }
+        tg_alloc_fail_at((uint64_t)n);
+        tg_tensor *o = forward(t, ctx);
+        tg_real one[64] = {1};
+        int rc = o && o->size <= 64 ? tg_backward_seed(t, o, one) : -1;
+        tg_alloc_fail_at(0);
+        cr_assert(!o || o->size <= 64, "the seed has 64 elements, the output %zu", o->size);
+        done = rc == 0;
+        if (!done) cr_assert(tg_tape_error(t) && strstr(tg_tape_error(t), "out of memory"), "n %d: %s", n,
+                             tg_tape_error(t) ? tg_tape_error(t) : "(no error)");
+        tg_tape_free(t);
+    }
+    cr_assert(done, "never succeeded");
+}
 
 #endif

@@ -1,0 +1,280 @@
+/* Decoding with the key/value cache (nn/model.h): tg_model_step one position
+ * at a time and tg_model_prefill give the logits of whole tg_model_forward
+ * passes (bit for bit where the build allows), greedy decoding with the cache
+ * gives the tokens of decoding by whole passes, in both attention modes and
+ * with head masks. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <tapegrad/nn/nn.h>
+#include "../core/kernels/gemm.h"
+#include "test_util.h"
+
+enum { KV = 12, KT = 16, KB = 3 };
+
+static int32_t argmax_row(const tg_real *x, int n)
+{
+    int32_t best = 0;
+    for (int v = 1; v < n; v++)
+        if (x[v] > x[best]) best = v;
+    return best;
+}
+
+/* A small model of either mode, a tape that does not record, KB x KT random ids. */
+typedef struct kv_fixture {
+    tg_rng rng;
+    tg_params *p;
+    tg_model m;
+    tg_tape *t;
+    bool prev;
+    int32_t ids[KB * KT];
+} kv_fixture;
+
+static void kv_open(kv_fixture *f, tg_mha_mode mode, uint64_t seed)
+{
+    tg_rng_seed(&f->rng, seed);
+    f->p = tg_params_new();
+    tg_model_config cfg = {.vocab = KV, .d_model = 16, .n_layers = 2, .n_heads = 2, .max_len = KT, .mode = mode};
+    cr_assert_eq(tg_model_init(&f->m, f->p, &cfg, &f->rng), 0, "%s", tg_error());
+    f->t = tg_tape_new();
+    f->prev = tg_no_grad_begin(f->t);
+    tg_tape_set_training(f->t, false);
+    for (int e = 0; e < KB * KT; e++) f->ids[e] = (int32_t)tg_rng_below(&f->rng, KV);
+}
+
+static void kv_close(kv_fixture *f)
+{
+    tg_tape_free(f->t);
+    tg_model_free(&f->m);
+    tg_params_free(f->p);
+}
+
+/* A copy of the logits [KB, KT, KV] of one whole pass over f->ids. */
+static tg_real *full_logits(kv_fixture *f, const uint8_t *hm)
+{
+    tg_tape_reset(f->t);
+    tg_tensor *full = tg_model_forward(f->t, &f->m, f->ids, KB, KT, &(tg_model_opts){.head_mask = hm}, NULL);
+    cr_assert_not_null(full, "%s", tg_tape_error(f->t));
+    tg_real *want = malloc(full->size * sizeof *want);
+    memcpy(want, full->data, full->size * sizeof *want);
+    return want;
+}
+
+/* Whether products give the same bits whatever their row count: tapegrad's
+ * own GEMMs (the float build on x86-64), not OpenBLAS's. */
+static bool same_bits(void)
+{
+#ifdef TAPEGRAD_DOUBLE
+    return false;
+#else
+    return tg_gemm_get_kernel() != TG_GEMM_BLAS;
+#endif
+}
+
+/* One step, row b reading f->ids[b, pos[b]]; with want (a whole pass's
+ * logits), the step's logits must be its logits at those positions (the
+ * same bits where same_bits()). */
+static void step_rows(kv_fixture *f, tg_kv_cache *c, const int32_t *pos, const uint8_t *hm, const tg_real *want)
+{
+    int32_t in[KB];
+    for (int b = 0; b < KB; b++) in[b] = f->ids[b * KT + pos[b]];
+    tg_tape_reset(f->t);
+    tg_tensor *lg = tg_model_step(f->t, &f->m, c, in, pos, KB, hm);
+    cr_assert_not_null(lg, "%s", tg_tape_error(f->t));
+    cr_assert(lg->ndim == 3 && lg->shape[0] == KB && lg->shape[1] == 1 && lg->shape[2] == KV);
+    for (int b = 0; want && b < KB; b++) {
+        const tg_real *w = want + ((size_t)b * KT + pos[b]) * KV;
+        if (same_bits()) cr_assert_eq(memcmp(lg->data + b * KV, w, KV * sizeof *w), 0, "row %d at %d", b, pos[b]);
+        for (int v = 0; v < KV; v++) tu_close(lg->data[b * KV + v], w[v], TU_TOL);
+    }
+}
+
+/* Greedy continuation of seq[0..n) up to KT tokens by whole forward passes
+ * over the prefix (the decode without a cache). */
+static void greedy_full(tg_tape *t, const tg_model *m, int32_t *seq, int n, const uint8_t *hm)
+{
+    for (; n < KT; n++) {
+        tg_tape_reset(t);
+        tg_tensor *lg = tg_model_forward(t, m, seq, 1, n, &(tg_model_opts){.head_mask = hm}, NULL);
+        cr_assert_not_null(lg, "%s", tg_tape_error(t));
+        seq[n] = argmax_row(lg->data + (size_t)(n - 1) * KV, KV);
+    }
+}
+
+/* The same with the cache: the prompt by one prefill (whose last logits give
+ * token n) or one position per step, then each argmax fed back by a step. */
+static void greedy_cached(tg_tape *t, const tg_model *m, tg_kv_cache *c, int32_t *seq, int n, const uint8_t *hm,
+                          bool prefill)
+{
+    int pos = 0;
+    if (prefill) {
+        tg_tape_reset(t);
+        tg_tensor *lg = tg_model_prefill(t, m, c, seq, 1, n, &(tg_model_opts){.head_mask = hm});
+        cr_assert_not_null(lg, "%s", tg_tape_error(t));
+        seq[n] = argmax_row(lg->data + (size_t)(n - 1) * KV, KV);
+        pos = n;
+    }
+    for (; pos < KT - 1; pos++) {
+        tg_tape_reset(t);
+        tg_tensor *lg = tg_model_step(t, m, c, &seq[pos], &pos, 1, hm);
+        cr_assert_not_null(lg, "%s", tg_tape_error(t));
+        if (pos + 1 >= n) seq[pos + 1] = argmax_row(lg->data, KV);
+    }
+}
+
+/* Greedy decoding of a few prompts gives the same tokens with the cache as
+ * by whole passes. */
+static void check_greedy(kv_fixture *f, tg_kv_cache *c, const uint8_t *hm, bool prefill)
+{
+    for (int prompt = 1; prompt <= 10; prompt += 3) {
+        int32_t a[KT], b[KT];
+        for (int i = 0; i < prompt; i++) a[i] = b[i] = (int32_t)tg_rng_below(&f->rng, KV);
+        greedy_full(f->t, &f->m, a, prompt, hm);
+        greedy_cached(f->t, &f->m, c, b, prompt, hm, prefill);
+        for (int i = 0; i < KT; i++)
+            cr_assert_eq(a[i], b[i], "prompt %d: token %d: %d by whole passes, %d with the cache%s", prompt, i, a[i],
+                         b[i], prefill ? " after a prefill" : "");
+    }
+}
+
+/* Row b steps through its sequence b positions behind row 0 (so one step
+ * serves rows at different positions); every step's logits equal the full
+ * forward's at that position, and greedy decoding gives the same tokens. */
+static void check_kv_cache(tg_mha_mode mode, const uint8_t *hm)
+{
+    kv_fixture f;
+    kv_open(&f, mode, 8);
+    tg_tape *t = f.t;
+    tg_kv_cache c;
+    cr_assert_eq(tg_kv_cache_init(&c, &f.m, KB), 0, "%s", tg_error());
+    int32_t pos[KB];
+    tg_real *want = full_logits(&f, hm);
+    for (int step = 0; step < KT + KB - 1; step++) {
+        for (int b = 0; b < KB; b++) pos[b] = step - b < 0 ? 0 : step - b >= KT ? KT - 1 : step - b;
+        step_rows(&f, &c, pos, hm, want);
+    }
+    free(want);
+    check_greedy(&f, &c, hm, false);
+    /* misuse: a recording tape, a position past the cache, too many rows */
+    const int32_t *in = f.ids;
+    tg_tape_reset(t);
+    pos[0] = KT;
+    cr_assert_null(tg_model_step(t, &f.m, &c, in, pos, 1, NULL));
+    cr_assert(strstr(tg_tape_error(t), "pos[0] = 16"), "%s", tg_tape_error(t));
+    tg_tape_reset(t);
+    cr_assert_null(tg_model_step(t, &f.m, &c, in, (int32_t[]){0, 0, 0, 0}, KB + 1, NULL));
+    cr_assert(strstr(tg_tape_error(t), "4 rows for a cache of 3"), "%s", tg_tape_error(t));
+    tg_tape_reset(t);
+    tg_no_grad_end(t, f.prev);
+    cr_assert_null(tg_model_step(t, &f.m, &c, in, (int32_t[]){0, 0, 0}, KB, NULL));
+    cr_assert(strstr(tg_tape_error(t), "must not record"), "%s", tg_tape_error(t));
+    tg_kv_cache_free(&c);
+    kv_close(&f);
+}
+
+Test(kv_cache, kv_cache_decoding_equals_full_passes_fused) { check_kv_cache(TG_MHA_FUSED, NULL); }
+Test(kv_cache, kv_cache_decoding_equals_full_passes_per_head) { check_kv_cache(TG_MHA_PER_HEAD, NULL); }
+Test(kv_cache, kv_cache_decoding_with_head_mask) { check_kv_cache(TG_MHA_FUSED, (const uint8_t[]){1, 0, 0, 1}); }
+
+/* Past the GEMM's K blocks (384) and the forward's row blocks: 800 positions
+ * stepped one at a time give the whole pass's logits, the same bits where
+ * same_bits(). */
+Test(kv_cache, kv_cache_long_sequence_equals_full_pass)
+{
+    enum { N = 800 };
+    tg_rng rng;
+    tg_rng_seed(&rng, 11);
+    tg_params *p = tg_params_new();
+    tg_model m;
+    tg_model_config cfg = {.vocab = KV, .d_model = 16, .n_layers = 1, .n_heads = 2, .max_len = N};
+    cr_assert_eq(tg_model_init(&m, p, &cfg, &rng), 0, "%s", tg_error());
+    tg_tape *t = tg_tape_new();
+    tg_no_grad_begin(t);
+    tg_tape_set_training(t, false);
+    tg_kv_cache c;
+    cr_assert_eq(tg_kv_cache_init(&c, &m, 1), 0, "%s", tg_error());
+    int32_t *ids = malloc(N * sizeof *ids);
+    for (int i = 0; i < N; i++) ids[i] = (int32_t)tg_rng_below(&rng, KV);
+    tg_tensor *full = tg_model_forward(t, &m, ids, 1, N, NULL, NULL);
+    cr_assert_not_null(full, "%s", tg_tape_error(t));
+    tg_real *want = malloc(full->size * sizeof *want);
+    memcpy(want, full->data, full->size * sizeof *want);
+    for (int pos = 0; pos < N; pos++) {
+        tg_tape_reset(t);
+        tg_tensor *lg = tg_model_step(t, &m, &c, &ids[pos], &pos, 1, NULL);
+        cr_assert_not_null(lg, "%s", tg_tape_error(t));
+        const tg_real *w = want + (size_t)pos * KV;
+        if (same_bits()) cr_assert_eq(memcmp(lg->data, w, KV * sizeof *w), 0, "position %d", pos);
+        for (int v = 0; v < KV; v++) tu_close(lg->data[v], w[v], TU_TOL);
+    }
+    free(want);
+    free(ids);
+    tg_kv_cache_free(&c);
+    tg_tape_free(t);
+    tg_model_free(&m);
+    tg_params_free(p);
+}
+
+/* Rows of different lengths prefilled in one pass: the logits are
+ * tg_model_forward's bit for bit, the cache holds what stepping each row
+ * through its positions puts there (the same bits where the GEMMs are
+ * tapegrad's own, which give the same bits for any row count), each row
+ * steps on from its prefix with the logits of a whole pass, and greedy
+ * decoding from a prefilled prompt gives the tokens of whole passes. */
+static void check_prefill(tg_mha_mode mode, const uint8_t *hm)
+{
+    kv_fixture f;
+    kv_open(&f, mode, 9);
+    tg_tape *t = f.t;
+    tg_kv_cache pre, stepped;
+    cr_assert_eq(tg_kv_cache_init(&pre, &f.m, KB), 0, "%s", tg_error());
+    cr_assert_eq(tg_kv_cache_init(&stepped, &f.m, KB), 0, "%s", tg_error());
+    /* the prefill against the forward, over the first T positions */
+    enum { T = KT - 3 };
+    const int32_t lens[KB] = {T, 5, 1};
+    int32_t pos[KB], packed[KB * T];  /* ids as [KB, T] */
+    for (int b = 0; b < KB; b++) memcpy(packed + b * T, f.ids + b * KT, T * sizeof *packed);
+    tg_model_opts o = {.lens = lens, .head_mask = hm};
+    tg_tensor *full = tg_model_forward(t, &f.m, packed, KB, T, &o, NULL);
+    cr_assert_not_null(full, "%s", tg_tape_error(t));
+    size_t bytes = full->size * sizeof *full->data;
+    tg_real *want = malloc(bytes);
+    memcpy(want, full->data, bytes);
+    tg_tape_reset(t);
+    tg_tensor *lg = tg_model_prefill(t, &f.m, &pre, packed, KB, T, &o);
+    cr_assert_not_null(lg, "%s", tg_tape_error(t));
+    cr_assert_eq(memcmp(lg->data, want, bytes), 0, "the prefill's logits are the forward's");
+    free(want);
+    /* the same positions stepped one at a time */
+    for (int step = 0; step < T; step++) {
+        for (int b = 0; b < KB; b++) pos[b] = step < lens[b] ? step : lens[b] - 1;
+        step_rows(&f, &stepped, pos, hm, NULL);
+    }
+    for (int l = 0; l < f.m.cfg.n_layers; l++) {
+        int E = pre.kv[l]->shape[2] / 2;
+        for (int b = 0; b < KB; b++) { /* keys [E, KT] of positions < lens[b], then values [lens[b], E] */
+            const tg_real *a = pre.kv[l]->data + (size_t)b * KT * 2 * E, *s = stepped.kv[l]->data + (size_t)b * KT * 2 * E;
+            for (int e = 0; e <= E; e++) {
+                size_t at = (size_t)e * KT, n = e < E ? (size_t)lens[b] : (size_t)lens[b] * E;
+                if (same_bits()) cr_assert_eq(memcmp(a + at, s + at, n * sizeof *a), 0, "layer %d row %d", l, b);
+                for (size_t j = 0; j < n; j++) tu_close(a[at + j], s[at + j], TU_TOL);
+            }
+        }
+    }
+    /* each row steps on from its prefix: the logits of a whole pass */
+    want = full_logits(&f, hm);
+    for (int step = 0; step < KT; step++) {
+        for (int b = 0; b < KB; b++) pos[b] = lens[b] + step < KT ? lens[b] + step : KT - 1;
+        step_rows(&f, &pre, pos, hm, want);
+    }
+    free(want);
+    check_greedy(&f, &pre, hm, true);
+    tg_no_grad_end(t, f.prev);
+    tg_kv_cache_free(&pre);
+    tg_kv_cache_free(&stepped);
+    kv_close(&f);
+}
+
+Test(kv_cache, prefill_equals_forward_and_step_by_step_fill_fused) { check_prefill(TG_MHA_FUSED, NULL); }
+Test(kv_cache, prefill_equals_forward_and_step_by_step_fill_per_head) { check_prefill(TG_MHA_PER_HEAD, NULL); }
+Test(kv_cache, prefill_with_head_mask) { check_prefill(TG_MHA_FUSED, (const uint8_t[]){0, 1, 1, 1}); }
