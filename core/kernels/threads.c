@@ -238,7 +238,7 @@ static uint_fast64_t claim_word(unsigned long gen, int front, int back)
  * ran, *last set when this thread finished the job's last chunk. */
 static int run_claimed(const pool_job *j, unsigned long gen, bool from_back, bool *last)
 {
-    const uint_fast64_t tag = (uint_fast64_t)(gen & 0xffffffffu) << 32;
+    const uint_fast64_t tag = claim_word(gen, 0, 0);
     int ran = 0;
     *last = false;
     uint_fast64_t c = atomic_load(&pool.claim);

@@ -241,10 +241,10 @@ static void binary_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *x, con
     int nd, shape[TG_MAX_DIMS];
     bcast bc;
     bcast_plan(x[0], x[1], &nd, shape, &bc);
+    bool full = x[0]->size == out->size && x[1]->size == out->size;  /* no operand is stretched */
     for (int k = 0; k < 2; k++) {
         if (!x[k]->requires_grad) continue;
         tg_real beta = 1;
-        bool full = x[0]->size == out->size && x[1]->size == out->size;
         tg_real *dx = full ? tg_grad_write(t, x[k], &beta) : tg_grad(t, x[k]);
         if (!dx) return;
         binary_job j = {&bc, kind, k, NULL, dx, x[0]->data, x[1]->data, out->grad, beta == 0};
@@ -347,7 +347,6 @@ TG_SIMD_CLONES static void unary_apply(int kind, tg_real *restrict y, const tg_r
     }
 }
 
-/* dx [n] += dy * f'(x), written with x or y = f(x), whichever is cheaper */
 /* dx += g f'(x), or dx = 0 + g f'(x) (the same bits) when store: dx was just
  * made and holds garbage (tg_grad_write), which saves zeroing it first. Two
  * loops, so that each vectorises. */
@@ -356,6 +355,8 @@ TG_SIMD_CLONES static void unary_apply(int kind, tg_real *restrict y, const tg_r
         if (store) for (size_t i = 0; i < n; i++) dx[i] = 0 + (expr);     \
         else for (size_t i = 0; i < n; i++) dx[i] += (expr);              \
     } while (0)
+
+/* dx [n] (+)= dy * f'(x), written with x or y = f(x), whichever is cheaper */
 TG_SIMD_CLONES static void unary_grad_acc(int kind, bool store, tg_real *restrict dx, const tg_real *restrict g,
                                           const tg_real *restrict x, const tg_real *restrict y, size_t n,
                                           tg_real s, tg_real s2)
