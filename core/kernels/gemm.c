@@ -15,7 +15,7 @@
  *       for jr in NC step NR      L1 (48 KiB) while the B panels stream from L2
  *        micro-kernel
  *
- * Choices (Sapphire Rapids: 32 zmm registers, 2 FMA ports, L1d 48 KiB, L2 2 MiB):
+ * Choices (for a core with 32 zmm registers, 2 FMA ports, L1d >= 48 KiB, L2 >= 1 MiB):
  *   - AVX-512 MR x NR = 12 x 32: 24 zmm accumulators, 2 for B, broadcasts
  *     folded into the FMAs; 24 independent FMAs per k hide the 4-cycle FMA
  *     latency on 2 ports (8 would do). AVX2: 6 x 16, 12 ymm accumulators.

@@ -3,8 +3,8 @@
 
 /* A loop is split when its one-thread time is at least PAR_MIN_NS with a
  * worker spinning for work, PAR_MIN_NS_ASLEEP when every worker sleeps.
- * Measured with bench/bench_threads on the build's 2-core VM (docs/PERF.md,
- * "Threads"), every loop forced to split at every size, best of 15 rounds:
+ * Measured with bench/bench_threads on a 2-core machine (docs/PERF.md,
+ * "Threads", names it), every loop forced to split at every size, best of 15 rounds:
  *   - worker spinning: splitting breaks even at 1-2 us of one-thread work
  *     and gains 1.23-1.65x at 3.5-9 us, at every site (GEMM, relu, add,
  *     gelu, layernorm, sum_dim, attention);
