@@ -120,6 +120,9 @@ static void use_mpirun(int np)
     snprintf(mpirun, sizeof mpirun, "timeout -k 5 90 %s --oversubscribe %s -np %d", TG_MPIEXEC,
              geteuid() == 0 ? "--allow-run-as-root" : "", np);
     launcher = mpirun;
+    /* OpenMPI's session directory in the test's own: two jobs starting at once
+     * under one /tmp race on creating it ("ompi.<host>.<uid>: File exists") */
+    setenv("OMPI_MCA_orte_tmpdir_base", dir, 1);
     /* the sanitizer build: OpenMPI's own allocations are not leaks of ours */
     setenv("OMPI_MCA_mca_base_component_disable_dlclose", "1", 1);
     setenv("ASAN_OPTIONS", "detect_leaks=1:fast_unwind_on_malloc=0", 1);
