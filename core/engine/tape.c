@@ -9,20 +9,16 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "headers.h"
 #include "op.h"
 
 #define ARENA_ALIGN 64
 #define ARENA_MIN_CHUNK ((size_t)1 << 20)
 
-/* A tensor header takes two alignment units, so that the arena's skew
- * (tg_tape_reset) never puts a new header where an old one started. */
-_Static_assert(sizeof(tg_tensor) > ARENA_ALIGN, "tg_tensor must span two arena units");
-
 typedef struct chunk {
     struct chunk *next;
     size_t cap, used;
     unsigned char *start; /* ARENA_ALIGN-aligned start inside mem[] */
-    unsigned char *base;  /* start + the generation's skew: allocations begin here */
     unsigned char mem[];
 } chunk;
 
@@ -52,6 +48,7 @@ struct tg_tape {
     node *nodes;
     int n_nodes, cap_nodes;
     spare *spares;       /* address order; rewound with the arena */
+    tg_hblock *headers;  /* the arena tensors' headers (core/engine/headers.h) */
     uint32_t id, gen;    /* stamped on every arena tensor (core/tensor.h) */
     bool recording, training, anomaly, has_error, backward_done;
     char error[512];
@@ -76,23 +73,16 @@ void tg_tape_free(tg_tape *t)
         next = c->next;
         tg_free(c);
     }
+    tg_headers_free(t->headers);
     tg_free(t->nodes);
     tg_free(t);
 }
 
-/* Allocations of odd generations start one unit later in every chunk: a
- * fixed-shape loop then never makes a header where the previous step made
- * one, so a tensor kept across a reset is found dead even after its memory is
- * handed out again. */
-static size_t gen_skew(const tg_tape *t) { return t->gen & 1 ? 0 : ARENA_ALIGN; }
-
 void tg_tape_reset(tg_tape *t)
 {
     t->gen++;
-    for (chunk *c = t->first; c; c = c->next) {
-        c->used = 0;
-        c->base = c->start + gen_skew(t);
-    }
+    for (chunk *c = t->first; c; c = c->next) c->used = 0;
+    tg_headers_release(t->headers);
     t->cur = t->first;
     t->n_nodes = 0;
     t->spares = NULL;
@@ -147,19 +137,18 @@ tg_tensor *tg_fail_null(tg_tape *t, const char *op)
 
 /* ---- arena ---------------------------------------------------------------- */
 
-/* cap usable bytes after room for the alignment and the skew. */
-static chunk *chunk_new(const tg_tape *t, size_t need)
+/* cap usable bytes after room for the alignment. */
+static chunk *chunk_new(size_t need)
 {
     size_t cap = need > ARENA_MIN_CHUNK ? need : ARENA_MIN_CHUNK;
-    if (cap > SIZE_MAX - sizeof(chunk) - 2 * ARENA_ALIGN) return NULL;
-    chunk *c = tg_malloc(sizeof(chunk) + cap + 2 * ARENA_ALIGN);
+    if (cap > SIZE_MAX - sizeof(chunk) - ARENA_ALIGN) return NULL;
+    chunk *c = tg_malloc(sizeof(chunk) + cap + ARENA_ALIGN);
     if (!c) return NULL;
     c->next = NULL;
     c->cap = cap;
     c->used = 0;
     uintptr_t p = (uintptr_t)c->mem;
     c->start = c->mem + ((ARENA_ALIGN - p % ARENA_ALIGN) % ARENA_ALIGN);
-    c->base = c->start + gen_skew(t);
     return c;
 }
 
@@ -181,7 +170,7 @@ static void *arena_take(tg_tape *t, size_t bytes)
         /* Grow geometrically so the number of chunks stays small. */
         size_t want = need;
         if (t->cur && t->cur->cap <= SIZE_MAX / 2 && t->cur->cap * 2 > want) want = t->cur->cap * 2;
-        chunk *c = chunk_new(t, want);
+        chunk *c = chunk_new(want);
         if (!c) return NULL;
         if (!t->cur) {
             t->first = c;
@@ -191,7 +180,7 @@ static void *arena_take(tg_tape *t, size_t bytes)
         }
         t->cur = c;
     }
-    void *p = t->cur->base + t->cur->used;
+    void *p = t->cur->start + t->cur->used;
     t->cur->used += need;
     return p;
 }
@@ -221,8 +210,8 @@ size_t tg_tape_arena_used(const tg_tape *t)
 
 tg_tensor *tg_new_header(tg_tape *t, const char *op)
 {
-    tg_tensor *x = tg_arena_alloc(t, sizeof *x, op);
-    if (!x) return NULL;
+    tg_tensor *x = tg_headers_take(&t->headers, sizeof *x);
+    if (!x) return tg_fail(t, "out of memory: a tensor header for %s", op);
     *x = (tg_tensor){.magic = TG_TENSOR_LIVE, .tape = t->id, .gen = t->gen};
     return x;
 }
@@ -364,6 +353,8 @@ tg_real *tg_grad_write(tg_tape *t, tg_tensor *x, tg_real *beta)
 /* What is wrong with x as `what` ("input 1", "loss") of op on t, or NULL. */
 static const char *misuse(const tg_tape *t, const tg_tensor *x)
 {
+    if (x->magic != TG_TENSOR_LIVE && tg_headers_own(t->headers, x))
+        return "is a tensor from before tg_tape_reset";  /* its page went back to the system */
     if (x->magic != TG_TENSOR_LIVE)
         return "is not a live tensor (freed, from before tg_tape_reset, or not made by tapegrad)";
     if (x->tape && x->tape != t->id) return "belongs to another tape (a graph lives on one tape)";
