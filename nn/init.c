@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 int tg_nn_name(char *dst, const char *prefix, const char *suffix)
 {
@@ -27,6 +28,16 @@ int tg_nn_check_init(const char *fn, const void *layer, const tg_params *p, cons
     if (!p) return tg_error_set("%s: the parameter store is NULL", fn);
     if (!cfg) return tg_error_set("%s: the configuration is NULL", fn);
     return 0;
+}
+
+int tg_nn_init_undo(void *layer, size_t size, char *name, tg_params *p, int count)
+{
+    char keep[TG_NN_NAME_MAX] = "";
+    if (name) memcpy(keep, name, sizeof keep);
+    memset(layer, 0, size);
+    if (name) memcpy(name, keep, sizeof keep);
+    tg_params_truncate(p, count);
+    return -1;
 }
 
 bool tg_nn_check_forward(const char *fn, tg_tape *t, const void *layer, bool ready)

@@ -46,6 +46,17 @@ tg_tensor *tg_params_get(const tg_params *p, const char *name)
     return NULL;
 }
 
+void tg_params_truncate(tg_params *p, int count)
+{
+    if (!p || count < 0) return;
+    while (p->count > count) {
+        tg_tensor *x = p->items[--p->count];
+        p->numel -= x->size;
+        tg_free((char *)x->name);
+        tg_free(x);
+    }
+}
+
 /* Points every tensor at its slice of the flat buffers. */
 static void repoint(tg_params *p)
 {
