@@ -80,6 +80,7 @@ void tg_tape_free(tg_tape *t)
 
 void tg_tape_reset(tg_tape *t)
 {
+    TG_REFUSE_NULL(t, "the tape", );
     t->gen++;
     for (chunk *c = t->first; c; c = c->next) c->used = 0;
     tg_headers_release(t->headers);
@@ -92,21 +93,57 @@ void tg_tape_reset(tg_tape *t)
 
 bool tg_no_grad_begin(tg_tape *t)
 {
+    TG_REFUSE_NULL(t, "the tape", false);
     bool prev = t->recording;
     t->recording = false;
     return prev;
 }
 
-void tg_no_grad_end(tg_tape *t, bool prev) { t->recording = prev; }
-bool tg_tape_recording(const tg_tape *t) { return t->recording; }
-void tg_tape_set_training(tg_tape *t, bool on) { t->training = on; }
-bool tg_tape_training(const tg_tape *t) { return t->training; }
-void tg_tape_set_anomaly(tg_tape *t, bool on) { t->anomaly = on; }
-const char *tg_tape_error(const tg_tape *t) { return t && t->has_error ? t->error : NULL; }
-int tg_tape_node_count(const tg_tape *t) { return t->n_nodes; }
+void tg_no_grad_end(tg_tape *t, bool prev)
+{
+    TG_REFUSE_NULL(t, "the tape", );
+    t->recording = prev;
+}
+
+bool tg_tape_recording(const tg_tape *t)
+{
+    TG_REFUSE_NULL(t, "the tape", false);
+    return t->recording;
+}
+
+void tg_tape_set_training(tg_tape *t, bool on)
+{
+    TG_REFUSE_NULL(t, "the tape", );
+    t->training = on;
+}
+
+bool tg_tape_training(const tg_tape *t)
+{
+    TG_REFUSE_NULL(t, "the tape", false);
+    return t->training;
+}
+
+void tg_tape_set_anomaly(tg_tape *t, bool on)
+{
+    TG_REFUSE_NULL(t, "the tape", );
+    t->anomaly = on;
+}
+
+const char *tg_tape_error(const tg_tape *t)
+{
+    if (!t) return "tg_tape_error: the tape is NULL";
+    return t->has_error ? t->error : NULL;
+}
+
+int tg_tape_node_count(const tg_tape *t)
+{
+    TG_REFUSE_NULL(t, "the tape", -1);
+    return t->n_nodes;
+}
 
 void tg_tape_clear_error(tg_tape *t)
 {
+    TG_REFUSE_NULL(t, "the tape", );
     t->has_error = false;
     t->error[0] = '\0';
 }
@@ -187,6 +224,7 @@ static void *arena_take(tg_tape *t, size_t bytes)
 
 void *tg_arena_alloc(tg_tape *t, size_t bytes, const char *op)
 {
+    if (!t) return tg_fail(NULL, "%s: the tape is NULL", op);
     void *p = arena_take(t, bytes);
     if (!p) tg_fail(t, "out of memory: %.1f MiB for %s", (double)bytes / (1 << 20), op);
     return p;
@@ -194,6 +232,7 @@ void *tg_arena_alloc(tg_tape *t, size_t bytes, const char *op)
 
 size_t tg_tape_arena_capacity(const tg_tape *t)
 {
+    TG_REFUSE_NULL(t, "the tape", 0);
     size_t n = 0;
     for (chunk *c = t->first; c; c = c->next) n += c->cap;
     return n;
@@ -201,6 +240,7 @@ size_t tg_tape_arena_capacity(const tg_tape *t)
 
 size_t tg_tape_arena_used(const tg_tape *t)
 {
+    TG_REFUSE_NULL(t, "the tape", 0);
     size_t n = 0;
     for (chunk *c = t->first; c; c = c->next) n += c->used;
     return n;
@@ -210,6 +250,7 @@ size_t tg_tape_arena_used(const tg_tape *t)
 
 tg_tensor *tg_new_header(tg_tape *t, const char *op)
 {
+    if (!t) return tg_fail(NULL, "%s: the tape is NULL", op);
     tg_tensor *x = tg_headers_take(&t->headers, sizeof *x);
     if (!x) return tg_fail(t, "out of memory: a tensor header for %s", op);
     *x = (tg_tensor){.magic = TG_TENSOR_LIVE, .tape = t->id, .gen = t->gen};
@@ -219,6 +260,8 @@ tg_tensor *tg_new_header(tg_tape *t, const char *op)
 tg_tensor *tg_new(tg_tape *t, const char *op, int ndim, const int *shape)
 {
     size_t size;
+    if (!t) return tg_fail(NULL, "%s: the tape is NULL", op);
+    if (ndim > 0 && !shape) return tg_fail(t, "%s: the shape is NULL", op);
     if (!tg_shape_size(ndim, shape, &size))
         return tg_fail(t, "%s: invalid shape (%d dims)", op, ndim);
     tg_tensor *x = tg_new_header(t, op);
@@ -232,6 +275,7 @@ tg_tensor *tg_new(tg_tape *t, const char *op, int ndim, const int *shape)
 
 tg_tensor *tg_new_like(tg_tape *t, const char *op, const tg_tensor *x)
 {
+    if (!x) return tg_fail_null(t, op);
     return tg_new(t, op, x->ndim, x->shape);
 }
 
@@ -314,17 +358,19 @@ static void grad_give(tg_tape *t, const node *n)
 
 void *tg_arena_scratch(tg_tape *t, size_t bytes, const char *op)
 {
+    if (!t) return tg_fail(NULL, "%s: the tape is NULL", op);
     void *p = spare_take(t, bytes);
     return p ? p : tg_arena_alloc(t, bytes, op);
 }
 
 void tg_arena_release(tg_tape *t, void *p, size_t bytes)
 {
-    if (p) spare_give(t, p, bytes);
+    if (t && p) spare_give(t, p, bytes);
 }
 
 tg_real *tg_grad(tg_tape *t, tg_tensor *x)
 {
+    if (!x) return (tg_real *)tg_fail(t, "tg_grad: the tensor is NULL");
     if (x->grad) return x->grad;
     if (x->view_of) {  /* a view made before its base had a grad (tg_reshape) */
         tg_real *g = tg_grad(t, x->view_of);
@@ -343,7 +389,7 @@ tg_real *tg_grad(tg_tape *t, tg_tensor *x)
 tg_real *tg_grad_write(tg_tape *t, tg_tensor *x, tg_real *beta)
 {
     *beta = 1;
-    if (x->grad || x->view_of || x->owns_data) return tg_grad(t, x);
+    if (!x || x->grad || x->view_of || x->owns_data) return tg_grad(t, x);
     *beta = 0;
     return x->grad = tg_arena_scratch(t, x->size * sizeof(tg_real), "a grad");
 }
@@ -368,6 +414,7 @@ bool tg_inputs_check(tg_tape *t, const char *op, tg_tensor *const *in, int n, in
         tg_fail(NULL, "%s: the tape is NULL", op);
         return false;
     }
+    if (!in && n > 0) return tg_fail_null(t, op);
     for (int k = 0; k < n; k++) {
         const tg_tensor *x = in[k];
         if (!x) {
@@ -384,7 +431,7 @@ bool tg_inputs_check(tg_tape *t, const char *op, tg_tensor *const *in, int n, in
 
 bool tg_needs_grad(const tg_tape *t, tg_tensor *const *in, int n)
 {
-    if (!t->recording) return false;
+    if (!t || !in || !t->recording) return false;
     for (int k = 0; k < n; k++)
         if (in[k] && in[k]->requires_grad) return true;
     return false;
@@ -421,6 +468,10 @@ static node *node_push(tg_tape *t, const char *op, tg_backward_fn backward, tg_t
 bool tg_op_record(tg_tape *t, const tg_op *op, tg_tensor *out, tg_tensor *const *in, int n,
                   const void *ctx)
 {
+    if (!t || !op || !out) {
+        tg_fail(t, "tg_op_record: the %s is NULL", !t ? "tape" : !op ? "op" : "output");
+        return false;
+    }
     if (!tg_needs_grad(t, in, n)) return true;
     return node_push(t, op->name, op->backward, out, in, n, ctx, op->ctx_size) != NULL;
 }
@@ -434,6 +485,8 @@ static bool all_finite(const tg_real *x, size_t n)
 
 tg_tensor *tg_op_done(tg_tape *t, const char *op, tg_tensor *out)
 {
+    if (!t) return tg_fail(NULL, "%s: the tape is NULL", op);
+    if (!out) return tg_fail_null(t, op);
     if (t->anomaly && !all_finite(out->data, out->size)) {
         char s[TG_SHAPE_STR];
         return tg_fail(t, "anomaly: %s produced NaN/Inf in its output %s", op, tg_shape_str(out, s));
@@ -512,6 +565,8 @@ int tg_backward(tg_tape *t, tg_tensor *loss)
 
 void tg_tape_dump(const tg_tape *t, FILE *f)
 {
+    TG_REFUSE_NULL(t, "the tape", );
+    TG_REFUSE_NULL(f, "the file", );
     fprintf(f, "tape: %d nodes, arena %zu / %zu bytes%s\n", t->n_nodes, tg_tape_arena_used(t),
             tg_tape_arena_capacity(t), t->has_error ? " (error set)" : "");
     for (int i = 0; i < t->n_nodes; i++) {
