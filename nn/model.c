@@ -177,6 +177,7 @@ int tg_kv_cache_init(tg_kv_cache *c, const tg_model *m, int B)
 
 void tg_kv_cache_free(tg_kv_cache *c)
 {
+    TG_REFUSE_NULL(c, "the cache", );
     for (int l = 0; c->kv && l < c->n_layers; l++) tg_tensor_free(c->kv[l]);
     tg_free(c->kv);
     memset(c, 0, sizeof *c);

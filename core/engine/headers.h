@@ -16,6 +16,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct tg_hblock tg_hblock;
 
 /* Room for one header (size bytes) at a never-used address of the store whose
@@ -26,5 +30,9 @@ void tg_headers_release(tg_hblock *cur);
 /* Whether p points into the store (a header it made, dead or live). */
 bool tg_headers_own(const tg_hblock *cur, const void *p);
 void tg_headers_free(tg_hblock *cur);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
