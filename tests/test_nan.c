@@ -237,3 +237,32 @@ Test(nan, sdpa)
             tg_tensor_free(pk);
         }
 }
+
+/* log and sqrt of a NaN (the other inputs positive) */
+Test(nan, log_and_sqrt)
+{
+    tg_tensor *x = input(2, 4, 5);
+    for (size_t i = 0; i < x->size; i++)
+        if (i != 5) x->data[i] = (tg_real)(i + 1);
+    assert_nans("tg_log", tg_log(T, x), ".....n..");
+    assert_nans("tg_sqrt", tg_sqrt(T, x), ".....n..");
+    tg_tensor_free(x);
+}
+
+/* Shape ops move the NaN with its element. */
+Test(nan, shape_ops)
+{
+    tg_tensor *x = input(2, 4, 1);  /* [0, 1] */
+    assert_nans("tg_reshape", tg_reshape(T, x, 2, (int[]){4, 2}), ".n......");
+    assert_nans("tg_transpose", tg_transpose(T, x, 0, 1), "..n.....");
+    assert_nans("tg_permute", tg_permute(T, x, (int[]){1, 0}), "..n.....");
+    assert_nans("tg_concat", tg_concat(T, (tg_tensor *[]){x, x}, 2), ".n...n.." "........");  /* last dim */
+    assert_nans("tg_slice", tg_slice(T, x, 0, 1), ".n..");
+    assert_nans("tg_rows_view", tg_rows_view(T, x, 1, 1), "....");
+    tg_tensor *h = tg_tensor_alloc(3, (int[]){1, 2, 4});
+    h->data[5] = NAN;  /* position 1, column 1: head 0 with 2 heads of 2 */
+    tg_tensor *s = tg_split_heads(T, h, 2);
+    assert_nans("tg_split_heads", s, "...n....");
+    assert_nans("tg_merge_heads", tg_merge_heads(T, s), ".....n..");
+    tu_free_all((tg_tensor *[]){x, h}, 2);
+}
