@@ -25,15 +25,36 @@ bool tg_dist_available(void) { return false; }
 int tg_dist_rank(void) { return 0; }
 int tg_dist_size(void) { return 1; }
 
-int tg_dist_bcast_params(tg_params *p) { return (void)p, 0; }
-int tg_dist_allreduce_grads(tg_params *p) { return (void)p, 0; }
-int tg_dist_sum(double *v, int n) { return (void)v, (void)n, 0; }
-int tg_dist_bcast(double *v, int n) { return (void)v, (void)n, 0; }
+int tg_dist_bcast_params(tg_params *p)
+{
+    TG_REFUSE_NULL(p, "the parameter store", -1);
+    return 0;
+}
+
+int tg_dist_allreduce_grads(tg_params *p)
+{
+    TG_REFUSE_NULL(p, "the parameter store", -1);
+    return 0;
+}
+
+int tg_dist_sum(double *v, int n)
+{
+    TG_REFUSE_NULL(v || n <= 0, "v", -1);
+    return 0;
+}
+
+int tg_dist_bcast(double *v, int n)
+{
+    TG_REFUSE_NULL(v || n <= 0, "v", -1);
+    return 0;
+}
+
 int tg_dist_barrier(void) { return 0; }
 
 int tg_dist_params_agree(const tg_params *p, bool *same)
 {
-    (void)p;
+    TG_REFUSE_NULL(p, "the parameter store", -1);
+    TG_REFUSE_NULL(same, "same", -1);
     *same = true;
     return 0;
 }

@@ -62,6 +62,7 @@ int tg_dist_size(void) { return size_; }
 
 int tg_dist_bcast_params(tg_params *p)
 {
+    TG_REFUSE_NULL(p, "the parameter store", -1);
     if (size_ == 1) return 0;
     tg_real *v = tg_params_data(p);
     for (size_t i = 0, n = tg_params_numel(p); i < n; i += PIECE) {
@@ -74,6 +75,7 @@ int tg_dist_bcast_params(tg_params *p)
 
 int tg_dist_allreduce_grads(tg_params *p)
 {
+    TG_REFUSE_NULL(p, "the parameter store", -1);
     if (size_ == 1) return 0;
     tg_real *g = tg_params_grad(p);
     for (size_t i = 0, n = tg_params_numel(p); i < n; i += PIECE) {
@@ -87,12 +89,14 @@ int tg_dist_allreduce_grads(tg_params *p)
 
 int tg_dist_sum(double *v, int n)
 {
+    TG_REFUSE_NULL(v || n <= 0, "v", -1);
     if (size_ == 1) return 0;
     return check(MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD), "all-reduce");
 }
 
 int tg_dist_bcast(double *v, int n)
 {
+    TG_REFUSE_NULL(v || n <= 0, "v", -1);
     if (size_ == 1) return 0;
     return check(MPI_Bcast(v, n, MPI_DOUBLE, 0, MPI_COMM_WORLD), "broadcast");
 }
@@ -105,6 +109,8 @@ int tg_dist_barrier(void)
 
 int tg_dist_params_agree(const tg_params *p, bool *same)
 {
+    TG_REFUSE_NULL(p, "the parameter store", -1);
+    TG_REFUSE_NULL(same, "same", -1);
     *same = true;
     if (size_ == 1) return 0;
     const unsigned char *b = (const unsigned char *)tg_params_data(p);

@@ -71,7 +71,8 @@ int tg_mha_init(tg_mha *m, tg_params *p, const char *prefix, const tg_mha_config
     if (tg_nn_check_init("tg_mha_init", m, p, cfg)) return -1;
     memset(m, 0, sizeof *m);
     snprintf(m->name, sizeof m->name, "%s", prefix ? prefix : "");
-    if (check_config(cfg, m->name)) return -1;
+    int n0 = tg_params_count(p);
+    if (check_config(cfg, m->name)) return tg_nn_init_undo(m, sizeof *m, m->name, p, n0);
     m->cfg = *cfg;
     if (m->cfg.d_head == 0) m->cfg.d_head = cfg->d_model / cfg->n_heads;
     int E = m->cfg.n_heads * m->cfg.d_head, D = m->cfg.d_model, dh = m->cfg.d_head;
@@ -79,7 +80,7 @@ int tg_mha_init(tg_mha *m, tg_params *p, const char *prefix, const tg_mha_config
     if (add_params(m, p, prefix) || tg_nn_name(sub, prefix, "out_proj") ||
         tg_linear_init(&m->out_proj, p, sub, &(tg_linear_config){.in = E, .out = D, .bias = m->cfg.bias},
                        NULL))
-        return -1;
+        return tg_nn_init_undo(m, sizeof *m, m->name, p, n0);
     if (!rng) return 0;
     /* xavier_uniform_ over the packed [3E, D] matrix, drawn row by row: in
      * per-head mode too, so both modes get the same numbers */

@@ -12,17 +12,16 @@ int tg_block_init(tg_block *b, tg_params *p, const char *prefix, const tg_block_
     if (tg_nn_check_init("tg_block_init", b, p, cfg)) return -1;
     memset(b, 0, sizeof *b);
     snprintf(b->name, sizeof b->name, "%s", prefix ? prefix : "");
+    int n0 = tg_params_count(p);
     double eps = cfg->ln_eps > 0 ? cfg->ln_eps : 1e-5;
     int D = cfg->attn.d_model;
     tg_ffn_config ff = {.d_model = D, .d_ff = cfg->d_ff, .dropout = cfg->ff_dropout};
     char sub[TG_NN_NAME_MAX];
-    if (tg_nn_name(sub, prefix, "ln1") || tg_layernorm_init(&b->ln1, p, sub, D, eps))
-        return -1;
-    if (tg_nn_name(sub, prefix, "attn") || tg_mha_init(&b->attn, p, sub, &cfg->attn, rng))
-        return -1;
-    if (tg_nn_name(sub, prefix, "ln2") || tg_layernorm_init(&b->ln2, p, sub, D, eps))
-        return -1;
-    if (tg_nn_name(sub, prefix, "ff") || tg_ffn_init(&b->ff, p, sub, &ff, rng)) return -1;
+    if (tg_nn_name(sub, prefix, "ln1") || tg_layernorm_init(&b->ln1, p, sub, D, eps) ||
+        tg_nn_name(sub, prefix, "attn") || tg_mha_init(&b->attn, p, sub, &cfg->attn, rng) ||
+        tg_nn_name(sub, prefix, "ln2") || tg_layernorm_init(&b->ln2, p, sub, D, eps) ||
+        tg_nn_name(sub, prefix, "ff") || tg_ffn_init(&b->ff, p, sub, &ff, rng))
+        return tg_nn_init_undo(b, sizeof *b, b->name, p, n0);
     return 0;
 }
 

@@ -10,15 +10,16 @@ int tg_embedding_init(tg_embedding_layer *e, tg_params *p, const char *prefix, i
     if (tg_nn_check_init("tg_embedding_init", e, p, e)) return -1;
     memset(e, 0, sizeof *e);
     snprintf(e->name, sizeof e->name, "%s", prefix ? prefix : "");
+    int n0 = tg_params_count(p);
     if (num <= 0 || dim <= 0) {
         tg_error_set("tg_embedding '%s': num_embeddings %d and dim %d must be > 0",
                      e->name, num, dim);
-        return -1;
+        return tg_nn_init_undo(e, sizeof *e, e->name, p, n0);
     }
     e->num = num;
     e->dim = dim;
     e->weight = tg_nn_param(p, prefix, "weight", 2, (int[]){num, dim});
-    if (!e->weight) return -1;
+    if (!e->weight) return tg_nn_init_undo(e, sizeof *e, e->name, p, n0);
     if (rng) tg_init_normal(e->weight, 0.0, 1.0, rng);
     return 0;
 }

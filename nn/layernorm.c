@@ -9,17 +9,17 @@ int tg_layernorm_init(tg_layernorm_layer *ln, tg_params *p, const char *prefix, 
     if (tg_nn_check_init("tg_layernorm_init", ln, p, ln)) return -1;
     memset(ln, 0, sizeof *ln);
     snprintf(ln->name, sizeof ln->name, "%s", prefix ? prefix : "");
+    int n0 = tg_params_count(p);
     if (dim <= 0 || !(eps > 0)) {
         tg_error_set("tg_layernorm '%s': dim %d and eps %g must be > 0", ln->name,
                      dim, eps);
-        return -1;
+        return tg_nn_init_undo(ln, sizeof *ln, ln->name, p, n0);
     }
     ln->dim = dim;
     ln->eps = eps;
-    ln->weight = tg_nn_param(p, prefix, "weight", 1, (int[]){dim});
-    if (!ln->weight) return -1;
-    ln->bias = tg_nn_param(p, prefix, "bias", 1, (int[]){dim});
-    if (!ln->bias) return -1;
+    if (!(ln->weight = tg_nn_param(p, prefix, "weight", 1, (int[]){dim})) ||
+        !(ln->bias = tg_nn_param(p, prefix, "bias", 1, (int[]){dim})))
+        return tg_nn_init_undo(ln, sizeof *ln, ln->name, p, n0);
     tg_init_const(ln->weight, 1.0);
     return 0;
 }

@@ -9,14 +9,16 @@ int tg_linear_init(tg_linear *l, tg_params *p, const char *prefix, const tg_line
     if (tg_nn_check_init("tg_linear_init", l, p, cfg)) return -1;
     memset(l, 0, sizeof *l);
     snprintf(l->name, sizeof l->name, "%s", prefix ? prefix : "");
-    int in = cfg->in, out = cfg->out;
-    if (in <= 0 || out <= 0)
-        return tg_error_set("tg_linear '%s': in_features %d and out_features %d must be > 0", l->name, in, out);
+    int in = cfg->in, out = cfg->out, n0 = tg_params_count(p);
+    if (in <= 0 || out <= 0) {
+        tg_error_set("tg_linear '%s': in_features %d and out_features %d must be > 0", l->name, in, out);
+        return tg_nn_init_undo(l, sizeof *l, l->name, p, n0);
+    }
     l->in = in;
     l->out = out;
-    l->weight = tg_nn_param(p, prefix, "weight", 2, (int[]){out, in});
-    if (!l->weight) return -1;
-    if (cfg->bias && !(l->bias = tg_nn_param(p, prefix, "bias", 1, (int[]){out}))) return -1;
+    if (!(l->weight = tg_nn_param(p, prefix, "weight", 2, (int[]){out, in})) ||
+        (cfg->bias && !(l->bias = tg_nn_param(p, prefix, "bias", 1, (int[]){out}))))
+        return tg_nn_init_undo(l, sizeof *l, l->name, p, n0);
     if (rng) tg_init_linear(l->weight, l->bias, rng);
     return 0;
 }

@@ -21,6 +21,7 @@ int tg_model_init(tg_model *m, tg_params *p, const tg_model_config *cfg, tg_rng 
 {
     if (tg_nn_check_init("tg_model_init", m, p, cfg)) return -1;
     memset(m, 0, sizeof *m);
+    int n0 = tg_params_count(p);
     if (check_config(cfg)) return -1;
     m->cfg = *cfg;
     if (m->cfg.d_ff == 0) m->cfg.d_ff = 4 * cfg->d_model;
@@ -31,11 +32,11 @@ int tg_model_init(tg_model *m, tg_params *p, const tg_model_config *cfg, tg_rng 
         .d_ff = c->d_ff, .ff_dropout = c->dropout, .ln_eps = 1e-5};
     if (tg_embedding_init(&m->tok_emb, p, "tok_emb", c->vocab, c->d_model, rng) ||
         tg_embedding_init(&m->pos_emb, p, "pos_emb", c->max_len, c->d_model, rng))
-        return -1;
+        goto fail;
     m->blocks = tg_calloc((size_t)c->n_layers, sizeof *m->blocks);
     if (!m->blocks) {
         tg_error_set("tg_model: out of memory for %d blocks", c->n_layers);
-        return -1;
+        goto fail;
     }
     for (int l = 0; l < c->n_layers; l++) {
         char prefix[32];
@@ -50,7 +51,7 @@ int tg_model_init(tg_model *m, tg_params *p, const tg_model_config *cfg, tg_rng 
     return 0;
 fail:
     tg_model_free(m);
-    return -1;
+    return tg_nn_init_undo(m, sizeof *m, NULL, p, n0);
 }
 
 void tg_model_free(tg_model *m)
@@ -176,6 +177,7 @@ int tg_kv_cache_init(tg_kv_cache *c, const tg_model *m, int B)
 
 void tg_kv_cache_free(tg_kv_cache *c)
 {
+    TG_REFUSE_NULL(c, "the cache", );
     for (int l = 0; c->kv && l < c->n_layers; l++) tg_tensor_free(c->kv[l]);
     tg_free(c->kv);
     memset(c, 0, sizeof *c);

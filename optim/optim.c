@@ -128,7 +128,8 @@ int tg_optim_step(tg_optim *o)
 
 void tg_optim_zero_grad(tg_optim *o)
 {
-    if (o) tg_params_zero_grad(o->p);
+    TG_REFUSE_NULL(o, "the optimizer", );
+    tg_params_zero_grad(o->p);
 }
 
 int tg_optim_set_lr(tg_optim *o, double lr)
@@ -139,9 +140,23 @@ int tg_optim_set_lr(tg_optim *o, double lr)
     return 0;
 }
 
-double tg_optim_lr(const tg_optim *o) { return o->o.lr; }
-long tg_optim_steps(const tg_optim *o) { return o->t; }
-const tg_optim_opts *tg_optim_options(const tg_optim *o) { return &o->o; }
+double tg_optim_lr(const tg_optim *o)
+{
+    TG_REFUSE_NULL(o, "the optimizer", NAN);
+    return o->o.lr;
+}
+
+long tg_optim_steps(const tg_optim *o)
+{
+    TG_REFUSE_NULL(o, "the optimizer", -1);
+    return o->t;
+}
+
+const tg_optim_opts *tg_optim_options(const tg_optim *o)
+{
+    TG_REFUSE_NULL(o, "the optimizer", NULL);
+    return &o->o;
+}
 
 /* ---- state as named tensors ----------------------------------------------- */
 

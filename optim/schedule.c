@@ -42,6 +42,7 @@ int tg_schedule_check(const tg_schedule *s)
 
 double tg_lr_at(const tg_schedule *s, long step)
 {
+    TG_REFUSE_NULL(s, "the schedule", NAN);
     if (step < 0) step = 0;
     if (step < s->warmup) return s->lr * (double)(step + 1) / (double)s->warmup;
     if (s->kind == TG_SCHED_CONSTANT) return s->lr;

@@ -349,7 +349,8 @@ Test(misuse_inputs, optional_inputs_may_be_null)
 
 /* The loop every training program has, with the input wrongly made once
  * outside it: the next step makes a tensor of the same shape first, where the
- * kept one lived, and the kept one is still found dead (core/tape.c's skew). */
+ * kept one lived, and the kept one is still found dead (its header's address
+ * is never reused: core/engine/headers.h; tests/test_stale.c loops further). */
 Test(misuse_inputs, kept_across_a_reset_in_a_loop)
 {
     tg_tape *t = tg_tape_new();

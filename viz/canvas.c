@@ -50,6 +50,7 @@ void tg_canvas_free(tg_canvas *c)
 
 void tg_canvas_pixel(tg_canvas *c, int x, int y, tg_rgb col)
 {
+    TG_REFUSE_NULL(c, "the canvas", );
     if (x < 0 || y < 0 || x >= c->w || y >= c->h) return;
     uint8_t *p = c->px + ((size_t)y * (size_t)c->w + (size_t)x) * 3;
     p[0] = col.r;
@@ -59,6 +60,7 @@ void tg_canvas_pixel(tg_canvas *c, int x, int y, tg_rgb col)
 
 void tg_canvas_fill_rect(tg_canvas *c, int x, int y, int w, int h, tg_rgb col)
 {
+    TG_REFUSE_NULL(c, "the canvas", );
     /* Clip in 64-bit so x + w cannot overflow for far-off rectangles. */
     long long x0 = x, y0 = y, x1 = (long long)x + w, y1 = (long long)y + h;
     if (x0 < 0) x0 = 0;
@@ -77,6 +79,7 @@ void tg_canvas_fill_rect(tg_canvas *c, int x, int y, int w, int h, tg_rgb col)
 
 void tg_canvas_rect(tg_canvas *c, int x, int y, int w, int h, tg_rgb col)
 {
+    TG_REFUSE_NULL(c, "the canvas", );
     if (w <= 0 || h <= 0) return;
     tg_canvas_fill_rect(c, x, y, w, 1, col);
     tg_canvas_fill_rect(c, x, y + h - 1, w, 1, col);
@@ -87,6 +90,7 @@ void tg_canvas_rect(tg_canvas *c, int x, int y, int w, int h, tg_rgb col)
 void tg_canvas_line(tg_canvas *c, int x0, int y0, int x1, int y1,
                     int thickness, tg_rgb col)
 {
+    TG_REFUSE_NULL(c, "the canvas", );
     if (thickness < 1) thickness = 1;
     int half = (thickness - 1) / 2;
     long long dx = llabs((long long)x1 - x0), dy = -llabs((long long)y1 - y0);
@@ -157,12 +161,14 @@ static void text_any(tg_canvas *c, int x, int y, const char *s, int scale,
 void tg_canvas_text(tg_canvas *c, int x, int y, const char *s, int scale,
                     tg_rgb col)
 {
+    TG_REFUSE_NULL(c, "the canvas", );
     text_any(c, x, y, s, scale, false, col);
 }
 
 void tg_canvas_text_up(tg_canvas *c, int x, int y, const char *s, int scale,
                        tg_rgb col)
 {
+    TG_REFUSE_NULL(c, "the canvas", );
     text_any(c, x, y, s, scale, true, col);
 }
 
@@ -232,8 +238,8 @@ static int fail(const char *path, const char *why)
 
 int tg_canvas_save_png(const tg_canvas *c, const char *path)
 {
-    if (!path) return fail("(null)", "path is NULL");
-    if (!c || !c->px) return fail(path, "canvas is NULL");
+    TG_REFUSE_NULL(path, "the path", -1);
+    TG_REFUSE_NULL(c && c->px, "the canvas", -1);
     /* Our own FILE (not stbi_write_png) so errno and write errors reach the
      * message. */
     png_sink s = {fopen(path, "wb"), false};

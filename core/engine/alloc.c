@@ -1,20 +1,29 @@
 /* tapegrad: counted, failure-injectable allocation (see core/engine/alloc.h). */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #include "alloc.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "error.h"
 
-static uint64_t n_allocs;  /* successful allocations */
-static uint64_t fail_at;   /* 0: off; else the countdown to the failing call */
+/* Atomic: tapes on different threads allocate at the same time. */
+static atomic_uint_fast64_t n_allocs;  /* successful allocations */
+static atomic_uint_fast64_t fail_at;   /* 0: off; else the countdown to the failing call */
 
 static int should_fail(void)
 {
-    if (fail_at == 0) return 0;
-    if (--fail_at == 0) return 1;
+    uint_fast64_t n = atomic_load_explicit(&fail_at, memory_order_relaxed);
+    while (n != 0)
+        if (atomic_compare_exchange_weak_explicit(&fail_at, &n, n - 1, memory_order_relaxed,
+                                                  memory_order_relaxed))
+            return n == 1;
     return 0;
 }
+
+static void counted(void) { atomic_fetch_add_explicit(&n_allocs, 1, memory_order_relaxed); }
 
 /* Every failed allocation leaves a message; callers that know what the
  * memory was for replace it with a better one. */
@@ -29,7 +38,7 @@ void *tg_malloc(size_t n)
     if (should_fail()) return oom(n);
     void *p = malloc(n ? n : 1);
     if (!p) return oom(n);
-    n_allocs++;
+    counted();
     return p;
 }
 
@@ -38,7 +47,7 @@ void *tg_calloc(size_t count, size_t size)
     if (should_fail()) return oom(count * size);
     void *p = calloc(count ? count : 1, size ? size : 1);
     if (!p) return oom(count * size);
-    n_allocs++;
+    counted();
     return p;
 }
 
@@ -47,7 +56,7 @@ void *tg_realloc(void *p, size_t n)
     if (should_fail()) return oom(n);
     void *q = realloc(p, n ? n : 1);
     if (!q) return oom(n);
-    n_allocs++;
+    counted();
     return q;
 }
 
@@ -61,5 +70,19 @@ char *tg_strdup(const char *s)
     return d;
 }
 
-uint64_t tg_alloc_count(void) { return n_allocs; }
-void tg_alloc_fail_at(uint64_t n) { fail_at = n; }
+void *tg_map(size_t n)
+{
+    if (should_fail()) return oom(n);
+    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return oom(n);
+    counted();
+    return p;
+}
+
+void tg_unmap(void *p, size_t n)
+{
+    if (p) munmap(p, n);
+}
+
+uint64_t tg_alloc_count(void) { return atomic_load_explicit(&n_allocs, memory_order_relaxed); }
+void tg_alloc_fail_at(uint64_t n) { atomic_store_explicit(&fail_at, n, memory_order_relaxed); }

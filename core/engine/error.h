@@ -31,6 +31,17 @@ void tg_error_clear(void);
  * (tg_error_set("%s: %s", path, tg_error())). */
 int tg_error_set(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* Every public function refuses a NULL pointer it needs with this, naming
+ * itself: "tg_tape_reset: the tape is NULL" in tg_error(), then returns ret
+ * (left empty in a void function). */
+#define TG_REFUSE_NULL(p, what, ret)                                  \
+    do {                                                              \
+        if (!(p)) {                                                   \
+            tg_error_set("%s: %s is NULL", __func__, what);           \
+            return ret;                                               \
+        }                                                             \
+    } while (0)
+
 #ifdef __cplusplus
 }
 #endif

@@ -83,7 +83,7 @@ tg_gradcheck_result tg_gradcheck(tg_gradcheck_fn f, void *ctx, tg_tensor **input
         if (opts->seed) o.seed = opts->seed;
     }
     if (!f || !inputs || n_inputs <= 0) {
-        fail("no function or no inputs", NULL);
+        fail(!f ? "the function is NULL" : !inputs ? "the inputs are NULL" : "no inputs", NULL);
         return r;
     }
     for (int k = 0; k < n_inputs; k++) {

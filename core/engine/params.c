@@ -28,22 +28,61 @@ void tg_params_free(tg_params *p)
     tg_free(p);
 }
 
-int tg_params_count(const tg_params *p) { return p->count; }
-tg_tensor *tg_params_at(const tg_params *p, int i) { return i >= 0 && i < p->count ? p->items[i] : NULL; }
-size_t tg_params_numel(const tg_params *p) { return p->numel; }
-tg_real *tg_params_data(const tg_params *p) { return p->data; }
-tg_real *tg_params_grad(const tg_params *p) { return p->grad; }
+int tg_params_count(const tg_params *p)
+{
+    TG_REFUSE_NULL(p, "the parameter store", -1);
+    return p->count;
+}
+
+tg_tensor *tg_params_at(const tg_params *p, int i)
+{
+    TG_REFUSE_NULL(p, "the parameter store", NULL);
+    return i >= 0 && i < p->count ? p->items[i] : NULL;
+}
+
+size_t tg_params_numel(const tg_params *p)
+{
+    TG_REFUSE_NULL(p, "the parameter store", 0);
+    return p->numel;
+}
+
+tg_real *tg_params_data(const tg_params *p)
+{
+    TG_REFUSE_NULL(p, "the parameter store", NULL);
+    return p->data;
+}
+
+tg_real *tg_params_grad(const tg_params *p)
+{
+    TG_REFUSE_NULL(p, "the parameter store", NULL);
+    return p->grad;
+}
 
 void tg_params_zero_grad(tg_params *p)
 {
+    TG_REFUSE_NULL(p, "the parameter store", );
     if (p->grad) memset(p->grad, 0, p->numel * sizeof(tg_real));
 }
 
 tg_tensor *tg_params_get(const tg_params *p, const char *name)
 {
+    TG_REFUSE_NULL(p, "the parameter store", NULL);
+    TG_REFUSE_NULL(name, "the name", NULL);
     for (int i = 0; i < p->count; i++)
         if (strcmp(p->items[i]->name, name) == 0) return p->items[i];
     return NULL;
+}
+
+void tg_params_truncate(tg_params *p, int count)
+{
+    TG_REFUSE_NULL(p, "the parameter store", );
+    if (count < 0) return;
+    while (p->count > count) {
+        tg_tensor *x = p->items[--p->count];
+        p->numel -= x->size;
+        tg_free((char *)x->name);
+        tg_free(x);
+    }
 }
 
 /* Points every tensor at its slice of the flat buffers. */
@@ -69,9 +108,10 @@ tg_tensor *tg_params_add(tg_params *p, const char *name, int ndim, const int *sh
 {
     size_t size;
     if (!p || !name || !*name) {
-        tg_error_set("tg_params_add: %s", !p ? "the parameter store is NULL" : "empty name");
+        tg_error_set("tg_params_add: %s", !p ? "the parameter store is NULL" : !name ? "the name is NULL" : "empty name");
         return NULL;
     }
+    TG_REFUSE_NULL(shape || ndim == 0, "the shape", NULL);
     if (tg_params_get(p, name)) {
         tg_error_set("tg_params_add: '%s' already exists", name);
         return NULL;

@@ -9,20 +9,16 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "headers.h"
 #include "op.h"
 
 #define ARENA_ALIGN 64
 #define ARENA_MIN_CHUNK ((size_t)1 << 20)
 
-/* A tensor header takes two alignment units, so that the arena's skew
- * (tg_tape_reset) never puts a new header where an old one started. */
-_Static_assert(sizeof(tg_tensor) > ARENA_ALIGN, "tg_tensor must span two arena units");
-
 typedef struct chunk {
     struct chunk *next;
     size_t cap, used;
     unsigned char *start; /* ARENA_ALIGN-aligned start inside mem[] */
-    unsigned char *base;  /* start + the generation's skew: allocations begin here */
     unsigned char mem[];
 } chunk;
 
@@ -52,6 +48,7 @@ struct tg_tape {
     node *nodes;
     int n_nodes, cap_nodes;
     spare *spares;       /* address order; rewound with the arena */
+    tg_hblock *headers;  /* the arena tensors' headers (core/engine/headers.h) */
     uint32_t id, gen;    /* stamped on every arena tensor (core/tensor.h) */
     bool recording, training, anomaly, has_error, backward_done;
     char error[512];
@@ -76,23 +73,17 @@ void tg_tape_free(tg_tape *t)
         next = c->next;
         tg_free(c);
     }
+    tg_headers_free(t->headers);
     tg_free(t->nodes);
     tg_free(t);
 }
 
-/* Allocations of odd generations start one unit later in every chunk: a
- * fixed-shape loop then never makes a header where the previous step made
- * one, so a tensor kept across a reset is found dead even after its memory is
- * handed out again. */
-static size_t gen_skew(const tg_tape *t) { return t->gen & 1 ? 0 : ARENA_ALIGN; }
-
 void tg_tape_reset(tg_tape *t)
 {
+    TG_REFUSE_NULL(t, "the tape", );
     t->gen++;
-    for (chunk *c = t->first; c; c = c->next) {
-        c->used = 0;
-        c->base = c->start + gen_skew(t);
-    }
+    for (chunk *c = t->first; c; c = c->next) c->used = 0;
+    tg_headers_release(t->headers);
     t->cur = t->first;
     t->n_nodes = 0;
     t->spares = NULL;
@@ -102,21 +93,57 @@ void tg_tape_reset(tg_tape *t)
 
 bool tg_no_grad_begin(tg_tape *t)
 {
+    TG_REFUSE_NULL(t, "the tape", false);
     bool prev = t->recording;
     t->recording = false;
     return prev;
 }
 
-void tg_no_grad_end(tg_tape *t, bool prev) { t->recording = prev; }
-bool tg_tape_recording(const tg_tape *t) { return t->recording; }
-void tg_tape_set_training(tg_tape *t, bool on) { t->training = on; }
-bool tg_tape_training(const tg_tape *t) { return t->training; }
-void tg_tape_set_anomaly(tg_tape *t, bool on) { t->anomaly = on; }
-const char *tg_tape_error(const tg_tape *t) { return t && t->has_error ? t->error : NULL; }
-int tg_tape_node_count(const tg_tape *t) { return t->n_nodes; }
+void tg_no_grad_end(tg_tape *t, bool prev)
+{
+    TG_REFUSE_NULL(t, "the tape", );
+    t->recording = prev;
+}
+
+bool tg_tape_recording(const tg_tape *t)
+{
+    TG_REFUSE_NULL(t, "the tape", false);
+    return t->recording;
+}
+
+void tg_tape_set_training(tg_tape *t, bool on)
+{
+    TG_REFUSE_NULL(t, "the tape", );
+    t->training = on;
+}
+
+bool tg_tape_training(const tg_tape *t)
+{
+    TG_REFUSE_NULL(t, "the tape", false);
+    return t->training;
+}
+
+void tg_tape_set_anomaly(tg_tape *t, bool on)
+{
+    TG_REFUSE_NULL(t, "the tape", );
+    t->anomaly = on;
+}
+
+const char *tg_tape_error(const tg_tape *t)
+{
+    if (!t) return "tg_tape_error: the tape is NULL";
+    return t->has_error ? t->error : NULL;
+}
+
+int tg_tape_node_count(const tg_tape *t)
+{
+    TG_REFUSE_NULL(t, "the tape", -1);
+    return t->n_nodes;
+}
 
 void tg_tape_clear_error(tg_tape *t)
 {
+    TG_REFUSE_NULL(t, "the tape", );
     t->has_error = false;
     t->error[0] = '\0';
 }
@@ -147,19 +174,18 @@ tg_tensor *tg_fail_null(tg_tape *t, const char *op)
 
 /* ---- arena ---------------------------------------------------------------- */
 
-/* cap usable bytes after room for the alignment and the skew. */
-static chunk *chunk_new(const tg_tape *t, size_t need)
+/* cap usable bytes after room for the alignment. */
+static chunk *chunk_new(size_t need)
 {
     size_t cap = need > ARENA_MIN_CHUNK ? need : ARENA_MIN_CHUNK;
-    if (cap > SIZE_MAX - sizeof(chunk) - 2 * ARENA_ALIGN) return NULL;
-    chunk *c = tg_malloc(sizeof(chunk) + cap + 2 * ARENA_ALIGN);
+    if (cap > SIZE_MAX - sizeof(chunk) - ARENA_ALIGN) return NULL;
+    chunk *c = tg_malloc(sizeof(chunk) + cap + ARENA_ALIGN);
     if (!c) return NULL;
     c->next = NULL;
     c->cap = cap;
     c->used = 0;
     uintptr_t p = (uintptr_t)c->mem;
     c->start = c->mem + ((ARENA_ALIGN - p % ARENA_ALIGN) % ARENA_ALIGN);
-    c->base = c->start + gen_skew(t);
     return c;
 }
 
@@ -181,7 +207,7 @@ static void *arena_take(tg_tape *t, size_t bytes)
         /* Grow geometrically so the number of chunks stays small. */
         size_t want = need;
         if (t->cur && t->cur->cap <= SIZE_MAX / 2 && t->cur->cap * 2 > want) want = t->cur->cap * 2;
-        chunk *c = chunk_new(t, want);
+        chunk *c = chunk_new(want);
         if (!c) return NULL;
         if (!t->cur) {
             t->first = c;
@@ -191,13 +217,14 @@ static void *arena_take(tg_tape *t, size_t bytes)
         }
         t->cur = c;
     }
-    void *p = t->cur->base + t->cur->used;
+    void *p = t->cur->start + t->cur->used;
     t->cur->used += need;
     return p;
 }
 
 void *tg_arena_alloc(tg_tape *t, size_t bytes, const char *op)
 {
+    if (!t) return tg_fail(NULL, "%s: the tape is NULL", op);
     void *p = arena_take(t, bytes);
     if (!p) tg_fail(t, "out of memory: %.1f MiB for %s", (double)bytes / (1 << 20), op);
     return p;
@@ -205,6 +232,7 @@ void *tg_arena_alloc(tg_tape *t, size_t bytes, const char *op)
 
 size_t tg_tape_arena_capacity(const tg_tape *t)
 {
+    TG_REFUSE_NULL(t, "the tape", 0);
     size_t n = 0;
     for (chunk *c = t->first; c; c = c->next) n += c->cap;
     return n;
@@ -212,6 +240,7 @@ size_t tg_tape_arena_capacity(const tg_tape *t)
 
 size_t tg_tape_arena_used(const tg_tape *t)
 {
+    TG_REFUSE_NULL(t, "the tape", 0);
     size_t n = 0;
     for (chunk *c = t->first; c; c = c->next) n += c->used;
     return n;
@@ -221,8 +250,9 @@ size_t tg_tape_arena_used(const tg_tape *t)
 
 tg_tensor *tg_new_header(tg_tape *t, const char *op)
 {
-    tg_tensor *x = tg_arena_alloc(t, sizeof *x, op);
-    if (!x) return NULL;
+    if (!t) return tg_fail(NULL, "%s: the tape is NULL", op);
+    tg_tensor *x = tg_headers_take(&t->headers, sizeof *x);
+    if (!x) return tg_fail(t, "out of memory: a tensor header for %s", op);
     *x = (tg_tensor){.magic = TG_TENSOR_LIVE, .tape = t->id, .gen = t->gen};
     return x;
 }
@@ -230,6 +260,8 @@ tg_tensor *tg_new_header(tg_tape *t, const char *op)
 tg_tensor *tg_new(tg_tape *t, const char *op, int ndim, const int *shape)
 {
     size_t size;
+    if (!t) return tg_fail(NULL, "%s: the tape is NULL", op);
+    if (ndim > 0 && !shape) return tg_fail(t, "%s: the shape is NULL", op);
     if (!tg_shape_size(ndim, shape, &size))
         return tg_fail(t, "%s: invalid shape (%d dims)", op, ndim);
     tg_tensor *x = tg_new_header(t, op);
@@ -243,6 +275,7 @@ tg_tensor *tg_new(tg_tape *t, const char *op, int ndim, const int *shape)
 
 tg_tensor *tg_new_like(tg_tape *t, const char *op, const tg_tensor *x)
 {
+    if (!x) return tg_fail_null(t, op);
     return tg_new(t, op, x->ndim, x->shape);
 }
 
@@ -325,17 +358,19 @@ static void grad_give(tg_tape *t, const node *n)
 
 void *tg_arena_scratch(tg_tape *t, size_t bytes, const char *op)
 {
+    if (!t) return tg_fail(NULL, "%s: the tape is NULL", op);
     void *p = spare_take(t, bytes);
     return p ? p : tg_arena_alloc(t, bytes, op);
 }
 
 void tg_arena_release(tg_tape *t, void *p, size_t bytes)
 {
-    if (p) spare_give(t, p, bytes);
+    if (t && p) spare_give(t, p, bytes);
 }
 
 tg_real *tg_grad(tg_tape *t, tg_tensor *x)
 {
+    if (!x) return (tg_real *)tg_fail(t, "tg_grad: the tensor is NULL");
     if (x->grad) return x->grad;
     if (x->view_of) {  /* a view made before its base had a grad (tg_reshape) */
         tg_real *g = tg_grad(t, x->view_of);
@@ -354,7 +389,7 @@ tg_real *tg_grad(tg_tape *t, tg_tensor *x)
 tg_real *tg_grad_write(tg_tape *t, tg_tensor *x, tg_real *beta)
 {
     *beta = 1;
-    if (x->grad || x->view_of || x->owns_data) return tg_grad(t, x);
+    if (!x || x->grad || x->view_of || x->owns_data) return tg_grad(t, x);
     *beta = 0;
     return x->grad = tg_arena_scratch(t, x->size * sizeof(tg_real), "a grad");
 }
@@ -364,6 +399,8 @@ tg_real *tg_grad_write(tg_tape *t, tg_tensor *x, tg_real *beta)
 /* What is wrong with x as `what` ("input 1", "loss") of op on t, or NULL. */
 static const char *misuse(const tg_tape *t, const tg_tensor *x)
 {
+    if (x->magic != TG_TENSOR_LIVE && tg_headers_own(t->headers, x))
+        return "is a tensor from before tg_tape_reset";  /* its page went back to the system */
     if (x->magic != TG_TENSOR_LIVE)
         return "is not a live tensor (freed, from before tg_tape_reset, or not made by tapegrad)";
     if (x->tape && x->tape != t->id) return "belongs to another tape (a graph lives on one tape)";
@@ -377,6 +414,7 @@ bool tg_inputs_check(tg_tape *t, const char *op, tg_tensor *const *in, int n, in
         tg_fail(NULL, "%s: the tape is NULL", op);
         return false;
     }
+    if (!in && n > 0) return tg_fail_null(t, op);
     for (int k = 0; k < n; k++) {
         const tg_tensor *x = in[k];
         if (!x) {
@@ -393,7 +431,7 @@ bool tg_inputs_check(tg_tape *t, const char *op, tg_tensor *const *in, int n, in
 
 bool tg_needs_grad(const tg_tape *t, tg_tensor *const *in, int n)
 {
-    if (!t->recording) return false;
+    if (!t || !in || !t->recording) return false;
     for (int k = 0; k < n; k++)
         if (in[k] && in[k]->requires_grad) return true;
     return false;
@@ -430,6 +468,10 @@ static node *node_push(tg_tape *t, const char *op, tg_backward_fn backward, tg_t
 bool tg_op_record(tg_tape *t, const tg_op *op, tg_tensor *out, tg_tensor *const *in, int n,
                   const void *ctx)
 {
+    if (!t || !op || !out) {
+        tg_fail(t, "tg_op_record: the %s is NULL", !t ? "tape" : !op ? "op" : "output");
+        return false;
+    }
     if (!tg_needs_grad(t, in, n)) return true;
     return node_push(t, op->name, op->backward, out, in, n, ctx, op->ctx_size) != NULL;
 }
@@ -443,6 +485,8 @@ static bool all_finite(const tg_real *x, size_t n)
 
 tg_tensor *tg_op_done(tg_tape *t, const char *op, tg_tensor *out)
 {
+    if (!t) return tg_fail(NULL, "%s: the tape is NULL", op);
+    if (!out) return tg_fail_null(t, op);
     if (t->anomaly && !all_finite(out->data, out->size)) {
         char s[TG_SHAPE_STR];
         return tg_fail(t, "anomaly: %s produced NaN/Inf in its output %s", op, tg_shape_str(out, s));
@@ -521,6 +565,8 @@ int tg_backward(tg_tape *t, tg_tensor *loss)
 
 void tg_tape_dump(const tg_tape *t, FILE *f)
 {
+    TG_REFUSE_NULL(t, "the tape", );
+    TG_REFUSE_NULL(f, "the file", );
     fprintf(f, "tape: %d nodes, arena %zu / %zu bytes%s\n", t->n_nodes, tg_tape_arena_used(t),
             tg_tape_arena_capacity(t), t->has_error ? " (error set)" : "");
     for (int i = 0; i < t->n_nodes; i++) {

@@ -40,7 +40,10 @@ tg_tape *tg_tape_new(void);
 void tg_tape_free(tg_tape *t);
 /* Forgets every node and temporary, rewinds the arena (keeps its memory) and
  * clears the error. Every tensor made on t so far is dead from now on: ops
- * and tg_backward refuse it. Recording and training stay as they are. */
+ * and tg_backward refuse it after any number of resets (its header's address
+ * is never reused: core/engine/headers.h). Reading a dead tensor's fields or
+ * data is not checked: it may give anything or crash. Recording and training
+ * stay as they are. */
 void tg_tape_reset(tg_tape *t);
 
 /* A no-grad scope (torch.no_grad()): ops record nothing until the matching

@@ -9,6 +9,7 @@
 
 bool tg_shape_size(int ndim, const int *shape, size_t *size)
 {
+    TG_REFUSE_NULL(size, "size", false);
     *size = 0;
     if (ndim < 0 || ndim > TG_MAX_DIMS || (ndim > 0 && !shape)) return false;
     size_t n = 1;
@@ -23,6 +24,7 @@ bool tg_shape_size(int ndim, const int *shape, size_t *size)
 
 bool tg_shape_equal(const tg_tensor *a, const tg_tensor *b)
 {
+    TG_REFUSE_NULL(a && b, "a tensor", false);
     if (a->ndim != b->ndim) return false;
     for (int i = 0; i < a->ndim; i++)
         if (a->shape[i] != b->shape[i]) return false;
@@ -31,6 +33,8 @@ bool tg_shape_equal(const tg_tensor *a, const tg_tensor *b)
 
 void tg_tensor_set_shape(tg_tensor *x, int ndim, const int *shape, size_t size)
 {
+    TG_REFUSE_NULL(x, "the tensor", );
+    TG_REFUSE_NULL(shape || ndim == 0, "the shape", );
     x->ndim = ndim;
     for (int i = 0; i < TG_MAX_DIMS; i++) x->shape[i] = i < ndim ? shape[i] : 1;
     x->size = size;
@@ -38,6 +42,7 @@ void tg_tensor_set_shape(tg_tensor *x, int ndim, const int *shape, size_t size)
 
 const char *tg_shape_str(const tg_tensor *x, char *buf)
 {
+    TG_REFUSE_NULL(buf, "the buffer", "");
     if (!x) return strcpy(buf, "NULL");
     int n = snprintf(buf, TG_SHAPE_STR, "[");
     for (int i = 0; i < x->ndim && n < TG_SHAPE_STR; i++)
@@ -48,21 +53,31 @@ const char *tg_shape_str(const tg_tensor *x, char *buf)
 
 size_t tg_rows(const tg_tensor *x)
 {
+    TG_REFUSE_NULL(x, "the tensor", 0);
     size_t r = 1;
     for (int i = 0; i + 1 < x->ndim; i++) r *= (size_t)x->shape[i];
     return r;
 }
 
-int tg_cols(const tg_tensor *x) { return x->ndim ? x->shape[x->ndim - 1] : 1; }
+int tg_cols(const tg_tensor *x)
+{
+    TG_REFUSE_NULL(x, "the tensor", 0);
+    return x->ndim ? x->shape[x->ndim - 1] : 1;
+}
 
 void tg_tensor_fill(tg_tensor *x, tg_real v)
 {
+    TG_REFUSE_NULL(x, "the tensor", );
     for (size_t i = 0; i < x->size; i++) x->data[i] = v;
 }
 
 tg_tensor *tg_tensor_alloc(int ndim, const int *shape)
 {
     size_t size;
+    if (ndim > 0 && !shape) {
+        tg_error_set("tg_tensor_alloc: the shape is NULL");
+        return NULL;
+    }
     if (!tg_shape_size(ndim, shape, &size)) {
         tg_error_set("tg_tensor_alloc: invalid shape (ndim %d must be 0..%d, dims >= 0, size must not "
                      "overflow)", ndim, TG_MAX_DIMS);
@@ -83,6 +98,7 @@ tg_tensor *tg_tensor_alloc(int ndim, const int *shape)
 
 bool tg_tensor_alloc_grad(tg_tensor *x)
 {
+    TG_REFUSE_NULL(x, "the tensor", false);
     if (x->grad) return true;
     x->grad = tg_calloc(x->size ? x->size : 1, sizeof(tg_real));
     return x->grad != NULL;

@@ -34,6 +34,20 @@ typedef float tg_real;
 #define TG_REAL_NAME "float32"
 #endif
 
+/* A program and the library must agree on tg_real: TAPEGRAD_DOUBLE defined
+ * for the double library, not for the float32 one (pkg-config and CMake's
+ * package pass it; a hand-written Makefile must too). Every file including
+ * this header references a symbol that only the library of its own precision
+ * defines, so a mismatch does not link, with a name saying both sides:
+ *   undefined reference to `tg_precision_double_headers_need_a_double_library_not_float32' */
+#ifdef TAPEGRAD_DOUBLE
+#define TG_PRECISION_MARK tg_precision_double_headers_need_a_double_library_not_float32
+#else
+#define TG_PRECISION_MARK tg_precision_float32_headers_need_a_float32_library_not_double
+#endif
+extern const int TG_PRECISION_MARK;
+__attribute__((used)) static const int *const tg_precision_mark_ = &TG_PRECISION_MARK;
+
 #define TG_MAX_DIMS 4
 
 typedef struct tg_tensor {

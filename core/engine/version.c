@@ -1,6 +1,11 @@
 /* tapegrad: the version string, from the macros in version.h. */
 #include "version.h"
 
+#include "tensor.h"
+
+/* The library's precision, which the headers of a program reference (tensor.h). */
+const int TG_PRECISION_MARK = 1;
+
 #define TG_STR_(x) #x
 #define TG_STR(x) TG_STR_(x)
 

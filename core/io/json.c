@@ -10,6 +10,7 @@
 #include "json.h"
 
 #include <cjson/cJSON.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,8 +44,9 @@ bool tg_st_utf8_valid(const char *s)
 }
 
 /* cJSON reports a failed allocation as a parse error: remember it, so the
- * message says "out of memory" rather than calling a good file corrupt. */
-static bool json_oom;
+ * message says "out of memory" rather than calling a good file corrupt.
+ * Per thread: files may be read on several threads at once. */
+static _Thread_local bool json_oom;
 
 static void *json_malloc(size_t n)
 {
@@ -53,10 +55,17 @@ static void *json_malloc(size_t n)
     return p;
 }
 
-void tg_st_json_hooks(void)
+static void set_hooks(void)
 {
     cJSON_Hooks hooks = {json_malloc, tg_free};
     cJSON_InitHooks(&hooks);
+}
+
+/* cJSON's hooks are process-wide: set once, not by every reader and writer. */
+void tg_st_json_hooks(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, set_hooks);
 }
 
 #define ST_MAX_OFFSET ((uint64_t)1 << 53) /* exact in cJSON's doubles */

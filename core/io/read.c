@@ -38,15 +38,21 @@ void tg_st_free(tg_safetensors *s)
     tg_free(s);
 }
 
-int tg_st_count(const tg_safetensors *s) { return s ? s->count : 0; }
+int tg_st_count(const tg_safetensors *s)
+{
+    TG_REFUSE_NULL(s, "the set", 0);
+    return s->count;
+}
+
 tg_tensor *tg_st_at(const tg_safetensors *s, int i)
 {
-    return s && i >= 0 && i < s->count ? s->items[i] : NULL;
+    TG_REFUSE_NULL(s, "the set", NULL);
+    return i >= 0 && i < s->count ? s->items[i] : NULL;
 }
 
 tg_tensor *tg_st_get(const tg_safetensors *s, const char *name)
 {
-    if (!s || !name) return NULL;
+    TG_REFUSE_NULL(s && name, !s ? "the set" : "the name", NULL);
     for (int i = 0; i < s->count; i++)
         if (strcmp(s->items[i]->name, name) == 0) return s->items[i];
     return NULL;
@@ -160,14 +166,21 @@ int tg_st_set_meta(tg_safetensors *s, const char *key, const char *value)
 
 const char *tg_st_meta(const tg_safetensors *s, const char *key)
 {
+    TG_REFUSE_NULL(s && key, !s ? "the set" : "the key", NULL);
     int i = meta_find(s, key);
     return i >= 0 ? s->vals[i] : NULL;
 }
 
-int tg_st_meta_count(const tg_safetensors *s) { return s ? s->n_meta : 0; }
+int tg_st_meta_count(const tg_safetensors *s)
+{
+    TG_REFUSE_NULL(s, "the set", 0);
+    return s->n_meta;
+}
+
 const char *tg_st_meta_key(const tg_safetensors *s, int i)
 {
-    return s && i >= 0 && i < s->n_meta ? s->keys[i] : NULL;
+    TG_REFUSE_NULL(s, "the set", NULL);
+    return i >= 0 && i < s->n_meta ? s->keys[i] : NULL;
 }
 
 /* ---- reading ----------------------------------------------------------------------- */

@@ -132,17 +132,17 @@ static bool emit(const tg_safetensors *s, tg_dtype dtype, const char *hdr, size_
     return true;
 }
 
-static int check_args(const tg_safetensors *s, const void *dst, tg_dtype dtype)
+static int check_args(const char *fn, const tg_safetensors *s, const void *dst, tg_dtype dtype)
 {
-    if (!s || !dst) return tg_error_set("tg_st_save: NULL argument");
+    if (!s || !dst) return tg_error_set("%s: %s is NULL", fn, !s ? "the set" : "the destination");
     if (dtype != TG_F32 && dtype != TG_F64)
-        return tg_error_set("tg_st_save: unknown dtype %d", (int)dtype);
+        return tg_error_set("%s: unknown dtype %d", fn, (int)dtype);
     return 0;
 }
 
 int tg_st_to_bytes(const tg_safetensors *s, tg_dtype dtype, uint8_t **buf, size_t *len)
 {
-    if (check_args(s, buf && len ? buf : NULL, dtype)) return -1;
+    if (check_args("tg_st_to_bytes", s, buf && len ? buf : NULL, dtype)) return -1;
     *buf = NULL;
     *len = 0;
     char *hdr;
@@ -213,7 +213,7 @@ static int write_fd(int fd, const tg_safetensors *s, tg_dtype dtype, const char 
 
 int tg_st_save(const tg_safetensors *s, const char *path, tg_dtype dtype)
 {
-    if (check_args(s, path, dtype)) return -1;
+    if (check_args("tg_st_save", s, path, dtype)) return -1;
     char *hdr;
     size_t n, data_len;
     if (build_header(s, dtype, &hdr, &n, &data_len, path)) return -1;

@@ -1,6 +1,8 @@
 /* tapegrad internal: the size rule, and element and row loops split across the pool. */
 #include "threads.h"
 
+#include "../engine/error.h"
+
 /* A loop is split when its one-thread time is at least PAR_MIN_NS with a
  * worker spinning for work, PAR_MIN_NS_ASLEEP when every worker sleeps.
  * Measured with bench/bench_threads on a 2-core machine (docs/PERF.md,
@@ -41,6 +43,7 @@ static void range_piece(void *p, int first, int last)
 
 void tg_parallel_range(size_t n, double ns_each, void (*fn)(void *ctx, size_t begin, size_t end), void *ctx)
 {
+    TG_REFUSE_NULL(fn, "fn", );
     if (!n) return;
     if (!tg_parallel_pays((double)n * ns_each)) {
         fn(ctx, 0, n);

@@ -23,6 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../engine/error.h"
+
 #define TG_MAX_THREADS 64
 #define CHUNKS_PER_THREAD 4
 
@@ -319,6 +321,7 @@ static bool ensure_workers(int T)
 
 void tg_parallel_for(int n, void (*fn)(void *ctx, int begin, int end), void *ctx)
 {
+    TG_REFUSE_NULL(fn, "fn", );
     if (n <= 0) return;
     int T = tg_threads_get();
     pool_job j = {fn, ctx, n, tg_parallel_chunks(n)};

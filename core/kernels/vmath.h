@@ -12,8 +12,9 @@
 
 /* The hot elementwise loops are compiled three times (AVX-512, AVX2 + FMA,
  * baseline x86-64) and the loader picks the one for the CPU (GCC function
- * multiversioning through an ifunc): 4 to 16 lanes instead of always 4. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+ * multiversioning through an ifunc): 4 to 16 lanes instead of always 4.
+ * TG_NO_IFUNC (the ThreadSanitizer build) keeps the baseline only. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && !defined(TG_NO_IFUNC)
 #define TG_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define TG_SIMD_CLONES

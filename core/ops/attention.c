@@ -178,7 +178,7 @@ static void dropout_block(const tg_real *A, tg_real *P, uint8_t *kb, int nr, int
         size_t e = (size_t)r * n;
         for (int j = 0; j < n; j++) {
             kb[e + j] = tg_rng_u32(rng) >= thr;
-            P[e + j] = kb[e + j] ? A[e + j] * inv : 0;
+            P[e + j] = A[e + j] * (kb[e + j] ? inv : 0);  /* a dropped NaN stays NaN, as PyTorch */
         }
         for (int j = n; j < Lk; j++) (void)tg_rng_u32(rng);
     }

@@ -52,7 +52,7 @@ tg_tensor *tg_dropout(tg_tape *t, tg_tensor *a, double p, tg_rng *rng)
     const tg_real scale = (tg_real)(1.0 / (1.0 - p));
     for (size_t i = 0; i < a->size; i++) {
         bool keep = tg_rng_uniform(rng) >= p;
-        out->data[i] = keep ? a->data[i] * scale : 0;
+        out->data[i] = a->data[i] * (keep ? scale : 0);  /* a dropped NaN stays NaN, as PyTorch */
         if (mask) mask[i] = keep;
     }
     if (!tg_op_record(t, &dropout_op, out, &a, 1, &(dropout_ctx){mask, 1.0 / (1.0 - p)})) return NULL;

@@ -328,7 +328,7 @@ TG_SIMD_CLONES static void unary_apply(int kind, tg_real *restrict y, const tg_r
 {
     switch (kind) {
     case OP_SCALE: for (size_t i = 0; i < n; i++) y[i] = s * x[i]; break;
-    case OP_RELU: for (size_t i = 0; i < n; i++) y[i] = x[i] > 0 ? x[i] : 0; break;
+    case OP_RELU: for (size_t i = 0; i < n; i++) y[i] = x[i] <= 0 ? 0 : x[i]; break;  /* NaN stays NaN */
     case OP_GELU: for (size_t i = 0; i < n; i++) y[i] = gelu(x[i]); break;
     case OP_TANH: for (size_t i = 0; i < n; i++) y[i] = (tg_real)tanh(x[i]); break;
     case OP_EXP: for (size_t i = 0; i < n; i++) y[i] = tg_vexp(x[i]); break;
@@ -363,7 +363,7 @@ TG_SIMD_CLONES static void unary_grad_acc(int kind, bool store, tg_real *restric
 {
     switch (kind) {
     case OP_SCALE: UNARY_GRAD(s * g[i]); break;
-    case OP_RELU: UNARY_GRAD(x[i] > 0 ? g[i] : 0); break;
+    case OP_RELU: UNARY_GRAD(x[i] <= 0 ? 0 : g[i]); break;  /* passes at NaN, as PyTorch */
     case OP_GELU: UNARY_GRAD(g[i] * gelu_grad(x[i])); break;
     case OP_TANH: UNARY_GRAD(g[i] * (1 - y[i] * y[i])); break;
     case OP_EXP: UNARY_GRAD(g[i] * y[i]); break;

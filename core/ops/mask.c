@@ -36,6 +36,7 @@ static void row_range(const tg_mask *m, int b, int i, int Lk, int *lo, int *hi)
 
 void tg_mask_fill(const tg_mask *m, int b, int Lq, int Lk, uint8_t *vis)
 {
+    TG_REFUSE_NULL(vis, "vis", );
     tg_mask_fill_rows(m, b, Lq, Lk, 0, Lq, Lk, vis);
 }
 

@@ -1,0 +1,310 @@
+/* Every public function given NULL for a pointer it needs refuses it with a
+ * message naming itself (or the op) and what was NULL, and returns its
+ * failure value: never a crash. One test per header. */
+#include <stdio.h>
+#include <string.h>
+
+#include "test_util.h"
+
+/* call fails with a message holding fn and "NULL" (any value is discarded) */
+#define REFUSES(call, fn)                                                                          \
+    do {                                                                                           \
+        tg_error_clear();                                                                          \
+        (void)(call);                                                                              \
+        const char *e_ = tg_error();                                                               \
+        cr_expect(e_ && strstr(e_, fn) && strstr(e_, "NULL"), "%s: got \"%s\"", #call, e_ ? e_ : "(none)"); \
+    } while (0)
+
+Test(null, tape)
+{
+    cr_assert_null(tg_tensor_new(NULL, 1, (int[]){2}));
+    REFUSES(tg_tensor_new(NULL, 1, (int[]){2}), "tg_tensor_new: the tape is NULL");
+    REFUSES(tg_tensor_zeros(NULL, 1, (int[]){2}), "tg_tensor_zeros");
+    REFUSES(tg_tensor_from(NULL, (tg_real[]){1}, 1, (int[]){1}), "tg_tensor_from");
+    REFUSES(tg_tape_reset(NULL), "tg_tape_reset: the tape is NULL");
+    cr_assert_eq(tg_no_grad_begin(NULL), false);
+    REFUSES(tg_no_grad_begin(NULL), "tg_no_grad_begin");
+    REFUSES(tg_no_grad_end(NULL, true), "tg_no_grad_end");
+    REFUSES(tg_tape_recording(NULL), "tg_tape_recording");
+    REFUSES(tg_tape_set_training(NULL, true), "tg_tape_set_training");
+    REFUSES(tg_tape_training(NULL), "tg_tape_training");
+    REFUSES(tg_tape_set_anomaly(NULL, true), "tg_tape_set_anomaly");
+    REFUSES(tg_tape_clear_error(NULL), "tg_tape_clear_error");
+    cr_assert_str_eq(tg_tape_error(NULL), "tg_tape_error: the tape is NULL");
+    cr_assert_eq(tg_tape_node_count(NULL), -1);
+    REFUSES(tg_tape_node_count(NULL), "tg_tape_node_count");
+    REFUSES(tg_tape_arena_capacity(NULL), "tg_tape_arena_capacity");
+    REFUSES(tg_tape_arena_used(NULL), "tg_tape_arena_used");
+    REFUSES(tg_tape_dump(NULL, stderr), "tg_tape_dump: the tape is NULL");
+    tg_tape *t = tg_tape_new();
+    REFUSES(tg_tape_dump(t, NULL), "tg_tape_dump: the file is NULL");
+    REFUSES(tg_tensor_new(t, 2, NULL), "tg_tensor_new: the shape is NULL");
+    tg_tape_reset(t);
+    REFUSES(tg_tensor_from(t, NULL, 1, (int[]){1}), "tg_tensor_from");
+    tg_tape_reset(t);
+    cr_assert_eq(tg_backward(NULL, NULL), -1);
+    REFUSES(tg_backward(NULL, NULL), "tg_backward");
+    REFUSES(tg_backward(t, NULL), "tg_backward");
+    tg_tape_reset(t);
+    REFUSES(tg_backward_seed(t, tg_tensor_zeros(t, 0, NULL), NULL), "tg_backward: seed is NULL");
+    tg_tape_free(NULL);
+    tg_tape_free(t);
+}
+
+/* The helpers op authors call (core/engine/op.h). */
+Test(null, op_helpers)
+{
+    tg_tape *t = tg_tape_new();
+    REFUSES(tg_new(NULL, "my_op", 1, (int[]){2}), "my_op: the tape is NULL");
+    REFUSES(tg_new_like(t, "my_op", NULL), "my_op");
+    tg_tape_reset(t);
+    REFUSES(tg_new_header(NULL, "my_op"), "my_op: the tape is NULL");
+    REFUSES(tg_arena_alloc(NULL, 8, "my_op"), "my_op: the tape is NULL");
+    REFUSES(tg_arena_scratch(NULL, 8, "my_op"), "my_op: the tape is NULL");
+    tg_arena_release(NULL, NULL, 8);
+    REFUSES(tg_inputs_check(NULL, "my_op", NULL, 1, 1), "my_op: the tape is NULL");
+    REFUSES(tg_inputs_check(t, "my_op", NULL, 1, 1), "my_op: input is NULL");
+    tg_tape_reset(t);
+    cr_assert_eq(tg_needs_grad(NULL, NULL, 0), false);
+    REFUSES(tg_op_record(t, NULL, NULL, NULL, 0, NULL), "tg_op_record: the op is NULL");
+    tg_tape_reset(t);
+    REFUSES(tg_op_done(t, "my_op", NULL), "my_op: input is NULL");
+    tg_tape_reset(t);
+    REFUSES(tg_op_done(NULL, "my_op", NULL), "my_op: the tape is NULL");
+    REFUSES(tg_grad(t, NULL), "tg_grad: the tensor is NULL");
+    tg_tape_reset(t);
+    tg_real beta;
+    REFUSES(tg_grad_write(t, NULL, &beta), "tg_grad: the tensor is NULL");
+    tg_tape_free(t);
+}
+
+Test(null, tensor)
+{
+    size_t n;
+    REFUSES(tg_tensor_alloc(2, NULL), "tg_tensor_alloc");
+    REFUSES(tg_shape_size(1, (int[]){2}, NULL), "tg_shape_size: size is NULL");
+    cr_assert_eq(tg_shape_size(2, NULL, &n), false);
+    REFUSES(tg_shape_equal(NULL, NULL), "tg_shape_equal");
+    REFUSES(tg_tensor_set_shape(NULL, 1, (int[]){2}, 2), "tg_tensor_set_shape: the tensor is NULL");
+    tg_tensor *x = tg_tensor_alloc(1, (int[]){2});
+    REFUSES(tg_tensor_set_shape(x, 1, NULL, 2), "tg_tensor_set_shape: the shape is NULL");
+    REFUSES(tg_shape_str(x, NULL), "tg_shape_str: the buffer is NULL");
+    char buf[TG_SHAPE_STR];
+    cr_assert_str_eq(tg_shape_str(NULL, buf), "NULL");
+    REFUSES(tg_rows(NULL), "tg_rows");
+    REFUSES(tg_cols(NULL), "tg_cols");
+    REFUSES(tg_tensor_fill(NULL, 1), "tg_tensor_fill");
+    REFUSES(tg_tensor_alloc_grad(NULL), "tg_tensor_alloc_grad");
+    tg_tensor_free(NULL);
+    tg_tensor_free(x);
+}
+
+Test(null, params)
+{
+    cr_assert_eq(tg_params_count(NULL), -1);
+    REFUSES(tg_params_count(NULL), "tg_params_count: the parameter store is NULL");
+    REFUSES(tg_params_add(NULL, "w", 1, (int[]){2}), "tg_params_add");
+    REFUSES(tg_params_get(NULL, "w"), "tg_params_get");
+    tg_params *p = tg_params_new();
+    REFUSES(tg_params_get(p, NULL), "tg_params_get: the name is NULL");
+    REFUSES(tg_params_add(p, NULL, 1, (int[]){2}), "tg_params_add");
+    REFUSES(tg_params_add(p, "w", 1, NULL), "tg_params_add");
+    REFUSES(tg_params_at(NULL, 0), "tg_params_at");
+    REFUSES(tg_params_numel(NULL), "tg_params_numel");
+    REFUSES(tg_params_data(NULL), "tg_params_data");
+    REFUSES(tg_params_grad(NULL), "tg_params_grad");
+    REFUSES(tg_params_zero_grad(NULL), "tg_params_zero_grad");
+    REFUSES(tg_params_truncate(NULL, 0), "tg_params_truncate");
+    tg_params_free(NULL);
+    tg_params_free(p);
+}
+
+Test(null, rng_and_gradcheck)
+{
+    REFUSES(tg_rng_seed(NULL, 1), "tg_rng_seed");
+    REFUSES(tg_rng_u32(NULL), "tg_rng_u32");
+    REFUSES(tg_rng_below(NULL, 3), "tg_rng_below");
+    cr_assert(isnan(tg_rng_uniform(NULL)));
+    REFUSES(tg_rng_uniform(NULL), "tg_rng_uniform");
+    REFUSES(tg_rng_normal(NULL), "tg_rng_normal");
+    cr_assert(!tg_gradcheck(NULL, NULL, NULL, 1, NULL).ok);
+    REFUSES(tg_gradcheck(NULL, NULL, NULL, 1, NULL), "gradcheck: the function is NULL");
+}
+
+/* Every op refuses a NULL tape by name (tg_inputs_check), and a NULL input
+ * with the op's name. */
+Test(null, ops)
+{
+    tg_tape *t = tg_tape_new();
+    tg_tensor *x = tg_tensor_alloc(2, (int[]){2, 2});
+    REFUSES(tg_add(NULL, x, x), "tg_add: the tape is NULL");
+    REFUSES(tg_relu(NULL, x), "tg_relu: the tape is NULL");
+    REFUSES(tg_matmul(NULL, x, x, NULL, 0), "tg_matmul: the tape is NULL");
+    REFUSES(tg_softmax(NULL, x), "tg_softmax: the tape is NULL");
+    REFUSES(tg_sum(t, NULL), "tg_sum: input is NULL");
+    tg_tape_reset(t);
+    REFUSES(tg_concat(t, NULL, 2), "tg_concat");
+    tg_tape_reset(t);
+    REFUSES(tg_embedding(t, x, NULL, 1, 1), "tg_embedding");
+    tg_tape_reset(t);
+    REFUSES(tg_cross_entropy(t, x, NULL, TG_IGNORE), "tg_cross_entropy");
+    tg_tape_reset(t);
+    REFUSES(tg_permute(t, x, NULL), "tg_permute");
+    tg_tape_reset(t);
+    cr_assert_null(tg_reshape(t, x, 1, NULL));
+    cr_assert(strstr(tg_error(), "tg_reshape") && strstr(tg_error(), "a shape array"), "%s", tg_error());
+    tg_tape_reset(t);
+    REFUSES(tg_sdpa(t, x, NULL, x, NULL, NULL), "tg_sdpa");
+    tg_tape_reset(t);
+    REFUSES(tg_sdpa_heads(t, x, x, NULL, NULL, NULL), "tg_sdpa_heads");
+    tg_tape_reset(t);
+    REFUSES(tg_dropout(t, x, 0.5, NULL), "tg_dropout");
+    tg_tape_reset(t);
+    REFUSES(tg_concat(t, (tg_tensor *[]){x, NULL}, 2), "tg_concat");
+    tg_tape_reset(t);
+    uint8_t vis[2] = {0, 0};
+    tg_mask_fill(NULL, 0, 1, 2, vis);  /* no mask: all visible */
+    cr_assert(vis[0] && vis[1]);
+    REFUSES(tg_mask_fill(&(tg_mask){.causal = true}, 0, 1, 1, NULL), "tg_mask_fill");
+    cr_assert(tg_mask_empty(NULL));
+    tg_tensor_free(x);
+    tg_tape_free(t);
+}
+
+Test(null, nn)
+{
+    tg_tape *t = tg_tape_new();
+    tg_params *p = tg_params_new();
+    tg_linear l;
+    REFUSES(tg_linear_init(NULL, p, "fc", &(tg_linear_config){.in = 2, .out = 2}, NULL), "tg_linear_init: the layer is NULL");
+    REFUSES(tg_linear_init(&l, NULL, "fc", &(tg_linear_config){.in = 2, .out = 2}, NULL), "tg_linear_init: the parameter store is NULL");
+    REFUSES(tg_linear_init(&l, p, "fc", NULL, NULL), "tg_linear_init: the configuration is NULL");
+    REFUSES(tg_linear_forward(t, NULL, NULL), "tg_linear_forward: the layer is NULL");
+    REFUSES(tg_layernorm_forward(NULL, NULL, NULL), "tg_layernorm_forward: the tape is NULL");
+    REFUSES(tg_embedding_forward(t, NULL, NULL, 1, 1), "tg_embedding_forward");
+    REFUSES(tg_ffn_forward(t, NULL, NULL, NULL), "tg_ffn_forward");
+    REFUSES(tg_mha_forward(t, NULL, NULL, NULL, NULL, NULL), "tg_mha_forward");
+    REFUSES(tg_block_forward(t, NULL, NULL, NULL, NULL), "tg_block_forward");
+    REFUSES(tg_model_forward(t, NULL, NULL, 1, 1, NULL, NULL), "tg_model_forward");
+    REFUSES(tg_model_step(t, NULL, NULL, NULL, NULL, 1, NULL), "tg_model_step");
+    REFUSES(tg_model_prefill(t, NULL, NULL, NULL, 1, 1, NULL), "tg_model_prefill");
+    REFUSES(tg_kv_cache_init(NULL, NULL, 1), "tg_kv_cache_init");
+    REFUSES(tg_kv_cache_move(NULL, 0, 0, 0), "tg_kv_cache_move");
+    REFUSES(tg_kv_cache_free(NULL), "tg_kv_cache_free");
+    REFUSES(tg_mha_copy_weights(NULL, NULL), "tg_mha_copy_weights");
+    REFUSES(tg_mha_convert(NULL, TG_MHA_FUSED, 2), "tg_mha_convert");
+    REFUSES(tg_nn_name(NULL, "a", "b"), "tg_nn_name");
+    REFUSES(tg_nn_param(NULL, "a", "b", 1, (int[]){2}), "tg_params_add");
+    REFUSES(tg_init_uniform(NULL, 0, 1, NULL), "tg_init_uniform");
+    REFUSES(tg_init_normal(NULL, 0, 1, NULL), "tg_init_normal");
+    REFUSES(tg_init_const(NULL, 0), "tg_init_const");
+    REFUSES(tg_init_linear(NULL, NULL, NULL), "tg_init_linear");
+    tg_model_free(NULL);
+    tg_params_free(p);
+    tg_tape_free(t);
+}
+
+Test(null, optim)
+{
+    tg_params *p = tg_params_new();
+    tg_optim_opts o = tg_optim_defaults(TG_ADAM);
+    REFUSES(tg_optim_new(NULL, &o), "tg_optim_new");
+    REFUSES(tg_optim_new(p, NULL), "tg_optim: options are NULL");
+    REFUSES(tg_optim_check(NULL), "tg_optim: options are NULL");
+    REFUSES(tg_optim_step(NULL), "tg_optim_step");
+    REFUSES(tg_optim_zero_grad(NULL), "tg_optim_zero_grad");
+    REFUSES(tg_optim_set_lr(NULL, 1), "tg_optim_set_lr");
+    REFUSES(tg_optim_lr(NULL), "tg_optim_lr");
+    REFUSES(tg_optim_steps(NULL), "tg_optim_steps");
+    REFUSES(tg_optim_options(NULL), "tg_optim_options");
+    REFUSES(tg_optim_state_save(NULL, NULL), "tg_optim_state_save");
+    REFUSES(tg_optim_state_load(NULL, NULL), "tg_optim_state_load");
+    tg_optim *opt = tg_optim_new(p, &o);
+    cr_assert_not_null(opt, "%s", tg_error());
+    REFUSES(tg_optim_state_save(opt, NULL), "tg_optim_state_save");
+    REFUSES(tg_optim_state_load(opt, NULL), "tg_optim_state_load");
+    tg_optim_free(opt);
+    tg_optim_free(NULL);
+    REFUSES(tg_grad_norm(NULL), "tg_grad_norm");
+    REFUSES(tg_clip_grad_norm(NULL, 1), "tg_clip_grad_norm");
+    REFUSES(tg_schedule_check(NULL), "tg_schedule: the schedule is NULL");
+    REFUSES(tg_lr_at(NULL, 0), "tg_lr_at");
+    tg_params_free(p);
+}
+
+Test(null, io)
+{
+    tg_safetensors *s = tg_st_new();
+    tg_tensor *x = tg_tensor_alloc(1, (int[]){2});
+    REFUSES(tg_st_add(NULL, "x", x), "tg_st_add");
+    REFUSES(tg_st_add(s, NULL, x), "tg_st_add");
+    REFUSES(tg_st_add(s, "x", NULL), "tg_st_add");
+    REFUSES(tg_st_add_zeros(NULL, "x", 1, (int[]){2}), "tg_st_add: set is NULL");
+    REFUSES(tg_st_add_zeros(s, NULL, 1, (int[]){2}), "tg_st_add: name is NULL");
+    cr_assert_null(tg_st_add_zeros(s, "y", 1, NULL));
+    REFUSES(tg_st_set_meta(NULL, "k", "v"), "tg_st_set_meta");
+    REFUSES(tg_st_set_meta(s, NULL, "v"), "tg_st_set_meta");
+    REFUSES(tg_st_set_meta(s, "k", NULL), "tg_st_set_meta");
+    REFUSES(tg_st_meta(NULL, "k"), "tg_st_meta: the set is NULL");
+    REFUSES(tg_st_meta(s, NULL), "tg_st_meta");
+    REFUSES(tg_st_meta_count(NULL), "tg_st_meta_count");
+    REFUSES(tg_st_meta_key(NULL, 0), "tg_st_meta_key");
+    REFUSES(tg_st_count(NULL), "tg_st_count");
+    REFUSES(tg_st_at(NULL, 0), "tg_st_at");
+    REFUSES(tg_st_get(NULL, "x"), "tg_st_get");
+    REFUSES(tg_st_get(s, NULL), "tg_st_get");
+    REFUSES(tg_st_save(NULL, "/tmp/x", TG_F32), "tg_st_save");
+    REFUSES(tg_st_save(s, NULL, TG_F32), "tg_st_save");
+    uint8_t *buf;
+    size_t len;
+    REFUSES(tg_st_to_bytes(NULL, TG_F32, &buf, &len), "tg_st_to_bytes");
+    REFUSES(tg_st_to_bytes(s, TG_F32, NULL, &len), "tg_st_to_bytes");
+    REFUSES(tg_st_to_bytes(s, TG_F32, &buf, NULL), "tg_st_to_bytes");
+    tg_safetensors *out;
+    REFUSES(tg_st_load(NULL, &out), "tg_st_load");
+    REFUSES(tg_st_load("/tmp/x", NULL), "tg_st_load");
+    REFUSES(tg_st_parse(NULL, 4, "buf", &out), "tg_st_parse");
+    REFUSES(tg_st_parse((uint8_t[8]){0}, 8, "buf", NULL), "tg_st_parse");
+    REFUSES(tg_st_add_params(NULL, NULL), "tg_st_add_params");
+    REFUSES(tg_st_add_params(s, NULL), "tg_st_add_params");
+    REFUSES(tg_st_load_params(NULL, s, true, NULL), "tg_st_load_params");
+    tg_params *p = tg_params_new();
+    REFUSES(tg_st_load_params(p, NULL, true, NULL), "tg_st_load_params");
+    tg_params_free(p);
+    tg_st_free(NULL);
+    tg_st_free(s);
+    tg_tensor_free(x);
+}
+
+Test(null, viz_dist_threads)
+{
+    REFUSES(tg_canvas_pixel(NULL, 0, 0, (tg_rgb){0, 0, 0}), "tg_canvas_pixel");
+    REFUSES(tg_canvas_fill_rect(NULL, 0, 0, 1, 1, (tg_rgb){0, 0, 0}), "tg_canvas_fill_rect");
+    REFUSES(tg_canvas_rect(NULL, 0, 0, 1, 1, (tg_rgb){0, 0, 0}), "tg_canvas_rect");
+    REFUSES(tg_canvas_line(NULL, 0, 0, 1, 1, 1, (tg_rgb){0, 0, 0}), "tg_canvas_line");
+    REFUSES(tg_canvas_text(NULL, 0, 0, "a", 1, (tg_rgb){0, 0, 0}), "tg_canvas_text");
+    REFUSES(tg_canvas_text_up(NULL, 0, 0, "a", 1, (tg_rgb){0, 0, 0}), "tg_canvas_text_up");
+    tg_canvas *c = tg_canvas_new(4, 4, (tg_rgb){0, 0, 0});
+    tg_canvas_text(c, 0, 0, NULL, 1, (tg_rgb){0, 0, 0});  /* no text: draws nothing */
+    REFUSES(tg_canvas_save_png(NULL, "/tmp/x.png"), "tg_canvas_save_png");
+    REFUSES(tg_canvas_save_png(c, NULL), "tg_canvas_save_png");
+    tg_canvas_free(c);
+    tg_canvas_free(NULL);
+    cr_assert_eq(tg_text_width(NULL, 1), 0);
+    REFUSES(tg_heatmap_png(NULL, (tg_real[1]){0}, 1, 1, 1, 1, NULL, NULL), "tg_heatmap_png");
+    REFUSES(tg_heatmap_png("/tmp/x.png", NULL, 1, 1, 1, 1, NULL, NULL), "tg_heatmap_png");
+    REFUSES(tg_plot_lines_png(NULL, "t", "x", NULL, 1), "tg_plot_lines_png");
+    REFUSES(tg_plot_bars_png(NULL, "t", NULL, (double[1]){1}, 1), "tg_plot_bars_png");
+    REFUSES(tg_plot_bars_png("/tmp/x.png", "t", NULL, NULL, 1), "tg_plot_bars_png");
+    REFUSES(tg_dist_bcast_params(NULL), "tg_dist_bcast_params");
+    REFUSES(tg_dist_allreduce_grads(NULL), "tg_dist_allreduce_grads");
+    REFUSES(tg_dist_sum(NULL, 1), "tg_dist_sum");
+    REFUSES(tg_dist_bcast(NULL, 1), "tg_dist_bcast");
+    bool same;
+    REFUSES(tg_dist_params_agree(NULL, &same), "tg_dist_params_agree");
+    tg_params *p = tg_params_new();
+    REFUSES(tg_dist_params_agree(p, NULL), "tg_dist_params_agree");
+    tg_params_free(p);
+    REFUSES(tg_parallel_for(4, NULL, NULL), "tg_parallel_for");
+    REFUSES(tg_parallel_range(4, 1, NULL, NULL), "tg_parallel_range");
+}
