@@ -326,7 +326,7 @@ Test(train, default_warmup_fits_any_steps)
     const long steps[] = {1, 20, 51};
     for (int s = 0; s < 3; s++)
         for (int i = 0; i < 3; i++) {
-            int st = run("train %s --steps %ld --schedule %s --out o", tiny, steps[i], sched[s]);
+            int st = run("train %s --steps %ld --schedule %s --overwrite --out o", tiny, steps[i], sched[s]);
             cr_expect_eq(st, 0, "--steps %ld --schedule %s: status %d\n%s", steps[i], sched[s], st, err_text);
             char want[64];
             snprintf(want, sizeof want, "(%s, warmup %ld), batch 8, %ld steps", sched[s], steps[i] / 10,
