@@ -204,6 +204,10 @@ int tg_optim_groups_read(const tg_optim *o, const tg_safetensors *s, tg_optim_gr
     long m = strtol(v, &end, 10);
     if (end == v || *end || errno || m < 0 || m > 100000)
         return tg_error_set("metadata 'optim.groups' = \"%s\" is not a number of groups", v);
+    if (m == 0) {  /* the default group alone: nothing to allocate */
+        *n = 1;
+        return 0;
+    }
     tg_optim_grp *a = tg_calloc((size_t)m + 1, sizeof *a);
     int *of = tg_malloc((o->count ? (size_t)o->count : 1) * sizeof *of);
     int rc = a && of ? 0 : tg_error_set("out of memory for %ld parameter groups", m);

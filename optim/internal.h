@@ -32,8 +32,9 @@ struct tg_optim {
 
 /* The groups of a checkpoint (metadata "optim.groups", "optim.group.<i>.*"),
  * checked against o's store, into *groups / *group_of (tg_malloc'ed, the
- * default group copied from o); *n = 0 and nothing allocated when s has no
- * groups (a checkpoint from before parameter groups). -1 with a message. */
+ * default group copied from o) and *n. Nothing allocated when s has no
+ * groups (*n = 0: a checkpoint from before parameter groups) or only the
+ * default (*n = 1, *groups NULL). -1 with a message. */
 int tg_optim_groups_read(const tg_optim *o, const tg_safetensors *s, tg_optim_grp **groups, int *n,
                          int **group_of);
 /* Adds the groups beyond the default to s's metadata. */

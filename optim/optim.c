@@ -240,7 +240,11 @@ int tg_optim_state_load(tg_optim *o, const tg_safetensors *s)
         }
     }
     o->t = t;
-    if (n_groups) {  /* else a state from before parameter groups: the caller's stay */
+    if (n_groups == 1) {  /* the default group alone */
+        for (int i = 1; i < o->n_groups; i++) tg_free(o->groups[i].prefix);
+        o->n_groups = 1;
+        for (int k = 0; k < o->count; k++) o->group_of[k] = 0;
+    } else if (n_groups) {  /* else a state from before parameter groups: the caller's stay */
         tg_optim_groups_free(o->groups, o->n_groups);
         tg_free(o->group_of);
         o->groups = groups;

@@ -5,15 +5,21 @@
  * touched, even by a run killed a moment after it started; --overwrite
  * replaces it; --resume carries on its own run.
  *
+ * checkpoint: a flipped data byte or an edited metadata value in a
+ * checkpoint is refused by --resume, naming the tensor or the metadata;
+ * so is a checkpoint holding NaN in a weight or a moment.
+ *
  * stop: SIGUSR1 as early as the process can catch it (its handler shows in
  * /proc/<pid>/status), and a burst of them while the run stops and saves,
  * each end with status 130 and a checkpoint that resumes. */
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include <tapegrad/core/io/io.h>
 #include "seqtask_util.h"
 
 static void setup(void) { seqtask_setup("tg_test_run_safety", true); }
@@ -21,6 +27,7 @@ static void teardown(void) { seqtask_teardown(); }
 
 TestSuite(outdir, .init = setup, .fini = teardown, .timeout = 300);
 TestSuite(stop, .init = setup, .fini = teardown, .timeout = 300);
+TestSuite(checkpoint, .init = setup, .fini = teardown, .timeout = 300);
 
 #define TINY "--task copy --symbols 6 --min-len 1 --max-len 4 --layers 1 --d-model 16 --heads 2 --d-ff 32 " \
              "--batch 8 --warmup 2 --eval-every 0 --eval-size 8 --target-acc 0 --threads 1"
@@ -158,4 +165,66 @@ Test(stop, a_burst_of_signals_while_stopping_does_not_kill_the_save)
         sleep_us(500);
     }
     assert_clean_stop(spawn_wait(pid), "200 SIGUSR1 0.5 ms apart");
+}
+
+static void write_all(const char *rel, const char *b, size_t n)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, rel);
+    FILE *f = fopen(path, "wb");
+    cr_assert(f && fwrite(b, 1, n, f) == n);
+    fclose(f);
+}
+
+static uint64_t header_len(const char *b)
+{
+    uint64_t n = 0;
+    for (int i = 7; i >= 0; i--) n = n << 8 | (uint8_t)b[i];
+    return n;
+}
+
+Test(checkpoint, a_corrupt_or_edited_checkpoint_is_refused_by_name)
+{
+    cr_assert_eq(run("train " TINY " --steps 5 --lr 0.001 --out c"), 0, "%s", err_text);
+    size_t n;
+    char *b = read_all("c/checkpoint.safetensors", &n);
+    size_t data = 8 + header_len(b);
+    /* the first tensor in the data section is the token embedding */
+    b[data + 5] ^= 0x04;
+    write_all("c/flipped.safetensors", b, n);
+    b[data + 5] ^= 0x04;
+    cr_assert_eq(run("train --resume c/flipped.safetensors --steps 6 --threads 1 --out f"), 2, "%s", err_text);
+    cr_assert(strstr(err_text, "c/flipped.safetensors: tensor 'tok_emb.weight': its data does not match its checksum"),
+              "%s", err_text);
+    char *lr = strstr(b + 8, "\"lr\":\"0.001\"");
+    cr_assert_not_null(lr);
+    lr[9] = '9';  /* 0.001 -> 0.009 */
+    write_all("c/edited.safetensors", b, n);
+    cr_assert_eq(run("train --resume c/edited.safetensors --steps 6 --threads 1 --out e"), 2, "%s", err_text);
+    cr_assert(strstr(err_text, "c/edited.safetensors: the metadata or the list of tensors") &&
+              strstr(err_text, "does not match its checksum"), "%s", err_text);
+    free(b);
+}
+
+/* A checkpoint with valid checksums whose weight or moment is NaN. */
+Test(checkpoint, non_finite_weights_or_moments_are_not_resumed)
+{
+    static const char *const names[] = {"head.bias", "optim.adam.v.ln_f.weight"};
+    cr_assert_eq(run("train " TINY " --steps 5 --out c"), 0, "%s", err_text);
+    char path[512];
+    snprintf(path, sizeof path, "%s/c/checkpoint.safetensors", dir);
+    for (int i = 0; i < 2; i++) {
+        tg_safetensors *s;
+        cr_assert_eq(tg_st_load(path, &s), 0, "%s", tg_error());
+        tg_tensor *x = tg_st_get(s, names[i]);
+        cr_assert_not_null(x, "%s", names[i]);
+        x->data[1] = (tg_real)NAN;
+        char nan_path[600];
+        snprintf(nan_path, sizeof nan_path, "%s/c/nan%d.safetensors", dir, i);
+        cr_assert_eq(tg_st_save(s, nan_path, sizeof(tg_real) == 8 ? TG_F64 : TG_F32), 0);
+        tg_st_free(s);
+        cr_assert_eq(run("train --resume c/nan%d.safetensors --steps 6 --threads 1 --out n%d", i, i), 2, "%s",
+                     err_text);
+        cr_assert(strstr(err_text, names[i]) && strstr(err_text, "non-finite"), "%s", err_text);
+    }
 }
