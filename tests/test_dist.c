@@ -245,6 +245,20 @@ Test(mpi, a_killed_rank_ends_the_job)
     cr_assert(strstr(err_text, "signal 9") || strstr(err_text, "Killed"), "%s", err_text);
 }
 
+/* An error of rank 0's own setup (its --out) names the rank. */
+Test(mpi, rank_0s_setup_error_names_the_rank)
+{
+    char path[300];
+    snprintf(path, sizeof path, "%s/afile", dir);
+    FILE *f = fopen(path, "w");
+    fclose(f);
+    use_mpirun(2);
+    int st = run("train %s --out afile/sub", SMALL);
+    cr_assert(st == 2, "exit status %d\n%s", st, err_text);
+    cr_assert(strstr(err_text, "rank 0: seqtask train: afile/sub: cannot create the directory: Not a directory"),
+              "%s", err_text);
+}
+
 Test(mpi, other_commands_refuse_ranks)
 {
     cr_assert_eq(run("train %s --steps 5 --eval-every 0 --out m", SMALL), 0, "%s", err_text);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -356,6 +357,23 @@ Test(train, a_bad_data_file_is_reported_before_conflicting_flags)
     }
 }
 
+/* Batch buffers too large for the address space: the message gives the
+ * size. (Not under ASan: its shadow memory needs the address space.) */
+Test(train, batch_buffers_out_of_memory_gives_the_size)
+{
+#ifdef __SANITIZE_ADDRESS__
+    cr_skip_test("RLIMIT_AS and AddressSanitizer do not mix");
+#else
+    struct rlimit rl = {1500ul << 20, 1500ul << 20};
+    cr_assert_eq(setrlimit(RLIMIT_AS, &rl), 0);  /* this test's process and its children only */
+    int st = run("train --batch 65536 --max-len 2048 --layers 1 --d-model 16 --heads 2 --eval-size 4 "
+                 "--threads 1 --out oom");
+    cr_assert_eq(st, 1, "status %d\n%s", st, err_text);
+    cr_assert(strstr(err_text, "out of memory for the batch buffers: 4100 MiB (65536 sequences x 4098 positions)"),
+              "%s", err_text);
+#endif
+}
+
 typedef struct {
     const char *text, *message;
 } bad_data;
@@ -367,6 +385,10 @@ Test(train, bad_data_files_are_refused_with_file_and_line)
         {"\n\n", "data.txt: no examples"},
         {"1 2 3\n", "data.txt:1: no tab between the source and the target"},
         {"1 2\t2 1\n1 2\t3\t4\n", "data.txt:2: more than one tab"},
+        {"\xEF\xBB\xBF" "1 2\t2 1\n", "data.txt:1: starts with a UTF-8 byte order mark (bytes EF BB BF)"},
+        {"1 2\t2 1\r3 4\t4 3\r", "data.txt:1: a carriage return (CR) inside the line: the file has CR-only line "
+                                "endings"},
+        {"1 2\t2 1\n3 4\r\t4 3\n", "data.txt:2: a carriage return (CR) inside the line"},
         {"1 x\t2\n", "data.txt:1: 'x' is not a symbol (an integer in [0, 8))"},
         {"1 2\t2 1\n\n5 9\t1\n", "data.txt:3: symbol 9 is outside [0, 8)"},
         {"-1\t2\n", "data.txt:1: symbol -1 is outside [0, 8)"},

@@ -126,11 +126,13 @@ static int setup(trainer *tr)
     else tr->sched = tg_schedule_linear(c->lr, c->lr / 10, c->warmup, c->steps);
     if (tg_schedule_check(&tr->sched)) return SQ_EXIT_USAGE;
     tr->tape = tg_tape_new();
-    if (!tr->tape || sq_batch_init(&tr->batch, (int)c->batch, sq_tmax((int)c->max_len) - 1) ||
-        (tr->rank == 0 && sq_decoder_init(&tr->dec, &tr->m))) {
-        tg_error_set("out of memory");
+    if (!tr->tape) {
+        tg_error_set("out of memory for the tape");
         return 1;
     }
+    if (sq_batch_init(&tr->batch, (int)c->batch, sq_tmax((int)c->max_len) - 1) ||
+        (tr->rank == 0 && sq_decoder_init(&tr->dec, &tr->m)))
+        return 1;
     tr->acc = tr->tacc = -1;
     return 0;
 }
