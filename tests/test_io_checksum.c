@@ -109,6 +109,21 @@ Test(io_checksum, a_broken_table_is_refused)
     free(b);
 }
 
+/* Hand-made headers: a table that is JSON but not an object, and one that
+ * leaves out a tensor (its "__metadata__" CRC is zlib.crc32(b"a\0F32\0" b"1\0")). */
+Test(io_checksum, a_table_that_is_not_an_object_or_misses_a_tensor_is_refused)
+{
+    size_t len;
+    uint8_t *b = craft("{\"__metadata__\":{\"tapegrad.crc32\":\"[1]\"},"
+                       "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4, &len);
+    expect_refused(b, len, "f.safetensors: metadata 'tapegrad.crc32' is not a checksum table");
+    free(b);
+    b = craft("{\"__metadata__\":{\"tapegrad.crc32\":\"{\\\"__metadata__\\\":\\\"da9c63f3\\\"}\"},"
+              "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4, &len);
+    expect_refused(b, len, "f.safetensors: tensor 'a' has no checksum in 'tapegrad.crc32'");
+    free(b);
+}
+
 Test(io_checksum, the_table_is_not_part_of_the_loaded_metadata_and_a_resave_is_identical)
 {
     size_t len, len2;

@@ -148,6 +148,12 @@ Test(optim_groups, bad_groups_are_refused_by_name)
     cr_assert_eq(tg_optim_add_group(o, &(tg_optim_group){.prefix = "enc."}), 1);
     expect_err(tg_optim_add_group(o, &(tg_optim_group){.prefix = "enc.b"}), "'enc.b' is in group 1");
     expect_err(tg_optim_group_set_lr(o, 2, 0.1), "group 2 of 2");
+    expect_err(tg_optim_group_set_lr(o, 1, INFINITY), "tg_optim_group_set_lr: lr = inf");
+    expect_err(tg_optim_group_set_lr(NULL, 0, 0.1), "tg_optim_group_set_lr: the optimizer is NULL");
+    tg_optim_group g;
+    expect_err(tg_optim_group_get(o, -1, &g), "tg_optim_group_get: group -1 of 2");
+    expect_err(tg_optim_group_get(NULL, 0, &g), "tg_optim_group_get: NULL argument");
+    expect_err(tg_optim_add_group(NULL, &(tg_optim_group){.prefix = "enc."}), "tg_optim_add_group: the optimizer is NULL");
     cr_assert_eq(tg_optim_group_count(o), 2);
     tg_optim_free(o);
     tg_params_free(p);
@@ -216,6 +222,21 @@ Test(optim_groups, a_state_saved_without_groups_loads_and_keeps_the_callers)
     cr_assert_eq(tg_st_set_meta(old, "optim.group.1.weight_decay", "0"), 0);
     cr_assert_eq(tg_st_set_meta(old, "optim.group.1.frozen", "false"), 0);
     expect_err(tg_optim_state_load(o, old), "no parameter name starts with 'gone.'");
+    static const char *const bad[][3] = {
+        {"optim.group.1.frozen", "maybe", "'optim.group.1.frozen' = \"maybe\" is not true or false"},
+        {"optim.group.1.lr", "fast", "'optim.group.1.lr' = \"fast\" is not a number"},
+        {"optim.group.1.lr", "-1", "group 'gone.': lr = -1 must be finite"},
+        {"optim.groups", "-1", "'optim.groups' = \"-1\" is not a number of groups"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        tg_safetensors *e = tg_st_new();
+        for (int k = 0; k < tg_st_meta_count(old); k++)
+            tg_st_set_meta(e, tg_st_meta_key(old, k), tg_st_meta(old, tg_st_meta_key(old, k)));
+        for (int k = 0; k < tg_st_count(old); k++) tg_st_add(e, NULL, tg_st_at(old, k));
+        cr_assert_eq(tg_st_set_meta(e, bad[i][0], bad[i][1]), 0);
+        expect_err(tg_optim_state_load(o, e), bad[i][2]);
+        tg_st_free(e);
+    }
     cr_assert_eq(tg_optim_group_count(o), 2);
     tg_st_free(s);
     tg_st_free(old);
