@@ -8,9 +8,12 @@
  * a hang fails the test instead of stalling CI. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "seqtask_util.h"
@@ -243,6 +246,54 @@ Test(mpi, a_killed_rank_ends_the_job)
                  "\"$0\" \"$@\"' '%s' train %s --steps 1000000 --eval-every 0 --out x", SMALL, SEQTASK, SMALL);
     cr_assert(st != 0 && st != 124, "exit status %d (124: timed out)\n%s", st, err_text);
     cr_assert(strstr(err_text, "signal 9") || strstr(err_text, "Killed"), "%s", err_text);
+}
+
+/* SIGUSR1 to mpirun (which passes it on to every rank) three times, 10 ms
+ * apart, once the ranks train with --save-every 1: every rank stops after
+ * the same step, the checkpoint is saved, the job exits 130 and resumes.
+ * mpirun is the spawned process itself (timeout(1) would not pass the
+ * signal on); a hang is ended after 90 s. */
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, ms % 1000 * 1000000};
+    nanosleep(&ts, NULL);
+}
+
+Test(mpi, sigusr1_three_times_is_one_clean_stop)
+{
+    use_mpirun(2);
+    char cmd[2048], log[300];
+    snprintf(log, sizeof log, "%s/m/log.csv", dir);
+    snprintf(cmd, sizeof cmd, "cd '%s' && exec %s --oversubscribe %s -np 2 '%s' train %s --steps 1000000 "
+             "--save-every 1 --out m >/dev/null 2>stderr.txt", dir, TG_MPIEXEC,
+             geteuid() == 0 ? "--allow-run-as-root" : "", SEQTASK, SMALL);
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    int st = -1;
+    bool sent = false;
+    for (int ms = 0; ms < 90000 && waitpid(pid, &st, WNOHANG) == 0; ms += 10) {
+        if (!sent && access(log, F_OK) == 0) {
+            sleep_ms(200);  /* some steps in */
+            for (int i = 0; i < 3; i++, sleep_ms(10)) kill(pid, SIGUSR1);
+            sent = true;
+        }
+        sleep_ms(10);
+    }
+    if (waitpid(pid, &st, WNOHANG) == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+        cr_assert_fail("the job did not stop within 90 s");
+    }
+    char path[300];
+    snprintf(path, sizeof path, "%s/stderr.txt", dir);
+    slurp(path, err_text, sizeof err_text);
+    cr_assert(sent && WIFEXITED(st) && WEXITSTATUS(st) == 130, "status %d\n%s", st, err_text);
+    cr_assert(strstr(err_text, "interrupted at step"), "%s", err_text);
+    cr_assert_eq(run("train --resume m/checkpoint.safetensors --steps 40 --threads 1"), 0, "%s", err_text);
 }
 
 /* An error of rank 0's own setup (its --out) names the rank. */
