@@ -38,7 +38,7 @@ static void sleep_us(long us)
     nanosleep(&ts, NULL);
 }
 
-/* dir/rel's bytes into a new buffer (*n of them). */
+/* dir/rel's bytes into a new buffer (*n of them, then a NUL). */
 static char *read_all(const char *rel, size_t *n)
 {
     char path[512];
@@ -50,6 +50,7 @@ static char *read_all(const char *rel, size_t *n)
     rewind(f);
     char *b = malloc(*n + 1);
     cr_assert(b && fread(b, 1, *n, f) == *n);
+    b[*n] = '\0';
     fclose(f);
     return b;
 }
