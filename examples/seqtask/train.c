@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <tapegrad/core/engine/alloc.h>
 #include <tapegrad/core/ops/ops.h>
@@ -27,11 +26,11 @@
 #include "cli.h"
 #include "commands.h"
 #include "eval.h"
-#include "progress.h"
 #include "outdir.h"
+#include "progress.h"
 #include "ranks.h"
-#include "stop.h"
 #include "run.h"
+#include "stop.h"
 
 typedef struct trainer {
     sq_config *c;
@@ -137,6 +136,13 @@ static int setup(trainer *tr)
     return 0;
 }
 
+/* tg_error() on stderr, naming the rank under mpirun. */
+static void say_error(const trainer *tr)
+{
+    if (tr->ranks > 1) fprintf(stderr, "rank %d: seqtask train: %s\n", tr->rank, tg_error());
+    else fprintf(stderr, "seqtask train: %s\n", tg_error());
+}
+
 /* Rank 0, once every rank agrees on the run: the output directory (a run
  * already there is refused unless --overwrite, sq_out_prepare) and the log.
  * Returns an exit status. */
@@ -148,8 +154,7 @@ static int open_out(trainer *tr)
     int status = sq_out_prepare(c, resumed_here);
     /* a resumed run keeps the rows of its own log up to the checkpoint */
     if (!status && sq_log_open(&tr->log, tr->path[P_LOG], resumed_here ? tr->step : 0)) status = 1;
-    if (status && tr->ranks > 1) fprintf(stderr, "rank 0: seqtask train: %s\n", tg_error());
-    else if (status) fprintf(stderr, "seqtask train: %s\n", tg_error());
+    if (status) say_error(tr);
     return status;
 }
 
@@ -381,8 +386,7 @@ int sq_cmd_train(sq_config *c)
     tr.rank = tg_dist_rank();
     tr.ranks = tg_dist_size();
     int threads = sq_set_threads(c->threads), status = setup(&tr);
-    if (status && tr.ranks > 1) fprintf(stderr, "rank %d: seqtask train: %s\n", tr.rank, tg_error());
-    else if (status) fprintf(stderr, "seqtask train: %s\n", tg_error());
+    if (status) say_error(&tr);
     status = agree(&tr, status, "setup");
     sq_run_state rs = {.step = tr.step, .numel = status ? 0 : tg_params_numel(tr.p), .opt = tr.opt,
                        .drop = &tr.drop, .data_hash = tr.run.data ? tr.run.data->hash : 0};
