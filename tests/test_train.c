@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -364,10 +363,10 @@ Test(train, batch_buffers_out_of_memory_gives_the_size)
 #ifdef __SANITIZE_ADDRESS__
     cr_skip_test("RLIMIT_AS and AddressSanitizer do not mix");
 #else
-    struct rlimit rl = {1500ul << 20, 1500ul << 20};
-    cr_assert_eq(setrlimit(RLIMIT_AS, &rl), 0);  /* this test's process and its children only */
+    launcher = "ulimit -v 1536000 &&";  /* RLIMIT_AS of seqtask's shell only */
     int st = run("train --batch 65536 --max-len 2048 --layers 1 --d-model 16 --heads 2 --eval-size 4 "
                  "--threads 1 --out oom");
+    launcher = "";
     cr_assert_eq(st, 1, "status %d\n%s", st, err_text);
     cr_assert(strstr(err_text, "out of memory for the batch buffers: 4100 MiB (65536 sequences x 4098 positions)"),
               "%s", err_text);
