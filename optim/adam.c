@@ -38,7 +38,7 @@ TG_SIMD_CLONES static void adam_param(tg_real *restrict p, const tg_real *restri
     }
 }
 
-void tg_adam_update(tg_params *p, const tg_optim_opts *o, long t, tg_real *m, tg_real *v)
+void tg_adam_update(tg_tensor *x, const tg_optim_opts *o, long t, tg_real *m, tg_real *v)
 {
     adam_coef c = {
         .b1 = (tg_real)o->beta1,
@@ -51,12 +51,6 @@ void tg_adam_update(tg_params *p, const tg_optim_opts *o, long t, tg_real *m, tg
         .eps = (tg_real)o->eps,
         .neg_step = (tg_real)(-(o->lr / (1 - pow(o->beta1, (double)t)))),
     };
-    bool adamw = o->kind == TG_ADAMW;
-    size_t off = 0;
-    for (int k = 0; k < tg_params_count(p); k++) {
-        tg_tensor *x = tg_params_at(p, k);
-        bool decays = tg_optim_decays(o, x);
-        adam_param(x->data, x->grad, m + off, v + off, x->size, &c, decays && !adamw, decays && adamw);
-        off += x->size;
-    }
+    bool adamw = o->kind == TG_ADAMW, decays = tg_optim_decays(o, x);
+    adam_param(x->data, x->grad, m, v, x->size, &c, decays && !adamw, decays && adamw);
 }

@@ -12,17 +12,6 @@
 /* Longest state key, "<prefix><param name>", including the NUL. */
 #define KEY_MAX 512
 
-struct tg_optim {
-    tg_params *p;
-    tg_optim_opts o;
-    size_t numel;             /* the store's size at creation */
-    long t;                   /* steps taken */
-    int n_bufs;               /* SGD: 1 with momentum, else 0; Adam: 2 */
-    tg_real *buf[2];          /* [numel] each, the store's flat layout; one allocation */
-    const char *prefix[2];    /* their state keys: "optim.adam.m." ... */
-    const char *step_key;     /* "optim.sgd.step" or "optim.adam.step" */
-};
-
 static const char *const kind_names[] = {"SGD", "Adam", "AdamW"};
 
 tg_optim_opts tg_optim_defaults(tg_optim_kind kind)
@@ -78,16 +67,25 @@ tg_optim *tg_optim_new(tg_params *p, const tg_optim_opts *opts)
     bool sgd = opts->kind == TG_SGD;
     int n_bufs = sgd ? opts->momentum != 0 : 2;
     size_t n = tg_params_numel(p);
+    int count = tg_params_count(p);
     tg_optim *o = tg_calloc(1, sizeof *o);
     tg_real *bufs = n_bufs && n <= SIZE_MAX / 2 ? tg_calloc((size_t)n_bufs * n, sizeof(tg_real)) : NULL;
-    if (!o || (n_bufs && !bufs)) {
+    tg_optim_grp *groups = tg_calloc(1, sizeof *groups);
+    char *none = tg_strdup("");
+    int *group_of = tg_calloc(count ? (size_t)count : 1, sizeof *group_of);
+    if (!o || (n_bufs && !bufs) || !groups || !none || !group_of) {
         tg_free(o);
         tg_free(bufs);
+        tg_free(groups);
+        tg_free(none);
+        tg_free(group_of);
         tg_error_set("tg_optim_new: out of memory for the %s state of %zu parameters",
                      kind_names[opts->kind], n);
         return NULL;
     }
-    *o = (tg_optim){.p = p, .o = *opts, .numel = n, .n_bufs = n_bufs};
+    groups[0] = (tg_optim_grp){.prefix = none, .o = *opts};
+    *o = (tg_optim){.p = p, .numel = n, .count = count, .n_bufs = n_bufs, .groups = groups, .n_groups = 1,
+                    .group_of = group_of};
     o->buf[0] = bufs;
     o->buf[1] = n_bufs == 2 ? bufs + n : NULL;
     if (sgd) {
@@ -105,13 +103,15 @@ void tg_optim_free(tg_optim *o)
 {
     if (!o) return;
     tg_free(o->buf[0]);
+    tg_optim_groups_free(o->groups, o->n_groups);
+    tg_free(o->group_of);
     tg_free(o);
 }
 
 /* -1 with a message naming `what` when the store grew after tg_optim_new. */
 static int check_store(const tg_optim *o, const char *what)
 {
-    if (tg_params_numel(o->p) == o->numel) return 0;
+    if (tg_params_numel(o->p) == o->numel && tg_params_count(o->p) == o->count) return 0;
     return tg_error_set("%s: the parameter store has %zu values, %zu when tg_optim_new made the optimizer: "
                         "make a new one after adding parameters", what, tg_params_numel(o->p), o->numel);
 }
@@ -121,8 +121,16 @@ int tg_optim_step(tg_optim *o)
     if (!o) return tg_error_set("tg_optim_step: the optimizer is NULL");
     if (check_store(o, "tg_optim_step")) return -1;
     o->t++;
-    if (o->o.kind == TG_SGD) tg_sgd_update(o->p, &o->o, o->buf[0], o->t == 1);
-    else tg_adam_update(o->p, &o->o, o->t, o->buf[0], o->buf[1]);
+    size_t off = 0;
+    for (int k = 0; k < o->count; k++) {
+        tg_tensor *x = tg_params_at(o->p, k);
+        const tg_optim_grp *g = &o->groups[o->group_of[k]];
+        if (!g->frozen && x->requires_grad) {
+            if (g->o.kind == TG_SGD) tg_sgd_update(x, &g->o, o->buf[0] ? o->buf[0] + off : NULL, o->t == 1);
+            else tg_adam_update(x, &g->o, o->t, o->buf[0] + off, o->buf[1] + off);
+        }
+        off += x->size;
+    }
     return 0;
 }
 
@@ -136,14 +144,14 @@ int tg_optim_set_lr(tg_optim *o, double lr)
 {
     if (!o) return tg_error_set("tg_optim_set_lr: the optimizer is NULL");
     if (!(lr >= 0 && isfinite(lr))) return tg_error_set("tg_optim_set_lr: lr = %g must be finite and >= 0", lr);
-    o->o.lr = lr;
+    o->groups[0].o.lr = lr;
     return 0;
 }
 
 double tg_optim_lr(const tg_optim *o)
 {
     TG_REFUSE_NULL(o, "the optimizer", NAN);
-    return o->o.lr;
+    return o->groups[0].o.lr;
 }
 
 long tg_optim_steps(const tg_optim *o)
@@ -155,10 +163,17 @@ long tg_optim_steps(const tg_optim *o)
 const tg_optim_opts *tg_optim_options(const tg_optim *o)
 {
     TG_REFUSE_NULL(o, "the optimizer", NULL);
-    return &o->o;
+    return &o->groups[0].o;
 }
 
 /* ---- state as named tensors ----------------------------------------------- */
+
+static bool all_finite(const tg_real *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(v[i])) return false;
+    return true;
+}
 
 /* "<prefix><name>" into key, or -1 with a message when it does not fit. */
 static int state_key(char *key, const char *prefix, const tg_tensor *x, const char *what)
@@ -178,13 +193,17 @@ int tg_optim_state_save(const tg_optim *o, tg_safetensors *s)
         for (int k = 0; k < tg_params_count(o->p); k++) {
             const tg_tensor *x = tg_params_at(o->p, k);
             if (state_key(key, o->prefix[b], x, what)) return -1;
+            if (!all_finite(o->buf[b] + off, x->size))
+                return tg_error_set("%s: '%s' holds a non-finite value: not saving a state that cannot "
+                                    "be resumed", what, key);
             if (tg_st_add_data(s, key, o->buf[b] + off, x->ndim, x->shape))
                 return tg_error_set("%s: %s", what, tg_error());
             off += x->size;
         }
     }
     snprintf(val, sizeof val, "%ld", o->t);
-    if (tg_st_set_meta(s, o->step_key, val)) return tg_error_set("%s: %s", what, tg_error());
+    if (tg_st_set_meta(s, o->step_key, val) || tg_optim_groups_write(o, s))
+        return tg_error_set("%s: %s", what, tg_error());
     return 0;
 }
 
@@ -219,7 +238,13 @@ int tg_optim_state_load(tg_optim *o, const tg_safetensors *s)
             if (!tg_shape_equal(x, y))
                 return tg_error_set("%s: '%s' is %s but parameter '%s' is %s", what, key, tg_shape_str(y, have),
                                     x->name, tg_shape_str(x, want));
+            if (!all_finite(y->data, y->size))
+                return tg_error_set("%s: '%s' holds a non-finite value: the state cannot be resumed", what, key);
         }
+    tg_optim_grp *groups;
+    int n_groups, *group_of;
+    if (tg_optim_groups_read(o, s, &groups, &n_groups, &group_of))
+        return tg_error_set("%s: %s", what, tg_error());
     for (int b = 0; b < o->n_bufs; b++) {
         size_t off = 0;
         for (int k = 0; k < tg_params_count(o->p); k++) {
@@ -230,5 +255,16 @@ int tg_optim_state_load(tg_optim *o, const tg_safetensors *s)
         }
     }
     o->t = t;
+    if (n_groups == 1) {  /* the default group alone */
+        for (int i = 1; i < o->n_groups; i++) tg_free(o->groups[i].prefix);
+        o->n_groups = 1;
+        for (int k = 0; k < o->count; k++) o->group_of[k] = 0;
+    } else if (n_groups) {  /* else a state from before parameter groups: the caller's stay */
+        tg_optim_groups_free(o->groups, o->n_groups);
+        tg_free(o->group_of);
+        o->groups = groups;
+        o->n_groups = n_groups;
+        o->group_of = group_of;
+    }
     return 0;
 }

@@ -44,8 +44,19 @@
  *   Adam/AdamW  "optim.adam.m.<param name>", "optim.adam.v.<param name>",
  *               "optim.adam.step"
  * so a checkpoint holds model and optimizer in one safetensors file and a
- * resumed run continues bit for bit. Hyperparameters are not saved: they
- * come from the caller's configuration.
+ * resumed run continues bit for bit. The default group's hyperparameters
+ * are not saved: they come from the caller's configuration. The groups
+ * added by tg_optim_add_group are (metadata "optim.groups" = their number,
+ * then "optim.group.<i>.prefix", ".lr", ".weight_decay", ".frozen" for
+ * i = 1, 2, ...), and tg_optim_state_load restores them.
+ *
+ * Parameter groups (torch's param_groups): every parameter belongs to one
+ * group, the default group 0 (tg_optim_new's options) unless a group added
+ * by tg_optim_add_group takes it by name prefix. A group has its own lr and
+ * weight decay, and may be frozen. A frozen group's parameters, and any
+ * parameter whose requires_grad is false, are skipped by the step: no
+ * update, no weight decay, no change to their state, bit for bit (torch
+ * skips a parameter whose grad is None). The step count t is shared.
  */
 #ifndef TAPEGRAD_OPTIM_H
 #define TAPEGRAD_OPTIM_H
@@ -108,14 +119,38 @@ double tg_optim_lr(const tg_optim *o);
 long tg_optim_steps(const tg_optim *o);
 const tg_optim_opts *tg_optim_options(const tg_optim *o);
 
+/* A parameter group: the parameters whose names start with prefix (a full
+ * name selects one). */
+typedef struct tg_optim_group {
+    const char *prefix;
+    double lr;            /* >= 0 */
+    double weight_decay;  /* >= 0, with the kind's meaning */
+    bool frozen;          /* its parameters never move */
+} tg_optim_group;
+
+/* Adds a group; returns its index (1, 2, ...), or -1 with a message when
+ * an option is bad, no parameter name starts with the prefix, or one that
+ * does is in another added group already (a parameter has one group). */
+int tg_optim_add_group(tg_optim *o, const tg_optim_group *g);
+/* Number of groups, the default included. */
+int tg_optim_group_count(const tg_optim *o);
+/* Group i (0: the default, prefix ""); the prefix points into o. -1 when i
+ * is out of range. */
+int tg_optim_group_get(const tg_optim *o, int i, tg_optim_group *g);
+/* Group i's lr; tg_optim_set_lr sets group 0's. -1 on a bad i or lr. */
+int tg_optim_group_set_lr(tg_optim *o, int i, double lr);
+
 /* Adds the state to s under the keys above. -1 with a message (a name taken
- * in s, out of memory), s then holding part of the state: discard it. */
+ * in s, a non-finite value in the state, out of memory), s then holding
+ * part of the state: discard it. */
 int tg_optim_state_save(const tg_optim *o, tg_safetensors *s);
 /* Restores a state saved by tg_optim_state_save into an optimizer of the
  * same kind over a store with the same parameter names and shapes. Every
  * name and shape is checked before anything is copied: the first missing or
- * mis-shaped tensor (or a missing or invalid step) is reported by name and
- * the optimizer is left unchanged. Other tensors of s are ignored. */
+ * mis-shaped tensor (or a missing or invalid step or group, or a non-finite
+ * value) is reported by name and the optimizer is left unchanged. The saved
+ * groups replace o's added groups; a state saved before parameter groups
+ * existed leaves them as they are. Other tensors of s are ignored. */
 int tg_optim_state_load(tg_optim *o, const tg_safetensors *s);
 
 #ifdef __cplusplus

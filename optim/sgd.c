@@ -21,7 +21,7 @@ static void sgd_param(tg_real *restrict p, const tg_real *restrict g, tg_real *r
     }
 }
 
-void tg_sgd_update(tg_params *p, const tg_optim_opts *o, tg_real *b, bool first)
+void tg_sgd_update(tg_tensor *x, const tg_optim_opts *o, tg_real *b, bool first)
 {
     sgd_coef c = {
         .wd = (tg_real)o->weight_decay,
@@ -29,11 +29,5 @@ void tg_sgd_update(tg_params *p, const tg_optim_opts *o, tg_real *b, bool first)
         .one_m_tau = (tg_real)(1 - o->dampening),
         .neg_lr = (tg_real)(-o->lr),
     };
-    size_t off = 0;
-    for (int k = 0; k < tg_params_count(p); k++) {
-        tg_tensor *x = tg_params_at(p, k);
-        sgd_param(x->data, x->grad, b ? b + off : NULL, x->size, &c, tg_optim_decays(o, x), first,
-                  o->nesterov);
-        off += x->size;
-    }
+    sgd_param(x->data, x->grad, b, x->size, &c, tg_optim_decays(o, x), first, o->nesterov);
 }

@@ -159,7 +159,7 @@ if [ $train -eq 1 ] && [ -x "$bin/seqtask" ]; then
   # seqtask's own clock: from the first step to the evaluation that reaches --target-acc
   seqtask_train() {
     local out line steps secs acc
-    out=$("$bin/seqtask" train --task reverse --out "$build/seqtask-reverse" --save-every 0 2>/dev/null) || return 1
+    out=$("$bin/seqtask" train --task reverse --overwrite --out "$build/seqtask-reverse" --save-every 0 2>/dev/null) || return 1
     line=$(grep -m1 '^step [0-9]*, [0-9.]* s: held-out exact-sequence accuracy' <<<"$out") || return 1
     read -r steps secs acc < <(sed -E 's/^step ([0-9]+), ([0-9.]+) s: held-out exact-sequence accuracy ([0-9.]+)%.*/\1 \2 \3/' <<<"$line")
     local target=0.99

@@ -52,7 +52,7 @@ for m in toy large; do
     l=$(load)
     for r in $(seq "$reps"); do
       $(launch $cfg) ${models[$m]} --steps 40 --warmup 5 --eval-every 0 --eval-size 10 --target-acc 0 \
-        --out "$tmp/$m-$cfg" >/dev/null 2>&1
+        --overwrite --out "$tmp/$m-$cfg" >/dev/null 2>&1
       tail -n +7 "$tmp/$m-$cfg/log.csv" | cut -d, -f5 | median
     done | median | xargs printf "| %s | %s | %.2f | $l |\n" "$m" "$cfg"
   done

@@ -17,8 +17,8 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DTAPEGRAD_TESTS=OFF >build/re
 cmake --build "$build" -j"$(nproc 2>/dev/null || echo 2)" --target seqtask >build/release.build.log 2>&1 ||
   { tail -40 build/release.build.log; exit 1; }
 
-echo "== train: reverse a sequence of 4-12 symbols (seqtask train --task reverse --out out/reverse)"
-summary=$("$build/seqtask" train --task reverse --out out/reverse "$@")
+echo "== train: reverse a sequence of 4-12 symbols (seqtask train --task reverse --overwrite --out out/reverse)"
+summary=$("$build/seqtask" train --task reverse --overwrite --out out/reverse "$@")
 echo "$summary"
 
 input="3 14 1 5 9 2 6 11"

@@ -2,11 +2,13 @@
  * as a user would (test_train.c, test_determinism.c, test_crash.c): a
  * per-test temporary directory, reading a whole file, and run(), which
  * executes "seqtask <args>" in that directory and captures its stderr (and
- * its stdout when SEQTASK_CAPTURE_STDOUT is defined before the include). */
+ * its stdout when SEQTASK_CAPTURE_STDOUT is defined before the include);
+ * spawn() / spawn_wait() start one without a shell, to signal it. */
 #ifndef TAPEGRAD_TESTS_SEQTASK_UTIL_H
 #define TAPEGRAD_TESTS_SEQTASK_UTIL_H
 
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -107,6 +109,44 @@ static inline int run(const char *fmt, ...)
     slurp(path, err_text, sizeof err_text);
     cr_assert(!strstr(err_text, "Sanitizer") && !strstr(err_text, "runtime error:"),
               "sanitizer report from seqtask %s:\n%s", args, err_text);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Starts "seqtask <args>" (split on spaces) in the test's directory without
+ * a shell in between, so that a signal reaches seqtask itself; its stdout
+ * goes to /dev/null, its stderr to stderr.txt (read it with spawn_wait). */
+static inline pid_t spawn(const char *args)
+{
+    static char buf[4096];
+    char *argv[128];
+    int argc = 0;
+    snprintf(buf, sizeof buf, "%s", args);
+    argv[argc++] = SEQTASK;
+    for (char *s = strtok(buf, " "); s && argc < 127; s = strtok(NULL, " ")) argv[argc++] = s;
+    argv[argc] = NULL;
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        if (chdir(dir) != 0 || null < 0) _exit(127);
+        int err = open("stderr.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(null, 1);
+        dup2(err >= 0 ? err : null, 2);
+        execv(SEQTASK, argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+/* Waits for a spawned seqtask: its exit status (128 + signal when killed),
+ * its stderr in err_text. */
+static inline int spawn_wait(pid_t pid)
+{
+    int st;
+    char path[512];
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    snprintf(path, sizeof path, "%s/stderr.txt", dir);
+    slurp(path, err_text, sizeof err_text);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 

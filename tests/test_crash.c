@@ -13,7 +13,6 @@
  * Tiny configurations, one thread: seconds, also under the sanitizers. */
 #include <criterion/criterion.h>
 #include <dirent.h>
-#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -39,30 +38,6 @@ static const char *path_of(const char *rel)
     k = (k + 1) % 4;
     snprintf(p[k], sizeof p[k], "%s/%s", dir, rel);
     return p[k];
-}
-
-/* Starts "seqtask <args>" (split on spaces) in the test's directory without
- * a shell in between, so that a signal reaches seqtask itself. */
-static pid_t spawn(const char *args)
-{
-    static char buf[4096];
-    char *argv[128];
-    int argc = 0;
-    snprintf(buf, sizeof buf, "%s", args);
-    argv[argc++] = SEQTASK;
-    for (char *s = strtok(buf, " "); s && argc < 127; s = strtok(NULL, " ")) argv[argc++] = s;
-    argv[argc] = NULL;
-    pid_t pid = fork();
-    cr_assert_neq(pid, -1);
-    if (pid == 0) {
-        int null = open("/dev/null", O_WRONLY);
-        if (chdir(dir) != 0 || null < 0) _exit(127);
-        dup2(null, 1);
-        dup2(null, 2);
-        execv(SEQTASK, argv);
-        _exit(127);
-    }
-    return pid;
 }
 
 /* Rows of a log.csv with step > after, first 4 columns (step, loss, lr,
@@ -123,7 +98,7 @@ static long reference_runs(void)
 static bool kill_run_after(int mode, long us)
 {
     char args[1024];
-    snprintf(args, sizeof args, CRASH_RUN " --mode %s --steps %d --save-every 1 --out run", modes[mode],
+    snprintf(args, sizeof args, CRASH_RUN " --mode %s --steps %d --save-every 1 --overwrite --out run", modes[mode],
              CRASH_STEPS);
     pid_t pid = spawn(args);
     struct timespec ts = {us / 1000000, us % 1000000 * 1000};
@@ -154,7 +129,7 @@ static long check_checkpoint(const char *what)
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s/res'", dir);
     cr_assert_eq(system(cmd), 0);
-    cr_assert_eq(run("train --resume run/checkpoint.safetensors --threads 1 --out res"), 0, "%s: %s", what,
+    cr_assert_eq(run("train --resume run/checkpoint.safetensors --threads 1 --overwrite --out res"), 0, "%s: %s", what,
                  err_text);
     log_rows_after("res/log.csv", k, got, sizeof got);
     log_rows_after(ref, k, want, sizeof want);
@@ -182,7 +157,7 @@ Test(crash, sigkill_while_saving_then_resume)
     }
     /* killed writers leave their temporaries; the next run removes them */
     int stale = count_temps("run");
-    cr_assert_eq(run(CRASH_RUN " --mode fused --steps 8 --save-every 1 --out run"), 0, "%s", err_text);
+    cr_assert_eq(run(CRASH_RUN " --mode fused --steps 8 --save-every 1 --overwrite --out run"), 0, "%s", err_text);
     cr_assert_eq(count_temps("run"), 0, "%d stale temporaries were not removed", count_temps("run"));
     cr_log_info("crash: %d kills in [0, %ld] us (seed %u): %d checkpoints loaded and resumed bit for bit, "
                 "%d runs had finished; stale temporaries left: %d; checkpoint steps (-1: none yet):%s",

@@ -8,9 +8,12 @@
  * a hang fails the test instead of stalling CI. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "seqtask_util.h"
@@ -185,12 +188,57 @@ Test(mpi, a_bad_flag_on_one_rank_ends_the_job)
     cr_assert(strstr(err_text, "another rank refused its command line"), "%s", err_text);
 }
 
-Test(mpi, different_flags_on_the_ranks_end_the_job)
+/* Before step 1 every rank compares its resolved configuration with rank
+ * 0's: a flag that keeps the parameter count (--heads, --mode, the
+ * optimizer's) would otherwise train a wrong model silently. */
+Test(mpi, different_flags_on_the_ranks_end_the_job_naming_both_values)
 {
+    static const char *const cases[][2] = {
+        {"--batch 6", "--batch is 6 here but 8 on rank 0"},
+        {"--heads 8", "--heads is 8 here but 4 on rank 0"},
+        {"--mode per-head", "--mode is per-head here but fused on rank 0"},
+        {"--optimizer sgd", "--optimizer is sgd here but adamw on rank 0"},
+        {"--clip 0.5", "--clip is 0.5 here but 1 on rank 0"},
+        {"--weight-decay 0.02", "--weight-decay is 0.02 here but 0.01 on rank 0"},
+        {"--warmup 3", "--warmup is 3 here but 4 on rank 0"},
+        {"--schedule linear", "--schedule is linear here but cosine on rank 0"},
+        {"--lr 0.002", "--lr is 0.002 here but 0.01 on rank 0"},
+        {"--seed 2", "--seed is 2 here but 1 on rank 0"},
+        {"--accum 2", "--accum is 2 here but 1 on rank 0"},
+        {"--layers 1", "--layers is 1 here but 2 on rank 0"},
+    };
     use_mpirun(1);
-    int st = run("train %s --out x : -np 1 '%s' train %s --out x --batch 6", SMALL, SEQTASK, SMALL);
-    cr_assert(st != 0 && st != 124, "exit status %d\n%s", st, err_text);
-    cr_assert(strstr(err_text, "rank 1: the model, data or training flags differ from rank 0's"), "%s", err_text);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int st = run("train %s --out x : -np 1 '%s' train %s --out x %s", SMALL, SEQTASK, SMALL, cases[i][0]);
+        cr_assert(st == 2, "%s: exit status %d\n%s", cases[i][0], st, err_text);
+        cr_assert(strstr(err_text, "rank 1: seqtask train: ") && strstr(err_text, cases[i][1]), "%s:\n%s",
+                  cases[i][0], err_text);
+        cr_assert(strstr(err_text, "the check of the configuration failed on 1 rank(s)"), "%s", err_text);
+        char log[300];
+        snprintf(log, sizeof log, "%s/x/log.csv", dir);
+        cr_assert(access(log, F_OK) != 0, "%s: a step ran", cases[i][0]);
+    }
+}
+
+/* The same flags, --data files of different contents: the paths may differ
+ * between hosts, the contents may not. */
+Test(mpi, different_data_contents_on_the_ranks_end_the_job)
+{
+    char path[300];
+    snprintf(path, sizeof path, "%s/a.tsv", dir);
+    FILE *f = fopen(path, "w");
+    fputs("1 2 3\t3 2 1\n4 5\t5 4\n", f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/b.tsv", dir);
+    f = fopen(path, "w");
+    fputs("1 2 3\t3 2 1\n4 6\t6 4\n", f);
+    fclose(f);
+    use_mpirun(1);
+    const char *flags = "--symbols 8 --max-len 5 --layers 1 --d-model 16 --heads 4 --batch 2 --steps 2 --threads 1";
+    int st = run("train %s --data a.tsv --out x : -np 1 '%s' train %s --data b.tsv --out x", flags, SEQTASK,
+                 flags);
+    cr_assert(st == 2, "exit status %d\n%s", st, err_text);
+    cr_assert(strstr(err_text, "rank 1: seqtask train: the --data contents (hash) is "), "%s", err_text);
 }
 
 /* Rank 1 is SIGKILLed two seconds into a long run: mpirun ends rank 0 too. */
@@ -201,6 +249,68 @@ Test(mpi, a_killed_rank_ends_the_job)
                  "\"$0\" \"$@\"' '%s' train %s --steps 1000000 --eval-every 0 --out x", SMALL, SEQTASK, SMALL);
     cr_assert(st != 0 && st != 124, "exit status %d (124: timed out)\n%s", st, err_text);
     cr_assert(strstr(err_text, "signal 9") || strstr(err_text, "Killed"), "%s", err_text);
+}
+
+/* SIGUSR1 to mpirun (which passes it on to every rank) three times, 10 ms
+ * apart, once the ranks train with --save-every 1: every rank stops after
+ * the same step, the checkpoint is saved, the job exits 130 and resumes.
+ * mpirun is the spawned process itself (timeout(1) would not pass the
+ * signal on); a hang is ended after 90 s. */
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, ms % 1000 * 1000000};
+    nanosleep(&ts, NULL);
+}
+
+Test(mpi, sigusr1_three_times_is_one_clean_stop)
+{
+    use_mpirun(2);
+    char cmd[2048], log[300];
+    snprintf(log, sizeof log, "%s/m/log.csv", dir);
+    snprintf(cmd, sizeof cmd, "cd '%s' && exec %s --oversubscribe %s -np 2 '%s' train %s --steps 1000000 "
+             "--save-every 1 --out m >/dev/null 2>stderr.txt", dir, TG_MPIEXEC,
+             geteuid() == 0 ? "--allow-run-as-root" : "", SEQTASK, SMALL);
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    int st = -1;
+    bool sent = false;
+    for (int ms = 0; ms < 90000 && waitpid(pid, &st, WNOHANG) == 0; ms += 10) {
+        if (!sent && access(log, F_OK) == 0) {
+            sleep_ms(200);  /* some steps in */
+            for (int i = 0; i < 3; i++, sleep_ms(10)) kill(pid, SIGUSR1);
+            sent = true;
+        }
+        sleep_ms(10);
+    }
+    if (waitpid(pid, &st, WNOHANG) == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+        cr_assert_fail("the job did not stop within 90 s");
+    }
+    char path[300];
+    snprintf(path, sizeof path, "%s/stderr.txt", dir);
+    slurp(path, err_text, sizeof err_text);
+    cr_assert(sent && WIFEXITED(st) && WEXITSTATUS(st) == 130, "status %d\n%s", st, err_text);
+    cr_assert(strstr(err_text, "interrupted at step"), "%s", err_text);
+    cr_assert_eq(run("train --resume m/checkpoint.safetensors --steps 40 --threads 1"), 0, "%s", err_text);
+}
+
+/* An error of rank 0's own setup (its --out) names the rank. */
+Test(mpi, rank_0s_setup_error_names_the_rank)
+{
+    char path[300];
+    snprintf(path, sizeof path, "%s/afile", dir);
+    FILE *f = fopen(path, "w");
+    fclose(f);
+    use_mpirun(2);
+    int st = run("train %s --out afile/sub", SMALL);
+    cr_assert(st == 2, "exit status %d\n%s", st, err_text);
+    cr_assert(strstr(err_text, "rank 0: seqtask train: afile/sub: cannot create the directory: Not a directory"),
+              "%s", err_text);
 }
 
 Test(mpi, other_commands_refuse_ranks)

@@ -75,8 +75,8 @@ Test(io, header_padding_for_every_name_length)
     }
 }
 
-/* The exact layout: length, compact JSON (metadata first), space padding,
- * little-endian data in insertion order. */
+/* The exact layout: length, compact JSON (metadata first, the checksums
+ * last in it), space padding, little-endian data in insertion order. */
 Test(io, exact_byte_layout)
 {
     tg_safetensors *s = tg_st_new();
@@ -85,7 +85,9 @@ Test(io, exact_byte_layout)
     cr_assert_eq(tg_st_add_data(s, "w", w, 1, shape), 0);
     cr_assert_eq(tg_st_add_data(s, "s", &sc, 0, NULL), 0);
     cr_assert_eq(tg_st_set_meta(s, "format", "pt"), 0);
-    static const char json[] = "{\"__metadata__\":{\"format\":\"pt\"},"
+    /* the checksums: zlib.crc32 of "format\0pt\0s\0F32\0\0w\0F32\0" "2\0" and of each tensor's bytes */
+    static const char json[] = "{\"__metadata__\":{\"format\":\"pt\",\"tapegrad.crc32\":\"{\\\"__metadata__\\\":"
+                               "\\\"7d6f819e\\\",\\\"w\\\":\\\"c3872656\\\",\\\"s\\\":\\\"9722f221\\\"}\"},"
                                "\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
                                "\"s\":{\"dtype\":\"F32\",\"shape\":[],\"data_offsets\":[8,12]}}";
     static const uint8_t data[12] = {0, 0, 0x80, 0x3f, 0, 0, 0, 0xc0, 0, 0, 0, 0x3f};

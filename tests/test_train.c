@@ -326,7 +326,7 @@ Test(train, default_warmup_fits_any_steps)
     const long steps[] = {1, 20, 51};
     for (int s = 0; s < 3; s++)
         for (int i = 0; i < 3; i++) {
-            int st = run("train %s --steps %ld --schedule %s --out o", tiny, steps[i], sched[s]);
+            int st = run("train %s --steps %ld --schedule %s --overwrite --out o", tiny, steps[i], sched[s]);
             cr_expect_eq(st, 0, "--steps %ld --schedule %s: status %d\n%s", steps[i], sched[s], st, err_text);
             char want[64];
             snprintf(want, sizeof want, "(%s, warmup %ld), batch 8, %ld steps", sched[s], steps[i] / 10,
@@ -356,6 +356,23 @@ Test(train, a_bad_data_file_is_reported_before_conflicting_flags)
     }
 }
 
+/* Batch buffers too large for the address space: the message gives the
+ * size. (Not under ASan: its shadow memory needs the address space.) */
+Test(train, batch_buffers_out_of_memory_gives_the_size)
+{
+#ifdef __SANITIZE_ADDRESS__
+    cr_skip_test("RLIMIT_AS and AddressSanitizer do not mix");
+#else
+    launcher = "ulimit -v 1536000 &&";  /* RLIMIT_AS of seqtask's shell only */
+    int st = run("train --batch 65536 --max-len 2048 --layers 1 --d-model 16 --heads 2 --eval-size 4 "
+                 "--threads 1 --out oom");
+    launcher = "";
+    cr_assert_eq(st, 1, "status %d\n%s", st, err_text);
+    cr_assert(strstr(err_text, "out of memory for the batch buffers: 4100 MiB (65536 sequences x 4098 positions)"),
+              "%s", err_text);
+#endif
+}
+
 typedef struct {
     const char *text, *message;
 } bad_data;
@@ -367,6 +384,10 @@ Test(train, bad_data_files_are_refused_with_file_and_line)
         {"\n\n", "data.txt: no examples"},
         {"1 2 3\n", "data.txt:1: no tab between the source and the target"},
         {"1 2\t2 1\n1 2\t3\t4\n", "data.txt:2: more than one tab"},
+        {"\xEF\xBB\xBF" "1 2\t2 1\n", "data.txt:1: starts with a UTF-8 byte order mark (bytes EF BB BF)"},
+        {"1 2\t2 1\r3 4\t4 3\r", "data.txt:1: a carriage return (CR) inside the line: the file has CR-only line "
+                                "endings"},
+        {"1 2\t2 1\n3 4\r\t4 3\n", "data.txt:2: a carriage return (CR) inside the line"},
         {"1 x\t2\n", "data.txt:1: 'x' is not a symbol (an integer in [0, 8))"},
         {"1 2\t2 1\n\n5 9\t1\n", "data.txt:3: symbol 9 is outside [0, 8)"},
         {"-1\t2\n", "data.txt:1: symbol -1 is outside [0, 8)"},

@@ -34,6 +34,14 @@
  *     written as integral non-integers (4.0, 4e0) are accepted; offsets above
  *     2^53 and dims above INT_MAX are rejected; names and metadata may not
  *     contain \u0000 (tapegrad names are C strings).
+ *   - checksums: every file written carries the metadata entry
+ *     "tapegrad.crc32", a CRC-32 of each tensor's bytes and of the rest of
+ *     the metadata with the tensors' names, dtypes and shapes (format in
+ *     core/io/json.h, docs/FORMATS.md). Reading a file that has it verifies
+ *     it first and refuses a mismatch naming the tensor ("tensor 'w': its
+ *     data does not match its checksum") or the metadata; the entry is not
+ *     part of the loaded set's metadata (a caller's entry of that name is
+ *     replaced on writing). Files without it (PyTorch's) load as before.
  *   - cJSON's allocations are routed through tg_malloc/tg_free
  *     (cJSON_InitHooks, process-wide: do not install other cJSON hooks in a
  *     program that uses tapegrad's I/O).

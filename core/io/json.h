@@ -43,4 +43,32 @@ void tg_st_json_hooks(void);
  * U+10FFFF). */
 bool tg_st_utf8_valid(const char *s);
 
+/* ---- checksums (core/io/checksum.c) --------------------------------------
+ * Written by core/io/write.c into every file, verified by core/io/read.c.
+ *
+ * The metadata entry "tapegrad.crc32" holds a JSON object, as a string:
+ *   {"__metadata__": "<crc>", "<tensor name>": "<crc>", ...}
+ * each <crc> 8 lowercase hex digits of CRC-32 (zlib's crc32, the one of
+ * Python's zlib.crc32):
+ *   - of a tensor: its bytes in the data section;
+ *   - "__metadata__": the bytes, in this order, of every other metadata
+ *     entry sorted by key (key NUL value NUL), then of every tensor sorted
+ *     by name (name NUL dtype NUL dims in decimal joined by "," NUL).
+ * Keyed by name and sorted, so a tool that rewrites the file in another
+ * order (safetensors' save_file does) keeps it valid if it keeps the
+ * bytes, names, dtypes and shapes. A file without the entry is read as
+ * before (files written by PyTorch). */
+#define TG_ST_CHECKSUM_KEY "tapegrad.crc32"
+
+/* crc updated with n bytes at p (start from 0). */
+uint32_t tg_crc32(uint32_t crc, const void *p, size_t n);
+
+/* The table for s written as dtype: "{...}" (tg_malloc'ed), crcs[i] being
+ * tensor i's data CRC. NULL on OOM. */
+char *tg_st_checksum_table(const tg_safetensors *s, const uint32_t *crcs, tg_dtype dtype);
+
+/* Checks a validated header against its table, when it has one. 0, or -1
+ * with a message naming `what` and the tensor (or the metadata). */
+int tg_st_checksum_verify(const tg_st_header *h, const char *what);
+
 #endif

@@ -212,10 +212,14 @@ int tg_st_parse(const uint8_t *buf, size_t len, const char *what, tg_safetensors
     if (!buf && len) return tg_error_set("%s: tg_st_parse: buffer is NULL", what);
     tg_st_header h;
     if (tg_st_header_read(buf, len, what, &h)) return -1;
+    if (tg_st_checksum_verify(&h, what)) {
+        tg_st_header_free(&h);
+        return -1;
+    }
     tg_safetensors *s = tg_st_new();
     int rc = s ? 0 : -1;
     for (const cJSON *c = h.meta ? h.meta->child : NULL; c && !rc; c = c->next)
-        rc = meta_append(s, c->string, c->valuestring);
+        if (strcmp(c->string, TG_ST_CHECKSUM_KEY) != 0) rc = meta_append(s, c->string, c->valuestring);
     for (size_t i = 0; i < h.n_entries && !rc; i++) {
         const tg_st_entry *e = &h.entries[i];
         tg_tensor *x = append(s, e->name, e->ndim, e->shape);

@@ -1,6 +1,7 @@
 /* tapegrad: writing safetensors (see core/io/io.h): the header is built with
- * cJSON, the data converted to little-endian F32/F64 in fixed-size chunks,
- * and files are replaced atomically (temp file, fsync, rename). */
+ * cJSON and carries the checksums (core/io/json.h), the data converted
+ * to little-endian F32/F64 in fixed-size chunks, and files are replaced
+ * atomically (temp file, fsync, rename). */
 #include "io.h"
 
 #include <cjson/cJSON.h>
@@ -17,6 +18,62 @@
 #include "../engine/error.h"
 
 static size_t dtype_size(tg_dtype dt) { return dt == TG_F64 ? 8 : 4; }
+
+static void put_le(uint8_t *p, uint64_t v, int nbytes)
+{
+    for (int i = 0; i < nbytes; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void encode(uint8_t *p, tg_real v, tg_dtype dtype)
+{
+    if (dtype == TG_F64) {
+        double d = (double)v;
+        uint64_t u;
+        memcpy(&u, &d, 8);
+        put_le(p, u, 8);
+    } else {
+        float f = (float)v;
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        put_le(p, u, 4);
+    }
+}
+
+/* Elements j, j+1, ... of x encoded as dtype into buf [16384]: as many as
+ * fit; returns the bytes written. */
+static size_t encode_chunk(const tg_tensor *x, size_t j, tg_dtype dtype, uint8_t *buf)
+{
+    size_t es = dtype_size(dtype), per = 16384 / es, k = x->size - j < per ? x->size - j : per;
+    for (size_t e = 0; e < k; e++) encode(buf + e * es, x->data[j + e], dtype);
+    return k * es;
+}
+
+/* CRC-32 of x's bytes as the file holds them. */
+static uint32_t data_crc(const tg_tensor *x, tg_dtype dtype)
+{
+    uint8_t buf[16384];
+    uint32_t c = 0;
+    for (size_t j = 0, n; j < x->size; j += n / dtype_size(dtype)) {
+        n = encode_chunk(x, j, dtype, buf);
+        c = tg_crc32(c, buf, n);
+    }
+    return c;
+}
+
+/* Every tensor's CRC, then the checksum table as a metadata string of meta
+ * (core/io/json.h); false on OOM. */
+static bool add_checksums(cJSON *meta, const tg_safetensors *s, tg_dtype dtype)
+{
+    int n = tg_st_count(s);
+    uint32_t *crcs = tg_malloc((n ? (size_t)n : 1) * sizeof *crcs);
+    if (!crcs) return false;
+    for (int i = 0; i < n; i++) crcs[i] = data_crc(tg_st_at(s, i), dtype);
+    char *table = tg_st_checksum_table(s, crcs, dtype);
+    bool ok = table && cJSON_AddStringToObject(meta, TG_ST_CHECKSUM_KEY, table);
+    tg_free(table);
+    tg_free(crcs);
+    return ok;
+}
 
 /* {"dtype": dt, "shape": [...], "data_offsets": [begin, end]} added to root
  * under x->name; false on OOM. Offsets stay below 2^53, exact as doubles. */
@@ -36,14 +93,13 @@ static cJSON *header_json(const tg_safetensors *s, tg_dtype dtype, size_t *data_
 {
     cJSON *root = cJSON_CreateObject();
     if (!root) return NULL;
-    if (tg_st_meta_count(s) > 0) {
-        cJSON *meta = cJSON_AddObjectToObject(root, "__metadata__");
-        if (!meta) goto oom;
-        for (int i = 0; i < tg_st_meta_count(s); i++) {
-            const char *k = tg_st_meta_key(s, i);
-            if (!cJSON_AddStringToObject(meta, k, tg_st_meta(s, k))) goto oom;
-        }
+    cJSON *meta = cJSON_AddObjectToObject(root, "__metadata__");
+    if (!meta) goto oom;
+    for (int i = 0; i < tg_st_meta_count(s); i++) {
+        const char *k = tg_st_meta_key(s, i);
+        if (strcmp(k, TG_ST_CHECKSUM_KEY) != 0 && !cJSON_AddStringToObject(meta, k, tg_st_meta(s, k))) goto oom;
     }
+    if (!add_checksums(meta, s, dtype)) goto oom;
     size_t off = 0;
     for (int i = 0; i < tg_st_count(s); i++) {
         const tg_tensor *x = tg_st_at(s, i);
@@ -85,26 +141,6 @@ static int build_header(const tg_safetensors *s, tg_dtype dtype, char **hdr, siz
     return 0;
 }
 
-static void put_le(uint8_t *p, uint64_t v, int nbytes)
-{
-    for (int i = 0; i < nbytes; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void encode(uint8_t *p, tg_real v, tg_dtype dtype)
-{
-    if (dtype == TG_F64) {
-        double d = (double)v;
-        uint64_t u;
-        memcpy(&u, &d, 8);
-        put_le(p, u, 8);
-    } else {
-        float f = (float)v;
-        uint32_t u;
-        memcpy(&u, &f, 4);
-        put_le(p, u, 4);
-    }
-}
-
 /* Appends n bytes to the file f, or to *mem (advanced) when f is NULL. */
 static bool put(FILE *f, uint8_t **mem, const void *p, size_t n)
 {
@@ -118,15 +154,13 @@ static bool put(FILE *f, uint8_t **mem, const void *p, size_t n)
 static bool emit(const tg_safetensors *s, tg_dtype dtype, const char *hdr, size_t n, FILE *f, uint8_t *mem)
 {
     uint8_t buf[16384];
-    size_t es = dtype_size(dtype), per = sizeof buf / es;
     put_le(buf, n, 8);
     if (!put(f, &mem, buf, 8) || !put(f, &mem, hdr, n)) return false;
     for (int i = 0; i < tg_st_count(s); i++) {
         const tg_tensor *x = tg_st_at(s, i);
-        for (size_t j = 0; j < x->size; j += per) {
-            size_t k = x->size - j < per ? x->size - j : per;
-            for (size_t e = 0; e < k; e++) encode(buf + e * es, x->data[j + e], dtype);
-            if (!put(f, &mem, buf, k * es)) return false;
+        for (size_t j = 0, k; j < x->size; j += k / dtype_size(dtype)) {
+            k = encode_chunk(x, j, dtype, buf);
+            if (!put(f, &mem, buf, k)) return false;
         }
     }
     return true;

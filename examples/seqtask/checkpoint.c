@@ -2,6 +2,7 @@
 #include "checkpoint.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,9 +84,24 @@ static int meta_long(tg_safetensors *s, const char *key, long long v)
     return tg_st_set_meta(s, key, buf);
 }
 
+/* -1 with a message naming the first parameter of p holding NaN or Inf:
+ * such a model is neither saved nor loaded (it could only give NaN). */
+static int check_finite(const tg_params *p, const char *path, const char *what)
+{
+    for (int k = 0; k < tg_params_count(p); k++) {
+        const tg_tensor *x = tg_params_at(p, k);
+        for (size_t i = 0; i < x->size; i++)
+            if (!isfinite(x->data[i]))
+                return tg_error_set("%s: parameter '%s' holds a non-finite value (%g at element %zu): %s", path,
+                                    x->name, (double)x->data[i], i, what);
+    }
+    return 0;
+}
+
 int sq_save(const char *path, const sq_config *c, const tg_params *p, const tg_optim *o,
             const tg_rng *rng, long step, double acc, unsigned long long data_hash)
 {
+    if (check_finite(p, path, "not saving it")) return -1;
     tg_safetensors *s = tg_st_new();
     char buf[64];
     int rc = -1;
@@ -139,13 +155,15 @@ int sq_open(const char *path, sq_config *c, bool resume, tg_params **p, tg_model
     if (sq_model_build(c, NULL, p, m)) goto fail;
     if (tg_st_load_params(*p, s, true, "optim.")) {
         tg_error_set("%s: %s", path, tg_error());
-        sq_model_destroy(*p, m);
-        *p = NULL;
-        goto fail;
+        goto fail_model;
     }
+    if (check_finite(*p, path, "refusing to use it")) goto fail_model;
     if (st) *st = s;
     else tg_st_free(s);
     return 0;
+fail_model:
+    sq_model_destroy(*p, m);
+    *p = NULL;
 fail:
     tg_st_free(s);
     return -1;

@@ -107,6 +107,8 @@ static const flag flags[] = {
     STR("png", png, "", C_ATTN | C_HEADS, 0, "output", "FILE", "PNG to write (required)"),
     STR("out", out, "", C_TRAIN, 0, "output", "DIR",
         "output directory [out/<task>, or the --resume file's directory]"),
+    BOOL("overwrite", overwrite, C_TRAIN, 0, "output",
+         "replace the run in --out (without it, a --out that holds log.csv or a model is refused)"),
     INT("save-every", save_every, 0, 1e9, "500", C_TRAIN, M_TRAIN, "output", "N",
         "rewrite checkpoint.safetensors every N steps (0: at the end)"),
     INT("log-every", log_every, 1, 1e9, "100", C_TRAIN, M_TRAIN, "output", "N",
@@ -131,7 +133,9 @@ static const char *const cmd_short[] = {
 };
 static const char *const cmd_help[] = {
     "Trains a small decoder-only transformer on a sequence task and writes model.safetensors,\n"
-    "checkpoint.safetensors, log.csv, loss.png and attention.png into --out.",
+    "checkpoint.safetensors, log.csv, loss.png and attention.png into --out. A --out that\n"
+    "holds another run is refused (nothing in it is touched) unless --overwrite is given,\n"
+    "which removes that run's files first; --resume carries on the run it names.",
     "Exact-sequence and per-token accuracy of a trained model on held-out examples\n"
     "of its task (or --data), with the first failures as input / expected / got.",
     "Greedy decoding of one input by a trained model.",

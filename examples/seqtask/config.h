@@ -36,6 +36,7 @@ typedef struct sq_config {
     long eval_every, eval_size, save_every, log_every;
     double target_acc;
     char out[SQ_PATH_MAX], init[SQ_PATH_MAX], resume[SQ_PATH_MAX];
+    bool overwrite;              /* --out may hold another run: replace it */
     /* eval / generate / attn / heads */
     char model[SQ_PATH_MAX], input[SQ_INPUT_MAX], png[SQ_PATH_MAX];
     long show;

@@ -181,6 +181,19 @@ int sq_data_load(const char *path, int n_symbols, int max_len, sq_dataset **out)
             rc = -1;
             break;
         }
+        /* two ways an editor's file looks like a wrong line to the parser */
+        if (lineno == 1 && strncmp(line, "\xEF\xBB\xBF", 3) == 0) {
+            tg_error_set("%s:1: starts with a UTF-8 byte order mark (bytes EF BB BF): save the file "
+                         "without it", path);
+            rc = -1;
+            break;
+        }
+        if (strchr(line, '\r')) {
+            tg_error_set("%s:%ld: a carriage return (CR) inside the line: the file has CR-only line "
+                         "endings (old Mac); save it with LF or CRLF line endings", path, lineno);
+            rc = -1;
+            break;
+        }
         int n, m;
         if (parse_line(line, n_symbols, max_len, buf, &n, buf + room, &m, room) != 0) {
             tg_error_set("%s:%ld: %s", path, lineno, tg_error());

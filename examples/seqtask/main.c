@@ -15,6 +15,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "stop.h"
 
 /* Reads the command line into c. 0: run the command; else the exit status
  * (a refused command line, or --help: -1 for 0 after printing help). */
@@ -55,10 +56,13 @@ static int parse(int argc, char **argv, sq_config *c)
  * collective: a rank that left while the others wait would hang them. */
 int main(int argc, char **argv)
 {
+    bool train = argc > 1 && strcmp(argv[1], "train") == 0;
+    if (train) sq_stop_install();  /* before anything that takes time */
     if (tg_dist_init(&argc, &argv)) {
         fprintf(stderr, "seqtask: %s\n", tg_error());
         return 1;
     }
+    if (train) sq_stop_install();
     static sq_config c;
     int rc = parse(argc, argv, &c);
     double v[2] = {rc != 0, rc > 0 ? rc : 0};  /* ranks that stop, and their worst status */

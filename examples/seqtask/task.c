@@ -177,7 +177,10 @@ int sq_batch_init(sq_batch *b, int cap_B, int cap_T)
     b->seq = tg_malloc(row * sizeof *b->seq);
     if (!b->ids || !b->targets || !b->lens || !b->ex || !b->pool || !b->seq) {
         sq_batch_free(b);
-        return -1;
+        double bytes = (double)bt * 2 * sizeof(int32_t) + (double)cap_B * (sizeof(int32_t) + sizeof(sq_example)) +
+                       (2.0 * (double)cap_B + 1) * (double)row * sizeof(int32_t);
+        return tg_error_set("out of memory for the batch buffers: %.0f MiB (%d sequences x %d positions)",
+                            bytes / (1 << 20), cap_B, cap_T);
     }
     return 0;
 }

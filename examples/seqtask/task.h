@@ -112,7 +112,9 @@ typedef struct sq_batch {
     int32_t *seq;                /* [cap_T + 1] scratch */
 } sq_batch;
 
-/* Room for cap_B sequences of up to cap_T + 1 tokens (cap_T = Tmax - 1). */
+/* Room for cap_B sequences of up to cap_T + 1 tokens (cap_T = Tmax - 1).
+ * 0, or -1 with "out of memory for the batch buffers: N MiB (B sequences x
+ * T positions)". */
 int sq_batch_init(sq_batch *b, int cap_B, int cap_T);
 void sq_batch_free(sq_batch *b);
 /* Fills b from n examples (n <= cap_B, each n + m + 3 <= cap_T + 1). */

@@ -15,11 +15,9 @@
  * carry any rank's failure, so all ranks stop at the same step (dist.h).
  */
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <tapegrad/core/engine/alloc.h>
 #include <tapegrad/core/ops/ops.h>
@@ -28,16 +26,11 @@
 #include "cli.h"
 #include "commands.h"
 #include "eval.h"
+#include "outdir.h"
 #include "progress.h"
+#include "ranks.h"
 #include "run.h"
-
-static volatile sig_atomic_t interrupted;
-
-static void on_sigint(int sig)
-{
-    (void)sig;
-    interrupted = 1;
-}
+#include "stop.h"
 
 typedef struct trainer {
     sq_config *c;
@@ -54,7 +47,7 @@ typedef struct trainer {
     sq_log log;
     sq_progress prog;
     int rank, ranks;             /* this process of how many (1 without mpirun) */
-    bool interrupted;            /* some rank got SIGINT: every rank stops after the same step */
+    bool interrupted;            /* some rank got SIGINT or SIGUSR1: every rank stops after the same step */
     long step;                   /* updates done */
     double acc, tacc;            /* last evaluation, -1 before the first */
     char path[3][SQ_PATH_MAX + 32];  /* model, checkpoint, log */
@@ -108,9 +101,6 @@ static int setup_model(trainer *tr)
                     "resumed run will not repeat the original bit for bit\n", c->data);
     }
     tg_st_free(st);
-    /* ranks that built the same model from the same seed already agree;
-     * the broadcast also covers an --init file that differs between hosts */
-    if (!status && tg_dist_bcast_params(tr->p)) status = 1;
     return status;
 }
 
@@ -127,8 +117,6 @@ static int setup(trainer *tr)
                      "an example", c->batch, c->accum, tr->ranks);
         return SQ_EXIT_USAGE;
     }
-    if (tr->rank == 0 && sq_mkdirs(c->out)) return SQ_EXIT_USAGE;
-    if (tr->rank == 0) sq_remove_stale_temps(c->out);
     const char *names[] = {"model.safetensors", "checkpoint.safetensors", "log.csv"};
     for (int i = 0; i < 3; i++) snprintf(tr->path[i], sizeof tr->path[i], "%s/%s", c->out, names[i]);
     if (c->schedule == SQ_SCHED_CONSTANT) tr->sched = tg_schedule_constant(c->lr, c->warmup);
@@ -137,20 +125,37 @@ static int setup(trainer *tr)
     else tr->sched = tg_schedule_linear(c->lr, c->lr / 10, c->warmup, c->steps);
     if (tg_schedule_check(&tr->sched)) return SQ_EXIT_USAGE;
     tr->tape = tg_tape_new();
-    if (!tr->tape || sq_batch_init(&tr->batch, (int)c->batch, sq_tmax((int)c->max_len) - 1) ||
-        (tr->rank == 0 && sq_decoder_init(&tr->dec, &tr->m))) {
-        tg_error_set("out of memory");
+    if (!tr->tape) {
+        tg_error_set("out of memory for the tape");
         return 1;
     }
-    /* a resumed run keeps the rows of its own log up to the checkpoint */
-    char dir[SQ_PATH_MAX];
-    struct stat a, b;
-    sq_dirname(c->resume, dir, sizeof dir);
-    bool same = c->resume[0] && stat(dir, &a) == 0 && stat(c->out, &b) == 0 && a.st_dev == b.st_dev &&
-                a.st_ino == b.st_ino;
-    if (tr->rank == 0 && sq_log_open(&tr->log, tr->path[P_LOG], same ? tr->step : 0)) return 1;
+    if (sq_batch_init(&tr->batch, (int)c->batch, sq_tmax((int)c->max_len) - 1) ||
+        (tr->rank == 0 && sq_decoder_init(&tr->dec, &tr->m)))
+        return 1;
     tr->acc = tr->tacc = -1;
     return 0;
+}
+
+/* tg_error() on stderr, naming the rank under mpirun. */
+static void say_error(const trainer *tr)
+{
+    if (tr->ranks > 1) fprintf(stderr, "rank %d: seqtask train: %s\n", tr->rank, tg_error());
+    else fprintf(stderr, "seqtask train: %s\n", tg_error());
+}
+
+/* Rank 0, once every rank agrees on the run: the output directory (a run
+ * already there is refused unless --overwrite, sq_out_prepare) and the log.
+ * Returns an exit status. */
+static int open_out(trainer *tr)
+{
+    const sq_config *c = tr->c;
+    if (tr->rank != 0) return 0;
+    bool resumed_here = sq_out_is_resume_dir(c);
+    int status = sq_out_prepare(c, resumed_here);
+    /* a resumed run keeps the rows of its own log up to the checkpoint */
+    if (!status && sq_log_open(&tr->log, tr->path[P_LOG], resumed_here ? tr->step : 0)) status = 1;
+    if (status) say_error(tr);
+    return status;
 }
 
 static void print_header(const trainer *tr, int threads)
@@ -218,7 +223,7 @@ static int train_step(trainer *tr, double *loss, double *gnorm, double *lr, long
     const sq_config *c = tr->c;
     long targets = sq_batch_draw(&tr->batch, &tr->run.task, tr->step, (int)c->batch);
     tg_optim_zero_grad(tr->opt);
-    double sums[4] = {0, 0, 0, interrupted ? 1 : 0};  /* loss sum, tokens, failed ranks, interrupted */
+    double sums[4] = {0, 0, 0, sq_stop_requested() ? 1 : 0};  /* loss sum, tokens, failed ranks, interrupted */
     micro_batches(tr, targets, sums);
     bool failed_here = sums[2] > 0;
     if (tg_dist_sum(sums, 4)) tg_dist_abort(1, tg_error());
@@ -348,24 +353,6 @@ static int finish(trainer *tr)
     return 0;
 }
 
-/* Ranks given different flags would all-reduce grads of different models
- * or batches: each rank compares what shapes the run with rank 0's. */
-static int check_same_run(const trainer *tr)
-{
-    const sq_config *c = tr->c;
-    double mine[] = {(double)tg_params_numel(tr->p), c->batch, c->accum, c->steps, c->seed, c->kind, c->symbols,
-                     c->min_len, c->max_len, c->lr, c->dropout, tr->step,
-                     tr->run.data ? (double)(tr->run.data->hash >> 11) : 0};
-    enum { N = sizeof mine / sizeof mine[0] };
-    double theirs[N];
-    memcpy(theirs, mine, sizeof mine);
-    if (tg_dist_bcast(theirs, N)) tg_dist_abort(1, tg_error());
-    if (memcmp(mine, theirs, sizeof mine) == 0) return 0;
-    fprintf(stderr, "seqtask train: rank %d: the model, data or training flags differ from rank 0's (every "
-            "rank needs the same command line and files)\n", tr->rank);
-    return SQ_EXIT_USAGE;
-}
-
 /* Every rank's status becomes the worst one; a rank that failed printed
  * its message, the others say which rank stopped them. */
 static int agree(const trainer *tr, int status, const char *what)
@@ -399,19 +386,20 @@ int sq_cmd_train(sq_config *c)
     tr.rank = tg_dist_rank();
     tr.ranks = tg_dist_size();
     int threads = sq_set_threads(c->threads), status = setup(&tr);
-    if (status) fprintf(stderr, "seqtask train: %s\n", tg_error());
+    if (status) say_error(&tr);
     status = agree(&tr, status, "setup");
-    if (!status) status = agree(&tr, check_same_run(&tr), "the check of the command line");
+    sq_run_state rs = {.step = tr.step, .numel = status ? 0 : tg_params_numel(tr.p), .opt = tr.opt,
+                       .drop = &tr.drop, .data_hash = tr.run.data ? tr.run.data->hash : 0};
+    if (!status) status = agree(&tr, sq_ranks_agree(c, &rs), "the check of the configuration");
+    /* ranks that built the same model from the same seed already agree;
+     * the broadcast also covers an --init file that differs between hosts */
+    if (!status && tg_dist_bcast_params(tr.p)) tg_dist_abort(1, tg_error());
+    if (!status) status = agree(&tr, open_out(&tr), "opening --out");
     if (status) {
         trainer_free(&tr);
         return status;
     }
     if (tr.rank == 0) print_header(&tr, threads);
-    struct sigaction sa = {.sa_handler = on_sigint, .sa_flags = SA_RESETHAND};
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    /* mpirun ends the job on SIGINT but passes SIGUSR1 on to every rank */
-    sigaction(SIGUSR1, &sa, NULL);
     double t0 = sq_now();
     sq_progress_init(&tr.prog, tr.step + 1, c->steps, c->log_every);
     status = train_loop(&tr);
