@@ -136,7 +136,7 @@ static int check_args(const tg_safetensors *s, const void *dst, tg_dtype dtype)
 {
     if (!s || !dst) return tg_error_set("tg_st_save: NULL argument");
     if (dtype != TG_F32 && dtype != TG_F64)
-        return tg_error_set("tg_st_save: unknown dtype %d", (int)dtype);
+        return tg_error_set("tg_st_save: dtype %s cannot be written (F32 or F64)", tg_dtype_name(dtype));
     return 0;
 }
 
