@@ -2,7 +2,7 @@
 # components the Debian packages are made of (cmake/package.cmake):
 #   lib       libtapegrad.so.0                    dist      libtapegrad-dist.so.0
 #   dev       headers, libtapegrad.{a,so}, tapegrad.pc, CMake package
-#   dist-dev  dist/dist.h, libtapegrad-dist.{a,so}, tapegrad-dist.pc, tapegrad::dist
+#   distdev  dist/dist.h, libtapegrad-dist.{a,so}, tapegrad-dist.pc, tapegrad::dist
 #   bin       seqtask
 # Only the dist components know about MPI.
 include(GNUInstallDirs)
@@ -29,11 +29,11 @@ install(TARGETS tapegrad EXPORT tapegradTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT lib NAMELINK_COMPONENT dev)
 install(TARGETS tapegrad_dist EXPORT tapegradDistTargets
-  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dist-dev
-  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dist NAMELINK_COMPONENT dist-dev)
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT distdev
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dist NAMELINK_COMPONENT distdev)
 if(TARGET tapegrad_static)  # TAPEGRAD_INSTALL_STATIC: the archives beside the shared libraries
   install(TARGETS tapegrad_static ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev)
-  install(TARGETS tapegrad_dist_static ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dist-dev)
+  install(TARGETS tapegrad_dist_static ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT distdev)
 endif()
 if(TARGET seqtask)
   install(TARGETS seqtask RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT bin)
@@ -45,12 +45,12 @@ foreach(dir ${TAPEGRAD_DIRS})
     PATTERN "blas.h" EXCLUDE PATTERN "gemm.h" EXCLUDE PATTERN "vmath.h" EXCLUDE
     PATTERN "internal.h" EXCLUDE PATTERN "json.h" EXCLUDE PATTERN "dtype.h" EXCLUDE)
 endforeach()
-install(FILES dist/dist.h DESTINATION include/tapegrad/dist COMPONENT dist-dev)
+install(FILES dist/dist.h DESTINATION include/tapegrad/dist COMPONENT distdev)
 
 # CMake package: find_package(tapegrad) gives tapegrad::tapegrad;
 # find_package(tapegrad COMPONENTS dist) adds tapegrad::dist (and MPI).
 install(EXPORT tapegradTargets NAMESPACE tapegrad:: DESTINATION ${TAPEGRAD_CMAKE_DIR} COMPONENT dev)
-install(EXPORT tapegradDistTargets NAMESPACE tapegrad:: DESTINATION ${TAPEGRAD_CMAKE_DIR} COMPONENT dist-dev)
+install(EXPORT tapegradDistTargets NAMESPACE tapegrad:: DESTINATION ${TAPEGRAD_CMAKE_DIR} COMPONENT distdev)
 if(BUILD_SHARED_LIBS)
   set(TAPEGRAD_STATIC OFF)
 else()
@@ -120,7 +120,7 @@ foreach(rpath IN ITEMS "" "-Wl,-rpath,\${libdir}")
   configure_file(cmake/tapegrad.pc.in ${pc_dir}/tapegrad.pc @ONLY)
   configure_file(cmake/tapegrad-dist.pc.in ${pc_dir}/tapegrad-dist.pc @ONLY)
 endforeach()
-foreach(pc_component IN ITEMS "tapegrad;dev" "tapegrad-dist;dist-dev")
+foreach(pc_component IN ITEMS "tapegrad;dev" "tapegrad-dist;distdev")
   list(GET pc_component 0 pc)
   list(GET pc_component 1 component)
   if(BUILD_SHARED_LIBS)
