@@ -5,6 +5,7 @@
  * must agree with PyTorch's conversions, keep integers exact (tg_st_ints),
  * and load a half-precision BatchNorm state_dict into float parameters. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -133,7 +134,7 @@ Test(io_dtype, misuse)
     cr_assert_eq(tg_st_dtype(s, "f16", NULL), -1);
     cr_assert_null(tg_st_ints(s, "nope"));
     cr_assert_null(tg_st_ints(NULL, "i32"));
-    /* tapegrad writes F32 and F64 only */
+    /* tapegrad writes F32, F64, F16 and BF16 */
     uint8_t *buf = NULL;
     size_t len = 0;
     cr_assert_eq(tg_st_to_bytes(s, TG_I64, &buf, &len), -1);
@@ -159,5 +160,34 @@ Test(io_dtype, round_trip_of_loaded_integers_is_their_real_values)
     assert_dtype(back, "ids", TG_F64);
     tg_free(buf);
     tg_st_free(back);
+    tg_st_free(s);
+}
+
+/* Written as F16 or BF16, float32 values round as PyTorch rounds them (to
+ * nearest, ties to even, overflow to infinity, subnormals), bit for bit. */
+Test(io_dtype, write_f16_bf16_rounds_as_pytorch)
+{
+    tg_safetensors *s = load_fixture();
+    tg_tensor *src = get(s, "w_src");
+    const tg_dtype dts[] = {TG_F16, TG_BF16};
+    const char *refs[] = {"w_src.f16", "w_src.bf16"};
+    for (int k = 0; k < 2; k++) {
+        tg_safetensors *out = tg_st_new(), *back = NULL;
+        cr_assert_eq(tg_st_add(out, "w", src), 0, "%s", tg_error());
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        cr_assert_eq(tg_st_to_bytes(out, dts[k], &buf, &len), 0, "%s", tg_error());
+        cr_assert_eq(tg_st_parse(buf, len, NULL, &back), 0, "%s", tg_error());
+        assert_dtype(back, "w", dts[k]);
+        tg_tensor *w = get(back, "w"), *ref = get(s, refs[k]);
+        cr_assert_eq(w->size, ref->size);
+        for (size_t i = 0; i < w->size; i++)
+            cr_assert(w->data[i] == ref->data[i] && signbit(w->data[i]) == signbit(ref->data[i]),
+                      "%s[%zu]: %.9g written as %.9g, PyTorch rounds to %.9g", tg_dtype_name(dts[k]), i,
+                      (double)src->data[i], (double)w->data[i], (double)ref->data[i]);
+        tg_free(buf);
+        tg_st_free(back);
+        tg_st_free(out);
+    }
     tg_st_free(s);
 }

@@ -4,7 +4,8 @@ each, and PyTorch's own conversion of each to float64 ("<name>.f64") and,
 for the integer ones, to int64 ("<name>.i64"), which tests/test_io_dtype.c
 compares tapegrad's loading with. Also a BatchNorm1d state_dict in half
 precision ("bn.*", with its I64 num_batches_tracked), the kind of file that
-used to be refused whole.
+used to be refused whole. And float32 values with PyTorch's rounding of them
+to F16 and BF16 ("w_src", "w_src.f16", "w_src.bf16"), for writing.
 
 Run: /usr/bin/python3 bench/torch/make_dtype_fixtures.py  (from the repo root)
 """
@@ -34,6 +35,17 @@ for name in list(tensors):
     tensors[name + ".f64"] = t.to(torch.float64)
     if not t.is_floating_point():
         tensors[name + ".i64"] = t.to(torch.int64)
+
+# Rounding to F16 / BF16 (what tg_st_save writes): float32 sources, among them
+# ties that round to even, values that overflow to infinity and subnormals,
+# and PyTorch's rounding of each.
+ties = [2 - 2**-12, 65535.0, 1 + 2**-11, 1 + 3 * 2**-11, 65519.0, 65520.0, 2**-25, 3 * 2**-25, 2**-14 - 2**-26, 1e-8, -0.0,
+        1 + 2**-8, 1 + 3 * 2**-8, 3.4028234663852886e38, -3.4e38, 1e-39, 9.2e-41]
+src = torch.cat([torch.tensor(ties, dtype=torch.float32), torch.randn(40) * 10, torch.randn(40) * 1e-6,
+                 torch.randn(20) * 1e-39])
+tensors["w_src"] = src
+tensors["w_src.f16"] = src.to(torch.float16)
+tensors["w_src.bf16"] = src.to(torch.bfloat16)
 
 bn = torch.nn.BatchNorm1d(3)
 with torch.no_grad():

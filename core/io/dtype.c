@@ -90,3 +90,39 @@ void tg_st_decode_int(int64_t *dst, const uint8_t *src, size_t n, tg_dtype dt)
     size_t es = tg_st_dtype_size(dt);
     for (size_t i = 0; i < n; i++) dst[i] = to_int(le(src + i * es, es), dt);
 }
+
+/* v rounded to nearest-even in a binary float of man mantissa bits and exp
+ * exponent bits (F16: 10, 5; BF16: 7, 8), from the double directly (no
+ * double rounding through float). */
+static uint16_t small_float(double v, int man, int exp)
+{
+    uint16_t sign = signbit(v) ? (uint16_t)(1u << (man + exp)) : 0, inf = (uint16_t)(((1u << exp) - 1) << man);
+    int bias = (1 << (exp - 1)) - 1, emin = 1 - bias, e;
+    double a = fabs(v);
+    if (isnan(v)) return sign | inf | (uint16_t)(1u << (man - 1));
+    if (a < ldexp(1, emin)) return sign | (uint16_t)nearbyint(ldexp(a, man - emin)); /* zero, subnormal */
+    frexp(a, &e);  /* a in [2^(e-1), 2^e) */
+    int E = e - 1;
+    if (E > bias) return sign | inf;
+    /* q in [2^man, 2^(man+1)]: q = 2^(man+1) (rounded up to the next power of
+     * two) carries into the exponent field, up to infinity, by the addition */
+    double q = nearbyint(ldexp(a, man - E));
+    return sign | (uint16_t)(((unsigned)(E + bias) << man) + (unsigned)(q - ldexp(1, man)));
+}
+
+void tg_st_encode_real(uint8_t *dst, tg_real v, tg_dtype dt)
+{
+    uint64_t u = 0;
+    if (dt == TG_F64) {
+        double d = (double)v;
+        memcpy(&u, &d, 8);
+    } else if (dt == TG_F32) {
+        float f = (float)v;
+        uint32_t w;
+        memcpy(&w, &f, 4);
+        u = w;
+    } else {
+        u = dt == TG_F16 ? small_float((double)v, 10, 5) : small_float((double)v, 7, 8);
+    }
+    for (size_t i = 0; i < tg_st_dtype_size(dt); i++) dst[i] = (uint8_t)(u >> (8 * i));
+}

@@ -3,7 +3,7 @@
  * Format: 8-byte little-endian header length N, N bytes of JSON
  * {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]}, ...,
  *  "__metadata__": {"key": "value", ...}}, then the raw little-endian data.
- * tapegrad writes F32 or F64 and reads F32, F64, F16, BF16, I32, I64, U8 and
+ * tapegrad writes F32, F64, F16 or BF16 and reads those and I32, I64, U8 and
  * BOOL (every tensor converted to tg_real; integer tensors also kept exact).
  *
  * Reading validates what the reference implementation validates (header at
@@ -57,7 +57,7 @@
 extern "C" {
 #endif
 
-/* The safetensors dtypes tapegrad reads; it writes TG_F32 and TG_F64. */
+/* The safetensors dtypes tapegrad reads; it writes the four float ones. */
 typedef enum tg_dtype { TG_F32, TG_F64, TG_F16, TG_BF16, TG_I32, TG_I64, TG_U8, TG_BOOL } tg_dtype;
 const char *tg_dtype_name(tg_dtype dt); /* "F32", "BF16", ...; "?" for no dtype */
 
@@ -94,8 +94,9 @@ int tg_st_dtype(const tg_safetensors *s, const char *name, tg_dtype *out);
  * a missing name or a tensor of a float dtype (use tg_st_get's tg_real). */
 const int64_t *tg_st_ints(const tg_safetensors *s, const char *name);
 
-/* Writes every tensor as dtype (F64 from the float build is exact; F32 from
- * the double build rounds to nearest). Atomic: "<path>.tmp.XXXXXX" (mkstemp)
+/* Writes every tensor as dtype, TG_F32, TG_F64, TG_F16 or TG_BF16 (F64 from
+ * the float build is exact; narrower ones round to nearest-even, as PyTorch
+ * does, and overflow to infinity). Atomic: "<path>.tmp.XXXXXX" (mkstemp)
  * is written, flushed, fsync'ed, closed and renamed over path (then the
  * directory is fsync'ed, best effort); on any failure it is removed and an
  * existing file at path is untouched. A new file gets mode 0666 & ~umask, a

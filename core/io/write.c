@@ -12,11 +12,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dtype.h"
 #include "json.h"
 #include "../engine/alloc.h"
 #include "../engine/error.h"
 
-static size_t dtype_size(tg_dtype dt) { return dt == TG_F64 ? 8 : 4; }
 
 /* {"dtype": dt, "shape": [...], "data_offsets": [begin, end]} added to root
  * under x->name; false on OOM. Offsets stay below 2^53, exact as doubles. */
@@ -47,8 +47,8 @@ static cJSON *header_json(const tg_safetensors *s, tg_dtype dtype, size_t *data_
     size_t off = 0;
     for (int i = 0; i < tg_st_count(s); i++) {
         const tg_tensor *x = tg_st_at(s, i);
-        size_t bytes = x->size * dtype_size(dtype); /* <= the in-memory size: no overflow */
-        if (!add_entry(root, x, dtype == TG_F64 ? "F64" : "F32", off, off + bytes)) goto oom;
+        size_t bytes = x->size * tg_st_dtype_size(dtype); /* <= the in-memory size: no overflow */
+        if (!add_entry(root, x, tg_dtype_name(dtype), off, off + bytes)) goto oom;
         off += bytes;
     }
     *data_len = off;
@@ -90,21 +90,6 @@ static void put_le(uint8_t *p, uint64_t v, int nbytes)
     for (int i = 0; i < nbytes; i++) p[i] = (uint8_t)(v >> (8 * i));
 }
 
-static void encode(uint8_t *p, tg_real v, tg_dtype dtype)
-{
-    if (dtype == TG_F64) {
-        double d = (double)v;
-        uint64_t u;
-        memcpy(&u, &d, 8);
-        put_le(p, u, 8);
-    } else {
-        float f = (float)v;
-        uint32_t u;
-        memcpy(&u, &f, 4);
-        put_le(p, u, 4);
-    }
-}
-
 /* Appends n bytes to the file f, or to *mem (advanced) when f is NULL. */
 static bool put(FILE *f, uint8_t **mem, const void *p, size_t n)
 {
@@ -118,14 +103,14 @@ static bool put(FILE *f, uint8_t **mem, const void *p, size_t n)
 static bool emit(const tg_safetensors *s, tg_dtype dtype, const char *hdr, size_t n, FILE *f, uint8_t *mem)
 {
     uint8_t buf[16384];
-    size_t es = dtype_size(dtype), per = sizeof buf / es;
+    size_t es = tg_st_dtype_size(dtype), per = sizeof buf / es;
     put_le(buf, n, 8);
     if (!put(f, &mem, buf, 8) || !put(f, &mem, hdr, n)) return false;
     for (int i = 0; i < tg_st_count(s); i++) {
         const tg_tensor *x = tg_st_at(s, i);
         for (size_t j = 0; j < x->size; j += per) {
             size_t k = x->size - j < per ? x->size - j : per;
-            for (size_t e = 0; e < k; e++) encode(buf + e * es, x->data[j + e], dtype);
+            for (size_t e = 0; e < k; e++) tg_st_encode_real(buf + e * es, x->data[j + e], dtype);
             if (!put(f, &mem, buf, k * es)) return false;
         }
     }
@@ -135,8 +120,8 @@ static bool emit(const tg_safetensors *s, tg_dtype dtype, const char *hdr, size_
 static int check_args(const tg_safetensors *s, const void *dst, tg_dtype dtype)
 {
     if (!s || !dst) return tg_error_set("tg_st_save: NULL argument");
-    if (dtype != TG_F32 && dtype != TG_F64)
-        return tg_error_set("tg_st_save: dtype %s cannot be written (F32 or F64)", tg_dtype_name(dtype));
+    if (dtype != TG_F32 && dtype != TG_F64 && dtype != TG_F16 && dtype != TG_BF16)
+        return tg_error_set("tg_st_save: dtype %s cannot be written (F32, F64, F16 or BF16)", tg_dtype_name(dtype));
     return 0;
 }
 
