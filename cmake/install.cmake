@@ -2,7 +2,7 @@
 # components the Debian packages are made of (cmake/package.cmake):
 #   lib       libtapegrad.so.0                    dist      libtapegrad-dist.so.0
 #   dev       headers, libtapegrad.{a,so}, tapegrad.pc, CMake package
-#   distdev  dist/dist.h, libtapegrad-dist.{a,so}, tapegrad-dist.pc, tapegrad::dist
+#   distdev   dist/dist.h, libtapegrad-dist.{a,so}, tapegrad-dist.pc, tapegrad::dist
 #   bin       seqtask
 # Only the dist components know about MPI.
 include(GNUInstallDirs)
