@@ -85,7 +85,7 @@ in_root 'apt-get update -qq && apt-get install -y -qq --no-install-recommends \
   if dpkg -l | grep -Ei "^ii +(libopenmpi|openmpi|libmpich|mpich)"; then
     echo "libtapegrad-dev brought MPI"; exit 1; fi
   cd /tmp/tg
-  gradcheck_ok() { "$@" | tee /dev/stderr | grep -q "gradcheck ok"; }
+  gradcheck_ok() { local out; out=$("$@"); echo "$out"; grep -q "gradcheck ok" <<<"$out"; }
   cc -std=c11 -Wall -Wextra -Wpedantic -Werror -o qs quickstart.c $(pkg-config --cflags --libs tapegrad)
   ldd qs | grep -q "libtapegrad.so.0 => /lib/x86_64-linux-gnu\|libtapegrad.so.0 => /usr/lib/x86_64-linux-gnu"
   gradcheck_ok ./qs
