@@ -1,4 +1,5 @@
-/* tapegrad: one include for the whole library. */
+/* tapegrad: one include for the whole library (libtapegrad). The data-parallel
+ * layer is a library of its own: <tapegrad/dist/dist.h>, libtapegrad-dist. */
 #ifndef TAPEGRAD_H
 #define TAPEGRAD_H
 
@@ -18,6 +19,5 @@
 #include "nn/nn.h"
 #include "optim/optim.h"
 #include "viz/viz.h"
-#include "dist/dist.h"
 
 #endif

@@ -6,6 +6,9 @@
  * of the form (sum over my rows) / (rows of the whole batch), the sum over
  * ranks is the whole batch's mean.
  *
+ * A library of its own, libtapegrad-dist (CMake: tapegrad::dist, from
+ * find_package(tapegrad COMPONENTS dist); pkg-config: tapegrad-dist), so that
+ * only the programs that link it need MPI.
  * Built on MPI when CMake finds it (dist/mpi.c); otherwise, and in a program
  * not started by mpirun, the process is rank 0 of 1 and every call below is
  * a no-op that succeeds (dist/local.c), so one program serves both.

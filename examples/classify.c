@@ -14,9 +14,10 @@
  * Cross-entropy, AdamW with a cosine schedule. One source in 16, by a hash of
  * its tokens, is held out: training never draws it.
  *
- * Usage: classify [--mode fused|per-head] [--steps N] [--seed N]
+ * Usage: classify [--mode fused|per-head] [--steps N] [--seed N]  (classify --help)
  * Prints progress and ends with "held-out accuracy NN.NN%".
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,9 +123,27 @@ static int init(model *m, tg_params *p, tg_mha_mode mode, tg_rng *rng)
     return 0;
 }
 
-static int usage(const char *why)
+/* ---- command line, in seqtask's style: --help to stdout, a bad flag named on stderr, exit 2 ---- */
+
+static const char help[] =
+    "usage: classify [flags]\n\n"
+    "Trains a one-layer attention classifier on \"a b SEP x1 .. xL: does a occur among the x more\n"
+    "often than b?\" and prints the held-out accuracy every 250 steps and at the end.\n\n"
+    "flags:\n"
+    "  --mode fused|per-head       attention: one packed projection for all heads or one per head [fused]\n"
+    "  --steps N                   optimizer steps, an integer in [1, 1000000000] [1500]\n"
+    "  --seed N                    seed of the initialisation and the data, an integer >= 0 [1]\n"
+    "  --help                      this text\n\n"
+    "example: classify --mode per-head --steps 500\n";
+
+static int bad(const char *flag, const char *value, const char *expected)
 {
-    fprintf(stderr, "classify: %s\nusage: classify [--mode fused|per-head] [--steps N] [--seed N]\n", why);
+    if (value)
+        fprintf(stderr, "classify: %s '%s' is not allowed: expected %s\n", flag, value, expected);
+    else if (expected)
+        fprintf(stderr, "classify: %s needs a value: %s\n", flag, expected);
+    else
+        fprintf(stderr, "classify: unknown flag %s (classify --help lists the flags)\n", flag);
     return 2;
 }
 
@@ -134,16 +153,29 @@ int main(int argc, char **argv)
     long steps = 1500;
     unsigned long long seed = 1;
     for (int i = 1; i < argc; i++) {
+        const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL, *want;
         char *end = NULL;
-        if (i + 1 == argc) return usage("each option takes a value");
-        if (!strcmp(argv[i], "--mode") && (!strcmp(argv[i + 1], "fused") || !strcmp(argv[i + 1], "per-head")))
-            mode = argv[i + 1][0] == 'p' ? TG_MHA_PER_HEAD : TG_MHA_FUSED;
-        else if (!strcmp(argv[i], "--steps") && (steps = strtol(argv[i + 1], &end, 10)) > 0 && !*end)
-            ;
-        else if (!strcmp(argv[i], "--seed") && (seed = strtoull(argv[i + 1], &end, 10), !*end))
-            ;
-        else
-            return usage("bad option or value");
+        if (!strcmp(f, "--help")) return fputs(help, stdout), 0;
+        if (!strcmp(f, "--mode")) {
+            want = "one of fused, per-head";
+            if (!v) return bad(f, NULL, want);
+            if (strcmp(v, "fused") && strcmp(v, "per-head")) return bad(f, v, want);
+            mode = v[0] == 'p' ? TG_MHA_PER_HEAD : TG_MHA_FUSED;
+        } else if (!strcmp(f, "--steps")) {
+            want = "an integer in [1, 1000000000]";
+            if (!v) return bad(f, NULL, want);
+            errno = 0;
+            steps = strtol(v, &end, 10);
+            if (errno || end == v || *end || steps < 1 || steps > 1000000000) return bad(f, v, want);
+        } else if (!strcmp(f, "--seed")) {
+            want = "an integer >= 0";
+            if (!v) return bad(f, NULL, want);
+            errno = 0;
+            seed = strtoull(v, &end, 10);
+            if (errno || end == v || *end || v[0] == '-') return bad(f, v, want);
+        } else {
+            return bad(f, NULL, NULL);
+        }
         i++;
     }
     tg_rng rng;

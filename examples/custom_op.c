@@ -4,6 +4,7 @@
  * holds the op to more. */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <tapegrad/tapegrad.h>
 
@@ -43,8 +44,12 @@ static tg_tensor *f(tg_tape *t, tg_tensor **in, void *ctx)
     return my_sigmoid(t, in[0], 1.5);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "--help") == 0)
+        return fputs("usage: custom_op\n\nGradchecks my_sigmoid, an op written outside the library with "
+                     "core/engine/op.h;\nprints \"gradcheck ok\" or what failed. It takes no flags.\n", stdout), 0;
+    if (argc > 1) return fprintf(stderr, "custom_op: unknown flag %s (custom_op --help)\n", argv[1]), 2;
     tg_rng rng;
     tg_rng_seed(&rng, 1);
     tg_tensor *x = tg_tensor_alloc(2, (int[]){3, 4});

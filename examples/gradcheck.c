@@ -1,7 +1,7 @@
 /* Gradient checks a user would run on their own code: a composite function
  * built from core ops, and multi-head attention in both modes. Prints the
  * worst element of every input as a table; exits 1 if any check fails.
- * Usage: gradcheck (no arguments). Most telling in the double build. */
+ * Usage: gradcheck (no flags; gradcheck --help). Most telling in the double build. */
 #include <stdio.h>
 #include <string.h>
 
@@ -81,8 +81,13 @@ static int check_mha(tg_mha_mode mode, tg_rng *rng)
     return failed;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "--help") == 0)
+        return fputs("usage: gradcheck\n\nGradchecks a composite function of core ops and multi-head attention "
+                     "in both modes;\nprints the worst element of every input, exits 1 if a check fails. "
+                     "It takes no flags.\n", stdout), 0;
+    if (argc > 1) return fprintf(stderr, "gradcheck: unknown flag %s (gradcheck --help)\n", argv[1]), 2;
     tg_rng rng;
     tg_rng_seed(&rng, 7);
     printf("tapegrad gradcheck (%s build): |analytic - numeric| <= atol + rtol |numeric|\n", TG_REAL_NAME);

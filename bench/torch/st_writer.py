@@ -1,4 +1,5 @@
-"""A minimal safetensors writer and reader (F32 / F64 only), for machines
+"""A minimal safetensors writer (F32, F64, F16, BF16, I32, I64, U8, BOOL)
+and reader (F32 / F64), for machines
 without the `safetensors` package (Debian ships python3-torch but not it).
 
 It follows the reference implementation's layout: an 8-byte little-endian
@@ -15,7 +16,9 @@ import tempfile
 import numpy as np
 import torch
 
-_DTYPES = {torch.float32: ("F32", "<f4"), torch.float64: ("F64", "<f8")}
+_DTYPES = {torch.float32: ("F32", "<f4"), torch.float64: ("F64", "<f8"), torch.float16: ("F16", "<f2"),
+           torch.bfloat16: ("BF16", None), torch.int32: ("I32", "<i4"), torch.int64: ("I64", "<i8"),
+           torch.uint8: ("U8", "u1"), torch.bool: ("BOOL", "?")}
 _NUMPY = {"F32": "<f4", "F64": "<f8"}
 
 
@@ -30,9 +33,12 @@ def to_bytes(tensors, metadata=None):
             raise ValueError("'__metadata__' is not a valid tensor name")
         t = t.detach().cpu().contiguous()
         if t.dtype not in _DTYPES:
-            raise ValueError(f"{name}: dtype {t.dtype} not supported (F32 and F64 only)")
+            raise ValueError(f"{name}: dtype {t.dtype} not supported")
         tag, np_dtype = _DTYPES[t.dtype]
-        blob = t.numpy().astype(np_dtype, copy=False).tobytes()
+        if t.dtype == torch.bfloat16:  # numpy has no bfloat16: its 16 bits as they are
+            blob = t.view(torch.int16).numpy().astype("<i2", copy=False).tobytes()
+        else:
+            blob = t.numpy().astype(np_dtype, copy=False).tobytes()
         header[name] = {"dtype": tag, "shape": list(t.shape), "data_offsets": [offset, offset + len(blob)]}
         blobs.append(blob)
         offset += len(blob)

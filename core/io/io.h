@@ -3,7 +3,8 @@
  * Format: 8-byte little-endian header length N, N bytes of JSON
  * {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]}, ...,
  *  "__metadata__": {"key": "value", ...}}, then the raw little-endian data.
- * tapegrad writes F32 or F64 and reads both (converting to tg_real).
+ * tapegrad writes F32, F64, F16 or BF16 and reads those and I32, I64, U8 and
+ * BOOL (every tensor converted to tg_real; integer tensors also kept exact).
  *
  * Reading validates what the reference implementation validates (header at
  * most 100 MB and within the file, known dtypes, shapes and byte sizes without
@@ -16,10 +17,14 @@
  * with the message in tg_error() (core/engine/error.h).
  *
  * Details:
- *   - dtypes: F32 and F64 load into tg_real (F64 -> float rounds to nearest;
- *     F32 -> double is exact). The other safetensors dtypes (BOOL, U8, I8, I16,
- *     U16, I32, U32, I64, U64, F16, BF16, F8_E4M3, F8_E5M2, ...) are known but
- *     rejected as "not supported"; anything else is an "unknown dtype".
+ *   - dtypes: every tensor loads into tg_real: F64 -> float rounds to nearest;
+ *     F32, F16 and BF16 convert exactly; I32, I64, U8 convert (exact up to
+ *     2^24 in the float build, 2^53 in the double); BOOL is 0 or 1 (a nonzero
+ *     byte is true). An integer tensor's exact values are also kept, as int64
+ *     (tg_st_ints): token ids, BatchNorm's num_batches_tracked. The other
+ *     safetensors dtypes (I8, I16, U16, U32, U64, F8_E4M3, F8_E5M2, ...) are
+ *     known but rejected as "not supported"; anything else is an "unknown
+ *     dtype".
  *   - shapes have at most 4 dims (TG_MAX_DIMS), each an integer in
  *     [0, INT_MAX]; 0-d (shape []) and empty (a 0 dim) tensors are fine.
  *   - the header must be valid UTF-8 JSON (no raw control characters, no
@@ -60,7 +65,9 @@
 extern "C" {
 #endif
 
-typedef enum tg_dtype { TG_F32, TG_F64 } tg_dtype;
+/* The safetensors dtypes tapegrad reads; it writes the four float ones. */
+typedef enum tg_dtype { TG_F32, TG_F64, TG_F16, TG_BF16, TG_I32, TG_I64, TG_U8, TG_BOOL } tg_dtype;
+const char *tg_dtype_name(tg_dtype dt); /* "F32", "BF16", ...; "?" for no dtype */
 
 /* An in-memory set of named tensors (heap copies) and string metadata. */
 typedef struct tg_safetensors tg_safetensors;
@@ -86,9 +93,18 @@ const char *tg_st_meta_key(const tg_safetensors *s, int i);
 int tg_st_count(const tg_safetensors *s);
 tg_tensor *tg_st_at(const tg_safetensors *s, int i);       /* ->name is the key */
 tg_tensor *tg_st_get(const tg_safetensors *s, const char *name);
+/* The dtype name had in the file it was loaded from (tg_real's, TG_F32 or
+ * TG_F64, for a tensor added in memory); -1 with a message when s has no
+ * tensor name. */
+int tg_st_dtype(const tg_safetensors *s, const char *name, tg_dtype *out);
+/* The exact values of an integer tensor (I32, I64, U8, BOOL) loaded from a
+ * file, tg_st_get(s, name)->size of them, owned by s; NULL with a message for
+ * a missing name or a tensor of a float dtype (use tg_st_get's tg_real). */
+const int64_t *tg_st_ints(const tg_safetensors *s, const char *name);
 
-/* Writes every tensor as dtype (F64 from the float build is exact; F32 from
- * the double build rounds to nearest). Atomic: "<path>.tmp.XXXXXX" (mkstemp)
+/* Writes every tensor as dtype, TG_F32, TG_F64, TG_F16 or TG_BF16 (F64 from
+ * the float build is exact; narrower ones round to nearest-even, as PyTorch
+ * does, and overflow to infinity). Atomic: "<path>.tmp.XXXXXX" (mkstemp)
  * is written, flushed, fsync'ed, closed and renamed over path (then the
  * directory is fsync'ed, best effort); on any failure it is removed and an
  * existing file at path is untouched. A new file gets mode 0666 & ~umask, a

@@ -8,6 +8,7 @@
  * section); the offsets, sorted, tile the data section exactly. Nothing is
  * allocated for tensor data here. */
 #include "json.h"
+#include "dtype.h"
 
 #include <cjson/cJSON.h>
 #include <pthread.h>
@@ -183,8 +184,7 @@ static const char *shape_str(const entry *e, char *buf)
     return tg_shape_str(&t, buf);
 }
 
-static const char *const unsupported[] = {"BOOL",    "U8",      "I8",  "U16",     "I16",     "U32",
-                                          "I32",     "U64",     "I64", "F16",     "BF16",    "F8_E4M3",
+static const char *const unsupported[] = {"I8",      "U16",     "I16", "U32",     "U64",     "F8_E4M3",
                                           "F8_E5M2", "F8_E8M0", "F4",  "F6_E2M3", "F6_E3M2", "C64"};
 
 static int entry_dtype(const cJSON *c, entry *e, const char *what)
@@ -194,14 +194,11 @@ static int entry_dtype(const cJSON *c, entry *e, const char *what)
     if (!cJSON_IsString(dt))
         return tg_error_set("%s: tensor '%s': 'dtype' is %s, it must be a string", what, e->name,
                             kind(dt));
-    if (strcmp(dt->valuestring, "F32") == 0 || strcmp(dt->valuestring, "F64") == 0) {
-        e->dtype = dt->valuestring[1] == '3' ? TG_F32 : TG_F64;
-        return 0;
-    }
+    if (tg_st_dtype_parse(dt->valuestring, &e->dtype)) return 0;
     for (size_t i = 0; i < sizeof unsupported / sizeof *unsupported; i++)
         if (strcmp(dt->valuestring, unsupported[i]) == 0)
-            return tg_error_set("%s: tensor '%s': dtype %s is not supported (tapegrad reads F32 and F64)", what,
-                                e->name, dt->valuestring);
+            return tg_error_set("%s: tensor '%s': dtype %s is not supported (tapegrad reads F32, F64, "
+                                "F16, BF16, I32, I64, U8, BOOL)", what, e->name, dt->valuestring);
     return tg_error_set("%s: tensor '%s': unknown dtype '%s'", what, e->name, dt->valuestring);
 }
 
@@ -245,7 +242,7 @@ static int entry_offsets(const cJSON *c, entry *e, uint64_t data_len, const char
         return tg_error_set("%s: tensor '%s': data_offsets [%llu, %llu] end before they begin",
                             what, e->name, (unsigned long long)e->begin, (unsigned long long)e->end);
     /* bytes = product(shape) * dtype size, with overflow checks */
-    uint64_t bytes = e->dtype == TG_F64 ? 8 : 4;
+    uint64_t bytes = tg_st_dtype_size(e->dtype);
     char sb[TG_SHAPE_STR];
     for (int i = 0; i < e->ndim; i++) {
         if (e->shape[i] && bytes > UINT64_MAX / (uint64_t)e->shape[i])
@@ -256,7 +253,7 @@ static int entry_offsets(const cJSON *c, entry *e, uint64_t data_len, const char
     if (e->end - e->begin != bytes)
         return tg_error_set("%s: tensor '%s': data_offsets [%llu, %llu] do not match dtype %s and shape %s (%llu bytes)",
                             what, e->name, (unsigned long long)e->begin, (unsigned long long)e->end,
-                            e->dtype == TG_F64 ? "F64" : "F32", shape_str(e, sb), (unsigned long long)bytes);
+                            tg_dtype_name(e->dtype), shape_str(e, sb), (unsigned long long)bytes);
     if (e->end > data_len)
         return tg_error_set("%s: tensor '%s': data_offsets [%llu, %llu] run past the end of the data (%llu "
                             "bytes; truncated file?)",

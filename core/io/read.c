@@ -8,12 +8,15 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "dtype.h"
 #include "json.h"
 #include "../engine/alloc.h"
 #include "../engine/error.h"
 
 struct tg_safetensors {
     tg_tensor **items; /* ->name is a tg_strdup'ed key owned here */
+    tg_dtype *dtypes;  /* per item: its dtype in the file (tg_real's if added) */
+    int64_t **ints;    /* per item: the exact values of an integer dtype, or NULL */
     int count, cap;
     char **keys, **vals; /* metadata, in insertion order */
     int n_meta, cap_meta;
@@ -27,12 +30,15 @@ void tg_st_free(tg_safetensors *s)
     for (int i = 0; i < s->count; i++) {
         tg_free((char *)s->items[i]->name);
         tg_tensor_free(s->items[i]);
+        tg_free(s->ints[i]);
     }
     for (int i = 0; i < s->n_meta; i++) {
         tg_free(s->keys[i]);
         tg_free(s->vals[i]);
     }
     tg_free(s->items);
+    tg_free(s->dtypes);
+    tg_free(s->ints);
     tg_free(s->keys);
     tg_free(s->vals);
     tg_free(s);
@@ -50,23 +56,51 @@ tg_tensor *tg_st_at(const tg_safetensors *s, int i)
     return i >= 0 && i < s->count ? s->items[i] : NULL;
 }
 
+static int find(const tg_safetensors *s, const char *name)
+{
+    for (int i = 0; s && name && i < s->count; i++)
+        if (strcmp(s->items[i]->name, name) == 0) return i;
+    return -1;
+}
+
 tg_tensor *tg_st_get(const tg_safetensors *s, const char *name)
 {
     TG_REFUSE_NULL(s && name, !s ? "the set" : "the name", NULL);
-    for (int i = 0; i < s->count; i++)
-        if (strcmp(s->items[i]->name, name) == 0) return s->items[i];
-    return NULL;
+    int i = find(s, name);
+    return i >= 0 ? s->items[i] : NULL;
 }
 
-/* Appends a zero-filled tensor without checking the name; NULL on OOM or a
- * shape too large for this build. */
+int tg_st_dtype(const tg_safetensors *s, const char *name, tg_dtype *out)
+{
+    int i = find(s, name);
+    if (i < 0 || !out) return tg_error_set("tg_st_dtype: no tensor '%s'", name ? name : "(NULL)");
+    *out = s->dtypes[i];
+    return 0;
+}
+
+const int64_t *tg_st_ints(const tg_safetensors *s, const char *name)
+{
+    int i = find(s, name);
+    if (i < 0) return tg_error_set("tg_st_ints: no tensor '%s'", name ? name : "(NULL)"), NULL;
+    if (!s->ints[i])
+        return tg_error_set("tg_st_ints: tensor '%s' is %s, not an integer dtype (read it as tg_real with tg_st_get)",
+                            name, tg_dtype_name(s->dtypes[i])), NULL;
+    return s->ints[i];
+}
+
+/* Appends a zero-filled tensor without checking the name, of tg_real's
+ * dtype and no integers; NULL on OOM or a shape too large for this build. */
 static tg_tensor *append(tg_safetensors *s, const char *name, int ndim, const int *shape)
 {
     if (s->count == s->cap) {
         int cap = s->cap ? 2 * s->cap : 16;
         tg_tensor **items = tg_realloc(s->items, (size_t)cap * sizeof *items);
-        if (!items) return NULL;
-        s->items = items;
+        if (items) s->items = items;
+        tg_dtype *dtypes = items ? tg_realloc(s->dtypes, (size_t)cap * sizeof *dtypes) : NULL;
+        if (dtypes) s->dtypes = dtypes;
+        int64_t **ints = dtypes ? tg_realloc(s->ints, (size_t)cap * sizeof *ints) : NULL;
+        if (!ints) return NULL;
+        s->ints = ints;
         s->cap = cap;
     }
     tg_tensor *x = tg_tensor_alloc(ndim, shape);
@@ -77,6 +111,8 @@ static tg_tensor *append(tg_safetensors *s, const char *name, int ndim, const in
         return NULL;
     }
     x->name = nm;
+    s->dtypes[s->count] = sizeof(tg_real) == 8 ? TG_F64 : TG_F32;
+    s->ints[s->count] = NULL;
     s->items[s->count++] = x;
     return x;
 }
@@ -185,25 +221,6 @@ const char *tg_st_meta_key(const tg_safetensors *s, int i)
 
 /* ---- reading ----------------------------------------------------------------------- */
 
-static void decode(tg_real *dst, const uint8_t *src, size_t n, tg_dtype dtype)
-{
-    for (size_t i = 0; i < n; i++) {
-        if (dtype == TG_F64) {
-            uint64_t u = 0;
-            for (int b = 7; b >= 0; b--) u = u << 8 | src[8 * i + b];
-            double d;
-            memcpy(&d, &u, 8);
-            dst[i] = (tg_real)d;
-        } else {
-            uint32_t u = 0;
-            for (int b = 3; b >= 0; b--) u = u << 8 | src[4 * i + b];
-            float f;
-            memcpy(&f, &u, 4);
-            dst[i] = (tg_real)f;
-        }
-    }
-}
-
 int tg_st_parse(const uint8_t *buf, size_t len, const char *what, tg_safetensors **out)
 {
     if (!what) what = "<memory>";
@@ -223,8 +240,13 @@ int tg_st_parse(const uint8_t *buf, size_t len, const char *what, tg_safetensors
     for (size_t i = 0; i < h.n_entries && !rc; i++) {
         const tg_st_entry *e = &h.entries[i];
         tg_tensor *x = append(s, e->name, e->ndim, e->shape);
-        if (x) decode(x->data, h.data + e->begin, x->size, e->dtype);
-        rc = x ? 0 : -1;
+        int64_t *ints = x && tg_st_dtype_is_int(e->dtype) ? tg_malloc(x->size ? x->size * sizeof *ints : 1) : NULL;
+        rc = x && (ints || !tg_st_dtype_is_int(e->dtype)) ? 0 : -1;
+        if (rc) break;
+        tg_st_decode_real(x->data, h.data + e->begin, x->size, e->dtype);
+        if (ints) tg_st_decode_int(ints, h.data + e->begin, x->size, e->dtype);
+        s->dtypes[s->count - 1] = e->dtype;
+        s->ints[s->count - 1] = ints;
     }
     tg_st_header_free(&h);
     if (rc) {

@@ -1,6 +1,6 @@
 /* tapegrad: writing safetensors (see core/io/io.h): the header is built with
  * cJSON and carries the checksums (core/io/json.h), the data converted
- * to little-endian F32/F64 in fixed-size chunks, and files are replaced
+ * to little-endian F32/F64/F16/BF16 in fixed-size chunks, and files are replaced
  * atomically (temp file, fsync, rename). */
 #include "io.h"
 
@@ -13,38 +13,23 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dtype.h"
 #include "json.h"
 #include "../engine/alloc.h"
 #include "../engine/error.h"
 
-static size_t dtype_size(tg_dtype dt) { return dt == TG_F64 ? 8 : 4; }
 
 static void put_le(uint8_t *p, uint64_t v, int nbytes)
 {
     for (int i = 0; i < nbytes; i++) p[i] = (uint8_t)(v >> (8 * i));
 }
 
-static void encode(uint8_t *p, tg_real v, tg_dtype dtype)
-{
-    if (dtype == TG_F64) {
-        double d = (double)v;
-        uint64_t u;
-        memcpy(&u, &d, 8);
-        put_le(p, u, 8);
-    } else {
-        float f = (float)v;
-        uint32_t u;
-        memcpy(&u, &f, 4);
-        put_le(p, u, 4);
-    }
-}
-
 /* Elements j, j+1, ... of x encoded as dtype into buf [16384]: as many as
  * fit; returns the bytes written. */
 static size_t encode_chunk(const tg_tensor *x, size_t j, tg_dtype dtype, uint8_t *buf)
 {
-    size_t es = dtype_size(dtype), per = 16384 / es, k = x->size - j < per ? x->size - j : per;
-    for (size_t e = 0; e < k; e++) encode(buf + e * es, x->data[j + e], dtype);
+    size_t es = tg_st_dtype_size(dtype), per = 16384 / es, k = x->size - j < per ? x->size - j : per;
+    for (size_t e = 0; e < k; e++) tg_st_encode_real(buf + e * es, x->data[j + e], dtype);
     return k * es;
 }
 
@@ -53,7 +38,7 @@ static uint32_t data_crc(const tg_tensor *x, tg_dtype dtype)
 {
     uint8_t buf[16384];
     uint32_t c = 0;
-    for (size_t j = 0, n; j < x->size; j += n / dtype_size(dtype)) {
+    for (size_t j = 0, n; j < x->size; j += n / tg_st_dtype_size(dtype)) {
         n = encode_chunk(x, j, dtype, buf);
         c = tg_crc32(c, buf, n);
     }
@@ -103,8 +88,8 @@ static cJSON *header_json(const tg_safetensors *s, tg_dtype dtype, size_t *data_
     size_t off = 0;
     for (int i = 0; i < tg_st_count(s); i++) {
         const tg_tensor *x = tg_st_at(s, i);
-        size_t bytes = x->size * dtype_size(dtype); /* <= the in-memory size: no overflow */
-        if (!add_entry(root, x, dtype == TG_F64 ? "F64" : "F32", off, off + bytes)) goto oom;
+        size_t bytes = x->size * tg_st_dtype_size(dtype); /* <= the in-memory size: no overflow */
+        if (!add_entry(root, x, tg_dtype_name(dtype), off, off + bytes)) goto oom;
         off += bytes;
     }
     *data_len = off;
@@ -158,7 +143,7 @@ static bool emit(const tg_safetensors *s, tg_dtype dtype, const char *hdr, size_
     if (!put(f, &mem, buf, 8) || !put(f, &mem, hdr, n)) return false;
     for (int i = 0; i < tg_st_count(s); i++) {
         const tg_tensor *x = tg_st_at(s, i);
-        for (size_t j = 0, k; j < x->size; j += k / dtype_size(dtype)) {
+        for (size_t j = 0, k; j < x->size; j += k / tg_st_dtype_size(dtype)) {
             k = encode_chunk(x, j, dtype, buf);
             if (!put(f, &mem, buf, k)) return false;
         }
@@ -169,8 +154,8 @@ static bool emit(const tg_safetensors *s, tg_dtype dtype, const char *hdr, size_
 static int check_args(const char *fn, const tg_safetensors *s, const void *dst, tg_dtype dtype)
 {
     if (!s || !dst) return tg_error_set("%s: %s is NULL", fn, !s ? "the set" : "the destination");
-    if (dtype != TG_F32 && dtype != TG_F64)
-        return tg_error_set("%s: unknown dtype %d", fn, (int)dtype);
+    if (dtype != TG_F32 && dtype != TG_F64 && dtype != TG_F16 && dtype != TG_BF16)
+        return tg_error_set("%s: dtype %s cannot be written (F32, F64, F16 or BF16)", fn, tg_dtype_name(dtype));
     return 0;
 }
 

@@ -63,7 +63,10 @@ def main():
     files["bad_truncated"] = st(h, d)[:-3]
     files["bad_header_too_long"] = struct.pack("<Q", 1 << 40) + b"{}"
     files["bad_not_json"] = st(None, raw_header=b'{"a": [1, 2')
-    files["bad_bf16"] = st({"a": entry("BF16", [2], 0, 4)}, bytes(4))
+    files["ok_bf16"] = st({"a": entry("BF16", [2], 0, 4)}, bytes.fromhex("803f00c0"))
+    files["ok_ints"] = st({"a": entry("I64", [1], 0, 8), "b": entry("U8", [2], 8, 10), "c": entry("BOOL", [1], 10, 11)},
+                          struct.pack("<q", -5) + bytes([7, 255, 1]))
+    files["bad_i16"] = st({"a": entry("I16", [2], 0, 4)}, bytes(4))
     files["bad_utf8"] = st(None, raw_header=b'{"\xff": {}}')
     files["bad_metadata_number"] = st({"__metadata__": {"k": 1}})
     files["bad_dup_name"] = st(None, bytes(8), raw_header=(

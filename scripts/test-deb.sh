@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Builds the Debian packages (cpack -G DEB, cmake/package.cmake) and uses them
+# in a clean Debian root, as a user of the packages would:
+#   1. a Release build with prefix /usr, shared and static libraries, and
+#      `cpack -G DEB` in it: libtapegrad0, libtapegrad-dev,
+#      libtapegrad-dist0, libtapegrad-dist-dev, tapegrad;
+#   2. an amd64 Debian root made by debootstrap with only a compiler, make,
+#      cmake and pkg-config, kept in $TAPEGRAD_AMD64_ROOT (default
+#      /var/cache/tapegrad/amd64-<suite>) and made again when missing; each
+#      run works in a throwaway overlay of it, so the root stays clean;
+#   3. in that overlay, apt installs libtapegrad-dev alone (its Depends come
+#      from the archive; the .deb files downloaded are kept in
+#      /var/cache/tapegrad/apt-amd64) and no MPI may come with it; then
+#      examples/quickstart.c is built with pkg-config (shared, and static
+#      against libtapegrad.a) and the C and C++-only CMake projects of
+#      tests/install with find_package(tapegrad), and each runs; then apt
+#      installs tapegrad and libtapegrad-dist-dev: seqtask trains a few steps
+#      and a find_package(tapegrad COMPONENTS dist) program runs.
+# Needs root (or sudo) for debootstrap, mount and chroot; the first run needs
+# the network (debootstrap, apt).
+# Usage: scripts/test-deb.sh [build-dir]   (default build/deb)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+src=$PWD
+dir=${1:-build/deb}
+start=$(date +%s)
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+scripts/setup.sh debootstrap dpkg-dev
+
+# 1. the packages
+mkdir -p "$(dirname "$dir")"
+cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr -DBUILD_SHARED_LIBS=ON \
+  -DTAPEGRAD_INSTALL_STATIC=ON -DTAPEGRAD_TESTS=OFF >"$dir.configure.log" 2>&1 ||
+  { cat "$dir.configure.log"; exit 1; }
+cmake --build "$dir" -j"$(nproc 2>/dev/null || echo 2)" >"$dir.build.log" 2>&1 || { tail -40 "$dir.build.log"; exit 1; }
+rm -f "$dir"/*.deb
+(cd "$dir" && cpack -G DEB) >"$dir.cpack.log" 2>&1 || { cat "$dir.cpack.log"; exit 1; }
+debs=$(cd "$dir" && ls ./*.deb)
+mpi=$(grep -q "dist/ on MPI: ON" "$dir.configure.log" && echo yes || echo no)
+echo "== packages after $(($(date +%s) - start)) s:" $debs
+
+# 2. the clean root
+suite=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
+root=${TAPEGRAD_AMD64_ROOT:-/var/cache/tapegrad/amd64-$suite}
+pkgs=gcc,g++,libc6-dev,make,cmake,pkg-config
+stamp="$root/.tapegrad-root"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$pkgs" ]; then
+  echo "== amd64 root: debootstrap $suite into $root (several minutes)"
+  $sudo rm -rf "$root" "$root.tmp"
+  $sudo mkdir -p "$root.tmp"
+  $sudo debootstrap --arch=amd64 --variant=minbase --include="$pkgs" "$suite" "$root.tmp" \
+    "${TAPEGRAD_DEBIAN_MIRROR:-http://deb.debian.org/debian}" >"$root.log" 2>&1 ||
+    { tail -20 "$root.log"; echo "debootstrap failed (log: $root.log)"; exit 1; }
+  $sudo mv "$root.tmp" "$root"
+  echo "$pkgs" | $sudo tee "$stamp" >/dev/null
+fi
+
+# 3. an overlay of it, with the host's /dev, /proc and resolver and a kept apt cache
+work=$(mktemp -d)
+mnt=$work/root
+archives=/var/cache/tapegrad/apt-amd64
+$sudo mkdir -p "$work/upper" "$work/work" "$mnt" "$archives/partial"
+cleanup() {
+  for m in "$mnt/var/cache/apt/archives" "$mnt/proc" "$mnt/dev" "$mnt"; do
+    mountpoint -q "$m" && $sudo umount "$m"
+  done
+  $sudo rm -rf "$work"
+}
+trap cleanup EXIT
+$sudo mount -t overlay overlay -o "lowerdir=$root,upperdir=$work/upper,workdir=$work/work" "$mnt"
+$sudo mount --bind /dev "$mnt/dev"
+$sudo mount -t proc proc "$mnt/proc"
+$sudo mount --bind "$archives" "$mnt/var/cache/apt/archives"
+$sudo cp /etc/resolv.conf "$mnt/etc/resolv.conf"
+$sudo mkdir -p "$mnt/tmp/tg/install"
+$sudo cp "$dir"/*.deb examples/quickstart.c "$mnt/tmp/tg/"
+$sudo cp -r tests/install/c tests/install/cxx tests/install/dist "$mnt/tmp/tg/install/"
+in_root() { $sudo chroot "$mnt" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
+  DEBIAN_FRONTEND=noninteractive OPENBLAS_NUM_THREADS=1 /bin/bash -euo pipefail -c "$1"; }
+
+echo "== in the root: apt-get install libtapegrad-dev"
+in_root 'apt-get update -qq && apt-get install -y -qq --no-install-recommends \
+  /tmp/tg/libtapegrad0_*.deb /tmp/tg/libtapegrad-dev_*.deb >/tmp/tg/apt1.log 2>&1 || { cat /tmp/tg/apt1.log; exit 1; }
+  if dpkg -l | grep -Ei "^ii +(libopenmpi|openmpi|libmpich|mpich)"; then
+    echo "libtapegrad-dev brought MPI"; exit 1; fi
+  cd /tmp/tg
+  gradcheck_ok() { local out; out=$("$@"); echo "$out"; grep -q "gradcheck ok" <<<"$out"; }
+  cc -std=c11 -Wall -Wextra -Wpedantic -Werror -o qs quickstart.c $(pkg-config --cflags --libs tapegrad)
+  ldd qs | grep -q "libtapegrad.so.0 => /lib/x86_64-linux-gnu\|libtapegrad.so.0 => /usr/lib/x86_64-linux-gnu"
+  gradcheck_ok ./qs
+  # libtapegrad.a with the shared libraries of its dependencies (what Requires.private
+  # and Libs.private name; --static would ask for static OpenBLAS and its Fortran runtime)
+  cc -std=c11 -o qs_static quickstart.c $(pkg-config --cflags tapegrad) -l:libtapegrad.a \
+    $(pkg-config --libs tapegrad libcjson stb | sed "s/-ltapegrad\b//") -lm -pthread
+  if ldd qs_static | grep -q libtapegrad; then echo "qs_static loads a shared libtapegrad"; exit 1; fi
+  gradcheck_ok ./qs_static
+  cmake -S install/c -B c -DQUICKSTART=/tmp/tg/quickstart.c -DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON >c.log
+  cmake --build c >>c.log
+  gradcheck_ok c/quickstart
+  cmake -S install/cxx -B cxx -DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON >cxx.log
+  cmake --build cxx >>cxx.log
+  gradcheck_ok cxx/quickstart_cxx'
+
+echo "== in the root: apt-get install tapegrad libtapegrad-dist-dev"
+in_root 'apt-get install -y -qq --no-install-recommends /tmp/tg/libtapegrad-dist0_*.deb \
+  /tmp/tg/libtapegrad-dist-dev_*.deb /tmp/tg/tapegrad_*.deb >/tmp/tg/apt2.log 2>&1 || { cat /tmp/tg/apt2.log; exit 1; }
+  cd /tmp/tg
+  seqtask train --steps 3 --eval-size 20 --out run >train.log 2>&1 || { cat train.log; exit 1; }
+  test -s run/model.safetensors
+  cmake -S install/dist -B dist >dist.log && cmake --build dist >>dist.log || { cat dist.log; exit 1; }
+  test "$(dist/dist_ranks)" = "rank 0 of 1, sum 2.5, mpi '"$mpi"'"'
+echo "deb: the packages installed and were used in a clean $suite root in $(($(date +%s) - start)) s"
