@@ -6,6 +6,8 @@
 
 #include "test_util.h"
 
+#include <tapegrad/dist/dist.h>
+
 /* call fails with a message holding fn and "NULL" (any value is discarded) */
 #define REFUSES(call, fn)                                                                          \
     do {                                                                                           \

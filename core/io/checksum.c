@@ -113,7 +113,7 @@ char *tg_st_checksum_table(const tg_safetensors *s, const uint32_t *crcs, tg_dty
     }
     for (size_t i = 0; i < nt; i++) {
         const tg_tensor *x = tg_st_at(s, (int)i);
-        items[nm + i] = (item){x->name, dtype == TG_F64 ? "F64" : "F32", x->ndim, x->shape};
+        items[nm + i] = (item){x->name, tg_dtype_name(dtype), x->ndim, x->shape};
     }
     hex(h, header_crc(items, nm, items + nm, nt));
     if (!cJSON_AddStringToObject(o, "__metadata__", h)) goto done;
