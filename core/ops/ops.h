@@ -166,6 +166,67 @@ typedef struct tg_sdpa_layout {
 tg_tensor *tg_sdpa_heads(tg_tape *t, tg_tensor *xq, tg_tensor *xkv, const tg_sdpa_layout *lay,
                          const tg_sdpa_opts *opts, tg_tensor **weights);
 
+
+/* ---- elementwise math and activations (core/ops/math.c, activation.c) -----
+ * Out has a's shape; values are computed in double and rounded once. The
+ * binary and ternary ones broadcast as tg_add. NaN in gives NaN out;
+ * domain edges give PyTorch's values (log2(0) = -inf, rsqrt(0) = inf,
+ * sign(NaN) = 0). Derivatives: core/ops/math.c, activation.c. */
+tg_tensor *tg_sin(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_cos(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_exp2(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_log2(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_log10(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_log1p(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_expm1(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_sign(tg_tape *t, tg_tensor *a);        /* grad 0 */
+tg_tensor *tg_reciprocal(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_rsqrt(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_square(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_erf(tg_tape *t, tg_tensor *a);
+/* log(e^a + e^b), stable */
+tg_tensor *tg_logaddexp(tg_tape *t, tg_tensor *a, tg_tensor *b);
+/* a^b with b a tensor (torch.pow(a, b)); tg_pow takes a number */
+tg_tensor *tg_pow_tensor(tg_tape *t, tg_tensor *a, tg_tensor *b);
+/* a + w (b - a); w a tensor (a 0-d one for a number) */
+tg_tensor *tg_lerp(tg_tape *t, tg_tensor *a, tg_tensor *b, tg_tensor *w);
+/* torch.nn.functional's; PyTorch's defaults: softplus beta 1 threshold 20,
+ * leaky_relu 0.01, elu / celu alpha 1, hardtanh -1 and 1 */
+tg_tensor *tg_silu(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_softplus(tg_tape *t, tg_tensor *a, double beta, double threshold);
+tg_tensor *tg_leaky_relu(tg_tape *t, tg_tensor *a, double negative_slope);
+tg_tensor *tg_elu(tg_tape *t, tg_tensor *a, double alpha);
+tg_tensor *tg_selu(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_celu(tg_tape *t, tg_tensor *a, double alpha);
+tg_tensor *tg_mish(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_hardswish(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_hardsigmoid(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_hardtanh(tg_tape *t, tg_tensor *a, double min_val, double max_val);
+tg_tensor *tg_softsign(tg_tape *t, tg_tensor *a);
+/* GELU, tanh form (PyTorch's approximate='tanh') */
+tg_tensor *tg_gelu_tanh(tg_tape *t, tg_tensor *a);
+
+
+/* ---- comparisons and selection (core/ops/compare.c) -------------------------
+ * Broadcast as tg_add. eq ... ge give a 0/1 mask and never a grad. A cond or
+ * mask is true where nonzero. where's grads go to a and b (cond gets none);
+ * masked_fill broadcasts a and mask (PyTorch's out-of-place form). maximum / minimum propagate
+ * NaN and split the grad half and half on ties (PyTorch). tg_max / tg_min
+ * of every element are 0-d; their grad is shared evenly among the elements
+ * equal to the result (PyTorch); an empty a is an error. */
+tg_tensor *tg_eq(tg_tape *t, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_ne(tg_tape *t, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_lt(tg_tape *t, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_le(tg_tape *t, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_gt(tg_tape *t, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_ge(tg_tape *t, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_where(tg_tape *t, tg_tensor *cond, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_masked_fill(tg_tape *t, tg_tensor *a, tg_tensor *mask, double value);
+tg_tensor *tg_maximum(tg_tape *t, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_minimum(tg_tape *t, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_max(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_min(tg_tape *t, tg_tensor *a);
+
 #ifdef __cplusplus
 }
 #endif

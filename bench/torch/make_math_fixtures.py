@@ -1,0 +1,110 @@
+#!/usr/bin/python3
+"""PyTorch reference fixtures for the elementwise math, activation,
+comparison/selection, reduction and loss ops, read by tests/test_fixtures.c.
+
+Run by hand from the repository root (CI needs no PyTorch):
+
+    /usr/bin/python3 bench/torch/make_math_fixtures.py            # every file
+    /usr/bin/python3 bench/torch/make_math_fixtures.py math       # some files
+
+The layout is make_fixtures.py's (its Fixture class writes the files): per
+case C, inputs C.X, C.out, C.w, C.grad.X, metadata "C.op" picking the
+tapegrad function (the index into the runner's table in test_fixtures.c)
+and the op's parameters. Shapes follow tinygrad's test_ops.py ((45, 65),
+0-d, broadcasting pairs) and PyTorch's OpInfo samples (size-1 dims).
+"""
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import make_fixtures  # noqa: E402
+from make_fixtures import D  # noqa: E402
+
+
+def U(lo, hi, *shape):
+    return torch.rand(shape, dtype=D) * (hi - lo) + lo
+
+
+def case(fx, name, fn, grads, consts=None, **params):
+    """fx.case with fresh leaves: fn(**grads, **consts) -> output."""
+    grads = {k: v.detach().clone() for k, v in grads.items()}
+    consts = consts or {}
+    fx.case(name, lambda: fn(**grads, **consts), grads, consts=consts, params=params)
+
+
+def away(x, kinks, gap=0.05):
+    """x with elements within gap of a kink moved 2 gaps past it."""
+    x = x.clone()
+    for k in kinks:
+        x[(x - k).abs() < gap] = k + 2 * gap
+    return x
+
+
+def hardsigmoid(v):
+    """F.hardsigmoid's values; its backward multiplies by 1/6 rounded to
+    float32 even in float64 (relative 3e-8), this one by 1/6."""
+    return torch.clamp(v + 3, 0, 6) / 6
+
+
+# index = the op parameter; the same order as run_math in tests/test_fixtures.c
+MATH = [
+    ("sin", torch.sin, -4, 4, []), ("cos", torch.cos, -4, 4, []), ("exp2", torch.exp2, -3, 3, []),
+    ("log2", torch.log2, 0.2, 4, []), ("log10", torch.log10, 0.2, 4, []), ("log1p", torch.log1p, -0.8, 3, []),
+    ("expm1", torch.expm1, -3, 3, []), ("sign", torch.sign, -2, 2, [0]), ("reciprocal", torch.reciprocal, 0.3, 3, []),
+    ("rsqrt", torch.rsqrt, 0.3, 3, []), ("square", torch.square, -2, 2, []), ("erf", torch.erf, -2.5, 2.5, []),
+    ("silu", F.silu, -6, 6, []), ("softplus", F.softplus, -6, 6, []),
+    ("softplus_b3_t4", lambda v: F.softplus(v, beta=3, threshold=4), -3, 3, [4 / 3]),
+    ("leaky_relu", lambda v: F.leaky_relu(v, 0.1), -2, 2, [0]), ("elu", lambda v: F.elu(v, 0.7), -3, 3, [0]),
+    ("selu", F.selu, -3, 3, [0]), ("celu", lambda v: F.celu(v, 1.5), -3, 3, [0]), ("mish", F.mish, -5, 5, []),
+    ("hardswish", F.hardswish, -5, 5, [-3, 3]), ("hardsigmoid", hardsigmoid, -5, 5, [-3, 3]),
+    ("hardtanh", lambda v: F.hardtanh(v, -0.5, 1.2), -2, 2, [-0.5, 1.2]), ("softsign", F.softsign, -4, 4, [0]),
+    ("gelu_tanh", lambda v: F.gelu(v, approximate="tanh"), -4, 4, []),
+]
+
+
+def gen_math(fx):
+    """Each unary kind on a (6, 7) input and a 0-d one, away from its kinks
+    (tinygrad's (45, 65) is in tests/test_math.c); softplus on [-400, -300]
+    (tinygrad's extreme)."""
+    for k, (name, fn, lo, hi, kinks) in enumerate(MATH):
+        for shape, tag in (((6, 7), ""), ((), "_0d")):
+            x = away(U(lo, hi, *shape), kinks)
+            case(fx, name + tag, lambda x: fn(x), {"x": x}, op=k)
+    case(fx, "softplus_extreme", lambda x: F.softplus(x), {"x": U(-400, -300, 4, 5)}, op=13)
+
+
+def gen_select(fx):
+    """logaddexp, pow, lerp, maximum, minimum, where, masked_fill (op 0..6),
+    max / min of every element (op 7, 8): broadcasting with a stretched dim
+    separated by a kept one, ties for max/min."""
+    pairs = (((6, 7), (6, 7)), ((4, 1, 5), (1, 3, 1)), ((3, 1), (2, 1, 4)))
+    for i, (sa, sb) in enumerate(pairs):
+        a, b = U(-3, 3, *sa), U(-3, 3, *sb)
+        case(fx, f"logaddexp_{i}", torch.logaddexp, {"input": a, "other": b}, op=0)
+        case(fx, f"pow_{i}", torch.pow, {"input": U(0.3, 3, *sa), "exponent": U(-2, 2, *sb)}, op=1)
+        case(fx, f"lerp_{i}", torch.lerp, {"input": a, "end": b, "weight": U(-0.5, 1.5, *sb)}, op=2)
+        case(fx, f"maximum_{i}", torch.maximum, {"input": a, "other": b}, op=3)
+        case(fx, f"minimum_{i}", torch.minimum, {"input": a, "other": b}, op=4)
+        c = (U(-1, 1, *sa) > 0).to(D)
+        case(fx, f"where_{i}", lambda c, input, other: torch.where(c != 0, input, other), {"input": a, "other": b},
+             {"c": c}, op=5)
+        m = (U(-1, 1, *sb[-1:]) > 0).to(D)
+        case(fx, f"masked_fill_{i}", lambda input, m: input.masked_fill(m != 0, 0.25), {"input": a}, {"m": m},
+             op=6, value=0.25)
+    ta = torch.tensor([[1.0, 0.0, 3.0, -4.0], [3.0, -2.0, 3.0, -4.0]], dtype=D)  # tinygrad's tie vals
+    tb = torch.tensor([3.0], dtype=D)
+    case(fx, "maximum_ties", torch.maximum, {"input": ta, "other": tb}, op=3)
+    case(fx, "minimum_ties", torch.minimum, {"input": ta, "other": tb}, op=4)
+    case(fx, "max_ties", torch.max, {"input": ta}, op=7)
+    case(fx, "min_ties", torch.min, {"input": ta}, op=8)
+    case(fx, "max", torch.max, {"input": U(-2, 2, 3, 4, 5)}, op=7)
+
+
+FAMILIES = {"math": gen_math, "select": gen_select}
+
+
+if __name__ == "__main__":
+    make_fixtures.main(sys.argv[1:], FAMILIES, "bench/torch/make_math_fixtures.py")
