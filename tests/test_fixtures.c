@@ -207,6 +207,24 @@ static tg_tensor *run_select(fx *f)
     }
 }
 
+static tg_tensor *run_along(fx *f)
+{
+    int op = fx_op(f, 9), dim = (int)fx_param(f, "dim", 99);
+    bool keep = fx_param(f, "keepdim", 0) != 0;
+    tg_tensor *x = fx_in(f, "x");
+    switch (op) {
+    case 0: return tg_min_dim(f->t, x, dim, keep);
+    case 1: return tg_prod_dim(f->t, x, dim, keep);
+    case 2: return tg_var_dim(f->t, x, dim, fx_param(f, "correction", NAN), keep);
+    case 3: return tg_std_dim(f->t, x, dim, fx_param(f, "correction", NAN), keep);
+    case 4: return tg_norm_dim(f->t, x, fx_param(f, "ord", NAN), dim, keep);
+    case 5: return tg_cumsum(f->t, x, dim);
+    case 6: return tg_cumprod(f->t, x, dim);
+    case 7: return tg_sort(f->t, x, dim, fx_param(f, "descending", 0) != 0, NULL);
+    default: return tg_topk(f->t, x, (int)fx_param(f, "k", -1), dim, fx_param(f, "largest", 0) != 0, NULL);
+    }
+}
+
 /* Add attention / toy-model families here with their runner. */
 static const struct {
     const char *family;
@@ -226,6 +244,7 @@ static const struct {
     {"reduce", run_reduce},
     {"math", run_math},
     {"select", run_select},
+    {"along", run_along},
 };
 
 /* ---- comparison --------------------------------------------------------- */
@@ -317,3 +336,4 @@ Test(fixtures, unary) { check_family("unary"); }
 Test(fixtures, reduce) { check_family("reduce"); }
 Test(fixtures, math) { check_family("math"); }
 Test(fixtures, select) { check_family("select"); }
+Test(fixtures, along) { check_family("along"); }

@@ -103,7 +103,47 @@ def gen_select(fx):
     case(fx, "max", torch.max, {"input": U(-2, 2, 3, 4, 5)}, op=7)
 
 
-FAMILIES = {"math": gen_math, "select": gen_select}
+def gen_along(fx):
+    """min, prod, var, std, norm (op 0..4) along a dim, keepdim or not; cumsum,
+    cumprod (5, 6); sort, topk values (7, 8). Params dim, keepdim,
+    correction, ord, descending, k, largest. Shapes after tinygrad's
+    (45, 3) / (3, 4, 5, 6) reductions and OpInfo's size-1 dims; prod and
+    cumprod with zeros."""
+    inf = float("inf")
+    for dim, keep in ((0, False), (-1, True), (1, False)):
+        x = U(-2, 2, 3, 4, 5)
+        tag = f"{dim if dim >= 0 else 'm' + str(-dim)}{'_keep' if keep else ''}"
+        case(fx, f"min_{tag}", lambda x: torch.min(x, dim, keepdim=keep).values, {"x": x}, op=0, dim=dim,
+             keepdim=int(keep))
+        case(fx, f"prod_{tag}", lambda x: torch.prod(x, dim, keepdim=keep), {"x": x}, op=1, dim=dim,
+             keepdim=int(keep))
+        for c in (0, 1, 2):
+            case(fx, f"var_c{c}_{tag}", lambda x: torch.var(x, dim, correction=c, keepdim=keep), {"x": x}, op=2,
+                 dim=dim, keepdim=int(keep), correction=c)
+            case(fx, f"std_c{c}_{tag}", lambda x: torch.std(x, dim, correction=c, keepdim=keep), {"x": x}, op=3,
+                 dim=dim, keepdim=int(keep), correction=c)
+        for o, on in ((1, "1"), (2, "2"), (inf, "inf")):
+            case(fx, f"norm{on}_{tag}", lambda x: torch.linalg.vector_norm(x, o, dim, keepdim=keep), {"x": x},
+                 op=4, dim=dim, keepdim=int(keep), ord=o)
+        case(fx, f"cumsum_{tag}", lambda x: torch.cumsum(x, dim), {"x": x}, op=5, dim=dim)
+        case(fx, f"cumprod_{tag}", lambda x: torch.cumprod(x, dim), {"x": x}, op=6, dim=dim)
+        for desc in (0, 1):
+            case(fx, f"sort_{tag}_{desc}", lambda x: torch.sort(x, dim, descending=bool(desc)).values, {"x": x},
+                 op=7, dim=dim, descending=desc)
+            case(fx, f"topk_{tag}_{desc}", lambda x: torch.topk(x, 2, dim, largest=bool(desc)).values, {"x": x},
+                 op=8, dim=dim, k=2, largest=desc)
+    z = U(-2, 2, 4, 5)
+    z[1, 2] = 0
+    z[3, 0] = z[3, 4] = 0
+    case(fx, "prod_zeros", lambda x: torch.prod(x, 1), {"x": z}, op=1, dim=1, keepdim=0)
+    case(fx, "cumprod_zeros", lambda x: torch.cumprod(x, 1), {"x": z}, op=6, dim=1)
+    s1 = U(-2, 2, 1, 5, 1)
+    case(fx, "std_size1", lambda x: torch.std(x, 1), {"x": s1}, op=3, dim=1, keepdim=0, correction=1)
+    case(fx, "cumsum_size1", lambda x: torch.cumsum(x, 0), {"x": s1}, op=5, dim=0)
+    case(fx, "norm2_0d", lambda x: torch.linalg.vector_norm(x, 2, 0), {"x": U(-2, 2)}, op=4, dim=0, keepdim=0, ord=2)
+
+
+FAMILIES = {"math": gen_math, "select": gen_select, "along": gen_along}
 
 
 if __name__ == "__main__":

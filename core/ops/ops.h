@@ -227,6 +227,38 @@ tg_tensor *tg_minimum(tg_tape *t, tg_tensor *a, tg_tensor *b);
 tg_tensor *tg_max(tg_tape *t, tg_tensor *a);
 tg_tensor *tg_min(tg_tape *t, tg_tensor *a);
 
+
+/* ---- more reductions along a dim (core/ops/stats.c) ------------------------
+ * dim and keepdim as tg_sum_dim. Empty dims as PyTorch: prod 1, var / std
+ * NaN, norm 1 and 2 give 0; min, argmax, argmin and the inf norm are an
+ * error. min is torch.min(a, dim).values (grad to the first minimum, NaN
+ * wins); var / std divide by n - correction (1: Bessel's, 0: population);
+ * std's grad is 0 where std is 0. norm is torch.linalg.vector_norm with ord
+ * 1, 2 or INFINITY (its grad at ties of the inf norm is shared evenly, at a
+ * zero 2-norm 0). argmax / argmin give the index of the first extreme (the
+ * first NaN) as a value of a tensor (tapegrad has one dtype), never a grad.
+ * For every element, reshape a to [-1] and reduce dim 0. */
+tg_tensor *tg_min_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
+tg_tensor *tg_prod_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
+tg_tensor *tg_var_dim(tg_tape *t, tg_tensor *a, int dim, double correction, bool keepdim);
+tg_tensor *tg_std_dim(tg_tape *t, tg_tensor *a, int dim, double correction, bool keepdim);
+tg_tensor *tg_norm_dim(tg_tape *t, tg_tensor *a, double ord, int dim, bool keepdim);
+tg_tensor *tg_argmax(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
+tg_tensor *tg_argmin(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
+
+
+/* ---- scans, sort, topk along a dim (core/ops/scan.c) ------------------------
+ * Out has a's shape (topk: k along dim). cumprod's grad is exact with zeros.
+ * sort / topk: values with grads (each goes back to where it came from);
+ * *indices, when not NULL, gets the source indices as a tensor of out's
+ * shape without a grad. NaN sorts above every number (PyTorch); equal
+ * values keep their order (PyTorch's stable=True; its topk leaves the order
+ * of ties unspecified). topk's out is always sorted; k in [0, n]. */
+tg_tensor *tg_cumsum(tg_tape *t, tg_tensor *a, int dim);
+tg_tensor *tg_cumprod(tg_tape *t, tg_tensor *a, int dim);
+tg_tensor *tg_sort(tg_tape *t, tg_tensor *a, int dim, bool descending, tg_tensor **indices);
+tg_tensor *tg_topk(tg_tape *t, tg_tensor *a, int k, int dim, bool largest, tg_tensor **indices);
+
 #ifdef __cplusplus
 }
 #endif
