@@ -225,6 +225,30 @@ static tg_tensor *run_along(fx *f)
     }
 }
 
+/* x, targets t (class indices) or q (probabilities), class weights cw */
+static tg_tensor *run_losses(fx *f)
+{
+    int op = fx_op(f, 9);
+    tg_reduction red = (tg_reduction)fx_param(f, "reduction", -1);
+    tg_tensor *x = fx_in(f, "x");
+    tg_ce_opts o = TG_CE_OPTS_DEFAULT;
+    o.weight = fx_opt(f, "cw");
+    o.reduction = red;
+    o.label_smoothing = fx_param(f, "smoothing", 0);
+    o.ignore_index = (int)fx_param(f, "ignore_index", TG_IGNORE);
+    switch (op) {
+    case 0: return tg_cross_entropy_ex(f->t, x, fx_ints(f, "t", false, NULL), NULL, &o);
+    case 1: return tg_cross_entropy_ex(f->t, x, NULL, fx_in(f, "q"), &o);
+    case 2: return tg_nll_loss(f->t, x, fx_ints(f, "t", false, NULL), &o);
+    case 3: return tg_binary_cross_entropy(f->t, x, fx_in(f, "y"), o.weight, red);
+    case 4: return tg_binary_cross_entropy_with_logits(f->t, x, fx_in(f, "y"), o.weight, fx_opt(f, "pw"), red);
+    case 5: return tg_mse_loss(f->t, x, fx_in(f, "y"), red);
+    case 6: return tg_l1_loss(f->t, x, fx_in(f, "y"), red);
+    case 7: return tg_smooth_l1_loss(f->t, x, fx_in(f, "y"), red, fx_param(f, "beta", NAN));
+    default: return tg_huber_loss(f->t, x, fx_in(f, "y"), red, fx_param(f, "delta", NAN));
+    }
+}
+
 /* Add attention / toy-model families here with their runner. */
 static const struct {
     const char *family;
@@ -245,6 +269,7 @@ static const struct {
     {"math", run_math},
     {"select", run_select},
     {"along", run_along},
+    {"losses", run_losses},
 };
 
 /* ---- comparison --------------------------------------------------------- */
@@ -337,3 +362,4 @@ Test(fixtures, reduce) { check_family("reduce"); }
 Test(fixtures, math) { check_family("math"); }
 Test(fixtures, select) { check_family("select"); }
 Test(fixtures, along) { check_family("along"); }
+Test(fixtures, losses) { check_family("losses"); }

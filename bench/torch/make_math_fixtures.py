@@ -143,7 +143,64 @@ def gen_along(fx):
     case(fx, "norm2_0d", lambda x: torch.linalg.vector_norm(x, 2, 0), {"x": U(-2, 2)}, op=4, dim=0, keepdim=0, ord=2)
 
 
-FAMILIES = {"math": gen_math, "select": gen_select, "along": gen_along}
+RED = ["mean", "sum", "none"]  # tg_reduction's order
+
+
+def gen_losses(fx):
+    """cross_entropy with class targets (op 0) and probabilities (1), nll (2),
+    binary_cross_entropy (3) and with logits (4), mse, l1, smooth_l1, huber
+    (5..8), each reduction (param reduction = 0 mean, 1 sum, 2 none). Logits
+    [N, C] and tinygrad's [(32,), (32,)] / (4, 4, 4, 8) (class dim last);
+    class weights (cw: C.w is the fixture's output weighting), label smoothing, ignore_index -100 and 1; tinygrad's
+    pos_weight list on (32, 10)."""
+    N, C = 6, 5
+    t = torch.randint(0, C, (N,)).to(D)
+    t_ign = t.clone()
+    t_ign[[1, 4]] = -100
+    wc = U(0.5, 2, C)
+    for ri, red in enumerate(RED):
+        x = U(-3, 3, N, C)
+        case(fx, f"ce_{red}", lambda x, t: F.cross_entropy(x, t.long(), reduction=red), {"x": x}, {"t": t},
+             op=0, reduction=ri)
+        case(fx, f"ce_all_{red}", lambda x, t, cw: F.cross_entropy(x, t.long(), weight=cw, reduction=red,
+                                                                 label_smoothing=0.1),
+             {"x": x}, {"t": t_ign, "cw": wc}, op=0, reduction=ri, smoothing=0.1)
+        q = torch.softmax(U(-2, 2, N, C), -1)
+        case(fx, f"ce_probs_{red}", lambda x, q, cw: F.cross_entropy(x, q, weight=cw, reduction=red, label_smoothing=0.2),
+             {"x": x, "q": q}, {"cw": wc}, op=1, reduction=ri, smoothing=0.2)
+        lp = torch.log_softmax(U(-3, 3, N, C), -1)
+        case(fx, f"nll_{red}", lambda x, t, cw: F.nll_loss(x, t.long(), weight=cw, reduction=red), {"x": lp},
+             {"t": t_ign, "cw": wc}, op=2, reduction=ri)
+        p, y, wb = U(0.02, 0.98, N, C), U(0, 1, N, C), U(0.5, 2, C)
+        case(fx, f"bce_{red}", lambda x, y, cw: F.binary_cross_entropy(x, y, weight=cw, reduction=red),
+             {"x": p, "y": y}, {"cw": wb}, op=3, reduction=ri)
+        pw = U(0.25, 4, C)
+        case(fx, f"bcel_{red}", lambda x, y, cw, pw: F.binary_cross_entropy_with_logits(
+            x, y, weight=cw, pos_weight=pw, reduction=red), {"x": x, "y": y}, {"cw": wb, "pw": pw}, op=4, reduction=ri)
+        a, b = U(-2, 2, 4, 7), U(-2, 2, 4, 7)
+        case(fx, f"mse_{red}", lambda x, y: F.mse_loss(x, y, reduction=red), {"x": a, "y": b}, op=5, reduction=ri)
+        case(fx, f"l1_{red}", lambda x, y: F.l1_loss(x, y, reduction=red), {"x": a, "y": b}, op=6, reduction=ri)
+        for beta in (1.0, 0.5):
+            a2 = away(a - b, [-beta, beta]) + b
+            case(fx, f"smooth_l1_b{int(beta * 10)}_{red}", lambda x, y: F.smooth_l1_loss(x, y, reduction=red, beta=beta),
+                 {"x": a2, "y": b}, op=7, reduction=ri, beta=beta)
+            case(fx, f"huber_d{int(beta * 20)}_{red}", lambda x, y: F.huber_loss(x, y, reduction=red, delta=2 * beta),
+                 {"x": away(a - b, [-2 * beta, 2 * beta]) + b, "y": b}, op=8, reduction=ri, delta=2 * beta)
+    tp = torch.softmax(U(-2, 2, 32), -1)
+    case(fx, "ce_probs_1d", lambda x, q: F.cross_entropy(x, q), {"x": U(-2, 2, 32), "q": tp}, op=1, reduction=0)
+    x4 = U(-2, 2, 4, 4, 4, 8)
+    q4 = torch.softmax(U(-2, 2, 4, 4, 4, 8), -1)
+    case(fx, "ce_probs_4d", lambda x, q: F.cross_entropy(x.movedim(-1, 1), q.movedim(-1, 1)), {"x": x4, "q": q4},
+         op=1, reduction=0)
+    pos = torch.tensor([0.25, 0.5, 0.75, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0], dtype=D)  # tinygrad's
+    case(fx, "bcel_pos_weight_32x10", lambda x, y, pw: F.binary_cross_entropy_with_logits(x, y, pos_weight=pw),
+         {"x": U(-2, 2, 32, 10), "y": U(0, 1, 32, 10)}, {"pw": pos}, op=4, reduction=0)
+    ti = torch.tensor([2, 1, 0, 1], dtype=D)
+    case(fx, "ce_ignore_1", lambda x, t: F.cross_entropy(x, t.long(), ignore_index=1), {"x": U(-2, 2, 4, 3)},
+         {"t": ti}, op=0, reduction=0, ignore_index=1)
+
+
+FAMILIES = {"math": gen_math, "select": gen_select, "along": gen_along, "losses": gen_losses}
 
 
 if __name__ == "__main__":

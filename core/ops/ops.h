@@ -259,6 +259,42 @@ tg_tensor *tg_cumprod(tg_tape *t, tg_tensor *a, int dim);
 tg_tensor *tg_sort(tg_tape *t, tg_tensor *a, int dim, bool descending, tg_tensor **indices);
 tg_tensor *tg_topk(tg_tape *t, tg_tensor *a, int k, int dim, bool largest, tg_tensor **indices);
 
+
+/* ---- losses with options (core/ops/cross_entropy.c, losses.c) ---------------
+ * torch.nn.functional's, reduction TG_MEAN (0, the default), TG_SUM or
+ * TG_NONE (one loss per element, or per row for cross-entropy). */
+typedef enum tg_reduction { TG_MEAN, TG_SUM, TG_NONE } tg_reduction;
+/* Start from TG_CE_OPTS_DEFAULT (a zeroed struct would ignore class 0). */
+typedef struct tg_ce_opts {
+    tg_tensor *weight;        /* [C] class weights (no grad flows to them), or NULL */
+    double label_smoothing;   /* in [0, 1] */
+    tg_reduction reduction;
+    int ignore_index;         /* class targets equal to it count for nothing */
+} tg_ce_opts;
+#define TG_CE_OPTS_DEFAULT {NULL, 0, TG_MEAN, TG_IGNORE}
+/* logits [..., C] (the class dim is the last; PyTorch's is dim 1), with class
+ * targets [rows] (int32) or probabilities of logits' shape (with a grad):
+ * exactly one of the two. opts NULL: the defaults. The mean divides by the
+ * summed weights of the counted rows (class targets) or by the rows
+ * (probabilities), as PyTorch; all rows ignored: 0 and zero grads (PyTorch:
+ * NaN). TG_NONE gives [...] (logits' shape without C). */
+tg_tensor *tg_cross_entropy_ex(tg_tape *t, tg_tensor *logits, const int32_t *targets, tg_tensor *probs,
+                               const tg_ce_opts *opts);
+/* nll_loss of log-probabilities [..., C] (weight, ignore_index, reduction; no smoothing) */
+tg_tensor *tg_nll_loss(tg_tape *t, tg_tensor *logp, const int32_t *targets, const tg_ce_opts *opts);
+/* target has input's shape; grads flow to both */
+tg_tensor *tg_mse_loss(tg_tape *t, tg_tensor *input, tg_tensor *target, tg_reduction reduction);
+tg_tensor *tg_l1_loss(tg_tape *t, tg_tensor *input, tg_tensor *target, tg_reduction reduction);
+tg_tensor *tg_smooth_l1_loss(tg_tape *t, tg_tensor *input, tg_tensor *target, tg_reduction reduction, double beta);
+tg_tensor *tg_huber_loss(tg_tape *t, tg_tensor *input, tg_tensor *target, tg_reduction reduction, double delta);
+/* input: probabilities in [0, 1] (anything else is an error); weight
+ * broadcasts to input's shape (no grad) or is NULL; logs clamped at -100 */
+tg_tensor *tg_binary_cross_entropy(tg_tape *t, tg_tensor *input, tg_tensor *target, tg_tensor *weight,
+                                   tg_reduction reduction);
+/* input: logits; pos_weight (e.g. [C], broadcast) and weight may be NULL */
+tg_tensor *tg_binary_cross_entropy_with_logits(tg_tape *t, tg_tensor *input, tg_tensor *target, tg_tensor *weight,
+                                               tg_tensor *pos_weight, tg_reduction reduction);
+
 #ifdef __cplusplus
 }
 #endif
