@@ -163,4 +163,30 @@ Test(losses, misuse)
     assert_fails(T, tg_huber_loss(T, x, y, TG_SUM, 0), "tg_huber_loss", "delta 0");
     assert_fails(T, tg_smooth_l1_loss(T, x, y, TG_SUM, -1), "tg_smooth_l1_loss", "beta -1");
     assert_fails(T, tg_l1_loss(T, x, NULL, TG_SUM), "tg_l1_loss", "NULL");
+    assert_fails(T, tg_mse_loss(T, x, y, (tg_reduction)9), "tg_mse_loss", "reduction 9 is not TG_MEAN, TG_SUM or TG_NONE");
+    tg_tensor *p = mk(T, 2, (int[]){2, 3}, (tg_real[]){0.5, 0.5, 0.5, 0.5, 0.5, 0.5});
+    assert_fails(T, tg_binary_cross_entropy(T, p, y, wide, TG_MEAN), "tg_binary_cross_entropy",
+                 "weight [2,1,3] must broadcast to the input's shape [2,3]");
+    o = (tg_ce_opts)TG_CE_OPTS_DEFAULT;
+    o.label_smoothing = 0.1;
+    assert_fails(T, tg_nll_loss(T, x, (int32_t[]){0, 1}, &o), "tg_nll_loss", "no label_smoothing");
+    tg_tensor *s = mk(T, 0, NULL, (tg_real[]){1}), *e = tg_tensor_zeros(T, 2, (int[]){2, 0});
+    assert_fails(T, tg_cross_entropy_ex(T, s, (int32_t[]){0}, NULL, NULL), "logits must be [..., C] with C >= 1, got []", "");
+    assert_fails(T, tg_cross_entropy_ex(T, e, (int32_t[]){0, 0}, NULL, NULL), "C >= 1, got [2,0]", "");
+}
+
+/* every new op refuses a NULL tape with a message, and does not crash */
+Test(losses, null_tape)
+{
+    tg_tensor *x = mk(T, 1, (int[]){2}, (tg_real[]){0.25, 0.5});
+    tg_tensor *res[] = {
+        tg_sin(NULL, x), tg_softplus(NULL, x, 1, 20), tg_logaddexp(NULL, x, x), tg_where(NULL, x, x, x),
+        tg_masked_fill(NULL, x, x, 0), tg_max(NULL, x), tg_prod_dim(NULL, x, 0, false), tg_topk(NULL, x, 1, 0, true, NULL),
+        tg_cumsum(NULL, x, 0), tg_cross_entropy_ex(NULL, x, (int32_t[]){0}, NULL, NULL), tg_mse_loss(NULL, x, x, TG_SUM),
+        tg_binary_cross_entropy(NULL, x, x, NULL, TG_SUM), tg_binary_cross_entropy_with_logits(NULL, x, x, NULL, NULL, TG_SUM),
+    };
+    for (size_t i = 0; i < sizeof res / sizeof *res; i++) {
+        cr_assert_null(res[i], "op %zu", i);
+        cr_assert(strstr(tg_error(), "the tape is NULL"), "op %zu: %s", i, tg_error());
+    }
 }

@@ -197,6 +197,7 @@ Test(stats, misuse)
     assert_fails(T, tg_cumsum(T, x, -3), "tg_cumsum", "dim -3");
     assert_fails(T, tg_norm_dim(T, x, 3, 0, false), "tg_norm_dim", "ord 3");
     assert_fails(T, tg_var_dim(T, x, 0, -1, false), "tg_var_dim", "correction -1");
+    assert_fails(T, tg_std_dim(T, x, 0, NAN, false), "tg_std_dim", "correction nan must be >= 0");
     assert_fails(T, tg_topk(T, x, 4, 1, true, NULL), "tg_topk", "k 4 is out of range [0, 3]");
     assert_fails(T, tg_topk(T, x, -1, 1, true, NULL), "tg_topk", "k -1");
     assert_fails(T, tg_sort(T, NULL, 0, false, NULL), "tg_sort", "NULL");
