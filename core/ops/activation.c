@@ -20,8 +20,8 @@
  */
 #include <math.h>
 
+#include "internal.h"
 #include "ops.h"
-#include "pointwise.h"
 
 #define X v[0]
 

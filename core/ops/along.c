@@ -1,11 +1,10 @@
-/* tapegrad: the slice engine of stats.c and scan.c (see along.h). Slices
+/* tapegrad: the slice engine of stats.c and scan.c (see internal.h). Slices
  * are cut across the pool; each writes only its own output elements and, in
  * backward, its own input grads, so the bits do not depend on the thread
  * count. */
 #include <stdio.h>
 #include <string.h>
 
-#include "along.h"
 #include "internal.h"
 #include "ops.h"
 

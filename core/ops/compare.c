@@ -16,8 +16,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "internal.h"
 #include "ops.h"
-#include "pointwise.h"
 
 #define A v[0]
 #define B v[1]

@@ -24,8 +24,8 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "internal.h"
 #include "ops.h"
-#include "pointwise.h"
 
 #define A v[0]
 #define B v[1]

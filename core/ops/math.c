@@ -16,8 +16,8 @@
  */
 #include <math.h>
 
+#include "internal.h"
 #include "ops.h"
-#include "pointwise.h"
 
 #define X v[0]
 #define LN2 0.69314718055994530942

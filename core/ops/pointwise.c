@@ -15,7 +15,6 @@
 
 #include "internal.h"
 #include "ops.h"
-#include "pointwise.h"
 
 /* out's shape and each operand's stride along each of out's dims */
 typedef struct pw_plan {
@@ -81,7 +80,7 @@ static void pw_piece(void *ctx, size_t begin, size_t end)
             j->y[e] = (tg_real)k->f(v, j->p);
         } else {
             double g = (double)j->g[e];
-            /* PyTorch multiplies a zero grad through (0 * inf is NaN) */
+            /* g times the slope even where g is 0 (0 * inf is NaN), as PyTorch */
             j->dx[off[j->which]] += (tg_real)(g * k->df(j->which, v, (double)j->y[e], j->p));
         }
     }

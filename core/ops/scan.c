@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "along.h"
+#include "internal.h"
 #include "ops.h"
 
 #define X(i) ((double)x[(i) * s])

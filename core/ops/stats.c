@@ -16,7 +16,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "along.h"
+#include "internal.h"
 #include "ops.h"
 
 #define X(i) ((double)x[(i) * s])
