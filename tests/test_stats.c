@@ -211,3 +211,39 @@ Test(stats, zero_d)
     cr_assert_eq(tg_cumprod(T, s, -1)->data[0], -3);
     cr_assert_eq(tg_argmin(T, s, 0, false)->data[0], 0);
 }
+
+/* the slice and pointwise engines cut work across the pool, but each output
+ * element and each grad element is computed by one call: the same bits on 1
+ * and 3 threads, forward and backward, stretched operands included */
+static void run_all(tg_tensor *x, tg_tensor *b, tg_real *out, tg_real *gx, tg_real *gb)
+{
+    tg_tape_reset(T);
+    memset(x->grad, 0, x->size * sizeof *x->grad);
+    memset(b->grad, 0, b->size * sizeof *b->grad);
+    tg_tensor *h = tg_silu(T, tg_where(T, tg_gt(T, x, b), x, b));             /* [64, 300] */
+    h = tg_add(T, tg_cumprod(T, tg_scale(T, h, 0.9), 1), tg_sort(T, h, 0, true, NULL));
+    tg_tensor *y = tg_add(T, tg_std_dim(T, h, 1, 1, false), tg_norm_dim(T, h, 2, 1, false));
+    cr_assert_not_null(y, "%s", tg_tape_error(T));
+    cr_assert_eq(tg_backward(T, tg_sum(T, y)), 0, "%s", tg_tape_error(T));
+    memcpy(out, y->data, 64 * sizeof *out);
+    memcpy(gx, x->grad, x->size * sizeof *gx);
+    memcpy(gb, b->grad, b->size * sizeof *gb);
+}
+
+Test(stats, same_bits_on_any_thread_count)
+{
+    tg_tensor *x = tu_rand(&R, -1, 1, 2, (int[]){64, 300}), *b = tu_rand(&R, -1, 1, 1, (int[]){300});
+    x->grad = tg_malloc(x->size * sizeof *x->grad);
+    b->grad = tg_malloc(b->size * sizeof *b->grad);
+    static tg_real o[2][64], gx[2][64 * 300], gb[2][300];
+    int before = tg_threads_get();
+    for (int k = 0; k < 2; k++) {
+        tg_threads_set(k ? 3 : 1);
+        run_all(x, b, o[k], gx[k], gb[k]);
+    }
+    tg_threads_set(before);
+    cr_assert(!memcmp(o[0], o[1], sizeof o[0]) && !memcmp(gx[0], gx[1], sizeof gx[0]) &&
+              !memcmp(gb[0], gb[1], sizeof gb[0]));
+    tg_tensor_free(x);
+    tg_tensor_free(b);
+}
