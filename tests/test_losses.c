@@ -190,3 +190,33 @@ Test(losses, null_tape)
         cr_assert(strstr(tg_error(), "the tape is NULL"), "op %zu: %s", i, tg_error());
     }
 }
+
+/* every allocation failing in turn: an "out of memory" error, never a crash */
+static tg_tensor *oom_ce(tg_tape *t, void *ctx)
+{
+    tg_tensor **in = ctx;
+    tg_ce_opts o = TG_CE_OPTS_DEFAULT;
+    o.label_smoothing = 0.1, o.weight = in[2];
+    return tg_cross_entropy_ex(t, tg_silu(t, in[0]), NULL, tg_softmax(t, in[1]), &o);
+}
+static tg_tensor *oom_along(tg_tape *t, void *ctx)
+{
+    tg_tensor **in = ctx;
+    return tg_sum(t, tg_topk(t, tg_cumprod(t, tg_where(t, in[1], in[0], in[1]), 0), 2, 1, true, NULL));
+}
+static tg_tensor *oom_bce(tg_tape *t, void *ctx)
+{
+    tg_tensor **in = ctx;
+    return tg_binary_cross_entropy_with_logits(t, in[0], tg_sigmoid(t, in[1]), in[2], NULL, TG_MEAN);
+}
+
+Test(losses, out_of_memory_is_an_error)
+{
+    tg_tensor *in[3] = {tu_rand(&R, -1, 1, 2, (int[]){3, 5}), tu_rand(&R, -1, 1, 2, (int[]){3, 5}),
+                        tu_rand(&R, 0.5, 1, 1, (int[]){5})};
+    in[2]->requires_grad = false;
+    walk_out_of_memory(oom_ce, in, in, 2);
+    walk_out_of_memory(oom_along, in, in, 2);
+    walk_out_of_memory(oom_bce, in, in, 2);
+    tu_free_all(in, 3);
+}

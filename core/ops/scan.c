@@ -100,7 +100,7 @@ static void sort_fwd(const tg_real *x, size_t n, size_t m, size_t s, tg_real *y,
 {
     keyed *k = w;
     for (size_t i = 0; i < n; i++) k[i] = (keyed){X(i), (int64_t)i};
-    qsort(k, n, sizeof *k, p[0] != 0 ? cmp_down : cmp_up);
+    if (n > 1) qsort(k, n, sizeof *k, p[0] != 0 ? cmp_down : cmp_up);
     for (size_t j = 0; j < m; j++) {
         y[j * s] = x[(size_t)k[j].i * s];
         if (idx) idx[j * s] = k[j].i;
