@@ -108,7 +108,7 @@ def gen_along(fx):
     cumprod (5, 6); sort, topk values (7, 8). Params dim, keepdim,
     correction, ord, descending, k, largest. Shapes after tinygrad's
     (45, 3) / (3, 4, 5, 6) reductions and OpInfo's size-1 dims; prod and
-    cumprod with zeros."""
+    cumprod with zeros, and PyTorch's OpInfo samples for them."""
     inf = float("inf")
     for dim, keep in ((0, False), (-1, True), (1, False)):
         x = U(-2, 2, 3, 4, 5)
@@ -141,6 +141,29 @@ def gen_along(fx):
     case(fx, "std_size1", lambda x: torch.std(x, 1), {"x": s1}, op=3, dim=1, keepdim=0, correction=1)
     case(fx, "cumsum_size1", lambda x: torch.cumsum(x, 0), {"x": s1}, op=5, dim=0)
     case(fx, "norm2_0d", lambda x: torch.linalg.vector_norm(x, 2, 0), {"x": U(-2, 2)}, op=4, dim=0, keepdim=0, ord=2)
+    # PyTorch's OpInfo samples for prod and cumprod (sample_inputs_prod / _cumprod): zeros placed
+    # by narrow() in (5, 5, 5), a single zero in (5, 5), [2, 3, 0, 0], a 0-d zero
+    S = 5
+    single = U(-1, 1, S, S)
+    single[0, 1] = 0
+    case(fx, "opinfo_prod_single_zero", lambda x: torch.prod(x, 0), {"x": single.reshape(-1)}, op=1, dim=0, keepdim=0)
+    for keep in (0, 1):
+        case(fx, f"opinfo_prod_333_{keep}", lambda x: torch.prod(x, 1, keepdim=bool(keep)), {"x": U(-1, 1, 3, 3, 3)},
+             op=1, dim=1, keepdim=keep)
+        case(fx, f"opinfo_prod_zero_0d_{keep}", lambda x: torch.prod(x, 0, keepdim=bool(keep)),
+             {"x": torch.zeros((), dtype=D)}, op=1, dim=0, keepdim=keep)
+    case(fx, "opinfo_prod_2300", lambda x: torch.prod(x, 0), {"x": torch.tensor([2.0, 3, 0, 0], dtype=D)}, op=1,
+         dim=0, keepdim=0)
+    for d0, d1 in ((0, 1), (0, 2), (1, 2)):
+        z = U(-1, 1, S, S, S)
+        for a, b in ((0, 1), (2, 3), (4, 3)):
+            z.narrow(d0, a, 1).narrow(d1, b, 1).zero_()
+        case(fx, f"opinfo_cumprod_zeros_{d0}{d1}", lambda x: torch.cumprod(x, 1), {"x": z}, op=6, dim=1)
+        case(fx, f"opinfo_prod_zeros_{d0}{d1}", lambda x: torch.prod(x, 1), {"x": z}, op=1, dim=1, keepdim=0)
+    for dim in range(3):
+        case(fx, f"opinfo_cumprod_{dim}", lambda x: torch.cumprod(x, dim), {"x": U(-1, 1, S, S, S)}, op=6, dim=dim)
+    for shape in ((), (1,)):
+        case(fx, f"opinfo_cumprod_{len(shape)}d", lambda x: torch.cumprod(x, 0), {"x": U(-1, 1, *shape)}, op=6, dim=0)
 
 
 RED = ["mean", "sum", "none"]  # tg_reduction's order
