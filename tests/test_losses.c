@@ -220,3 +220,17 @@ Test(losses, out_of_memory_is_an_error)
     walk_out_of_memory(oom_bce, in, in, 2);
     tu_free_all(in, 3);
 }
+
+/* NaN in a logit, an input or a target gives a NaN loss, as PyTorch */
+Test(losses, nan_propagates)
+{
+    tg_tensor *x = mk(T, 2, (int[]){2, 3}, (tg_real[]){1, NAN, 3, 4, 5, 6});
+    tg_tensor *y = mk(T, 2, (int[]){2, 3}, (tg_real[]){0, 1, 0, 1, 0, 1});
+    cr_assert(isnan(tg_cross_entropy_ex(T, x, (int32_t[]){0, 1}, NULL, NULL)->data[0]));
+    tg_ce_opts o = TG_CE_OPTS_DEFAULT;
+    o.reduction = TG_NONE;
+    tg_tensor *rows = tg_cross_entropy_ex(T, x, (int32_t[]){0, 1}, NULL, &o);
+    cr_assert(isnan(rows->data[0]) && isfinite(rows->data[1]));
+    cr_assert(isnan(tg_mse_loss(T, x, y, TG_MEAN)->data[0]) && isnan(tg_huber_loss(T, y, x, TG_SUM, 1)->data[0]));
+    cr_assert(isnan(tg_binary_cross_entropy_with_logits(T, x, y, NULL, NULL, TG_MEAN)->data[0]));
+}

@@ -247,3 +247,15 @@ Test(stats, same_bits_on_any_thread_count)
     tg_tensor_free(x);
     tg_tensor_free(b);
 }
+
+/* NaN in a slice gives NaN (min, prod, var, norm 2, cumsum from it on) */
+Test(stats, nan_propagates)
+{
+    tg_tensor *x = mk(T, 2, (int[]){2, 3}, (tg_real[]){1, NAN, 3, 4, 5, 6});
+    for (int op = MIN; op <= NORMINF; op++) {
+        tg_tensor *y = apply(T, x, &(op_ctx){op, 1, false});
+        cr_assert(y && isnan(y->data[0]) && isfinite(y->data[1]), "%s", names[op]);
+    }
+    tg_tensor *c = tg_cumsum(T, x, 1);
+    cr_assert(c->data[0] == 1 && isnan(c->data[1]) && isnan(c->data[2]) && c->data[5] == 15);
+}
