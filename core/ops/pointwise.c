@@ -19,6 +19,7 @@
 /* out's shape and each operand's stride along each of out's dims */
 typedef struct pw_plan {
     int nd, n_in;
+    bool flat;  /* every operand has out's shape: operand offsets are e */
     int shape[TG_MAX_DIMS];
     size_t stride[TG_PW_MAX_IN][TG_MAX_DIMS];
 } pw_plan;
@@ -30,6 +31,7 @@ static bool pw_plan_make(tg_tensor *const *in, int n_in, pw_plan *pl)
         if (in[k]->ndim > nd) nd = in[k]->ndim;
     pl->nd = nd;
     pl->n_in = n_in;
+    pl->flat = true;
     for (int d = 0; d < nd; d++) pl->shape[d] = 1;
     for (int k = 0; k < n_in; k++) {
         size_t s = 1;
@@ -42,13 +44,17 @@ static bool pw_plan_make(tg_tensor *const *in, int n_in, pw_plan *pl)
             s *= (size_t)n;
         }
     }
+    for (int k = 0; k < n_in; k++) pl->flat &= in[k]->ndim == nd;
+    for (int d = 0; d < nd; d++)
+        for (int k = 0; k < n_in; k++) pl->flat &= in[k]->shape[d] == pl->shape[d];
     return true;
 }
 
 /* operand offsets of out element e */
 static void pw_offsets(const pw_plan *pl, size_t e, size_t *off)
 {
-    for (int k = 0; k < pl->n_in; k++) off[k] = 0;
+    for (int k = 0; k < pl->n_in; k++) off[k] = pl->flat ? e : 0;
+    if (pl->flat) return;
     for (int d = pl->nd - 1; d >= 0; d--) {
         size_t i = e % (size_t)pl->shape[d];
         e /= (size_t)pl->shape[d];
