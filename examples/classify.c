@@ -106,10 +106,12 @@ static double accuracy(tg_tape *t, const model *m, const batch *bt)
     bool prev = tg_no_grad_begin(t);
     tg_tensor *logits = forward(t, m, bt);
     tg_no_grad_end(t, prev);
-    if (!logits) return -1;
-    int right = 0;
-    for (int i = 0; i < bt->n; i++) right += (logits->data[2 * i + 1] > logits->data[2 * i]) == bt->labels[i];
-    return (double)right / bt->n;
+    tg_tensor *labels = tg_tensor_new(t, 1, (int[]){bt->n});
+    if (!logits || !labels) return -1;
+    for (int i = 0; i < bt->n; i++) labels->data[i] = (tg_real)bt->labels[i];
+    /* the mean of argmax(logits) == label, [n, 2] -> [n] -> [] */
+    tg_tensor *acc = tg_mean(t, tg_eq(t, tg_argmax(t, logits, -1, false), labels));
+    return acc ? (double)acc->data[0] : -1;
 }
 
 static int init(model *m, tg_params *p, tg_mha_mode mode, tg_rng *rng)

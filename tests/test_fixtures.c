@@ -170,6 +170,85 @@ static tg_tensor *run_reduce(fx *f)
     return fns[fx_op(f, 4)](f->t, fx_in(f, "x"), (int)fx_param(f, "dim", 99), fx_param(f, "keepdim", 0) != 0);
 }
 
+/* make_math_fixtures.py's MATH list, in order */
+static tg_tensor *run_math(fx *f)
+{
+    tg_tensor *(*const fns[])(tg_tape *, tg_tensor *) = {
+        tg_sin, tg_cos, tg_exp2, tg_log2, tg_log10, tg_log1p, tg_expm1, tg_sign, tg_reciprocal, tg_rsqrt,
+        tg_square, tg_erf, tg_silu, NULL, NULL, NULL, NULL, tg_selu, NULL, tg_mish, tg_hardswish,
+        tg_hardsigmoid, NULL, tg_softsign, tg_gelu_tanh};
+    int op = fx_op(f, (int)(sizeof fns / sizeof *fns));
+    tg_tensor *x = fx_in(f, "x");
+    switch (op) {
+    case 13: return tg_softplus(f->t, x, 1, 20);
+    case 14: return tg_softplus(f->t, x, 3, 4);
+    case 15: return tg_leaky_relu(f->t, x, 0.1);
+    case 16: return tg_elu(f->t, x, 0.7);
+    case 18: return tg_celu(f->t, x, 1.5);
+    case 22: return tg_hardtanh(f->t, x, -0.5, 1.2);
+    default: return fns[op](f->t, x);
+    }
+}
+
+static tg_tensor *run_select(fx *f)
+{
+    tg_tensor *(*const fns[])(tg_tape *, tg_tensor *, tg_tensor *) = {tg_logaddexp, tg_pow_tensor, NULL,
+                                                                     tg_maximum, tg_minimum};
+    int op = fx_op(f, 9);
+    tg_tensor *a = fx_in(f, "input");
+    switch (op) {
+    case 1: return tg_pow_tensor(f->t, a, fx_in(f, "exponent"));
+    case 2: return tg_lerp(f->t, a, fx_in(f, "end"), fx_in(f, "weight"));
+    case 5: return tg_where(f->t, fx_in(f, "c"), a, fx_in(f, "other"));
+    case 6: return tg_masked_fill(f->t, a, fx_in(f, "m"), fx_param(f, "value", NAN));
+    case 7: return tg_max(f->t, a);
+    case 8: return tg_min(f->t, a);
+    default: return fns[op](f->t, a, fx_in(f, "other"));
+    }
+}
+
+static tg_tensor *run_along(fx *f)
+{
+    int op = fx_op(f, 9), dim = (int)fx_param(f, "dim", 99);
+    bool keep = fx_param(f, "keepdim", 0) != 0;
+    tg_tensor *x = fx_in(f, "x");
+    switch (op) {
+    case 0: return tg_min_dim(f->t, x, dim, keep);
+    case 1: return tg_prod_dim(f->t, x, dim, keep);
+    case 2: return tg_var_dim(f->t, x, dim, fx_param(f, "correction", NAN), keep);
+    case 3: return tg_std_dim(f->t, x, dim, fx_param(f, "correction", NAN), keep);
+    case 4: return tg_norm_dim(f->t, x, fx_param(f, "ord", NAN), dim, keep);
+    case 5: return tg_cumsum(f->t, x, dim);
+    case 6: return tg_cumprod(f->t, x, dim);
+    case 7: return tg_sort(f->t, x, dim, fx_param(f, "descending", 0) != 0, NULL);
+    default: return tg_topk(f->t, x, (int)fx_param(f, "k", -1), dim, fx_param(f, "largest", 0) != 0, NULL);
+    }
+}
+
+/* x, targets t (class indices) or q (probabilities), class weights cw */
+static tg_tensor *run_losses(fx *f)
+{
+    int op = fx_op(f, 9);
+    tg_reduction red = (tg_reduction)fx_param(f, "reduction", -1);
+    tg_tensor *x = fx_in(f, "x");
+    tg_ce_opts o = TG_CE_OPTS_DEFAULT;
+    o.weight = fx_opt(f, "cw");
+    o.reduction = red;
+    o.label_smoothing = fx_param(f, "smoothing", 0);
+    o.ignore_index = (int)fx_param(f, "ignore_index", TG_IGNORE);
+    switch (op) {
+    case 0: return tg_cross_entropy_ex(f->t, x, fx_ints(f, "t", false, NULL), NULL, &o);
+    case 1: return tg_cross_entropy_ex(f->t, x, NULL, fx_in(f, "q"), &o);
+    case 2: return tg_nll_loss(f->t, x, fx_ints(f, "t", false, NULL), &o);
+    case 3: return tg_binary_cross_entropy(f->t, x, fx_in(f, "y"), o.weight, red);
+    case 4: return tg_binary_cross_entropy_with_logits(f->t, x, fx_in(f, "y"), o.weight, fx_opt(f, "pw"), red);
+    case 5: return tg_mse_loss(f->t, x, fx_in(f, "y"), red);
+    case 6: return tg_l1_loss(f->t, x, fx_in(f, "y"), red);
+    case 7: return tg_smooth_l1_loss(f->t, x, fx_in(f, "y"), red, fx_param(f, "beta", NAN));
+    default: return tg_huber_loss(f->t, x, fx_in(f, "y"), red, fx_param(f, "delta", NAN));
+    }
+}
+
 /* Add attention / toy-model families here with their runner. */
 static const struct {
     const char *family;
@@ -187,6 +266,10 @@ static const struct {
     {"broadcast", run_broadcast},
     {"unary", run_unary},
     {"reduce", run_reduce},
+    {"math", run_math},
+    {"select", run_select},
+    {"along", run_along},
+    {"losses", run_losses},
 };
 
 /* ---- comparison --------------------------------------------------------- */
@@ -276,3 +359,7 @@ Test(fixtures, cross_entropy) { check_family("cross_entropy"); }
 Test(fixtures, broadcast) { check_family("broadcast"); }
 Test(fixtures, unary) { check_family("unary"); }
 Test(fixtures, reduce) { check_family("reduce"); }
+Test(fixtures, math) { check_family("math"); }
+Test(fixtures, select) { check_family("select"); }
+Test(fixtures, along) { check_family("along"); }
+Test(fixtures, losses) { check_family("losses"); }

@@ -333,17 +333,18 @@ FAMILIES = {
 }
 
 
-def main(argv):
-    names = argv or list(FAMILIES)
-    unknown = [n for n in names if n not in FAMILIES]
+def main(argv, families=FAMILIES, generator="bench/torch/make_fixtures.py"):
+    names = argv or list(families)
+    unknown = [n for n in names if n not in families]
     if unknown:
-        sys.exit(f"unknown family {unknown}; known: {', '.join(FAMILIES)}")
+        sys.exit(f"unknown family {unknown}; known: {', '.join(families)}")
     os.makedirs(OUT_DIR, exist_ok=True)
     torch.set_default_dtype(D)
     for name in names:
         torch.manual_seed(SEED)  # each file is reproducible on its own
         fx = Fixture(name)
-        FAMILIES[name](fx)
+        fx.meta["generator"] = generator
+        families[name](fx)
         fx.save()
 
 

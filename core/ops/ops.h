@@ -166,6 +166,135 @@ typedef struct tg_sdpa_layout {
 tg_tensor *tg_sdpa_heads(tg_tape *t, tg_tensor *xq, tg_tensor *xkv, const tg_sdpa_layout *lay,
                          const tg_sdpa_opts *opts, tg_tensor **weights);
 
+
+/* ---- elementwise math and activations (core/ops/math.c, activation.c) -----
+ * Out has a's shape; values are computed in double and rounded once. The
+ * binary and ternary ones broadcast as tg_add. NaN in gives NaN out;
+ * domain edges give PyTorch's values (log2(0) = -inf, rsqrt(0) = inf,
+ * sign(NaN) = 0). Derivatives: core/ops/math.c, activation.c. */
+tg_tensor *tg_sin(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_cos(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_exp2(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_log2(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_log10(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_log1p(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_expm1(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_sign(tg_tape *t, tg_tensor *a);        /* grad 0 */
+tg_tensor *tg_reciprocal(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_rsqrt(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_square(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_erf(tg_tape *t, tg_tensor *a);
+/* log(e^a + e^b), stable */
+tg_tensor *tg_logaddexp(tg_tape *t, tg_tensor *a, tg_tensor *b);
+/* a^b with b a tensor (torch.pow(a, b)); tg_pow takes a number */
+tg_tensor *tg_pow_tensor(tg_tape *t, tg_tensor *a, tg_tensor *b);
+/* a + w (b - a); w a tensor (a 0-d one for a number) */
+tg_tensor *tg_lerp(tg_tape *t, tg_tensor *a, tg_tensor *b, tg_tensor *w);
+/* torch.nn.functional's; PyTorch's defaults: softplus beta 1 threshold 20,
+ * leaky_relu 0.01, elu / celu alpha 1, hardtanh -1 and 1 */
+tg_tensor *tg_silu(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_softplus(tg_tape *t, tg_tensor *a, double beta, double threshold);
+tg_tensor *tg_leaky_relu(tg_tape *t, tg_tensor *a, double negative_slope);
+tg_tensor *tg_elu(tg_tape *t, tg_tensor *a, double alpha);
+tg_tensor *tg_selu(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_celu(tg_tape *t, tg_tensor *a, double alpha);
+tg_tensor *tg_mish(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_hardswish(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_hardsigmoid(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_hardtanh(tg_tape *t, tg_tensor *a, double min_val, double max_val);
+tg_tensor *tg_softsign(tg_tape *t, tg_tensor *a);
+/* GELU, tanh form (PyTorch's approximate='tanh') */
+tg_tensor *tg_gelu_tanh(tg_tape *t, tg_tensor *a);
+
+
+/* ---- comparisons and selection (core/ops/compare.c) -------------------------
+ * Broadcast as tg_add. eq ... ge give a 0/1 mask and never a grad. A cond or
+ * mask is true where nonzero. where's grads go to a and b (cond gets none);
+ * masked_fill broadcasts a and mask (PyTorch's out-of-place form). maximum / minimum propagate
+ * NaN and split the grad half and half on ties (PyTorch). tg_max / tg_min
+ * of every element are 0-d; their grad is shared evenly among the elements
+ * equal to the result (PyTorch); an empty a is an error. */
+tg_tensor *tg_eq(tg_tape *t, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_ne(tg_tape *t, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_lt(tg_tape *t, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_le(tg_tape *t, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_gt(tg_tape *t, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_ge(tg_tape *t, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_where(tg_tape *t, tg_tensor *cond, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_masked_fill(tg_tape *t, tg_tensor *a, tg_tensor *mask, double value);
+tg_tensor *tg_maximum(tg_tape *t, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_minimum(tg_tape *t, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_max(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_min(tg_tape *t, tg_tensor *a);
+
+
+/* ---- more reductions along a dim (core/ops/stats.c) ------------------------
+ * dim and keepdim as tg_sum_dim. Empty dims as PyTorch: prod 1, var / std
+ * NaN, norm 1 and 2 give 0; min, argmax, argmin and the inf norm are an
+ * error. min is torch.min(a, dim).values (grad to the first minimum, NaN
+ * wins); var / std divide by n - correction (1: Bessel's, 0: population);
+ * std's grad is 0 where std is 0. norm is torch.linalg.vector_norm with ord
+ * 1, 2 or INFINITY (its grad at ties of the inf norm is shared evenly, at a
+ * zero 2-norm 0). argmax / argmin give the index of the first extreme (the
+ * first NaN) as a value of a tensor (tapegrad has one dtype), never a grad.
+ * For every element, reshape a to [-1] and reduce dim 0. */
+tg_tensor *tg_min_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
+tg_tensor *tg_prod_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
+tg_tensor *tg_var_dim(tg_tape *t, tg_tensor *a, int dim, double correction, bool keepdim);
+tg_tensor *tg_std_dim(tg_tape *t, tg_tensor *a, int dim, double correction, bool keepdim);
+tg_tensor *tg_norm_dim(tg_tape *t, tg_tensor *a, double ord, int dim, bool keepdim);
+tg_tensor *tg_argmax(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
+tg_tensor *tg_argmin(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
+
+
+/* ---- scans, sort, topk along a dim (core/ops/scan.c) ------------------------
+ * Out has a's shape (topk: k along dim). cumprod's grad is exact with zeros.
+ * sort / topk: values with grads (each goes back to where it came from);
+ * *indices, when not NULL, gets the source indices as a tensor of out's
+ * shape without a grad. NaN sorts above every number (PyTorch); equal
+ * values keep their order (PyTorch's stable=True; its topk leaves the order
+ * of ties unspecified). topk's out is always sorted; k in [0, n]. */
+tg_tensor *tg_cumsum(tg_tape *t, tg_tensor *a, int dim);
+tg_tensor *tg_cumprod(tg_tape *t, tg_tensor *a, int dim);
+tg_tensor *tg_sort(tg_tape *t, tg_tensor *a, int dim, bool descending, tg_tensor **indices);
+tg_tensor *tg_topk(tg_tape *t, tg_tensor *a, int k, int dim, bool largest, tg_tensor **indices);
+
+
+/* ---- losses with options (core/ops/cross_entropy.c, losses.c) ---------------
+ * torch.nn.functional's, reduction TG_MEAN (0, the default), TG_SUM or
+ * TG_NONE (one loss per element, or per row for cross-entropy). */
+typedef enum tg_reduction { TG_MEAN, TG_SUM, TG_NONE } tg_reduction;
+/* Start from TG_CE_OPTS_DEFAULT (a zeroed struct would ignore class 0). */
+typedef struct tg_ce_opts {
+    tg_tensor *weight;        /* [C] class weights (no grad flows to them), or NULL */
+    double label_smoothing;   /* in [0, 1] */
+    tg_reduction reduction;
+    int ignore_index;         /* class targets equal to it count for nothing */
+} tg_ce_opts;
+#define TG_CE_OPTS_DEFAULT {NULL, 0, TG_MEAN, TG_IGNORE}
+/* logits [..., C] (the class dim is the last; PyTorch's is dim 1), with class
+ * targets [rows] (int32) or probabilities of logits' shape (with a grad):
+ * exactly one of the two. opts NULL: the defaults. The mean divides by the
+ * summed weights of the counted rows (class targets) or by the rows
+ * (probabilities), as PyTorch; all rows ignored: 0 and zero grads (PyTorch:
+ * NaN). TG_NONE gives [...] (logits' shape without C). */
+tg_tensor *tg_cross_entropy_ex(tg_tape *t, tg_tensor *logits, const int32_t *targets, tg_tensor *probs,
+                               const tg_ce_opts *opts);
+/* nll_loss of log-probabilities [..., C] (weight, ignore_index, reduction; no smoothing) */
+tg_tensor *tg_nll_loss(tg_tape *t, tg_tensor *logp, const int32_t *targets, const tg_ce_opts *opts);
+/* target has input's shape; grads flow to both */
+tg_tensor *tg_mse_loss(tg_tape *t, tg_tensor *input, tg_tensor *target, tg_reduction reduction);
+tg_tensor *tg_l1_loss(tg_tape *t, tg_tensor *input, tg_tensor *target, tg_reduction reduction);
+tg_tensor *tg_smooth_l1_loss(tg_tape *t, tg_tensor *input, tg_tensor *target, tg_reduction reduction, double beta);
+tg_tensor *tg_huber_loss(tg_tape *t, tg_tensor *input, tg_tensor *target, tg_reduction reduction, double delta);
+/* input: probabilities in [0, 1] (anything else is an error); weight
+ * broadcasts to input's shape (no grad) or is NULL; logs clamped at -100 */
+tg_tensor *tg_binary_cross_entropy(tg_tape *t, tg_tensor *input, tg_tensor *target, tg_tensor *weight,
+                                   tg_reduction reduction);
+/* input: logits; pos_weight (e.g. [C], broadcast) and weight may be NULL */
+tg_tensor *tg_binary_cross_entropy_with_logits(tg_tape *t, tg_tensor *input, tg_tensor *target, tg_tensor *weight,
+                                               tg_tensor *pos_weight, tg_reduction reduction);
+
 #ifdef __cplusplus
 }
 #endif
