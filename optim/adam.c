@@ -1,4 +1,4 @@
-/* tapegrad: the Adam and AdamW update rule (torch.optim.Adam / AdamW;
+/* tapegrad: the Adam and AdamW optimizers (torch.optim.Adam / AdamW;
  * formulas in optim/optim.h). */
 #include <math.h>
 
@@ -38,7 +38,8 @@ TG_SIMD_CLONES static void adam_param(tg_real *restrict p, const tg_real *restri
     }
 }
 
-void tg_adam_update(tg_tensor *x, const tg_optim_opts *o, long t, tg_real *m, tg_real *v)
+/* buf: the moments m, v. */
+static void adam_update(tg_tensor *x, const tg_optim_opts *o, long t, tg_real *const *buf)
 {
     adam_coef c = {
         .b1 = (tg_real)o->beta1,
@@ -52,5 +53,37 @@ void tg_adam_update(tg_tensor *x, const tg_optim_opts *o, long t, tg_real *m, tg
         .neg_step = (tg_real)(-(o->lr / (1 - pow(o->beta1, (double)t)))),
     };
     bool adamw = o->kind == TG_ADAMW, decays = tg_optim_decays(o, x);
-    adam_param(x->data, x->grad, m, v, x->size, &c, decays && !adamw, decays && adamw);
+    adam_param(x->data, x->grad, buf[0], buf[1], x->size, &c, decays && !adamw, decays && adamw);
 }
+
+/* The comparisons are written so that NaN fails them. */
+static int adam_check(const tg_optim_opts *o)
+{
+    if (!(o->beta1 >= 0 && o->beta1 < 1))
+        return tg_error_set("tg_optim: beta1 = %g is outside [0, 1)", o->beta1);
+    if (!(o->beta2 >= 0 && o->beta2 < 1))
+        return tg_error_set("tg_optim: beta2 = %g is outside [0, 1)", o->beta2);
+    if (!(o->eps > 0 && isfinite(o->eps)))
+        return tg_error_set("tg_optim: eps = %g must be finite and > 0", o->eps);
+    return 0;
+}
+
+static int adam_bufs(const tg_optim_opts *o)
+{
+    (void)o;
+    return 2;
+}
+
+/* AdamW differs in its default weight decay and in the update's kind test;
+ * both keep their moments under the same keys. */
+#define ADAM_DEF(k, nm, wd)                                                                     \
+    {                                                                                           \
+        .name = nm, .defaults = {.kind = k, .lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, \
+                                 .weight_decay = wd},                                           \
+        .options = TG_OPTS_ADAM_BETAS, .check = adam_check, .n_bufs = adam_bufs,               \
+        .buf_key = {"optim.adam.m.", "optim.adam.v."}, .step_key = "optim.adam.step",          \
+        .update = adam_update,                                                                  \
+    }
+
+const tg_optim_def tg_optim_adam = ADAM_DEF(TG_ADAM, "Adam", 0);
+const tg_optim_def tg_optim_adamw = ADAM_DEF(TG_ADAMW, "AdamW", 0.01);

@@ -1,6 +1,6 @@
-/* tapegrad internal: the update rules behind tg_optim (optim/sgd.c,
- * optim/adam.c; the formulas are in optim/optim.h). Not part of the public
- * API. */
+/* tapegrad internal: the optimizer object and the record each kind fills in
+ * its own file (optim/sgd.c, optim/adam.c; the formulas are in
+ * optim/optim.h). Not part of the public API. */
 #ifndef TAPEGRAD_OPTIM_INTERNAL_H
 #define TAPEGRAD_OPTIM_INTERNAL_H
 
@@ -10,6 +10,31 @@
 
 /* One parameter group: the options its parameters are updated with (the
  * default's, with the group's lr and weight decay). */
+/* The options that belong to some kinds only, as bits: a kind lists those
+ * it takes, and tg_optim_check refuses the others when they are not 0
+ * (their names are in optim/optim.c's table). */
+enum { TG_OPTS_SGD_MOMENTUM = 1u << 0, TG_OPTS_ADAM_BETAS = 1u << 1 };
+
+#define TG_OPTIM_BUFS_MAX 2
+
+/* One optimizer kind. */
+typedef struct tg_optim_def {
+    const char *name;                      /* "AdamW": messages, tg_optim_kind_name */
+    tg_optim_opts defaults;                /* torch's */
+    unsigned options;                      /* TG_OPTS_* it takes */
+    int (*check)(const tg_optim_opts *o);  /* its own options; -1 with a message */
+    int (*n_bufs)(const tg_optim_opts *o); /* state buffers, each [numel], <= TG_OPTIM_BUFS_MAX */
+    const char *buf_key[TG_OPTIM_BUFS_MAX];/* each buffer's checkpoint key prefix: "optim.adam.m." */
+    const char *step_key;                  /* the step count's metadata key: "optim.adam.step" */
+    /* One update of parameter x under o (its group's options) at step t
+     * (1, 2, ...); buf[b]: x's slice [x->size] of buffer b. */
+    void (*update)(tg_tensor *x, const tg_optim_opts *o, long t, tg_real *const *buf);
+} tg_optim_def;
+
+#define TG_OPTIM_KIND_DECL_(k, rec) extern const tg_optim_def rec;
+TG_OPTIM_KINDS(TG_OPTIM_KIND_DECL_)
+#undef TG_OPTIM_KIND_DECL_
+
 typedef struct tg_optim_grp {
     char *prefix;             /* tg_strdup'ed; "" for the default group */
     tg_optim_opts o;
@@ -21,10 +46,9 @@ struct tg_optim {
     size_t numel;             /* the store's size at creation */
     int count;                /* its number of tensors then */
     long t;                   /* steps taken */
-    int n_bufs;               /* SGD: 1 with momentum, else 0; Adam: 2 */
-    tg_real *buf[2];          /* [numel] each, the store's flat layout; one allocation */
-    const char *prefix[2];    /* their state keys: "optim.adam.m." ... */
-    const char *step_key;     /* "optim.sgd.step" or "optim.adam.step" */
+    const tg_optim_def *def;  /* the kind */
+    int n_bufs;               /* def->n_bufs of the default group's options */
+    tg_real *buf[TG_OPTIM_BUFS_MAX];  /* [numel] each, the store's flat layout; one allocation */
     tg_optim_grp *groups;     /* [n_groups]; 0 is the default group (tg_optim_new's options) */
     int n_groups;
     int *group_of;            /* [count]: each parameter's group */
@@ -47,14 +71,5 @@ static inline bool tg_optim_decays(const tg_optim_opts *o, const tg_tensor *x)
 {
     return o->weight_decay != 0 && !(o->no_decay_1d && x->ndim < 2);
 }
-
-/* One SGD update of parameter x under o (its group's options). b: its
- * momentum buffer [x->size] (NULL without momentum); first: it takes the
- * gradient as is (torch's clone on the first step). */
-void tg_sgd_update(tg_tensor *x, const tg_optim_opts *o, tg_real *b, bool first);
-
-/* One Adam or AdamW update of parameter x under o at step t (1, 2, ...);
- * m, v: its moments [x->size]. */
-void tg_adam_update(tg_tensor *x, const tg_optim_opts *o, long t, tg_real *m, tg_real *v);
 
 #endif

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "../core/engine/alloc.h"
 #include "internal.h"
@@ -12,49 +13,77 @@
 /* Longest state key, "<prefix><param name>", including the NUL. */
 #define KEY_MAX 512
 
-static const char *const kind_names[] = {"SGD", "Adam", "AdamW"};
+#define KIND_ROW_(k, rec) [k] = &rec,
+static const tg_optim_def *const kinds[TG_OPTIM_KIND_COUNT] = {TG_OPTIM_KINDS(KIND_ROW_)};
+#undef KIND_ROW_
+
+/* The options that some kinds only take; a kind refuses the others unless 0. */
+static bool sgd_momentum_given(const tg_optim_opts *o)
+{
+    return o->momentum != 0 || o->dampening != 0 || o->nesterov;
+}
+
+static bool adam_betas_given(const tg_optim_opts *o)
+{
+    return o->beta1 != 0 || o->beta2 != 0 || o->eps != 0;
+}
+
+static const struct {
+    unsigned bit;
+    const char *names;
+    bool (*given)(const tg_optim_opts *o);
+} kind_options[] = {
+    {TG_OPTS_SGD_MOMENTUM, "momentum, dampening and nesterov", sgd_momentum_given},
+    {TG_OPTS_ADAM_BETAS, "beta1, beta2 and eps", adam_betas_given},
+};
+
+static const tg_optim_def *kind_def(tg_optim_kind kind)
+{
+    return (unsigned)kind < TG_OPTIM_KIND_COUNT ? kinds[kind] : NULL;
+}
+
+/* The first kind that takes the options of bit. */
+static const char *options_owner(unsigned bit)
+{
+    for (int k = 0; k < TG_OPTIM_KIND_COUNT; k++)
+        if (kinds[k]->options & bit) return kinds[k]->name;
+    return "no";
+}
+
+const char *tg_optim_kind_name(tg_optim_kind kind)
+{
+    const tg_optim_def *d = kind_def(kind);
+    return d ? d->name : NULL;
+}
+
+int tg_optim_kind_parse(const char *name)
+{
+    for (int k = 0; name && k < TG_OPTIM_KIND_COUNT; k++)
+        if (strcasecmp(name, kinds[k]->name) == 0) return k;
+    return tg_error_set("tg_optim: no optimizer is named '%s'", name ? name : "(NULL)");
+}
 
 tg_optim_opts tg_optim_defaults(tg_optim_kind kind)
 {
-    if (kind == TG_SGD) return (tg_optim_opts){.kind = TG_SGD, .lr = 1e-3};
-    return (tg_optim_opts){.kind = kind, .lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8,
-                           .weight_decay = kind == TG_ADAMW ? 0.01 : 0};
+    const tg_optim_def *d = kind_def(kind);
+    return d ? d->defaults : (tg_optim_opts){.kind = kind};
 }
 
 /* The comparisons are written so that NaN fails them. */
 int tg_optim_check(const tg_optim_opts *o)
 {
     if (!o) return tg_error_set("tg_optim: options are NULL");
-    if (o->kind != TG_SGD && o->kind != TG_ADAM && o->kind != TG_ADAMW)
-        return tg_error_set("tg_optim: unknown kind %d (TG_SGD, TG_ADAM or TG_ADAMW)", (int)o->kind);
+    const tg_optim_def *d = kind_def(o->kind);
+    if (!d) return tg_error_set("tg_optim: unknown kind %d (0 to %d)", (int)o->kind, TG_OPTIM_KIND_COUNT - 1);
     if (!(o->lr >= 0 && isfinite(o->lr)))
         return tg_error_set("tg_optim: lr = %g must be finite and >= 0", o->lr);
     if (!(o->weight_decay >= 0 && isfinite(o->weight_decay)))
         return tg_error_set("tg_optim: weight_decay = %g must be finite and >= 0", o->weight_decay);
-    const char *kind = kind_names[o->kind];
-    if (o->kind == TG_SGD) {
-        if (o->beta1 != 0 || o->beta2 != 0 || o->eps != 0)
-            return tg_error_set("tg_optim: beta1, beta2 and eps are Adam options, the kind is SGD "
-                                "(start from tg_optim_defaults(TG_SGD))");
-        if (!(o->momentum >= 0 && isfinite(o->momentum)))
-            return tg_error_set("tg_optim: momentum = %g must be finite and >= 0", o->momentum);
-        if (!(o->dampening >= 0 && o->dampening <= 1))
-            return tg_error_set("tg_optim: dampening = %g is outside [0, 1]", o->dampening);
-        if (o->nesterov && (o->momentum <= 0 || o->dampening != 0))
-            return tg_error_set("tg_optim: nesterov needs momentum > 0 and dampening = 0 (momentum = %g, "
-                                "dampening = %g)", o->momentum, o->dampening);
-        return 0;
-    }
-    if (o->momentum != 0 || o->dampening != 0 || o->nesterov)
-        return tg_error_set("tg_optim: momentum, dampening and nesterov are SGD options, the kind is %s "
-                            "(start from tg_optim_defaults)", kind);
-    if (!(o->beta1 >= 0 && o->beta1 < 1))
-        return tg_error_set("tg_optim: beta1 = %g is outside [0, 1)", o->beta1);
-    if (!(o->beta2 >= 0 && o->beta2 < 1))
-        return tg_error_set("tg_optim: beta2 = %g is outside [0, 1)", o->beta2);
-    if (!(o->eps > 0 && isfinite(o->eps)))
-        return tg_error_set("tg_optim: eps = %g must be finite and > 0", o->eps);
-    return 0;
+    for (size_t i = 0; i < sizeof kind_options / sizeof *kind_options; i++)
+        if (!(d->options & kind_options[i].bit) && kind_options[i].given(o))
+            return tg_error_set("tg_optim: %s are %s options, the kind is %s (start from tg_optim_defaults)",
+                                kind_options[i].names, options_owner(kind_options[i].bit), d->name);
+    return d->check(o);
 }
 
 tg_optim *tg_optim_new(tg_params *p, const tg_optim_opts *opts)
@@ -64,8 +93,8 @@ tg_optim *tg_optim_new(tg_params *p, const tg_optim_opts *opts)
         return NULL;
     }
     if (tg_optim_check(opts)) return NULL;
-    bool sgd = opts->kind == TG_SGD;
-    int n_bufs = sgd ? opts->momentum != 0 : 2;
+    const tg_optim_def *def = kinds[opts->kind];
+    int n_bufs = def->n_bufs(opts);
     size_t n = tg_params_numel(p);
     int count = tg_params_count(p);
     tg_optim *o = tg_calloc(1, sizeof *o);
@@ -80,22 +109,13 @@ tg_optim *tg_optim_new(tg_params *p, const tg_optim_opts *opts)
         tg_free(none);
         tg_free(group_of);
         tg_error_set("tg_optim_new: out of memory for the %s state of %zu parameters",
-                     kind_names[opts->kind], n);
+                     def->name, n);
         return NULL;
     }
     groups[0] = (tg_optim_grp){.prefix = none, .o = *opts};
-    *o = (tg_optim){.p = p, .numel = n, .count = count, .n_bufs = n_bufs, .groups = groups, .n_groups = 1,
-                    .group_of = group_of};
-    o->buf[0] = bufs;
-    o->buf[1] = n_bufs == 2 ? bufs + n : NULL;
-    if (sgd) {
-        o->prefix[0] = "optim.sgd.momentum.";
-        o->step_key = "optim.sgd.step";
-    } else {
-        o->prefix[0] = "optim.adam.m.";
-        o->prefix[1] = "optim.adam.v.";
-        o->step_key = "optim.adam.step";
-    }
+    *o = (tg_optim){.p = p, .numel = n, .count = count, .def = def, .n_bufs = n_bufs, .groups = groups,
+                    .n_groups = 1, .group_of = group_of};
+    for (int b = 0; b < n_bufs; b++) o->buf[b] = bufs + (size_t)b * n;
     return o;
 }
 
@@ -126,8 +146,9 @@ int tg_optim_step(tg_optim *o)
         tg_tensor *x = tg_params_at(o->p, k);
         const tg_optim_grp *g = &o->groups[o->group_of[k]];
         if (!g->frozen && x->requires_grad) {
-            if (g->o.kind == TG_SGD) tg_sgd_update(x, &g->o, o->buf[0] ? o->buf[0] + off : NULL, o->t == 1);
-            else tg_adam_update(x, &g->o, o->t, o->buf[0] + off, o->buf[1] + off);
+            tg_real *buf[TG_OPTIM_BUFS_MAX] = {NULL};
+            for (int b = 0; b < o->n_bufs; b++) buf[b] = o->buf[b] + off;
+            o->def->update(x, &g->o, o->t, buf);
         }
         off += x->size;
     }
@@ -192,7 +213,7 @@ int tg_optim_state_save(const tg_optim *o, tg_safetensors *s)
         size_t off = 0;
         for (int k = 0; k < tg_params_count(o->p); k++) {
             const tg_tensor *x = tg_params_at(o->p, k);
-            if (state_key(key, o->prefix[b], x, what)) return -1;
+            if (state_key(key, o->def->buf_key[b], x, what)) return -1;
             if (!all_finite(o->buf[b] + off, x->size))
                 return tg_error_set("%s: '%s' holds a non-finite value: not saving a state that cannot "
                                     "be resumed", what, key);
@@ -202,7 +223,7 @@ int tg_optim_state_save(const tg_optim *o, tg_safetensors *s)
         }
     }
     snprintf(val, sizeof val, "%ld", o->t);
-    if (tg_st_set_meta(s, o->step_key, val) || tg_optim_groups_write(o, s))
+    if (tg_st_set_meta(s, o->def->step_key, val) || tg_optim_groups_write(o, s))
         return tg_error_set("%s: %s", what, tg_error());
     return 0;
 }
@@ -228,11 +249,11 @@ int tg_optim_state_load(tg_optim *o, const tg_safetensors *s)
     char key[KEY_MAX], have[TG_SHAPE_STR], want[TG_SHAPE_STR];
     long t = 0;
     if (!o || !s) return tg_error_set("%s: NULL argument", what);
-    if (check_store(o, what) || load_step(s, o->step_key, &t, what)) return -1;
+    if (check_store(o, what) || load_step(s, o->def->step_key, &t, what)) return -1;
     for (int b = 0; b < o->n_bufs; b++)  /* everything is checked before anything is copied */
         for (int k = 0; k < tg_params_count(o->p); k++) {
             const tg_tensor *x = tg_params_at(o->p, k);
-            if (state_key(key, o->prefix[b], x, what)) return -1;
+            if (state_key(key, o->def->buf_key[b], x, what)) return -1;
             const tg_tensor *y = tg_st_get(s, key);
             if (!y) return tg_error_set("%s: missing tensor '%s'", what, key);
             if (!tg_shape_equal(x, y))
@@ -249,7 +270,7 @@ int tg_optim_state_load(tg_optim *o, const tg_safetensors *s)
         size_t off = 0;
         for (int k = 0; k < tg_params_count(o->p); k++) {
             const tg_tensor *x = tg_params_at(o->p, k);
-            snprintf(key, sizeof key, "%s%s", o->prefix[b], x->name);
+            snprintf(key, sizeof key, "%s%s", o->def->buf_key[b], x->name);
             if (x->size) memcpy(o->buf[b] + off, tg_st_get(s, key)->data, x->size * sizeof(tg_real));
             off += x->size;
         }

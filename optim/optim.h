@@ -1,8 +1,8 @@
 /* tapegrad: optimizers, one interface for SGD, Adam and AdamW
  * (torch.optim.SGD / Adam / AdamW), plus gradient clipping and schedules.
  *
- *   optim/optim.h     this interface; the update rules are in optim/sgd.c
- *                     and optim/adam.c
+ *   optim/optim.h     this interface; each kind is a record (optim/internal.h)
+ *                     in its own file: optim/sgd.c, optim/adam.c
  *   optim/clip.h      clip by global gradient norm (clip_grad_norm_)
  *   optim/schedule.h  learning-rate schedules: warmup, cosine / linear decay
  *
@@ -72,7 +72,18 @@
 extern "C" {
 #endif
 
-typedef enum tg_optim_kind { TG_SGD, TG_ADAM, TG_ADAMW } tg_optim_kind;
+/* The kinds, one line each: X(constant, its record in optim/<kind>.c).
+ * docs/DESIGN.md "How to add an optimizer". */
+#define TG_OPTIM_KINDS(X) X(TG_SGD, tg_optim_sgd) X(TG_ADAM, tg_optim_adam) X(TG_ADAMW, tg_optim_adamw)
+
+#define TG_OPTIM_KIND_ENUM_(k, rec) k,
+typedef enum tg_optim_kind { TG_OPTIM_KINDS(TG_OPTIM_KIND_ENUM_) TG_OPTIM_KIND_COUNT } tg_optim_kind;
+#undef TG_OPTIM_KIND_ENUM_
+
+/* "SGD", "Adam", "AdamW"; NULL for an unknown kind. */
+const char *tg_optim_kind_name(tg_optim_kind kind);
+/* The kind named name, case ignored ("adamw"); -1 with a message when none is. */
+int tg_optim_kind_parse(const char *name);
 
 /* The options of one kind; the other kinds' fields must stay 0. */
 typedef struct tg_optim_opts {

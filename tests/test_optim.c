@@ -349,6 +349,42 @@ Test(optim, defaults_are_torchs)
               !s.nesterov && s.beta1 == 0 && s.eps == 0);
 }
 
+/* Every kind of the list: its name parses back (case ignored), its
+ * defaults are valid, and a checkpoint of one step restores into a fresh
+ * optimizer of the kind. */
+Test(optim, every_kind_is_a_complete_record)
+{
+    tg_params *p = tg_params_new();
+    tg_tensor *w = tg_params_add(p, "w", 2, (int[]){2, 3});
+    for (int k = 0; k < TG_OPTIM_KIND_COUNT; k++) {
+        const char *name = tg_optim_kind_name((tg_optim_kind)k);
+        cr_assert_not_null(name, "kind %d", k);
+        char lower[16];
+        size_t n = strlen(name);
+        cr_assert_lt(n, sizeof lower);
+        for (size_t i = 0; i <= n; i++) lower[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] + 32 : name[i]);
+        cr_assert_eq(tg_optim_kind_parse(lower), k, "%s", lower);
+        tg_optim_opts o = tg_optim_defaults((tg_optim_kind)k);
+        cr_assert_eq(o.kind, k);
+        cr_assert_eq(tg_optim_check(&o), 0, "%s: %s", name, tg_error());
+        o.momentum = o.kind == TG_SGD ? 0.9 : 0;  /* SGD with its buffer */
+        tg_optim *a = optim_new(p, &o), *b = optim_new(p, &o);
+        for (int i = 0; i < 6; i++) w->grad[i] = (tg_real)(i - 2);
+        optim_step(a);
+        tg_safetensors *st = tg_st_new();
+        cr_assert_eq(tg_optim_state_save(a, st), 0, "%s: %s", name, tg_error());
+        cr_assert_eq(tg_optim_state_load(b, st), 0, "%s: %s", name, tg_error());
+        cr_assert_eq(tg_optim_steps(b), 1);
+        tg_st_free(st);
+        tg_optim_free(a);
+        tg_optim_free(b);
+    }
+    cr_assert_null(tg_optim_kind_name(TG_OPTIM_KIND_COUNT));
+    cr_assert_eq(tg_optim_kind_parse("adagrad"), -1);
+    cr_assert_str_eq(tg_error(), "tg_optim: no optimizer is named 'adagrad'");
+    tg_params_free(p);
+}
+
 Test(optim, zero_grad_clears_the_store)
 {
     tg_params *p = tg_params_new();

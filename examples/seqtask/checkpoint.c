@@ -13,19 +13,16 @@
 
 /* ---- optimizer ---------------------------------------------------------- */
 
+/* --optimizer's choices are the library's kind names; a kind not tuned
+ * here runs with tg_optim_defaults. */
 tg_optim_opts sq_optim_opts(const sq_config *c)
 {
-    tg_optim_opts o = tg_optim_defaults(c->optimizer == SQ_OPT_SGD    ? TG_SGD
-                                        : c->optimizer == SQ_OPT_ADAM ? TG_ADAM
-                                                                      : TG_ADAMW);
+    tg_optim_opts o = tg_optim_defaults((tg_optim_kind)tg_optim_kind_parse(sq_cli_choice(c, "optimizer")));
     o.lr = c->lr;
     o.weight_decay = c->weight_decay;
-    if (o.kind == TG_SGD) {
-        o.momentum = 0.9;
-    } else {
-        o.beta2 = 0.98;
-        o.no_decay_1d = o.kind == TG_ADAMW;
-    }
+    if (o.kind == TG_SGD) o.momentum = 0.9;
+    if (o.kind == TG_ADAM || o.kind == TG_ADAMW) o.beta2 = 0.98;
+    o.no_decay_1d = o.kind == TG_ADAMW;
     return o;
 }
 

@@ -389,6 +389,13 @@ int sq_cli_parse(sq_command cmd, int argc, char **argv, sq_config *c, FILE *out)
     return 0;
 }
 
+const char *sq_cli_choice(const sq_config *c, const char *name)
+{
+    int index;
+    const flag *fl = find_flag(name, strlen(name), &index);
+    return fl && fl->type == F_CHOICE ? fl->choices[*(const int *)((const char *)c + fl->off)] : NULL;
+}
+
 bool sq_cli_was_set(const sq_config *c, const char *name)
 {
     int idx;

@@ -46,6 +46,9 @@ int sq_command_parse(const char *name);
 const char *sq_command_name(sq_command cmd);
 void sq_usage(FILE *f);
 
+/* The value of a choice flag (without "--", e.g. "optimizer") as written
+ * on the command line ("adamw"); NULL when name is not a choice flag. */
+const char *sq_cli_choice(const sq_config *c, const char *flag);
 /* Was the flag (without "--", e.g. "layers") given on the command line? */
 bool sq_cli_was_set(const sq_config *c, const char *flag);
 

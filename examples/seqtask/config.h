@@ -13,7 +13,6 @@
 typedef enum sq_command { SQ_CMD_TRAIN, SQ_CMD_EVAL, SQ_CMD_GENERATE, SQ_CMD_ATTN, SQ_CMD_HEADS } sq_command;
 typedef enum sq_mode { SQ_MODE_FUSED, SQ_MODE_PER_HEAD } sq_mode;
 typedef enum sq_sched { SQ_SCHED_CONSTANT, SQ_SCHED_COSINE, SQ_SCHED_LINEAR } sq_sched;
-typedef enum sq_optim { SQ_OPT_ADAM, SQ_OPT_ADAMW, SQ_OPT_SGD } sq_optim;
 
 typedef struct sq_config {
     sq_command cmd;
@@ -31,7 +30,7 @@ typedef struct sq_config {
     /* training */
     long batch, accum, steps, warmup;
     double lr, weight_decay, clip;
-    int schedule, optimizer;     /* sq_sched, sq_optim */
+    int schedule, optimizer;     /* sq_sched; an index into --optimizer's choices */
     long seed, threads;
     long eval_every, eval_size, save_every, log_every;
     double target_acc;

@@ -161,7 +161,6 @@ static int open_out(trainer *tr)
 static void print_header(const trainer *tr, int threads)
 {
     const sq_config *c = tr->c;
-    static const char *const opt[] = {"adam", "adamw", "sgd"}, *const sch[] = {"constant", "cosine", "linear"};
     size_t n = tg_params_numel(tr->p);
     if (c->kind == SQ_TASK_DATA)
         fprintf(stderr, "task     %s: %d lines, %ld symbols (held-out: %d examples)\n", c->data,
@@ -172,7 +171,7 @@ static void print_header(const trainer *tr, int threads)
     fprintf(stderr, "model    %ld layers, d_model %ld, %ld heads x %ld (%s), d_ff %ld: %zu parameters\n",
             c->layers, c->d_model, c->heads, c->d_head, c->mode ? "per-head" : "fused", c->d_ff, n);
     fprintf(stderr, "training %s lr %g (%s, warmup %ld), batch %ld, %ld steps, %d threads -> %s\n",
-            opt[c->optimizer], c->lr, sch[c->schedule], c->warmup, c->batch, c->steps, threads, c->out);
+            sq_cli_choice(c, "optimizer"), c->lr, sq_cli_choice(c, "schedule"), c->warmup, c->batch, c->steps, threads, c->out);
     if (c->accum > 1 || tr->ranks > 1)
         fprintf(stderr, "split    %d rank%s x %ld micro-batch%s of about %ld examples (%d threads each)\n",
                 tr->ranks, tr->ranks > 1 ? "s" : "", c->accum, c->accum > 1 ? "es" : "",
