@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "../examples/seqtask/cli.h"
+#include "../examples/seqtask/commands.h"
 #include "../examples/seqtask/task.h"
 #include "fuzz/fuzz.h"
 
@@ -163,6 +164,42 @@ Test(cli, every_flag_in_help_is_accepted)
         cr_expect_geq(flags, at_least[k], "seqtask %s --help lists %d flags", commands[k], flags);
         free(text);
     }
+}
+
+/* Every row of SQ_COMMANDS has a name that parses back, a line in the
+ * usage, a --help and a handler of its own: main() runs the handler of the
+ * parsed command, so a row without one would crash seqtask. */
+Test(cli, every_command_has_a_handler)
+{
+    char *usage = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&usage, &len);
+    sq_usage(f);
+    fclose(f);
+    for (int k = 0; k < SQ_CMD_COUNT; k++) {
+        const char *name = sq_command_name((sq_command)k);
+        cr_assert_not_null(name, "command %d", k);
+        cr_expect_eq(sq_command_parse(name), k, "%s", name);
+        char line[64];
+        snprintf(line, sizeof line, "\n  %-9s ", name);
+        cr_expect(strstr(usage, line), "seqtask --help does not list %s:\n%s", name, usage);
+        sq_command_fn run = sq_command_handler((sq_command)k);
+        cr_expect_not_null(run, "seqtask %s has no handler", name);
+        for (int j = 0; j < k; j++)
+            cr_expect_neq((void *)(uintptr_t)run, (void *)(uintptr_t)sq_command_handler((sq_command)j),
+                          "seqtask %s runs the handler of %s", name, sq_command_name((sq_command)j));
+        char *help = NULL;
+        f = open_memstream(&help, &len);
+        char *argv[] = {(char *)name, "--help", NULL};
+        cr_expect_eq(sq_cli_parse((sq_command)k, 2, argv, &cfg, f), 1);
+        fclose(f);
+        cr_expect(help && strncmp(help, "usage: seqtask ", 15) == 0 && strlen(help) > 40, "seqtask %s --help", name);
+        free(help);
+    }
+    cr_expect_null(sq_command_name(SQ_CMD_COUNT));
+    cr_expect_null(sq_command_handler(SQ_CMD_COUNT));
+    cr_expect_eq(sq_command_parse("frobnicate"), -1);
+    free(usage);
 }
 
 /* The help of a command that reads a trained model has no training

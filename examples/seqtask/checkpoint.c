@@ -210,11 +210,3 @@ int sq_load_weights(const char *path, const sq_config *c, tg_params *p)
     tg_st_free(s);
     return rc;
 }
-
-int sq_open_model(sq_config *c, const char *cmd, tg_params **p, tg_model *m)
-{
-    sq_set_threads(c->threads);
-    if (sq_open(c->model, c, false, p, m, NULL) == 0) return 0;
-    fprintf(stderr, "seqtask %s: %s\n", cmd, tg_error());
-    return SQ_EXIT_USAGE;
-}

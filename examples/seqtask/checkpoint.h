@@ -48,10 +48,6 @@ int sq_save(const char *path, const sq_config *c, const tg_params *p, const tg_o
  * sq_resume_state. */
 int sq_open(const char *path, sq_config *c, bool resume, tg_params **p, tg_model *m,
             tg_safetensors **st);
-/* For the commands that read a trained model (eval, generate, attn, heads):
- * sets --threads, then sq_open(c->model); on failure prints "seqtask <cmd>:
- * <why>" and returns SQ_EXIT_USAGE, else 0. */
-int sq_open_model(sq_config *c, const char *cmd, tg_params **p, tg_model *m);
 /* A checkpoint's optimizer state, step and dropout RNG. */
 int sq_resume_state(const tg_safetensors *st, const char *path, tg_optim *o, long *step, tg_rng *rng);
 /* --init: weights only, every parameter by name and shape (optim.* ignored).

@@ -16,7 +16,7 @@ typedef enum { F_INT, F_REAL, F_CHOICE, F_STR, F_BOOL } ftype;
 #define C_GEN (1u << SQ_CMD_GENERATE)
 #define C_ATTN (1u << SQ_CMD_ATTN)
 #define C_HEADS (1u << SQ_CMD_HEADS)
-#define C_ALL (C_TRAIN | C_EVAL | C_GEN | C_ATTN | C_HEADS)
+#define C_ALL ((1u << SQ_CMD_COUNT) - 1)
 #define M_MODEL SQ_META_MODEL
 #define M_TASK SQ_META_TASK
 #define M_TRAIN SQ_META_TRAIN
@@ -123,42 +123,25 @@ static const flag flags[] = {
 #define N_FLAGS ((int)(sizeof flags / sizeof flags[0]))
 _Static_assert(sizeof flags / sizeof flags[0] <= SQ_MAX_FLAGS, "raise SQ_MAX_FLAGS");
 
-static const char *const cmd_names[] = {"train", "eval", "generate", "attn", "heads"};
-static const char *const cmd_short[] = {
-    "train a transformer on copy / reverse / sort or a data file",
-    "held-out accuracy of a trained model, with its first failures",
-    "greedy decoding of one input",
-    "attention heatmap of every layer and head for one input (PNG)",
-    "per head: attention entropy and the accuracy lost without it",
-};
-static const char *const cmd_help[] = {
-    "Trains a small decoder-only transformer on a sequence task and writes model.safetensors,\n"
-    "checkpoint.safetensors, log.csv, loss.png and attention.png into --out. A --out that\n"
-    "holds another run is refused (nothing in it is touched) unless --overwrite is given,\n"
-    "which removes that run's files first; --resume carries on the run it names.",
-    "Exact-sequence and per-token accuracy of a trained model on held-out examples\n"
-    "of its task (or --data), with the first failures as input / expected / got.",
-    "Greedy decoding of one input by a trained model.",
-    "The attention heatmap (every layer and head) of a trained model for one input.",
-    "Per head: mean attention entropy and the drop in exact-sequence accuracy when that\n"
-    "head alone is silenced, as a table and a PNG bar chart.",
-};
+#define CMD_ROW_(id, nm, run, sum, hlp) [id] = {nm, sum, hlp},
+static const struct {
+    const char *name, *summary, *help;
+} commands[SQ_CMD_COUNT] = {SQ_COMMANDS(CMD_ROW_)};
+#undef CMD_ROW_
 
 int sq_command_parse(const char *name)
 {
-    for (int i = 0; i < 5; i++)
-        if (strcmp(name, cmd_names[i]) == 0) return i;
+    for (int i = 0; i < SQ_CMD_COUNT; i++)
+        if (strcmp(name, commands[i].name) == 0) return i;
     return -1;
 }
 
-const char *sq_command_name(sq_command cmd) { return cmd_names[cmd]; }
+const char *sq_command_name(sq_command cmd) { return (unsigned)cmd < SQ_CMD_COUNT ? commands[cmd].name : NULL; }
 
 void sq_usage(FILE *f)
 {
     fprintf(f, "usage: seqtask COMMAND [flags]     (seqtask COMMAND --help for its flags)\n\n");
-    for (int i = 0; i < 5; i++) {
-        fprintf(f, "  %-9s %s\n", cmd_names[i], cmd_short[i]);
-    }
+    for (int i = 0; i < SQ_CMD_COUNT; i++) fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\nexample: seqtask train --task reverse --out out/reverse\n");
 }
 
@@ -294,7 +277,7 @@ static void print_flag(FILE *f, const char *left, const char *text)
  * uses them. */
 static void print_help(sq_command cmd, FILE *f)
 {
-    fprintf(f, "usage: seqtask %s [flags]\n\n%s\n", cmd_names[cmd], cmd_help[cmd]);
+    fprintf(f, "usage: seqtask %s [flags]\n\n%s\n", commands[cmd].name, commands[cmd].help);
     const char *groups[N_FLAGS];
     int n_groups = 0;
     for (int i = 0; i < N_FLAGS; i++) {
@@ -348,7 +331,7 @@ int sq_cli_parse(sq_command cmd, int argc, char **argv, sq_config *c, FILE *out)
     c->cmd = cmd;
     for (int i = 0; i < N_FLAGS; i++)
         if (flags[i].def) set_value(&flags[i], c, flags[i].def);
-    const char *cn = cmd_names[cmd];
+    const char *cn = commands[cmd].name;
     char buf[160];
     for (int a = 1; a < argc; a++) {
         const char *arg = argv[a];
@@ -425,7 +408,7 @@ static int check_train(const sq_config *c)
 
 int sq_cli_check(sq_config *c)
 {
-    const char *cn = cmd_names[c->cmd];
+    const char *cn = commands[c->cmd].name;
     c->kind = c->data[0] ? SQ_TASK_DATA : c->task;
     if (c->cmd == SQ_CMD_TRAIN) return check_train(c);
     const char *missing = !c->model[0] ? "--model FILE"

@@ -9,6 +9,10 @@
 #include <tapegrad/nn/model.h>
 #include "config.h"
 
+typedef int (*sq_command_fn)(sq_config *c);
+/* The handler of cmd (the SQ_COMMANDS row of config.h); NULL when it is not a command. */
+sq_command_fn sq_command_handler(sq_command cmd);
+
 int sq_cmd_train(sq_config *c);     /* train.c */
 int sq_cmd_eval(sq_config *c);      /* commands.c */
 int sq_cmd_generate(sq_config *c);  /* commands.c */

@@ -10,7 +10,30 @@
 #define SQ_INPUT_MAX 4096
 #define SQ_MAX_FLAGS 64
 
-typedef enum sq_command { SQ_CMD_TRAIN, SQ_CMD_EVAL, SQ_CMD_GENERATE, SQ_CMD_ATTN, SQ_CMD_HEADS } sq_command;
+/* The commands, one row each: X(id, name, handler, summary, help). cli.c
+ * takes the names and texts (it links no handler: the fuzz target and the
+ * tests use it alone), commands.c the handlers (declared in commands.h),
+ * each indexed by id. docs/DESIGN.md "How to add a seqtask command". */
+#define SQ_COMMANDS(X)                                                                                \
+    X(SQ_CMD_TRAIN, "train", sq_cmd_train, "train a transformer on copy / reverse / sort or a data file",\
+      "Trains a small decoder-only transformer on a sequence task and writes model.safetensors,\n"     \
+      "checkpoint.safetensors, log.csv, loss.png and attention.png into --out. A --out that\n"         \
+      "holds another run is refused (nothing in it is touched) unless --overwrite is given,\n"         \
+      "which removes that run's files first; --resume carries on the run it names.")                  \
+    X(SQ_CMD_EVAL, "eval", sq_cmd_eval, "held-out accuracy of a trained model, with its first failures",\
+      "Exact-sequence and per-token accuracy of a trained model on held-out examples\n"                \
+      "of its task (or --data), with the first failures as input / expected / got.")                  \
+    X(SQ_CMD_GENERATE, "generate", sq_cmd_generate, "greedy decoding of one input",                    \
+      "Greedy decoding of one input by a trained model.")                                               \
+    X(SQ_CMD_ATTN, "attn", sq_cmd_attn, "attention heatmap of every layer and head for one input (PNG)",\
+      "The attention heatmap (every layer and head) of a trained model for one input.")                 \
+    X(SQ_CMD_HEADS, "heads", sq_cmd_heads, "per head: attention entropy and the accuracy lost without it",\
+      "Per head: mean attention entropy and the drop in exact-sequence accuracy when that\n"           \
+      "head alone is silenced, as a table and a PNG bar chart.")
+
+#define SQ_CMD_ENUM_(id, name, run, summary, help) id,
+typedef enum sq_command { SQ_COMMANDS(SQ_CMD_ENUM_) SQ_CMD_COUNT } sq_command;
+#undef SQ_CMD_ENUM_
 typedef enum sq_mode { SQ_MODE_FUSED, SQ_MODE_PER_HEAD } sq_mode;
 typedef enum sq_sched { SQ_SCHED_CONSTANT, SQ_SCHED_COSINE, SQ_SCHED_LINEAR } sq_sched;
 

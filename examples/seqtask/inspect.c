@@ -46,19 +46,18 @@ done:
 
 int sq_cmd_attn(sq_config *c)
 {
-    tg_params *p;
-    tg_model m;
-    if (sq_open_model(c, "attn", &p, &m) != 0) return SQ_EXIT_USAGE;
-    int tmax = m.cfg.max_len, n, n_out, status = 1;
+    sq_session s;
+    int status = sq_session_open(&s, c, false);
+    if (status) return status;
+    int tmax = s.m.cfg.max_len, n, n_out;
     int32_t *buf = tg_malloc(3 * (size_t)tmax * sizeof *buf), *src = buf, *out = buf + tmax, *seq = buf + 2 * tmax;
-    sq_decoder d = {0};
+    status = 1;
     if (!buf) {
         tg_error_set("out of memory");
     } else if ((n = sq_parse_symbols(c->input, (int)c->symbols, src, tmax)) < 0) {
         fprintf(stderr, "seqtask attn: --input '%s': %s\n", c->input, tg_error());
         status = SQ_EXIT_USAGE;
-    } else if (sq_decoder_init(&d, &m) == 0 &&
-               sq_generate(&d, src, n, out, &n_out) == 0) {
+    } else if (sq_generate(&s.d, src, n, out, &n_out) == 0) {
         /* the heatmap of BOS x SEP output, without the final EOS (it predicts nothing) */
         int L = 0;
         seq[L++] = SQ_BOS;
@@ -66,7 +65,7 @@ int sq_cmd_attn(sq_config *c)
         seq[L++] = SQ_SEP;
         for (int i = 0; i < n_out && L < tmax; i++) seq[L++] = out[i];
         if (L > n + 3 && seq[L - 1] == SQ_EOS) L--;
-        if (sq_attention_png(&m, seq, L, c->png) == 0) {
+        if (sq_attention_png(&s.m, seq, L, c->png) == 0) {
             printf("input  %s\noutput ", c->input);
             sq_print_tokens(stdout, out, n_out);
             printf("\nwrote %s (%ld layers x %ld heads, %d tokens)\n", c->png, c->layers, c->heads, L);
@@ -74,9 +73,8 @@ int sq_cmd_attn(sq_config *c)
         }
     }
     if (status == 1) fprintf(stderr, "seqtask attn: %s\n", tg_error());
-    if (d.tape) sq_decoder_free(&d);
     tg_free(buf);
-    sq_model_destroy(p, &m);
+    sq_session_close(&s);
     return status;
 }
 
@@ -158,28 +156,16 @@ done:
 
 int sq_cmd_heads(sq_config *c)
 {
-    tg_params *p;
-    tg_model m;
-    sq_run run;
-    if (sq_open_model(c, "heads", &p, &m) != 0) return SQ_EXIT_USAGE;
-    if (sq_run_init(&run, c) != 0) {
-        fprintf(stderr, "seqtask heads: %s\n", tg_error());
-        sq_model_destroy(p, &m);
-        return SQ_EXIT_USAGE;
-    }
+    sq_session s;
+    int status = sq_session_open(&s, c, true);
+    if (status) return status;
     if (!c->png[0]) {
         char dir[SQ_PATH_MAX];
         sq_dirname(c->model, dir, sizeof dir);
         snprintf(c->png, sizeof c->png, "%.1000s/heads.png", dir);
     }
-    sq_decoder d;
-    int status = 1;
-    if (sq_decoder_init(&d, &m) == 0) {
-        status = heads_report(&d, c, run.eval) == 0 ? 0 : 1;
-        sq_decoder_free(&d);
-    }
+    status = heads_report(&s.d, c, s.run.eval) == 0 ? 0 : 1;
     if (status) fprintf(stderr, "seqtask heads: %s\n", tg_error());
-    sq_run_free(&run);
-    sq_model_destroy(p, &m);
+    sq_session_close(&s);
     return status;
 }

@@ -3,9 +3,11 @@
  *   cli.c         flags, --help, configuration <-> metadata
  *   task.c        tasks, held-out split, batches;  data.c  the --data format
  *   train.c       the train command;  eval.c  greedy decoding and accuracy
- *   commands.c    eval, generate;  inspect.c  attn, heads and heatmaps
+ *   config.h      the command table (SQ_COMMANDS);  commands.c  its handlers,
+ *                 eval, generate;  inspect.c  attn, heads and heatmaps
  *   checkpoint.c  model construction, optimizer, model/checkpoint files
- *   progress.c    progress line, log.csv, loss.png;  run.c  shared setup
+ *   progress.c    progress line, log.csv, loss.png;  run.c  shared setup and
+ *                 the model commands' session
  * Errors follow the library's model: a function that fails returns -1 (or
  * NULL) with its message in tg_error(), and each command prints it once.
  */
@@ -31,8 +33,11 @@ static int parse(int argc, char **argv, sq_config *c)
     }
     int cmd = sq_command_parse(argv[1]);
     if (cmd < 0) {
-        fprintf(stderr, "seqtask: unknown command '%s' (train, eval, generate, attn, heads; seqtask "
-                "--help)\n", argv[1]);
+        char names[256];
+        size_t n = 0;
+        for (int i = 0; i < SQ_CMD_COUNT && n < sizeof names; i++)
+            n += (size_t)snprintf(names + n, sizeof names - n, "%s%s", i ? ", " : "", sq_command_name((sq_command)i));
+        fprintf(stderr, "seqtask: unknown command '%s' (%s; seqtask --help)\n", argv[1], names);
         return SQ_EXIT_USAGE;
     }
     int rc = sq_cli_parse((sq_command)cmd, argc - 1, argv + 1, c, stdout);
@@ -68,13 +73,7 @@ int main(int argc, char **argv)
     double v[2] = {rc != 0, rc > 0 ? rc : 0};  /* ranks that stop, and their worst status */
     if (tg_dist_sum(v, 2)) tg_dist_abort(1, tg_error());
     if (v[0] == 0) {
-        switch (c.cmd) {
-        case SQ_CMD_TRAIN: rc = sq_cmd_train(&c); break;
-        case SQ_CMD_EVAL: rc = sq_cmd_eval(&c); break;
-        case SQ_CMD_GENERATE: rc = sq_cmd_generate(&c); break;
-        case SQ_CMD_ATTN: rc = sq_cmd_attn(&c); break;
-        default: rc = sq_cmd_heads(&c); break;
-        }
+        rc = sq_command_handler(c.cmd)(&c);  /* test_seqtask_cli: every command has one */
     } else if (rc == 0) {
         rc = SQ_EXIT_USAGE;
         if (tg_dist_rank() == 0) fprintf(stderr, "seqtask: stopping: another rank refused its command line\n");

@@ -1,4 +1,5 @@
-/* seqtask: data, task, held-out set, threads, directories. */
+/* seqtask: data, task, held-out set, the model commands' session, threads,
+ * directories. */
 #include "run.h"
 
 #include <dirent.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include <tapegrad/core/kernels/threads.h>
+#include "checkpoint.h"
 #include "cli.h"
 
 /* The first `count` examples of src, copied. */
@@ -55,6 +57,30 @@ void sq_run_free(sq_run *r)
     sq_data_free(r->data);
     sq_data_free(r->eval);
     memset(r, 0, sizeof *r);
+}
+
+int sq_session_open(sq_session *s, sq_config *c, bool with_set)
+{
+    *s = (sq_session){.with_set = with_set};
+    sq_set_threads(c->threads);
+    int status = SQ_EXIT_USAGE;
+    if (sq_open(c->model, c, false, &s->p, &s->m, NULL) == 0) {
+        if (!with_set || sq_run_init(&s->run, c) == 0) {
+            status = 1;
+            if (sq_decoder_init(&s->d, &s->m) == 0) return 0;
+            if (with_set) sq_run_free(&s->run);
+        }
+        sq_model_destroy(s->p, &s->m);
+    }
+    fprintf(stderr, "seqtask %s: %s\n", sq_command_name(c->cmd), tg_error());
+    return status;
+}
+
+void sq_session_close(sq_session *s)
+{
+    sq_decoder_free(&s->d);
+    if (s->with_set) sq_run_free(&s->run);
+    sq_model_destroy(s->p, &s->m);
 }
 
 int sq_set_threads(long n)

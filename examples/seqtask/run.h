@@ -5,7 +5,9 @@
 
 #include <stddef.h>
 
+#include <tapegrad/nn/model.h>
 #include "config.h"
+#include "eval.h"
 #include "task.h"
 
 typedef struct sq_run {
@@ -22,6 +24,23 @@ typedef struct sq_run {
  * so). 0, or -1 with a message naming the file and line, or the flags. */
 int sq_run_init(sq_run *r, sq_config *c);
 void sq_run_free(sq_run *r);
+
+/* What the commands that read a trained model (eval, generate, attn,
+ * heads) open: --model, a decoder for it and, with_set, the held-out set. */
+typedef struct sq_session {
+    tg_params *p;
+    tg_model m;
+    sq_decoder d;
+    sq_run run;                  /* with_set only */
+    bool with_set;
+} sq_session;
+
+/* Sets --threads, then opens c->model (sq_open), the held-out set
+ * (sq_run_init) when with_set, and the decoder. 0; else, after printing
+ * "seqtask <command>: <why>", the exit status: SQ_EXIT_USAGE for a file or
+ * flag refused, 1 for a failure (out of memory), nothing left open. */
+int sq_session_open(sq_session *s, sq_config *c, bool with_set);
+void sq_session_close(sq_session *s);
 
 /* tapegrad's threads (tg_threads_set; OpenBLAS's follow): n, or one per core
  * when n is 0. Returns the number set. */
