@@ -5,24 +5,22 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "named.h"
 
 struct tg_params {
-    tg_tensor **items;
-    int count, cap;
+    tg_named list;         /* the tensors: headers owned here, data in the flat buffers */
     tg_real *data, *grad;  /* flat buffers, numel each */
     size_t numel;
 };
 
 tg_params *tg_params_new(void) { return tg_calloc(1, sizeof(tg_params)); }
 
+static void free_header(tg_tensor *x) { tg_free(x); }
+
 void tg_params_free(tg_params *p)
 {
     if (!p) return;
-    for (int i = 0; i < p->count; i++) {
-        tg_free((char *)p->items[i]->name);
-        tg_free(p->items[i]);
-    }
-    tg_free(p->items);
+    tg_named_truncate(&p->list, 0, free_header);
     tg_free(p->data);
     tg_free(p->grad);
     tg_free(p);
@@ -31,13 +29,13 @@ void tg_params_free(tg_params *p)
 int tg_params_count(const tg_params *p)
 {
     TG_REFUSE_NULL(p, "the parameter store", -1);
-    return p->count;
+    return p->list.count;
 }
 
 tg_tensor *tg_params_at(const tg_params *p, int i)
 {
     TG_REFUSE_NULL(p, "the parameter store", NULL);
-    return i >= 0 && i < p->count ? p->items[i] : NULL;
+    return tg_named_at(&p->list, i);
 }
 
 size_t tg_params_numel(const tg_params *p)
@@ -68,31 +66,26 @@ tg_tensor *tg_params_get(const tg_params *p, const char *name)
 {
     TG_REFUSE_NULL(p, "the parameter store", NULL);
     TG_REFUSE_NULL(name, "the name", NULL);
-    for (int i = 0; i < p->count; i++)
-        if (strcmp(p->items[i]->name, name) == 0) return p->items[i];
-    return NULL;
+    return tg_named_at(&p->list, tg_named_find(&p->list, name));
 }
 
 void tg_params_truncate(tg_params *p, int count)
 {
     TG_REFUSE_NULL(p, "the parameter store", );
     if (count < 0) return;
-    while (p->count > count) {
-        tg_tensor *x = p->items[--p->count];
-        p->numel -= x->size;
-        tg_free((char *)x->name);
-        tg_free(x);
-    }
+    for (int i = count; i < p->list.count; i++) p->numel -= p->list.items[i]->size;
+    tg_named_truncate(&p->list, count, free_header);
 }
 
 /* Points every tensor at its slice of the flat buffers. */
 static void repoint(tg_params *p)
 {
     size_t off = 0;
-    for (int i = 0; i < p->count; i++) {
-        p->items[i]->data = p->data + off;
-        p->items[i]->grad = p->grad + off;
-        off += p->items[i]->size;
+    for (int i = 0; i < p->list.count; i++) {
+        tg_tensor *x = p->list.items[i];
+        x->data = p->data + off;
+        x->grad = p->grad + off;
+        off += x->size;
     }
 }
 
@@ -120,13 +113,7 @@ tg_tensor *tg_params_add(tg_params *p, const char *name, int ndim, const int *sh
         tg_error_set("tg_params_add: '%s' has an invalid shape", name);
         return NULL;
     }
-    if (p->count == p->cap) {
-        int cap = p->cap ? 2 * p->cap : 32;
-        tg_tensor **items = tg_realloc(p->items, (size_t)cap * sizeof *items);
-        if (!items) goto oom;
-        p->items = items;
-        p->cap = cap;
-    }
+    if (tg_named_reserve(&p->list)) goto oom;
     tg_real *data = grow(p->data, p->numel, p->numel + size);
     if (!data) goto oom;
     p->data = data;
@@ -135,17 +122,13 @@ tg_tensor *tg_params_add(tg_params *p, const char *name, int ndim, const int *sh
     repoint(p);  /* the buffers may have moved, whatever fails next */
     if (!grad) goto oom;
     tg_tensor *x = tg_calloc(1, sizeof *x);
-    char *nm = tg_strdup(name);
-    if (!x || !nm) {
+    if (!x || tg_named_push(&p->list, x, name)) {
         tg_free(x);
-        tg_free(nm);
         goto oom;
     }
     tg_tensor_set_shape(x, ndim, shape, size);
     x->requires_grad = true;
     x->magic = TG_TENSOR_LIVE;
-    x->name = nm;
-    p->items[p->count++] = x;
     p->numel += size;
     repoint(p);
     return x;

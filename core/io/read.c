@@ -12,12 +12,18 @@
 #include "json.h"
 #include "../engine/alloc.h"
 #include "../engine/error.h"
+#include "../engine/named.h"
+
+/* What the file said of a tensor beyond its tg_real values. */
+typedef struct st_item {
+    tg_dtype dtype;  /* its dtype in the file (tg_real's if added) */
+    int64_t *ints;   /* the exact values of an integer dtype, or NULL */
+} st_item;
 
 struct tg_safetensors {
-    tg_tensor **items; /* ->name is a tg_strdup'ed key owned here */
-    tg_dtype *dtypes;  /* per item: its dtype in the file (tg_real's if added) */
-    int64_t **ints;    /* per item: the exact values of an integer dtype, or NULL */
-    int count, cap;
+    tg_named list;     /* the tensors, owned here */
+    st_item *extra;    /* [extra_cap >= list.count], parallel to list.items */
+    int extra_cap;
     char **keys, **vals; /* metadata, in insertion order */
     int n_meta, cap_meta;
 };
@@ -27,18 +33,13 @@ tg_safetensors *tg_st_new(void) { return tg_calloc(1, sizeof(tg_safetensors)); }
 void tg_st_free(tg_safetensors *s)
 {
     if (!s) return;
-    for (int i = 0; i < s->count; i++) {
-        tg_free((char *)s->items[i]->name);
-        tg_tensor_free(s->items[i]);
-        tg_free(s->ints[i]);
-    }
+    for (int i = 0; i < s->list.count; i++) tg_free(s->extra[i].ints);
+    tg_named_truncate(&s->list, 0, tg_tensor_free);
     for (int i = 0; i < s->n_meta; i++) {
         tg_free(s->keys[i]);
         tg_free(s->vals[i]);
     }
-    tg_free(s->items);
-    tg_free(s->dtypes);
-    tg_free(s->ints);
+    tg_free(s->extra);
     tg_free(s->keys);
     tg_free(s->vals);
     tg_free(s);
@@ -47,34 +48,31 @@ void tg_st_free(tg_safetensors *s)
 int tg_st_count(const tg_safetensors *s)
 {
     TG_REFUSE_NULL(s, "the set", 0);
-    return s->count;
+    return s->list.count;
 }
 
 tg_tensor *tg_st_at(const tg_safetensors *s, int i)
 {
     TG_REFUSE_NULL(s, "the set", NULL);
-    return i >= 0 && i < s->count ? s->items[i] : NULL;
+    return tg_named_at(&s->list, i);
 }
 
 static int find(const tg_safetensors *s, const char *name)
 {
-    for (int i = 0; s && name && i < s->count; i++)
-        if (strcmp(s->items[i]->name, name) == 0) return i;
-    return -1;
+    return s ? tg_named_find(&s->list, name) : -1;
 }
 
 tg_tensor *tg_st_get(const tg_safetensors *s, const char *name)
 {
     TG_REFUSE_NULL(s && name, !s ? "the set" : "the name", NULL);
-    int i = find(s, name);
-    return i >= 0 ? s->items[i] : NULL;
+    return tg_named_at(&s->list, find(s, name));
 }
 
 int tg_st_dtype(const tg_safetensors *s, const char *name, tg_dtype *out)
 {
     int i = find(s, name);
     if (i < 0 || !out) return tg_error_set("tg_st_dtype: no tensor '%s'", name ? name : "(NULL)");
-    *out = s->dtypes[i];
+    *out = s->extra[i].dtype;
     return 0;
 }
 
@@ -82,38 +80,29 @@ const int64_t *tg_st_ints(const tg_safetensors *s, const char *name)
 {
     int i = find(s, name);
     if (i < 0) return tg_error_set("tg_st_ints: no tensor '%s'", name ? name : "(NULL)"), NULL;
-    if (!s->ints[i])
+    if (!s->extra[i].ints)
         return tg_error_set("tg_st_ints: tensor '%s' is %s, not an integer dtype (read it as tg_real with tg_st_get)",
-                            name, tg_dtype_name(s->dtypes[i])), NULL;
-    return s->ints[i];
+                            name, tg_dtype_name(s->extra[i].dtype)), NULL;
+    return s->extra[i].ints;
 }
 
 /* Appends a zero-filled tensor without checking the name, of tg_real's
  * dtype and no integers; NULL on OOM or a shape too large for this build. */
 static tg_tensor *append(tg_safetensors *s, const char *name, int ndim, const int *shape)
 {
-    if (s->count == s->cap) {
-        int cap = s->cap ? 2 * s->cap : 16;
-        tg_tensor **items = tg_realloc(s->items, (size_t)cap * sizeof *items);
-        if (items) s->items = items;
-        tg_dtype *dtypes = items ? tg_realloc(s->dtypes, (size_t)cap * sizeof *dtypes) : NULL;
-        if (dtypes) s->dtypes = dtypes;
-        int64_t **ints = dtypes ? tg_realloc(s->ints, (size_t)cap * sizeof *ints) : NULL;
-        if (!ints) return NULL;
-        s->ints = ints;
-        s->cap = cap;
+    if (tg_named_reserve(&s->list)) return NULL;
+    if (s->extra_cap < s->list.cap) {
+        st_item *extra = tg_realloc(s->extra, (size_t)s->list.cap * sizeof *extra);
+        if (!extra) return NULL;
+        s->extra = extra;
+        s->extra_cap = s->list.cap;
     }
     tg_tensor *x = tg_tensor_alloc(ndim, shape);
-    char *nm = tg_strdup(name);
-    if (!x || !nm) {
+    if (!x || tg_named_push(&s->list, x, name)) {
         tg_tensor_free(x);
-        tg_free(nm);
         return NULL;
     }
-    x->name = nm;
-    s->dtypes[s->count] = sizeof(tg_real) == 8 ? TG_F64 : TG_F32;
-    s->ints[s->count] = NULL;
-    s->items[s->count++] = x;
+    s->extra[s->list.count - 1] = (st_item){.dtype = sizeof(tg_real) == 8 ? TG_F64 : TG_F32};
     return x;
 }
 
@@ -245,8 +234,7 @@ int tg_st_parse(const uint8_t *buf, size_t len, const char *what, tg_safetensors
         if (rc) break;
         tg_st_decode_real(x->data, h.data + e->begin, x->size, e->dtype);
         if (ints) tg_st_decode_int(ints, h.data + e->begin, x->size, e->dtype);
-        s->dtypes[s->count - 1] = e->dtype;
-        s->ints[s->count - 1] = ints;
+        s->extra[s->list.count - 1] = (st_item){.dtype = e->dtype, .ints = ints};
     }
     tg_st_header_free(&h);
     if (rc) {

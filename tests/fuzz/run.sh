@@ -21,13 +21,13 @@ shift $(( $# > 0 ? 1 : 0 ))
 target=${TARGET:-safetensors}
 case $target in
   safetensors) out=${FUZZ_OUT:-/tmp/tapegrad-fuzz}
-    srcs=(core/io/read.c core/io/json.c core/io/write.c core/engine/error.c core/engine/alloc.c core/engine/tensor.c core/engine/params.c)
+    srcs=(core/io/read.c core/io/json.c core/io/write.c core/engine/error.c core/engine/alloc.c core/engine/tensor.c core/engine/params.c core/engine/named.c core/io/checksum.c core/io/dtype.c core/engine/version.c)
     extra=(-dict="$here/safetensors.dict") ;;
   data) out=${FUZZ_OUT:-/tmp/tapegrad-fuzz-data}
-    srcs=(examples/seqtask/data.c core/engine/alloc.c)
+    srcs=(examples/seqtask/data.c core/engine/alloc.c core/engine/error.c core/engine/version.c)
     extra=() ;;
   args) out=${FUZZ_OUT:-/tmp/tapegrad-fuzz-args}
-    srcs=(examples/seqtask/cli.c examples/seqtask/data.c core/engine/alloc.c)
+    srcs=(examples/seqtask/cli.c examples/seqtask/data.c core/engine/alloc.c core/engine/error.c core/engine/version.c)
     extra=(-dict="$here/args.dict") ;;
   *) echo "run.sh: TARGET must be safetensors, data or args, not '$target'" >&2; exit 2 ;;
 esac
