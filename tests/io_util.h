@@ -5,7 +5,6 @@
 #define TAPEGRAD_TESTS_IO_UTIL_H
 
 #include <criterion/criterion.h>
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,45 +13,19 @@
 
 #include <tapegrad/core/io/io.h>
 #include <tapegrad/tapegrad.h>
+#include "test_util.h"
 
 /* The suite's temporary directory: made by .init, emptied and removed by .fini. */
 static char tmpdir[256];
 
-static inline void make_tmpdir(void)
-{
-    const char *base = getenv("TMPDIR");
-    snprintf(tmpdir, sizeof tmpdir, "%s/tg_test_io.XXXXXX", base && *base ? base : "/tmp");
-    cr_assert(mkdtemp(tmpdir), "mkdtemp: %s", strerror(errno));
-}
-
-static inline void remove_tmpdir(void)
-{
-    DIR *d = opendir(tmpdir);
-    if (!d) return;
-    char p[600];
-    for (struct dirent *e; (e = readdir(d));) {
-        if (e->d_name[0] == '.') continue;
-        snprintf(p, sizeof p, "%s/%s", tmpdir, e->d_name);
-        remove(p);
-    }
-    closedir(d);
-    rmdir(tmpdir);
-}
+static inline void make_tmpdir(void) { tu_tmpdir(tmpdir, sizeof tmpdir, "tg_test_io"); }
+static inline void remove_tmpdir(void) { tu_tmpdir_remove(tmpdir); }
 
 static inline const char *tmp_path(const char *name)
 {
     static char p[512];
     snprintf(p, sizeof p, "%s/%s", tmpdir, name);
     return p;
-}
-
-static inline int count_dir_entries(const char *dir)
-{
-    DIR *d = opendir(dir);
-    int n = 0;
-    for (struct dirent *e; d && (e = readdir(d));) n += e->d_name[0] != '.';
-    if (d) closedir(d);
-    return n;
 }
 
 /* The whole file (malloc'ed) and its length; NULL when it cannot be read. */

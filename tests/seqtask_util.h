@@ -1,6 +1,6 @@
 /* Harness shared by the suites that run the built examples/seqtask binary
  * as a user would (test_train.c, test_determinism.c, test_crash.c): a
- * per-test temporary directory, reading a whole file, and run(), which
+ * per-test temporary directory, reading a whole file and a log.csv, and run(), which
  * executes "seqtask <args>" in that directory and captures its stderr (and
  * its stdout when SEQTASK_CAPTURE_STDOUT is defined before the include);
  * spawn() / spawn_wait() start one without a shell, to signal it. */
@@ -16,6 +16,8 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "test_util.h"
 
 #define SEQTASK TG_BINARY_DIR "/seqtask"
 
@@ -35,17 +37,11 @@ static inline void seqtask_setup(const char *name, bool one_blas_thread)
 {
     if (access(SEQTASK, X_OK) != 0) cr_skip_test("%s is not built (TAPEGRAD_EXAMPLES=OFF)", SEQTASK);
     if (one_blas_thread) setenv("OPENBLAS_NUM_THREADS", "1", 1);
-    snprintf(dir, sizeof dir, "/tmp/%s.XXXXXX", name);
-    cr_assert_not_null(mkdtemp(dir));
+    tu_tmpdir(dir, sizeof dir, name);
 }
 
 /* For a suite's .fini: rm -rf the test's directory. */
-static inline void seqtask_teardown(void)
-{
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (dir[0] && system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
-}
+static inline void seqtask_teardown(void) { tu_tmpdir_remove(dir); }
 
 /* Newlines in text. */
 static inline int count_lines(const char *text)
@@ -69,23 +65,31 @@ static inline void slurp(const char *path, char *buf, size_t len)
  * test's directory) in the test's directory; stderr lands in err_text (and
  * stdout in out_text with SEQTASK_CAPTURE_STDOUT). Fails the test on a
  * sanitizer report. Returns the exit status (128 + signal when killed). */
-/* dir/out/log.csv without its ms column (the 5th, the one timing that
- * differs between identical runs), as text: the lines after the first
- * `skip` (the header is one; 0 keeps all). */
-static inline void log_without_ms(const char *out, int skip, char *buf, size_t len)
+/* The rows of dir/rel (a log.csv) as text: the header and every row when
+ * after < 0, else the rows of the steps after `after`. Of each row the first
+ * `cols` columns, or with cols 0 every column but ms (the 5th: the one
+ * timing that differs between identical runs), which the row must have. */
+static inline void log_text(const char *rel, long after, int cols, char *buf, size_t len)
 {
     char path[512], line[512];
-    snprintf(path, sizeof path, "%s/%s/log.csv", dir, out);
+    snprintf(path, sizeof path, "%s/%s", dir, rel);
     FILE *f = fopen(path, "r");
     cr_assert_not_null(f, "%s is missing", path);
     size_t n = 0;
     buf[0] = '\0';
     for (int row = 0; fgets(line, sizeof line, f); row++) {
-        char *a = line;
-        for (int c = 0; c < 4 && a; c++) a = strchr(a + 1, ',');
-        char *b = a ? strchr(a + 1, ',') : NULL;
-        cr_assert_not_null(b, "%s: %s", path, line);
-        if (row >= skip) n += (size_t)snprintf(buf + n, len - n, "%.*s%s", (int)(a - line), line, b);
+        if (after >= 0 && (row == 0 || atol(line) <= after)) continue;
+        line[strcspn(line, "\n")] = '\0';
+        char *a = line;  /* the comma that ends column cols - 1 (or 3: before ms) */
+        for (int c = 0; c < (cols ? cols : 4) && a; c++) a = strchr(a + 1, ',');
+        if (cols) {
+            if (a) *a = '\0';
+            n += (size_t)snprintf(buf + n, len - n, "%s\n", line);
+        } else {
+            char *b = a ? strchr(a + 1, ',') : NULL;
+            cr_assert_not_null(b, "%s: %s", path, line);
+            n += (size_t)snprintf(buf + n, len - n, "%.*s%s\n", (int)(a - line), line, b);
+        }
         cr_assert(n < len);
     }
     fclose(f);

@@ -15,7 +15,6 @@
  * model usable: with allocation restored, the retried (or next) step succeeds
  * with exactly the loss, parameters and optimizer state of a twin that never
  * saw a failure. */
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -219,29 +218,6 @@ static bool file_is(const char *path, const uint8_t *b, size_t len)
     return same;
 }
 
-static int dir_entries(const char *dir)
-{
-    DIR *d = opendir(dir);
-    cr_assert_not_null(d);
-    int n = 0;
-    for (struct dirent *e; (e = readdir(d));) n += e->d_name[0] != '.';
-    closedir(d);
-    return n;
-}
-
-static void rm_dir(const char *dir)
-{
-    DIR *d = opendir(dir);
-    for (struct dirent *e; d && (e = readdir(d));) {
-        if (e->d_name[0] == '.') continue;
-        char p[512];
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        unlink(p);
-    }
-    if (d) closedir(d);
-    rmdir(dir);
-}
-
 static bool acceptable(const char *msg) { return msg && strstr(msg, "out of memory"); }
 
 /* ---- the training-step walk ---------------------------------------------------------------------- */
@@ -252,8 +228,8 @@ typedef struct walk_stats {
 
 static walk_stats walk_training_step(setup *s)
 {
-    char dir[] = "/tmp/tg_oom_XXXXXX", path[64];
-    cr_assert_not_null(mkdtemp(dir));
+    char dir[256], path[300];
+    tu_tmpdir(dir, sizeof dir, "tg_oom");
     snprintf(path, sizeof path, "%s/ckpt.safetensors", dir);
     setup_data(s);
 
@@ -304,7 +280,7 @@ static walk_stats walk_training_step(setup *s)
                       "allocation %llu (%s): parameters or optimizer state half-updated", n, PHASE[ph]);
             cr_assert(file_is(path, old, old_len), "allocation %llu (%s): the old checkpoint changed", n,
                       PHASE[ph]);
-            cr_assert_eq(dir_entries(dir), 1, "allocation %llu (%s): a temporary file was left", n,
+            cr_assert_eq(tu_dir_entries(dir), 1, "allocation %llu (%s): a temporary file was left", n,
                          PHASE[ph]);
             if (ph < PH_SAVE) r.rng = rng0;  /* retrying the step replays its dropout draws */
         }
@@ -325,7 +301,7 @@ static walk_stats walk_training_step(setup *s)
     snap_free(&s1);
     snap_free(&s2);
     free(old);
-    rm_dir(dir);
+    tu_tmpdir_remove(dir);
     setup_free(s);
     return st;
 }
@@ -414,15 +390,15 @@ static void walk_construction(tg_mha_mode mode)
     }
     /* the twin trains: construction left nothing half-done */
     setup_data(&s);
-    char dir[] = "/tmp/tg_oom_XXXXXX", path[64];
-    cr_assert_not_null(mkdtemp(dir));
+    char dir[256], path[300];
+    tu_tmpdir(dir, sizeof dir, "tg_oom");
     snprintf(path, sizeof path, "%s/ckpt.safetensors", dir);
     tg_tape *t = tg_tape_new();
     tg_real loss;
     cr_assert_eq(step(&ref, t, &s, path, &loss), PH_DONE, "%s", tg_error());
     cr_assert(isfinite(loss));
     tg_tape_free(t);
-    rm_dir(dir);
+    tu_tmpdir_remove(dir);
     setup_free(&s);
     snap_free(&s0);
     rig_free(&ref);
@@ -455,8 +431,8 @@ Test(alloc_fail, checkpoint_load)
                        .dropout = 0.1, .mode = TG_MHA_FUSED},
                .B = 2, .T = 6};
     setup_data(&s);
-    char dir[] = "/tmp/tg_oom_XXXXXX", path[64];
-    cr_assert_not_null(mkdtemp(dir));
+    char dir[256], path[300];
+    tu_tmpdir(dir, sizeof dir, "tg_oom");
     snprintf(path, sizeof path, "%s/ckpt.safetensors", dir);
     rig ref, r;
     rig_init(&ref, &s);
@@ -499,7 +475,7 @@ Test(alloc_fail, checkpoint_load)
     snap_free(&s1);
     rig_free(&r);
     rig_free(&ref);
-    rm_dir(dir);
+    tu_tmpdir_remove(dir);
     setup_free(&s);
 }
 

@@ -8,7 +8,6 @@
 #include <tapegrad/nn/nn.h>
 #include "test_util.h"
 
-#define MAXIN 64
 enum { B = 2, D = 4, LQ = 4, LK = 5 };
 enum { M_NONE, M_CAUSAL, M_PAD, M_WINDOW, M_CAUSAL_PAD, M_COUNT };
 
@@ -23,22 +22,6 @@ static tg_mask make_mask(int kind, bool cross)
     return m;
 }
 
-static int gather(tg_tensor **in, tg_tensor *x0, tg_tensor *x1, const tg_params *p)
-{
-    int n = 0;
-    if (x0) in[n++] = x0;
-    if (x1) in[n++] = x1;
-    for (int i = 0; i < tg_params_count(p); i++) in[n++] = tg_params_at(p, i);
-    cr_assert_leq(n, MAXIN);
-    return n;
-}
-
-static void jitter(tg_params *p, tg_rng *rng, double amp)
-{
-    tg_real *d = tg_params_data(p);
-    for (size_t i = 0; i < tg_params_numel(p); i++) d[i] += (tg_real)(amp * (2 * tg_rng_uniform(rng) - 1));
-}
-
 static tg_mha_config config(tg_mha_mode mode, int n_heads, int d_head, bool bias)
 {
     return (tg_mha_config){.n_heads = n_heads, .d_model = D, .d_head = d_head, .bias = bias, .mode = mode};
@@ -49,7 +32,7 @@ static void init_mha(tg_mha *m, tg_params *p, const tg_mha_config *c, uint64_t s
     tg_rng rng;
     tg_rng_seed(&rng, seed);
     cr_assert_eq(tg_mha_init(m, p, "attn", c, &rng), 0, "%s", tg_error());
-    jitter(p, &rng, 0.2);  /* non-zero biases */
+    tu_jitter(p, &rng, 0.2);  /* non-zero biases */
 }
 
 /* ---- gradchecks ----------------------------------------------------------------- */
@@ -78,8 +61,8 @@ static void check_mha(tg_mha_mode mode, bool cross, int mask_kind, int d_head, b
     tg_mha_config cfg = config(mode, 2, d_head, bias);
     init_mha(&c.m, p, &cfg, 7 + mask_kind);
     tg_tensor *xq = tu_rand(&rng, -1, 1, 3, (int[]){B, LQ, D});
-    tg_tensor *xkv = cross ? tu_rand(&rng, -1, 1, 3, (int[]){B, LK, D}) : NULL, *in[MAXIN];
-    int n = gather(in, xq, xkv, p);
+    tg_tensor *xkv = cross ? tu_rand(&rng, -1, 1, 3, (int[]){B, LK, D}) : NULL, *in[TU_MAXIN];
+    int n = tu_gather(in, xq, xkv, p);
     tu_gradcheck(mha_fn, &c, in, n);
     tg_tensor_free(xq);
     tg_tensor_free(xkv);
@@ -207,7 +190,7 @@ static void check_modes_agree(bool cross, int d_head)
     for (int i = 0; cross && i < B * LK * D; i++) rel_close(gkv[1][i], gkv[0][i], GRAD_TOL);
     assert_same_weights(&h, &f, true, GRAD_TOL);
     /* and back: fresh fused weights from the per-head ones */
-    jitter(ph, &rng, 0.5);
+    tu_jitter(ph, &rng, 0.5);
     cr_assert_eq(tg_mha_copy_weights(&f, &h), 0);
     assert_same_weights(&f, &h, false, 0);
     tg_tape_free(t);

@@ -40,26 +40,6 @@ static const char *path_of(const char *rel)
     return p[k];
 }
 
-/* Rows of a log.csv with step > after, first 4 columns (step, loss, lr,
- * grad_norm: ms varies), as text. */
-static void log_rows_after(const char *rel, long after, char *buf, size_t len)
-{
-    char line[512];
-    FILE *f = fopen(path_of(rel), "r");
-    cr_assert_not_null(f, "%s is missing", rel);
-    size_t n = 0;
-    buf[0] = '\0';
-    for (int row = 0; fgets(line, sizeof line, f); row++) {
-        if (row == 0 || atol(line) <= after) continue;
-        char *s = line;
-        for (int c = 0; c < 4 && s; c++) s = strchr(s + 1, ',');
-        if (s) *s = '\0';
-        n += (size_t)snprintf(buf + n, len - n, "%s\n", line);
-        cr_assert(n < len);
-    }
-    fclose(f);
-}
-
 /* Files in dir/rel whose name holds ".tmp." (the writer's temporaries). */
 static int count_temps(const char *rel)
 {
@@ -131,8 +111,8 @@ static long check_checkpoint(const char *what)
     cr_assert_eq(system(cmd), 0);
     cr_assert_eq(run("train --resume run/checkpoint.safetensors --threads 1 --overwrite --out res"), 0, "%s: %s", what,
                  err_text);
-    log_rows_after("res/log.csv", k, got, sizeof got);
-    log_rows_after(ref, k, want, sizeof want);
+    log_text("res/log.csv", k, 4, got, sizeof got);
+    log_text(ref, k, 4, want, sizeof want);
     cr_assert_str_eq(got, want, "%s, resumed at step %ld:\n%s\nuninterrupted:\n%s", what, k, got, want);
     return k;
 }

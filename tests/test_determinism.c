@@ -30,12 +30,12 @@ static void check_twice(const char *flags, int steps)
     static char a[1 << 15], b[1 << 15];
     cr_assert_eq(run("train %s --steps %d --out A", flags, steps), 0, "%s", err_text);
     cr_assert_eq(run("train %s --steps %d --out B", flags, steps), 0, "%s", err_text);
-    log_without_ms("A", 0, a, sizeof a);
-    log_without_ms("B", 0, b, sizeof b);
+    log_text("A/log.csv", -1, 0, a, sizeof a);
+    log_text("B/log.csv", -1, 0, b, sizeof b);
     cr_assert_eq(count_lines(a), steps + 1);
     cr_assert_str_eq(b, a, "two runs of %s differ:\n%s\nand:\n%s", flags, b, a);
     cr_assert_eq(run("train %s --seed 2 --steps %d --out C", flags, steps), 0, "%s", err_text);
-    log_without_ms("C", 0, b, sizeof b);
+    log_text("C/log.csv", -1, 0, b, sizeof b);
     cr_assert_str_neq(b, a, "--seed changes nothing");
 }
 
@@ -77,8 +77,8 @@ Test(determinism, per_head_resume_with_dropout)
     cr_assert_eq(run("train --resume B/checkpoint.safetensors --steps %d --threads 1", 2 * n), 0, "%s",
                  err_text);
     cr_assert(strstr(err_text, "resuming at step 8"), "%s", err_text);
-    log_without_ms("A", 0, a, sizeof a);
-    log_without_ms("B", 0, b, sizeof b);
+    log_text("A/log.csv", -1, 0, a, sizeof a);
+    log_text("B/log.csv", -1, 0, b, sizeof b);
     cr_assert_eq(count_lines(a), 2 * n + 1);
     /* row n of B is the end of its first run: evaluated there, A was not */
     char *row_b = b, *row_a = a;

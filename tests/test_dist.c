@@ -143,8 +143,8 @@ static void ranks_equal_one_process(const char *mode)
     assert_close("one", "ranks");
     assert_same_file("ranks/model.safetensors", "ranks_again/model.safetensors");
     static char a[1 << 14], b[1 << 14];
-    log_without_ms("ranks", 1, a, sizeof a);
-    log_without_ms("ranks_again", 1, b, sizeof b);
+    log_text("ranks/log.csv", 0, 0, a, sizeof a);
+    log_text("ranks_again/log.csv", 0, 0, b, sizeof b);
     cr_assert_str_eq(a, b);
     /* both splits at once: 2 ranks x 2 micro-batches of 2 examples */
     cr_assert_eq(run("train %s --mode %s --accum 2 --out both", SMALL, mode), 0, "%s", err_text);
@@ -168,13 +168,13 @@ Test(mpi, resume_under_two_ranks_is_bit_exact)
     cr_assert_eq(run("train %s --steps 8 --out B", flags), 0, "%s", err_text);
     cr_assert_eq(run("train --resume B/checkpoint.safetensors --steps 16 --threads 1"), 0, "%s", err_text);
     cr_assert(strstr(err_text, "resuming at step 8"), "%s", err_text);
-    log_without_ms("A", 9, a, sizeof a);
-    log_without_ms("B", 9, b, sizeof b);
+    log_text("A/log.csv", 8, 0, a, sizeof a);
+    log_text("B/log.csv", 8, 0, b, sizeof b);
     cr_assert_eq(count_lines(a), 8);
     cr_assert_str_eq(b, a, "resumed:\n%s\nin one go:\n%s", b, a);
     cr_assert_eq(run("train --resume single/checkpoint.safetensors --steps 16 --threads 1"), 0, "%s", err_text);
     cr_assert(strstr(err_text, "resuming at step 8"), "%s", err_text);
-    log_without_ms("single", 9, b, sizeof b);
+    log_text("single/log.csv", 8, 0, b, sizeof b);
     cr_assert_eq(count_lines(b), 8);
 }
 

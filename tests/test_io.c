@@ -33,7 +33,7 @@ Test(io, round_trip_files_f32_and_f64)
         cr_assert_eq(tg_st_at(back, 5)->size, 0);
         tg_st_free(back);
     }
-    cr_assert_eq(count_dir_entries(tmpdir), 2, "a temporary file was left behind");
+    cr_assert_eq(tu_dir_entries(tmpdir), 2, "a temporary file was left behind");
     tg_st_free(s);
 }
 
@@ -333,7 +333,7 @@ Test(io, failed_write_leaves_the_old_file_untouched)
     cr_assert_eq(rc, -1, "the save succeeded despite the size limit");
     cr_assert(strncmp(tg_error(), p, strlen(p)) == 0 && strstr(tg_error(), strerror(EFBIG)), "%s", tg_error());
     assert_file_is(p, old, len);
-    cr_assert_eq(count_dir_entries(tmpdir), 1, "the temporary file was left behind");
+    cr_assert_eq(tu_dir_entries(tmpdir), 1, "the temporary file was left behind");
     free(old);
     tg_st_free(s);
 }
@@ -365,7 +365,7 @@ Test(io, save_into_a_missing_directory_names_it)
     cr_assert(strncmp(tg_error(), p, strlen(p)) == 0 && strstr(tg_error(), "No such file or directory"), "%s", tg_error());
     cr_assert_eq(tg_st_save(s, tmpdir, TG_F32), -1); /* a directory: rename fails */
     cr_assert(strstr(tg_error(), strerror(EISDIR)), "%s", tg_error());
-    cr_assert_eq(count_dir_entries(tmpdir), 0, "a temporary file was left behind");
+    cr_assert_eq(tu_dir_entries(tmpdir), 0, "a temporary file was left behind");
     tg_st_free(s);
 }
 
@@ -405,7 +405,7 @@ Test(io, allocation_failures_while_saving)
         }
     }
     cr_assert_eq(rc, 0, "still failing after %d allocations", k);
-    cr_assert_eq(count_dir_entries(tmpdir), 1);
+    cr_assert_eq(tu_dir_entries(tmpdir), 1);
     free(old);
     tg_st_free(s);
 }

@@ -7,28 +7,6 @@
 #include <tapegrad/nn/nn.h>
 #include "test_util.h"
 
-#define MAXIN 64
-
-/* A store's parameters after an optional input x, for tu_gradcheck. */
-static int gather(tg_tensor **in, tg_tensor *x, const tg_params *p)
-{
-    int n = 0;
-    if (x) in[n++] = x;
-    for (int i = 0; i < tg_params_count(p); i++) in[n++] = tg_params_at(p, i);
-    cr_assert_leq(n, MAXIN);
-    return n;
-}
-
-/* Moves every parameter a little off its init (LayerNorm's exact 1 / 0). */
-static void jitter(tg_params *p, tg_rng *rng, double amp)
-{
-    tg_real *d = tg_params_data(p);
-    for (size_t i = 0; i < tg_params_numel(p); i++) d[i] += (tg_real)(amp * (2 * tg_rng_uniform(rng) - 1));
-}
-
-#define assert_error_has(msg, needle) \
-    cr_assert(strstr((msg), (needle)), "message \"%s\" lacks \"%s\"", (msg), (needle))
-
 /* ---- Linear ------------------------------------------------------------------ */
 
 static tg_tensor *linear_fn(tg_tape *t, tg_tensor **in, void *ctx)
@@ -47,8 +25,8 @@ static void check_linear(bool bias)
     cr_assert_eq(tg_params_count(p), bias ? 2 : 1);
     cr_assert_not_null(tg_params_get(p, "proj.weight"));
     cr_assert_eq(tg_params_get(p, "proj.bias") != NULL, bias);
-    tg_tensor *x = tu_rand(&rng, -1, 1, 3, (int[]){2, 4, 5}), *in[MAXIN];
-    int n = gather(in, x, p);
+    tg_tensor *x = tu_rand(&rng, -1, 1, 3, (int[]){2, 4, 5}), *in[TU_MAXIN];
+    int n = tu_gather(in, x, NULL, p);
     tu_gradcheck(linear_fn, &l, in, n);
     tg_tensor_free(x);
     tg_params_free(p);
@@ -80,16 +58,16 @@ Test(nn, linear_errors_name_the_layer)
     tg_params *p = tg_params_new();
     tg_linear l, dup;
     cr_assert_eq(tg_linear_init(&l, p, "enc.fc", &(tg_linear_config){.in = 0, .out = 3, .bias = true}, NULL), -1);
-    assert_error_has(tg_error(), "enc.fc");
+    tu_assert_has(tg_error(), "enc.fc");
     cr_assert_eq(tg_linear_init(&l, p, "enc.fc", &(tg_linear_config){.in = 4, .out = 3, .bias = true}, NULL), 0);
     cr_assert_eq(tg_linear_init(&dup, p, "enc.fc", &(tg_linear_config){.in = 4, .out = 3, .bias = true}, NULL),
                  -1);
-    assert_error_has(tg_error(), "enc.fc.weight");  /* the name is taken */
+    tu_assert_has(tg_error(), "enc.fc.weight");  /* the name is taken */
     tg_tape *t = tg_tape_new();
     tg_tensor *x = tg_tensor_zeros(t, 2, (int[]){2, 5});
     cr_assert_null(tg_linear_forward(t, &l, x));
-    assert_error_has(tg_tape_error(t), "tg_linear 'enc.fc'");
-    assert_error_has(tg_tape_error(t), "[2,5]");
+    tu_assert_has(tg_tape_error(t), "tg_linear 'enc.fc'");
+    tu_assert_has(tg_tape_error(t), "[2,5]");
     tg_tape_free(t);
     tg_params_free(p);
 }
@@ -111,8 +89,8 @@ Test(nn, embedding_gradcheck_and_errors)
     tg_params *p = tg_params_new();
     tg_embedding_layer e;
     cr_assert_eq(tg_embedding_init(&e, p, "tok_emb", 5, 4, &rng), 0, "%s", tg_error());
-    tg_tensor *in[MAXIN];
-    int n = gather(in, NULL, p);
+    tg_tensor *in[TU_MAXIN];
+    int n = tu_gather(in, NULL, NULL, p);
     tu_gradcheck(embedding_fn, &e, in, n);
     tg_tape *t = tg_tape_new();
     const int32_t bad[2] = {1, 5};
@@ -120,7 +98,7 @@ Test(nn, embedding_gradcheck_and_errors)
     cr_assert_not_null(tg_tape_error(t));
     tg_tape_clear_error(t);
     cr_assert_null(tg_embedding_forward(t, &e, NULL, 1, 2));
-    assert_error_has(tg_tape_error(t), "tok_emb");
+    tu_assert_has(tg_tape_error(t), "tok_emb");
     tg_tape_free(t);
     tg_params_free(p);
 }
@@ -139,13 +117,13 @@ Test(nn, layernorm_gradcheck_and_errors)
     tg_params *p = tg_params_new();
     tg_layernorm_layer ln;
     cr_assert_eq(tg_layernorm_init(&ln, p, "ln1", 6, 1e-5), 0, "%s", tg_error());
-    jitter(p, &rng, 0.3);
-    tg_tensor *x = tu_rand(&rng, -2, 2, 3, (int[]){2, 3, 6}), *in[MAXIN];
-    int n = gather(in, x, p);
+    tu_jitter(p, &rng, 0.3);
+    tg_tensor *x = tu_rand(&rng, -2, 2, 3, (int[]){2, 3, 6}), *in[TU_MAXIN];
+    int n = tu_gather(in, x, NULL, p);
     tu_gradcheck(layernorm_fn, &ln, in, n);
     tg_tape *t = tg_tape_new();
     cr_assert_null(tg_layernorm_forward(t, &ln, tg_tensor_zeros(t, 2, (int[]){2, 5})));
-    assert_error_has(tg_tape_error(t), "tg_layernorm 'ln1'");
+    tu_assert_has(tg_tape_error(t), "tg_layernorm 'ln1'");
     tg_tape_free(t);
     tg_tensor_free(x);
     tg_params_free(p);
@@ -177,8 +155,8 @@ static void check_ffn(double dropout)
     const char *names[] = {"ff.fc1.weight", "ff.fc1.bias", "ff.fc2.weight", "ff.fc2.bias"};
     for (int i = 0; i < 4; i++) cr_assert_str_eq(tg_params_at(p, i)->name, names[i]);
     cr_assert_eq(tg_params_get(p, "ff.fc1.weight")->shape[0], 7);
-    tg_tensor *x = tu_rand(&rng, -1.5, 1.5, 3, (int[]){2, 3, 4}), *in[MAXIN];
-    int n = gather(in, x, p);
+    tg_tensor *x = tu_rand(&rng, -1.5, 1.5, 3, (int[]){2, 3, 4}), *in[TU_MAXIN];
+    int n = tu_gather(in, x, NULL, p);
     tu_gradcheck(ffn_fn, &c, in, n);
     tg_tensor_free(x);
     tg_params_free(p);
@@ -233,9 +211,9 @@ static void check_block(tg_mha_mode mode)
     cr_assert_not_null(tg_params_get(p, "blocks.0.ln2.bias"));
     cr_assert_not_null(tg_params_get(p, "blocks.0.attn.out_proj.weight"));
     cr_assert_not_null(tg_params_get(p, "blocks.0.ff.fc2.bias"));
-    jitter(p, &rng, 0.2);
-    tg_tensor *x = tu_rand(&rng, -1, 1, 3, (int[]){2, 4, 4}), *in[MAXIN];
-    int n = gather(in, x, p);
+    tu_jitter(p, &rng, 0.2);
+    tg_tensor *x = tu_rand(&rng, -1, 1, 3, (int[]){2, 4, 4}), *in[TU_MAXIN];
+    int n = tu_gather(in, x, NULL, p);
     tu_gradcheck(block_fn, &c, in, n);
     tg_tensor_free(x);
     tg_params_free(p);

@@ -47,25 +47,6 @@ static double reported_acc(const char *text)
     return atof(s + strlen("exact-sequence accuracy ")) / 100;
 }
 
-/* The first `cols` columns of every row of a log.csv, as text. */
-static void log_columns(const char *rel, int cols, char *buf, size_t len)
-{
-    char path[512], line[512];
-    snprintf(path, sizeof path, "%s/%s", dir, rel);
-    FILE *f = fopen(path, "r");
-    cr_assert_not_null(f, "%s is missing", path);
-    size_t n = 0;
-    buf[0] = '\0';
-    while (fgets(line, sizeof line, f)) {
-        char *s = line;
-        for (int c = 0; c < cols && s; c++) s = strchr(s + 1, ',');
-        if (s) *s = '\0';
-        n += (size_t)snprintf(buf + n, len - n, "%s\n", line);
-        cr_assert(n < len);
-    }
-    fclose(f);
-}
-
 /* Decodes a PNG: its size, and that it is not one flat colour. */
 static void check_png(const char *rel, int *w, int *h)
 {
@@ -128,8 +109,8 @@ static void check_resume(const char *flags, int n)
     cr_assert_eq(run("train %s --steps %d --out B", flags, n), 0, "%s", err_text);
     cr_assert_eq(run("train --resume B/checkpoint.safetensors --steps %d --threads 1", 2 * n), 0, "%s",
                  err_text);
-    log_columns("A/log.csv", 4, a, sizeof a);  /* step, loss, lr, grad_norm */
-    log_columns("B/log.csv", 4, b, sizeof b);
+    log_text("A/log.csv", -1, 4, a, sizeof a);  /* step, loss, lr, grad_norm */
+    log_text("B/log.csv", -1, 4, b, sizeof b);
     cr_assert_eq(count_lines(a), 2 * n + 1);
     cr_assert_str_eq(b, a, "resumed run differs:\n%s\nuninterrupted:\n%s", b, a);
 }
@@ -157,7 +138,7 @@ Test(train, resume_is_bit_for_bit_with_data_file_and_sgd)
 static void log_losses(const char *rel, char *buf, size_t len)
 {
     char all[1 << 14];
-    log_columns(rel, 2, all, sizeof all);
+    log_text(rel, -1, 2, all, sizeof all);
     size_t n = 0;
     for (char *line = strchr(all, '\n'); line && line[1]; line = strchr(line + 1, '\n'))
         n += (size_t)snprintf(buf + n, len - n, "%.*s\n", (int)strcspn(strchr(line, ',') + 1, "\n"),
@@ -220,8 +201,8 @@ Test(train, interrupt_then_resume_is_bit_for_bit)
     cr_assert(strstr(err_text, "interrupted at step"), "%s", err_text);
     cr_assert_eq(run("train --resume B/checkpoint.safetensors --threads 1"), 0, "%s", err_text);
     cr_assert_eq(run("train %s --out A", flags), 0, "%s", err_text);
-    log_columns("A/log.csv", 4, a, sizeof a);
-    log_columns("B/log.csv", 4, b, sizeof b);
+    log_text("A/log.csv", -1, 4, a, sizeof a);
+    log_text("B/log.csv", -1, 4, b, sizeof b);
     cr_assert_str_eq(b, a, "resumed run differs:\n%s\nuninterrupted:\n%s", b, a);
 }
 

@@ -1,10 +1,18 @@
-/* Shared helpers for the Criterion suites: random tensors and a gradcheck
- * assertion that prints the worst element when it fails. */
+/* Shared helpers for the Criterion suites: random tensors, a gradcheck
+ * assertion that prints the worst element when it fails, a store's
+ * parameters as gradcheck inputs, message checks and temporary
+ * directories. The other homes: ops_util.h (op cases), io_util.h
+ * (safetensors files), optim_util.h, seqtask_util.h (running seqtask, its
+ * log.csv). */
 #ifndef TAPEGRAD_TEST_UTIL_H
 #define TAPEGRAD_TEST_UTIL_H
 
 #include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <tapegrad/tapegrad.h>
@@ -55,6 +63,63 @@ static inline void tu_free_all(tg_tensor **xs, int n)
     }                                                                                          \
     static void tu_teardown(void) { tg_tape_free(T); }                                         \
     TestSuite(suite, .init = tu_setup, .fini = tu_teardown)
+
+/* Most inputs a gradcheck here takes (an input or two and a store). */
+#define TU_MAXIN 64
+
+/* The inputs x0, x1 (each may be NULL) then every parameter of p, into in
+ * [TU_MAXIN]; returns their number. */
+static inline int tu_gather(tg_tensor **in, tg_tensor *x0, tg_tensor *x1, const tg_params *p)
+{
+    int n = 0;
+    if (x0) in[n++] = x0;
+    if (x1) in[n++] = x1;
+    for (int i = 0; i < tg_params_count(p); i++) in[n++] = tg_params_at(p, i);
+    cr_assert_leq(n, TU_MAXIN);
+    return n;
+}
+
+/* Moves every parameter of p by up to amp off its init (LayerNorm's exact
+ * 1 / 0, zero biases). */
+static inline void tu_jitter(tg_params *p, tg_rng *rng, double amp)
+{
+    tg_real *d = tg_params_data(p);
+    for (size_t i = 0; i < tg_params_numel(p); i++) d[i] += (tg_real)(amp * (2 * tg_rng_uniform(rng) - 1));
+}
+
+/* msg contains part. */
+#define tu_assert_has(msg, part)                                                             \
+    do {                                                                                     \
+        const char *m_ = (msg);                                                              \
+        cr_assert(m_ && strstr(m_, (part)), "message \"%s\" lacks \"%s\"", m_ ? m_ : "(NULL)", (part)); \
+    } while (0)
+
+/* A new directory $TMPDIR/<name>.XXXXXX (/tmp without TMPDIR) into dir [len]. */
+static inline void tu_tmpdir(char *dir, size_t len, const char *name)
+{
+    const char *base = getenv("TMPDIR");
+    snprintf(dir, len, "%s/%s.XXXXXX", base && *base ? base : "/tmp", name);
+    cr_assert(mkdtemp(dir), "mkdtemp %s: %s", dir, strerror(errno));
+}
+
+/* rm -rf dir (made by tu_tmpdir). */
+static inline void tu_tmpdir_remove(const char *dir)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (dir[0] && system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+}
+
+/* The entries of dir but . and .. (hidden ones are not counted either). */
+static inline int tu_dir_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    cr_assert_not_null(d, "%s: %s", dir, strerror(errno));
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
 
 /* Tolerance for comparing against values computed independently. */
 #ifdef TAPEGRAD_DOUBLE

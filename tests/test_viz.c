@@ -14,6 +14,7 @@
 #include <tapegrad/viz/canvas.h>
 #include <tapegrad/viz/heatmap.h>
 #include <tapegrad/viz/plot.h>
+#include "test_util.h"
 
 #define BAD_PATH "/nonexistent/dir/x.png"
 
@@ -22,18 +23,17 @@ typedef struct {
     unsigned char *px; /* [h, w, 3] */
 } image;
 
-static char tmp_dir[64];
-static char tmp_path[128];
+static char tmp_dir[256];
+static char tmp_path[320];
 
 static void make_tmp_dir(void)
 {
-    snprintf(tmp_dir, sizeof tmp_dir, "/tmp/tg_heatmap_XXXXXX");
-    cr_assert_not_null(mkdtemp(tmp_dir));
+    tu_tmpdir(tmp_dir, sizeof tmp_dir, "tg_heatmap");
 }
 
 static void remove_tmp_dir(void)
 {
-    rmdir(tmp_dir); /* fails (harmlessly) if a test left a file behind */
+    tu_tmpdir_remove(tmp_dir);
 }
 
 TestSuite(viz, .init = make_tmp_dir, .fini = remove_tmp_dir);
