@@ -1,5 +1,5 @@
 /* Helpers shared by the op suites (test_shape.c, test_norm.c, test_loss.c,
- * test_index.c, test_dropout.c, test_errors.c, test_sdpa.c, test_sdpa_heads.c). */
+ * test_index.c, test_dropout.c, test_sdpa.c, test_sdpa_heads.c). */
 #ifndef TAPEGRAD_TESTS_OPS_UTIL_H
 #define TAPEGRAD_TESTS_OPS_UTIL_H
 

@@ -528,3 +528,54 @@ Test(alloc_fail, long_tape)
     tg_tensor_free(x);
     tg_tensor_free(big);
 }
+
+/* Out of memory in the arena (first allocation) or in the node array (second)
+ * gives NULL and a message naming the op; ASan checks nothing leaks. */
+Test(alloc_fail, out_of_memory_names_the_op)
+{
+    tg_rng rng;
+    tg_rng_seed(&rng, 1);
+    tg_tensor *x = tu_rand(&rng, -1, 1, 3, (int[]){2, 3, 4});
+    int32_t ids[6] = {0, 1, 2, 3, 0, 1};
+    const char *names[] = {"tg_permute", "tg_split_heads", "tg_concat", "tg_slice", "tg_layernorm",
+                           "tg_embedding", "tg_cross_entropy", "tg_dropout", "tg_reshape"};
+    for (uint64_t at = 1; at <= 2; at++)
+        for (int k = 0; k < 9; k++) {
+            tg_tape *t = tg_tape_new();
+            cr_assert_not_null(t);
+            tg_alloc_fail_at(at);
+            tg_tensor *r = NULL;
+            switch (k) {
+            case 0: r = tg_permute(t, x, (int[]){1, 0, 2}); break;
+            case 1: r = tg_split_heads(t, x, 2); break;
+            case 2: r = tg_concat(t, (tg_tensor *[]){x, x}, 2); break;
+            case 3: r = tg_slice(t, x, 1, 2); break;
+            case 4: r = tg_layernorm(t, x, NULL, NULL, 1e-5); break;
+            case 5: r = tg_embedding(t, x, ids, 2, 3); break;  /* x as [V, D]: see below */
+            case 6: r = tg_cross_entropy(t, x, ids, TG_IGNORE); break;
+            case 7: r = tg_dropout(t, x, 0.5, &rng); break;
+            case 8:  /* without requires_grad: only the view itself is allocated */
+                x->requires_grad = false;
+                r = tg_reshape(t, x, 1, (int[]){-1});
+                x->requires_grad = true;
+                break;
+            }
+            tg_alloc_fail_at(0);
+            if (k == 5) {  /* a 3-D weight is refused before any allocation */
+                cr_assert_null(r);
+                tg_tape_free(t);
+                continue;
+            }
+            if (k == 8 && at == 2) {  /* a view records no node: nothing else to fail */
+                cr_assert_not_null(r);
+                tg_tape_free(t);
+                continue;
+            }
+            cr_assert_null(r, "%s, allocation %d", names[k], (int)at);
+            const char *msg = tg_tape_error(t);
+            cr_assert(msg && strstr(msg, "out of memory") && strstr(msg, names[k]), "%s: %s", names[k],
+                      msg ? msg : "(none)");
+            tg_tape_free(t);
+        }
+    tg_tensor_free(x);
+}

@@ -400,3 +400,25 @@ Test(mha, bad_config_and_shapes_name_the_layer)
     tg_tape_free(t);
     tg_params_free(p);
 }
+
+Test(mha, mha_config_refusals)
+{
+    tg_params *p = tg_params_new();
+    tg_mha m;
+    const tg_mha_config base = {.n_heads = 2, .d_model = 4};
+    const struct { tg_mha_config c; const char *why; } bad[] = {
+        {{.n_heads = 2, .d_model = 0}, "d_model must be > 0"},
+        {{.n_heads = 2, .d_model = 4, .d_head = -1}, "d_head must be >= 0"},
+        {{.n_heads = 2, .d_model = 4, .dropout = 1.0}, "dropout must be in [0, 1)"},
+        {{.n_heads = 2, .d_model = 4, .dropout = NAN}, "dropout must be in [0, 1)"},
+        {{.n_heads = 2, .d_model = 4, .mode = (tg_mha_mode)7}, "mode must be TG_MHA_FUSED or TG_MHA_PER_HEAD"},
+        {{.n_heads = 65, .d_model = 4, .d_head = 1}, "n_heads must be in [1, 64]"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cr_assert_eq(tg_mha_init(&m, p, "attn", &bad[i].c, NULL), -1);
+        tu_assert_has(tg_error(), "tg_mha 'attn': ");
+        tu_assert_has(tg_error(), bad[i].why);
+    }
+    cr_assert_eq(tg_mha_init(&m, p, "attn", &base, NULL), 0, "%s", tg_error());
+    tg_params_free(p);
+}

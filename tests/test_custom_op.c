@@ -1,6 +1,8 @@
 /* The custom-op API (core/engine/op.h) as a user meets it: the sigmoid of
  * examples/custom_op.c passes gradcheck, agrees with the same function built
- * from core ops, shows up in dumps and gets the engine's misuse checks. */
+ * from core ops, shows up in dumps and gets the engine's misuse checks; an
+ * op whose backward refuses or writes NaN (anomaly mode), and each reason
+ * tg_gradcheck gives for not checking. */
 #define CUSTOM_OP_NO_MAIN
 #include "../examples/custom_op.c"
 
@@ -64,6 +66,114 @@ Test(custom_op, dump_and_misuse)
     tg_tape_reset(t);
     cr_assert_null(my_sigmoid(t, old, 1));
     cr_assert_str_eq(tg_tape_error(t), "my_sigmoid: input 0 is a tensor from before tg_tape_reset");
+    tg_tensor_free(x);
+    tg_tape_free(t);
+}
+
+/* ---- a user-written op whose backward misbehaves (core/engine/tape.h's op-author API) ------------- */
+
+static void refusing_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)
+{
+    (void)out, (void)in, (void)ctx;
+    tg_fail(t, "my_op: backward refused");
+}
+
+static void nan_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)
+{
+    (void)out, (void)ctx;
+    tg_real *g = tg_grad(t, in[0]);
+    if (g) g[0] = (tg_real)NAN;
+}
+
+/* identity forward, backward as given */
+static tg_tensor *my_op(tg_tape *t, tg_tensor *x, tg_backward_fn bw)
+{
+    const tg_op op = {"my_op", bw, 0};
+    if (!tg_inputs_check(t, op.name, &x, 1, 1)) return NULL;
+    tg_tensor *out = tg_new_like(t, op.name, x);
+    if (!out) return NULL;
+    memcpy(out->data, x->data, x->size * sizeof(tg_real));
+    if (!tg_op_record(t, &op, out, &x, 1, NULL)) return NULL;
+    return tg_op_done(t, op.name, out);
+}
+
+/* ---- gradcheck: why it could not check ---------------------------------------------------------- */
+
+typedef struct gc_ctx {
+    int calls, fail_from;  /* f fails from call fail_from on (0: never) */
+    tg_backward_fn bw;     /* NULL: tg_tanh */
+} gc_ctx;
+
+static tg_tensor *gc_fn(tg_tape *t, tg_tensor **in, void *ctx)
+{
+    gc_ctx *c = ctx;
+    if (c->fail_from && ++c->calls >= c->fail_from) return tg_fail(t, "gc_fn: refused on call %d", c->calls);
+    return c->bw ? my_op(t, in[0], c->bw) : tg_tanh(t, in[0]);
+}
+
+static tg_gradcheck_result gc(tg_tensor **in, int n, gc_ctx c) { return tg_gradcheck(gc_fn, &c, in, n, NULL); }
+
+Test(custom_op, gradcheck_reports_why_it_could_not_check)
+{
+    tg_rng rng;
+    tg_rng_seed(&rng, 1);
+    tg_tensor *x = tu_rand(&rng, -1, 1, 1, (int[]){3}), *in[2] = {x, NULL};
+    tg_gradcheck_result r = tg_gradcheck(NULL, NULL, in, 1, NULL);
+    cr_assert(!r.ok);
+    tu_assert_has(tg_error(), "gradcheck: the function is NULL");
+    r = gc(in, 2, (gc_ctx){0});
+    tu_assert_has(tg_error(), "an input is NULL");
+    r = gc(in, 1, (gc_ctx){.fail_from = 1});
+    tu_assert_has(tg_error(), "the forward pass failed: gc_fn: refused on call 1");
+    r = gc(in, 1, (gc_ctx){.fail_from = 2});
+    tu_assert_has(tg_error(), "a perturbed forward failed: gc_fn: refused on call");
+    r = gc(in, 1, (gc_ctx){.bw = refusing_backward});
+    tu_assert_has(tg_error(), "backward failed: my_op: backward refused");
+    cr_assert(gc(in, 1, (gc_ctx){0}).ok);
+    tg_tensor_free(x);
+}
+
+/* Every allocation of tg_gradcheck's set-up fails in turn: input grad, tape,
+ * the forward's arena, the weighting; each is named. */
+Test(custom_op, gradcheck_out_of_memory)
+{
+    tg_rng rng;
+    tg_rng_seed(&rng, 2);
+    const char *want[] = {"out of memory for an input's grad", "out of memory for the tape",
+                          "the forward pass failed: out of memory", "out of memory for the weighting"};
+    bool seen[4] = {false};
+    bool ok = false;
+    for (uint64_t n = 1; n < 20 && !ok; n++) {
+        tg_tensor *x = tu_rand(&rng, -1, 1, 1, (int[]){3});  /* no grad yet */
+        tg_alloc_fail_at(n);
+        tg_gradcheck_result r = gc(&x, 1, (gc_ctx){0});
+        tg_alloc_fail_at(0);
+        ok = r.ok;
+        int k = 0;
+        while (!ok && k < 4 && !strstr(tg_error(), want[k])) k++;
+        cr_assert(ok || k < 4, "allocation %d: %s", (int)n, tg_error());
+        if (!ok) seen[k] = true;
+        tg_tensor_free(x);
+    }
+    cr_assert(ok);
+    for (int k = 0; k < 4; k++) cr_assert(seen[k], "never saw: %s", want[k]);
+}
+
+Test(custom_op, backward_seed_null_and_anomaly_in_a_backward)
+{
+    tg_tape *t = tg_tape_new();
+    tg_tensor *x = tg_tensor_alloc(1, (int[]){3});
+    x->requires_grad = true;
+    tg_tensor *y = my_op(t, x, nan_backward);
+    cr_assert_eq(tg_backward_seed(t, y, NULL), -1);
+    cr_assert_str_eq(tg_tape_error(t), "tg_backward: seed is NULL");
+    tg_tape_reset(t);
+    tg_tape_set_anomaly(t, true);
+    y = tg_sum(t, my_op(t, x, nan_backward));
+    cr_assert_eq(tg_backward(t, y), -1);
+    tu_assert_has(tg_tape_error(t), "anomaly: backward of my_op produced NaN/Inf in the grad of input 0 [3]");
+    cr_assert_eq(tg_backward_seed(NULL, y, (tg_real[]){1}), -1);
+    cr_assert_str_eq(tg_error(), "tg_backward: the tape is NULL");
     tg_tensor_free(x);
     tg_tape_free(t);
 }

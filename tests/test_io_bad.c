@@ -298,3 +298,52 @@ Test(io, fuzz_corpora_replay)
     cr_assert_geq(replay(TG_SOURCE_DIR "/tests/fuzz/corpus/safetensors", true), 6);
     replay(TG_SOURCE_DIR "/tests/fuzz/corpus/regress", false);
 }
+
+Test(io, safetensors_null_arguments)
+{
+    tg_safetensors *s = tg_st_new();
+    tg_params *p = tg_params_new();
+    const tg_real v[2] = {1, 2};
+    cr_assert_eq(tg_st_add_data(NULL, "x", v, 1, (int[]){2}), -1);
+    cr_assert_str_eq(tg_error(), "tg_st_add: set is NULL");
+    cr_assert_eq(tg_st_add_data(s, NULL, v, 1, (int[]){2}), -1);
+    cr_assert_str_eq(tg_error(), "tg_st_add: name is NULL");
+    cr_assert_eq(tg_st_set_meta(s, "k", NULL), -1);
+    cr_assert_str_eq(tg_error(), "tg_st_set_meta: NULL argument");
+    tg_safetensors *out;
+    cr_assert_eq(tg_st_parse((const uint8_t *)"x", 1, "mem", NULL), -1);
+    cr_assert_str_eq(tg_error(), "mem: tg_st_parse: out is NULL");
+    cr_assert_eq(tg_st_parse(NULL, 8, "mem", &out), -1);
+    cr_assert_str_eq(tg_error(), "mem: tg_st_parse: buffer is NULL");
+    cr_assert_null(out);
+    cr_assert_eq(tg_st_load(NULL, &out), -1);
+    cr_assert_str_eq(tg_error(), "tg_st_load: NULL argument");
+    cr_assert_eq(tg_st_save(NULL, "x.safetensors", TG_F32), -1);
+    cr_assert_str_eq(tg_error(), "tg_st_save: the set is NULL");
+    cr_assert_eq(tg_st_save(s, "x.safetensors", (tg_dtype)99), -1);
+    cr_assert_str_eq(tg_error(), "tg_st_save: dtype ? cannot be written (F32, F64, F16 or BF16)");
+    cr_assert_eq(tg_st_save(s, "x.safetensors", TG_U8), -1);
+    cr_assert_str_eq(tg_error(), "tg_st_save: dtype U8 cannot be written (F32, F64, F16 or BF16)");
+    uint8_t *buf;
+    size_t len;
+    cr_assert_eq(tg_st_to_bytes(s, TG_F32, NULL, &len), -1);
+    cr_assert_str_eq(tg_error(), "tg_st_to_bytes: the destination is NULL");
+    cr_assert_eq(tg_st_to_bytes(s, TG_F32, &buf, NULL), -1);
+    cr_assert_eq(tg_st_add_params(NULL, p), -1);
+    cr_assert_str_eq(tg_error(), "tg_st_add_params: NULL argument");
+    cr_assert_eq(tg_st_load_params(p, NULL, true, NULL), -1);
+    cr_assert_str_eq(tg_error(), "tg_st_load_params: NULL argument");
+    cr_assert_eq(access("x.safetensors", F_OK), -1);
+    tg_params_free(p);
+    tg_st_free(s);
+}
+
+/* A file whose size changes under the reader (procfs reports 0 bytes and
+ * then delivers more) is refused, naming the file. */
+Test(io, safetensors_file_changed_while_reading)
+{
+    tg_safetensors *out;
+    cr_assert_eq(tg_st_load("/proc/self/status", &out), -1);
+    cr_assert_str_eq(tg_error(), "/proc/self/status: read error or the file changed while reading: unexpected length");
+    cr_assert_null(out);
+}

@@ -489,3 +489,23 @@ static void check_convert(bool bias)
 
 Test(model, mha_convert_between_modes_with_bias) { check_convert(true); }
 Test(model, mha_convert_between_modes_without_bias) { check_convert(false); }
+
+Test(model, model_forward_null_ids)
+{
+    tg_params *p = tg_params_new();
+    tg_model m;
+    tg_model_config cfg = {.vocab = 5, .d_model = 4, .n_layers = 1, .n_heads = 1, .max_len = 4};
+    cr_assert_eq(tg_model_init(&m, p, &cfg, NULL), 0);
+    tg_tape *t = tg_tape_new();
+    cr_assert_null(tg_model_forward(t, &m, NULL, 1, 2, NULL, NULL));
+    cr_assert_str_eq(tg_tape_error(t), "tg_model: ids is NULL");
+    cr_assert_null(tg_model_forward(NULL, &m, (int32_t[]){1, 2}, 1, 2, NULL, NULL));
+    cr_assert_str_eq(tg_error(), "tg_model_forward: the tape is NULL");
+    cr_assert_null(tg_matmul(NULL, NULL, NULL, NULL, 0));
+    cr_assert_str_eq(tg_error(), "tg_matmul: the tape is NULL");
+    cr_assert_null(tg_add(NULL, NULL, NULL));
+    cr_assert_str_eq(tg_error(), "tg_add: the tape is NULL");
+    tg_tape_free(t);
+    tg_model_free(&m);
+    tg_params_free(p);
+}

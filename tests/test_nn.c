@@ -289,3 +289,27 @@ Test(nn, no_rng_leaves_zeros)
     assert_const(l.bias, 0);
     tg_params_free(p);
 }
+
+Test(nn, layer_init_refusals)
+{
+    tg_params *p = tg_params_new();
+    tg_embedding_layer e;
+    cr_assert_eq(tg_embedding_init(&e, p, "emb", 0, 4, NULL), -1);
+    cr_assert_str_eq(tg_error(), "tg_embedding 'emb': num_embeddings 0 and dim 4 must be > 0");
+    tg_ffn f;
+    cr_assert_eq(tg_ffn_init(&f, p, "ff", &(tg_ffn_config){.d_model = 4, .d_ff = 8, .dropout = 1.0}, NULL), -1);
+    cr_assert_str_eq(tg_error(), "tg_ffn 'ff': dropout 1 must be in [0, 1)");
+    tg_layernorm_layer ln;
+    cr_assert_eq(tg_layernorm_init(&ln, p, "ln", 4, 0), -1);
+    cr_assert_str_eq(tg_error(), "tg_layernorm 'ln': dim 4 and eps 0 must be > 0");
+    tg_linear l;
+    cr_assert_eq(tg_linear_init(&l, p, "fc", &(tg_linear_config){.in = 0, .out = 3, .bias = true}, NULL), -1);
+    cr_assert_str_eq(tg_error(), "tg_linear 'fc': in_features 0 and out_features 3 must be > 0");
+    char longp[TG_NN_NAME_MAX + 8];
+    memset(longp, 'a', sizeof longp - 1);
+    longp[sizeof longp - 1] = '\0';
+    cr_assert_eq(tg_linear_init(&l, p, longp, &(tg_linear_config){.in = 2, .out = 3, .bias = true}, NULL), -1);
+    tu_assert_has(tg_error(), "weight' is longer than 127 bytes");
+    cr_assert_eq(tg_params_count(p), 0);
+    tg_params_free(p);
+}

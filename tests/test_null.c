@@ -310,3 +310,63 @@ Test(null, viz_dist_threads)
     REFUSES(tg_parallel_for(4, NULL, NULL), "tg_parallel_for");
     REFUSES(tg_parallel_range(4, 1, NULL, NULL), "tg_parallel_range");
 }
+
+Test(null, null_inputs_of_matmul_and_tensor_from)
+{
+    tg_tape *t = tg_tape_new();
+    tg_tensor *a = tg_tensor_zeros(t, 2, (int[]){2, 2});
+    cr_assert_null(tg_matmul(t, NULL, a, NULL, 0));
+    cr_assert_str_eq(tg_tape_error(t), "tg_matmul: input is NULL");
+    tg_tape_reset(t);
+    cr_assert_null(tg_tensor_from(t, NULL, 1, (int[]){2}));
+    cr_assert_str_eq(tg_tape_error(t), "tg_tensor_from: input is NULL");
+    tg_tape_free(t);
+}
+
+/* Every op given a NULL input returns NULL and keeps an earlier message; with
+ * no earlier message it names itself. */
+Test(null, null_inputs_keep_the_first_message)
+{
+    tg_tape *t = tg_tape_new();
+    tg_tensor *x = tg_tensor_zeros(t, 3, (int[]){2, 3, 4});
+    int32_t ids[2] = {0, 0};
+    tg_rng rng;
+    tg_rng_seed(&rng, 1);
+    for (int round = 0; round < 2; round++) {
+        const char *names[] = {"tg_reshape", "tg_permute", "tg_transpose", "tg_split_heads", "tg_merge_heads",
+                               "tg_concat", "tg_concat", "tg_slice", "tg_layernorm", "tg_embedding",
+                               "tg_embedding", "tg_cross_entropy", "tg_cross_entropy", "tg_dropout"};
+        for (int k = 0; k < 14; k++) {
+            tg_tape_clear_error(t);
+            if (round == 0) tg_fail(t, "an earlier error");
+            tg_tensor *r = NULL;
+            switch (k) {
+            case 0: r = tg_reshape(t, NULL, 1, (int[]){-1}); break;
+            case 1: r = tg_permute(t, NULL, (int[]){0}); break;
+            case 2: r = tg_transpose(t, NULL, 0, 1); break;
+            case 3: r = tg_split_heads(t, NULL, 2); break;
+            case 4: r = tg_merge_heads(t, NULL); break;
+            case 5: r = tg_concat(t, (tg_tensor *[]){x, NULL}, 2); break;
+            case 6: r = tg_concat(t, NULL, 2); break;
+            case 7: r = tg_slice(t, NULL, 0, 1); break;
+            case 8: r = tg_layernorm(t, NULL, NULL, NULL, 1e-5); break;
+            case 9: r = tg_embedding(t, NULL, ids, 1, 2); break;
+            case 10: r = tg_embedding(t, x, NULL, 1, 2); break;
+            case 11: r = tg_cross_entropy(t, NULL, ids, TG_IGNORE); break;
+            case 12: r = tg_cross_entropy(t, x, NULL, TG_IGNORE); break;
+            case 13: r = tg_dropout(t, NULL, 0.5, &rng); break;
+            }
+            cr_assert_null(r, "case %d", k);
+            const char *msg = tg_tape_error(t);
+            cr_assert_not_null(msg);
+            if (round == 0)
+                cr_assert_str_eq(msg, "an earlier error");
+            else
+                cr_assert(strstr(msg, names[k]) && strstr(msg, "NULL"), "case %d: %s", k, msg);
+        }
+    }
+    /* no tape: NULL, nothing to report to */
+    cr_assert_null(tg_permute(NULL, x, (int[]){0, 1, 2}));
+    cr_assert_null(tg_dropout(NULL, x, 0.5, &rng));
+    tg_tape_free(t);
+}

@@ -431,3 +431,84 @@ Test(optim, steps_allocate_nothing_and_oom_is_reported)
     }
     tg_params_free(p);
 }
+
+Test(optim, optimizer_null_arguments)
+{
+    cr_assert_eq(tg_optim_check(NULL), -1);
+    cr_assert_str_eq(tg_error(), "tg_optim: options are NULL");
+    cr_assert_eq(tg_schedule_check(NULL), -1);
+    cr_assert_str_eq(tg_error(), "tg_schedule: the schedule is NULL");
+    tg_schedule bad = tg_schedule_constant(0.1, 0);
+    bad.kind = (tg_schedule_kind)9;
+    cr_assert_eq(tg_schedule_check(&bad), -1);
+    cr_assert_str_eq(tg_error(), "tg_schedule: unknown kind 9");
+    tg_safetensors *s = tg_st_new();
+    cr_assert_eq(tg_optim_state_save(NULL, s), -1);
+    cr_assert_str_eq(tg_error(), "tg_optim_state_save: NULL argument");
+    cr_assert_eq(tg_optim_state_load(NULL, s), -1);
+    cr_assert_str_eq(tg_error(), "tg_optim_state_load: NULL argument");
+    cr_assert_eq(tg_optim_step(NULL), -1);
+    cr_assert_str_eq(tg_error(), "tg_optim_step: the optimizer is NULL");
+    cr_assert_eq(tg_optim_set_lr(NULL, 0.1), -1);
+    cr_assert_str_eq(tg_error(), "tg_optim_set_lr: the optimizer is NULL");
+    cr_assert_eq(tg_grad_norm(NULL), -1);
+    cr_assert_str_eq(tg_error(), "tg_grad_norm: the parameter store is NULL");
+    cr_assert_eq(tg_clip_grad_norm(NULL, 1.0), -1);
+    cr_assert_str_eq(tg_error(), "tg_clip_grad_norm: the parameter store is NULL");
+    tg_st_free(s);
+}
+
+/* A store that gained a parameter after the optimizer was made: loading
+ * state is refused with a message, a step with -1, and nothing changes. */
+Test(optim, optimizer_store_changed)
+{
+    tg_params *p = tg_params_new();
+    tg_params_add(p, "w", 1, (int[]){3});
+    tg_optim *a = tg_optim_new(p, &(tg_optim_opts){.kind = TG_ADAM, .lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999,
+                                                   .eps = 1e-8});
+    tg_optim *g = tg_optim_new(p, &(tg_optim_opts){.kind = TG_SGD, .lr = 0.1, .momentum = 0.9});
+    cr_assert(a && g, "%s", tg_error());
+    tg_safetensors *s = tg_st_new();
+    cr_assert_eq(tg_optim_state_save(a, s), 0, "%s", tg_error());
+    cr_assert_eq(tg_optim_state_save(g, s), 0, "%s", tg_error());
+    tg_params_add(p, "b", 1, (int[]){2});
+    cr_assert_eq(tg_optim_state_load(a, s), -1);
+    cr_assert_str_eq(tg_error(), "tg_optim_state_load: the parameter store has 5 values, 3 when tg_optim_new "
+                                 "made the optimizer: make a new one after adding parameters");
+    cr_assert_eq(tg_optim_state_load(g, s), -1);
+    tu_assert_has(tg_error(), "tg_optim_state_load: the parameter store has 5 values");
+    cr_assert_eq(tg_optim_step(a), -1);
+    cr_assert_str_eq(tg_error(), "tg_optim_step: the parameter store has 5 values, 3 when tg_optim_new made the "
+                                 "optimizer: make a new one after adding parameters");
+    cr_assert_eq(tg_optim_step(g), -1);
+    tu_assert_has(tg_error(), "tg_optim_step: the parameter store has 5 values, 3 when tg_optim_new made");
+    cr_assert_eq(tg_optim_steps(a), 0);
+    cr_assert_eq(tg_optim_steps(g), 0);
+    tg_st_free(s);
+    tg_optim_free(g);
+    tg_optim_free(a);
+    tg_params_free(p);
+}
+
+/* "optim.adam.m." + a 505-byte parameter name does not fit a state key (512 bytes). */
+Test(optim, optimizer_state_name_too_long)
+{
+    char name[506];
+    memset(name, 'w', sizeof name - 1);
+    name[sizeof name - 1] = '\0';
+    tg_params *p = tg_params_new();
+    cr_assert_not_null(tg_params_add(p, name, 1, (int[]){2}));
+    tg_optim_opts adam = tg_optim_defaults(TG_ADAM);
+    tg_optim *a = tg_optim_new(p, &adam);
+    tg_safetensors *s = tg_st_new();
+    cr_assert_eq(tg_optim_state_save(a, s), -1);
+    tu_assert_has(tg_error(), "tg_optim_state_save: state name for parameter 'wwww");
+    tu_assert_has(tg_error(), "' is too long");
+    cr_assert_eq(tg_st_set_meta(s, "optim.adam.step", "1"), 0);
+    cr_assert_eq(tg_optim_state_load(a, s), -1);
+    tu_assert_has(tg_error(), "tg_optim_state_load: state name for parameter 'wwww");
+    tu_assert_has(tg_error(), "' is too long");
+    tg_st_free(s);
+    tg_optim_free(a);
+    tg_params_free(p);
+}

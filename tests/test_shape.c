@@ -265,3 +265,22 @@ Test(shape, rejects_bad_arguments)
     assert_fails(t, tg_slice(t, s0, 0, 1), "tg_slice", "[]");
     tg_tape_free(t);
 }
+
+/* Shapes whose products overflow an int are refused before any data is
+ * read, so a one-element heap tensor with a forged shape is enough. */
+Test(shape, shape_overflows)
+{
+    tg_tape *t = tg_tape_new();
+    tg_tensor *h = tg_tensor_alloc(0, NULL);
+    *h = (tg_tensor){.ndim = 4, .shape = {1, 1 << 16, 1, 1 << 16}, .size = (size_t)1 << 32,
+                     .data = h->data, .owns_data = true, .magic = TG_TENSOR_LIVE};
+    cr_assert_null(tg_merge_heads(t, h));
+    tu_assert_has(tg_tape_error(t), "tg_merge_heads: H*dk overflows an int for x [1,65536,1,65536]");
+    tg_tape_reset(t);
+    *h = (tg_tensor){.ndim = 2, .shape = {1, 1 << 30, 1, 1}, .size = (size_t)1 << 30, .data = h->data,
+                     .owns_data = true, .magic = TG_TENSOR_LIVE};
+    cr_assert_null(tg_concat(t, (tg_tensor *[]){h, h}, 2));
+    tu_assert_has(tg_tape_error(t), "tg_concat: the concatenated last dim (2147483648) overflows an int");
+    tg_tensor_free(h);
+    tg_tape_free(t);
+}

@@ -105,3 +105,20 @@ Test(alloc, counts_and_injects_failures)
     tg_free(q);
     tg_free(s);
 }
+
+Test(tensor, params_add_refusals)
+{
+    tg_params *p = tg_params_new();
+    cr_assert_null(tg_params_add(p, "", 1, (int[]){2}));
+    cr_assert_str_eq(tg_error(), "tg_params_add: empty name");
+    cr_assert_null(tg_params_add(p, NULL, 1, (int[]){2}));
+    cr_assert_str_eq(tg_error(), "tg_params_add: the name is NULL");
+    cr_assert_null(tg_params_add(p, "w", 5, (int[]){1, 1, 1, 1, 1}));
+    cr_assert_str_eq(tg_error(), "tg_params_add: 'w' has an invalid shape");
+    cr_assert_null(tg_params_add(p, "w", 1, (int[]){-3}));
+    cr_assert_str_eq(tg_error(), "tg_params_add: 'w' has an invalid shape");
+    tg_error_clear();
+    cr_assert_not_null(tg_params_add(p, "w", 1, (int[]){2}));
+    cr_assert_null(tg_error());  /* a success leaves no message */
+    tg_params_free(p);
+}

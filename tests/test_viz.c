@@ -280,3 +280,40 @@ Test(viz, bar_chart_rejects_bad_arguments)
     cr_assert(strstr(tg_error(), BAD_PATH), "%s", tg_error());
     cr_assert_eq(access(tmp_file("x.png"), F_OK), -1);
 }
+
+Test(viz, png_writers)
+{
+    tg_canvas *c = tg_canvas_new(4, 4, (tg_rgb){0, 0, 0});
+    cr_assert_eq(tg_canvas_save_png(c, NULL), -1);
+    cr_assert_str_eq(tg_error(), "tg_canvas_save_png: the path is NULL");
+    cr_assert_eq(tg_canvas_save_png(NULL, "x.png"), -1);
+    cr_assert_str_eq(tg_error(), "tg_canvas_save_png: the canvas is NULL");
+    cr_assert_eq(tg_canvas_save_png(c, "/dev/full"), -1);  /* every write fails */
+    cr_assert_str_eq(tg_error(), "cannot write PNG '/dev/full': No space left on device");
+    tg_canvas_free(c);
+    /* out of memory for the image, in each writer */
+    char dir[256], path[300];
+    tu_tmpdir(dir, sizeof dir, "tg_png");
+    snprintf(path, sizeof path, "%s/p.png", dir);
+    const double ys[3] = {1, 2, 3};
+    const tg_plot_series s = {.name = "loss", .y = ys, .n = 3};
+    const tg_real w[4] = {0.5, 0.5, 0, 1};
+    for (uint64_t n = 1; n <= 2; n++) {
+        tg_alloc_fail_at(n);
+        cr_assert_eq(tg_plot_lines_png(path, "t", "step", &s, 1), -1);
+        tg_alloc_fail_at(0);
+        tu_assert_has(tg_error(), "tg_plot_lines_png: out of memory");
+        tg_alloc_fail_at(n);
+        cr_assert_eq(tg_plot_bars_png(path, "t", NULL, ys, 3), -1);
+        tg_alloc_fail_at(0);
+        tu_assert_has(tg_error(), "tg_plot_bars_png: out of memory");
+        tg_alloc_fail_at(n);
+        cr_assert_eq(tg_heatmap_png(path, w, 1, 1, 2, 2, NULL, NULL), -1);
+        tg_alloc_fail_at(0);
+        tu_assert_has(tg_error(), "tg_heatmap_png: out of memory for a");
+    }
+    cr_assert_eq(access(path, F_OK), -1, "no file is written when the image could not be made");
+    cr_assert_eq(tg_heatmap_png(path, w, 1, 1, 2, 2, NULL, NULL), 0, "%s", tg_error());
+    unlink(path);
+    rmdir(dir);
+}
