@@ -49,9 +49,9 @@ struct tg_tape {
     int n_nodes, cap_nodes;
     spare *spares;       /* address order; rewound with the arena */
     tg_hblock *headers;  /* the arena tensors' headers (core/engine/headers.h) */
-    uint32_t id, gen;    /* stamped on every arena tensor (core/tensor.h) */
+    uint32_t id, gen;    /* stamped on every arena tensor (core/engine/tensor.h) */
     bool recording, training, anomaly, has_error, backward_done;
-    char error[512];
+    char error[TG_ERROR_MAX];  /* a copy of the failure tg_error() reports */
 };
 
 tg_tape *tg_tape_new(void)

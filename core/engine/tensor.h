@@ -1,14 +1,15 @@
 /* tapegrad: tensors.
  *
- * A tensor is up to 4-D, row-major and always contiguous (no strides). Two
- * owners exist and are never mixed up:
+ * A tensor is up to 4-D, row-major and always contiguous (no strides). Three
+ * owners exist and are never mixed up (docs/DESIGN.md "Tensors and owners"):
  *   - parameters live in a tg_params store (core/engine/params.h); their grad is
  *     allocated with them and persists until tg_params_zero_grad;
  *   - temporaries come from a tape's arena (tg_tensor_new) and die at
  *     tg_tape_reset; their grad is allocated lazily, zeroed, when a backward
  *     first needs it.
- * tg_tensor_alloc / tg_tensor_free make standalone heap tensors (for tests,
- * gradcheck inputs and file I/O).
+ *   - standalone heap tensors come from tg_tensor_alloc and die at
+ *     tg_tensor_free (tests, gradcheck inputs, file I/O); their grad is
+ *     allocated on first need.
  * Every tensor carries a magic word and, from a tape, that tape's id and
  * generation: an op refuses a freed tensor, one from before tg_tape_reset and
  * one of another tape (core/engine/tape.h).
