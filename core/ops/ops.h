@@ -264,14 +264,17 @@ tg_tensor *tg_topk(tg_tape *t, tg_tensor *a, int k, int dim, bool largest, tg_te
  * torch.nn.functional's, reduction TG_MEAN (0, the default), TG_SUM or
  * TG_NONE (one loss per element, or per row for cross-entropy). */
 typedef enum tg_reduction { TG_MEAN, TG_SUM, TG_NONE } tg_reduction;
-/* Start from TG_CE_OPTS_DEFAULT (a zeroed struct would ignore class 0). */
+/* TG_CE_OPTS_DEFAULT is PyTorch's defaults (targets of -100 ignored); a
+ * zeroed struct ignores no target, so a -100 there is an out-of-range error,
+ * never a silently skipped class. */
 typedef struct tg_ce_opts {
     tg_tensor *weight;        /* [C] class weights (no grad flows to them), or NULL */
     double label_smoothing;   /* in [0, 1] */
     tg_reduction reduction;
-    int ignore_index;         /* class targets equal to it count for nothing */
+    int ignore_index;         /* with ignore: class targets equal to it count for nothing */
+    bool ignore;
 } tg_ce_opts;
-#define TG_CE_OPTS_DEFAULT {NULL, 0, TG_MEAN, TG_IGNORE}
+#define TG_CE_OPTS_DEFAULT {NULL, 0, TG_MEAN, TG_IGNORE, true}
 /* logits [..., C] (the class dim is the last; PyTorch's is dim 1), with class
  * targets [rows] (int32) or probabilities of logits' shape (with a grad):
  * exactly one of the two. opts NULL: the defaults. The mean divides by the
