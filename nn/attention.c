@@ -5,9 +5,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../core/kernels/blas.h"
-#include "../core/kernels/threads.h"
-#include "../core/ops/internal.h"
 
 static const char *const proj_names[3] = {"q_proj", "k_proj", "v_proj"};
 
@@ -124,26 +121,6 @@ static tg_sdpa_opts sdpa_opts(const tg_mha *m, const tg_mask *mask, tg_rng *rng)
     return (tg_sdpa_opts){.mask = mask, .scale = 0, .dropout = m->cfg.dropout, .rng = rng};
 }
 
-/* Columns [col, col + w) of every row of src [B, L, C] -> columns [at, at + w)
- * of the keys (keys) or the values of positions 0..L-1 in a cache laid out
- * as tg_mha_step's; false when src is NULL. */
-static bool cache_put(tg_tensor *cache, const tg_tensor *src, int col, int at, int w, bool keys)
-{
-    if (!src) return false;
-    int B = src->shape[0], L = src->shape[1], C = src->shape[2], cap = cache->shape[1], E = cache->shape[2] / 2;
-    for (int b = 0; b < B; b++) {
-        tg_real *kt = cache->data + (size_t)b * cap * 2 * E, *v = kt + (size_t)E * cap;
-        for (int i = 0; i < L; i++) {
-            const tg_real *x = src->data + ((size_t)b * L + i) * C + col;
-            if (keys)
-                for (int c = 0; c < w; c++) kt[(size_t)(at + c) * cap + i] = x[c];
-            else
-                memcpy(v + (size_t)i * E + at, x, (size_t)w * sizeof *x);
-        }
-    }
-    return true;
-}
-
 /* Fused: packed projections, then one tg_sdpa_heads reading the heads in
  * place from their column blocks -> [B, Lq, E] (no slice/split/merge copies).
  * cache: NULL, or (self-attention) receives | k | v | of every position. */
@@ -155,10 +132,9 @@ static tg_tensor *fused_heads(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_ten
     tg_sdpa_layout lay = {.n_heads = H, .dk = dh, .dv = dh};
     if (xq == xkv) {  /* self-attention: one GEMM, qkv [B, L, 3E] = | q | k | v | */
         tg_tensor *qkv = tg_matmul(t, xq, m->in_proj_weight, m->in_proj_bias, TG_TRANS_B);
-        if (cache && !(cache_put(cache, qkv, E, 0, E, true) && cache_put(cache, qkv, 2 * E, 0, E, false)))
-            return NULL;
         lay.k_col = E;
         lay.v_col = 2 * E;
+        if (cache && (!qkv || tg_kv_write(t, cache, qkv, &lay, NULL))) return NULL;
         return tg_sdpa_heads(t, qkv, qkv, &lay, &o, weights);
     }
     /* cross: Q rows on xq -> [B, Lq, E], K/V rows on xkv -> [B, Lk, 2E] = | k | v | */
@@ -176,15 +152,14 @@ static tg_tensor *per_head(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor
                            const tg_mask *mask, tg_rng *rng, tg_tensor *cache, tg_tensor **weights)
 {
     int H = m->cfg.n_heads, dh = m->cfg.d_head, B = xq->shape[0], Lq = xq->shape[1], Lk = xkv->shape[1];
-    tg_tensor *outs[TG_MHA_MAX_HEADS], *ws[TG_MHA_MAX_HEADS];
+    tg_tensor *outs[TG_MHA_MAX_HEADS], *ws[TG_MHA_MAX_HEADS], *kv[2 * TG_MHA_MAX_HEADS];
     tg_sdpa_opts o = sdpa_opts(m, mask, rng);
     for (int h = 0; h < H; h++) {
         const tg_mha_head *hd = &m->heads[h];
         tg_tensor *q = tg_matmul(t, xq, hd->wq, hd->bq, TG_TRANS_B);
         tg_tensor *k = tg_matmul(t, xkv, hd->wk, hd->bk, TG_TRANS_B);
         tg_tensor *v = tg_matmul(t, xkv, hd->wv, hd->bv, TG_TRANS_B);
-        if (cache && !(cache_put(cache, k, 0, h * dh, dh, true) && cache_put(cache, v, 0, h * dh, dh, false)))
-            return NULL;
+        kv[h] = k, kv[H + h] = v;
         q = tg_reshape(t, q, 4, (int[]){B, 1, Lq, dh});
         k = tg_reshape(t, k, 4, (int[]){B, 1, Lk, dh});
         v = tg_reshape(t, v, 4, (int[]){B, 1, Lk, dh});
@@ -193,6 +168,11 @@ static tg_tensor *per_head(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor
         outs[h] = tg_reshape(t, a, 3, (int[]){B, Lq, dh});
         if (weights) ws[h] = tg_reshape(t, w, 2, (int[]){B, Lq * Lk});
         if (!outs[h]) return NULL;
+    }
+    if (cache) {  /* | k heads | v heads | [B, L, 2E] into the cache */
+        tg_sdpa_layout lay = {.n_heads = H, .dk = dh, .dv = dh, .v_col = H * dh};
+        tg_tensor *kvs = tg_concat(t, kv, 2 * H);
+        if (!kvs || tg_kv_write(t, cache, kvs, &lay, NULL)) return NULL;
     }
     if (weights) {  /* H x [B, Lq*Lk] -> [B, H*Lq*Lk] = [B, H, Lq, Lk] */
         *weights = tg_reshape(t, tg_concat(t, ws, H), 4, (int[]){B, H, Lq, Lk});
@@ -429,32 +409,10 @@ static tg_tensor *project_qkv(tg_tape *t, const tg_mha *m, tg_tensor *x)
     return tg_concat(t, parts, 3 * H);
 }
 
-/* One step's attention, rows [b0, b1): scores = scale q K^T read in place
- * from the transposed keys, softmax, times V: the products and softmax of
- * tg_sdpa_heads for one query row, so the same bits. */
-typedef struct step_attn {
-    const tg_real *qkv, *cache;   /* [B, 1, 3E], [B, cap, 2E] */
-    const int32_t *pos;
-    tg_real *S, *out;             /* [B, cap] scratch, [B, 1, E] */
-    int H, dh, cap;
-    tg_real scale;
-} step_attn;
-
-static void step_rows(void *ctx, int b0, int b1)
+tg_sdpa_layout tg_mha_kv_layout(const tg_mha *m)
 {
-    const step_attn *a = ctx;
-    int E = a->H * a->dh, cap = a->cap;
-    for (int b = b0; b < b1; b++) {
-        int n = a->pos[b] + 1;
-        const tg_real *kt = a->cache + (size_t)b * cap * 2 * E, *v = kt + (size_t)E * cap;
-        tg_real *S = a->S + (size_t)b * cap;
-        for (int h = 0; h < a->H; h++) {
-            const tg_real *q = a->qkv + (size_t)b * 3 * E + h * a->dh;
-            tg_gemm_ld(false, false, 1, n, a->dh, a->scale, q, 3 * E, kt + (size_t)h * a->dh * cap, cap, 0, S, n);
-            tg_softmax_block(S, S, 1, n, 1, NULL, NULL, 0, NULL);
-            tg_gemm_ld(false, false, 1, a->dh, n, 1, S, n, v + h * a->dh, E, 0, a->out + (size_t)b * E + h * a->dh, E);
-        }
-    }
+    int H = m->cfg.n_heads, dh = m->cfg.d_head;
+    return (tg_sdpa_layout){.n_heads = H, .dk = dh, .dv = dh, .q_col = 0, .k_col = H * dh, .v_col = 2 * H * dh};
 }
 
 tg_tensor *tg_mha_step(tg_tape *t, const tg_mha *m, tg_tensor *x, tg_tensor *cache, const int32_t *pos,
@@ -462,35 +420,15 @@ tg_tensor *tg_mha_step(tg_tape *t, const tg_mha *m, tg_tensor *x, tg_tensor *cac
 {
     if (!tg_nn_check_forward("tg_mha_step", t, m, m && m->out_proj.weight)) return NULL;
     if (!x || !cache || !pos) return tg_fail_null(t, "tg_mha_step");
-    int H = m->cfg.n_heads, dh = m->cfg.d_head, E = H * dh, B = x->shape[0];
-    char sx[TG_SHAPE_STR], sc[TG_SHAPE_STR];
+    char sx[TG_SHAPE_STR];
     if (tg_tape_recording(t))
         return tg_fail(t, "tg_mha_step '%s': decoding only: the tape must not record", m->name);
-    if (x->ndim != 3 || x->shape[1] != 1 || x->shape[2] != m->cfg.d_model || cache->ndim != 3 ||
-        cache->shape[0] != B || cache->shape[2] != 2 * E)
-        return tg_fail(t, "tg_mha_step '%s': need x [B, 1, %d] and cache [B, cap, %d], got x %s, cache %s",
-                       m->name, m->cfg.d_model, 2 * E, tg_shape_str(x, sx), tg_shape_str(cache, sc));
-    if (!tg_inputs_check(t, "tg_mha_step", (tg_tensor *const[]){cache}, 1, 1)) return NULL;
-    int cap = cache->shape[1];
-    for (int b = 0; b < B; b++)
-        if (pos[b] < 0 || pos[b] >= cap)
-            return tg_fail(t, "tg_mha_step '%s': pos[%d] = %d is outside the cache [0, %d)", m->name, b,
-                           (int)pos[b], cap);
-    tg_tensor *qkv = project_qkv(t, m, x), *o = tg_new(t, "tg_mha_step", 3, (int[]){B, 1, E});
-    tg_real *S = tg_arena_alloc(t, (size_t)B * cap * sizeof *S, "tg_mha_step scores");
-    if (!qkv || !o || !S) return NULL;
-    for (int b = 0; b < B; b++) { /* the new position's key (a column) and value (a row) */
-        tg_real *kt = cache->data + (size_t)b * cap * 2 * E, *v = kt + (size_t)E * cap;
-        const tg_real *k = qkv->data + (size_t)b * 3 * E + E;
-        for (int c = 0; c < E; c++) kt[(size_t)c * cap + pos[b]] = k[c];
-        memcpy(v + (size_t)pos[b] * E, k + E, (size_t)E * sizeof *k);
-    }
-    step_attn sa = {.qkv = qkv->data, .cache = cache->data, .pos = pos, .S = S, .out = o->data, .H = H, .dh = dh,
-                    .cap = cap, .scale = (tg_real)(1 / sqrt((double)dh))};
-    double work = 0;  /* multiply-adds; below ~64K waking the pool costs more than it saves */
-    for (int b = 0; b < B; b++) work += (double)(pos[b] + 1) * 2 * E;
-    if (B > 1 && work >= 65536) tg_parallel_for(B, step_rows, &sa);
-    else step_rows(&sa, 0, B);
-    tg_tensor *a = apply_head_mask(t, m, o, head_mask);
-    return tg_linear_forward(t, &m->out_proj, a);
+    if (x->ndim != 3 || x->shape[1] != 1 || x->shape[2] != m->cfg.d_model)
+        return tg_fail(t, "tg_mha_step '%s': need x [B, 1, %d], got %s", m->name, m->cfg.d_model,
+                       tg_shape_str(x, sx));
+    tg_sdpa_layout lay = tg_mha_kv_layout(m);
+    tg_tensor *qkv = project_qkv(t, m, x);
+    if (!qkv || tg_kv_write(t, cache, qkv, &lay, pos)) return NULL;
+    tg_tensor *o = tg_sdpa_step(t, qkv, cache, &lay, pos, NULL);
+    return tg_linear_forward(t, &m->out_proj, apply_head_mask(t, m, o, head_mask));
 }

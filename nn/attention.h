@@ -48,7 +48,6 @@
 #include "linear.h"
 #include "../core/engine/params.h"
 #include "../core/io/io.h"
-#include "../core/ops/mask.h"
 #include "../core/ops/ops.h"
 
 #ifdef __cplusplus
@@ -93,8 +92,8 @@ typedef struct tg_mha_opts {
     const uint8_t *head_mask;   /* [n_heads]: 0 = head silenced */
     tg_rng *rng;                /* needed for dropout while training */
     tg_tensor *cache;           /* self-attention: [B, cap, 2E], cap >= L, receives the key
-                                   and value of every position, laid out as tg_mha_step
-                                   reads them (a prefill; no gradient flows through it) */
+                                   and value of every position (tg_kv_write with
+                                   tg_mha_kv_layout: a prefill; no gradient flows through it) */
 } tg_mha_opts;
 
 /* xq [B, Lq, D], xkv [B, Lk, D] (pass xq again for self-attention) -> [B, Lq, D].
@@ -104,17 +103,18 @@ typedef struct tg_mha_opts {
 tg_tensor *tg_mha_forward(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor *xkv, const tg_mha_opts *o,
                           tg_tensor **weights);
 
+/* The layout of this layer's key/value cache for the core ops tg_kv_write,
+ * tg_sdpa_step and tg_kv_copy (core/ops/decode.h, which owns the cache's
+ * layout): a cache is [B, cap, Hkv*(dk + dv)]; q_col, k_col and v_col are
+ * where the packed | q | k | v | projection of one position holds them. */
+tg_sdpa_layout tg_mha_kv_layout(const tg_mha *m);
+
 /* One decoding step of causal self-attention with a key/value cache, for
  * inference (the tape must not record). x [B, 1, D] holds each row's newest
- * position. cache [B, cap, 2E]: row b's cap * 2E values are its keys
- * transposed, [E, cap] (key dimension c of position j at c * cap + j; head
- * h's dimensions are rows h*d_head..), then its values [cap, E] (head h's in
- * columns h*d_head..), so a step's scores q K^T and its P V are products
- * read in place. Row b's new key and value are written at position pos[b]
- * (in [0, cap)), then its query attends to positions 0..pos[b]: the last row
- * of tg_mha_forward under a causal mask, at O(pos) cost, with the products
- * and softmax of its attention (the same bits with tapegrad's GEMMs).
- * -> [B, 1, D] */
+ * position. Row b's new key and value go to position pos[b] of cache row b
+ * (tg_kv_write), then its query attends to positions 0..pos[b]
+ * (tg_sdpa_step): the last row of tg_mha_forward under a causal mask, at
+ * O(pos) cost, with the same bits with tapegrad's GEMMs. -> [B, 1, D] */
 tg_tensor *tg_mha_step(tg_tape *t, const tg_mha *m, tg_tensor *x, tg_tensor *cache, const int32_t *pos,
                        const uint8_t *head_mask);
 

@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "../core/engine/alloc.h"
-#include "../core/ops/internal.h"
 
 static int check_config(const tg_model_config *c)
 {
@@ -164,8 +163,9 @@ int tg_kv_cache_init(tg_kv_cache *c, const tg_model *m, int B)
     if (!m || !m->head.weight) return tg_error_set("tg_kv_cache_init: the model is %s", m ? "not initialised" : "NULL");
     if (B < 1) return tg_error_set("tg_kv_cache_init: B = %d must be >= 1", B);
     memset(c, 0, sizeof *c);
-    int L = m->cfg.n_layers, E2 = 2 * m->cfg.n_heads * m->cfg.d_head;
-    c->B = B, c->cap = m->cfg.max_len, c->n_layers = L;
+    tg_sdpa_layout lay = tg_mha_kv_layout(&m->blocks[0].attn);
+    int L = m->cfg.n_layers, E2 = (lay.n_kv_heads ? lay.n_kv_heads : lay.n_heads) * (lay.dk + lay.dv);
+    c->B = B, c->cap = m->cfg.max_len, c->n_layers = L, c->lay = lay;
     c->kv = tg_calloc((size_t)L, sizeof *c->kv);
     for (int l = 0; c->kv && l < L; l++)
         if (!(c->kv[l] = tg_tensor_alloc(3, (int[]){B, c->cap, E2}))) break;
@@ -189,12 +189,7 @@ int tg_kv_cache_move(tg_kv_cache *c, int to, int from, int n)
                             "in [0, %d]", from, to, n, c->B, c->cap);
     if (to == from) return 0;
     for (int l = 0; l < c->n_layers; l++) {
-        int E = c->kv[l]->shape[2] / 2;
-        size_t row = (size_t)c->cap * 2 * E;
-        tg_real *dst = c->kv[l]->data + to * row, *src = c->kv[l]->data + from * row;
-        for (int e = 0; e < E; e++) /* keys [E, cap], then values [cap, E] */
-            memcpy(dst + (size_t)e * c->cap, src + (size_t)e * c->cap, (size_t)n * sizeof *src);
-        memcpy(dst + (size_t)E * c->cap, src + (size_t)E * c->cap, (size_t)n * E * sizeof *src);
+        if (tg_kv_copy(c->kv[l], &c->lay, to, from, n)) return -1;
     }
     return 0;
 }

@@ -7,8 +7,7 @@
 #include <string.h>
 
 #include <tapegrad/nn/nn.h>
-#include "../core/kernels/gemm.h"
-#include "test_util.h"
+#include "ops_util.h"
 
 enum { KV = 12, KT = 16, KB = 3 };
 
@@ -60,20 +59,9 @@ static tg_real *full_logits(kv_fixture *f, const uint8_t *hm)
     return want;
 }
 
-/* Whether products give the same bits whatever their row count: tapegrad's
- * own GEMMs (the float build on x86-64), not OpenBLAS's. */
-static bool same_bits(void)
-{
-#ifdef TAPEGRAD_DOUBLE
-    return false;
-#else
-    return tg_gemm_get_kernel() != TG_GEMM_BLAS;
-#endif
-}
-
 /* One step, row b reading f->ids[b, pos[b]]; with want (a whole pass's
  * logits), the step's logits must be its logits at those positions (the
- * same bits where same_bits()). */
+ * same bits where tu_same_bits()). */
 static void step_rows(kv_fixture *f, tg_kv_cache *c, const int32_t *pos, const uint8_t *hm, const tg_real *want)
 {
     int32_t in[KB];
@@ -84,7 +72,7 @@ static void step_rows(kv_fixture *f, tg_kv_cache *c, const int32_t *pos, const u
     cr_assert(lg->ndim == 3 && lg->shape[0] == KB && lg->shape[1] == 1 && lg->shape[2] == KV);
     for (int b = 0; want && b < KB; b++) {
         const tg_real *w = want + ((size_t)b * KT + pos[b]) * KV;
-        if (same_bits()) cr_assert_eq(memcmp(lg->data + b * KV, w, KV * sizeof *w), 0, "row %d at %d", b, pos[b]);
+        if (tu_same_bits()) cr_assert_eq(memcmp(lg->data + b * KV, w, KV * sizeof *w), 0, "row %d at %d", b, pos[b]);
         for (int v = 0; v < KV; v++) tu_close(lg->data[b * KV + v], w[v], TU_TOL);
     }
 }
@@ -178,7 +166,7 @@ Test(kv_cache, kv_cache_decoding_with_head_mask) { check_kv_cache(TG_MHA_FUSED, 
 
 /* Past the GEMM's K blocks (384) and the forward's row blocks: 800 positions
  * stepped one at a time give the whole pass's logits, the same bits where
- * same_bits(). */
+ * tu_same_bits(). */
 Test(kv_cache, kv_cache_long_sequence_equals_full_pass)
 {
     enum { N = 800 };
@@ -204,7 +192,7 @@ Test(kv_cache, kv_cache_long_sequence_equals_full_pass)
         tg_tensor *lg = tg_model_step(t, &m, &c, &ids[pos], &pos, 1, NULL);
         cr_assert_not_null(lg, "%s", tg_tape_error(t));
         const tg_real *w = want + (size_t)pos * KV;
-        if (same_bits()) cr_assert_eq(memcmp(lg->data, w, KV * sizeof *w), 0, "position %d", pos);
+        if (tu_same_bits()) cr_assert_eq(memcmp(lg->data, w, KV * sizeof *w), 0, "position %d", pos);
         for (int v = 0; v < KV; v++) tu_close(lg->data[v], w[v], TU_TOL);
     }
     free(want);
@@ -256,7 +244,7 @@ static void check_prefill(tg_mha_mode mode, const uint8_t *hm)
             const tg_real *a = pre.kv[l]->data + (size_t)b * KT * 2 * E, *s = stepped.kv[l]->data + (size_t)b * KT * 2 * E;
             for (int e = 0; e <= E; e++) {
                 size_t at = (size_t)e * KT, n = e < E ? (size_t)lens[b] : (size_t)lens[b] * E;
-                if (same_bits()) cr_assert_eq(memcmp(a + at, s + at, n * sizeof *a), 0, "layer %d row %d", l, b);
+                if (tu_same_bits()) cr_assert_eq(memcmp(a + at, s + at, n * sizeof *a), 0, "layer %d row %d", l, b);
                 for (size_t j = 0; j < n; j++) tu_close(a[at + j], s[at + j], TU_TOL);
             }
         }

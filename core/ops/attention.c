@@ -59,10 +59,12 @@ typedef struct sdpa_dims {
 } sdpa_dims;
 
 /* The [L, d] plane of (b, h) in its tensor: element (i, c) at
- * off + b*sb + h*sh + i*ld + c; `in` is the node input that holds it. */
+ * off + b*sb + (h / group)*sh + i*ld + c; `in` is the node input that holds
+ * it. group > 1: grouped-query attention's keys and values, one plane shared
+ * by `group` query heads. */
 typedef struct sdpa_lay {
     size_t off, sb, sh;
-    int ld, in;
+    int ld, in, group;
 } sdpa_lay;
 
 /* Everything both passes need besides the tensors. */
@@ -78,7 +80,7 @@ typedef struct sdpa_plan {
 
 static inline size_t lay_at(const sdpa_lay *l, int b, int h)
 {
-    return l->off + (size_t)b * l->sb + (size_t)h * l->sh;
+    return l->off + (size_t)b * l->sb + (size_t)(h / l->group) * l->sh;
 }
 
 /* C [M,N] = alpha op(A) op(B) + beta C with leading dimensions, beta 0 or 1;
@@ -463,9 +465,12 @@ static bool sdpa_check(tg_tape *t, const tg_tensor *q, const tg_tensor *k, const
         tg_fail(t, "tg_sdpa: q, k and v must be 4-D [B,H,L,d]: %s", what);
         return false;
     }
-    if (k->shape[0] != q->shape[0] || v->shape[0] != q->shape[0] || k->shape[1] != q->shape[1] ||
-        v->shape[1] != q->shape[1]) {
-        tg_fail(t, "tg_sdpa: batch or head dims differ: %s", what);
+    if (k->shape[0] != q->shape[0] || v->shape[0] != q->shape[0] || v->shape[1] != k->shape[1]) {
+        tg_fail(t, "tg_sdpa: batch dims, or k's and v's head dims, differ: %s", what);
+        return false;
+    }
+    if (k->shape[1] != q->shape[1] && (k->shape[1] < 1 || q->shape[1] % k->shape[1])) {
+        tg_fail(t, "tg_sdpa: k's and v's heads must divide q's (grouped-query attention): %s", what);
         return false;
     }
     if (k->shape[3] != q->shape[3]) {
@@ -481,10 +486,11 @@ static bool sdpa_check(tg_tape *t, const tg_tensor *q, const tg_tensor *k, const
     return tg_mask_check(t, o->mask, d->B, d->Lq, d->Lk, "tg_sdpa", what);
 }
 
-/* [B, H, L, w] contiguous, held by node input `in`. */
-static sdpa_lay lay_contig(const sdpa_dims *d, int L, int w, int in)
+/* [B, H / group, L, w] contiguous, held by node input `in`. */
+static sdpa_lay lay_contig(const sdpa_dims *d, int L, int w, int in, int group)
 {
-    return (sdpa_lay){.off = 0, .sb = (size_t)d->H * L * w, .sh = (size_t)L * w, .ld = w, .in = in};
+    return (sdpa_lay){.off = 0, .sb = (size_t)d->H / group * L * w, .sh = (size_t)L * w, .ld = w, .in = in,
+                      .group = group};
 }
 
 tg_tensor *tg_sdpa(tg_tape *t, tg_tensor *q, tg_tensor *k, tg_tensor *v,
@@ -499,10 +505,11 @@ tg_tensor *tg_sdpa(tg_tape *t, tg_tensor *q, tg_tensor *k, tg_tensor *v,
     if (!sdpa_check(t, q, k, v, o, &p.d)) return NULL;
     const sdpa_dims *d = &p.d;
     p.scale = o->scale > 0 ? o->scale : d->dk > 0 ? 1 / sqrt((double)d->dk) : 1;
-    p.q = lay_contig(d, d->Lq, d->dk, 0);
-    p.k = lay_contig(d, d->Lk, d->dk, 1);
-    p.v = lay_contig(d, d->Lk, d->dv, 2);
-    p.o = lay_contig(d, d->Lq, d->dv, -1);
+    int group = k->shape[1] ? d->H / k->shape[1] : 1;
+    p.q = lay_contig(d, d->Lq, d->dk, 0, 1);
+    p.k = lay_contig(d, d->Lk, d->dk, 1, group);
+    p.v = lay_contig(d, d->Lk, d->dv, 2, group);
+    p.o = lay_contig(d, d->Lq, d->dv, -1, 1);
     tg_tensor *out = tg_new(t, "tg_sdpa", 4, (int[]){d->B, d->H, d->Lq, d->dv});
     if (!out) return NULL;
     return sdpa_run(t, &sdpa_op, &p, in, 3, out, o, weights);
@@ -523,10 +530,10 @@ static bool cols_check(tg_tape *t, const char *name, int col, int H, int w, int 
 static bool heads_check(tg_tape *t, const tg_tensor *xq, const tg_tensor *xkv, const tg_sdpa_layout *l,
                         const tg_sdpa_opts *o, sdpa_dims *d)
 {
-    char sq[TG_SHAPE_STR], sk[TG_SHAPE_STR], what[2 * TG_SHAPE_STR + 128];
-    snprintf(what, sizeof what, "xq %s xkv %s (n_heads %d, dk %d, dv %d, q_col %d, k_col %d, v_col %d)",
-             tg_shape_str(xq, sq), tg_shape_str(xkv, sk), l->n_heads, l->dk, l->dv, l->q_col, l->k_col,
-             l->v_col);
+    char sq[TG_SHAPE_STR], sk[TG_SHAPE_STR], what[2 * TG_SHAPE_STR + 160];
+    snprintf(what, sizeof what, "xq %s xkv %s (n_heads %d, n_kv_heads %d, dk %d, dv %d, q_col %d, k_col %d, "
+             "v_col %d)", tg_shape_str(xq, sq), tg_shape_str(xkv, sk), l->n_heads, l->n_kv_heads, l->dk, l->dv,
+             l->q_col, l->k_col, l->v_col);
     if (xq->ndim != 3 || xkv->ndim != 3) {
         tg_fail(t, "tg_sdpa_heads: xq and xkv must be 3-D [B,L,C]: %s", what);
         return false;
@@ -539,23 +546,30 @@ static bool heads_check(tg_tape *t, const tg_tensor *xq, const tg_tensor *xkv, c
         tg_fail(t, "tg_sdpa_heads: n_heads, dk and dv must be >= 1: %s", what);
         return false;
     }
+    if (l->n_kv_heads < 0 || (l->n_kv_heads && l->n_heads % l->n_kv_heads)) {
+        tg_fail(t, "tg_sdpa_heads: n_kv_heads must divide n_heads (0: n_heads): %s", what);
+        return false;
+    }
+    int hkv = l->n_kv_heads ? l->n_kv_heads : l->n_heads;
     if ((long long)l->n_heads * l->dv > INT_MAX) {
         tg_fail(t, "tg_sdpa_heads: n_heads*dv overflows an int: %s", what);
         return false;
     }
     if (!cols_check(t, "q", l->q_col, l->n_heads, l->dk, xq->shape[2], what) ||
-        !cols_check(t, "k", l->k_col, l->n_heads, l->dk, xkv->shape[2], what) ||
-        !cols_check(t, "v", l->v_col, l->n_heads, l->dv, xkv->shape[2], what))
+        !cols_check(t, "k", l->k_col, hkv, l->dk, xkv->shape[2], what) ||
+        !cols_check(t, "v", l->v_col, hkv, l->dv, xkv->shape[2], what))
         return false;
     if (!opts_check(t, "tg_sdpa_heads", o, what)) return false;
     *d = (sdpa_dims){xq->shape[0], l->n_heads, xq->shape[1], xkv->shape[1], l->dk, l->dv};
     return tg_mask_check(t, o->mask, d->B, d->Lq, d->Lk, "tg_sdpa_heads", what);
 }
 
-/* Head blocks of width w from column col of [B, L, C], held by node input `in`. */
-static sdpa_lay lay_packed(int L, int C, int col, int w, int in)
+/* Head blocks of width w from column col of [B, L, C], held by node input
+ * `in`, each shared by `group` query heads. */
+static sdpa_lay lay_packed(int L, int C, int col, int w, int in, int group)
 {
-    return (sdpa_lay){.off = (size_t)col, .sb = (size_t)L * C, .sh = (size_t)w, .ld = C, .in = in};
+    return (sdpa_lay){.off = (size_t)col, .sb = (size_t)L * C, .sh = (size_t)w, .ld = C, .in = in,
+                      .group = group};
 }
 
 tg_tensor *tg_sdpa_heads(tg_tape *t, tg_tensor *xq, tg_tensor *xkv, const tg_sdpa_layout *lay,
@@ -572,10 +586,11 @@ tg_tensor *tg_sdpa_heads(tg_tape *t, tg_tensor *xq, tg_tensor *xkv, const tg_sdp
     const sdpa_dims *d = &p.d;
     int Cq = xq->shape[2], Ckv = xkv->shape[2], E = d->H * d->dv;
     p.scale = o->scale > 0 ? o->scale : 1 / sqrt((double)d->dk);
-    p.q = lay_packed(d->Lq, Cq, lay->q_col, d->dk, 0);
-    p.k = lay_packed(d->Lk, Ckv, lay->k_col, d->dk, 1);
-    p.v = lay_packed(d->Lk, Ckv, lay->v_col, d->dv, 1);
-    p.o = lay_packed(d->Lq, E, 0, d->dv, -1);
+    int group = d->H / (lay->n_kv_heads ? lay->n_kv_heads : d->H);
+    p.q = lay_packed(d->Lq, Cq, lay->q_col, d->dk, 0, 1);
+    p.k = lay_packed(d->Lk, Ckv, lay->k_col, d->dk, 1, group);
+    p.v = lay_packed(d->Lk, Ckv, lay->v_col, d->dv, 1, group);
+    p.o = lay_packed(d->Lq, E, 0, d->dv, -1, 1);
     tg_tensor *out = tg_new(t, "tg_sdpa_heads", 3, (int[]){d->B, d->Lq, E});
     if (!out) return NULL;
     return sdpa_run(t, &sdpa_heads_op, &p, in, 2, out, o, weights);

@@ -17,15 +17,6 @@
 bool tg_mask_check(tg_tape *t, const tg_mask *m, int B, int Lq, int Lk, const char *op,
                    const char *shapes);
 
-/* core/ops/elementwise.c: a + b written over a's memory (b broadcasts to
- * a's shape; the bits of tg_add): the result shares a's data, and a holds
- * the sum afterwards. Only for a temporary whose values nothing reads again:
- * no op has read it yet, and the op that made it never reads its output in
- * backward (matmul, embedding, dropout, add do not; exp, tanh, softmax do).
- * The transformer block's residual adds write over the branch's output,
- * which saves one [B, T, D] buffer per add. */
-tg_tensor *tg_add_inplace(tg_tape *t, tg_tensor *a, tg_tensor *b);
-
 /* core/ops/softmax.c: softmax of `rows` rows of n entries,
  * y = softmax(x * scale + add) where vis allows (masked: exactly 0; a row
  * with nothing visible: all 0); x may equal y; vis is [rows, n] or NULL, add
