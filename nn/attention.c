@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <string.h>
 
-
 static const char *const proj_names[3] = {"q_proj", "k_proj", "v_proj"};
 
 static int check_config(const tg_mha_config *c, const char *name)
@@ -15,49 +14,79 @@ static int check_config(const tg_mha_config *c, const char *name)
     else if (c->d_model <= 0) why = "d_model must be > 0";
     else if (c->d_head < 0) why = "d_head must be >= 0 (0: d_model / n_heads)";
     else if (c->d_head == 0 && c->d_model % c->n_heads) why = "d_model must divide by n_heads when d_head is 0";
+    else if (c->n_kv_heads < 0 || (c->n_kv_heads && c->n_heads % c->n_kv_heads))
+        why = "n_kv_heads must divide n_heads (0: n_heads)";
     else if (!(c->dropout >= 0 && c->dropout < 1)) why = "dropout must be in [0, 1)";
     else if (c->mode != TG_MHA_FUSED && c->mode != TG_MHA_PER_HEAD) why = "mode must be TG_MHA_FUSED or TG_MHA_PER_HEAD";
     if (!why) return 0;
-    return tg_error_set("tg_mha '%s': %s (n_heads %d, d_model %d, d_head %d, dropout %g)", name, why,
-                        c->n_heads, c->d_model, c->d_head, c->dropout);
+    return tg_error_set("tg_mha '%s': %s (n_heads %d, n_kv_heads %d, d_model %d, d_head %d, dropout %g)", name,
+                        why, c->n_heads, c->n_kv_heads, c->d_model, c->d_head, c->dropout);
 }
 
-/* The [d_head, D] block of projection s (0 q, 1 k, 2 v) of head h, or its
- * [d_head] bias (NULL without biases), in either storage mode. */
+/* Heads of projection s (0 q, 1 k, 2 v): n_heads or n_kv_heads. */
+static int heads_of(const tg_mha_config *c, int s)
+{
+    return s ? c->n_kv_heads : c->n_heads;
+}
+
+/* The [d_head, D] block of projection s (0 q, 1 k, 2 v) of head h (a key/value
+ * head for s > 0), or its [d_head] bias (NULL without biases), in either
+ * storage mode. Packed rows: n_heads query heads, then n_kv_heads key heads,
+ * then n_kv_heads value heads. */
 static tg_real *proj_block(const tg_mha *m, int s, int h, bool bias)
 {
     const tg_mha_config *c = &m->cfg;
-    if (c->mode == TG_MHA_PER_HEAD) {
-        const tg_mha_head *hd = &m->heads[h];
+    if (c->mode == TG_MHA_PER_HEAD) {  /* key/value head h is held by its group's first query head */
+        const tg_mha_head *hd = &m->heads[s ? h * (c->n_heads / c->n_kv_heads) : h];
         tg_tensor *x = bias ? (s == 0 ? hd->bq : s == 1 ? hd->bk : hd->bv)
                             : (s == 0 ? hd->wq : s == 1 ? hd->wk : hd->wv);
         return x ? x->data : NULL;
     }
-    size_t row = (size_t)s * c->n_heads * c->d_head + (size_t)h * c->d_head;
+    size_t row = ((size_t)(s == 0 ? 0 : s == 1 ? c->n_heads : c->n_heads + c->n_kv_heads) + (size_t)h) * c->d_head;
     if (bias) return m->in_proj_bias ? m->in_proj_bias->data + row : NULL;
     return m->in_proj_weight->data + row * c->d_model;
 }
 
+/* "<prefix>.<kind>.<h>.<q|k|v>_proj.{weight,bias}" of projection s into *w, *b. */
+static int add_head(tg_params *p, const char *prefix, const char *kind, int h, int s, const tg_mha_config *c,
+                    tg_tensor **w, tg_tensor **b)
+{
+    char sub[TG_NN_NAME_MAX], proj[48];
+    snprintf(proj, sizeof proj, "%s.%d.%s", kind, h, proj_names[s]);
+    if (tg_nn_name(sub, prefix, proj)) return -1;
+    if (!(*w = tg_nn_param(p, sub, "weight", 2, (int[]){c->d_head, c->d_model}))) return -1;
+    if (c->bias && !(*b = tg_nn_param(p, sub, "bias", 1, (int[]){c->d_head}))) return -1;
+    return 0;
+}
+
+/* Per-head mode: "heads.<h>.{q,k,v}_proj" (n_kv_heads = n_heads), or
+ * "heads.<h>.q_proj" and "kv_heads.<g>.{k,v}_proj", key/value head g's
+ * tensors shared by the heads of its group. */
 static int add_params(tg_mha *m, tg_params *p, const char *prefix)
 {
     const tg_mha_config *c = &m->cfg;
-    int E = c->n_heads * c->d_head, D = c->d_model, dh = c->d_head;
+    int R = (c->n_heads + 2 * c->n_kv_heads) * c->d_head, group = c->n_heads / c->n_kv_heads;
     if (c->mode == TG_MHA_FUSED) {
-        m->in_proj_weight = tg_nn_param(p, prefix, "in_proj_weight", 2, (int[]){3 * E, D});
+        m->in_proj_weight = tg_nn_param(p, prefix, "in_proj_weight", 2, (int[]){R, c->d_model});
         if (!m->in_proj_weight) return -1;
-        if (c->bias && !(m->in_proj_bias = tg_nn_param(p, prefix, "in_proj_bias", 1, (int[]){3 * E})))
-            return -1;
+        if (c->bias && !(m->in_proj_bias = tg_nn_param(p, prefix, "in_proj_bias", 1, (int[]){R}))) return -1;
         return 0;
     }
     for (int h = 0; h < c->n_heads; h++) {
         tg_mha_head *hd = &m->heads[h];
-        tg_tensor **w[3] = {&hd->wq, &hd->wk, &hd->wv}, **b[3] = {&hd->bq, &hd->bk, &hd->bv};
-        for (int s = 0; s < 3; s++) {
-            char sub[TG_NN_NAME_MAX], proj[48];
-            snprintf(proj, sizeof proj, "heads.%d.%s", h, proj_names[s]);
-            if (tg_nn_name(sub, prefix, proj)) return -1;
-            if (!(*w[s] = tg_nn_param(p, sub, "weight", 2, (int[]){dh, D}))) return -1;
-            if (c->bias && !(*b[s] = tg_nn_param(p, sub, "bias", 1, (int[]){dh}))) return -1;
+        if (add_head(p, prefix, "heads", h, 0, c, &hd->wq, &hd->bq)) return -1;
+        if (group == 1 && (add_head(p, prefix, "heads", h, 1, c, &hd->wk, &hd->bk) ||
+                           add_head(p, prefix, "heads", h, 2, c, &hd->wv, &hd->bv)))
+            return -1;
+    }
+    for (int g = 0; group > 1 && g < c->n_kv_heads; g++) {
+        tg_mha_head *hd = &m->heads[g * group];
+        if (add_head(p, prefix, "kv_heads", g, 1, c, &hd->wk, &hd->bk) ||
+            add_head(p, prefix, "kv_heads", g, 2, c, &hd->wv, &hd->bv))
+            return -1;
+        for (int i = 1; i < group; i++) {
+            tg_mha_head *o = &m->heads[g * group + i];
+            o->wk = hd->wk, o->bk = hd->bk, o->wv = hd->wv, o->bv = hd->bv;
         }
     }
     return 0;
@@ -71,6 +100,7 @@ int tg_mha_init(tg_mha *m, tg_params *p, const char *prefix, const tg_mha_config
     if (check_config(cfg, m->name)) return -1;
     m->cfg = *cfg;
     if (m->cfg.d_head == 0) m->cfg.d_head = cfg->d_model / cfg->n_heads;
+    if (m->cfg.n_kv_heads == 0) m->cfg.n_kv_heads = cfg->n_heads;
     int E = m->cfg.n_heads * m->cfg.d_head, D = m->cfg.d_model, dh = m->cfg.d_head;
     char sub[TG_NN_NAME_MAX];
     if (add_params(m, p, prefix) || tg_nn_name(sub, prefix, "out_proj") ||
@@ -78,11 +108,11 @@ int tg_mha_init(tg_mha *m, tg_params *p, const char *prefix, const tg_mha_config
                        NULL))
         return -1;
     if (!rng) return 0;
-    /* xavier_uniform_ over the packed [3E, D] matrix, drawn row by row: in
-     * per-head mode too, so both modes get the same numbers */
-    double bound = tg_xavier_bound(D, 3 * E);
+    /* xavier_uniform_ over the packed [(H + 2 Hkv) dh, D] matrix, drawn row
+     * by row: in per-head mode too, so both modes get the same numbers */
+    double bound = tg_xavier_bound(D, (m->cfg.n_heads + 2 * m->cfg.n_kv_heads) * dh);
     for (int s = 0; s < 3; s++)
-        for (int h = 0; h < m->cfg.n_heads; h++) {
+        for (int h = 0; h < heads_of(&m->cfg, s); h++) {
             tg_real *w = proj_block(m, s, h, false);
             for (size_t i = 0; i < (size_t)dh * D; i++) w[i] = (tg_real)(bound * (2 * tg_rng_uniform(rng) - 1));
         }
@@ -98,13 +128,15 @@ int tg_mha_copy_weights(tg_mha *dst, const tg_mha *src)
         return tg_error_set("tg_mha_copy_weights: %s is not initialised (its init failed or was not called)",
                             dst->out_proj.weight ? "src" : "dst");
     const tg_mha_config *a = &dst->cfg, *b = &src->cfg;
-    if (a->n_heads != b->n_heads || a->d_model != b->d_model || a->d_head != b->d_head || a->bias != b->bias)
-        return tg_error_set("tg_mha_copy_weights: '%s' and '%s' differ: n_heads %d / %d, d_model %d / %d, "
-                            "d_head %d / %d, bias %d / %d", dst->name, src->name, a->n_heads, b->n_heads,
-                            a->d_model, b->d_model, a->d_head, b->d_head, a->bias, b->bias);
+    if (a->n_heads != b->n_heads || a->n_kv_heads != b->n_kv_heads || a->d_model != b->d_model ||
+        a->d_head != b->d_head || a->bias != b->bias)
+        return tg_error_set("tg_mha_copy_weights: '%s' and '%s' differ: n_heads %d / %d, n_kv_heads %d / %d, "
+                            "d_model %d / %d, d_head %d / %d, bias %d / %d", dst->name, src->name, a->n_heads,
+                            b->n_heads, a->n_kv_heads, b->n_kv_heads, a->d_model, b->d_model, a->d_head, b->d_head,
+                            a->bias, b->bias);
     size_t dh = (size_t)a->d_head, D = (size_t)a->d_model;
     for (int s = 0; s < 3; s++)
-        for (int h = 0; h < a->n_heads; h++) {
+        for (int h = 0; h < heads_of(a, s); h++) {
             memcpy(proj_block(dst, s, h, false), proj_block(src, s, h, false), dh * D * sizeof(tg_real));
             if (a->bias) memcpy(proj_block(dst, s, h, true), proj_block(src, s, h, true), dh * sizeof(tg_real));
         }
@@ -127,51 +159,55 @@ static tg_sdpa_opts sdpa_opts(const tg_mha *m, const tg_mask *mask, tg_rng *rng)
 static tg_tensor *fused_heads(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor *xkv,
                               const tg_mask *mask, tg_rng *rng, tg_tensor *cache, tg_tensor **weights)
 {
-    int H = m->cfg.n_heads, dh = m->cfg.d_head, E = H * dh;
+    int E = m->cfg.n_heads * m->cfg.d_head, Ekv = m->cfg.n_kv_heads * m->cfg.d_head;
     tg_sdpa_opts o = sdpa_opts(m, mask, rng);
-    tg_sdpa_layout lay = {.n_heads = H, .dk = dh, .dv = dh};
-    if (xq == xkv) {  /* self-attention: one GEMM, qkv [B, L, 3E] = | q | k | v | */
+    tg_sdpa_layout lay = tg_mha_kv_layout(m);
+    if (xq == xkv) {  /* self-attention: one GEMM, qkv [B, L, E + 2Ekv] = | q | k | v | */
         tg_tensor *qkv = tg_matmul(t, xq, m->in_proj_weight, m->in_proj_bias, TG_TRANS_B);
-        lay.k_col = E;
-        lay.v_col = 2 * E;
         if (cache && (!qkv || tg_kv_write(t, cache, qkv, &lay, NULL))) return NULL;
         return tg_sdpa_heads(t, qkv, qkv, &lay, &o, weights);
     }
-    /* cross: Q rows on xq -> [B, Lq, E], K/V rows on xkv -> [B, Lk, 2E] = | k | v | */
+    /* cross: Q rows on xq -> [B, Lq, E], K/V rows on xkv -> [B, Lk, 2Ekv] = | k | v | */
     tg_tensor *b = m->in_proj_bias;
     tg_tensor *q = tg_matmul(t, xq, tg_rows_view(t, m->in_proj_weight, 0, E),
                              b ? tg_rows_view(t, b, 0, E) : NULL, TG_TRANS_B);
-    tg_tensor *kv = tg_matmul(t, xkv, tg_rows_view(t, m->in_proj_weight, E, 2 * E),
-                              b ? tg_rows_view(t, b, E, 2 * E) : NULL, TG_TRANS_B);
-    lay.v_col = E;
+    tg_tensor *kv = tg_matmul(t, xkv, tg_rows_view(t, m->in_proj_weight, E, 2 * Ekv),
+                              b ? tg_rows_view(t, b, E, 2 * Ekv) : NULL, TG_TRANS_B);
+    lay.k_col = 0;
+    lay.v_col = Ekv;
     return tg_sdpa_heads(t, q, kv, &lay, &o, weights);
 }
 
-/* Per-head: H x (three [B, L, dh] GEMMs -> sdpa on [B, 1, L, dh]) -> concat [B, Lq, E] */
+/* Per-head: H x (a [B, Lq, dh] GEMM for q; per key/value head, two [B, Lk,
+ * dh] GEMMs for k, v -> sdpa on [B, 1, L, dh]) -> concat [B, Lq, E] */
 static tg_tensor *per_head(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor *xkv,
                            const tg_mask *mask, tg_rng *rng, tg_tensor *cache, tg_tensor **weights)
 {
-    int H = m->cfg.n_heads, dh = m->cfg.d_head, B = xq->shape[0], Lq = xq->shape[1], Lk = xkv->shape[1];
+    int H = m->cfg.n_heads, Hkv = m->cfg.n_kv_heads, group = H / Hkv, dh = m->cfg.d_head;
+    int B = xq->shape[0], Lq = xq->shape[1], Lk = xkv->shape[1];
     tg_tensor *outs[TG_MHA_MAX_HEADS], *ws[TG_MHA_MAX_HEADS], *kv[2 * TG_MHA_MAX_HEADS];
     tg_sdpa_opts o = sdpa_opts(m, mask, rng);
     for (int h = 0; h < H; h++) {
         const tg_mha_head *hd = &m->heads[h];
-        tg_tensor *q = tg_matmul(t, xq, hd->wq, hd->bq, TG_TRANS_B);
-        tg_tensor *k = tg_matmul(t, xkv, hd->wk, hd->bk, TG_TRANS_B);
-        tg_tensor *v = tg_matmul(t, xkv, hd->wv, hd->bv, TG_TRANS_B);
-        kv[h] = k, kv[H + h] = v;
-        q = tg_reshape(t, q, 4, (int[]){B, 1, Lq, dh});
-        k = tg_reshape(t, k, 4, (int[]){B, 1, Lk, dh});
-        v = tg_reshape(t, v, 4, (int[]){B, 1, Lk, dh});
+        int g = h / group;
+        if (h % group == 0) {  /* the group's key/value head, once */
+            kv[g] = tg_matmul(t, xkv, hd->wk, hd->bk, TG_TRANS_B);
+            kv[Hkv + g] = tg_matmul(t, xkv, hd->wv, hd->bv, TG_TRANS_B);
+        }
+        tg_tensor *q = tg_reshape(t, tg_matmul(t, xq, hd->wq, hd->bq, TG_TRANS_B), 4, (int[]){B, 1, Lq, dh});
+        tg_tensor *k = tg_reshape(t, kv[g], 4, (int[]){B, 1, Lk, dh});
+        tg_tensor *v = tg_reshape(t, kv[Hkv + g], 4, (int[]){B, 1, Lk, dh});
         tg_tensor *w = NULL;
         tg_tensor *a = tg_sdpa(t, q, k, v, &o, weights ? &w : NULL);
         outs[h] = tg_reshape(t, a, 3, (int[]){B, Lq, dh});
         if (weights) ws[h] = tg_reshape(t, w, 2, (int[]){B, Lq * Lk});
         if (!outs[h]) return NULL;
     }
-    if (cache) {  /* | k heads | v heads | [B, L, 2E] into the cache */
-        tg_sdpa_layout lay = {.n_heads = H, .dk = dh, .dv = dh, .v_col = H * dh};
-        tg_tensor *kvs = tg_concat(t, kv, 2 * H);
+    if (cache) {  /* | k heads | v heads | [B, L, 2Ekv] into the cache */
+        tg_sdpa_layout lay = tg_mha_kv_layout(m);
+        lay.k_col = 0;
+        lay.v_col = Hkv * dh;
+        tg_tensor *kvs = tg_concat(t, kv, 2 * Hkv);
         if (!kvs || tg_kv_write(t, cache, kvs, &lay, NULL)) return NULL;
     }
     if (weights) {  /* H x [B, Lq*Lk] -> [B, H*Lq*Lk] = [B, H, Lq, Lk] */
@@ -212,12 +248,12 @@ static bool check_inputs(tg_tape *t, const tg_mha *m, const tg_tensor *xq, const
     return true;
 }
 
-/* A cache to fill: self-attention only, [B, cap >= L, 2E]. */
+/* A cache to fill: self-attention only, [B, cap >= L, 2Ekv]. */
 static bool check_cache(tg_tape *t, const tg_mha *m, const tg_tensor *xq, const tg_tensor *xkv,
                         const tg_tensor *cache)
 {
     char sx[TG_SHAPE_STR], sc[TG_SHAPE_STR];
-    int E2 = 2 * m->cfg.n_heads * m->cfg.d_head;
+    int E2 = 2 * m->cfg.n_kv_heads * m->cfg.d_head;
     if (xq != xkv) {
         tg_fail(t, "tg_mha '%s': a key/value cache is filled by self-attention only (xq == xkv)", m->name);
         return false;
@@ -248,171 +284,28 @@ tg_tensor *tg_mha_forward(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor 
     return out;
 }
 
-/* ---- checkpoints across modes ------------------------------------------------- */
-
-/* prefix[0, plen) + "heads.<h>.<q|k|v>_proj.<what>", or + what when h < 0 */
-static void part_name(char *name, const char *prefix, size_t plen, int h, int s, const char *what)
-{
-    if (h < 0) snprintf(name, TG_NN_NAME_MAX, "%.*s%s", (int)plen, prefix, what);
-    else snprintf(name, TG_NN_NAME_MAX, "%.*sheads.%d.%s.%s", (int)plen, prefix, h, proj_names[s], what);
-}
-
-/* name = "<prefix>heads.<h>.<q|k|v>_proj.<weight|bias>" with the prefix
- * empty or ending in '.': the prefix length and h. */
-static bool is_head_part(const char *name, size_t *plen, int *h)
-{
-    for (const char *p = strstr(name, "heads."); p; p = strstr(p + 1, "heads.")) {
-        char proj, kind[8];
-        int end = 0;
-        if ((p == name || p[-1] == '.') && sscanf(p, "heads.%d.%c_proj.%7[a-z]%n", h, &proj, kind, &end) == 3 &&
-            !p[end] && *h >= 0 && strchr("qkv", proj) && (!strcmp(kind, "weight") || !strcmp(kind, "bias"))) {
-            *plen = (size_t)(p - name);
-            return true;
-        }
-    }
-    return false;
-}
-
-/* name = "<prefix><suffix>" with the prefix empty or ending in '.': the prefix length. */
-static bool has_suffix(const char *name, const char *suffix, size_t *plen)
-{
-    size_t n = strlen(name), k = strlen(suffix);
-    if (n < k || strcmp(name + n - k, suffix) || (n > k && name[n - k - 1] != '.')) return false;
-    *plen = n - k;
-    return true;
-}
-
-static int convert_fail(const char *name, const tg_tensor *x, const char *why)
-{
-    char sx[TG_SHAPE_STR];
-    return tg_error_set("tg_mha_convert: '%s'%s%s %s", name, x ? " " : "", x ? tg_shape_str(x, sx) : "", why);
-}
-
-/* "<prefix>in_proj_weight" w [3E, D] (and its bias [3E]) -> per-head tensors in dst */
-static int split_heads(tg_safetensors *dst, const tg_safetensors *src, const tg_tensor *w, size_t plen, int H)
-{
-    char name[TG_NN_NAME_MAX];
-    part_name(name, w->name, plen, -1, 0, "in_proj_bias");
-    const tg_tensor *b = tg_st_get(src, name);
-    if (w->ndim != 2 || w->shape[0] == 0 || w->shape[0] % (3 * H))
-        return convert_fail(w->name, w, "is not [3 * n_heads * d_head, d_model]");
-    if (b && (b->ndim != 1 || b->shape[0] != w->shape[0]))
-        return convert_fail(b->name, b, "does not match in_proj_weight's rows");
-    int D = w->shape[1], dh = w->shape[0] / (3 * H);
-    for (int h = 0; h < H; h++)
-        for (int s = 0; s < 3; s++) {
-            size_t row = ((size_t)s * H + (size_t)h) * (size_t)dh;
-            part_name(name, w->name, plen, h, s, "weight");
-            if (tg_st_add_data(dst, name, w->data + row * (size_t)D, 2, (int[]){dh, D})) return -1;
-            part_name(name, w->name, plen, h, s, "bias");
-            if (b && tg_st_add_data(dst, name, b->data + row, 1, (int[]){dh})) return -1;
-        }
-    return 0;
-}
-
-/* The per-head tensors of prefix[0, plen) in src -> in_proj_weight [3E, D]
- * (and in_proj_bias [3E]) in dst */
-static int join_heads(tg_safetensors *dst, const tg_safetensors *src, const char *prefix, size_t plen, int H)
-{
-    char name[TG_NN_NAME_MAX];
-    part_name(name, prefix, plen, 0, 0, "bias");
-    bool bias = tg_st_get(src, name) != NULL;
-    part_name(name, prefix, plen, 0, 0, "weight");
-    const tg_tensor *q0 = tg_st_get(src, name);
-    if (q0->ndim != 2) return convert_fail(name, q0, "is not [d_head, d_model]");
-    int dh = q0->shape[0], D = q0->shape[1], E = H * dh;
-    part_name(name, prefix, plen, -1, 0, "in_proj_weight");
-    tg_tensor *w = tg_st_add_zeros(dst, name, 2, (int[]){3 * E, D});
-    part_name(name, prefix, plen, -1, 0, "in_proj_bias");
-    tg_tensor *b = w && bias ? tg_st_add_zeros(dst, name, 1, (int[]){3 * E}) : NULL;
-    if (!w || (bias && !b)) return -1;
-    for (int h = 0; h < H; h++)
-        for (int s = 0; s < 3; s++) {
-            size_t row = (size_t)s * E + (size_t)h * dh;
-            part_name(name, prefix, plen, h, s, "weight");
-            const tg_tensor *x = tg_st_get(src, name);
-            if (!x || x->ndim != 2 || x->shape[0] != dh || x->shape[1] != D)
-                return convert_fail(name, x, x ? "differs from head 0's q_proj.weight" : "is missing");
-            memcpy(w->data + row * D, x->data, x->size * sizeof *x->data);
-            part_name(name, prefix, plen, h, s, "bias");
-            x = tg_st_get(src, name);
-            if (!x != !bias || (x && (x->ndim != 1 || x->shape[0] != dh)))
-                return convert_fail(name, x, x ? "is not [d_head], or head 0 has no biases" : "is missing");
-            if (x) memcpy(b->data + row, x->data, x->size * sizeof *x->data);
-        }
-    return 0;
-}
-
-/* One tensor of src into dst: converted, left for its group, or copied. */
-static int convert_one(tg_safetensors *dst, const tg_safetensors *src, const tg_tensor *x, tg_mha_mode to,
-                       int H)
-{
-    char name[TG_NN_NAME_MAX];
-    size_t plen;
-    int h;
-    if (to == TG_MHA_PER_HEAD && has_suffix(x->name, "in_proj_weight", &plen))
-        return split_heads(dst, src, x, plen, H);
-    if (to == TG_MHA_PER_HEAD && has_suffix(x->name, "in_proj_bias", &plen)) {
-        part_name(name, x->name, plen, -1, 0, "in_proj_weight");
-        return tg_st_get(src, name) ? 0 : convert_fail(x->name, x, "has no in_proj_weight");
-    }
-    if (to == TG_MHA_FUSED && is_head_part(x->name, &plen, &h)) {
-        if (h >= H) return convert_fail(x->name, x, "is a head beyond n_heads");
-        part_name(name, x->name, plen, 0, 0, "weight");
-        if (!tg_st_get(src, name)) return convert_fail(name, NULL, "is missing");
-        return strcmp(name, x->name) ? 0 : join_heads(dst, src, x->name, plen, H);
-    }
-    return tg_st_add(dst, x->name, x);
-}
-
-tg_safetensors *tg_mha_convert(const tg_safetensors *src, tg_mha_mode to, int n_heads)
-{
-    if (!src) {
-        tg_error_set("tg_mha_convert: the safetensors set is NULL");
-        return NULL;
-    }
-    if (n_heads <= 0 || n_heads > TG_MHA_MAX_HEADS || (to != TG_MHA_FUSED && to != TG_MHA_PER_HEAD)) {
-        tg_error_set("tg_mha_convert: n_heads %d must be in [1, %d] and the mode fused or per-head", n_heads,
-                     TG_MHA_MAX_HEADS);
-        return NULL;
-    }
-    tg_safetensors *dst = tg_st_new();
-    if (!dst) {
-        tg_error_set("tg_mha_convert: out of memory");
-        return NULL;
-    }
-    int rc = 0;
-    for (int i = 0; rc == 0 && i < tg_st_meta_count(src); i++) {
-        const char *k = tg_st_meta_key(src, i);
-        rc = tg_st_set_meta(dst, k, tg_st_meta(src, k));
-    }
-    for (int i = 0; rc == 0 && i < tg_st_count(src); i++) rc = convert_one(dst, src, tg_st_at(src, i), to, n_heads);
-    if (rc == 0) return dst;
-    tg_st_free(dst);
-    return NULL;
-}
-
 /* ---- decoding step ------------------------------------------------------------- */
 
-/* x [B, L, D] -> | q heads | k heads | v heads | [B, L, 3E], either mode. */
+/* x [B, L, D] -> | q heads | k heads | v heads | [B, L, E + 2Ekv], either mode. */
 static tg_tensor *project_qkv(tg_tape *t, const tg_mha *m, tg_tensor *x)
 {
-    int H = m->cfg.n_heads;
+    int H = m->cfg.n_heads, Hkv = m->cfg.n_kv_heads, group = H / Hkv;
     if (m->cfg.mode == TG_MHA_FUSED) return tg_matmul(t, x, m->in_proj_weight, m->in_proj_bias, TG_TRANS_B);
     tg_tensor *parts[3 * TG_MHA_MAX_HEADS];
-    for (int h = 0; h < H; h++) {
-        const tg_mha_head *hd = &m->heads[h];
-        parts[h] = tg_matmul(t, x, hd->wq, hd->bq, TG_TRANS_B);
-        parts[H + h] = tg_matmul(t, x, hd->wk, hd->bk, TG_TRANS_B);
-        parts[2 * H + h] = tg_matmul(t, x, hd->wv, hd->bv, TG_TRANS_B);
+    for (int h = 0; h < H; h++) parts[h] = tg_matmul(t, x, m->heads[h].wq, m->heads[h].bq, TG_TRANS_B);
+    for (int g = 0; g < Hkv; g++) {
+        const tg_mha_head *hd = &m->heads[g * group];
+        parts[H + g] = tg_matmul(t, x, hd->wk, hd->bk, TG_TRANS_B);
+        parts[H + Hkv + g] = tg_matmul(t, x, hd->wv, hd->bv, TG_TRANS_B);
     }
-    return tg_concat(t, parts, 3 * H);
+    return tg_concat(t, parts, H + 2 * Hkv);
 }
 
 tg_sdpa_layout tg_mha_kv_layout(const tg_mha *m)
 {
-    int H = m->cfg.n_heads, dh = m->cfg.d_head;
-    return (tg_sdpa_layout){.n_heads = H, .dk = dh, .dv = dh, .q_col = 0, .k_col = H * dh, .v_col = 2 * H * dh};
+    int H = m->cfg.n_heads, Hkv = m->cfg.n_kv_heads, dh = m->cfg.d_head;
+    return (tg_sdpa_layout){.n_heads = H, .n_kv_heads = Hkv, .dk = dh, .dv = dh, .q_col = 0, .k_col = H * dh,
+                            .v_col = (H + Hkv) * dh};
 }
 
 tg_tensor *tg_mha_step(tg_tape *t, const tg_mha *m, tg_tensor *x, tg_tensor *cache, const int32_t *pos,

@@ -21,6 +21,14 @@
  * Both: "<prefix>.out_proj.weight" [D, E], "<prefix>.out_proj.bias" [D].
  * bias = false drops all four kinds of bias.
  *
+ * Grouped-query attention (n_kv_heads = Hkv < H, dividing it; 1 is
+ * multi-query): Hkv key/value heads, Ekv = Hkv * d_head; query head h uses
+ * key/value head h / (H / Hkv). Fused: in_proj [E + 2Ekv, D] (Q rows of the
+ * H heads, then K and V rows of the Hkv heads), qkv [B, L, E + 2Ekv].
+ * Per-head: "heads.<h>.q_proj.*" and "kv_heads.<g>.{k,v}_proj.*", one
+ * tensor per key/value head, shared by the heads of its group. The key/value
+ * cache holds only the Hkv heads.
+ *
  * Init (PyTorch's nn.MultiheadAttention): the packed [3E, D] Q/K/V weight ~
  * xavier_uniform_, Q/K/V biases 0, out_proj.weight as nn.Linear (U(+-1/sqrt(E))),
  * out_proj.bias 0. Per-head mode draws the same numbers in the same order, so
@@ -62,12 +70,14 @@ typedef struct tg_mha_config {
     int n_heads;
     int d_model;        /* D: input and output width */
     int d_head;         /* 0: d_model / n_heads (must divide); any value > 0 allowed */
+    int n_kv_heads;     /* key/value heads, dividing n_heads; 0: n_heads (1: multi-query) */
     bool bias;          /* biases on Q, K, V and out_proj */
     double dropout;     /* on the attention weights while training, in [0, 1) */
     tg_mha_mode mode;
 } tg_mha_config;
 
-/* One head's projections in per-head mode. */
+/* One head's projections in per-head mode; with grouped key/value heads,
+ * wk, wv, bk, bv are its group's (the same tensors for every head of it). */
 typedef struct tg_mha_head {
     tg_tensor *wq, *wk, *wv;    /* [d_head, D] */
     tg_tensor *bq, *bk, *bv;    /* [d_head] or NULL */
@@ -75,8 +85,8 @@ typedef struct tg_mha_head {
 
 typedef struct tg_mha {
     tg_mha_config cfg;          /* d_head resolved (never 0) */
-    tg_tensor *in_proj_weight;  /* fused: [3E, D] */
-    tg_tensor *in_proj_bias;    /* fused: [3E] or NULL */
+    tg_tensor *in_proj_weight;  /* fused: [E + 2Ekv, D] */
+    tg_tensor *in_proj_bias;    /* fused: [E + 2Ekv] or NULL */
     tg_mha_head heads[TG_MHA_MAX_HEADS];  /* per-head: n_heads used */
     tg_linear out_proj;         /* [D, E] (+ [D]) */
     char name[TG_NN_NAME_MAX];
@@ -119,20 +129,23 @@ tg_tensor *tg_mha_step(tg_tape *t, const tg_mha *m, tg_tensor *x, tg_tensor *cac
                        const uint8_t *head_mask);
 
 /* Copies every weight of src into dst exactly, converting between the modes
- * when they differ. 0, or -1 (tg_error() names them) when n_heads, d_model,
- * d_head or bias differ. */
+ * when they differ. 0, or -1 (tg_error() names them) when n_heads,
+ * n_kv_heads, d_model, d_head or bias differ. */
 int tg_mha_copy_weights(tg_mha *dst, const tg_mha *src);
 
 /* A checkpoint saved in one mode, ready to load into the other: a new set
  * with every attention layer's Q/K/V tensors stored as `to` wants them, the
  * other tensors and the metadata copied unchanged. To per-head, each
  * "<p>.in_proj_weight" [3E, D] (and "<p>.in_proj_bias" [3E]) becomes
- * "<p>.heads.<h>.{q,k,v}_proj.weight" [E/n_heads, D] (and ".bias"); to fused,
- * the reverse. A set already in mode `to` comes back as a copy. The values are
- * copied exactly, so both modes compute the same function. NULL with a
- * message in tg_error() (naming the tensor) when a layer's tensors are missing or
- * mis-shaped, or a head index is >= n_heads. Free with tg_st_free. */
-tg_safetensors *tg_mha_convert(const tg_safetensors *src, tg_mha_mode to, int n_heads);
+ * "<p>.heads.<h>.{q,k,v}_proj.weight" [d_head, D] (and ".bias"); to fused,
+ * the reverse. With n_kv_heads < n_heads (0: n_heads) in_proj is
+ * [(n_heads + 2 n_kv_heads) d_head, D] and the key/value heads are
+ * "<p>.kv_heads.<g>.{k,v}_proj.*". A set already in mode `to` comes back as
+ * a copy. The values are copied exactly, so both modes compute the same
+ * function. NULL with a message in tg_error() (naming the tensor) when a
+ * layer's tensors are missing or mis-shaped, or a head index is too large.
+ * Free with tg_st_free. */
+tg_safetensors *tg_mha_convert(const tg_safetensors *src, tg_mha_mode to, int n_heads, int n_kv_heads);
 
 #ifdef __cplusplus
 }

@@ -25,7 +25,8 @@ int tg_model_init(tg_model *m, tg_params *p, const tg_model_config *cfg, tg_rng 
     if (m->cfg.d_ff == 0) m->cfg.d_ff = 4 * cfg->d_model;
     const tg_model_config *c = &m->cfg;
     tg_block_config bc = {
-        .attn = {.n_heads = c->n_heads, .d_model = c->d_model, .d_head = c->d_head, .bias = true,
+        .attn = {.n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads, .d_model = c->d_model, .d_head = c->d_head,
+                 .bias = true,
                  .dropout = c->dropout, .mode = c->mode},
         .d_ff = c->d_ff, .ff_dropout = c->dropout, .ln_eps = 1e-5};
     if (tg_embedding_init(&m->tok_emb, p, "tok_emb", c->vocab, c->d_model, rng) ||
@@ -42,6 +43,7 @@ int tg_model_init(tg_model *m, tg_params *p, const tg_model_config *cfg, tg_rng 
         if (tg_block_init(&m->blocks[l], p, prefix, &bc, rng)) goto fail;
     }
     m->cfg.d_head = m->blocks[0].attn.cfg.d_head;
+    m->cfg.n_kv_heads = m->blocks[0].attn.cfg.n_kv_heads;
     tg_linear_config head = {.in = c->d_model, .out = c->vocab, .bias = true};
     if (tg_layernorm_init(&m->ln_f, p, "ln_f", c->d_model, 1e-5) ||
         tg_linear_init(&m->head, p, "head", &head, rng))

@@ -38,6 +38,7 @@ typedef struct tg_model_config {
     int n_layers;
     int n_heads;
     int d_head;         /* 0: d_model / n_heads */
+    int n_kv_heads;     /* key/value heads, dividing n_heads (0: n_heads; 1: multi-query) */
     int d_ff;           /* 0: 4 * d_model */
     int max_len;        /* rows of pos_emb: the longest sequence T the model reads */
     double dropout;

@@ -19,6 +19,12 @@ static int32_t argmax_row(const tg_real *x, int n)
     return best;
 }
 
+/* The attention of a test's model: query heads, key/value heads (0: as many). */
+typedef struct kv_arch {
+    int n_heads, n_kv_heads;
+} kv_arch;
+static const kv_arch MHA = {2, 0}, GQA = {4, 2}, MQA = {4, 1};
+
 /* A small model of either mode, a tape that does not record, KB x KT random ids. */
 typedef struct kv_fixture {
     tg_rng rng;
@@ -29,11 +35,12 @@ typedef struct kv_fixture {
     int32_t ids[KB * KT];
 } kv_fixture;
 
-static void kv_open(kv_fixture *f, tg_mha_mode mode, uint64_t seed)
+static void kv_open(kv_fixture *f, tg_mha_mode mode, kv_arch a, uint64_t seed)
 {
     tg_rng_seed(&f->rng, seed);
     f->p = tg_params_new();
-    tg_model_config cfg = {.vocab = KV, .d_model = 16, .n_layers = 2, .n_heads = 2, .max_len = KT, .mode = mode};
+    tg_model_config cfg = {.vocab = KV, .d_model = 16, .n_layers = 2, .n_heads = a.n_heads,
+                           .n_kv_heads = a.n_kv_heads, .max_len = KT, .mode = mode};
     cr_assert_eq(tg_model_init(&f->m, f->p, &cfg, &f->rng), 0, "%s", tg_error());
     f->t = tg_tape_new();
     f->prev = tg_no_grad_begin(f->t);
@@ -128,10 +135,10 @@ static void check_greedy(kv_fixture *f, tg_kv_cache *c, const uint8_t *hm, bool 
 /* Row b steps through its sequence b positions behind row 0 (so one step
  * serves rows at different positions); every step's logits equal the full
  * forward's at that position, and greedy decoding gives the same tokens. */
-static void check_kv_cache(tg_mha_mode mode, const uint8_t *hm)
+static void check_kv_cache(tg_mha_mode mode, kv_arch a, const uint8_t *hm)
 {
     kv_fixture f;
-    kv_open(&f, mode, 8);
+    kv_open(&f, mode, a, 8);
     tg_tape *t = f.t;
     tg_kv_cache c;
     cr_assert_eq(tg_kv_cache_init(&c, &f.m, KB), 0, "%s", tg_error());
@@ -160,9 +167,19 @@ static void check_kv_cache(tg_mha_mode mode, const uint8_t *hm)
     kv_close(&f);
 }
 
-Test(kv_cache, kv_cache_decoding_equals_full_passes_fused) { check_kv_cache(TG_MHA_FUSED, NULL); }
-Test(kv_cache, kv_cache_decoding_equals_full_passes_per_head) { check_kv_cache(TG_MHA_PER_HEAD, NULL); }
-Test(kv_cache, kv_cache_decoding_with_head_mask) { check_kv_cache(TG_MHA_FUSED, (const uint8_t[]){1, 0, 0, 1}); }
+Test(kv_cache, kv_cache_decoding_equals_full_passes_fused) { check_kv_cache(TG_MHA_FUSED, MHA, NULL); }
+Test(kv_cache, kv_cache_decoding_equals_full_passes_per_head) { check_kv_cache(TG_MHA_PER_HEAD, MHA, NULL); }
+Test(kv_cache, kv_cache_decoding_with_head_mask) { check_kv_cache(TG_MHA_FUSED, MHA, (const uint8_t[]){1, 0, 0, 1}); }
+Test(kv_cache, grouped_query_decoding_equals_full_passes)
+{
+    check_kv_cache(TG_MHA_FUSED, GQA, NULL);
+    check_kv_cache(TG_MHA_PER_HEAD, GQA, (const uint8_t[]){1, 0, 1, 1, 0, 1, 1, 1});
+}
+Test(kv_cache, multi_query_decoding_equals_full_passes)
+{
+    check_kv_cache(TG_MHA_FUSED, MQA, NULL);
+    check_kv_cache(TG_MHA_PER_HEAD, MQA, NULL);
+}
 
 /* Past the GEMM's K blocks (384) and the forward's row blocks: 800 positions
  * stepped one at a time give the whole pass's logits, the same bits where
@@ -209,10 +226,10 @@ Test(kv_cache, kv_cache_long_sequence_equals_full_pass)
  * tapegrad's own, which give the same bits for any row count), each row
  * steps on from its prefix with the logits of a whole pass, and greedy
  * decoding from a prefilled prompt gives the tokens of whole passes. */
-static void check_prefill(tg_mha_mode mode, const uint8_t *hm)
+static void check_prefill(tg_mha_mode mode, kv_arch a, const uint8_t *hm)
 {
     kv_fixture f;
-    kv_open(&f, mode, 9);
+    kv_open(&f, mode, a, 9);
     tg_tape *t = f.t;
     tg_kv_cache pre, stepped;
     cr_assert_eq(tg_kv_cache_init(&pre, &f.m, KB), 0, "%s", tg_error());
@@ -263,6 +280,28 @@ static void check_prefill(tg_mha_mode mode, const uint8_t *hm)
     kv_close(&f);
 }
 
-Test(kv_cache, prefill_equals_forward_and_step_by_step_fill_fused) { check_prefill(TG_MHA_FUSED, NULL); }
-Test(kv_cache, prefill_equals_forward_and_step_by_step_fill_per_head) { check_prefill(TG_MHA_PER_HEAD, NULL); }
-Test(kv_cache, prefill_with_head_mask) { check_prefill(TG_MHA_FUSED, (const uint8_t[]){0, 1, 1, 1}); }
+Test(kv_cache, prefill_equals_forward_and_step_by_step_fill_fused) { check_prefill(TG_MHA_FUSED, MHA, NULL); }
+Test(kv_cache, prefill_equals_forward_and_step_by_step_fill_per_head) { check_prefill(TG_MHA_PER_HEAD, MHA, NULL); }
+Test(kv_cache, prefill_with_head_mask) { check_prefill(TG_MHA_FUSED, MHA, (const uint8_t[]){0, 1, 1, 1}); }
+Test(kv_cache, prefill_grouped_query_both_modes)
+{
+    check_prefill(TG_MHA_FUSED, GQA, NULL);
+    check_prefill(TG_MHA_PER_HEAD, MQA, NULL);
+}
+
+/* The cache holds only the key/value heads: H / Hkv times smaller. */
+Test(kv_cache, grouped_query_cache_holds_only_key_value_heads)
+{
+    kv_fixture f[2];
+    tg_kv_cache c[2];
+    kv_open(&f[0], TG_MHA_FUSED, (kv_arch){4, 0}, 1);
+    kv_open(&f[1], TG_MHA_PER_HEAD, (kv_arch){4, 1}, 1);
+    for (int i = 0; i < 2; i++) cr_assert_eq(tg_kv_cache_init(&c[i], &f[i].m, KB), 0, "%s", tg_error());
+    cr_assert_eq(c[0].kv[0]->shape[2], 2 * 16);
+    cr_assert_eq(c[1].kv[0]->shape[2], 2 * 4);
+    cr_assert_eq(c[0].kv[1]->size, 4 * c[1].kv[1]->size);
+    for (int i = 0; i < 2; i++) {
+        tg_kv_cache_free(&c[i]);
+        kv_close(&f[i]);
+    }
+}

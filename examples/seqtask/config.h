@@ -26,6 +26,7 @@ typedef struct sq_config {
     bool no_shuffle;
     /* model */
     long layers, d_model, heads, d_head, d_ff;  /* d_head, d_ff: 0 = derived */
+    long kv_heads;               /* key/value heads: 0 = heads */
     int mode;                    /* sq_mode */
     double dropout;
     /* training */

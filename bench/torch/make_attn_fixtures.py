@@ -1,0 +1,124 @@
+#!/usr/bin/python3
+"""PyTorch reference fixtures for the attention variants (tests/test_attn_variants.c).
+
+Run from the repository root with Debian's python3-torch:
+    /usr/bin/python3 bench/torch/make_attn_fixtures.py
+Writes float64 safetensors files into tests/fixtures/ in the format of
+make_nn_fixtures.py's MHA files ("attn.<name>" parameters, "xq", "lens",
+"seed", "out", "weights" [B,H,Lq,Lk], "grad.<name>"; metadata n_heads,
+n_kv_heads, d_model, d_head, causal):
+
+  gqa_per_head.safetensors   grouped-query attention, 4 query heads sharing 2
+                             key/value heads: "heads.<h>.q_proj.*",
+                             "kv_heads.<g>.{k,v}_proj.*"
+  gqa_fused.safetensors      the same module's weights stacked as
+                             in_proj_weight [(H + 2 Hkv) dh, D] (Q rows, then
+                             K rows, then V rows), the same numbers
+  mqa_fused.safetensors      multi-query (one key/value head), fused layout
+
+The reference is scaled_dot_product_attention on keys and values expanded to
+every query head with repeat_interleave (PyTorch's enable_gqa semantics).
+Debian's torch 1.13 has no F.scaled_dot_product_attention, so its math
+backend is written out: softmax(q k^T / sqrt(dh) + mask) v.
+"""
+import math
+import os
+import sys
+
+import torch
+import torch.nn as nn
+
+sys.path.insert(0, os.path.dirname(__file__))
+from make_nn_fixtures import OUT_DIR, jitter, masks, write_safetensors  # noqa: E402
+
+torch.set_default_dtype(torch.float64)
+
+
+def sdpa(q, k, v, attn_mask, kpm):
+    """q [B,H,Lq,dh], k/v [B,H,Lk,dh] -> out [B,H,Lq,dh], weights [B,H,Lq,Lk]."""
+    s = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    masked = kpm[:, None, None, :].expand_as(s)
+    if attn_mask is not None:
+        masked = masked | attn_mask[None, None]
+    a = torch.softmax(s.masked_fill(masked, float("-inf")), dim=-1)
+    return a @ v, a
+
+
+class GroupedMHA(nn.Module):
+    """H query heads, Hkv key/value heads; query head h reads key/value head h // (H // Hkv)."""
+
+    def __init__(self, D, H, Hkv, dh):
+        super().__init__()
+        self.heads = nn.ModuleList()
+        for _ in range(H):
+            head = nn.Module()
+            head.q_proj = nn.Linear(D, dh)
+            self.heads.append(head)
+        self.kv_heads = nn.ModuleList()
+        for _ in range(Hkv):
+            head = nn.Module()
+            head.k_proj, head.v_proj = nn.Linear(D, dh), nn.Linear(D, dh)
+            self.kv_heads.append(head)
+        self.out_proj = nn.Linear(H * dh, D)
+        self.H, self.Hkv, self.dh = H, Hkv, dh
+
+    def forward(self, xq, xkv, attn_mask, kpm):
+        q = torch.stack([h.q_proj(xq) for h in self.heads], 1)          # [B, H, Lq, dh]
+        k = torch.stack([h.k_proj(xkv) for h in self.kv_heads], 1)      # [B, Hkv, Lk, dh]
+        v = torch.stack([h.v_proj(xkv) for h in self.kv_heads], 1)
+        group = self.H // self.Hkv
+        k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+        o, w = sdpa(q, k, v, attn_mask, kpm)
+        B, H, Lq, dh = o.shape
+        return self.out_proj(o.transpose(1, 2).reshape(B, Lq, H * dh)), w
+
+
+def fused_names(t, m):
+    """The per-head parameters (and grads) of GroupedMHA m in t, stacked as in_proj."""
+    for pre in ("attn.", "grad.attn."):
+        for what in ("weight", "bias"):
+            rows = [t.pop(f"{pre}heads.{h}.q_proj.{what}") for h in range(m.H)]
+            rows += [t[f"{pre}kv_heads.{g}.k_proj.{what}"] for g in range(m.Hkv)]
+            rows += [t[f"{pre}kv_heads.{g}.v_proj.{what}"] for g in range(m.Hkv)]
+            for g in range(m.Hkv):
+                del t[f"{pre}kv_heads.{g}.k_proj.{what}"], t[f"{pre}kv_heads.{g}.v_proj.{what}"]
+            t[f"{pre}in_proj_{what}"] = torch.cat(rows, 0)
+    return t
+
+
+def fixture(module, xq, lens, causal):
+    """Self-attention of module on xq: every tensor of the file, by name."""
+    attn_mask, kpm = masks(xq.shape[1], xq.shape[1], lens, causal)
+    xq = xq.clone().requires_grad_(True)
+    out, w = module(xq, xq, attn_mask, kpm)
+    assert torch.isfinite(out).all()
+    seed = torch.rand_like(out) * 2 - 1
+    (out * seed).sum().backward()
+    t = {"attn." + k: v for k, v in module.state_dict().items()}
+    t.update({"xq": xq, "lens": torch.tensor(lens, dtype=torch.float64), "seed": seed, "out": out, "weights": w,
+              "grad.xq": xq.grad})
+    for k, p in module.named_parameters():
+        t["grad.attn." + k] = p.grad
+    return t
+
+
+def make_gqa():
+    torch.manual_seed(3)
+    D, H, Hkv, dh = 8, 4, 2, 3
+    m = GroupedMHA(D, H, Hkv, dh)
+    jitter(m)
+    meta = dict(n_heads=H, n_kv_heads=Hkv, d_model=D, d_head=dh, causal=1)
+    t = fixture(m, torch.randn(3, 5, D), [5, 3, 2], True)
+    write_safetensors(os.path.join(OUT_DIR, "gqa_per_head.safetensors"), t, meta)
+    write_safetensors(os.path.join(OUT_DIR, "gqa_fused.safetensors"), fused_names(dict(t), m), meta)
+    D, H, Hkv, dh = 6, 3, 1, 2
+    m = GroupedMHA(D, H, Hkv, dh)
+    jitter(m)
+    t = fixture(m, torch.randn(2, 4, D), [4, 3], True)
+    write_safetensors(os.path.join(OUT_DIR, "mqa_fused.safetensors"), fused_names(t, m),
+                      dict(n_heads=H, n_kv_heads=Hkv, d_model=D, d_head=dh, causal=1))
+
+
+if __name__ == "__main__":
+    os.makedirs(OUT_DIR, exist_ok=True)
+    make_gqa()

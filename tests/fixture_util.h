@@ -1,0 +1,136 @@
+/* Helpers shared by the suites that compare with PyTorch's fixtures
+ * (bench/torch/make_nn_fixtures.py, make_attn_fixtures.py): loading a file,
+ * its tensors and metadata, tolerant comparison reporting the worst element,
+ * and one attention layer run against its file in either mode. */
+#ifndef TAPEGRAD_TESTS_FIXTURE_UTIL_H
+#define TAPEGRAD_TESTS_FIXTURE_UTIL_H
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <tapegrad/core/io/io.h>
+#include <tapegrad/nn/nn.h>
+#include "test_util.h"
+
+/* Fixtures are float64 (computed by torch in float64). */
+#ifdef TAPEGRAD_DOUBLE
+#define FX_RTOL 1e-10
+#define FX_ATOL 1e-12
+#else
+#define FX_RTOL 1e-4
+#define FX_ATOL 1e-5
+#endif
+
+static inline tg_safetensors *load_fixture(const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/tests/fixtures/%s", TG_SOURCE_DIR, name);
+    tg_safetensors *s = NULL;
+    cr_assert_eq(tg_st_load(path, &s), 0, "%s", tg_error());
+    return s;
+}
+
+static inline const tg_tensor *fx(const tg_safetensors *s, const char *name)
+{
+    const tg_tensor *x = tg_st_get(s, name);
+    cr_assert_not_null(x, "fixture tensor '%s' missing", name);
+    return x;
+}
+
+static inline int meta_int(const tg_safetensors *s, const char *key)
+{
+    const char *v = tg_st_meta(s, key);
+    cr_assert_not_null(v, "fixture metadata '%s' missing", key);
+    return atoi(v);
+}
+
+/* got[i] vs want within FX_ATOL + FX_RTOL |want|, reporting the worst element. */
+static inline void assert_matches(const tg_real *got, size_t n, const tg_tensor *want, const char *what)
+{
+    cr_assert_eq(n, want->size, "%s: %zu values, fixture has %zu", what, n, want->size);
+    size_t worst = 0;
+    double ratio = -1;
+    for (size_t i = 0; i < n; i++) {
+        double r = fabs((double)got[i] - (double)want->data[i]) / (FX_ATOL + FX_RTOL * fabs((double)want->data[i]));
+        if (!(r <= ratio)) ratio = r, worst = i;
+    }
+    cr_assert(ratio <= 1, "%s[%zu] = %.10g, torch %.10g (%.3g of tolerance)", what, worst, (double)got[worst],
+              (double)want->data[worst], ratio);
+}
+
+/* The metadata value of key, or def when the file has none. */
+static inline int meta_or(const tg_safetensors *s, const char *key, int def)
+{
+    const char *v = tg_st_meta(s, key);
+    return v ? atoi(v) : def;
+}
+
+static inline int32_t *to_ints(const tg_tensor *x)
+{
+    int32_t *v = malloc(x->size * sizeof *v);
+    for (size_t i = 0; i < x->size; i++) v[i] = (int32_t)x->data[i];
+    return v;
+}
+
+static inline tg_tensor *input(tg_tape *t, const tg_tensor *x)
+{
+    tg_tensor *y = tg_tensor_from(t, x->data, x->ndim, x->shape);
+    y->requires_grad = true;
+    return y;
+}
+
+/* Every parameter's grad of p against "grad.<name>" of s. */
+static inline void assert_param_grads(const tg_params *p, const tg_safetensors *s)
+{
+    for (int i = 0; i < tg_params_count(p); i++) {
+        const tg_tensor *x = tg_params_at(p, i);
+        char key[256];
+        snprintf(key, sizeof key, "grad.%s", x->name);
+        assert_matches(x->grad, x->size, fx(s, key), key);
+    }
+}
+
+/* Loads an MHA fixture into mode `file_mode` (the file's layout), runs it in
+ * mode `run_mode` (converting with tg_mha_copy_weights when they differ) and
+ * compares the output, weights and gradients. */
+static inline void check_mha_fixture(const char *file, tg_mha_mode file_mode, tg_mha_mode run_mode)
+{
+    tg_safetensors *s = load_fixture(file);
+    tg_mha_config cfg = {.n_heads = meta_int(s, "n_heads"), .d_model = meta_int(s, "d_model"),
+                         .d_head = meta_int(s, "d_head"), .n_kv_heads = meta_or(s, "n_kv_heads", 0),
+                         .bias = true, .mode = file_mode};
+    tg_params *pf = tg_params_new(), *pr = tg_params_new();
+    tg_mha mf, mr;
+    cr_assert_eq(tg_mha_init(&mf, pf, "attn", &cfg, NULL), 0, "%s", tg_error());
+    cr_assert_eq(tg_st_load_params(pf, s, false, NULL), 0, "%s", tg_error());
+    cfg.mode = run_mode;
+    cr_assert_eq(tg_mha_init(&mr, pr, "attn", &cfg, NULL), 0, "%s", tg_error());
+    cr_assert_eq(tg_mha_copy_weights(&mr, &mf), 0);
+    bool cross = tg_st_get(s, "xkv") != NULL;
+    int32_t *lens = to_ints(fx(s, "lens"));
+    tg_mask mask = {.causal = meta_int(s, "causal") != 0, .key_lens = lens};
+    tg_tape *t = tg_tape_new();
+    tg_tensor *xq = input(t, fx(s, "xq")), *xkv = cross ? input(t, fx(s, "xkv")) : xq, *w;
+    tg_tensor *out = tg_mha_forward(t, &mr, xq, xkv, &(tg_mha_opts){.mask = &mask}, &w);
+    cr_assert_not_null(out, "%s", tg_tape_error(t));
+    assert_matches(out->data, out->size, fx(s, "out"), "out");
+    assert_matches(w->data, w->size, fx(s, "weights"), "weights");
+    cr_assert_eq(tg_backward_seed(t, out, fx(s, "seed")->data), 0, "%s", tg_tape_error(t));
+    assert_matches(xq->grad, xq->size, fx(s, "grad.xq"), "grad.xq");
+    if (cross) assert_matches(xkv->grad, xkv->size, fx(s, "grad.xkv"), "grad.xkv");
+    if (run_mode == file_mode) {
+        assert_param_grads(pr, s);
+    } else {  /* grads move between layouts exactly as weights do */
+        for (size_t i = 0; i < tg_params_numel(pr); i++) tg_params_data(pr)[i] = tg_params_grad(pr)[i];
+        cr_assert_eq(tg_mha_copy_weights(&mf, &mr), 0);
+        for (size_t i = 0; i < tg_params_numel(pf); i++) tg_params_grad(pf)[i] = tg_params_data(pf)[i];
+        assert_param_grads(pf, s);
+    }
+    free(lens);
+    tg_tape_free(t);
+    tg_params_free(pf);
+    tg_params_free(pr);
+    tg_st_free(s);
+}
+
+#endif
