@@ -192,3 +192,42 @@ Test(gqa, misuse_names_the_problem)
     tu_free_all((tg_tensor *[]){q, k, v2, x}, 4);
     tg_params_free(p);
 }
+
+/* ---- gradchecks of the layer, w.r.t. the input and every parameter ---------------- */
+
+typedef struct layer_ctx {
+    tg_mha m;
+    tg_mask mask;
+} layer_ctx;
+
+static tg_tensor *layer_fn(tg_tape *t, tg_tensor **in, void *ctx)
+{
+    layer_ctx *c = ctx;
+    return tg_mha_forward(t, &c->m, in[0], in[0], &(tg_mha_opts){.mask = &c->mask}, NULL);
+}
+
+static void check_layer_grads(tg_mha_mode mode, int Hkv)
+{
+    tg_rng rng;
+    tg_rng_seed(&rng, 40 + Hkv);
+    tg_params *p = tg_params_new();
+    layer_ctx c = {.mask = {.causal = true}};
+    tg_mha_config cfg = {.n_heads = 4, .n_kv_heads = Hkv, .d_model = 4, .d_head = 2, .bias = true, .mode = mode};
+    cr_assert_eq(tg_mha_init(&c.m, p, "attn", &cfg, &rng), 0, "%s", tg_error());
+    tg_real *d = tg_params_data(p);  /* non-zero biases */
+    for (size_t i = 0; i < tg_params_numel(p); i++) d[i] += (tg_real)(0.2 * (2 * tg_rng_uniform(&rng) - 1));
+    tg_tensor *in[64] = {tu_rand(&rng, -1, 1, 3, (int[]){2, 3, 4})};
+    int n = 1;
+    for (int i = 0; i < tg_params_count(p); i++) in[n++] = tg_params_at(p, i);
+    tu_gradcheck(layer_fn, &c, in, n);
+    tg_tensor_free(in[0]);
+    tg_params_free(p);
+}
+
+Test(gqa, gradcheck_layer_both_modes)
+{
+    check_layer_grads(TG_MHA_FUSED, 2);
+    check_layer_grads(TG_MHA_PER_HEAD, 2);
+    check_layer_grads(TG_MHA_FUSED, 1);
+    check_layer_grads(TG_MHA_PER_HEAD, 1);
+}
