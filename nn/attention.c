@@ -17,6 +17,8 @@ static int check_config(const tg_mha_config *c, const char *name)
     else if (c->n_kv_heads < 0 || (c->n_kv_heads && c->n_heads % c->n_kv_heads))
         why = "n_kv_heads must divide n_heads (0: n_heads)";
     else if (!(c->dropout >= 0 && c->dropout < 1)) why = "dropout must be in [0, 1)";
+    else if (c->rope && !(c->rope_base >= 0 && isfinite(c->rope_base))) why = "rope_base must be finite and >= 0 (0: 10000)";
+    else if (c->rope && !(c->rope_frac >= 0 && c->rope_frac <= 1)) why = "rope_frac must be in [0, 1] (0: 1)";
     else if (c->mode != TG_MHA_FUSED && c->mode != TG_MHA_PER_HEAD) why = "mode must be TG_MHA_FUSED or TG_MHA_PER_HEAD";
     if (!why) return 0;
     return tg_error_set("tg_mha '%s': %s (n_heads %d, n_kv_heads %d, d_model %d, d_head %d, dropout %g)", name,
@@ -101,6 +103,14 @@ int tg_mha_init(tg_mha *m, tg_params *p, const char *prefix, const tg_mha_config
     m->cfg = *cfg;
     if (m->cfg.d_head == 0) m->cfg.d_head = cfg->d_model / cfg->n_heads;
     if (m->cfg.n_kv_heads == 0) m->cfg.n_kv_heads = cfg->n_heads;
+    if (m->cfg.rope) {  /* RoPE turns pairs of dims */
+        int dh = m->cfg.d_head;
+        m->rope_rot = m->cfg.rope_frac > 0 && m->cfg.rope_frac < 1 ? (int)(m->cfg.rope_frac * dh) / 2 * 2 : dh;
+        if (m->rope_rot < 2 || m->rope_rot % 2)
+            return tg_error_set("tg_mha '%s': RoPE rotates pairs of dims: %d of a head of %d (d_head %d is odd, or "
+                                "rope_frac %g leaves fewer than 2; set rope_frac)", m->name, m->rope_rot, dh, dh,
+                                m->cfg.rope_frac);
+    }
     int E = m->cfg.n_heads * m->cfg.d_head, D = m->cfg.d_model, dh = m->cfg.d_head;
     char sub[TG_NN_NAME_MAX];
     if (add_params(m, p, prefix) || tg_nn_name(sub, prefix, "out_proj") ||
@@ -153,6 +163,15 @@ static tg_sdpa_opts sdpa_opts(const tg_mha *m, const tg_mask *mask, tg_rng *rng)
     return (tg_sdpa_opts){.mask = mask, .scale = 0, .dropout = m->cfg.dropout, .rng = rng};
 }
 
+/* x with RoPE on n heads of d_head columns from col (positions pos0[b] + ..),
+ * or x itself without RoPE. */
+static tg_tensor *rope_on(tg_tape *t, const tg_mha *m, tg_tensor *x, int col, int n, const int32_t *pos0)
+{
+    if (!m->cfg.rope || !x) return x;
+    return tg_rope(t, x, &(tg_rope_opts){.col = col, .n_heads = n, .d_head = m->cfg.d_head, .rot = m->rope_rot,
+                                         .base = m->cfg.rope_base, .pos0 = pos0});
+}
+
 /* Fused: packed projections, then one tg_sdpa_heads reading the heads in
  * place from their column blocks -> [B, Lq, E] (no slice/split/merge copies).
  * cache: NULL, or (self-attention) receives | k | v | of every position. */
@@ -164,6 +183,7 @@ static tg_tensor *fused_heads(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_ten
     tg_sdpa_layout lay = tg_mha_kv_layout(m);
     if (xq == xkv) {  /* self-attention: one GEMM, qkv [B, L, E + 2Ekv] = | q | k | v | */
         tg_tensor *qkv = tg_matmul(t, xq, m->in_proj_weight, m->in_proj_bias, TG_TRANS_B);
+        qkv = rope_on(t, m, qkv, 0, m->cfg.n_heads + m->cfg.n_kv_heads, NULL);  /* q and k heads */
         if (cache && (!qkv || tg_kv_write(t, cache, qkv, &lay, NULL))) return NULL;
         return tg_sdpa_heads(t, qkv, qkv, &lay, &o, weights);
     }
@@ -175,6 +195,8 @@ static tg_tensor *fused_heads(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_ten
                               b ? tg_rows_view(t, b, E, 2 * Ekv) : NULL, TG_TRANS_B);
     lay.k_col = 0;
     lay.v_col = Ekv;
+    q = rope_on(t, m, q, 0, m->cfg.n_heads, NULL);
+    kv = rope_on(t, m, kv, 0, m->cfg.n_kv_heads, NULL);
     return tg_sdpa_heads(t, q, kv, &lay, &o, weights);
 }
 
@@ -191,10 +213,11 @@ static tg_tensor *per_head(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor
         const tg_mha_head *hd = &m->heads[h];
         int g = h / group;
         if (h % group == 0) {  /* the group's key/value head, once */
-            kv[g] = tg_matmul(t, xkv, hd->wk, hd->bk, TG_TRANS_B);
+            kv[g] = rope_on(t, m, tg_matmul(t, xkv, hd->wk, hd->bk, TG_TRANS_B), 0, 1, NULL);
             kv[Hkv + g] = tg_matmul(t, xkv, hd->wv, hd->bv, TG_TRANS_B);
         }
-        tg_tensor *q = tg_reshape(t, tg_matmul(t, xq, hd->wq, hd->bq, TG_TRANS_B), 4, (int[]){B, 1, Lq, dh});
+        tg_tensor *q = rope_on(t, m, tg_matmul(t, xq, hd->wq, hd->bq, TG_TRANS_B), 0, 1, NULL);
+        q = tg_reshape(t, q, 4, (int[]){B, 1, Lq, dh});
         tg_tensor *k = tg_reshape(t, kv[g], 4, (int[]){B, 1, Lk, dh});
         tg_tensor *v = tg_reshape(t, kv[Hkv + g], 4, (int[]){B, 1, Lk, dh});
         tg_tensor *w = NULL;
@@ -320,7 +343,7 @@ tg_tensor *tg_mha_step(tg_tape *t, const tg_mha *m, tg_tensor *x, tg_tensor *cac
         return tg_fail(t, "tg_mha_step '%s': need x [B, 1, %d], got %s", m->name, m->cfg.d_model,
                        tg_shape_str(x, sx));
     tg_sdpa_layout lay = tg_mha_kv_layout(m);
-    tg_tensor *qkv = project_qkv(t, m, x);
+    tg_tensor *qkv = rope_on(t, m, project_qkv(t, m, x), 0, m->cfg.n_heads + m->cfg.n_kv_heads, pos);
     if (!qkv || tg_kv_write(t, cache, qkv, &lay, pos)) return NULL;
     tg_tensor *o = tg_sdpa_step(t, qkv, cache, &lay, pos, NULL);
     return tg_linear_forward(t, &m->out_proj, apply_head_mask(t, m, o, head_mask));

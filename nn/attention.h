@@ -29,6 +29,11 @@
  * tensor per key/value head, shared by the heads of its group. The key/value
  * cache holds only the Hkv heads.
  *
+ * RoPE (rope = true): after the projections, the first rope_rot dims of
+ * every q and k head are rotated by their position (tg_rope: positions
+ * 0..L-1 in a forward, pos[b] in a step; the cache keeps rotated keys), in
+ * both modes the same numbers.
+ *
  * Init (PyTorch's nn.MultiheadAttention): the packed [3E, D] Q/K/V weight ~
  * xavier_uniform_, Q/K/V biases 0, out_proj.weight as nn.Linear (U(+-1/sqrt(E))),
  * out_proj.bias 0. Per-head mode draws the same numbers in the same order, so
@@ -71,6 +76,9 @@ typedef struct tg_mha_config {
     int d_model;        /* D: input and output width */
     int d_head;         /* 0: d_model / n_heads (must divide); any value > 0 allowed */
     int n_kv_heads;     /* key/value heads, dividing n_heads; 0: n_heads (1: multi-query) */
+    bool rope;          /* rotary position embeddings on q and k (tg_rope), positions 0.. */
+    double rope_base;   /* 0: 10000 */
+    double rope_frac;   /* share of each head's dims rotated, rounded down to even; 0: 1 */
     bool bias;          /* biases on Q, K, V and out_proj */
     double dropout;     /* on the attention weights while training, in [0, 1) */
     tg_mha_mode mode;
@@ -89,6 +97,7 @@ typedef struct tg_mha {
     tg_tensor *in_proj_bias;    /* fused: [E + 2Ekv] or NULL */
     tg_mha_head heads[TG_MHA_MAX_HEADS];  /* per-head: n_heads used */
     tg_linear out_proj;         /* [D, E] (+ [D]) */
+    int rope_rot;               /* with cfg.rope: dims rotated per head */
     char name[TG_NN_NAME_MAX];
 } tg_mha;
 

@@ -9,11 +9,11 @@
 static int check_config(const tg_model_config *c)
 {
     if (c->vocab > 0 && c->d_model > 0 && c->n_layers > 0 && c->n_heads > 0 && c->d_head >= 0 &&
-        c->d_ff >= 0 && c->max_len > 0)
+        c->d_ff >= 0 && c->max_len > 0 && c->pos >= TG_POS_LEARNED && c->pos <= TG_POS_NONE)
         return 0;
     return tg_error_set("tg_model: bad config: vocab %d, d_model %d, n_layers %d, n_heads %d, "
-                        "d_head %d, d_ff %d, max_len %d (all > 0; d_head, d_ff >= 0)", c->vocab, c->d_model,
-                        c->n_layers, c->n_heads, c->d_head, c->d_ff, c->max_len);
+                        "d_head %d, d_ff %d, max_len %d, pos %d (all > 0; d_head, d_ff >= 0; pos a tg_pos_kind)",
+                        c->vocab, c->d_model, c->n_layers, c->n_heads, c->d_head, c->d_ff, c->max_len, (int)c->pos);
 }
 
 int tg_model_init(tg_model *m, tg_params *p, const tg_model_config *cfg, tg_rng *rng)
@@ -26,11 +26,11 @@ int tg_model_init(tg_model *m, tg_params *p, const tg_model_config *cfg, tg_rng 
     const tg_model_config *c = &m->cfg;
     tg_block_config bc = {
         .attn = {.n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads, .d_model = c->d_model, .d_head = c->d_head,
-                 .bias = true,
+                 .bias = true, .rope = c->pos == TG_POS_ROPE, .rope_base = c->rope_base, .rope_frac = c->rope_frac,
                  .dropout = c->dropout, .mode = c->mode},
         .d_ff = c->d_ff, .ff_dropout = c->dropout, .ln_eps = 1e-5};
     if (tg_embedding_init(&m->tok_emb, p, "tok_emb", c->vocab, c->d_model, rng) ||
-        tg_embedding_init(&m->pos_emb, p, "pos_emb", c->max_len, c->d_model, rng))
+        (c->pos == TG_POS_LEARNED && tg_embedding_init(&m->pos_emb, p, "pos_emb", c->max_len, c->d_model, rng)))
         return -1;
     m->blocks = tg_calloc((size_t)c->n_layers, sizeof *m->blocks);
     if (!m->blocks) {
@@ -80,9 +80,11 @@ static bool check_inputs(tg_tape *t, const tg_model *m, const int32_t *ids, int 
     return true;
 }
 
-/* tok_emb[ids] + pos_emb[0..T-1]: [B, T, D]; position ids live in the arena */
+/* tok_emb[ids] + pos_emb[0..T-1] (learned positions): [B, T, D]; position
+ * ids live in the arena */
 static tg_tensor *embed(tg_tape *t, const tg_model *m, const int32_t *ids, int B, int T)
 {
+    if (m->cfg.pos != TG_POS_LEARNED) return tg_embedding_forward(t, &m->tok_emb, ids, B, T);
     int32_t *pos = tg_arena_alloc(t, (size_t)B * T * sizeof *pos, "tg_model position ids");
     if (!pos) return NULL;
     for (int b = 0; b < B; b++)
@@ -206,8 +208,8 @@ tg_tensor *tg_model_step(tg_tape *t, const tg_model *m, tg_kv_cache *c, const in
         if (pos[b] < 0 || pos[b] >= m->cfg.max_len)
             return tg_fail(t, "tg_model_step: pos[%d] = %d is outside [0, max_len = %d)", b, (int)pos[b],
                            m->cfg.max_len);
-    tg_tensor *h = tg_add(t, tg_embedding_forward(t, &m->tok_emb, ids, B, 1),
-                          tg_embedding_forward(t, &m->pos_emb, pos, B, 1));
+    tg_tensor *h = tg_embedding_forward(t, &m->tok_emb, ids, B, 1);
+    if (m->cfg.pos == TG_POS_LEARNED) h = tg_add(t, h, tg_embedding_forward(t, &m->pos_emb, pos, B, 1));
     for (int l = 0; l < m->cfg.n_layers; l++)
         h = tg_block_step(t, &m->blocks[l], h, cache_rows(t, c->kv[l], B), pos,
                           head_mask ? head_mask + l * m->cfg.n_heads : NULL);

@@ -1,7 +1,8 @@
 /* Helpers shared by the suites that compare with PyTorch's fixtures
  * (bench/torch/make_nn_fixtures.py, make_attn_fixtures.py): loading a file,
  * its tensors and metadata, tolerant comparison reporting the worst element,
- * and one attention layer run against its file in either mode. */
+ * and one attention layer run against its file in either mode; and the
+ * gradcheck of one attention layer w.r.t. its inputs and every parameter. */
 #ifndef TAPEGRAD_TESTS_FIXTURE_UTIL_H
 #define TAPEGRAD_TESTS_FIXTURE_UTIL_H
 
@@ -65,6 +66,12 @@ static inline int meta_or(const tg_safetensors *s, const char *key, int def)
     return v ? atoi(v) : def;
 }
 
+static inline double meta_real_or(const tg_safetensors *s, const char *key, double def)
+{
+    const char *v = tg_st_meta(s, key);
+    return v ? atof(v) : def;
+}
+
 static inline int32_t *to_ints(const tg_tensor *x)
 {
     int32_t *v = malloc(x->size * sizeof *v);
@@ -98,7 +105,8 @@ static inline void check_mha_fixture(const char *file, tg_mha_mode file_mode, tg
     tg_safetensors *s = load_fixture(file);
     tg_mha_config cfg = {.n_heads = meta_int(s, "n_heads"), .d_model = meta_int(s, "d_model"),
                          .d_head = meta_int(s, "d_head"), .n_kv_heads = meta_or(s, "n_kv_heads", 0),
-                         .bias = true, .mode = file_mode};
+                         .rope = meta_or(s, "rope", 0) != 0, .rope_base = meta_real_or(s, "rope_base", 0),
+                         .rope_frac = meta_real_or(s, "rope_frac", 0), .bias = true, .mode = file_mode};
     tg_params *pf = tg_params_new(), *pr = tg_params_new();
     tg_mha mf, mr;
     cr_assert_eq(tg_mha_init(&mf, pf, "attn", &cfg, NULL), 0, "%s", tg_error());
@@ -131,6 +139,47 @@ static inline void check_mha_fixture(const char *file, tg_mha_mode file_mode, tg
     tg_params_free(pf);
     tg_params_free(pr);
     tg_st_free(s);
+}
+
+/* The file in its own mode, then in the other (the same reference). */
+static inline void check_mha_fixture_both_modes(const char *file, tg_mha_mode file_mode)
+{
+    check_mha_fixture(file, file_mode, file_mode);
+    check_mha_fixture(file, file_mode, file_mode == TG_MHA_FUSED ? TG_MHA_PER_HEAD : TG_MHA_FUSED);
+}
+
+typedef struct mha_grad_ctx {
+    tg_mha m;
+    tg_mask mask;
+    bool cross;
+} mha_grad_ctx;
+
+static inline tg_tensor *mha_grad_fn(tg_tape *t, tg_tensor **in, void *ctx)
+{
+    mha_grad_ctx *c = ctx;
+    return tg_mha_forward(t, &c->m, in[0], c->cross ? in[1] : in[0], &(tg_mha_opts){.mask = &c->mask}, NULL);
+}
+
+/* Gradcheck of the layer cfg (d_model 4) on xq [2, 3, 4] (and xkv [2, 5, 4]
+ * when cross; else causal self-attention) w.r.t. the inputs and every
+ * parameter, its init jittered so that the biases are not 0. */
+static inline void check_mha_grads(const tg_mha_config *cfg, bool cross, uint64_t seed)
+{
+    tg_rng rng;
+    tg_rng_seed(&rng, seed);
+    tg_params *p = tg_params_new();
+    mha_grad_ctx c = {.mask = {.causal = !cross}, .cross = cross};
+    cr_assert_eq(tg_mha_init(&c.m, p, "attn", cfg, &rng), 0, "%s", tg_error());
+    tg_real *d = tg_params_data(p);
+    for (size_t i = 0; i < tg_params_numel(p); i++) d[i] += (tg_real)(0.2 * (2 * tg_rng_uniform(&rng) - 1));
+    tg_tensor *in[64] = {tu_rand(&rng, -1, 1, 3, (int[]){2, 3, 4})};
+    int n = 1;
+    if (cross) in[n++] = tu_rand(&rng, -1, 1, 3, (int[]){2, 5, 4});
+    for (int i = 0; i < tg_params_count(p); i++) in[n++] = tg_params_at(p, i);
+    tu_gradcheck(mha_grad_fn, &c, in, n);
+    tg_tensor_free(in[0]);
+    if (cross) tg_tensor_free(in[1]);
+    tg_params_free(p);
 }
 
 #endif

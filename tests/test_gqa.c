@@ -106,12 +106,9 @@ Test(gqa, gradcheck_sdpa_and_sdpa_heads)
 
 Test(gqa, layer_vs_torch_both_modes)
 {
-    check_mha_fixture("gqa_per_head.safetensors", TG_MHA_PER_HEAD, TG_MHA_PER_HEAD);
-    check_mha_fixture("gqa_per_head.safetensors", TG_MHA_PER_HEAD, TG_MHA_FUSED);
-    check_mha_fixture("gqa_fused.safetensors", TG_MHA_FUSED, TG_MHA_FUSED);
-    check_mha_fixture("gqa_fused.safetensors", TG_MHA_FUSED, TG_MHA_PER_HEAD);
-    check_mha_fixture("mqa_fused.safetensors", TG_MHA_FUSED, TG_MHA_FUSED);
-    check_mha_fixture("mqa_fused.safetensors", TG_MHA_FUSED, TG_MHA_PER_HEAD);
+    check_mha_fixture_both_modes("gqa_per_head.safetensors", TG_MHA_PER_HEAD);
+    check_mha_fixture_both_modes("gqa_fused.safetensors", TG_MHA_FUSED);
+    check_mha_fixture_both_modes("mqa_fused.safetensors", TG_MHA_FUSED);
 }
 
 /* The per-head file converted to fused names is the fused file's tensors
@@ -195,33 +192,10 @@ Test(gqa, misuse_names_the_problem)
 
 /* ---- gradchecks of the layer, w.r.t. the input and every parameter ---------------- */
 
-typedef struct layer_ctx {
-    tg_mha m;
-    tg_mask mask;
-} layer_ctx;
-
-static tg_tensor *layer_fn(tg_tape *t, tg_tensor **in, void *ctx)
-{
-    layer_ctx *c = ctx;
-    return tg_mha_forward(t, &c->m, in[0], in[0], &(tg_mha_opts){.mask = &c->mask}, NULL);
-}
-
 static void check_layer_grads(tg_mha_mode mode, int Hkv)
 {
-    tg_rng rng;
-    tg_rng_seed(&rng, 40 + Hkv);
-    tg_params *p = tg_params_new();
-    layer_ctx c = {.mask = {.causal = true}};
     tg_mha_config cfg = {.n_heads = 4, .n_kv_heads = Hkv, .d_model = 4, .d_head = 2, .bias = true, .mode = mode};
-    cr_assert_eq(tg_mha_init(&c.m, p, "attn", &cfg, &rng), 0, "%s", tg_error());
-    tg_real *d = tg_params_data(p);  /* non-zero biases */
-    for (size_t i = 0; i < tg_params_numel(p); i++) d[i] += (tg_real)(0.2 * (2 * tg_rng_uniform(&rng) - 1));
-    tg_tensor *in[64] = {tu_rand(&rng, -1, 1, 3, (int[]){2, 3, 4})};
-    int n = 1;
-    for (int i = 0; i < tg_params_count(p); i++) in[n++] = tg_params_at(p, i);
-    tu_gradcheck(layer_fn, &c, in, n);
-    tg_tensor_free(in[0]);
-    tg_params_free(p);
+    check_mha_grads(&cfg, false, 40 + Hkv);
 }
 
 Test(gqa, gradcheck_layer_both_modes)

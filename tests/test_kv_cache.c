@@ -19,11 +19,16 @@ static int32_t argmax_row(const tg_real *x, int n)
     return best;
 }
 
-/* The attention of a test's model: query heads, key/value heads (0: as many). */
+/* The attention of a test's model: query heads, key/value heads (0: as
+ * many), positions (RoPE rotating a share of each head's dims). */
 typedef struct kv_arch {
     int n_heads, n_kv_heads;
+    tg_pos_kind pos;
+    double rope_frac;
 } kv_arch;
-static const kv_arch MHA = {2, 0}, GQA = {4, 2}, MQA = {4, 1};
+static const kv_arch MHA = {2, 0, TG_POS_LEARNED, 0}, GQA = {4, 2, TG_POS_LEARNED, 0};
+static const kv_arch MQA = {4, 1, TG_POS_LEARNED, 0};
+static const kv_arch ROPE = {2, 0, TG_POS_ROPE, 0}, ROPE_GQA = {4, 2, TG_POS_ROPE, 0.5}, NOPOS = {2, 0, TG_POS_NONE, 0};
 
 /* A small model of either mode, a tape that does not record, KB x KT random ids. */
 typedef struct kv_fixture {
@@ -40,7 +45,8 @@ static void kv_open(kv_fixture *f, tg_mha_mode mode, kv_arch a, uint64_t seed)
     tg_rng_seed(&f->rng, seed);
     f->p = tg_params_new();
     tg_model_config cfg = {.vocab = KV, .d_model = 16, .n_layers = 2, .n_heads = a.n_heads,
-                           .n_kv_heads = a.n_kv_heads, .max_len = KT, .mode = mode};
+                           .n_kv_heads = a.n_kv_heads, .max_len = KT, .mode = mode, .pos = a.pos,
+                           .rope_frac = a.rope_frac};
     cr_assert_eq(tg_model_init(&f->m, f->p, &cfg, &f->rng), 0, "%s", tg_error());
     f->t = tg_tape_new();
     f->prev = tg_no_grad_begin(f->t);
@@ -175,6 +181,14 @@ Test(kv_cache, grouped_query_decoding_equals_full_passes)
     check_kv_cache(TG_MHA_FUSED, GQA, NULL);
     check_kv_cache(TG_MHA_PER_HEAD, GQA, (const uint8_t[]){1, 0, 1, 1, 0, 1, 1, 1});
 }
+Test(kv_cache, rope_decoding_equals_full_passes)
+{
+    check_kv_cache(TG_MHA_FUSED, ROPE, NULL);
+    check_kv_cache(TG_MHA_PER_HEAD, ROPE, NULL);
+    check_kv_cache(TG_MHA_FUSED, ROPE_GQA, NULL);
+    check_kv_cache(TG_MHA_PER_HEAD, ROPE_GQA, NULL);
+    check_kv_cache(TG_MHA_FUSED, NOPOS, NULL);
+}
 Test(kv_cache, multi_query_decoding_equals_full_passes)
 {
     check_kv_cache(TG_MHA_FUSED, MQA, NULL);
@@ -288,14 +302,19 @@ Test(kv_cache, prefill_grouped_query_both_modes)
     check_prefill(TG_MHA_FUSED, GQA, NULL);
     check_prefill(TG_MHA_PER_HEAD, MQA, NULL);
 }
+Test(kv_cache, prefill_with_rope_both_modes)
+{
+    check_prefill(TG_MHA_FUSED, ROPE_GQA, NULL);
+    check_prefill(TG_MHA_PER_HEAD, ROPE, NULL);
+}
 
 /* The cache holds only the key/value heads: H / Hkv times smaller. */
 Test(kv_cache, grouped_query_cache_holds_only_key_value_heads)
 {
     kv_fixture f[2];
     tg_kv_cache c[2];
-    kv_open(&f[0], TG_MHA_FUSED, (kv_arch){4, 0}, 1);
-    kv_open(&f[1], TG_MHA_PER_HEAD, (kv_arch){4, 1}, 1);
+    kv_open(&f[0], TG_MHA_FUSED, (kv_arch){4, 0, TG_POS_LEARNED, 0}, 1);
+    kv_open(&f[1], TG_MHA_PER_HEAD, (kv_arch){4, 1, TG_POS_LEARNED, 0}, 1);
     for (int i = 0; i < 2; i++) cr_assert_eq(tg_kv_cache_init(&c[i], &f[i].m, KB), 0, "%s", tg_error());
     cr_assert_eq(c[0].kv[0]->shape[2], 2 * 16);
     cr_assert_eq(c[1].kv[0]->shape[2], 2 * 4);

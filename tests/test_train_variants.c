@@ -1,6 +1,7 @@
 /* examples/seqtask with the attention variants, end to end: the reverse task
  * trained to >= 99% exact-sequence accuracy with grouped-query attention
- * (2 key/value heads for 4 query heads); the model file keeps the variant
+ * (2 key/value heads for 4 query heads) and with RoPE instead of a position
+ * table; the model file keeps the variant
  * (eval reads it back); heads and attn label each head's
  * key/value group; bad flags are refused. Small models, one thread. */
 #include <sys/stat.h>
@@ -48,8 +49,31 @@ Test(train_variants, reverse_with_grouped_query_attention)
     cr_assert_gt(file_size("a.png"), 1000);
 }
 
+Test(train_variants, reverse_with_rope)
+{
+    cr_assert_eq(run("train " REVERSE " --pos rope --out r"), 0, "%s", err_text);
+    cr_assert(strstr(err_text, "reached the target accuracy"), "%s", err_text);
+    cr_assert_eq(run("eval --model r/model.safetensors --eval-size 500 --threads 1"), 0, "%s", err_text);
+    cr_assert_geq(reported_acc(out_text), 0.99, "%s", out_text);
+    /* no position table: RoPE is the model's only source of positions */
+    char path[512];
+    snprintf(path, sizeof path, "%s/r/model.safetensors", dir);
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f);
+    char head[4096] = {0};
+    cr_assert_gt(fread(head, 1, sizeof head - 1, f), 8);
+    fclose(f);
+    cr_assert_null(strstr(head + 8, "pos_emb"), "the RoPE model has a pos_emb");
+    cr_assert(strstr(head + 8, "\"pos\":\"rope\""), "the model file does not say pos rope");
+    cr_assert_eq(run("attn --model r/model.safetensors --input '3 0 6 2 5' --png a.png --threads 1"), 0, "%s",
+                 err_text);
+    cr_assert_gt(file_size("a.png"), 1000);
+}
+
 Test(train_variants, bad_variant_flags_are_refused)
 {
     cr_assert_eq(run("train " REVERSE " --kv-heads 3 --steps 1 --out x"), 2, "%s", err_text);
     cr_assert(strstr(err_text, "--kv-heads 3 does not divide --heads 4"), "%s", err_text);
+    cr_assert_eq(run("train " REVERSE " --pos sinusoid --steps 1 --out x"), 2, "%s", err_text);
+    cr_assert(strstr(err_text, "--pos") && strstr(err_text, "rope"), "%s", err_text);
 }

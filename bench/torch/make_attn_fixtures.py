@@ -15,6 +15,17 @@ n_kv_heads, d_model, d_head, causal):
                              in_proj_weight [(H + 2 Hkv) dh, D] (Q rows, then
                              K rows, then V rows), the same numbers
   mqa_fused.safetensors      multi-query (one key/value head), fused layout
+  rope_gqa_per_head.safetensors, rope_gqa_fused.safetensors
+                             grouped-query attention with RoPE on q and k
+                             (every dim rotated, base 10000)
+  rope_partial_fused.safetensors
+                             multi-head attention, RoPE on half of each
+                             head's dims (rope_frac 0.5), base 500
+
+RoPE is the formula of LLaMA's apply_rotary_emb (precompute_freqs_cis, then
+view_as_complex on pairs (x_2i, x_2i+1) times exp(i p / base^(2i/rot))), in
+complex128, on the first rot dims of every q and k head, the rest unchanged;
+metadata rope, rope_base, rope_frac.
 
 The reference is scaled_dot_product_attention on keys and values expanded to
 every query head with repeat_interleave (PyTorch's enable_gqa semantics).
@@ -44,10 +55,28 @@ def sdpa(q, k, v, attn_mask, kpm):
     return a @ v, a
 
 
+def precompute_freqs_cis(dim, end, theta):
+    """LLaMA's, in float64: [end, dim // 2] complex exp(i t / theta^(2j / dim))."""
+    freqs = 1.0 / (theta ** (torch.arange(0, dim, 2)[: (dim // 2)].double() / dim))
+    t = torch.arange(end).double()
+    freqs = torch.outer(t, freqs)
+    return torch.polar(torch.ones_like(freqs), freqs)
+
+
+def apply_rotary_emb(xq, xk, freqs_cis, rot):
+    """LLaMA's on [B, H, L, dh] (its layout is [B, L, H, dh]: the same per head),
+    on the first rot dims of each head."""
+    def one(x):
+        xr = torch.view_as_complex(x[..., :rot].reshape(*x.shape[:-1], -1, 2).contiguous())
+        out = torch.view_as_real(xr * freqs_cis[None, None]).flatten(3)
+        return torch.cat([out, x[..., rot:]], -1)
+    return one(xq), one(xk)
+
+
 class GroupedMHA(nn.Module):
     """H query heads, Hkv key/value heads; query head h reads key/value head h // (H // Hkv)."""
 
-    def __init__(self, D, H, Hkv, dh):
+    def __init__(self, D, H, Hkv, dh, rot=0, base=10000.0):
         super().__init__()
         self.heads = nn.ModuleList()
         for _ in range(H):
@@ -60,12 +89,14 @@ class GroupedMHA(nn.Module):
             head.k_proj, head.v_proj = nn.Linear(D, dh), nn.Linear(D, dh)
             self.kv_heads.append(head)
         self.out_proj = nn.Linear(H * dh, D)
-        self.H, self.Hkv, self.dh = H, Hkv, dh
+        self.H, self.Hkv, self.dh, self.rot, self.base = H, Hkv, dh, rot, base
 
     def forward(self, xq, xkv, attn_mask, kpm):
         q = torch.stack([h.q_proj(xq) for h in self.heads], 1)          # [B, H, Lq, dh]
         k = torch.stack([h.k_proj(xkv) for h in self.kv_heads], 1)      # [B, Hkv, Lk, dh]
         v = torch.stack([h.v_proj(xkv) for h in self.kv_heads], 1)
+        if self.rot:
+            q, k = apply_rotary_emb(q, k, precompute_freqs_cis(self.rot, q.shape[2], self.base), self.rot)
         group = self.H // self.Hkv
         k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
         o, w = sdpa(q, k, v, attn_mask, kpm)
@@ -119,6 +150,25 @@ def make_gqa():
                       dict(n_heads=H, n_kv_heads=Hkv, d_model=D, d_head=dh, causal=1))
 
 
+def make_rope():
+    torch.manual_seed(4)
+    D, H, Hkv, dh = 8, 4, 2, 4
+    m = GroupedMHA(D, H, Hkv, dh, rot=dh)
+    jitter(m)
+    meta = dict(n_heads=H, n_kv_heads=Hkv, d_model=D, d_head=dh, causal=1, rope=1, rope_base=10000, rope_frac=1)
+    t = fixture(m, torch.randn(2, 6, D), [6, 4], True)
+    write_safetensors(os.path.join(OUT_DIR, "rope_gqa_per_head.safetensors"), t, meta)
+    write_safetensors(os.path.join(OUT_DIR, "rope_gqa_fused.safetensors"), fused_names(dict(t), m), meta)
+    D, H, dh = 8, 2, 8
+    m = GroupedMHA(D, H, H, dh, rot=4, base=500.0)
+    jitter(m)
+    t = fixture(m, torch.randn(2, 7, D), [7, 5], True)
+    write_safetensors(os.path.join(OUT_DIR, "rope_partial_fused.safetensors"), fused_names(t, m),
+                      dict(n_heads=H, n_kv_heads=H, d_model=D, d_head=dh, causal=1, rope=1, rope_base=500,
+                           rope_frac=0.5))
+
+
 if __name__ == "__main__":
     os.makedirs(OUT_DIR, exist_ok=True)
     make_gqa()
+    make_rope()

@@ -178,6 +178,22 @@ struct tg_sdpa_layout {
 tg_tensor *tg_sdpa_heads(tg_tape *t, tg_tensor *xq, tg_tensor *xkv, const tg_sdpa_layout *lay,
                          const tg_sdpa_opts *opts, tg_tensor **weights);
 
+/* ---- rotary position embeddings (core/ops/rope.c) --------------------------
+ * x [B, L, C] -> the same shape: n_heads heads of d_head columns from column
+ * col have their first rot dims (even; 0: all d_head) rotated pairwise,
+ * LLaMA's apply_rotary_emb: pair (x_2i, x_2i+1) of position p by the angle
+ * p / base^(2i / rot). Row b's positions are pos0[b] + 0 .. L-1 (pos0 NULL:
+ * 0 ..), so a decoding step passes its positions. Other columns are copied.
+ * An odd rot, rot > d_head, columns outside x, a bad base or a negative
+ * position are errors. */
+typedef struct tg_rope_opts {
+    int col, n_heads, d_head;
+    int rot;                 /* rotated dims per head, even; 0: d_head */
+    double base;             /* 0: 10000 */
+    const int32_t *pos0;     /* [B] or NULL */
+} tg_rope_opts;
+tg_tensor *tg_rope(tg_tape *t, tg_tensor *x, const tg_rope_opts *opts);
+
 #ifdef __cplusplus
 }
 #endif

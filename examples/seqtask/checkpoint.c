@@ -43,6 +43,7 @@ tg_model_config sq_model_config(const sq_config *c)
         .max_len = sq_tmax((int)c->max_len),
         .dropout = c->dropout,
         .mode = c->mode == SQ_MODE_PER_HEAD ? TG_MHA_PER_HEAD : TG_MHA_FUSED,
+        .pos = (tg_pos_kind)c->pos,
     };
 }
 

@@ -36,6 +36,7 @@ typedef struct flag {
 
 static const char *const task_choices[] = {"copy", "reverse", "sort", NULL};
 static const char *const mode_choices[] = {"fused", "per-head", NULL};
+static const char *const pos_choices[] = {"learned", "rope", "none", NULL};
 static const char *const sched_choices[] = {"constant", "cosine", "linear", NULL};
 static const char *const optim_choices[] = {"adam", "adamw", "sgd", NULL};
 
@@ -76,6 +77,8 @@ static const flag flags[] = {
         "width of one head (0: d-model / heads)"),
     INT("kv-heads", kv_heads, 0, 64, "0", C_TRAIN, M_MODEL | M_LATER, "model", "N",
         "key/value heads, dividing --heads (grouped-query attention; 1: multi-query; 0: --heads)"),
+    CHOICE("pos", pos, pos_choices, "learned", C_TRAIN, M_MODEL | M_LATER, "model",
+           "positions: a learned table, rotary embeddings on q and k, or none (the causal mask only)"),
     INT("d-ff", d_ff, 0, 65536, "0", C_TRAIN, M_MODEL, "model", "N",
         "hidden width of the feed-forward layer (0: 4 * d-model)"),
     CHOICE("mode", mode, mode_choices, "fused", C_TRAIN, M_MODEL, "model",
