@@ -103,6 +103,7 @@ int tg_mha_init(tg_mha *m, tg_params *p, const char *prefix, const tg_mha_config
     m->cfg = *cfg;
     if (m->cfg.d_head == 0) m->cfg.d_head = cfg->d_model / cfg->n_heads;
     if (m->cfg.n_kv_heads == 0) m->cfg.n_kv_heads = cfg->n_heads;
+    if (m->cfg.alibi) tg_alibi_slopes(m->cfg.n_heads, m->alibi);
     if (m->cfg.rope) {  /* RoPE turns pairs of dims */
         int dh = m->cfg.d_head;
         m->rope_rot = m->cfg.rope_frac > 0 && m->cfg.rope_frac < 1 ? (int)(m->cfg.rope_frac * dh) / 2 * 2 : dh;
@@ -158,9 +159,10 @@ int tg_mha_copy_weights(tg_mha *dst, const tg_mha *src)
 /* ---- forward ------------------------------------------------------------------ */
 
 /* Scale 1/sqrt(d_head); tg_sdpa drops weights only while the tape trains. */
-static tg_sdpa_opts sdpa_opts(const tg_mha *m, const tg_mask *mask, tg_rng *rng)
+static tg_sdpa_opts sdpa_opts(const tg_mha *m, const tg_mha_opts *o)
 {
-    return (tg_sdpa_opts){.mask = mask, .scale = 0, .dropout = m->cfg.dropout, .rng = rng};
+    return (tg_sdpa_opts){.mask = o->mask, .scale = 0, .dropout = m->cfg.dropout, .rng = o->rng, .bias = o->bias,
+                          .alibi = m->cfg.alibi ? m->alibi : NULL};
 }
 
 /* x with RoPE on n heads of d_head columns from col (positions pos0[b] + ..),
@@ -175,11 +177,12 @@ static tg_tensor *rope_on(tg_tape *t, const tg_mha *m, tg_tensor *x, int col, in
 /* Fused: packed projections, then one tg_sdpa_heads reading the heads in
  * place from their column blocks -> [B, Lq, E] (no slice/split/merge copies).
  * cache: NULL, or (self-attention) receives | k | v | of every position. */
-static tg_tensor *fused_heads(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor *xkv,
-                              const tg_mask *mask, tg_rng *rng, tg_tensor *cache, tg_tensor **weights)
+static tg_tensor *fused_heads(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor *xkv, const tg_mha_opts *mo,
+                              tg_tensor **weights)
 {
+    tg_tensor *cache = mo->cache;
     int E = m->cfg.n_heads * m->cfg.d_head, Ekv = m->cfg.n_kv_heads * m->cfg.d_head;
-    tg_sdpa_opts o = sdpa_opts(m, mask, rng);
+    tg_sdpa_opts o = sdpa_opts(m, mo);
     tg_sdpa_layout lay = tg_mha_kv_layout(m);
     if (xq == xkv) {  /* self-attention: one GEMM, qkv [B, L, E + 2Ekv] = | q | k | v | */
         tg_tensor *qkv = tg_matmul(t, xq, m->in_proj_weight, m->in_proj_bias, TG_TRANS_B);
@@ -202,16 +205,25 @@ static tg_tensor *fused_heads(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_ten
 
 /* Per-head: H x (a [B, Lq, dh] GEMM for q; per key/value head, two [B, Lk,
  * dh] GEMMs for k, v -> sdpa on [B, 1, L, dh]) -> concat [B, Lq, E] */
-static tg_tensor *per_head(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor *xkv,
-                           const tg_mask *mask, tg_rng *rng, tg_tensor *cache, tg_tensor **weights)
+static tg_tensor *per_head(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor *xkv, const tg_mha_opts *mo,
+                           tg_tensor **weights)
 {
+    tg_tensor *cache = mo->cache, *bias = mo->bias;
     int H = m->cfg.n_heads, Hkv = m->cfg.n_kv_heads, group = H / Hkv, dh = m->cfg.d_head;
     int B = xq->shape[0], Lq = xq->shape[1], Lk = xkv->shape[1];
     tg_tensor *outs[TG_MHA_MAX_HEADS], *ws[TG_MHA_MAX_HEADS], *kv[2 * TG_MHA_MAX_HEADS];
-    tg_sdpa_opts o = sdpa_opts(m, mask, rng);
+    tg_sdpa_opts o = sdpa_opts(m, mo);
+    int Bb = bias ? bias->shape[0] : 1;
+    if (bias && Bb > 1) bias = tg_permute(t, bias, (int[]){1, 0, 2, 3});  /* [H, B, Lq, Lk]: heads outermost */
     for (int h = 0; h < H; h++) {
         const tg_mha_head *hd = &m->heads[h];
         int g = h / group;
+        o.alibi = m->cfg.alibi ? &m->alibi[h] : NULL;
+        if (bias) {  /* head h's [Bb, 1, Lq, Lk], a view */
+            tg_tensor *rows = tg_reshape(t, bias, 2, (int[]){H, -1});
+            o.bias = tg_reshape(t, tg_rows_view(t, rows, h, 1), 4, (int[]){Bb, 1, Lq, Lk});
+            if (!o.bias) return NULL;
+        }
         if (h % group == 0) {  /* the group's key/value head, once */
             kv[g] = rope_on(t, m, tg_matmul(t, xkv, hd->wk, hd->bk, TG_TRANS_B), 0, 1, NULL);
             kv[Hkv + g] = tg_matmul(t, xkv, hd->wv, hd->bv, TG_TRANS_B);
@@ -299,8 +311,8 @@ tg_tensor *tg_mha_forward(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor 
     if (!xq || !xkv) return tg_fail_null(t, "tg_mha");
     tg_mha_opts o = opts ? *opts : (tg_mha_opts){0};
     if (!check_inputs(t, m, xq, xkv, o.rng) || (o.cache && !check_cache(t, m, xq, xkv, o.cache))) return NULL;
-    tg_tensor *h = m->cfg.mode == TG_MHA_FUSED ? fused_heads(t, m, xq, xkv, o.mask, o.rng, o.cache, weights)
-                                               : per_head(t, m, xq, xkv, o.mask, o.rng, o.cache, weights);
+    tg_tensor *h = m->cfg.mode == TG_MHA_FUSED ? fused_heads(t, m, xq, xkv, &o, weights)
+                                               : per_head(t, m, xq, xkv, &o, weights);
     h = apply_head_mask(t, m, h, o.head_mask);
     tg_tensor *out = tg_linear_forward(t, &m->out_proj, h);
     if (!out && weights) *weights = NULL;
@@ -345,6 +357,6 @@ tg_tensor *tg_mha_step(tg_tape *t, const tg_mha *m, tg_tensor *x, tg_tensor *cac
     tg_sdpa_layout lay = tg_mha_kv_layout(m);
     tg_tensor *qkv = rope_on(t, m, project_qkv(t, m, x), 0, m->cfg.n_heads + m->cfg.n_kv_heads, pos);
     if (!qkv || tg_kv_write(t, cache, qkv, &lay, pos)) return NULL;
-    tg_tensor *o = tg_sdpa_step(t, qkv, cache, &lay, pos, NULL);
+    tg_tensor *o = tg_sdpa_step(t, qkv, cache, &lay, pos, &(tg_sdpa_opts){.alibi = m->cfg.alibi ? m->alibi : NULL});
     return tg_linear_forward(t, &m->out_proj, apply_head_mask(t, m, o, head_mask));
 }

@@ -34,6 +34,11 @@
  * 0..L-1 in a forward, pos[b] in a step; the cache keeps rotated keys), in
  * both modes the same numbers.
  *
+ * ALiBi (alibi = true): head h adds m_h * (j - i) to the scaled score of
+ * query i and key j (a decoding step: i = pos[b]); tg_mha_opts.bias adds any
+ * [B or 1, H, Lq, Lk] tensor there and takes its gradient (per-head mode
+ * hands head h its [., 1, Lq, Lk] slice).
+ *
  * Init (PyTorch's nn.MultiheadAttention): the packed [3E, D] Q/K/V weight ~
  * xavier_uniform_, Q/K/V biases 0, out_proj.weight as nn.Linear (U(+-1/sqrt(E))),
  * out_proj.bias 0. Per-head mode draws the same numbers in the same order, so
@@ -79,6 +84,7 @@ typedef struct tg_mha_config {
     bool rope;          /* rotary position embeddings on q and k (tg_rope), positions 0.. */
     double rope_base;   /* 0: 10000 */
     double rope_frac;   /* share of each head's dims rotated, rounded down to even; 0: 1 */
+    bool alibi;         /* ALiBi: head h adds m_h * (j - i) to its scores (tg_alibi_slopes) */
     bool bias;          /* biases on Q, K, V and out_proj */
     double dropout;     /* on the attention weights while training, in [0, 1) */
     tg_mha_mode mode;
@@ -98,6 +104,7 @@ typedef struct tg_mha {
     tg_mha_head heads[TG_MHA_MAX_HEADS];  /* per-head: n_heads used */
     tg_linear out_proj;         /* [D, E] (+ [D]) */
     int rope_rot;               /* with cfg.rope: dims rotated per head */
+    double alibi[TG_MHA_MAX_HEADS];  /* with cfg.alibi: each head's slope */
     char name[TG_NN_NAME_MAX];
 } tg_mha;
 
@@ -110,6 +117,8 @@ typedef struct tg_mha_opts {
     const tg_mask *mask;        /* any tg_mask, its arrays sized for B, Lq, Lk */
     const uint8_t *head_mask;   /* [n_heads]: 0 = head silenced */
     tg_rng *rng;                /* needed for dropout while training */
+    tg_tensor *bias;            /* [B or 1, n_heads, Lq, Lk] added to the scaled scores, with a
+                                   gradient (learned relative-position biases), or NULL */
     tg_tensor *cache;           /* self-attention: [B, cap, 2E], cap >= L, receives the key
                                    and value of every position (tg_kv_write with
                                    tg_mha_kv_layout: a prefill; no gradient flows through it) */

@@ -27,6 +27,7 @@ int tg_model_init(tg_model *m, tg_params *p, const tg_model_config *cfg, tg_rng 
     tg_block_config bc = {
         .attn = {.n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads, .d_model = c->d_model, .d_head = c->d_head,
                  .bias = true, .rope = c->pos == TG_POS_ROPE, .rope_base = c->rope_base, .rope_frac = c->rope_frac,
+                 .alibi = c->alibi,
                  .dropout = c->dropout, .mode = c->mode},
         .d_ff = c->d_ff, .ff_dropout = c->dropout, .ln_eps = 1e-5};
     if (tg_embedding_init(&m->tok_emb, p, "tok_emb", c->vocab, c->d_model, rng) ||

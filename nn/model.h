@@ -52,6 +52,7 @@ typedef struct tg_model_config {
     tg_mha_mode mode;   /* TG_MHA_FUSED or TG_MHA_PER_HEAD */
     tg_pos_kind pos;    /* TG_POS_LEARNED (pos_emb), TG_POS_ROPE or TG_POS_NONE */
     double rope_base, rope_frac;  /* with TG_POS_ROPE: tg_mha_config's */
+    bool alibi;         /* ALiBi biases in every attention layer (with any pos) */
 } tg_model_config;
 
 typedef struct tg_model {

@@ -106,7 +106,8 @@ static inline void check_mha_fixture(const char *file, tg_mha_mode file_mode, tg
     tg_mha_config cfg = {.n_heads = meta_int(s, "n_heads"), .d_model = meta_int(s, "d_model"),
                          .d_head = meta_int(s, "d_head"), .n_kv_heads = meta_or(s, "n_kv_heads", 0),
                          .rope = meta_or(s, "rope", 0) != 0, .rope_base = meta_real_or(s, "rope_base", 0),
-                         .rope_frac = meta_real_or(s, "rope_frac", 0), .bias = true, .mode = file_mode};
+                         .rope_frac = meta_real_or(s, "rope_frac", 0), .alibi = meta_or(s, "alibi", 0) != 0,
+                         .bias = true, .mode = file_mode};
     tg_params *pf = tg_params_new(), *pr = tg_params_new();
     tg_mha mf, mr;
     cr_assert_eq(tg_mha_init(&mf, pf, "attn", &cfg, NULL), 0, "%s", tg_error());
@@ -119,13 +120,15 @@ static inline void check_mha_fixture(const char *file, tg_mha_mode file_mode, tg
     tg_mask mask = {.causal = meta_int(s, "causal") != 0, .key_lens = lens};
     tg_tape *t = tg_tape_new();
     tg_tensor *xq = input(t, fx(s, "xq")), *xkv = cross ? input(t, fx(s, "xkv")) : xq, *w;
-    tg_tensor *out = tg_mha_forward(t, &mr, xq, xkv, &(tg_mha_opts){.mask = &mask}, &w);
+    tg_tensor *bias = tg_st_get(s, "bias") ? input(t, fx(s, "bias")) : NULL;
+    tg_tensor *out = tg_mha_forward(t, &mr, xq, xkv, &(tg_mha_opts){.mask = &mask, .bias = bias}, &w);
     cr_assert_not_null(out, "%s", tg_tape_error(t));
     assert_matches(out->data, out->size, fx(s, "out"), "out");
     assert_matches(w->data, w->size, fx(s, "weights"), "weights");
     cr_assert_eq(tg_backward_seed(t, out, fx(s, "seed")->data), 0, "%s", tg_tape_error(t));
     assert_matches(xq->grad, xq->size, fx(s, "grad.xq"), "grad.xq");
     if (cross) assert_matches(xkv->grad, xkv->size, fx(s, "grad.xkv"), "grad.xkv");
+    if (bias) assert_matches(bias->grad, bias->size, fx(s, "grad.bias"), "grad.bias");
     if (run_mode == file_mode) {
         assert_param_grads(pr, s);
     } else {  /* grads move between layouts exactly as weights do */

@@ -108,7 +108,7 @@ Test(decode, misuse_is_an_error_naming_it)
     assert_fails(T, tg_sdpa_step(T, q, cache, &bad, pos, NULL), "tg_sdpa_step", "n_kv_heads dividing");
     assert_fails(T, tg_sdpa_step(T, q, cache, &lay, NULL, NULL), "tg_sdpa_step", "pos is NULL");
     assert_fails(T, tg_sdpa_step(T, q, cache, &lay, pos, &(tg_sdpa_opts){.dropout = 0.1}), "tg_sdpa_step",
-                 "no mask, no dropout");
+                 "no mask, bias or dropout");
     assert_fails(T, tg_sdpa_step(T, x, cache, &lay, pos, NULL), "tg_sdpa_step", "xq must be [B, 1, C]");
     tg_no_grad_end(T, true);
     tg_tensor *qr = tu_rand(&R, -1, 1, 3, (int[]){DB, 1, x->shape[2]});

@@ -25,10 +25,13 @@ typedef struct kv_arch {
     int n_heads, n_kv_heads;
     tg_pos_kind pos;
     double rope_frac;
+    bool alibi;
 } kv_arch;
-static const kv_arch MHA = {2, 0, TG_POS_LEARNED, 0}, GQA = {4, 2, TG_POS_LEARNED, 0};
-static const kv_arch MQA = {4, 1, TG_POS_LEARNED, 0};
-static const kv_arch ROPE = {2, 0, TG_POS_ROPE, 0}, ROPE_GQA = {4, 2, TG_POS_ROPE, 0.5}, NOPOS = {2, 0, TG_POS_NONE, 0};
+static const kv_arch MHA = {.n_heads = 2}, GQA = {.n_heads = 4, .n_kv_heads = 2}, MQA = {.n_heads = 4, .n_kv_heads = 1};
+static const kv_arch ROPE = {.n_heads = 2, .pos = TG_POS_ROPE}, NOPOS = {.n_heads = 2, .pos = TG_POS_NONE};
+static const kv_arch ROPE_GQA = {.n_heads = 4, .n_kv_heads = 2, .pos = TG_POS_ROPE, .rope_frac = 0.5};
+static const kv_arch ALIBI = {.n_heads = 2, .pos = TG_POS_NONE, .alibi = true};
+static const kv_arch ALIBI_GQA = {.n_heads = 4, .n_kv_heads = 2, .alibi = true};
 
 /* A small model of either mode, a tape that does not record, KB x KT random ids. */
 typedef struct kv_fixture {
@@ -46,7 +49,7 @@ static void kv_open(kv_fixture *f, tg_mha_mode mode, kv_arch a, uint64_t seed)
     f->p = tg_params_new();
     tg_model_config cfg = {.vocab = KV, .d_model = 16, .n_layers = 2, .n_heads = a.n_heads,
                            .n_kv_heads = a.n_kv_heads, .max_len = KT, .mode = mode, .pos = a.pos,
-                           .rope_frac = a.rope_frac};
+                           .rope_frac = a.rope_frac, .alibi = a.alibi};
     cr_assert_eq(tg_model_init(&f->m, f->p, &cfg, &f->rng), 0, "%s", tg_error());
     f->t = tg_tape_new();
     f->prev = tg_no_grad_begin(f->t);
@@ -189,6 +192,13 @@ Test(kv_cache, rope_decoding_equals_full_passes)
     check_kv_cache(TG_MHA_PER_HEAD, ROPE_GQA, NULL);
     check_kv_cache(TG_MHA_FUSED, NOPOS, NULL);
 }
+Test(kv_cache, alibi_decoding_equals_full_passes)
+{
+    check_kv_cache(TG_MHA_FUSED, ALIBI, NULL);
+    check_kv_cache(TG_MHA_PER_HEAD, ALIBI, NULL);
+    check_kv_cache(TG_MHA_FUSED, ALIBI_GQA, NULL);
+    check_kv_cache(TG_MHA_PER_HEAD, ALIBI_GQA, NULL);
+}
 Test(kv_cache, multi_query_decoding_equals_full_passes)
 {
     check_kv_cache(TG_MHA_FUSED, MQA, NULL);
@@ -302,8 +312,10 @@ Test(kv_cache, prefill_grouped_query_both_modes)
     check_prefill(TG_MHA_FUSED, GQA, NULL);
     check_prefill(TG_MHA_PER_HEAD, MQA, NULL);
 }
-Test(kv_cache, prefill_with_rope_both_modes)
+Test(kv_cache, prefill_with_rope_or_alibi_both_modes)
 {
+    check_prefill(TG_MHA_FUSED, ALIBI_GQA, NULL);
+    check_prefill(TG_MHA_PER_HEAD, ALIBI, NULL);
     check_prefill(TG_MHA_FUSED, ROPE_GQA, NULL);
     check_prefill(TG_MHA_PER_HEAD, ROPE, NULL);
 }
@@ -313,8 +325,8 @@ Test(kv_cache, grouped_query_cache_holds_only_key_value_heads)
 {
     kv_fixture f[2];
     tg_kv_cache c[2];
-    kv_open(&f[0], TG_MHA_FUSED, (kv_arch){4, 0, TG_POS_LEARNED, 0}, 1);
-    kv_open(&f[1], TG_MHA_PER_HEAD, (kv_arch){4, 1, TG_POS_LEARNED, 0}, 1);
+    kv_open(&f[0], TG_MHA_FUSED, (kv_arch){.n_heads = 4}, 1);
+    kv_open(&f[1], TG_MHA_PER_HEAD, (kv_arch){.n_heads = 4, .n_kv_heads = 1}, 1);
     for (int i = 0; i < 2; i++) cr_assert_eq(tg_kv_cache_init(&c[i], &f[i].m, KB), 0, "%s", tg_error());
     cr_assert_eq(c[0].kv[0]->shape[2], 2 * 16);
     cr_assert_eq(c[1].kv[0]->shape[2], 2 * 4);

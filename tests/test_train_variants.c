@@ -28,6 +28,19 @@ static double reported_acc(const char *text)
     return atof(s) / 100;
 }
 
+/* The start of a safetensors file's JSON header (its metadata and names). */
+static void model_header(const char *rel, char *buf, size_t len)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, rel);
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "%s is missing", path);
+    memset(buf, 0, len);
+    cr_assert_gt(fread(buf, 1, len - 1, f), 8);
+    fclose(f);
+    memmove(buf, buf + 8, len - 8);
+}
+
 static long file_size(const char *rel)
 {
     char path[512];
@@ -56,18 +69,24 @@ Test(train_variants, reverse_with_rope)
     cr_assert_eq(run("eval --model r/model.safetensors --eval-size 500 --threads 1"), 0, "%s", err_text);
     cr_assert_geq(reported_acc(out_text), 0.99, "%s", out_text);
     /* no position table: RoPE is the model's only source of positions */
-    char path[512];
-    snprintf(path, sizeof path, "%s/r/model.safetensors", dir);
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f);
-    char head[4096] = {0};
-    cr_assert_gt(fread(head, 1, sizeof head - 1, f), 8);
-    fclose(f);
-    cr_assert_null(strstr(head + 8, "pos_emb"), "the RoPE model has a pos_emb");
-    cr_assert(strstr(head + 8, "\"pos\":\"rope\""), "the model file does not say pos rope");
+    char head[4096];
+    model_header("r/model.safetensors", head, sizeof head);
+    cr_assert_null(strstr(head, "pos_emb"), "the RoPE model has a pos_emb");
+    cr_assert(strstr(head, "\"pos\":\"rope\""), "the model file does not say pos rope");
     cr_assert_eq(run("attn --model r/model.safetensors --input '3 0 6 2 5' --png a.png --threads 1"), 0, "%s",
                  err_text);
     cr_assert_gt(file_size("a.png"), 1000);
+}
+
+/* --alibi is kept by the model file: eval and generate build the same model. */
+Test(train_variants, alibi_round_trips)
+{
+    cr_assert_eq(run("train " REVERSE " --pos none --alibi --steps 30 --eval-every 30 --out a"), 0, "%s", err_text);
+    cr_assert_eq(run("eval --model a/model.safetensors --eval-size 50 --threads 1"), 0, "%s", err_text);
+    cr_assert_eq(run("generate --model a/model.safetensors --input '1 2 3' --threads 1"), 0, "%s", err_text);
+    char head[4096];
+    model_header("a/model.safetensors", head, sizeof head);
+    cr_assert(strstr(head, "\"alibi\":\"true\"") && strstr(head, "\"pos\":\"none\""), "%s", head);
 }
 
 Test(train_variants, bad_variant_flags_are_refused)

@@ -22,6 +22,17 @@ n_kv_heads, d_model, d_head, causal):
                              multi-head attention, RoPE on half of each
                              head's dims (rope_frac 0.5), base 500
 
+  alibi_gqa_per_head.safetensors, alibi_gqa_fused.safetensors
+                             grouped-query attention with ALiBi (4 heads) and an
+                             additive bias "bias" [B, H, L, L] taking a gradient
+                             ("grad.bias"); metadata alibi
+  alibi_fused.safetensors    multi-head, 3 heads (ALiBi's slopes for a head
+                             count that is not a power of 2), bias [1, H, L, L]
+
+ALiBi adds m_h * (j - i) to the score of query i and key j, m_h the slopes of
+the paper's code (get_slopes: 2^(-8(h+1)/n), interpolated for n not a power
+of 2).
+
 RoPE is the formula of LLaMA's apply_rotary_emb (precompute_freqs_cis, then
 view_as_complex on pairs (x_2i, x_2i+1) times exp(i p / base^(2i/rot))), in
 complex128, on the first rot dims of every q and k head, the rest unchanged;
@@ -45,9 +56,22 @@ from make_nn_fixtures import OUT_DIR, jitter, masks, write_safetensors  # noqa: 
 torch.set_default_dtype(torch.float64)
 
 
-def sdpa(q, k, v, attn_mask, kpm):
-    """q [B,H,Lq,dh], k/v [B,H,Lk,dh] -> out [B,H,Lq,dh], weights [B,H,Lq,Lk]."""
+def alibi_slopes(n):
+    """The ALiBi paper's get_slopes."""
+    def pow2(n):
+        start = 2 ** (-(2 ** -(math.log2(n) - 3)))
+        return [start * start ** i for i in range(n)]
+    if math.log2(n).is_integer():
+        return pow2(n)
+    p2 = 2 ** math.floor(math.log2(n))
+    return pow2(p2) + alibi_slopes(2 * p2)[0::2][: n - p2]
+
+
+def sdpa(q, k, v, attn_mask, kpm, add=None):
+    """q [B,H,Lq,dh], k/v [B,H,Lk,dh] -> out [B,H,Lq,dh], weights [B,H,Lq,Lk]; add: [., H, Lq, Lk] or None."""
     s = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    if add is not None:
+        s = s + add
     masked = kpm[:, None, None, :].expand_as(s)
     if attn_mask is not None:
         masked = masked | attn_mask[None, None]
@@ -76,7 +100,7 @@ def apply_rotary_emb(xq, xk, freqs_cis, rot):
 class GroupedMHA(nn.Module):
     """H query heads, Hkv key/value heads; query head h reads key/value head h // (H // Hkv)."""
 
-    def __init__(self, D, H, Hkv, dh, rot=0, base=10000.0):
+    def __init__(self, D, H, Hkv, dh, rot=0, base=10000.0, alibi=False):
         super().__init__()
         self.heads = nn.ModuleList()
         for _ in range(H):
@@ -89,9 +113,9 @@ class GroupedMHA(nn.Module):
             head.k_proj, head.v_proj = nn.Linear(D, dh), nn.Linear(D, dh)
             self.kv_heads.append(head)
         self.out_proj = nn.Linear(H * dh, D)
-        self.H, self.Hkv, self.dh, self.rot, self.base = H, Hkv, dh, rot, base
+        self.H, self.Hkv, self.dh, self.rot, self.base, self.alibi = H, Hkv, dh, rot, base, alibi
 
-    def forward(self, xq, xkv, attn_mask, kpm):
+    def forward(self, xq, xkv, attn_mask, kpm, bias=None):
         q = torch.stack([h.q_proj(xq) for h in self.heads], 1)          # [B, H, Lq, dh]
         k = torch.stack([h.k_proj(xkv) for h in self.kv_heads], 1)      # [B, Hkv, Lk, dh]
         v = torch.stack([h.v_proj(xkv) for h in self.kv_heads], 1)
@@ -99,7 +123,13 @@ class GroupedMHA(nn.Module):
             q, k = apply_rotary_emb(q, k, precompute_freqs_cis(self.rot, q.shape[2], self.base), self.rot)
         group = self.H // self.Hkv
         k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
-        o, w = sdpa(q, k, v, attn_mask, kpm)
+        add = bias
+        if self.alibi:
+            Lq, Lk = q.shape[2], k.shape[2]
+            rel = (torch.arange(Lk)[None, :] - torch.arange(Lq)[:, None]).double()  # j - i
+            ab = torch.tensor(alibi_slopes(self.H))[:, None, None] * rel[None]     # [H, Lq, Lk]
+            add = ab[None] if add is None else add + ab[None]
+        o, w = sdpa(q, k, v, attn_mask, kpm, add)
         B, H, Lq, dh = o.shape
         return self.out_proj(o.transpose(1, 2).reshape(B, Lq, H * dh)), w
 
@@ -117,11 +147,13 @@ def fused_names(t, m):
     return t
 
 
-def fixture(module, xq, lens, causal):
-    """Self-attention of module on xq: every tensor of the file, by name."""
+def fixture(module, xq, lens, causal, bias=None):
+    """Self-attention of module on xq (plus bias, taking a gradient): every tensor of the file, by name."""
     attn_mask, kpm = masks(xq.shape[1], xq.shape[1], lens, causal)
     xq = xq.clone().requires_grad_(True)
-    out, w = module(xq, xq, attn_mask, kpm)
+    if bias is not None:
+        bias = bias.clone().requires_grad_(True)
+    out, w = module(xq, xq, attn_mask, kpm, bias)
     assert torch.isfinite(out).all()
     seed = torch.rand_like(out) * 2 - 1
     (out * seed).sum().backward()
@@ -130,6 +162,8 @@ def fixture(module, xq, lens, causal):
               "grad.xq": xq.grad})
     for k, p in module.named_parameters():
         t["grad.attn." + k] = p.grad
+    if bias is not None:
+        t.update({"bias": bias, "grad.bias": bias.grad})
     return t
 
 
@@ -168,7 +202,25 @@ def make_rope():
                            rope_frac=0.5))
 
 
+def make_alibi():
+    torch.manual_seed(5)
+    D, H, Hkv, dh, B, L = 8, 4, 2, 3, 2, 6
+    m = GroupedMHA(D, H, Hkv, dh, alibi=True)
+    jitter(m)
+    meta = dict(n_heads=H, n_kv_heads=Hkv, d_model=D, d_head=dh, causal=1, alibi=1)
+    t = fixture(m, torch.randn(B, L, D), [6, 4], True, bias=0.5 * torch.randn(B, H, L, L))
+    write_safetensors(os.path.join(OUT_DIR, "alibi_gqa_per_head.safetensors"), t, meta)
+    write_safetensors(os.path.join(OUT_DIR, "alibi_gqa_fused.safetensors"), fused_names(dict(t), m), meta)
+    D, H, dh, L = 6, 3, 2, 5
+    m = GroupedMHA(D, H, H, dh, alibi=True)
+    jitter(m)
+    t = fixture(m, torch.randn(2, L, D), [5, 3], True, bias=0.5 * torch.randn(1, H, L, L))
+    write_safetensors(os.path.join(OUT_DIR, "alibi_fused.safetensors"), fused_names(t, m),
+                      dict(n_heads=H, n_kv_heads=H, d_model=D, d_head=dh, causal=1, alibi=1))
+
+
 if __name__ == "__main__":
     os.makedirs(OUT_DIR, exist_ok=True)
     make_gqa()
     make_rope()
+    make_alibi()

@@ -108,7 +108,8 @@ typedef struct step_ctx {
     const tg_tensor *cache;
     const tg_real *q;           /* xq's data, head h of row b at b*ldq + q_col + h*dk */
     const int32_t *pos;
-    tg_real *S, *out;           /* [B, cap] scratch, [B, H*dv] */
+    tg_real *S, *out;           /* [B, 2 cap] scratch (scores, ALiBi's terms), [B, H*dv] */
+    const double *alibi;        /* [H] or NULL */
     kv_dims d;
     int ldq, q_col, cap;
     tg_real scale;
@@ -122,12 +123,14 @@ static void step_rows(void *ctx, int b0, int b1)
     for (int b = b0; b < b1; b++) {
         int n = a->pos[b] + 1;
         const tg_real *kt = keys_of(a->cache, d, b), *v = values_of(a->cache, d, b);
-        tg_real *S = a->S + (size_t)b * cap;
+        tg_real *S = a->S + (size_t)b * 2 * cap;
+        tg_attn_bias ab = {.alibi = a->alibi, .H = d->H, .Lq = 1, .Lk = cap, .pos0 = a->pos[b]};
         for (int h = 0; h < d->H; h++) {
-            int g = h / group;
+            int g = h / group, ld_add;
             const tg_real *q = a->q + (size_t)b * a->ldq + a->q_col + (size_t)h * d->dk;
+            const tg_real *add = tg_attn_bias_rows(&ab, b, h, 0, 1, n, S + cap, &ld_add);
             tg_gemm_ld(false, false, 1, n, d->dk, a->scale, q, a->ldq, kt + (size_t)g * d->dk * cap, cap, 0, S, n);
-            tg_softmax_block(S, S, 1, n, 1, NULL, NULL, 0, NULL);
+            tg_softmax_block(S, S, 1, n, 1, NULL, add, ld_add, NULL);
             tg_gemm_ld(false, false, 1, d->dv, n, 1, S, n, v + (size_t)g * d->dv, vw, 0,
                        a->out + (size_t)b * d->H * d->dv + (size_t)h * d->dv, d->H * d->dv);
         }
@@ -142,8 +145,8 @@ tg_tensor *tg_sdpa_step(tg_tape *t, tg_tensor *xq, tg_tensor *cache, const tg_sd
     if (!tg_inputs_check(t, "tg_sdpa_step", (tg_tensor *const[]){xq, cache}, 2, 2)) return NULL;
     if (!pos) return tg_fail(t, "tg_sdpa_step: pos is NULL");
     if (tg_tape_recording(t)) return tg_fail(t, "tg_sdpa_step: decoding only: the tape must not record");
-    if (opts && (opts->mask || opts->dropout != 0 || !isfinite(opts->scale)))
-        return tg_fail(t, "tg_sdpa_step: takes a finite scale only (no mask, no dropout)");
+    if (opts && (opts->mask || opts->bias || opts->dropout != 0 || !isfinite(opts->scale)))
+        return tg_fail(t, "tg_sdpa_step: takes a finite scale and ALiBi slopes only (no mask, bias or dropout)");
     if (xq->ndim != 3 || xq->shape[1] != 1) return tg_fail(t, "tg_sdpa_step: xq must be [B, 1, C], got %s",
                                                            tg_shape_str(xq, sx));
     int B = xq->shape[0];
@@ -159,10 +162,11 @@ tg_tensor *tg_sdpa_step(tg_tape *t, tg_tensor *xq, tg_tensor *cache, const tg_sd
         work += (double)(pos[b] + 1) * d.H * (d.dk + d.dv);
     }
     tg_tensor *o = tg_new(t, "tg_sdpa_step", 3, (int[]){B, 1, d.H * d.dv});
-    tg_real *S = tg_arena_alloc(t, (size_t)B * cap * sizeof *S, "tg_sdpa_step scores");
+    tg_real *S = tg_arena_alloc(t, (size_t)B * 2 * cap * sizeof *S, "tg_sdpa_step scores");
     if (!o || !S) return NULL;
     double scale = opts && opts->scale > 0 ? opts->scale : 1 / sqrt((double)d.dk);
     step_ctx c = {.cache = cache, .q = xq->data, .pos = pos, .S = S, .out = o->data, .d = d,
+                  .alibi = opts ? opts->alibi : NULL,
                   .ldq = xq->shape[2], .q_col = lay->q_col, .cap = cap, .scale = (tg_real)scale};
     /* rows are independent; 0.1 ns per key and head dim, as tg_sdpa's planes */
     if (B > 1 && tg_parallel_pays(0.1 * work)) tg_parallel_for(B, step_rows, &c);

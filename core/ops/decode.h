@@ -35,7 +35,8 @@ int tg_kv_write(tg_tape *t, tg_tensor *cache, const tg_tensor *x, const tg_sdpa_
  * positions 0..pos[b] of key/value head h / (H / Hkv) in cache rows [0, B).
  * It is the last row of tg_sdpa_heads under a causal mask, with the same
  * products and softmax (the same bits with tapegrad's GEMMs). opts may give
- * the scale (<= 0: 1/sqrt(dk)); a mask or dropout is refused.
+ * the scale (<= 0: 1/sqrt(dk)) and ALiBi slopes (head h adds
+ * alibi[h] * (j - pos[b])); a mask, a bias tensor or dropout is refused.
  * -> [B, 1, H*dv], head h in columns [h*dv, (h+1)*dv). */
 tg_tensor *tg_sdpa_step(tg_tape *t, tg_tensor *xq, tg_tensor *cache, const tg_sdpa_layout *lay,
                         const int32_t *pos, const tg_sdpa_opts *opts);

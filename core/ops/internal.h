@@ -44,6 +44,21 @@ void tg_sdpa_tune(int rows, int materialise);
  * its weights [B, H, Lq, Lk] for backward (else it recomputes them). */
 bool tg_sdpa_materialises(int B, int H, int Lq, int Lk);
 
+/* core/ops/attn_bias.c: what is added to the scaled scores of plane (b, h)
+ * of attention: the [Lq, Lk] additive mask, a bias [bias_b, H, Lq, Lk]
+ * (bias_b 1: every batch element's), ALiBi slopes [H] (m_h * (j - i), i the
+ * query's position pos0 + row). Each may be NULL. */
+typedef struct tg_attn_bias {
+    const tg_real *additive, *bias;
+    const double *alibi;
+    int bias_b, H, Lq, Lk, pos0;
+} tg_attn_bias;
+/* The terms of rows [i0, i0 + nr), keys [0, n), *ld apart: NULL when none,
+ * a pointer into a single term's array, or their sum written to scratch
+ * [nr, n] (the same bits whoever asks: forward, backward, a decoding step). */
+const tg_real *tg_attn_bias_rows(const tg_attn_bias *a, int b, int h, int i0, int nr, int n, tg_real *scratch,
+                                 int *ld);
+
 /* The sum of x [n] in 8 independent lanes: no loop-carried dependence, so it
  * runs at throughput and vectorizes without -ffast-math. x[j] always goes to
  * lane j % 8, the tail too, so zeros appended to a row leave its sum's bits

@@ -147,12 +147,16 @@ tg_tensor *tg_dropout(tg_tape *t, tg_tensor *a, double p, tg_rng *rng);
  * does not need them: it recomputes them block by block (memory O(L)).
  * opts may be NULL (no mask, default scale, no dropout); an rng is required
  * when dropout > 0 and the tape is training. Dropout draws one number per weight in (b,h,i,j)
- * order, masked or not, so the stream does not depend on the mask. */
+ * order, masked or not, so the stream does not depend on the mask.
+ * The mask's additive [Lq, Lk], the bias and ALiBi add up (in that order). */
 struct tg_sdpa_opts {
     const tg_mask *mask;     /* NULL: no mask */
     double scale;            /* <= 0: 1/sqrt(dk) */
     double dropout;          /* probability, 0 = off */
     tg_rng *rng;             /* required when dropout > 0 */
+    tg_tensor *bias;         /* [B or 1, H, Lq, Lk] added to the scaled scores, with a gradient
+                                (learned relative-position biases); NULL: none */
+    const double *alibi;     /* [H] ALiBi slopes: head h adds alibi[h] * (j - i); NULL: none */
 };
 tg_tensor *tg_sdpa(tg_tape *t, tg_tensor *q, tg_tensor *k, tg_tensor *v,
                    const tg_sdpa_opts *opts, tg_tensor **weights);
@@ -177,6 +181,10 @@ struct tg_sdpa_layout {
 };
 tg_tensor *tg_sdpa_heads(tg_tape *t, tg_tensor *xq, tg_tensor *xkv, const tg_sdpa_layout *lay,
                          const tg_sdpa_opts *opts, tg_tensor **weights);
+
+/* ALiBi's slopes for n heads: 2^(-8(h+1)/n) for n a power of 2, else the
+ * paper's interpolation (core/ops/attn_bias.c). */
+void tg_alibi_slopes(int n_heads, double *slopes);
 
 /* ---- rotary position embeddings (core/ops/rope.c) --------------------------
  * x [B, L, C] -> the same shape: n_heads heads of d_head columns from column

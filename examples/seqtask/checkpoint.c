@@ -44,6 +44,7 @@ tg_model_config sq_model_config(const sq_config *c)
         .dropout = c->dropout,
         .mode = c->mode == SQ_MODE_PER_HEAD ? TG_MHA_PER_HEAD : TG_MHA_FUSED,
         .pos = (tg_pos_kind)c->pos,
+        .alibi = c->alibi,
     };
 }
 

@@ -79,6 +79,8 @@ static const flag flags[] = {
         "key/value heads, dividing --heads (grouped-query attention; 1: multi-query; 0: --heads)"),
     CHOICE("pos", pos, pos_choices, "learned", C_TRAIN, M_MODEL | M_LATER, "model",
            "positions: a learned table, rotary embeddings on q and k, or none (the causal mask only)"),
+    BOOL("alibi", alibi, C_TRAIN, M_MODEL | M_LATER, "model",
+         "ALiBi: each head adds a slope times (key - query position) to its scores (e.g. with --pos none)"),
     INT("d-ff", d_ff, 0, 65536, "0", C_TRAIN, M_MODEL, "model", "N",
         "hidden width of the feed-forward layer (0: 4 * d-model)"),
     CHOICE("mode", mode, mode_choices, "fused", C_TRAIN, M_MODEL, "model",
