@@ -20,6 +20,11 @@ static int check_config(const tg_mha_config *c, const char *name)
     else if (c->rope && !(c->rope_base >= 0 && isfinite(c->rope_base))) why = "rope_base must be finite and >= 0 (0: 10000)";
     else if (c->rope && !(c->rope_frac >= 0 && c->rope_frac <= 1)) why = "rope_frac must be in [0, 1] (0: 1)";
     else if (c->mode != TG_MHA_FUSED && c->mode != TG_MHA_PER_HEAD) why = "mode must be TG_MHA_FUSED or TG_MHA_PER_HEAD";
+    else if (c->kdim < 0 || c->vdim < 0) why = "kdim and vdim must be >= 0 (0: d_model)";
+    else if ((c->kdim || c->vdim || c->add_bias_kv || c->add_zero_attn) &&
+             ((c->n_kv_heads && c->n_kv_heads != c->n_heads) || c->rope || c->alibi))
+        why = "kdim, vdim, add_bias_kv and add_zero_attn (nn.MultiheadAttention's) do not combine with "
+              "n_kv_heads < n_heads, rope or alibi";
     if (!why) return 0;
     return tg_error_set("tg_mha '%s': %s (n_heads %d, n_kv_heads %d, d_model %d, d_head %d, dropout %g)", name,
                         why, c->n_heads, c->n_kv_heads, c->d_model, c->d_head, c->dropout);
@@ -29,6 +34,12 @@ static int check_config(const tg_mha_config *c, const char *name)
 static int heads_of(const tg_mha_config *c, int s)
 {
     return s ? c->n_kv_heads : c->n_heads;
+}
+
+/* The input width of projection s: d_model, kdim, vdim. */
+static int width_of(const tg_mha_config *c, int s)
+{
+    return s == 0 ? c->d_model : s == 1 ? c->kdim : c->vdim;
 }
 
 /* The [d_head, D] block of projection s (0 q, 1 k, 2 v) of head h (a key/value
@@ -46,7 +57,15 @@ static tg_real *proj_block(const tg_mha *m, int s, int h, bool bias)
     }
     size_t row = ((size_t)(s == 0 ? 0 : s == 1 ? c->n_heads : c->n_heads + c->n_kv_heads) + (size_t)h) * c->d_head;
     if (bias) return m->in_proj_bias ? m->in_proj_bias->data + row : NULL;
+    if (!m->in_proj_weight) return m->qkv_proj[s]->data + (size_t)h * c->d_head * width_of(c, s);
     return m->in_proj_weight->data + row * c->d_model;
+}
+
+/* add_bias_kv's [d_head] of head h: its key's (s 1) or its value's (s 2). */
+static tg_real *kv_bias_block(const tg_mha *m, int s, int h)
+{
+    if (m->cfg.mode == TG_MHA_PER_HEAD) return (s == 1 ? m->heads[h].bias_k : m->heads[h].bias_v)->data;
+    return (s == 1 ? m->bias_k : m->bias_v)->data + (size_t)h * m->cfg.d_head;
 }
 
 /* "<prefix>.<kind>.<h>.<q|k|v>_proj.{weight,bias}" of projection s into *w, *b. */
@@ -56,7 +75,7 @@ static int add_head(tg_params *p, const char *prefix, const char *kind, int h, i
     char sub[TG_NN_NAME_MAX], proj[48];
     snprintf(proj, sizeof proj, "%s.%d.%s", kind, h, proj_names[s]);
     if (tg_nn_name(sub, prefix, proj)) return -1;
-    if (!(*w = tg_nn_param(p, sub, "weight", 2, (int[]){c->d_head, c->d_model}))) return -1;
+    if (!(*w = tg_nn_param(p, sub, "weight", 2, (int[]){c->d_head, width_of(c, s)}))) return -1;
     if (c->bias && !(*b = tg_nn_param(p, sub, "bias", 1, (int[]){c->d_head}))) return -1;
     return 0;
 }
@@ -69,9 +88,16 @@ static int add_params(tg_mha *m, tg_params *p, const char *prefix)
     const tg_mha_config *c = &m->cfg;
     int R = (c->n_heads + 2 * c->n_kv_heads) * c->d_head, group = c->n_heads / c->n_kv_heads;
     if (c->mode == TG_MHA_FUSED) {
-        m->in_proj_weight = tg_nn_param(p, prefix, "in_proj_weight", 2, (int[]){R, c->d_model});
-        if (!m->in_proj_weight) return -1;
+        static const char *const sep[3] = {"q_proj_weight", "k_proj_weight", "v_proj_weight"};
+        int E = c->n_heads * c->d_head;
+        for (int s = 0; s < 3 && (c->kdim != c->d_model || c->vdim != c->d_model); s++)
+            if (!(m->qkv_proj[s] = tg_nn_param(p, prefix, sep[s], 2, (int[]){E, width_of(c, s)}))) return -1;
+        if (!m->qkv_proj[0] && !(m->in_proj_weight = tg_nn_param(p, prefix, "in_proj_weight", 2, (int[]){R, c->d_model})))
+            return -1;
         if (c->bias && !(m->in_proj_bias = tg_nn_param(p, prefix, "in_proj_bias", 1, (int[]){R}))) return -1;
+        if (c->add_bias_kv && (!(m->bias_k = tg_nn_param(p, prefix, "bias_k", 3, (int[]){1, 1, E})) ||
+                               !(m->bias_v = tg_nn_param(p, prefix, "bias_v", 3, (int[]){1, 1, E}))))
+            return -1;
         return 0;
     }
     for (int h = 0; h < c->n_heads; h++) {
@@ -79,6 +105,13 @@ static int add_params(tg_mha *m, tg_params *p, const char *prefix)
         if (add_head(p, prefix, "heads", h, 0, c, &hd->wq, &hd->bq)) return -1;
         if (group == 1 && (add_head(p, prefix, "heads", h, 1, c, &hd->wk, &hd->bk) ||
                            add_head(p, prefix, "heads", h, 2, c, &hd->wv, &hd->bv)))
+            return -1;
+    }
+    for (int h = 0; c->add_bias_kv && h < c->n_heads; h++) {
+        char sub[TG_NN_NAME_MAX], name[32];
+        snprintf(name, sizeof name, "heads.%d", h);
+        if (tg_nn_name(sub, prefix, name) || !(m->heads[h].bias_k = tg_nn_param(p, sub, "bias_k", 1, (int[]){c->d_head})) ||
+            !(m->heads[h].bias_v = tg_nn_param(p, sub, "bias_v", 1, (int[]){c->d_head})))
             return -1;
     }
     for (int g = 0; group > 1 && g < c->n_kv_heads; g++) {
@@ -103,6 +136,8 @@ int tg_mha_init(tg_mha *m, tg_params *p, const char *prefix, const tg_mha_config
     m->cfg = *cfg;
     if (m->cfg.d_head == 0) m->cfg.d_head = cfg->d_model / cfg->n_heads;
     if (m->cfg.n_kv_heads == 0) m->cfg.n_kv_heads = cfg->n_heads;
+    if (m->cfg.kdim == 0) m->cfg.kdim = cfg->d_model;
+    if (m->cfg.vdim == 0) m->cfg.vdim = cfg->d_model;
     if (m->cfg.alibi) tg_alibi_slopes(m->cfg.n_heads, m->alibi);
     if (m->cfg.rope) {  /* RoPE turns pairs of dims */
         int dh = m->cfg.d_head;
@@ -119,16 +154,26 @@ int tg_mha_init(tg_mha *m, tg_params *p, const char *prefix, const tg_mha_config
                        NULL))
         return -1;
     if (!rng) return 0;
-    /* xavier_uniform_ over the packed [(H + 2 Hkv) dh, D] matrix, drawn row
-     * by row: in per-head mode too, so both modes get the same numbers */
-    double bound = tg_xavier_bound(D, (m->cfg.n_heads + 2 * m->cfg.n_kv_heads) * dh);
-    for (int s = 0; s < 3; s++)
+    /* xavier_uniform_ over the packed [(H + 2 Hkv) dh, D] matrix (or over each
+     * of q, k, v_proj_weight when kdim or vdim differ), drawn row by row: in
+     * per-head mode too, so both modes get the same numbers */
+    bool packed = m->cfg.kdim == D && m->cfg.vdim == D;
+    for (int s = 0; s < 3; s++) {
+        int w_in = width_of(&m->cfg, s);
+        double bound = packed ? tg_xavier_bound(D, (m->cfg.n_heads + 2 * m->cfg.n_kv_heads) * dh)
+                              : tg_xavier_bound(w_in, E);
         for (int h = 0; h < heads_of(&m->cfg, s); h++) {
             tg_real *w = proj_block(m, s, h, false);
-            for (size_t i = 0; i < (size_t)dh * D; i++) w[i] = (tg_real)(bound * (2 * tg_rng_uniform(rng) - 1));
+            for (size_t i = 0; i < (size_t)dh * w_in; i++) w[i] = (tg_real)(bound * (2 * tg_rng_uniform(rng) - 1));
         }
+    }
     double ob = tg_linear_init_bound(E);
     tg_init_uniform(m->out_proj.weight, -ob, ob, rng);
+    for (int s = 1; s < 3 && m->cfg.add_bias_kv; s++)  /* xavier_normal_ of [1, 1, E]: std 1 / sqrt(E) */
+        for (int h = 0; h < m->cfg.n_heads; h++) {
+            tg_real *b = kv_bias_block(m, s, h);
+            for (int i = 0; i < dh; i++) b[i] = (tg_real)(tg_rng_normal(rng) / sqrt((double)E));
+        }
     return 0;
 }
 
@@ -140,17 +185,21 @@ int tg_mha_copy_weights(tg_mha *dst, const tg_mha *src)
                             dst->out_proj.weight ? "src" : "dst");
     const tg_mha_config *a = &dst->cfg, *b = &src->cfg;
     if (a->n_heads != b->n_heads || a->n_kv_heads != b->n_kv_heads || a->d_model != b->d_model ||
-        a->d_head != b->d_head || a->bias != b->bias)
+        a->d_head != b->d_head || a->bias != b->bias || a->kdim != b->kdim || a->vdim != b->vdim ||
+        a->add_bias_kv != b->add_bias_kv)
         return tg_error_set("tg_mha_copy_weights: '%s' and '%s' differ: n_heads %d / %d, n_kv_heads %d / %d, "
                             "d_model %d / %d, d_head %d / %d, bias %d / %d", dst->name, src->name, a->n_heads,
                             b->n_heads, a->n_kv_heads, b->n_kv_heads, a->d_model, b->d_model, a->d_head, b->d_head,
                             a->bias, b->bias);
-    size_t dh = (size_t)a->d_head, D = (size_t)a->d_model;
+    size_t dh = (size_t)a->d_head;
     for (int s = 0; s < 3; s++)
         for (int h = 0; h < heads_of(a, s); h++) {
-            memcpy(proj_block(dst, s, h, false), proj_block(src, s, h, false), dh * D * sizeof(tg_real));
+            memcpy(proj_block(dst, s, h, false), proj_block(src, s, h, false),
+                   dh * (size_t)width_of(a, s) * sizeof(tg_real));
             if (a->bias) memcpy(proj_block(dst, s, h, true), proj_block(src, s, h, true), dh * sizeof(tg_real));
         }
+    for (int s = 1; s < 3 && a->add_bias_kv; s++)
+        for (int h = 0; h < a->n_heads; h++) memcpy(kv_bias_block(dst, s, h), kv_bias_block(src, s, h), dh * sizeof(tg_real));
     memcpy(dst->out_proj.weight->data, src->out_proj.weight->data, src->out_proj.weight->size * sizeof(tg_real));
     if (a->bias) memcpy(dst->out_proj.bias->data, src->out_proj.bias->data, src->out_proj.bias->size * sizeof(tg_real));
     return 0;
@@ -174,16 +223,95 @@ static tg_tensor *rope_on(tg_tape *t, const tg_mha *m, tg_tensor *x, int col, in
                                          .base = m->cfg.rope_base, .pos0 = pos0});
 }
 
+/* x [B, L, W] with one more position at the end: vec [W] (the same for
+ * every row), or zeros when vec is NULL -> [B, L + 1, W]. */
+static tg_tensor *append_position(tg_tape *t, tg_tensor *x, tg_tensor *vec)
+{
+    if (!x) return NULL;
+    int B = x->shape[0], W = x->shape[2];
+    tg_tensor *col = tg_new(t, "tg_mha appended position", 3, (int[]){B, W, 1});
+    if (!col) return NULL;
+    memset(col->data, 0, col->size * sizeof *col->data);
+    if (vec) col = tg_add(t, col, tg_reshape(t, vec, 2, (int[]){W, 1}));
+    tg_tensor *parts[2] = {tg_permute(t, x, (int[]){0, 2, 1}), col};  /* [B, W, L] | [B, W, 1] */
+    return tg_permute(t, tg_concat(t, parts, 2), (int[]){0, 2, 1});
+}
+
+/* k, v [B, Lk, W] with add_bias_kv's (bk, bv), then add_zero_attn's zeros,
+ * appended as positions Lk, Lk + 1. */
+static void append_kv(tg_tape *t, const tg_mha *m, tg_tensor **k, tg_tensor **v, tg_tensor *bk, tg_tensor *bv)
+{
+    if (m->cfg.add_bias_kv) *k = append_position(t, *k, bk), *v = append_position(t, *v, bv);
+    if (m->cfg.add_zero_attn) *k = append_position(t, *k, NULL), *v = append_position(t, *v, NULL);
+}
+
+/* The keys appended by add_bias_kv and add_zero_attn. */
+static int extra_keys(const tg_mha *m)
+{
+    return m->cfg.add_bias_kv + m->cfg.add_zero_attn;
+}
+
+/* mask over Lk keys widened to Lk + extra_keys, the appended keys visible to
+ * every query (PyTorch pads attn_mask and key_padding_mask so): its rules
+ * as a [B, Lq, Lk'] keep array and its additive [Lq, Lk'] in the arena.
+ * mask itself when nothing is appended or it is empty; false when out of memory. */
+static bool widen_mask(tg_tape *t, const tg_mha *m, const tg_mask **mask, int B, int Lq, int Lk, tg_mask *out)
+{
+    int extra = extra_keys(m), Lk2 = Lk + extra;
+    if (!extra || tg_mask_empty(*mask)) return true;
+    const tg_mask *in = *mask;
+    uint8_t *keep = tg_arena_alloc(t, (size_t)B * Lq * Lk2 + (size_t)Lq * Lk, "tg_mha widened mask"), *vis;
+    tg_real *add = in->additive ? tg_arena_alloc(t, (size_t)Lq * Lk2 * sizeof *add, "tg_mha widened mask") : NULL;
+    if (!keep || (in->additive && !add)) return false;
+    vis = keep + (size_t)B * Lq * Lk2;
+    tg_mask rules = *in;
+    rules.additive = NULL;
+    for (int b = 0; b < B; b++) {
+        tg_mask_fill(&rules, b, Lq, Lk, vis);
+        for (int i = 0; i < Lq; i++) {
+            memcpy(keep + ((size_t)b * Lq + i) * Lk2, vis + (size_t)i * Lk, (size_t)Lk);
+            memset(keep + ((size_t)b * Lq + i) * Lk2 + Lk, 1, (size_t)extra);
+        }
+    }
+    for (int i = 0; add && i < Lq; i++) {
+        memcpy(add + (size_t)i * Lk2, in->additive + (size_t)i * Lk, (size_t)Lk * sizeof *add);
+        for (int j = Lk; j < Lk2; j++) add[(size_t)i * Lk2 + j] = 0;
+    }
+    *out = (tg_mask){.keep = keep, .keep_batched = true, .additive = add};
+    *mask = out;
+    return true;
+}
+
+/* Fused with nn.MultiheadAttention's options: q, k, v from xq, xk, xv (the
+ * in_proj rows, or q/k/v_proj_weight when kdim or vdim differ), extra keys
+ * appended, then one tg_sdpa_heads on q and | k | v |. */
+static tg_tensor *fused_options(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor *xk, tg_tensor *xv,
+                                tg_sdpa_opts *o, tg_tensor **weights)
+{
+    int E = m->cfg.n_heads * m->cfg.d_head;
+    tg_tensor *x[3] = {xq, xk, xv}, *y[3];
+    for (int s = 0; s < 3; s++) {
+        tg_tensor *w = m->in_proj_weight ? tg_rows_view(t, m->in_proj_weight, s * E, E) : m->qkv_proj[s];
+        tg_tensor *b = m->in_proj_bias ? tg_rows_view(t, m->in_proj_bias, s * E, E) : NULL;
+        y[s] = tg_matmul(t, x[s], w, b, TG_TRANS_B);
+    }
+    append_kv(t, m, &y[1], &y[2], m->bias_k, m->bias_v);
+    tg_sdpa_layout lay = {.n_heads = m->cfg.n_heads, .dk = m->cfg.d_head, .dv = m->cfg.d_head, .v_col = E};
+    return tg_sdpa_heads(t, y[0], tg_concat(t, &y[1], 2), &lay, o, weights);
+}
+
 /* Fused: packed projections, then one tg_sdpa_heads reading the heads in
  * place from their column blocks -> [B, Lq, E] (no slice/split/merge copies).
  * cache: NULL, or (self-attention) receives | k | v | of every position. */
-static tg_tensor *fused_heads(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor *xkv, const tg_mha_opts *mo,
-                              tg_tensor **weights)
+static tg_tensor *fused_heads(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor *xkv, tg_tensor *xv,
+                              const tg_mha_opts *mo, const tg_mask *mask, tg_tensor **weights)
 {
     tg_tensor *cache = mo->cache;
     int E = m->cfg.n_heads * m->cfg.d_head, Ekv = m->cfg.n_kv_heads * m->cfg.d_head;
     tg_sdpa_opts o = sdpa_opts(m, mo);
     tg_sdpa_layout lay = tg_mha_kv_layout(m);
+    o.mask = mask;
+    if (!m->in_proj_weight || xv != xkv || extra_keys(m)) return fused_options(t, m, xq, xkv, xv, &o, weights);
     if (xq == xkv) {  /* self-attention: one GEMM, qkv [B, L, E + 2Ekv] = | q | k | v | */
         tg_tensor *qkv = tg_matmul(t, xq, m->in_proj_weight, m->in_proj_bias, TG_TRANS_B);
         qkv = rope_on(t, m, qkv, 0, m->cfg.n_heads + m->cfg.n_kv_heads, NULL);  /* q and k heads */
@@ -205,14 +333,15 @@ static tg_tensor *fused_heads(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_ten
 
 /* Per-head: H x (a [B, Lq, dh] GEMM for q; per key/value head, two [B, Lk,
  * dh] GEMMs for k, v -> sdpa on [B, 1, L, dh]) -> concat [B, Lq, E] */
-static tg_tensor *per_head(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor *xkv, const tg_mha_opts *mo,
-                           tg_tensor **weights)
+static tg_tensor *per_head(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor *xkv, tg_tensor *xv,
+                           const tg_mha_opts *mo, const tg_mask *mask, tg_tensor **weights)
 {
     tg_tensor *cache = mo->cache, *bias = mo->bias;
     int H = m->cfg.n_heads, Hkv = m->cfg.n_kv_heads, group = H / Hkv, dh = m->cfg.d_head;
-    int B = xq->shape[0], Lq = xq->shape[1], Lk = xkv->shape[1];
+    int B = xq->shape[0], Lq = xq->shape[1], Lk = xkv->shape[1] + extra_keys(m);
     tg_tensor *outs[TG_MHA_MAX_HEADS], *ws[TG_MHA_MAX_HEADS], *kv[2 * TG_MHA_MAX_HEADS];
     tg_sdpa_opts o = sdpa_opts(m, mo);
+    o.mask = mask;
     int Bb = bias ? bias->shape[0] : 1;
     if (bias && Bb > 1) bias = tg_permute(t, bias, (int[]){1, 0, 2, 3});  /* [H, B, Lq, Lk]: heads outermost */
     for (int h = 0; h < H; h++) {
@@ -226,7 +355,8 @@ static tg_tensor *per_head(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor
         }
         if (h % group == 0) {  /* the group's key/value head, once */
             kv[g] = rope_on(t, m, tg_matmul(t, xkv, hd->wk, hd->bk, TG_TRANS_B), 0, 1, NULL);
-            kv[Hkv + g] = tg_matmul(t, xkv, hd->wv, hd->bv, TG_TRANS_B);
+            kv[Hkv + g] = tg_matmul(t, xv, hd->wv, hd->bv, TG_TRANS_B);
+            append_kv(t, m, &kv[g], &kv[Hkv + g], hd->bias_k, hd->bias_v);
         }
         tg_tensor *q = rope_on(t, m, tg_matmul(t, xq, hd->wq, hd->bq, TG_TRANS_B), 0, 1, NULL);
         q = tg_reshape(t, q, 4, (int[]){B, 1, Lq, dh});
@@ -266,14 +396,20 @@ static tg_tensor *apply_head_mask(tg_tape *t, const tg_mha *m, tg_tensor *o, con
     return tg_mul(t, o, keep);
 }
 
-static bool check_inputs(tg_tape *t, const tg_mha *m, const tg_tensor *xq, const tg_tensor *xkv, tg_rng *rng)
+static bool check_inputs(tg_tape *t, const tg_mha *m, const tg_tensor *xq, const tg_tensor *xkv,
+                         const tg_tensor *xv, tg_rng *rng)
 {
-    char sq[TG_SHAPE_STR], sk[TG_SHAPE_STR];
-    int D = m->cfg.d_model;
-    if (xq->ndim != 3 || xq->shape[2] != D || xkv->ndim != 3 || xkv->shape[2] != D ||
+    char sq[TG_SHAPE_STR], sk[TG_SHAPE_STR], sv[TG_SHAPE_STR];
+    int D = m->cfg.d_model, kdim = m->cfg.kdim, vdim = m->cfg.vdim;
+    if (xq->ndim != 3 || xq->shape[2] != D || xkv->ndim != 3 || xkv->shape[2] != kdim ||
         xkv->shape[0] != xq->shape[0]) {
         tg_fail(t, "tg_mha '%s': inputs must be xq [B, Lq, %d] and xkv [B, Lk, %d], got xq %s, xkv %s",
-                m->name, D, D, tg_shape_str(xq, sq), tg_shape_str(xkv, sk));
+                m->name, D, kdim, tg_shape_str(xq, sq), tg_shape_str(xkv, sk));
+        return false;
+    }
+    if (xv->ndim != 3 || xv->shape[0] != xkv->shape[0] || xv->shape[1] != xkv->shape[1] || xv->shape[2] != vdim) {
+        tg_fail(t, "tg_mha '%s': the values' input must be [B, Lk, %d] (vdim) for xkv %s, got %s%s", m->name, vdim,
+                tg_shape_str(xkv, sk), tg_shape_str(xv, sv), xv == xkv ? " (no opts.xv: pass it when vdim != kdim)" : "");
         return false;
     }
     if (m->cfg.dropout > 0 && tg_tape_training(t) && !rng) {
@@ -310,9 +446,26 @@ tg_tensor *tg_mha_forward(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor 
     if (!tg_nn_check_forward("tg_mha_forward", t, m, m && m->out_proj.weight)) return NULL;
     if (!xq || !xkv) return tg_fail_null(t, "tg_mha");
     tg_mha_opts o = opts ? *opts : (tg_mha_opts){0};
-    if (!check_inputs(t, m, xq, xkv, o.rng) || (o.cache && !check_cache(t, m, xq, xkv, o.cache))) return NULL;
-    tg_tensor *h = m->cfg.mode == TG_MHA_FUSED ? fused_heads(t, m, xq, xkv, &o, weights)
-                                               : per_head(t, m, xq, xkv, &o, weights);
+    if (xq->ndim == 2) {  /* unbatched, as PyTorch: [L, D] -> a batch of one */
+        if (xkv->ndim != 2 || (o.xv && o.xv->ndim != 2))
+            return tg_fail(t, "tg_mha '%s': an unbatched xq [Lq, D] needs unbatched keys and values", m->name);
+        tg_tensor *x1[3] = {xq, xkv, o.xv};
+        for (int i = 0; i < 3; i++)
+            if (x1[i]) x1[i] = tg_reshape(t, x1[i], 3, (int[]){1, x1[i]->shape[0], x1[i]->shape[1]});
+        o.xv = x1[2];
+        tg_tensor *w = NULL, *out = tg_mha_forward(t, m, x1[0], xq == xkv ? x1[0] : x1[1], &o, weights ? &w : NULL);
+        if (weights && out) *weights = tg_reshape(t, w, 3, (int[]){w->shape[1], w->shape[2], w->shape[3]});
+        return out ? tg_reshape(t, out, 2, (int[]){out->shape[1], out->shape[2]}) : NULL;
+    }
+    tg_tensor *xv = o.xv ? o.xv : xkv;
+    if (!check_inputs(t, m, xq, xkv, xv, o.rng) || (o.cache && !check_cache(t, m, xq, xkv, o.cache))) return NULL;
+    if (o.cache && (xv != xkv || extra_keys(m) || !(m->cfg.kdim == m->cfg.d_model && m->cfg.vdim == m->cfg.d_model)))
+        return tg_fail(t, "tg_mha '%s': no key/value cache with kdim, vdim, add_bias_kv or add_zero_attn", m->name);
+    tg_mask wide;
+    const tg_mask *mask = o.mask;
+    if (!widen_mask(t, m, &mask, xq->shape[0], xq->shape[1], xkv->shape[1], &wide)) return NULL;
+    tg_tensor *h = m->cfg.mode == TG_MHA_FUSED ? fused_heads(t, m, xq, xkv, xv, &o, mask, weights)
+                                               : per_head(t, m, xq, xkv, xv, &o, mask, weights);
     h = apply_head_mask(t, m, h, o.head_mask);
     tg_tensor *out = tg_linear_forward(t, &m->out_proj, h);
     if (!out && weights) *weights = NULL;

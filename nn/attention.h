@@ -85,6 +85,11 @@ typedef struct tg_mha_config {
     double rope_base;   /* 0: 10000 */
     double rope_frac;   /* share of each head's dims rotated, rounded down to even; 0: 1 */
     bool alibi;         /* ALiBi: head h adds m_h * (j - i) to its scores (tg_alibi_slopes) */
+    /* torch.nn.MultiheadAttention's options (multi-head only: not with
+     * n_kv_heads < n_heads, rope or alibi; no key/value cache): */
+    int kdim, vdim;     /* widths of the key and value inputs; 0: d_model */
+    bool add_bias_kv;   /* a learned key and value appended to every sequence */
+    bool add_zero_attn; /* a zero key and value appended (after add_bias_kv's) */
     bool bias;          /* biases on Q, K, V and out_proj */
     double dropout;     /* on the attention weights while training, in [0, 1) */
     tg_mha_mode mode;
@@ -93,14 +98,17 @@ typedef struct tg_mha_config {
 /* One head's projections in per-head mode; with grouped key/value heads,
  * wk, wv, bk, bv are its group's (the same tensors for every head of it). */
 typedef struct tg_mha_head {
-    tg_tensor *wq, *wk, *wv;    /* [d_head, D] */
+    tg_tensor *wq, *wk, *wv;    /* [d_head, D], [d_head, kdim], [d_head, vdim] */
     tg_tensor *bq, *bk, *bv;    /* [d_head] or NULL */
+    tg_tensor *bias_k, *bias_v; /* add_bias_kv: [d_head] */
 } tg_mha_head;
 
 typedef struct tg_mha {
     tg_mha_config cfg;          /* d_head resolved (never 0) */
-    tg_tensor *in_proj_weight;  /* fused: [E + 2Ekv, D] */
+    tg_tensor *in_proj_weight;  /* fused: [E + 2Ekv, D] (NULL when kdim or vdim != D) */
     tg_tensor *in_proj_bias;    /* fused: [E + 2Ekv] or NULL */
+    tg_tensor *qkv_proj[3];     /* fused with kdim or vdim != D: [E, D], [E, kdim], [E, vdim] */
+    tg_tensor *bias_k, *bias_v; /* fused with add_bias_kv: [1, 1, E] */
     tg_mha_head heads[TG_MHA_MAX_HEADS];  /* per-head: n_heads used */
     tg_linear out_proj;         /* [D, E] (+ [D]) */
     int rope_rot;               /* with cfg.rope: dims rotated per head */
@@ -119,15 +127,21 @@ typedef struct tg_mha_opts {
     tg_rng *rng;                /* needed for dropout while training */
     tg_tensor *bias;            /* [B or 1, n_heads, Lq, Lk] added to the scaled scores, with a
                                    gradient (learned relative-position biases), or NULL */
+    tg_tensor *xv;              /* the values' input [B, Lk, vdim] (PyTorch's value), or NULL:
+                                   xkv gives keys and values */
     tg_tensor *cache;           /* self-attention: [B, cap, 2E], cap >= L, receives the key
                                    and value of every position (tg_kv_write with
                                    tg_mha_kv_layout: a prefill; no gradient flows through it) */
 } tg_mha_opts;
 
-/* xq [B, Lq, D], xkv [B, Lk, D] (pass xq again for self-attention) -> [B, Lq, D].
+/* xq [B, Lq, D], xkv [B, Lk, kdim] (pass xq again for self-attention) -> [B, Lq, D].
+ * Unbatched, as PyTorch: xq [Lq, D], xkv [Lk, kdim] (and xv [Lk, vdim]) ->
+ * [Lq, D], weights [H, Lq, Lk].
  * weights: NULL, or receives the attention weights [B, H, Lq, Lk] (after
  * masking, before dropout; a plain arena tensor to read: no gradient flows
- * back from it, as tg_sdpa's). */
+ * back from it, as tg_sdpa's). With add_bias_kv / add_zero_attn the keys
+ * (and the weights' last dim) have one more position each, at the end,
+ * visible to every query whatever the mask (PyTorch pads its masks so). */
 tg_tensor *tg_mha_forward(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor *xkv, const tg_mha_opts *o,
                           tg_tensor **weights);
 

@@ -107,7 +107,9 @@ static inline void check_mha_fixture(const char *file, tg_mha_mode file_mode, tg
                          .d_head = meta_int(s, "d_head"), .n_kv_heads = meta_or(s, "n_kv_heads", 0),
                          .rope = meta_or(s, "rope", 0) != 0, .rope_base = meta_real_or(s, "rope_base", 0),
                          .rope_frac = meta_real_or(s, "rope_frac", 0), .alibi = meta_or(s, "alibi", 0) != 0,
-                         .bias = true, .mode = file_mode};
+                         .kdim = meta_or(s, "kdim", 0), .vdim = meta_or(s, "vdim", 0),
+                         .add_bias_kv = meta_or(s, "add_bias_kv", 0) != 0,
+                         .add_zero_attn = meta_or(s, "add_zero_attn", 0) != 0, .bias = true, .mode = file_mode};
     tg_params *pf = tg_params_new(), *pr = tg_params_new();
     tg_mha mf, mr;
     cr_assert_eq(tg_mha_init(&mf, pf, "attn", &cfg, NULL), 0, "%s", tg_error());
@@ -116,12 +118,13 @@ static inline void check_mha_fixture(const char *file, tg_mha_mode file_mode, tg
     cr_assert_eq(tg_mha_init(&mr, pr, "attn", &cfg, NULL), 0, "%s", tg_error());
     cr_assert_eq(tg_mha_copy_weights(&mr, &mf), 0);
     bool cross = tg_st_get(s, "xkv") != NULL;
-    int32_t *lens = to_ints(fx(s, "lens"));
+    int32_t *lens = tg_st_get(s, "lens") ? to_ints(fx(s, "lens")) : NULL;
     tg_mask mask = {.causal = meta_int(s, "causal") != 0, .key_lens = lens};
     tg_tape *t = tg_tape_new();
     tg_tensor *xq = input(t, fx(s, "xq")), *xkv = cross ? input(t, fx(s, "xkv")) : xq, *w;
     tg_tensor *bias = tg_st_get(s, "bias") ? input(t, fx(s, "bias")) : NULL;
-    tg_tensor *out = tg_mha_forward(t, &mr, xq, xkv, &(tg_mha_opts){.mask = &mask, .bias = bias}, &w);
+    tg_tensor *xv = tg_st_get(s, "xv") ? input(t, fx(s, "xv")) : NULL;  /* values from their own input */
+    tg_tensor *out = tg_mha_forward(t, &mr, xq, xkv, &(tg_mha_opts){.mask = &mask, .bias = bias, .xv = xv}, &w);
     cr_assert_not_null(out, "%s", tg_tape_error(t));
     assert_matches(out->data, out->size, fx(s, "out"), "out");
     assert_matches(w->data, w->size, fx(s, "weights"), "weights");
@@ -129,6 +132,7 @@ static inline void check_mha_fixture(const char *file, tg_mha_mode file_mode, tg
     assert_matches(xq->grad, xq->size, fx(s, "grad.xq"), "grad.xq");
     if (cross) assert_matches(xkv->grad, xkv->size, fx(s, "grad.xkv"), "grad.xkv");
     if (bias) assert_matches(bias->grad, bias->size, fx(s, "grad.bias"), "grad.bias");
+    if (xv) assert_matches(xv->grad, xv->size, fx(s, "grad.xv"), "grad.xv");
     if (run_mode == file_mode) {
         assert_param_grads(pr, s);
     } else {  /* grads move between layouts exactly as weights do */
@@ -154,34 +158,40 @@ static inline void check_mha_fixture_both_modes(const char *file, tg_mha_mode fi
 typedef struct mha_grad_ctx {
     tg_mha m;
     tg_mask mask;
-    bool cross;
+    bool cross, xv;
 } mha_grad_ctx;
 
 static inline tg_tensor *mha_grad_fn(tg_tape *t, tg_tensor **in, void *ctx)
 {
     mha_grad_ctx *c = ctx;
-    return tg_mha_forward(t, &c->m, in[0], c->cross ? in[1] : in[0], &(tg_mha_opts){.mask = &c->mask}, NULL);
+    return tg_mha_forward(t, &c->m, in[0], c->cross ? in[1] : in[0],
+                          &(tg_mha_opts){.mask = &c->mask, .xv = c->xv ? in[2] : NULL}, NULL);
 }
 
-/* Gradcheck of the layer cfg (d_model 4) on xq [2, 3, 4] (and xkv [2, 5, 4]
- * when cross; else causal self-attention) w.r.t. the inputs and every
+/* Gradcheck of the layer cfg (d_model 4) on xq [2, 3, 4] (when cross also
+ * xkv [2, 5, kdim] under key padding, and xv [2, 5, vdim] when vdim differs
+ * from kdim; else causal self-attention) w.r.t. the inputs and every
  * parameter, its init jittered so that the biases are not 0. */
 static inline void check_mha_grads(const tg_mha_config *cfg, bool cross, uint64_t seed)
 {
+    static const int32_t lens[2] = {3, 5};
+    int kdim = cfg->kdim ? cfg->kdim : cfg->d_model, vdim = cfg->vdim ? cfg->vdim : cfg->d_model;
     tg_rng rng;
     tg_rng_seed(&rng, seed);
     tg_params *p = tg_params_new();
-    mha_grad_ctx c = {.mask = {.causal = !cross}, .cross = cross};
+    mha_grad_ctx c = {.mask = {.causal = !cross, .key_lens = cross ? lens : NULL}, .cross = cross,
+                      .xv = cross && vdim != kdim};
     cr_assert_eq(tg_mha_init(&c.m, p, "attn", cfg, &rng), 0, "%s", tg_error());
     tg_real *d = tg_params_data(p);
     for (size_t i = 0; i < tg_params_numel(p); i++) d[i] += (tg_real)(0.2 * (2 * tg_rng_uniform(&rng) - 1));
     tg_tensor *in[64] = {tu_rand(&rng, -1, 1, 3, (int[]){2, 3, 4})};
     int n = 1;
-    if (cross) in[n++] = tu_rand(&rng, -1, 1, 3, (int[]){2, 5, 4});
+    if (cross) in[n++] = tu_rand(&rng, -1, 1, 3, (int[]){2, 5, kdim});
+    if (c.xv) in[n++] = tu_rand(&rng, -1, 1, 3, (int[]){2, 5, vdim});
+    int n_x = n;
     for (int i = 0; i < tg_params_count(p); i++) in[n++] = tg_params_at(p, i);
     tu_gradcheck(mha_grad_fn, &c, in, n);
-    tg_tensor_free(in[0]);
-    if (cross) tg_tensor_free(in[1]);
+    tu_free_all(in, n_x);
     tg_params_free(p);
 }
 

@@ -29,6 +29,18 @@ n_kv_heads, d_model, d_head, causal):
   alibi_fused.safetensors    multi-head, 3 heads (ALiBi's slopes for a head
                              count that is not a power of 2), bias [1, H, L, L]
 
+  mha_kdim_vdim.safetensors  torch.nn.MultiheadAttention(8, 2, kdim=5, vdim=3):
+                             q/k/v_proj_weight, keys "xkv" [B,Lk,5] and values
+                             "xv" [B,Lk,3] from different inputs, key padding
+  mha_bias_kv_zero_attn.safetensors
+                             nn.MultiheadAttention(6, 3, add_bias_kv=True,
+                             add_zero_attn=True): bias_k, bias_v; self-attention,
+                             causal + key padding; weights [B,H,L,L+2]
+  mha_unbatched.safetensors  nn.MultiheadAttention(4, 2, add_bias_kv=True) on an
+                             unbatched xq [L, 4] (causal): out [L, 4], weights [H,L,L+1]
+These hold nn.MultiheadAttention's own state_dict names (metadata kdim, vdim,
+add_bias_kv, add_zero_attn).
+
 ALiBi adds m_h * (j - i) to the score of query i and key j, m_h the slopes of
 the paper's code (get_slopes: 2^(-8(h+1)/n), interpolated for n not a power
 of 2).
@@ -219,8 +231,49 @@ def make_alibi():
                       dict(n_heads=H, n_kv_heads=H, d_model=D, d_head=dh, causal=1, alibi=1))
 
 
+def torch_mha_fixture(name, mha, xq, xk, xv, lens, causal, meta):
+    """nn.MultiheadAttention itself on (xq, xk, xv); lens None: no key padding."""
+    unbatched = xq.dim() == 2
+    Lq, Lk = xq.shape[-2], xk.shape[-2]
+    attn_mask = torch.triu(torch.ones(Lq, Lk, dtype=torch.bool), 1) if causal else None
+    kpm = None if lens is None else torch.arange(Lk)[None, :] >= torch.tensor(lens)[:, None]
+    ins = [x.clone().requires_grad_(True) for x in (xq, xk, xv)]
+    out, w = mha(*ins, key_padding_mask=kpm, attn_mask=attn_mask, need_weights=True, average_attn_weights=False)
+    assert torch.isfinite(out).all()
+    seed = torch.rand_like(out) * 2 - 1
+    (out * seed).sum().backward()
+    t = {"attn." + k: v for k, v in mha.state_dict().items()}
+    t.update({"xq": ins[0], "xkv": ins[1], "xv": ins[2], "seed": seed, "out": out, "weights": w,
+              "grad.xq": ins[0].grad, "grad.xkv": ins[1].grad, "grad.xv": ins[2].grad})
+    if lens is not None:
+        t["lens"] = torch.tensor(lens, dtype=torch.float64)
+    for k, p in mha.named_parameters():
+        t["grad.attn." + k] = p.grad
+    meta = dict(meta, causal=int(causal), unbatched=int(unbatched))
+    write_safetensors(os.path.join(OUT_DIR, name), t, meta)
+
+
+def make_torch_mha():
+    torch.manual_seed(6)
+    mha = nn.MultiheadAttention(8, 2, kdim=5, vdim=3, batch_first=True)
+    jitter(mha)
+    torch_mha_fixture("mha_kdim_vdim.safetensors", mha, torch.randn(2, 4, 8), torch.randn(2, 6, 5),
+                      torch.randn(2, 6, 3), [6, 3], False, dict(n_heads=2, d_model=8, d_head=4, kdim=5, vdim=3))
+    mha = nn.MultiheadAttention(6, 3, add_bias_kv=True, add_zero_attn=True, batch_first=True)
+    jitter(mha)
+    x = torch.randn(2, 5, 6)
+    torch_mha_fixture("mha_bias_kv_zero_attn.safetensors", mha, x, x, x, [5, 2], True,
+                      dict(n_heads=3, d_model=6, d_head=2, add_bias_kv=1, add_zero_attn=1))
+    mha = nn.MultiheadAttention(4, 2, add_bias_kv=True, batch_first=True)
+    jitter(mha)
+    x = torch.randn(5, 4)
+    torch_mha_fixture("mha_unbatched.safetensors", mha, x, x, x, None, True,
+                      dict(n_heads=2, d_model=4, d_head=2, add_bias_kv=1))
+
+
 if __name__ == "__main__":
     os.makedirs(OUT_DIR, exist_ok=True)
     make_gqa()
     make_rope()
     make_alibi()
+    make_torch_mha()

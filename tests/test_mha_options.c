@@ -1,0 +1,90 @@
+/* torch.nn.MultiheadAttention's options in both modes: kdim / vdim (keys and
+ * values from inputs of their own widths, q/k/v_proj_weight), add_bias_kv,
+ * add_zero_attn and unbatched [L, D] input, each against nn.MultiheadAttention
+ * itself (bench/torch/make_attn_fixtures.py; its state_dict names load as
+ * they are) in output, weights and every gradient, in fused and per-head
+ * mode; gradchecks; the appended keys are visible to every query whatever
+ * the mask; misuse. */
+#include <string.h>
+
+#include "fixture_util.h"
+#include "ops_util.h"
+
+TU_SUITE(mha_options, 23);
+
+Test(mha_options, layer_vs_torch_both_modes)
+{
+    check_mha_fixture_both_modes("mha_kdim_vdim.safetensors", TG_MHA_FUSED);
+    check_mha_fixture_both_modes("mha_bias_kv_zero_attn.safetensors", TG_MHA_FUSED);
+    check_mha_fixture_both_modes("mha_unbatched.safetensors", TG_MHA_FUSED);
+}
+
+Test(mha_options, pytorch_names)
+{
+    const char *want[] = {"a.q_proj_weight", "a.k_proj_weight", "a.v_proj_weight", "a.in_proj_bias", "a.bias_k",
+                          "a.bias_v", "a.out_proj.weight", "a.out_proj.bias"};
+    tg_params *p = tg_params_new();
+    tg_mha m;
+    tg_mha_config c = {.n_heads = 2, .d_model = 4, .kdim = 3, .vdim = 5, .add_bias_kv = true, .bias = true,
+                       .mode = TG_MHA_FUSED};
+    cr_assert_eq(tg_mha_init(&m, p, "a", &c, &R), 0, "%s", tg_error());
+    for (int i = 0; i < 8; i++) cr_assert_not_null(tg_params_get(p, want[i]), "%s", want[i]);
+    cr_assert_null(tg_params_get(p, "a.in_proj_weight"));
+    cr_assert_eq(tg_params_get(p, "a.k_proj_weight")->shape[1], 3);
+    cr_assert_eq(tg_params_get(p, "a.bias_k")->ndim, 3);
+    tg_params_free(p);
+}
+
+static void check_grads(tg_mha_mode mode, bool zero_attn)
+{
+    tg_mha_config cfg = {.n_heads = 2, .d_model = 4, .kdim = 3, .vdim = 2, .add_bias_kv = true,
+                         .add_zero_attn = zero_attn, .bias = true, .mode = mode};
+    check_mha_grads(&cfg, true, 5 + zero_attn);
+}
+
+Test(mha_options, gradcheck_both_modes)
+{
+    check_grads(TG_MHA_FUSED, true);
+    check_grads(TG_MHA_PER_HEAD, false);
+    tg_mha_config self = {.n_heads = 2, .d_model = 4, .add_zero_attn = true, .bias = true, .mode = TG_MHA_PER_HEAD};
+    check_mha_grads(&self, false, 9);
+}
+
+/* A row whose every key is padded still sees the appended bias key. */
+Test(mha_options, appended_keys_are_visible_to_every_query)
+{
+    tg_params *p = tg_params_new();
+    tg_mha m;
+    tg_mha_config cfg = {.n_heads = 1, .d_model = 2, .add_bias_kv = true, .add_zero_attn = true, .bias = true,
+                         .mode = TG_MHA_PER_HEAD};
+    cr_assert_eq(tg_mha_init(&m, p, "attn", &cfg, &R), 0, "%s", tg_error());
+    tg_tensor *x = tu_rand(&R, -1, 1, 3, (int[]){1, 3, 2}), *w;
+    tg_mask mask = {.causal = true, .key_lens = (int32_t[]){0}};
+    cr_assert_not_null(tg_mha_forward(T, &m, x, x, &(tg_mha_opts){.mask = &mask}, &w), "%s", tg_tape_error(T));
+    cr_assert(w->ndim == 4 && w->shape[3] == 5);
+    for (int i = 0; i < 3; i++) {
+        const tg_real *r = w->data + i * 5;
+        cr_assert(r[0] == 0 && r[1] == 0 && r[2] == 0 && r[3] > 0 && r[4] > 0, "row %d", i);
+        tu_close(r[3] + r[4], 1, TU_TOL);
+    }
+    tg_tensor_free(x);
+    tg_params_free(p);
+}
+
+Test(mha_options, misuse_names_the_problem)
+{
+    tg_params *p = tg_params_new();
+    tg_mha m;
+    tg_mha_config c = {.n_heads = 2, .n_kv_heads = 1, .d_model = 4, .add_bias_kv = true, .mode = TG_MHA_FUSED};
+    cr_assert_eq(tg_mha_init(&m, p, "attn", &c, NULL), -1);
+    cr_assert(strstr(tg_error(), "do not combine with n_kv_heads < n_heads, rope or alibi"), "%s", tg_error());
+    c = (tg_mha_config){.n_heads = 2, .d_model = 4, .kdim = 3, .vdim = 5, .mode = TG_MHA_FUSED};
+    cr_assert_eq(tg_mha_init(&m, p, "attn", &c, &R), 0, "%s", tg_error());
+    tg_tensor *x = tu_rand(&R, -1, 1, 3, (int[]){1, 2, 4}), *k = tu_rand(&R, -1, 1, 3, (int[]){1, 3, 3});
+    assert_fails(T, tg_mha_forward(T, &m, x, x, NULL, NULL), "tg_mha 'attn'", "xkv [B, Lk, 3]");
+    assert_fails(T, tg_mha_forward(T, &m, x, k, NULL, NULL), "[B, Lk, 5] (vdim)", "pass it when vdim != kdim");
+    tg_tensor *u = tu_rand(&R, -1, 1, 2, (int[]){2, 4});
+    assert_fails(T, tg_mha_forward(T, &m, u, k, NULL, NULL), "unbatched xq [Lq, D] needs unbatched");
+    tu_free_all((tg_tensor *[]){x, k, u}, 3);
+    tg_params_free(p);
+}
