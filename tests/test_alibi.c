@@ -158,3 +158,19 @@ Test(alibi, misuse_names_the_problem)
                  "ALiBi slope 1 is nan");
     tu_free_all((tg_tensor *[]){q, b, b2}, 3);
 }
+
+/* Every allocation of a forward with a bias and ALiBi, and of its backward,
+ * failing in turn: an error saying "out of memory", never a crash. */
+static tg_tensor *bias_forward(tg_tape *t, void *ctx)
+{
+    tg_tensor **in = ctx;
+    static const double slopes[2] = {0.5, 0.25};
+    return tg_sdpa(t, in[0], in[0], in[0], &(tg_sdpa_opts){.bias = in[1], .alibi = slopes}, NULL);
+}
+
+Test(alibi, out_of_memory_is_an_error)
+{
+    tg_tensor *in[2] = {tu_rand(&R, -1, 1, 4, (int[]){1, 2, 3, 2}), tu_rand(&R, -1, 1, 4, (int[]){1, 2, 3, 3})};
+    walk_out_of_memory(bias_forward, in, in, 2);
+    tu_free_all(in, 2);
+}

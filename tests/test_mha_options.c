@@ -88,3 +88,34 @@ Test(mha_options, misuse_names_the_problem)
     tu_free_all((tg_tensor *[]){x, k, u}, 3);
     tg_params_free(p);
 }
+
+/* Every allocation of a layer with every option (widened mask, appended
+ * positions, separate projections) and of its backward failing in turn. */
+typedef struct oom_run {
+    tg_mha *m;
+    tg_tensor *x[3];
+} oom_run;
+
+static tg_tensor *options_forward(tg_tape *t, void *ctx)
+{
+    oom_run *r = ctx;
+    static const int32_t lens[1] = {2};
+    tg_mask mask = {.causal = true, .key_lens = lens};
+    return tg_mha_forward(t, r->m, r->x[0], r->x[1], &(tg_mha_opts){.mask = &mask, .xv = r->x[2]}, NULL);
+}
+
+Test(mha_options, out_of_memory_is_an_error)
+{
+    for (int mode = 0; mode < 2; mode++) {
+        tg_params *p = tg_params_new();
+        tg_mha m;
+        tg_mha_config c = {.n_heads = 2, .d_model = 4, .kdim = 3, .vdim = 2, .add_bias_kv = true,
+                           .add_zero_attn = true, .bias = true, .mode = mode ? TG_MHA_PER_HEAD : TG_MHA_FUSED};
+        cr_assert_eq(tg_mha_init(&m, p, "attn", &c, &R), 0, "%s", tg_error());
+        oom_run r = {&m, {tu_rand(&R, -1, 1, 3, (int[]){1, 2, 4}), tu_rand(&R, -1, 1, 3, (int[]){1, 3, 3}),
+                          tu_rand(&R, -1, 1, 3, (int[]){1, 3, 2})}};
+        walk_out_of_memory(options_forward, &r, r.x, 3);
+        tu_free_all(r.x, 3);
+        tg_params_free(p);
+    }
+}

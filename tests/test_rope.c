@@ -120,3 +120,16 @@ Test(rope, gradcheck_layer_both_modes)
     check_layer_grads(TG_MHA_FUSED, 1, 0.5, true);
     check_layer_grads(TG_MHA_PER_HEAD, 0, 0, true);
 }
+
+/* Every allocation of tg_rope with positions, and of its backward, failing in turn. */
+static tg_tensor *rope_forward(tg_tape *t, void *ctx)
+{
+    return tg_rope(t, ctx, &(tg_rope_opts){.n_heads = 2, .d_head = 2, .pos0 = (const int32_t[]){2}});
+}
+
+Test(rope, out_of_memory_is_an_error)
+{
+    tg_tensor *x = tu_rand(&R, -1, 1, 3, (int[]){1, 3, 4});
+    walk_out_of_memory(rope_forward, x, &x, 1);
+    tg_tensor_free(x);
+}
