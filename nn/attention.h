@@ -172,7 +172,10 @@ int tg_mha_copy_weights(tg_mha *dst, const tg_mha *src);
  * "<p>.heads.<h>.{q,k,v}_proj.weight" [d_head, D] (and ".bias"); to fused,
  * the reverse. With n_kv_heads < n_heads (0: n_heads) in_proj is
  * [(n_heads + 2 n_kv_heads) d_head, D] and the key/value heads are
- * "<p>.kv_heads.<g>.{k,v}_proj.*". A set already in mode `to` comes back as
+ * "<p>.kv_heads.<g>.{k,v}_proj.*"; nn.MultiheadAttention's
+ * "<p>.{q,k,v}_proj_weight" (kdim or vdim != d_model) and "<p>.bias_k",
+ * "<p>.bias_v" [1, 1, E] become or come from the heads' weights and
+ * "<p>.heads.<h>.bias_{k,v}" [d_head]. A set already in mode `to` comes back as
  * a copy. The values are copied exactly, so both modes compute the same
  * function. NULL with a message in tg_error() (naming the tensor) when a
  * layer's tensors are missing or mis-shaped, or a head index is too large.

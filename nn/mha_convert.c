@@ -91,6 +91,64 @@ static int split_heads(tg_safetensors *dst, const tg_safetensors *src, const tg_
     return 0;
 }
 
+/* "<prefix>q_proj_weight" [E, D] with k_proj_weight [E, kdim] and
+ * v_proj_weight [E, vdim] (nn.MultiheadAttention when kdim or vdim != D; and
+ * in_proj_bias [3E]) -> per-head tensors in dst */
+static int split_separate(tg_safetensors *dst, const tg_safetensors *src, const tg_tensor *wq, size_t plen,
+                          const conv_heads *c)
+{
+    static const char *const sep[3] = {"q_proj_weight", "k_proj_weight", "v_proj_weight"};
+    char name[TG_NN_NAME_MAX];
+    const tg_tensor *w[3], *b;
+    part_name(name, wq->name, plen, c, -1, 0, "in_proj_bias");
+    b = tg_st_get(src, name);
+    for (int s = 0; s < 3; s++) {
+        part_name(name, wq->name, plen, c, -1, 0, sep[s]);
+        w[s] = tg_st_get(src, name);
+        if (!w[s] || w[s]->ndim != 2 || w[s]->shape[0] != wq->shape[0] || c->Hkv != c->H || wq->shape[0] % c->H)
+            return convert_fail(name, w[s], w[s] ? "is not [n_heads * d_head, width] like q_proj_weight" : "is missing");
+    }
+    int dh = wq->shape[0] / c->H;
+    if (b && (b->ndim != 1 || b->shape[0] != 3 * wq->shape[0]))
+        return convert_fail(b->name, b, "is not [3 * n_heads * d_head]");
+    for (int h = 0; h < c->H; h++)
+        for (int s = 0; s < 3; s++) {
+            int W = w[s]->shape[1];
+            part_name(name, wq->name, plen, c, h, s, "weight");
+            if (tg_st_add_data(dst, name, w[s]->data + (size_t)h * dh * W, 2, (int[]){dh, W})) return -1;
+            part_name(name, wq->name, plen, c, h, s, "bias");
+            if (b && tg_st_add_data(dst, name, b->data + packed_row(c, s, h, dh), 1, (int[]){dh})) return -1;
+        }
+    return 0;
+}
+
+/* add_bias_kv's "<prefix>bias_k" [1, 1, E] (or bias_v) <-> "<prefix>heads.<h>.bias_k" [dh]: to per-head,
+ * x is the packed one; to fused, x is head 0's and the others join it. */
+static int move_bias_kv(tg_safetensors *dst, const tg_safetensors *src, const tg_tensor *x, size_t plen,
+                        const char *which, tg_mha_mode to, const conv_heads *c)
+{
+    char name[TG_NN_NAME_MAX];
+    if (to == TG_MHA_PER_HEAD) {
+        if (x->size % c->H) return convert_fail(x->name, x, "does not split into n_heads heads");
+        int dh = (int)(x->size / c->H);
+        for (int h = 0; h < c->H; h++) {
+            snprintf(name, sizeof name, "%.*sheads.%d.%s", (int)plen, x->name, h, which);
+            if (tg_st_add_data(dst, name, x->data + (size_t)h * dh, 1, (int[]){dh})) return -1;
+        }
+        return 0;
+    }
+    int dh = (int)x->size;
+    snprintf(name, sizeof name, "%.*s%s", (int)plen, x->name, which);
+    tg_tensor *y = tg_st_add_zeros(dst, name, 3, (int[]){1, 1, c->H * dh});
+    for (int h = 0; y && h < c->H; h++) {
+        snprintf(name, sizeof name, "%.*sheads.%d.%s", (int)plen, x->name, h, which);
+        const tg_tensor *p = tg_st_get(src, name);
+        if (!p || p->size != (size_t)dh) return convert_fail(name, p, p ? "differs from head 0's" : "is missing");
+        memcpy(y->data + (size_t)h * dh, p->data, (size_t)dh * sizeof *p->data);
+    }
+    return y ? 0 : -1;
+}
+
 /* The per-head tensors of prefix[0, plen) in src -> in_proj_weight
  * [(H + 2 Hkv) dh, D] (and in_proj_bias) in dst */
 static int join_heads(tg_safetensors *dst, const tg_safetensors *src, const char *prefix, size_t plen,
@@ -102,20 +160,34 @@ static int join_heads(tg_safetensors *dst, const tg_safetensors *src, const char
     part_name(name, prefix, plen, c, 0, 0, "weight");
     const tg_tensor *q0 = tg_st_get(src, name);
     if (q0->ndim != 2) return convert_fail(name, q0, "is not [d_head, d_model]");
-    int dh = q0->shape[0], D = q0->shape[1], R = (c->H + 2 * c->Hkv) * dh;
-    part_name(name, prefix, plen, c, -1, 0, "in_proj_weight");
-    tg_tensor *w = tg_st_add_zeros(dst, name, 2, (int[]){R, D});
+    int dh = q0->shape[0], D = q0->shape[1], R = (c->H + 2 * c->Hkv) * dh, W[3] = {D, D, D};
+    for (int s = 1; s < 3; s++) {  /* kdim, vdim: head 0's key and value widths */
+        part_name(name, prefix, plen, c, 0, s, "weight");
+        const tg_tensor *x0 = tg_st_get(src, name);
+        if (x0 && x0->ndim == 2) W[s] = x0->shape[1];
+    }
+    bool packed = W[1] == D && W[2] == D;
+    static const char *const sep[3] = {"q_proj_weight", "k_proj_weight", "v_proj_weight"};
+    tg_tensor *ws[3] = {NULL, NULL, NULL};  /* packed: in_proj_weight; else q, k, v_proj_weight [E, W] */
+    for (int s = 0; s < (packed ? 1 : 3); s++) {
+        part_name(name, prefix, plen, c, -1, 0, packed ? "in_proj_weight" : sep[s]);
+        if (!(ws[s] = tg_st_add_zeros(dst, name, 2, packed ? (int[]){R, D} : (int[]){c->H * dh, W[s]}))) return -1;
+    }
     part_name(name, prefix, plen, c, -1, 0, "in_proj_bias");
-    tg_tensor *b = w && bias ? tg_st_add_zeros(dst, name, 1, (int[]){R}) : NULL;
-    if (!w || (bias && !b)) return -1;
+    tg_tensor *b = bias ? tg_st_add_zeros(dst, name, 1, (int[]){R}) : NULL;
+    if (bias && !b) return -1;
     for (int h = 0; h < c->H; h++)
         for (int s = 0; s < 3 && h < (s ? c->Hkv : c->H); s++) {
             size_t row = packed_row(c, s, h, dh);
             part_name(name, prefix, plen, c, h, s, "weight");
             const tg_tensor *x = tg_st_get(src, name);
-            if (!x || x->ndim != 2 || x->shape[0] != dh || x->shape[1] != D)
-                return convert_fail(name, x, x ? "differs from head 0's q_proj.weight" : "is missing");
-            memcpy(w->data + row * D, x->data, x->size * sizeof *x->data);
+            if (!x || x->ndim != 2 || x->shape[0] != dh || x->shape[1] != W[s]) {
+                char why[64];
+                snprintf(why, sizeof why, "differs from head 0's %s.weight", proj_names[s]);
+                return convert_fail(name, x, x ? why : "is missing");
+            }
+            tg_real *to = packed ? ws[0]->data + row * D : ws[s]->data + (size_t)h * dh * W[s];
+            memcpy(to, x->data, x->size * sizeof *x->data);
             part_name(name, prefix, plen, c, h, s, "bias");
             x = tg_st_get(src, name);
             if (!x != !bias || (x && (x->ndim != 1 || x->shape[0] != dh)))
@@ -135,9 +207,33 @@ static int convert_one(tg_safetensors *dst, const tg_safetensors *src, const tg_
     bool kv;
     if (to == TG_MHA_PER_HEAD && has_suffix(x->name, "in_proj_weight", &plen))
         return split_heads(dst, src, x, plen, c);
+    if (to == TG_MHA_PER_HEAD && has_suffix(x->name, "q_proj_weight", &plen))
+        return split_separate(dst, src, x, plen, c);
+    if (to == TG_MHA_PER_HEAD && (has_suffix(x->name, "k_proj_weight", &plen) ||
+                                  has_suffix(x->name, "v_proj_weight", &plen))) {
+        part_name(name, x->name, plen, c, -1, 0, "q_proj_weight");
+        return tg_st_get(src, name) ? 0 : convert_fail(x->name, x, "has no q_proj_weight");
+    }
     if (to == TG_MHA_PER_HEAD && has_suffix(x->name, "in_proj_bias", &plen)) {
         part_name(name, x->name, plen, c, -1, 0, "in_proj_weight");
-        return tg_st_get(src, name) ? 0 : convert_fail(x->name, x, "has no in_proj_weight");
+        bool w = tg_st_get(src, name);
+        part_name(name, x->name, plen, c, -1, 0, "q_proj_weight");
+        return w || tg_st_get(src, name) ? 0 : convert_fail(x->name, x, "has no in_proj_weight");
+    }
+    for (int k = 0; k < 2; k++) {  /* add_bias_kv's bias_k, bias_v */
+        const char *which = k ? "bias_v" : "bias_k";
+        char head0[32];
+        snprintf(head0, sizeof head0, "heads.0.%s", which);
+        if (to == TG_MHA_PER_HEAD && has_suffix(x->name, which, &plen) && !strstr(x->name + plen, "heads."))
+            return move_bias_kv(dst, src, x, plen, which, to, c);
+        if (to == TG_MHA_FUSED && has_suffix(x->name, head0, &plen))
+            return move_bias_kv(dst, src, x, plen, which, to, c);
+        int hh;
+        char rest[16];
+        const char *p = strstr(x->name, "heads.");
+        if (to == TG_MHA_FUSED && p && (p == x->name || p[-1] == '.') && sscanf(p, "heads.%d.%15s", &hh, rest) == 2 &&
+            !strcmp(rest, which))
+            return 0;  /* joined with head 0's */
     }
     if (to == TG_MHA_FUSED && is_head_part(x->name, &plen, &h, &kv)) {
         if (h >= (kv ? c->Hkv : c->H)) return convert_fail(x->name, x, kv ? "is a key/value head beyond n_kv_heads"

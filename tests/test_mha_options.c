@@ -4,7 +4,7 @@
  * itself (bench/torch/make_attn_fixtures.py; its state_dict names load as
  * they are) in output, weights and every gradient, in fused and per-head
  * mode; gradchecks; the appended keys are visible to every query whatever
- * the mask; misuse. */
+ * the mask; the files converted to per-head names and back; misuse. */
 #include <string.h>
 
 #include "fixture_util.h"
@@ -118,4 +118,48 @@ Test(mha_options, out_of_memory_is_an_error)
         tu_free_all(r.x, 3);
         tg_params_free(p);
     }
+}
+
+/* nn.MultiheadAttention's files to per-head names and back: the same tensors
+ * bit for bit, and the per-head set loads into a per-head layer. */
+static void check_convert(const char *file, const char *per_head_name)
+{
+    tg_safetensors *s = load_fixture(file);
+    tg_safetensors *ph = tg_mha_convert(s, TG_MHA_PER_HEAD, meta_int(s, "n_heads"), 0);
+    cr_assert_not_null(ph, "%s", tg_error());
+    cr_assert_not_null(tg_st_get(ph, per_head_name), "%s", per_head_name);
+    tg_safetensors *back = tg_mha_convert(ph, TG_MHA_FUSED, meta_int(s, "n_heads"), 0);
+    cr_assert_not_null(back, "%s", tg_error());
+    cr_assert_eq(tg_st_count(back), tg_st_count(s));
+    for (int i = 0; i < tg_st_count(s); i++) {
+        const tg_tensor *a = tg_st_at(s, i), *b = tg_st_get(back, a->name);
+        cr_assert(b && b->size == a->size && b->ndim == a->ndim, "%s", a->name);
+        cr_assert_eq(memcmp(a->data, b->data, a->size * sizeof *a->data), 0, "%s", a->name);
+    }
+    tg_params *p = tg_params_new();
+    tg_mha m;
+    tg_mha_config c = {.n_heads = meta_int(s, "n_heads"), .d_model = meta_int(s, "d_model"),
+                       .kdim = meta_or(s, "kdim", 0), .vdim = meta_or(s, "vdim", 0),
+                       .add_bias_kv = meta_or(s, "add_bias_kv", 0), .add_zero_attn = meta_or(s, "add_zero_attn", 0),
+                       .bias = true, .mode = TG_MHA_PER_HEAD};
+    cr_assert_eq(tg_mha_init(&m, p, "attn", &c, NULL), 0, "%s", tg_error());
+    cr_assert_eq(tg_st_load_params(p, ph, false, NULL), 0, "%s", tg_error());
+    /* the same numbers where tg_mha_copy_weights puts the fused layer's */
+    tg_params *pf = tg_params_new(), *pq = tg_params_new();
+    tg_mha mf, mq;
+    cr_assert_eq(tg_mha_init(&mq, pq, "attn", &c, NULL), 0, "%s", tg_error());
+    c.mode = TG_MHA_FUSED;
+    cr_assert_eq(tg_mha_init(&mf, pf, "attn", &c, NULL), 0, "%s", tg_error());
+    cr_assert_eq(tg_st_load_params(pf, s, false, NULL), 0, "%s", tg_error());
+    cr_assert_eq(tg_mha_copy_weights(&mq, &mf), 0, "%s", tg_error());
+    cr_assert_eq(tg_params_numel(p), tg_params_numel(pq));
+    cr_assert_eq(memcmp(tg_params_data(p), tg_params_data(pq), tg_params_numel(p) * sizeof(tg_real)), 0);
+    tg_params_free(p), tg_params_free(pf), tg_params_free(pq);
+    tg_st_free(s), tg_st_free(ph), tg_st_free(back);
+}
+
+Test(mha_options, convert_between_modes)
+{
+    check_convert("mha_kdim_vdim.safetensors", "attn.heads.1.v_proj.weight");
+    check_convert("mha_bias_kv_zero_attn.safetensors", "attn.heads.2.bias_v");
 }

@@ -361,7 +361,7 @@ static void check_convert(bool bias)
         tg_st_free(gap);
     }
     tg_safetensors *bad = st_reshaped(ph, "blocks.0.attn.heads.1.k_proj.weight", 2, (int[]){4, 7});
-    assert_convert_fails(bad, TG_MHA_FUSED, 3, "'blocks.0.attn.heads.1.k_proj.weight' [4,7] differs from head 0's q_proj.weight");
+    assert_convert_fails(bad, TG_MHA_FUSED, 3, "'blocks.0.attn.heads.1.k_proj.weight' [4,7] differs from head 0's k_proj.weight");
     tg_st_free(bad);
     bad = st_reshaped(ph, "blocks.0.attn.heads.0.q_proj.weight", 1, (int[]){32});
     assert_convert_fails(bad, TG_MHA_FUSED, 3, "'blocks.0.attn.heads.0.q_proj.weight' [32] is not [d_head, d_model]");
