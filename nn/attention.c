@@ -507,6 +507,9 @@ tg_tensor *tg_mha_step(tg_tape *t, const tg_mha *m, tg_tensor *x, tg_tensor *cac
     if (x->ndim != 3 || x->shape[1] != 1 || x->shape[2] != m->cfg.d_model)
         return tg_fail(t, "tg_mha_step '%s': need x [B, 1, %d], got %s", m->name, m->cfg.d_model,
                        tg_shape_str(x, sx));
+    if (extra_keys(m) || m->cfg.kdim != m->cfg.d_model || m->cfg.vdim != m->cfg.d_model)
+        return tg_fail(t, "tg_mha_step '%s': no key/value cache with kdim, vdim, add_bias_kv or add_zero_attn",
+                       m->name);
     tg_sdpa_layout lay = tg_mha_kv_layout(m);
     tg_tensor *qkv = rope_on(t, m, project_qkv(t, m, x), 0, m->cfg.n_heads + m->cfg.n_kv_heads, pos);
     if (!qkv || tg_kv_write(t, cache, qkv, &lay, pos)) return NULL;

@@ -85,6 +85,12 @@ Test(mha_options, misuse_names_the_problem)
     assert_fails(T, tg_mha_forward(T, &m, x, k, NULL, NULL), "[B, Lk, 5] (vdim)", "pass it when vdim != kdim");
     tg_tensor *u = tu_rand(&R, -1, 1, 2, (int[]){2, 4});
     assert_fails(T, tg_mha_forward(T, &m, u, k, NULL, NULL), "unbatched xq [Lq, D] needs unbatched");
+    tg_tensor *cache = tg_tensor_alloc(3, (int[]){1, 4, 16}), *x1 = tu_rand(&R, -1, 1, 3, (int[]){1, 1, 4});
+    tg_no_grad_begin(T);
+    assert_fails(T, tg_mha_step(T, &m, x1, cache, (int32_t[]){0}, NULL), "tg_mha_step 'attn'",
+                 "no key/value cache with kdim");
+    tg_tensor_free(cache);
+    tg_tensor_free(x1);
     tu_free_all((tg_tensor *[]){x, k, u}, 3);
     tg_params_free(p);
 }
