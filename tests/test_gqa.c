@@ -7,6 +7,7 @@
  * seed; misuse. Decoding with the cache: tests/test_kv_cache.c. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fixture_util.h"
 #include "ops_util.h"
@@ -204,4 +205,20 @@ Test(gqa, gradcheck_layer_both_modes)
     check_layer_grads(TG_MHA_PER_HEAD, 2);
     check_layer_grads(TG_MHA_FUSED, 1);
     check_layer_grads(TG_MHA_PER_HEAD, 1);
+}
+
+/* Heatmaps title each head with its key/value group; a group count that does
+ * not divide the heads is refused. */
+Test(gqa, heatmap_labels_key_value_groups)
+{
+    tg_real w[2 * 4 * 3 * 3];
+    for (int i = 0; i < 72; i++) w[i] = (tg_real)(i % 3) / 2;
+    char path[] = "/tmp/tg_gqa_heatmap_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    cr_assert_eq(tg_heatmap_png_groups(path, w, 2, 4, 2, 3, 3, NULL, NULL), 0, "%s", tg_error());
+    cr_assert_eq(tg_heatmap_png_groups(path, w, 2, 4, 3, 3, 3, NULL, NULL), -1);
+    cr_assert(strstr(tg_error(), "n_kv_heads 3 must divide n_heads 4"), "%s", tg_error());
+    unlink(path);
 }
