@@ -254,12 +254,18 @@ static int extra_keys(const tg_mha *m)
 /* mask over Lk keys widened to Lk + extra_keys, the appended keys visible to
  * every query (PyTorch pads attn_mask and key_padding_mask so): its rules
  * as a [B, Lq, Lk'] keep array and its additive [Lq, Lk'] in the arena.
- * mask itself when nothing is appended or it is empty; false when out of memory. */
+ * mask itself when nothing is appended or it is empty; false (the tape's
+ * error set) when out of memory or key_lens is out of range. */
 static bool widen_mask(tg_tape *t, const tg_mha *m, const tg_mask **mask, int B, int Lq, int Lk, tg_mask *out)
 {
     int extra = extra_keys(m), Lk2 = Lk + extra;
     if (!extra || tg_mask_empty(*mask)) return true;
     const tg_mask *in = *mask;
+    for (int b = 0; in->key_lens && b < B; b++)  /* what tg_sdpa would check on the mask itself */
+        if (in->key_lens[b] < 0 || in->key_lens[b] > Lk) {
+            tg_fail(t, "tg_mha '%s': mask key_lens[%d] = %d is outside [0, Lk = %d]", m->name, b, (int)in->key_lens[b], Lk);
+            return false;
+        }
     uint8_t *keep = tg_arena_alloc(t, (size_t)B * Lq * Lk2 + (size_t)Lq * Lk, "tg_mha widened mask"), *vis;
     tg_real *add = in->additive ? tg_arena_alloc(t, (size_t)Lq * Lk2 * sizeof *add, "tg_mha widened mask") : NULL;
     if (!keep || (in->additive && !add)) return false;

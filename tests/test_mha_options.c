@@ -85,6 +85,15 @@ Test(mha_options, misuse_names_the_problem)
     assert_fails(T, tg_mha_forward(T, &m, x, k, NULL, NULL), "[B, Lk, 5] (vdim)", "pass it when vdim != kdim");
     tg_tensor *u = tu_rand(&R, -1, 1, 2, (int[]){2, 4});
     assert_fails(T, tg_mha_forward(T, &m, u, k, NULL, NULL), "unbatched xq [Lq, D] needs unbatched");
+    tg_tensor *kv = tu_rand(&R, -1, 1, 3, (int[]){1, 3, 3}), *v = tu_rand(&R, -1, 1, 3, (int[]){1, 3, 5});
+    tg_mask bad = {.key_lens = (int32_t[]){4}};
+    tg_mha mb;
+    tg_mha_config cb = {.n_heads = 2, .d_model = 4, .kdim = 3, .vdim = 5, .add_zero_attn = true, .mode = TG_MHA_FUSED};
+    cr_assert_eq(tg_mha_init(&mb, p, "b", &cb, &R), 0, "%s", tg_error());
+    assert_fails(T, tg_mha_forward(T, &mb, x, kv, &(tg_mha_opts){.mask = &bad, .xv = v}, NULL), "tg_mha 'b'",
+                 "key_lens[0] = 4 is outside [0, Lk = 3]");
+    tg_tensor_free(kv);
+    tg_tensor_free(v);
     tg_tensor *cache = tg_tensor_alloc(3, (int[]){1, 4, 16}), *x1 = tu_rand(&R, -1, 1, 3, (int[]){1, 1, 4});
     tg_no_grad_begin(T);
     assert_fails(T, tg_mha_step(T, &m, x1, cache, (int32_t[]){0}, NULL), "tg_mha_step 'attn'",
