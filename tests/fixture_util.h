@@ -1,8 +1,9 @@
 /* Helpers shared by the suites that compare with PyTorch's fixtures
  * (bench/torch/make_nn_fixtures.py, make_attn_fixtures.py): loading a file,
  * its tensors and metadata, tolerant comparison reporting the worst element,
- * and one attention layer run against its file in either mode; and the
- * gradcheck of one attention layer w.r.t. its inputs and every parameter. */
+ * and one attention layer run against its file in either mode; the
+ * gradcheck of one attention layer w.r.t. its inputs and every parameter;
+ * and the two modes of one layer computing the same function. */
 #ifndef TAPEGRAD_TESTS_FIXTURE_UTIL_H
 #define TAPEGRAD_TESTS_FIXTURE_UTIL_H
 
@@ -194,5 +195,71 @@ static inline void check_mha_grads(const tg_mha_config *cfg, bool cross, uint64_
     tu_free_all(in, n_x);
     tg_params_free(p);
 }
+
+/* Per-head equals fused: the layer cfg (d_model 4) in fused mode, its
+ * weights copied into per-head mode; on the same inputs (causal self-attention,
+ * or cross under key padding with xv when vdim differs from kdim) and with
+ * bias [B, H, Lq, Lk'] when given, the outputs, weights, input grads and every
+ * parameter grad (carried back by tg_mha_copy_weights) agree to tol. */
+static inline void check_modes_agree(const tg_mha_config *cfg, bool cross, bool with_bias, double tol)
+{
+    static const int32_t lens[2] = {4, 6};
+    int kdim = cfg->kdim ? cfg->kdim : cfg->d_model, vdim = cfg->vdim ? cfg->vdim : cfg->d_model;
+    int H = cfg->n_heads, Lq = 5, Lk = cross ? 6 : 5, extra = cfg->add_bias_kv + cfg->add_zero_attn;
+    bool sep = cross && vdim != kdim;
+    tg_rng rng;
+    tg_rng_seed(&rng, 77);
+    tg_params *p[2] = {tg_params_new(), tg_params_new()};
+    tg_mha m[2];
+    tg_mha_config c = *cfg;
+    for (int i = 0; i < 2; i++) {
+        c.mode = i ? TG_MHA_PER_HEAD : TG_MHA_FUSED;
+        cr_assert_eq(tg_mha_init(&m[i], p[i], "attn", &c, i ? NULL : &rng), 0, "%s", tg_error());
+    }
+    tg_real *d = tg_params_data(p[0]);
+    for (size_t i = 0; i < tg_params_numel(p[0]); i++) d[i] += (tg_real)(0.3 * (2 * tg_rng_uniform(&rng) - 1));
+    cr_assert_eq(tg_mha_copy_weights(&m[1], &m[0]), 0, "%s", tg_error());
+    tg_tensor *x[4] = {tu_rand(&rng, -1, 1, 3, (int[]){2, Lq, cfg->d_model}),
+                       cross ? tu_rand(&rng, -1, 1, 3, (int[]){2, Lk, kdim}) : NULL,
+                       sep ? tu_rand(&rng, -1, 1, 3, (int[]){2, Lk, vdim}) : NULL,
+                       with_bias ? tu_rand(&rng, -1, 1, 4, (int[]){2, H, Lq, Lk + extra}) : NULL};
+    tg_mask mask = {.causal = !cross, .key_lens = cross ? lens : NULL};
+    tg_tape *t[2] = {tg_tape_new(), tg_tape_new()};
+    tg_tensor *out[2], *w[2];
+    tg_real *grads[2][4];
+    for (int i = 0; i < 2; i++) {
+        for (int k = 0; k < 4; k++)
+            if (x[k]) tg_free(x[k]->grad), x[k]->grad = NULL;
+        out[i] = tg_mha_forward(t[i], &m[i], x[0], cross ? x[1] : x[0],
+                                &(tg_mha_opts){.mask = &mask, .xv = x[2], .bias = x[3]}, &w[i]);
+        cr_assert_not_null(out[i], "%s", tg_tape_error(t[i]));
+        cr_assert_eq(tg_backward(t[i], tg_sum(t[i], tg_mul(t[i], out[i], out[i]))), 0, "%s", tg_tape_error(t[i]));
+        for (int k = 0; k < 4; k++) {
+            grads[i][k] = x[k] ? tg_malloc(x[k]->size * sizeof(tg_real)) : NULL;
+            if (x[k]) memcpy(grads[i][k], x[k]->grad, x[k]->size * sizeof(tg_real));
+        }
+    }
+    for (size_t e = 0; e < out[0]->size; e++) tu_close(out[1]->data[e], out[0]->data[e], tol);
+    cr_assert_eq(w[0]->size, w[1]->size);
+    for (size_t e = 0; e < w[0]->size; e++) tu_close(w[1]->data[e], w[0]->data[e], tol);
+    for (int k = 0; k < 4; k++)
+        for (size_t e = 0; x[k] && e < x[k]->size; e++) tu_close(grads[1][k][e], grads[0][k][e], tol);
+    /* the per-head grads, as weights, copied into the fused layout: the fused grads */
+    for (size_t e = 0; e < tg_params_numel(p[1]); e++) tg_params_data(p[1])[e] = tg_params_grad(p[1])[e];
+    cr_assert_eq(tg_mha_copy_weights(&m[0], &m[1]), 0);
+    for (size_t e = 0; e < tg_params_numel(p[0]); e++) tu_close(tg_params_data(p[0])[e], tg_params_grad(p[0])[e], tol);
+    for (int i = 0; i < 2; i++) {
+        for (int k = 0; k < 4; k++) tg_free(grads[i][k]);
+        tg_tape_free(t[i]);
+        tg_params_free(p[i]);
+    }
+    for (int k = 0; k < 4; k++) tg_tensor_free(x[k]);
+}
+
+#ifdef TAPEGRAD_DOUBLE
+#define MODES_TOL 1e-12
+#else
+#define MODES_TOL 1e-5
+#endif
 
 #endif

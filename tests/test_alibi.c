@@ -174,3 +174,12 @@ Test(alibi, out_of_memory_is_an_error)
     walk_out_of_memory(bias_forward, in, in, 2);
     tu_free_all(in, 2);
 }
+
+/* Per-head == fused on the same weights, with ALiBi and a bias per (batch,
+ * head) (outputs, weights, every grad, the bias's included). */
+Test(alibi, per_head_equals_fused)
+{
+    tg_mha_config a = {.n_heads = 4, .n_kv_heads = 2, .d_model = 4, .bias = true, .alibi = true};
+    check_modes_agree(&a, false, true, MODES_TOL);
+    check_modes_agree(&a, true, true, MODES_TOL);
+}

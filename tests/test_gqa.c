@@ -4,7 +4,8 @@
  * the shared heads' grads summed over their group), with gradchecks; the
  * layer in both modes against PyTorch (bench/torch/make_attn_fixtures.py),
  * each file also run in the other mode; per-head equals fused from the same
- * seed; misuse. Decoding with the cache: tests/test_kv_cache.c. */
+ * seed and on copied weights (outputs, weights, every grad); misuse.
+ * Decoding with the cache: tests/test_kv_cache.c. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -221,4 +222,14 @@ Test(gqa, heatmap_labels_key_value_groups)
     cr_assert_eq(tg_heatmap_png_groups(path, w, 2, 4, 3, 3, 3, NULL, NULL), -1);
     cr_assert(strstr(tg_error(), "n_kv_heads 3 must divide n_heads 4"), "%s", tg_error());
     unlink(path);
+}
+
+/* Per-head == fused on the same weights (outputs, weights, every grad). */
+Test(gqa, per_head_equals_fused)
+{
+    tg_mha_config gqa = {.n_heads = 4, .n_kv_heads = 2, .d_model = 4, .d_head = 3, .bias = true};
+    tg_mha_config mqa = {.n_heads = 4, .n_kv_heads = 1, .d_model = 4, .bias = true};
+    check_modes_agree(&gqa, false, false, MODES_TOL);
+    check_modes_agree(&gqa, true, false, MODES_TOL);
+    check_modes_agree(&mqa, false, false, MODES_TOL);
 }

@@ -178,3 +178,14 @@ Test(mha_options, convert_between_modes)
     check_convert("mha_kdim_vdim.safetensors", "attn.heads.1.v_proj.weight");
     check_convert("mha_bias_kv_zero_attn.safetensors", "attn.heads.2.bias_v");
 }
+
+/* Per-head == fused on the same weights with every option (outputs, weights,
+ * every grad). */
+Test(mha_options, per_head_equals_fused)
+{
+    tg_mha_config o = {.n_heads = 2, .d_model = 4, .kdim = 3, .vdim = 5, .add_bias_kv = true, .add_zero_attn = true,
+                       .bias = true};
+    tg_mha_config self = {.n_heads = 2, .d_model = 4, .add_bias_kv = true, .bias = true};
+    check_modes_agree(&o, true, true, MODES_TOL);
+    check_modes_agree(&self, false, false, MODES_TOL);
+}

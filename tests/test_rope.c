@@ -133,3 +133,14 @@ Test(rope, out_of_memory_is_an_error)
     walk_out_of_memory(rope_forward, x, &x, 1);
     tg_tensor_free(x);
 }
+
+/* Per-head == fused on the same weights (outputs, weights, every grad). */
+Test(rope, per_head_equals_fused)
+{
+    tg_mha_config full = {.n_heads = 2, .d_model = 4, .d_head = 4, .bias = true, .rope = true};
+    tg_mha_config part = {.n_heads = 4, .n_kv_heads = 2, .d_model = 4, .d_head = 6, .bias = true, .rope = true,
+                          .rope_base = 100, .rope_frac = 0.7};
+    check_modes_agree(&full, false, false, MODES_TOL);
+    check_modes_agree(&part, false, false, MODES_TOL);
+    check_modes_agree(&part, true, false, MODES_TOL);
+}
