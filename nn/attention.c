@@ -5,10 +5,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../core/kernels/blas.h"
-#include "../core/kernels/threads.h"
-#include "../core/ops/internal.h"
-
 static const char *const proj_names[3] = {"q_proj", "k_proj", "v_proj"};
 
 static int check_config(const tg_mha_config *c, const char *name)
@@ -18,49 +14,114 @@ static int check_config(const tg_mha_config *c, const char *name)
     else if (c->d_model <= 0) why = "d_model must be > 0";
     else if (c->d_head < 0) why = "d_head must be >= 0 (0: d_model / n_heads)";
     else if (c->d_head == 0 && c->d_model % c->n_heads) why = "d_model must divide by n_heads when d_head is 0";
+    else if (c->n_kv_heads < 0 || (c->n_kv_heads && c->n_heads % c->n_kv_heads))
+        why = "n_kv_heads must divide n_heads (0: n_heads)";
     else if (!(c->dropout >= 0 && c->dropout < 1)) why = "dropout must be in [0, 1)";
+    else if (c->rope && !(c->rope_base >= 0 && isfinite(c->rope_base))) why = "rope_base must be finite and >= 0 (0: 10000)";
+    else if (c->rope && !(c->rope_frac >= 0 && c->rope_frac <= 1)) why = "rope_frac must be in [0, 1] (0: 1)";
     else if (c->mode != TG_MHA_FUSED && c->mode != TG_MHA_PER_HEAD) why = "mode must be TG_MHA_FUSED or TG_MHA_PER_HEAD";
+    else if (c->kdim < 0 || c->vdim < 0) why = "kdim and vdim must be >= 0 (0: d_model)";
+    else if ((c->kdim || c->vdim || c->add_bias_kv || c->add_zero_attn) &&
+             ((c->n_kv_heads && c->n_kv_heads != c->n_heads) || c->rope || c->alibi))
+        why = "kdim, vdim, add_bias_kv and add_zero_attn (nn.MultiheadAttention's) do not combine with "
+              "n_kv_heads < n_heads, rope or alibi";
     if (!why) return 0;
-    return tg_error_set("tg_mha '%s': %s (n_heads %d, d_model %d, d_head %d, dropout %g)", name, why,
-                        c->n_heads, c->d_model, c->d_head, c->dropout);
+    return tg_error_set("tg_mha '%s': %s (n_heads %d, n_kv_heads %d, d_model %d, d_head %d, dropout %g)", name,
+                        why, c->n_heads, c->n_kv_heads, c->d_model, c->d_head, c->dropout);
 }
 
-/* The [d_head, D] block of projection s (0 q, 1 k, 2 v) of head h, or its
- * [d_head] bias (NULL without biases), in either storage mode. */
+/* Heads of projection s (0 q, 1 k, 2 v): n_heads or n_kv_heads. */
+static int heads_of(const tg_mha_config *c, int s)
+{
+    return s ? c->n_kv_heads : c->n_heads;
+}
+
+/* The input width of projection s: d_model, kdim, vdim. */
+static int width_of(const tg_mha_config *c, int s)
+{
+    return s == 0 ? c->d_model : s == 1 ? c->kdim : c->vdim;
+}
+
+/* The [d_head, D] block of projection s (0 q, 1 k, 2 v) of head h (a key/value
+ * head for s > 0), or its [d_head] bias (NULL without biases), in either
+ * storage mode. Packed rows: n_heads query heads, then n_kv_heads key heads,
+ * then n_kv_heads value heads. */
 static tg_real *proj_block(const tg_mha *m, int s, int h, bool bias)
 {
     const tg_mha_config *c = &m->cfg;
-    if (c->mode == TG_MHA_PER_HEAD) {
-        const tg_mha_head *hd = &m->heads[h];
+    if (c->mode == TG_MHA_PER_HEAD) {  /* key/value head h is held by its group's first query head */
+        const tg_mha_head *hd = &m->heads[s ? h * (c->n_heads / c->n_kv_heads) : h];
         tg_tensor *x = bias ? (s == 0 ? hd->bq : s == 1 ? hd->bk : hd->bv)
                             : (s == 0 ? hd->wq : s == 1 ? hd->wk : hd->wv);
         return x ? x->data : NULL;
     }
-    size_t row = (size_t)s * c->n_heads * c->d_head + (size_t)h * c->d_head;
+    size_t row = ((size_t)(s == 0 ? 0 : s == 1 ? c->n_heads : c->n_heads + c->n_kv_heads) + (size_t)h) * c->d_head;
     if (bias) return m->in_proj_bias ? m->in_proj_bias->data + row : NULL;
+    if (!m->in_proj_weight) return m->qkv_proj[s]->data + (size_t)h * c->d_head * width_of(c, s);
     return m->in_proj_weight->data + row * c->d_model;
 }
 
+/* add_bias_kv's [d_head] of head h: its key's (s 1) or its value's (s 2). */
+static tg_real *kv_bias_block(const tg_mha *m, int s, int h)
+{
+    if (m->cfg.mode == TG_MHA_PER_HEAD) return (s == 1 ? m->heads[h].bias_k : m->heads[h].bias_v)->data;
+    return (s == 1 ? m->bias_k : m->bias_v)->data + (size_t)h * m->cfg.d_head;
+}
+
+/* "<prefix>.<kind>.<h>.<q|k|v>_proj.{weight,bias}" of projection s into *w, *b. */
+static int add_head(tg_params *p, const char *prefix, const char *kind, int h, int s, const tg_mha_config *c,
+                    tg_tensor **w, tg_tensor **b)
+{
+    char sub[TG_NN_NAME_MAX], proj[48];
+    snprintf(proj, sizeof proj, "%s.%d.%s", kind, h, proj_names[s]);
+    if (tg_nn_name(sub, prefix, proj)) return -1;
+    if (!(*w = tg_nn_param(p, sub, "weight", 2, (int[]){c->d_head, width_of(c, s)}))) return -1;
+    if (c->bias && !(*b = tg_nn_param(p, sub, "bias", 1, (int[]){c->d_head}))) return -1;
+    return 0;
+}
+
+/* Per-head mode: "heads.<h>.{q,k,v}_proj" (n_kv_heads = n_heads), or
+ * "heads.<h>.q_proj" and "kv_heads.<g>.{k,v}_proj", key/value head g's
+ * tensors shared by the heads of its group. */
 static int add_params(tg_mha *m, tg_params *p, const char *prefix)
 {
     const tg_mha_config *c = &m->cfg;
-    int E = c->n_heads * c->d_head, D = c->d_model, dh = c->d_head;
+    int R = (c->n_heads + 2 * c->n_kv_heads) * c->d_head, group = c->n_heads / c->n_kv_heads;
     if (c->mode == TG_MHA_FUSED) {
-        m->in_proj_weight = tg_nn_param(p, prefix, "in_proj_weight", 2, (int[]){3 * E, D});
-        if (!m->in_proj_weight) return -1;
-        if (c->bias && !(m->in_proj_bias = tg_nn_param(p, prefix, "in_proj_bias", 1, (int[]){3 * E})))
+        static const char *const sep[3] = {"q_proj_weight", "k_proj_weight", "v_proj_weight"};
+        int E = c->n_heads * c->d_head;
+        for (int s = 0; s < 3 && (c->kdim != c->d_model || c->vdim != c->d_model); s++)
+            if (!(m->qkv_proj[s] = tg_nn_param(p, prefix, sep[s], 2, (int[]){E, width_of(c, s)}))) return -1;
+        if (!m->qkv_proj[0] && !(m->in_proj_weight = tg_nn_param(p, prefix, "in_proj_weight", 2, (int[]){R, c->d_model})))
+            return -1;
+        if (c->bias && !(m->in_proj_bias = tg_nn_param(p, prefix, "in_proj_bias", 1, (int[]){R}))) return -1;
+        if (c->add_bias_kv && (!(m->bias_k = tg_nn_param(p, prefix, "bias_k", 3, (int[]){1, 1, E})) ||
+                               !(m->bias_v = tg_nn_param(p, prefix, "bias_v", 3, (int[]){1, 1, E}))))
             return -1;
         return 0;
     }
     for (int h = 0; h < c->n_heads; h++) {
         tg_mha_head *hd = &m->heads[h];
-        tg_tensor **w[3] = {&hd->wq, &hd->wk, &hd->wv}, **b[3] = {&hd->bq, &hd->bk, &hd->bv};
-        for (int s = 0; s < 3; s++) {
-            char sub[TG_NN_NAME_MAX], proj[48];
-            snprintf(proj, sizeof proj, "heads.%d.%s", h, proj_names[s]);
-            if (tg_nn_name(sub, prefix, proj)) return -1;
-            if (!(*w[s] = tg_nn_param(p, sub, "weight", 2, (int[]){dh, D}))) return -1;
-            if (c->bias && !(*b[s] = tg_nn_param(p, sub, "bias", 1, (int[]){dh}))) return -1;
+        if (add_head(p, prefix, "heads", h, 0, c, &hd->wq, &hd->bq)) return -1;
+        if (group == 1 && (add_head(p, prefix, "heads", h, 1, c, &hd->wk, &hd->bk) ||
+                           add_head(p, prefix, "heads", h, 2, c, &hd->wv, &hd->bv)))
+            return -1;
+    }
+    for (int h = 0; c->add_bias_kv && h < c->n_heads; h++) {
+        char sub[TG_NN_NAME_MAX], name[32];
+        snprintf(name, sizeof name, "heads.%d", h);
+        if (tg_nn_name(sub, prefix, name) || !(m->heads[h].bias_k = tg_nn_param(p, sub, "bias_k", 1, (int[]){c->d_head})) ||
+            !(m->heads[h].bias_v = tg_nn_param(p, sub, "bias_v", 1, (int[]){c->d_head})))
+            return -1;
+    }
+    for (int g = 0; group > 1 && g < c->n_kv_heads; g++) {
+        tg_mha_head *hd = &m->heads[g * group];
+        if (add_head(p, prefix, "kv_heads", g, 1, c, &hd->wk, &hd->bk) ||
+            add_head(p, prefix, "kv_heads", g, 2, c, &hd->wv, &hd->bv))
+            return -1;
+        for (int i = 1; i < group; i++) {
+            tg_mha_head *o = &m->heads[g * group + i];
+            o->wk = hd->wk, o->bk = hd->bk, o->wv = hd->wv, o->bv = hd->bv;
         }
     }
     return 0;
@@ -75,6 +136,18 @@ int tg_mha_init(tg_mha *m, tg_params *p, const char *prefix, const tg_mha_config
     if (check_config(cfg, m->name)) return tg_nn_init_undo(m, sizeof *m, m->name, p, n0);
     m->cfg = *cfg;
     if (m->cfg.d_head == 0) m->cfg.d_head = cfg->d_model / cfg->n_heads;
+    if (m->cfg.n_kv_heads == 0) m->cfg.n_kv_heads = cfg->n_heads;
+    if (m->cfg.kdim == 0) m->cfg.kdim = cfg->d_model;
+    if (m->cfg.vdim == 0) m->cfg.vdim = cfg->d_model;
+    if (m->cfg.alibi) tg_alibi_slopes(m->cfg.n_heads, m->alibi);
+    if (m->cfg.rope) {  /* RoPE turns pairs of dims */
+        int dh = m->cfg.d_head;
+        m->rope_rot = m->cfg.rope_frac > 0 && m->cfg.rope_frac < 1 ? (int)(m->cfg.rope_frac * dh) / 2 * 2 : dh;
+        if (m->rope_rot < 2 || m->rope_rot % 2)
+            return tg_error_set("tg_mha '%s': RoPE rotates pairs of dims: %d of a head of %d (d_head %d is odd, or "
+                                "rope_frac %g leaves fewer than 2; set rope_frac)", m->name, m->rope_rot, dh, dh,
+                                m->cfg.rope_frac);
+    }
     int E = m->cfg.n_heads * m->cfg.d_head, D = m->cfg.d_model, dh = m->cfg.d_head;
     char sub[TG_NN_NAME_MAX];
     if (add_params(m, p, prefix) || tg_nn_name(sub, prefix, "out_proj") ||
@@ -82,16 +155,26 @@ int tg_mha_init(tg_mha *m, tg_params *p, const char *prefix, const tg_mha_config
                        NULL))
         return tg_nn_init_undo(m, sizeof *m, m->name, p, n0);
     if (!rng) return 0;
-    /* xavier_uniform_ over the packed [3E, D] matrix, drawn row by row: in
+    /* xavier_uniform_ over the packed [(H + 2 Hkv) dh, D] matrix (or over each
+     * of q, k, v_proj_weight when kdim or vdim differ), drawn row by row: in
      * per-head mode too, so both modes get the same numbers */
-    double bound = tg_xavier_bound(D, 3 * E);
-    for (int s = 0; s < 3; s++)
-        for (int h = 0; h < m->cfg.n_heads; h++) {
+    bool packed = m->cfg.kdim == D && m->cfg.vdim == D;
+    for (int s = 0; s < 3; s++) {
+        int w_in = width_of(&m->cfg, s);
+        double bound = packed ? tg_xavier_bound(D, (m->cfg.n_heads + 2 * m->cfg.n_kv_heads) * dh)
+                              : tg_xavier_bound(w_in, E);
+        for (int h = 0; h < heads_of(&m->cfg, s); h++) {
             tg_real *w = proj_block(m, s, h, false);
-            for (size_t i = 0; i < (size_t)dh * D; i++) w[i] = (tg_real)(bound * (2 * tg_rng_uniform(rng) - 1));
+            for (size_t i = 0; i < (size_t)dh * w_in; i++) w[i] = (tg_real)(bound * (2 * tg_rng_uniform(rng) - 1));
         }
+    }
     double ob = tg_linear_init_bound(E);
     tg_init_uniform(m->out_proj.weight, -ob, ob, rng);
+    for (int s = 1; s < 3 && m->cfg.add_bias_kv; s++)  /* xavier_normal_ of [1, 1, E]: std 1 / sqrt(E) */
+        for (int h = 0; h < m->cfg.n_heads; h++) {
+            tg_real *b = kv_bias_block(m, s, h);
+            for (int i = 0; i < dh; i++) b[i] = (tg_real)(tg_rng_normal(rng) / sqrt((double)E));
+        }
     return 0;
 }
 
@@ -102,16 +185,22 @@ int tg_mha_copy_weights(tg_mha *dst, const tg_mha *src)
         return tg_error_set("tg_mha_copy_weights: %s is not initialised (its init failed or was not called)",
                             dst->out_proj.weight ? "src" : "dst");
     const tg_mha_config *a = &dst->cfg, *b = &src->cfg;
-    if (a->n_heads != b->n_heads || a->d_model != b->d_model || a->d_head != b->d_head || a->bias != b->bias)
-        return tg_error_set("tg_mha_copy_weights: '%s' and '%s' differ: n_heads %d / %d, d_model %d / %d, "
-                            "d_head %d / %d, bias %d / %d", dst->name, src->name, a->n_heads, b->n_heads,
-                            a->d_model, b->d_model, a->d_head, b->d_head, a->bias, b->bias);
-    size_t dh = (size_t)a->d_head, D = (size_t)a->d_model;
+    if (a->n_heads != b->n_heads || a->n_kv_heads != b->n_kv_heads || a->d_model != b->d_model ||
+        a->d_head != b->d_head || a->bias != b->bias || a->kdim != b->kdim || a->vdim != b->vdim ||
+        a->add_bias_kv != b->add_bias_kv)
+        return tg_error_set("tg_mha_copy_weights: '%s' and '%s' differ: n_heads %d / %d, n_kv_heads %d / %d, "
+                            "d_model %d / %d, d_head %d / %d, bias %d / %d", dst->name, src->name, a->n_heads,
+                            b->n_heads, a->n_kv_heads, b->n_kv_heads, a->d_model, b->d_model, a->d_head, b->d_head,
+                            a->bias, b->bias);
+    size_t dh = (size_t)a->d_head;
     for (int s = 0; s < 3; s++)
-        for (int h = 0; h < a->n_heads; h++) {
-            memcpy(proj_block(dst, s, h, false), proj_block(src, s, h, false), dh * D * sizeof(tg_real));
+        for (int h = 0; h < heads_of(a, s); h++) {
+            memcpy(proj_block(dst, s, h, false), proj_block(src, s, h, false),
+                   dh * (size_t)width_of(a, s) * sizeof(tg_real));
             if (a->bias) memcpy(proj_block(dst, s, h, true), proj_block(src, s, h, true), dh * sizeof(tg_real));
         }
+    for (int s = 1; s < 3 && a->add_bias_kv; s++)
+        for (int h = 0; h < a->n_heads; h++) memcpy(kv_bias_block(dst, s, h), kv_bias_block(src, s, h), dh * sizeof(tg_real));
     memcpy(dst->out_proj.weight->data, src->out_proj.weight->data, src->out_proj.weight->size * sizeof(tg_real));
     if (a->bias) memcpy(dst->out_proj.bias->data, src->out_proj.bias->data, src->out_proj.bias->size * sizeof(tg_real));
     return 0;
@@ -120,80 +209,178 @@ int tg_mha_copy_weights(tg_mha *dst, const tg_mha *src)
 /* ---- forward ------------------------------------------------------------------ */
 
 /* Scale 1/sqrt(d_head); tg_sdpa drops weights only while the tape trains. */
-static tg_sdpa_opts sdpa_opts(const tg_mha *m, const tg_mask *mask, tg_rng *rng)
+static tg_sdpa_opts sdpa_opts(const tg_mha *m, const tg_mha_opts *o)
 {
-    return (tg_sdpa_opts){.mask = mask, .scale = 0, .dropout = m->cfg.dropout, .rng = rng};
+    return (tg_sdpa_opts){.mask = o->mask, .scale = 0, .dropout = m->cfg.dropout, .rng = o->rng, .bias = o->bias,
+                          .alibi = m->cfg.alibi ? m->alibi : NULL};
 }
 
-/* Columns [col, col + w) of every row of src [B, L, C] -> columns [at, at + w)
- * of the keys (keys) or the values of positions 0..L-1 in a cache laid out
- * as tg_mha_step's; false when src is NULL. */
-static bool cache_put(tg_tensor *cache, const tg_tensor *src, int col, int at, int w, bool keys)
+/* x with RoPE on n heads of d_head columns from col (positions pos0[b] + ..),
+ * or x itself without RoPE. */
+static tg_tensor *rope_on(tg_tape *t, const tg_mha *m, tg_tensor *x, int col, int n, const int32_t *pos0)
 {
-    if (!src) return false;
-    int B = src->shape[0], L = src->shape[1], C = src->shape[2], cap = cache->shape[1], E = cache->shape[2] / 2;
+    if (!m->cfg.rope || !x) return x;
+    return tg_rope(t, x, &(tg_rope_opts){.col = col, .n_heads = n, .d_head = m->cfg.d_head, .rot = m->rope_rot,
+                                         .base = m->cfg.rope_base, .pos0 = pos0});
+}
+
+/* x [B, L, W] with one more position at the end: vec [W] (the same for
+ * every row), or zeros when vec is NULL -> [B, L + 1, W]. */
+static tg_tensor *append_position(tg_tape *t, tg_tensor *x, tg_tensor *vec)
+{
+    if (!x) return NULL;
+    int B = x->shape[0], W = x->shape[2];
+    tg_tensor *col = tg_new(t, "tg_mha appended position", 3, (int[]){B, W, 1});
+    if (!col) return NULL;
+    memset(col->data, 0, col->size * sizeof *col->data);
+    if (vec) col = tg_add(t, col, tg_reshape(t, vec, 2, (int[]){W, 1}));
+    tg_tensor *parts[2] = {tg_permute(t, x, (int[]){0, 2, 1}), col};  /* [B, W, L] | [B, W, 1] */
+    return tg_permute(t, tg_concat(t, parts, 2), (int[]){0, 2, 1});
+}
+
+/* k, v [B, Lk, W] with add_bias_kv's (bk, bv), then add_zero_attn's zeros,
+ * appended as positions Lk, Lk + 1. */
+static void append_kv(tg_tape *t, const tg_mha *m, tg_tensor **k, tg_tensor **v, tg_tensor *bk, tg_tensor *bv)
+{
+    if (m->cfg.add_bias_kv) *k = append_position(t, *k, bk), *v = append_position(t, *v, bv);
+    if (m->cfg.add_zero_attn) *k = append_position(t, *k, NULL), *v = append_position(t, *v, NULL);
+}
+
+/* The keys appended by add_bias_kv and add_zero_attn. */
+static int extra_keys(const tg_mha *m)
+{
+    return m->cfg.add_bias_kv + m->cfg.add_zero_attn;
+}
+
+/* mask over Lk keys widened to Lk + extra_keys, the appended keys visible to
+ * every query (PyTorch pads attn_mask and key_padding_mask so): its rules
+ * as a [B, Lq, Lk'] keep array and its additive [Lq, Lk'] in the arena.
+ * mask itself when nothing is appended or it is empty; false (the tape's
+ * error set) when out of memory or key_lens is out of range. */
+static bool widen_mask(tg_tape *t, const tg_mha *m, const tg_mask **mask, int B, int Lq, int Lk, tg_mask *out)
+{
+    int extra = extra_keys(m), Lk2 = Lk + extra;
+    if (!extra || tg_mask_empty(*mask)) return true;
+    const tg_mask *in = *mask;
+    for (int b = 0; in->key_lens && b < B; b++)  /* what tg_sdpa would check on the mask itself */
+        if (in->key_lens[b] < 0 || in->key_lens[b] > Lk) {
+            tg_fail(t, "tg_mha '%s': mask key_lens[%d] = %d is outside [0, Lk = %d]", m->name, b, (int)in->key_lens[b], Lk);
+            return false;
+        }
+    uint8_t *keep = tg_arena_alloc(t, (size_t)B * Lq * Lk2 + (size_t)Lq * Lk, "tg_mha widened mask"), *vis;
+    tg_real *add = in->additive ? tg_arena_alloc(t, (size_t)Lq * Lk2 * sizeof *add, "tg_mha widened mask") : NULL;
+    if (!keep || (in->additive && !add)) return false;
+    vis = keep + (size_t)B * Lq * Lk2;
+    tg_mask rules = *in;
+    rules.additive = NULL;
     for (int b = 0; b < B; b++) {
-        tg_real *kt = cache->data + (size_t)b * cap * 2 * E, *v = kt + (size_t)E * cap;
-        for (int i = 0; i < L; i++) {
-            const tg_real *x = src->data + ((size_t)b * L + i) * C + col;
-            if (keys)
-                for (int c = 0; c < w; c++) kt[(size_t)(at + c) * cap + i] = x[c];
-            else
-                memcpy(v + (size_t)i * E + at, x, (size_t)w * sizeof *x);
+        tg_mask_fill(&rules, b, Lq, Lk, vis);
+        for (int i = 0; i < Lq; i++) {
+            memcpy(keep + ((size_t)b * Lq + i) * Lk2, vis + (size_t)i * Lk, (size_t)Lk);
+            memset(keep + ((size_t)b * Lq + i) * Lk2 + Lk, 1, (size_t)extra);
         }
     }
+    for (int i = 0; add && i < Lq; i++) {
+        memcpy(add + (size_t)i * Lk2, in->additive + (size_t)i * Lk, (size_t)Lk * sizeof *add);
+        for (int j = Lk; j < Lk2; j++) add[(size_t)i * Lk2 + j] = 0;
+    }
+    *out = (tg_mask){.keep = keep, .keep_batched = true, .additive = add};
+    *mask = out;
     return true;
+}
+
+/* Fused with nn.MultiheadAttention's options: q, k, v from xq, xk, xv (the
+ * in_proj rows, or q/k/v_proj_weight when kdim or vdim differ), extra keys
+ * appended, then one tg_sdpa_heads on q and | k | v |. */
+static tg_tensor *fused_options(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor *xk, tg_tensor *xv,
+                                tg_sdpa_opts *o, tg_tensor **weights)
+{
+    int E = m->cfg.n_heads * m->cfg.d_head;
+    tg_tensor *x[3] = {xq, xk, xv}, *y[3];
+    for (int s = 0; s < 3; s++) {
+        tg_tensor *w = m->in_proj_weight ? tg_rows_view(t, m->in_proj_weight, s * E, E) : m->qkv_proj[s];
+        tg_tensor *b = m->in_proj_bias ? tg_rows_view(t, m->in_proj_bias, s * E, E) : NULL;
+        y[s] = tg_matmul(t, x[s], w, b, TG_TRANS_B);
+    }
+    append_kv(t, m, &y[1], &y[2], m->bias_k, m->bias_v);
+    tg_sdpa_layout lay = {.n_heads = m->cfg.n_heads, .dk = m->cfg.d_head, .dv = m->cfg.d_head, .v_col = E};
+    return tg_sdpa_heads(t, y[0], tg_concat(t, &y[1], 2), &lay, o, weights);
 }
 
 /* Fused: packed projections, then one tg_sdpa_heads reading the heads in
  * place from their column blocks -> [B, Lq, E] (no slice/split/merge copies).
  * cache: NULL, or (self-attention) receives | k | v | of every position. */
-static tg_tensor *fused_heads(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor *xkv,
-                              const tg_mask *mask, tg_rng *rng, tg_tensor *cache, tg_tensor **weights)
+static tg_tensor *fused_heads(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor *xkv, tg_tensor *xv,
+                              const tg_mha_opts *mo, const tg_mask *mask, tg_tensor **weights)
 {
-    int H = m->cfg.n_heads, dh = m->cfg.d_head, E = H * dh;
-    tg_sdpa_opts o = sdpa_opts(m, mask, rng);
-    tg_sdpa_layout lay = {.n_heads = H, .dk = dh, .dv = dh};
-    if (xq == xkv) {  /* self-attention: one GEMM, qkv [B, L, 3E] = | q | k | v | */
+    tg_tensor *cache = mo->cache;
+    int E = m->cfg.n_heads * m->cfg.d_head, Ekv = m->cfg.n_kv_heads * m->cfg.d_head;
+    tg_sdpa_opts o = sdpa_opts(m, mo);
+    tg_sdpa_layout lay = tg_mha_kv_layout(m);
+    o.mask = mask;
+    if (!m->in_proj_weight || xv != xkv || extra_keys(m)) return fused_options(t, m, xq, xkv, xv, &o, weights);
+    if (xq == xkv) {  /* self-attention: one GEMM, qkv [B, L, E + 2Ekv] = | q | k | v | */
         tg_tensor *qkv = tg_matmul(t, xq, m->in_proj_weight, m->in_proj_bias, TG_TRANS_B);
-        if (cache && !(cache_put(cache, qkv, E, 0, E, true) && cache_put(cache, qkv, 2 * E, 0, E, false)))
-            return NULL;
-        lay.k_col = E;
-        lay.v_col = 2 * E;
+        qkv = rope_on(t, m, qkv, 0, m->cfg.n_heads + m->cfg.n_kv_heads, NULL);  /* q and k heads */
+        if (cache && (!qkv || tg_kv_write(t, cache, qkv, &lay, NULL))) return NULL;
         return tg_sdpa_heads(t, qkv, qkv, &lay, &o, weights);
     }
-    /* cross: Q rows on xq -> [B, Lq, E], K/V rows on xkv -> [B, Lk, 2E] = | k | v | */
+    /* cross: Q rows on xq -> [B, Lq, E], K/V rows on xkv -> [B, Lk, 2Ekv] = | k | v | */
     tg_tensor *b = m->in_proj_bias;
     tg_tensor *q = tg_matmul(t, xq, tg_rows_view(t, m->in_proj_weight, 0, E),
                              b ? tg_rows_view(t, b, 0, E) : NULL, TG_TRANS_B);
-    tg_tensor *kv = tg_matmul(t, xkv, tg_rows_view(t, m->in_proj_weight, E, 2 * E),
-                              b ? tg_rows_view(t, b, E, 2 * E) : NULL, TG_TRANS_B);
-    lay.v_col = E;
+    tg_tensor *kv = tg_matmul(t, xkv, tg_rows_view(t, m->in_proj_weight, E, 2 * Ekv),
+                              b ? tg_rows_view(t, b, E, 2 * Ekv) : NULL, TG_TRANS_B);
+    lay.k_col = 0;
+    lay.v_col = Ekv;
+    q = rope_on(t, m, q, 0, m->cfg.n_heads, NULL);
+    kv = rope_on(t, m, kv, 0, m->cfg.n_kv_heads, NULL);
     return tg_sdpa_heads(t, q, kv, &lay, &o, weights);
 }
 
-/* Per-head: H x (three [B, L, dh] GEMMs -> sdpa on [B, 1, L, dh]) -> concat [B, Lq, E] */
-static tg_tensor *per_head(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor *xkv,
-                           const tg_mask *mask, tg_rng *rng, tg_tensor *cache, tg_tensor **weights)
+/* Per-head: H x (a [B, Lq, dh] GEMM for q; per key/value head, two [B, Lk,
+ * dh] GEMMs for k, v -> sdpa on [B, 1, L, dh]) -> concat [B, Lq, E] */
+static tg_tensor *per_head(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor *xkv, tg_tensor *xv,
+                           const tg_mha_opts *mo, const tg_mask *mask, tg_tensor **weights)
 {
-    int H = m->cfg.n_heads, dh = m->cfg.d_head, B = xq->shape[0], Lq = xq->shape[1], Lk = xkv->shape[1];
-    tg_tensor *outs[TG_MHA_MAX_HEADS], *ws[TG_MHA_MAX_HEADS];
-    tg_sdpa_opts o = sdpa_opts(m, mask, rng);
+    tg_tensor *cache = mo->cache, *bias = mo->bias;
+    int H = m->cfg.n_heads, Hkv = m->cfg.n_kv_heads, group = H / Hkv, dh = m->cfg.d_head;
+    int B = xq->shape[0], Lq = xq->shape[1], Lk = xkv->shape[1] + extra_keys(m);
+    tg_tensor *outs[TG_MHA_MAX_HEADS], *ws[TG_MHA_MAX_HEADS], *kv[2 * TG_MHA_MAX_HEADS];
+    tg_sdpa_opts o = sdpa_opts(m, mo);
+    o.mask = mask;
+    int Bb = bias ? bias->shape[0] : 1;
+    if (bias && Bb > 1) bias = tg_permute(t, bias, (int[]){1, 0, 2, 3});  /* [H, B, Lq, Lk]: heads outermost */
     for (int h = 0; h < H; h++) {
         const tg_mha_head *hd = &m->heads[h];
-        tg_tensor *q = tg_matmul(t, xq, hd->wq, hd->bq, TG_TRANS_B);
-        tg_tensor *k = tg_matmul(t, xkv, hd->wk, hd->bk, TG_TRANS_B);
-        tg_tensor *v = tg_matmul(t, xkv, hd->wv, hd->bv, TG_TRANS_B);
-        if (cache && !(cache_put(cache, k, 0, h * dh, dh, true) && cache_put(cache, v, 0, h * dh, dh, false)))
-            return NULL;
+        int g = h / group;
+        o.alibi = m->cfg.alibi ? &m->alibi[h] : NULL;
+        if (bias) {  /* head h's [Bb, 1, Lq, Lk], a view */
+            tg_tensor *rows = tg_reshape(t, bias, 2, (int[]){H, -1});
+            o.bias = tg_reshape(t, tg_rows_view(t, rows, h, 1), 4, (int[]){Bb, 1, Lq, Lk});
+            if (!o.bias) return NULL;
+        }
+        if (h % group == 0) {  /* the group's key/value head, once */
+            kv[g] = rope_on(t, m, tg_matmul(t, xkv, hd->wk, hd->bk, TG_TRANS_B), 0, 1, NULL);
+            kv[Hkv + g] = tg_matmul(t, xv, hd->wv, hd->bv, TG_TRANS_B);
+            append_kv(t, m, &kv[g], &kv[Hkv + g], hd->bias_k, hd->bias_v);
+        }
+        tg_tensor *q = rope_on(t, m, tg_matmul(t, xq, hd->wq, hd->bq, TG_TRANS_B), 0, 1, NULL);
         q = tg_reshape(t, q, 4, (int[]){B, 1, Lq, dh});
-        k = tg_reshape(t, k, 4, (int[]){B, 1, Lk, dh});
-        v = tg_reshape(t, v, 4, (int[]){B, 1, Lk, dh});
+        tg_tensor *k = tg_reshape(t, kv[g], 4, (int[]){B, 1, Lk, dh});
+        tg_tensor *v = tg_reshape(t, kv[Hkv + g], 4, (int[]){B, 1, Lk, dh});
         tg_tensor *w = NULL;
         tg_tensor *a = tg_sdpa(t, q, k, v, &o, weights ? &w : NULL);
         outs[h] = tg_reshape(t, a, 3, (int[]){B, Lq, dh});
         if (weights) ws[h] = tg_reshape(t, w, 2, (int[]){B, Lq * Lk});
         if (!outs[h]) return NULL;
+    }
+    if (cache) {  /* | k heads | v heads | [B, L, 2Ekv] into the cache */
+        tg_sdpa_layout lay = tg_mha_kv_layout(m);
+        lay.k_col = 0;
+        lay.v_col = Hkv * dh;
+        tg_tensor *kvs = tg_concat(t, kv, 2 * Hkv);
+        if (!kvs || tg_kv_write(t, cache, kvs, &lay, NULL)) return NULL;
     }
     if (weights) {  /* H x [B, Lq*Lk] -> [B, H*Lq*Lk] = [B, H, Lq, Lk] */
         *weights = tg_reshape(t, tg_concat(t, ws, H), 4, (int[]){B, H, Lq, Lk});
@@ -216,14 +403,20 @@ static tg_tensor *apply_head_mask(tg_tape *t, const tg_mha *m, tg_tensor *o, con
     return tg_mul(t, o, keep);
 }
 
-static bool check_inputs(tg_tape *t, const tg_mha *m, const tg_tensor *xq, const tg_tensor *xkv, tg_rng *rng)
+static bool check_inputs(tg_tape *t, const tg_mha *m, const tg_tensor *xq, const tg_tensor *xkv,
+                         const tg_tensor *xv, tg_rng *rng)
 {
-    char sq[TG_SHAPE_STR], sk[TG_SHAPE_STR];
-    int D = m->cfg.d_model;
-    if (xq->ndim != 3 || xq->shape[2] != D || xkv->ndim != 3 || xkv->shape[2] != D ||
+    char sq[TG_SHAPE_STR], sk[TG_SHAPE_STR], sv[TG_SHAPE_STR];
+    int D = m->cfg.d_model, kdim = m->cfg.kdim, vdim = m->cfg.vdim;
+    if (xq->ndim != 3 || xq->shape[2] != D || xkv->ndim != 3 || xkv->shape[2] != kdim ||
         xkv->shape[0] != xq->shape[0]) {
         tg_fail(t, "tg_mha '%s': inputs must be xq [B, Lq, %d] and xkv [B, Lk, %d], got xq %s, xkv %s",
-                m->name, D, D, tg_shape_str(xq, sq), tg_shape_str(xkv, sk));
+                m->name, D, kdim, tg_shape_str(xq, sq), tg_shape_str(xkv, sk));
+        return false;
+    }
+    if (xv->ndim != 3 || xv->shape[0] != xkv->shape[0] || xv->shape[1] != xkv->shape[1] || xv->shape[2] != vdim) {
+        tg_fail(t, "tg_mha '%s': the values' input must be [B, Lk, %d] (vdim) for xkv %s, got %s%s", m->name, vdim,
+                tg_shape_str(xkv, sk), tg_shape_str(xv, sv), xv == xkv ? " (no opts.xv: pass it when vdim != kdim)" : "");
         return false;
     }
     if (m->cfg.dropout > 0 && tg_tape_training(t) && !rng) {
@@ -233,12 +426,12 @@ static bool check_inputs(tg_tape *t, const tg_mha *m, const tg_tensor *xq, const
     return true;
 }
 
-/* A cache to fill: self-attention only, [B, cap >= L, 2E]. */
+/* A cache to fill: self-attention only, [B, cap >= L, 2Ekv]. */
 static bool check_cache(tg_tape *t, const tg_mha *m, const tg_tensor *xq, const tg_tensor *xkv,
                         const tg_tensor *cache)
 {
     char sx[TG_SHAPE_STR], sc[TG_SHAPE_STR];
-    int E2 = 2 * m->cfg.n_heads * m->cfg.d_head;
+    int E2 = 2 * m->cfg.n_kv_heads * m->cfg.d_head;
     if (xq != xkv) {
         tg_fail(t, "tg_mha '%s': a key/value cache is filled by self-attention only (xq == xkv)", m->name);
         return false;
@@ -260,202 +453,54 @@ tg_tensor *tg_mha_forward(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor 
     if (!tg_nn_check_forward("tg_mha_forward", t, m, m && m->out_proj.weight)) return NULL;
     if (!xq || !xkv) return tg_fail_null(t, "tg_mha");
     tg_mha_opts o = opts ? *opts : (tg_mha_opts){0};
-    if (!check_inputs(t, m, xq, xkv, o.rng) || (o.cache && !check_cache(t, m, xq, xkv, o.cache))) return NULL;
-    tg_tensor *h = m->cfg.mode == TG_MHA_FUSED ? fused_heads(t, m, xq, xkv, o.mask, o.rng, o.cache, weights)
-                                               : per_head(t, m, xq, xkv, o.mask, o.rng, o.cache, weights);
+    if (xq->ndim == 2) {  /* unbatched, as PyTorch: [L, D] -> a batch of one */
+        if (xkv->ndim != 2 || (o.xv && o.xv->ndim != 2))
+            return tg_fail(t, "tg_mha '%s': an unbatched xq [Lq, D] needs unbatched keys and values", m->name);
+        tg_tensor *x1[3] = {xq, xkv, o.xv};
+        for (int i = 0; i < 3; i++)
+            if (x1[i]) x1[i] = tg_reshape(t, x1[i], 3, (int[]){1, x1[i]->shape[0], x1[i]->shape[1]});
+        o.xv = x1[2];
+        tg_tensor *w = NULL, *out = tg_mha_forward(t, m, x1[0], xq == xkv ? x1[0] : x1[1], &o, weights ? &w : NULL);
+        if (weights && out) *weights = tg_reshape(t, w, 3, (int[]){w->shape[1], w->shape[2], w->shape[3]});
+        return out ? tg_reshape(t, out, 2, (int[]){out->shape[1], out->shape[2]}) : NULL;
+    }
+    tg_tensor *xv = o.xv ? o.xv : xkv;
+    if (!check_inputs(t, m, xq, xkv, xv, o.rng) || (o.cache && !check_cache(t, m, xq, xkv, o.cache))) return NULL;
+    if (o.cache && (xv != xkv || extra_keys(m) || !(m->cfg.kdim == m->cfg.d_model && m->cfg.vdim == m->cfg.d_model)))
+        return tg_fail(t, "tg_mha '%s': no key/value cache with kdim, vdim, add_bias_kv or add_zero_attn", m->name);
+    tg_mask wide;
+    const tg_mask *mask = o.mask;
+    if (!widen_mask(t, m, &mask, xq->shape[0], xq->shape[1], xkv->shape[1], &wide)) return NULL;
+    tg_tensor *h = m->cfg.mode == TG_MHA_FUSED ? fused_heads(t, m, xq, xkv, xv, &o, mask, weights)
+                                               : per_head(t, m, xq, xkv, xv, &o, mask, weights);
     h = apply_head_mask(t, m, h, o.head_mask);
     tg_tensor *out = tg_linear_forward(t, &m->out_proj, h);
     if (!out && weights) *weights = NULL;
     return out;
 }
 
-/* ---- checkpoints across modes ------------------------------------------------- */
-
-/* prefix[0, plen) + "heads.<h>.<q|k|v>_proj.<what>", or + what when h < 0 */
-static void part_name(char *name, const char *prefix, size_t plen, int h, int s, const char *what)
-{
-    if (h < 0) snprintf(name, TG_NN_NAME_MAX, "%.*s%s", (int)plen, prefix, what);
-    else snprintf(name, TG_NN_NAME_MAX, "%.*sheads.%d.%s.%s", (int)plen, prefix, h, proj_names[s], what);
-}
-
-/* name = "<prefix>heads.<h>.<q|k|v>_proj.<weight|bias>" with the prefix
- * empty or ending in '.': the prefix length and h. */
-static bool is_head_part(const char *name, size_t *plen, int *h)
-{
-    for (const char *p = strstr(name, "heads."); p; p = strstr(p + 1, "heads.")) {
-        char proj, kind[8];
-        int end = 0;
-        if ((p == name || p[-1] == '.') && sscanf(p, "heads.%d.%c_proj.%7[a-z]%n", h, &proj, kind, &end) == 3 &&
-            !p[end] && *h >= 0 && strchr("qkv", proj) && (!strcmp(kind, "weight") || !strcmp(kind, "bias"))) {
-            *plen = (size_t)(p - name);
-            return true;
-        }
-    }
-    return false;
-}
-
-/* name = "<prefix><suffix>" with the prefix empty or ending in '.': the prefix length. */
-static bool has_suffix(const char *name, const char *suffix, size_t *plen)
-{
-    size_t n = strlen(name), k = strlen(suffix);
-    if (n < k || strcmp(name + n - k, suffix) || (n > k && name[n - k - 1] != '.')) return false;
-    *plen = n - k;
-    return true;
-}
-
-static int convert_fail(const char *name, const tg_tensor *x, const char *why)
-{
-    char sx[TG_SHAPE_STR];
-    return tg_error_set("tg_mha_convert: '%s'%s%s %s", name, x ? " " : "", x ? tg_shape_str(x, sx) : "", why);
-}
-
-/* "<prefix>in_proj_weight" w [3E, D] (and its bias [3E]) -> per-head tensors in dst */
-static int split_heads(tg_safetensors *dst, const tg_safetensors *src, const tg_tensor *w, size_t plen, int H)
-{
-    char name[TG_NN_NAME_MAX];
-    part_name(name, w->name, plen, -1, 0, "in_proj_bias");
-    const tg_tensor *b = tg_st_get(src, name);
-    if (w->ndim != 2 || w->shape[0] == 0 || w->shape[0] % (3 * H))
-        return convert_fail(w->name, w, "is not [3 * n_heads * d_head, d_model]");
-    if (b && (b->ndim != 1 || b->shape[0] != w->shape[0]))
-        return convert_fail(b->name, b, "does not match in_proj_weight's rows");
-    int D = w->shape[1], dh = w->shape[0] / (3 * H);
-    for (int h = 0; h < H; h++)
-        for (int s = 0; s < 3; s++) {
-            size_t row = ((size_t)s * H + (size_t)h) * (size_t)dh;
-            part_name(name, w->name, plen, h, s, "weight");
-            if (tg_st_add_data(dst, name, w->data + row * (size_t)D, 2, (int[]){dh, D})) return -1;
-            part_name(name, w->name, plen, h, s, "bias");
-            if (b && tg_st_add_data(dst, name, b->data + row, 1, (int[]){dh})) return -1;
-        }
-    return 0;
-}
-
-/* The per-head tensors of prefix[0, plen) in src -> in_proj_weight [3E, D]
- * (and in_proj_bias [3E]) in dst */
-static int join_heads(tg_safetensors *dst, const tg_safetensors *src, const char *prefix, size_t plen, int H)
-{
-    char name[TG_NN_NAME_MAX];
-    part_name(name, prefix, plen, 0, 0, "bias");
-    bool bias = tg_st_get(src, name) != NULL;
-    part_name(name, prefix, plen, 0, 0, "weight");
-    const tg_tensor *q0 = tg_st_get(src, name);
-    if (q0->ndim != 2) return convert_fail(name, q0, "is not [d_head, d_model]");
-    int dh = q0->shape[0], D = q0->shape[1], E = H * dh;
-    part_name(name, prefix, plen, -1, 0, "in_proj_weight");
-    tg_tensor *w = tg_st_add_zeros(dst, name, 2, (int[]){3 * E, D});
-    part_name(name, prefix, plen, -1, 0, "in_proj_bias");
-    tg_tensor *b = w && bias ? tg_st_add_zeros(dst, name, 1, (int[]){3 * E}) : NULL;
-    if (!w || (bias && !b)) return -1;
-    for (int h = 0; h < H; h++)
-        for (int s = 0; s < 3; s++) {
-            size_t row = (size_t)s * E + (size_t)h * dh;
-            part_name(name, prefix, plen, h, s, "weight");
-            const tg_tensor *x = tg_st_get(src, name);
-            if (!x || x->ndim != 2 || x->shape[0] != dh || x->shape[1] != D)
-                return convert_fail(name, x, x ? "differs from head 0's q_proj.weight" : "is missing");
-            memcpy(w->data + row * D, x->data, x->size * sizeof *x->data);
-            part_name(name, prefix, plen, h, s, "bias");
-            x = tg_st_get(src, name);
-            if (!x != !bias || (x && (x->ndim != 1 || x->shape[0] != dh)))
-                return convert_fail(name, x, x ? "is not [d_head], or head 0 has no biases" : "is missing");
-            if (x) memcpy(b->data + row, x->data, x->size * sizeof *x->data);
-        }
-    return 0;
-}
-
-/* One tensor of src into dst: converted, left for its group, or copied. */
-static int convert_one(tg_safetensors *dst, const tg_safetensors *src, const tg_tensor *x, tg_mha_mode to,
-                       int H)
-{
-    char name[TG_NN_NAME_MAX];
-    size_t plen;
-    int h;
-    if (to == TG_MHA_PER_HEAD && has_suffix(x->name, "in_proj_weight", &plen))
-        return split_heads(dst, src, x, plen, H);
-    if (to == TG_MHA_PER_HEAD && has_suffix(x->name, "in_proj_bias", &plen)) {
-        part_name(name, x->name, plen, -1, 0, "in_proj_weight");
-        return tg_st_get(src, name) ? 0 : convert_fail(x->name, x, "has no in_proj_weight");
-    }
-    if (to == TG_MHA_FUSED && is_head_part(x->name, &plen, &h)) {
-        if (h >= H) return convert_fail(x->name, x, "is a head beyond n_heads");
-        part_name(name, x->name, plen, 0, 0, "weight");
-        if (!tg_st_get(src, name)) return convert_fail(name, NULL, "is missing");
-        return strcmp(name, x->name) ? 0 : join_heads(dst, src, x->name, plen, H);
-    }
-    return tg_st_add(dst, x->name, x);
-}
-
-tg_safetensors *tg_mha_convert(const tg_safetensors *src, tg_mha_mode to, int n_heads)
-{
-    if (!src) {
-        tg_error_set("tg_mha_convert: the safetensors set is NULL");
-        return NULL;
-    }
-    if (n_heads <= 0 || n_heads > TG_MHA_MAX_HEADS || (to != TG_MHA_FUSED && to != TG_MHA_PER_HEAD)) {
-        tg_error_set("tg_mha_convert: n_heads %d must be in [1, %d] and the mode fused or per-head", n_heads,
-                     TG_MHA_MAX_HEADS);
-        return NULL;
-    }
-    tg_safetensors *dst = tg_st_new();
-    if (!dst) {
-        tg_error_set("tg_mha_convert: out of memory");
-        return NULL;
-    }
-    int rc = 0;
-    for (int i = 0; rc == 0 && i < tg_st_meta_count(src); i++) {
-        const char *k = tg_st_meta_key(src, i);
-        rc = tg_st_set_meta(dst, k, tg_st_meta(src, k));
-    }
-    for (int i = 0; rc == 0 && i < tg_st_count(src); i++) rc = convert_one(dst, src, tg_st_at(src, i), to, n_heads);
-    if (rc == 0) return dst;
-    tg_st_free(dst);
-    return NULL;
-}
-
 /* ---- decoding step ------------------------------------------------------------- */
 
-/* x [B, L, D] -> | q heads | k heads | v heads | [B, L, 3E], either mode. */
+/* x [B, L, D] -> | q heads | k heads | v heads | [B, L, E + 2Ekv], either mode. */
 static tg_tensor *project_qkv(tg_tape *t, const tg_mha *m, tg_tensor *x)
 {
-    int H = m->cfg.n_heads;
+    int H = m->cfg.n_heads, Hkv = m->cfg.n_kv_heads, group = H / Hkv;
     if (m->cfg.mode == TG_MHA_FUSED) return tg_matmul(t, x, m->in_proj_weight, m->in_proj_bias, TG_TRANS_B);
     tg_tensor *parts[3 * TG_MHA_MAX_HEADS];
-    for (int h = 0; h < H; h++) {
-        const tg_mha_head *hd = &m->heads[h];
-        parts[h] = tg_matmul(t, x, hd->wq, hd->bq, TG_TRANS_B);
-        parts[H + h] = tg_matmul(t, x, hd->wk, hd->bk, TG_TRANS_B);
-        parts[2 * H + h] = tg_matmul(t, x, hd->wv, hd->bv, TG_TRANS_B);
+    for (int h = 0; h < H; h++) parts[h] = tg_matmul(t, x, m->heads[h].wq, m->heads[h].bq, TG_TRANS_B);
+    for (int g = 0; g < Hkv; g++) {
+        const tg_mha_head *hd = &m->heads[g * group];
+        parts[H + g] = tg_matmul(t, x, hd->wk, hd->bk, TG_TRANS_B);
+        parts[H + Hkv + g] = tg_matmul(t, x, hd->wv, hd->bv, TG_TRANS_B);
     }
-    return tg_concat(t, parts, 3 * H);
+    return tg_concat(t, parts, H + 2 * Hkv);
 }
 
-/* One step's attention, rows [b0, b1): scores = scale q K^T read in place
- * from the transposed keys, softmax, times V: the products and softmax of
- * tg_sdpa_heads for one query row, so the same bits. */
-typedef struct step_attn {
-    const tg_real *qkv, *cache;   /* [B, 1, 3E], [B, cap, 2E] */
-    const int32_t *pos;
-    tg_real *S, *out;             /* [B, cap] scratch, [B, 1, E] */
-    int H, dh, cap;
-    tg_real scale;
-} step_attn;
-
-static void step_rows(void *ctx, int b0, int b1)
+tg_sdpa_layout tg_mha_kv_layout(const tg_mha *m)
 {
-    const step_attn *a = ctx;
-    int E = a->H * a->dh, cap = a->cap;
-    for (int b = b0; b < b1; b++) {
-        int n = a->pos[b] + 1;
-        const tg_real *kt = a->cache + (size_t)b * cap * 2 * E, *v = kt + (size_t)E * cap;
-        tg_real *S = a->S + (size_t)b * cap;
-        for (int h = 0; h < a->H; h++) {
-            const tg_real *q = a->qkv + (size_t)b * 3 * E + h * a->dh;
-            tg_gemm_ld(false, false, 1, n, a->dh, a->scale, q, 3 * E, kt + (size_t)h * a->dh * cap, cap, 0, S, n);
-            tg_softmax_block(S, S, 1, n, 1, NULL, NULL, 0, NULL);
-            tg_gemm_ld(false, false, 1, a->dh, n, 1, S, n, v + h * a->dh, E, 0, a->out + (size_t)b * E + h * a->dh, E);
-        }
-    }
+    int H = m->cfg.n_heads, Hkv = m->cfg.n_kv_heads, dh = m->cfg.d_head;
+    return (tg_sdpa_layout){.n_heads = H, .n_kv_heads = Hkv, .dk = dh, .dv = dh, .q_col = 0, .k_col = H * dh,
+                            .v_col = (H + Hkv) * dh};
 }
 
 tg_tensor *tg_mha_step(tg_tape *t, const tg_mha *m, tg_tensor *x, tg_tensor *cache, const int32_t *pos,
@@ -463,35 +508,18 @@ tg_tensor *tg_mha_step(tg_tape *t, const tg_mha *m, tg_tensor *x, tg_tensor *cac
 {
     if (!tg_nn_check_forward("tg_mha_step", t, m, m && m->out_proj.weight)) return NULL;
     if (!x || !cache || !pos) return tg_fail_null(t, "tg_mha_step");
-    int H = m->cfg.n_heads, dh = m->cfg.d_head, E = H * dh, B = x->shape[0];
-    char sx[TG_SHAPE_STR], sc[TG_SHAPE_STR];
+    char sx[TG_SHAPE_STR];
     if (tg_tape_recording(t))
         return tg_fail(t, "tg_mha_step '%s': decoding only: the tape must not record", m->name);
-    if (x->ndim != 3 || x->shape[1] != 1 || x->shape[2] != m->cfg.d_model || cache->ndim != 3 ||
-        cache->shape[0] != B || cache->shape[2] != 2 * E)
-        return tg_fail(t, "tg_mha_step '%s': need x [B, 1, %d] and cache [B, cap, %d], got x %s, cache %s",
-                       m->name, m->cfg.d_model, 2 * E, tg_shape_str(x, sx), tg_shape_str(cache, sc));
-    if (!tg_inputs_check(t, "tg_mha_step", (tg_tensor *const[]){cache}, 1, 1)) return NULL;
-    int cap = cache->shape[1];
-    for (int b = 0; b < B; b++)
-        if (pos[b] < 0 || pos[b] >= cap)
-            return tg_fail(t, "tg_mha_step '%s': pos[%d] = %d is outside the cache [0, %d)", m->name, b,
-                           (int)pos[b], cap);
-    tg_tensor *qkv = project_qkv(t, m, x), *o = tg_new(t, "tg_mha_step", 3, (int[]){B, 1, E});
-    tg_real *S = tg_arena_alloc(t, (size_t)B * cap * sizeof *S, "tg_mha_step scores");
-    if (!qkv || !o || !S) return NULL;
-    for (int b = 0; b < B; b++) { /* the new position's key (a column) and value (a row) */
-        tg_real *kt = cache->data + (size_t)b * cap * 2 * E, *v = kt + (size_t)E * cap;
-        const tg_real *k = qkv->data + (size_t)b * 3 * E + E;
-        for (int c = 0; c < E; c++) kt[(size_t)c * cap + pos[b]] = k[c];
-        memcpy(v + (size_t)pos[b] * E, k + E, (size_t)E * sizeof *k);
-    }
-    step_attn sa = {.qkv = qkv->data, .cache = cache->data, .pos = pos, .S = S, .out = o->data, .H = H, .dh = dh,
-                    .cap = cap, .scale = (tg_real)(1 / sqrt((double)dh))};
-    double work = 0;  /* multiply-adds; below ~64K waking the pool costs more than it saves */
-    for (int b = 0; b < B; b++) work += (double)(pos[b] + 1) * 2 * E;
-    if (B > 1 && work >= 65536) tg_parallel_for(B, step_rows, &sa);
-    else step_rows(&sa, 0, B);
-    tg_tensor *a = apply_head_mask(t, m, o, head_mask);
-    return tg_linear_forward(t, &m->out_proj, a);
+    if (x->ndim != 3 || x->shape[1] != 1 || x->shape[2] != m->cfg.d_model)
+        return tg_fail(t, "tg_mha_step '%s': need x [B, 1, %d], got %s", m->name, m->cfg.d_model,
+                       tg_shape_str(x, sx));
+    if (extra_keys(m) || m->cfg.kdim != m->cfg.d_model || m->cfg.vdim != m->cfg.d_model)
+        return tg_fail(t, "tg_mha_step '%s': no key/value cache with kdim, vdim, add_bias_kv or add_zero_attn",
+                       m->name);
+    tg_sdpa_layout lay = tg_mha_kv_layout(m);
+    tg_tensor *qkv = rope_on(t, m, project_qkv(t, m, x), 0, m->cfg.n_heads + m->cfg.n_kv_heads, pos);
+    if (!qkv || tg_kv_write(t, cache, qkv, &lay, pos)) return NULL;
+    tg_tensor *o = tg_sdpa_step(t, qkv, cache, &lay, pos, &(tg_sdpa_opts){.alibi = m->cfg.alibi ? m->alibi : NULL});
+    return tg_linear_forward(t, &m->out_proj, apply_head_mask(t, m, o, head_mask));
 }

@@ -4,8 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../core/ops/internal.h"
-
 int tg_block_init(tg_block *b, tg_params *p, const char *prefix, const tg_block_config *cfg,
                   tg_rng *rng)
 {

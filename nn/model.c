@@ -5,16 +5,15 @@
 #include <string.h>
 
 #include "../core/engine/alloc.h"
-#include "../core/ops/internal.h"
 
 static int check_config(const tg_model_config *c)
 {
     if (c->vocab > 0 && c->d_model > 0 && c->n_layers > 0 && c->n_heads > 0 && c->d_head >= 0 &&
-        c->d_ff >= 0 && c->max_len > 0)
+        c->d_ff >= 0 && c->max_len > 0 && c->pos >= TG_POS_LEARNED && c->pos <= TG_POS_NONE)
         return 0;
     return tg_error_set("tg_model: bad config: vocab %d, d_model %d, n_layers %d, n_heads %d, "
-                        "d_head %d, d_ff %d, max_len %d (all > 0; d_head, d_ff >= 0)", c->vocab, c->d_model,
-                        c->n_layers, c->n_heads, c->d_head, c->d_ff, c->max_len);
+                        "d_head %d, d_ff %d, max_len %d, pos %d (all > 0; d_head, d_ff >= 0; pos a tg_pos_kind)",
+                        c->vocab, c->d_model, c->n_layers, c->n_heads, c->d_head, c->d_ff, c->max_len, (int)c->pos);
 }
 
 int tg_model_init(tg_model *m, tg_params *p, const tg_model_config *cfg, tg_rng *rng)
@@ -27,11 +26,13 @@ int tg_model_init(tg_model *m, tg_params *p, const tg_model_config *cfg, tg_rng 
     if (m->cfg.d_ff == 0) m->cfg.d_ff = 4 * cfg->d_model;
     const tg_model_config *c = &m->cfg;
     tg_block_config bc = {
-        .attn = {.n_heads = c->n_heads, .d_model = c->d_model, .d_head = c->d_head, .bias = true,
+        .attn = {.n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads, .d_model = c->d_model, .d_head = c->d_head,
+                 .bias = true, .rope = c->pos == TG_POS_ROPE, .rope_base = c->rope_base, .rope_frac = c->rope_frac,
+                 .alibi = c->alibi,
                  .dropout = c->dropout, .mode = c->mode},
         .d_ff = c->d_ff, .ff_dropout = c->dropout, .ln_eps = 1e-5};
     if (tg_embedding_init(&m->tok_emb, p, "tok_emb", c->vocab, c->d_model, rng) ||
-        tg_embedding_init(&m->pos_emb, p, "pos_emb", c->max_len, c->d_model, rng))
+        (c->pos == TG_POS_LEARNED && tg_embedding_init(&m->pos_emb, p, "pos_emb", c->max_len, c->d_model, rng)))
         goto fail;
     m->blocks = tg_calloc((size_t)c->n_layers, sizeof *m->blocks);
     if (!m->blocks) {
@@ -44,6 +45,7 @@ int tg_model_init(tg_model *m, tg_params *p, const tg_model_config *cfg, tg_rng 
         if (tg_block_init(&m->blocks[l], p, prefix, &bc, rng)) goto fail;
     }
     m->cfg.d_head = m->blocks[0].attn.cfg.d_head;
+    m->cfg.n_kv_heads = m->blocks[0].attn.cfg.n_kv_heads;
     tg_linear_config head = {.in = c->d_model, .out = c->vocab, .bias = true};
     if (tg_layernorm_init(&m->ln_f, p, "ln_f", c->d_model, 1e-5) ||
         tg_linear_init(&m->head, p, "head", &head, rng))
@@ -80,9 +82,11 @@ static bool check_inputs(tg_tape *t, const tg_model *m, const int32_t *ids, int 
     return true;
 }
 
-/* tok_emb[ids] + pos_emb[0..T-1]: [B, T, D]; position ids live in the arena */
+/* tok_emb[ids] + pos_emb[0..T-1] (learned positions): [B, T, D]; position
+ * ids live in the arena */
 static tg_tensor *embed(tg_tape *t, const tg_model *m, const int32_t *ids, int B, int T)
 {
+    if (m->cfg.pos != TG_POS_LEARNED) return tg_embedding_forward(t, &m->tok_emb, ids, B, T);
     int32_t *pos = tg_arena_alloc(t, (size_t)B * T * sizeof *pos, "tg_model position ids");
     if (!pos) return NULL;
     for (int b = 0; b < B; b++)
@@ -165,8 +169,9 @@ int tg_kv_cache_init(tg_kv_cache *c, const tg_model *m, int B)
     if (!m || !m->head.weight) return tg_error_set("tg_kv_cache_init: the model is %s", m ? "not initialised" : "NULL");
     if (B < 1) return tg_error_set("tg_kv_cache_init: B = %d must be >= 1", B);
     memset(c, 0, sizeof *c);
-    int L = m->cfg.n_layers, E2 = 2 * m->cfg.n_heads * m->cfg.d_head;
-    c->B = B, c->cap = m->cfg.max_len, c->n_layers = L;
+    tg_sdpa_layout lay = tg_mha_kv_layout(&m->blocks[0].attn);
+    int L = m->cfg.n_layers, E2 = (lay.n_kv_heads ? lay.n_kv_heads : lay.n_heads) * (lay.dk + lay.dv);
+    c->B = B, c->cap = m->cfg.max_len, c->n_layers = L, c->lay = lay;
     c->kv = tg_calloc((size_t)L, sizeof *c->kv);
     for (int l = 0; c->kv && l < L; l++)
         if (!(c->kv[l] = tg_tensor_alloc(3, (int[]){B, c->cap, E2}))) break;
@@ -191,12 +196,7 @@ int tg_kv_cache_move(tg_kv_cache *c, int to, int from, int n)
                             "in [0, %d]", from, to, n, c->B, c->cap);
     if (to == from) return 0;
     for (int l = 0; l < c->n_layers; l++) {
-        int E = c->kv[l]->shape[2] / 2;
-        size_t row = (size_t)c->cap * 2 * E;
-        tg_real *dst = c->kv[l]->data + to * row, *src = c->kv[l]->data + from * row;
-        for (int e = 0; e < E; e++) /* keys [E, cap], then values [cap, E] */
-            memcpy(dst + (size_t)e * c->cap, src + (size_t)e * c->cap, (size_t)n * sizeof *src);
-        memcpy(dst + (size_t)E * c->cap, src + (size_t)E * c->cap, (size_t)n * E * sizeof *src);
+        if (tg_kv_copy(c->kv[l], &c->lay, to, from, n)) return -1;
     }
     return 0;
 }
@@ -211,8 +211,8 @@ tg_tensor *tg_model_step(tg_tape *t, const tg_model *m, tg_kv_cache *c, const in
         if (pos[b] < 0 || pos[b] >= m->cfg.max_len)
             return tg_fail(t, "tg_model_step: pos[%d] = %d is outside [0, max_len = %d)", b, (int)pos[b],
                            m->cfg.max_len);
-    tg_tensor *h = tg_add(t, tg_embedding_forward(t, &m->tok_emb, ids, B, 1),
-                          tg_embedding_forward(t, &m->pos_emb, pos, B, 1));
+    tg_tensor *h = tg_embedding_forward(t, &m->tok_emb, ids, B, 1);
+    if (m->cfg.pos == TG_POS_LEARNED) h = tg_add(t, h, tg_embedding_forward(t, &m->pos_emb, pos, B, 1));
     for (int l = 0; l < m->cfg.n_layers; l++)
         h = tg_block_step(t, &m->blocks[l], h, cache_rows(t, c->kv[l], B), pos,
                           head_mask ? head_mask + l * m->cfg.n_heads : NULL);

@@ -1,6 +1,8 @@
 /* tapegrad: the decoder-only toy model that seqtask trains.
  *
  *   h = tok_emb[ids] + pos_emb[0 .. T-1]                [B, T, D]
+ *       (pos TG_POS_ROPE: RoPE in every attention layer instead; TG_POS_NONE:
+ *       no positions but the causal mask's; neither has pos_emb)
  *   for each block l: h = h + attn(ln1(h)); h = h + ff(ln2(h))
  *                     (causal mask + key padding from lens)
  *   logits = head(ln_f(h))                              [B, T, V]
@@ -32,22 +34,31 @@
 extern "C" {
 #endif
 
+/* How the model knows positions: a learned table added to the token
+ * embeddings, RoPE inside every attention layer (no table), or nothing
+ * (causal attention alone). */
+typedef enum tg_pos_kind { TG_POS_LEARNED = 0, TG_POS_ROPE = 1, TG_POS_NONE = 2 } tg_pos_kind;
+
 typedef struct tg_model_config {
     int vocab;          /* V */
     int d_model;        /* D */
     int n_layers;
     int n_heads;
     int d_head;         /* 0: d_model / n_heads */
+    int n_kv_heads;     /* key/value heads, dividing n_heads (0: n_heads; 1: multi-query) */
     int d_ff;           /* 0: 4 * d_model */
     int max_len;        /* rows of pos_emb: the longest sequence T the model reads */
     double dropout;
     tg_mha_mode mode;   /* TG_MHA_FUSED or TG_MHA_PER_HEAD */
+    tg_pos_kind pos;    /* TG_POS_LEARNED (pos_emb), TG_POS_ROPE or TG_POS_NONE */
+    double rope_base, rope_frac;  /* with TG_POS_ROPE: tg_mha_config's */
+    bool alibi;         /* ALiBi biases in every attention layer (with any pos) */
 } tg_model_config;
 
 typedef struct tg_model {
     tg_model_config cfg;        /* d_head, d_ff resolved */
     tg_embedding_layer tok_emb; /* [V, D] */
-    tg_embedding_layer pos_emb; /* [max_len, D] */
+    tg_embedding_layer pos_emb; /* [max_len, D]; TG_POS_LEARNED only */
     tg_block *blocks;           /* n_layers (heap) */
     tg_layernorm_layer ln_f;
     tg_linear head;             /* [V, D] + [V] */
@@ -77,10 +88,11 @@ tg_tensor *tg_model_forward(tg_tape *t, const tg_model *m, const int32_t *ids, i
                             const tg_model_opts *o, tg_tensor **attn);
 
 /* Keys and values of every layer for incremental decoding: n_layers tensors
- * [B, cap, 2E], cap = the model's max_len positions per row, laid out as
- * tg_mha_step reads them (keys transposed, then values). */
+ * [B, cap, Hkv*(dk + dv)], cap = the model's max_len positions per row, laid
+ * out as core/ops/decode.h says (keys transposed, then values). */
 typedef struct tg_kv_cache {
     int B, cap, n_layers;
+    tg_sdpa_layout lay;         /* every layer's (tg_mha_kv_layout) */
     tg_tensor **kv;
 } tg_kv_cache;
 

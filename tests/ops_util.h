@@ -1,11 +1,25 @@
 /* Helpers shared by the op suites (test_shape.c, test_norm.c, test_loss.c,
- * test_index.c, test_dropout.c, test_sdpa.c, test_sdpa_heads.c). */
+ * test_index.c, test_dropout.c, test_sdpa.c, test_sdpa_heads.c,
+ * test_decode.c, test_kv_cache.c). */
 #ifndef TAPEGRAD_TESTS_OPS_UTIL_H
 #define TAPEGRAD_TESTS_OPS_UTIL_H
 
 #include <string.h>
 
 #include "test_util.h"
+#include "../core/kernels/gemm.h"
+
+/* Whether products give the same bits whatever their row count: tapegrad's
+ * own GEMMs (the float build on x86-64), not OpenBLAS's. A decoding step
+ * then reproduces a whole pass bit for bit. */
+static inline bool tu_same_bits(void)
+{
+#ifdef TAPEGRAD_DOUBLE
+    return false;
+#else
+    return tg_gemm_get_kernel() != TG_GEMM_BLAS;
+#endif
+}
 
 /* An arena tensor holding vals (n = product of shape). */
 static inline tg_tensor *mk(tg_tape *t, int ndim, const int *shape, const tg_real *vals)

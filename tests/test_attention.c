@@ -235,7 +235,7 @@ Test(mha, copy_rejects_other_shapes)
     cr_assert_eq(tg_mha_init(&b, p, "b", &cb, NULL), 0);
     cr_assert_eq(tg_mha_init(&c, p, "c", &cc, NULL), 0);
     cr_assert_eq(tg_mha_copy_weights(&b, &a), -1);
-    cr_assert_str_eq(tg_error(), "tg_mha_copy_weights: 'b' and 'a' differ: n_heads 2 / 2, d_model 4 / 4, "
+    cr_assert_str_eq(tg_error(), "tg_mha_copy_weights: 'b' and 'a' differ: n_heads 2 / 2, n_kv_heads 2 / 2, d_model 4 / 4, "
                                  "d_head 3 / 2, bias 1 / 1");
     cr_assert_eq(tg_mha_copy_weights(&c, &a), -1);
     cr_assert(strstr(tg_error(), "bias 0 / 1"), "%s", tg_error());

@@ -7,8 +7,7 @@
 #include <string.h>
 
 #include <tapegrad/nn/nn.h>
-#include "../core/kernels/gemm.h"
-#include "test_util.h"
+#include "ops_util.h"
 
 enum { KV = 12, KT = 16, KB = 3 };
 
@@ -20,6 +19,20 @@ static int32_t argmax_row(const tg_real *x, int n)
     return best;
 }
 
+/* The attention of a test's model: query heads, key/value heads (0: as
+ * many), positions (RoPE rotating a share of each head's dims). */
+typedef struct kv_arch {
+    int n_heads, n_kv_heads;
+    tg_pos_kind pos;
+    double rope_frac;
+    bool alibi;
+} kv_arch;
+static const kv_arch MHA = {.n_heads = 2}, GQA = {.n_heads = 4, .n_kv_heads = 2}, MQA = {.n_heads = 4, .n_kv_heads = 1};
+static const kv_arch ROPE = {.n_heads = 2, .pos = TG_POS_ROPE}, NOPOS = {.n_heads = 2, .pos = TG_POS_NONE};
+static const kv_arch ROPE_GQA = {.n_heads = 4, .n_kv_heads = 2, .pos = TG_POS_ROPE, .rope_frac = 0.5};
+static const kv_arch ALIBI = {.n_heads = 2, .pos = TG_POS_NONE, .alibi = true};
+static const kv_arch ALIBI_GQA = {.n_heads = 4, .n_kv_heads = 2, .alibi = true};
+
 /* A small model of either mode, a tape that does not record, KB x KT random ids. */
 typedef struct kv_fixture {
     tg_rng rng;
@@ -30,11 +43,13 @@ typedef struct kv_fixture {
     int32_t ids[KB * KT];
 } kv_fixture;
 
-static void kv_open(kv_fixture *f, tg_mha_mode mode, uint64_t seed)
+static void kv_open(kv_fixture *f, tg_mha_mode mode, kv_arch a, uint64_t seed)
 {
     tg_rng_seed(&f->rng, seed);
     f->p = tg_params_new();
-    tg_model_config cfg = {.vocab = KV, .d_model = 16, .n_layers = 2, .n_heads = 2, .max_len = KT, .mode = mode};
+    tg_model_config cfg = {.vocab = KV, .d_model = 16, .n_layers = 2, .n_heads = a.n_heads,
+                           .n_kv_heads = a.n_kv_heads, .max_len = KT, .mode = mode, .pos = a.pos,
+                           .rope_frac = a.rope_frac, .alibi = a.alibi};
     cr_assert_eq(tg_model_init(&f->m, f->p, &cfg, &f->rng), 0, "%s", tg_error());
     f->t = tg_tape_new();
     f->prev = tg_no_grad_begin(f->t);
@@ -60,20 +75,9 @@ static tg_real *full_logits(kv_fixture *f, const uint8_t *hm)
     return want;
 }
 
-/* Whether products give the same bits whatever their row count: tapegrad's
- * own GEMMs (the float build on x86-64), not OpenBLAS's. */
-static bool same_bits(void)
-{
-#ifdef TAPEGRAD_DOUBLE
-    return false;
-#else
-    return tg_gemm_get_kernel() != TG_GEMM_BLAS;
-#endif
-}
-
 /* One step, row b reading f->ids[b, pos[b]]; with want (a whole pass's
  * logits), the step's logits must be its logits at those positions (the
- * same bits where same_bits()). */
+ * same bits where tu_same_bits()). */
 static void step_rows(kv_fixture *f, tg_kv_cache *c, const int32_t *pos, const uint8_t *hm, const tg_real *want)
 {
     int32_t in[KB];
@@ -84,7 +88,7 @@ static void step_rows(kv_fixture *f, tg_kv_cache *c, const int32_t *pos, const u
     cr_assert(lg->ndim == 3 && lg->shape[0] == KB && lg->shape[1] == 1 && lg->shape[2] == KV);
     for (int b = 0; want && b < KB; b++) {
         const tg_real *w = want + ((size_t)b * KT + pos[b]) * KV;
-        if (same_bits()) cr_assert_eq(memcmp(lg->data + b * KV, w, KV * sizeof *w), 0, "row %d at %d", b, pos[b]);
+        if (tu_same_bits()) cr_assert_eq(memcmp(lg->data + b * KV, w, KV * sizeof *w), 0, "row %d at %d", b, pos[b]);
         for (int v = 0; v < KV; v++) tu_close(lg->data[b * KV + v], w[v], TU_TOL);
     }
 }
@@ -140,10 +144,10 @@ static void check_greedy(kv_fixture *f, tg_kv_cache *c, const uint8_t *hm, bool 
 /* Row b steps through its sequence b positions behind row 0 (so one step
  * serves rows at different positions); every step's logits equal the full
  * forward's at that position, and greedy decoding gives the same tokens. */
-static void check_kv_cache(tg_mha_mode mode, const uint8_t *hm)
+static void check_kv_cache(tg_mha_mode mode, kv_arch a, const uint8_t *hm)
 {
     kv_fixture f;
-    kv_open(&f, mode, 8);
+    kv_open(&f, mode, a, 8);
     tg_tape *t = f.t;
     tg_kv_cache c;
     cr_assert_eq(tg_kv_cache_init(&c, &f.m, KB), 0, "%s", tg_error());
@@ -172,13 +176,38 @@ static void check_kv_cache(tg_mha_mode mode, const uint8_t *hm)
     kv_close(&f);
 }
 
-Test(kv_cache, kv_cache_decoding_equals_full_passes_fused) { check_kv_cache(TG_MHA_FUSED, NULL); }
-Test(kv_cache, kv_cache_decoding_equals_full_passes_per_head) { check_kv_cache(TG_MHA_PER_HEAD, NULL); }
-Test(kv_cache, kv_cache_decoding_with_head_mask) { check_kv_cache(TG_MHA_FUSED, (const uint8_t[]){1, 0, 0, 1}); }
+Test(kv_cache, kv_cache_decoding_equals_full_passes_fused) { check_kv_cache(TG_MHA_FUSED, MHA, NULL); }
+Test(kv_cache, kv_cache_decoding_equals_full_passes_per_head) { check_kv_cache(TG_MHA_PER_HEAD, MHA, NULL); }
+Test(kv_cache, kv_cache_decoding_with_head_mask) { check_kv_cache(TG_MHA_FUSED, MHA, (const uint8_t[]){1, 0, 0, 1}); }
+Test(kv_cache, grouped_query_decoding_equals_full_passes)
+{
+    check_kv_cache(TG_MHA_FUSED, GQA, NULL);
+    check_kv_cache(TG_MHA_PER_HEAD, GQA, (const uint8_t[]){1, 0, 1, 1, 0, 1, 1, 1});
+}
+Test(kv_cache, rope_decoding_equals_full_passes)
+{
+    check_kv_cache(TG_MHA_FUSED, ROPE, NULL);
+    check_kv_cache(TG_MHA_PER_HEAD, ROPE, NULL);
+    check_kv_cache(TG_MHA_FUSED, ROPE_GQA, NULL);
+    check_kv_cache(TG_MHA_PER_HEAD, ROPE_GQA, NULL);
+    check_kv_cache(TG_MHA_FUSED, NOPOS, NULL);
+}
+Test(kv_cache, alibi_decoding_equals_full_passes)
+{
+    check_kv_cache(TG_MHA_FUSED, ALIBI, NULL);
+    check_kv_cache(TG_MHA_PER_HEAD, ALIBI, NULL);
+    check_kv_cache(TG_MHA_FUSED, ALIBI_GQA, NULL);
+    check_kv_cache(TG_MHA_PER_HEAD, ALIBI_GQA, NULL);
+}
+Test(kv_cache, multi_query_decoding_equals_full_passes)
+{
+    check_kv_cache(TG_MHA_FUSED, MQA, NULL);
+    check_kv_cache(TG_MHA_PER_HEAD, MQA, NULL);
+}
 
 /* Past the GEMM's K blocks (384) and the forward's row blocks: 800 positions
  * stepped one at a time give the whole pass's logits, the same bits where
- * same_bits(). */
+ * tu_same_bits(). */
 Test(kv_cache, kv_cache_long_sequence_equals_full_pass)
 {
     enum { N = 800 };
@@ -204,7 +233,7 @@ Test(kv_cache, kv_cache_long_sequence_equals_full_pass)
         tg_tensor *lg = tg_model_step(t, &m, &c, &ids[pos], &pos, 1, NULL);
         cr_assert_not_null(lg, "%s", tg_tape_error(t));
         const tg_real *w = want + (size_t)pos * KV;
-        if (same_bits()) cr_assert_eq(memcmp(lg->data, w, KV * sizeof *w), 0, "position %d", pos);
+        if (tu_same_bits()) cr_assert_eq(memcmp(lg->data, w, KV * sizeof *w), 0, "position %d", pos);
         for (int v = 0; v < KV; v++) tu_close(lg->data[v], w[v], TU_TOL);
     }
     free(want);
@@ -221,10 +250,10 @@ Test(kv_cache, kv_cache_long_sequence_equals_full_pass)
  * tapegrad's own, which give the same bits for any row count), each row
  * steps on from its prefix with the logits of a whole pass, and greedy
  * decoding from a prefilled prompt gives the tokens of whole passes. */
-static void check_prefill(tg_mha_mode mode, const uint8_t *hm)
+static void check_prefill(tg_mha_mode mode, kv_arch a, const uint8_t *hm)
 {
     kv_fixture f;
-    kv_open(&f, mode, 9);
+    kv_open(&f, mode, a, 9);
     tg_tape *t = f.t;
     tg_kv_cache pre, stepped;
     cr_assert_eq(tg_kv_cache_init(&pre, &f.m, KB), 0, "%s", tg_error());
@@ -256,7 +285,7 @@ static void check_prefill(tg_mha_mode mode, const uint8_t *hm)
             const tg_real *a = pre.kv[l]->data + (size_t)b * KT * 2 * E, *s = stepped.kv[l]->data + (size_t)b * KT * 2 * E;
             for (int e = 0; e <= E; e++) {
                 size_t at = (size_t)e * KT, n = e < E ? (size_t)lens[b] : (size_t)lens[b] * E;
-                if (same_bits()) cr_assert_eq(memcmp(a + at, s + at, n * sizeof *a), 0, "layer %d row %d", l, b);
+                if (tu_same_bits()) cr_assert_eq(memcmp(a + at, s + at, n * sizeof *a), 0, "layer %d row %d", l, b);
                 for (size_t j = 0; j < n; j++) tu_close(a[at + j], s[at + j], TU_TOL);
             }
         }
@@ -275,6 +304,35 @@ static void check_prefill(tg_mha_mode mode, const uint8_t *hm)
     kv_close(&f);
 }
 
-Test(kv_cache, prefill_equals_forward_and_step_by_step_fill_fused) { check_prefill(TG_MHA_FUSED, NULL); }
-Test(kv_cache, prefill_equals_forward_and_step_by_step_fill_per_head) { check_prefill(TG_MHA_PER_HEAD, NULL); }
-Test(kv_cache, prefill_with_head_mask) { check_prefill(TG_MHA_FUSED, (const uint8_t[]){0, 1, 1, 1}); }
+Test(kv_cache, prefill_equals_forward_and_step_by_step_fill_fused) { check_prefill(TG_MHA_FUSED, MHA, NULL); }
+Test(kv_cache, prefill_equals_forward_and_step_by_step_fill_per_head) { check_prefill(TG_MHA_PER_HEAD, MHA, NULL); }
+Test(kv_cache, prefill_with_head_mask) { check_prefill(TG_MHA_FUSED, MHA, (const uint8_t[]){0, 1, 1, 1}); }
+Test(kv_cache, prefill_grouped_query_both_modes)
+{
+    check_prefill(TG_MHA_FUSED, GQA, NULL);
+    check_prefill(TG_MHA_PER_HEAD, MQA, NULL);
+}
+Test(kv_cache, prefill_with_rope_or_alibi_both_modes)
+{
+    check_prefill(TG_MHA_FUSED, ALIBI_GQA, NULL);
+    check_prefill(TG_MHA_PER_HEAD, ALIBI, NULL);
+    check_prefill(TG_MHA_FUSED, ROPE_GQA, NULL);
+    check_prefill(TG_MHA_PER_HEAD, ROPE, NULL);
+}
+
+/* The cache holds only the key/value heads: H / Hkv times smaller. */
+Test(kv_cache, grouped_query_cache_holds_only_key_value_heads)
+{
+    kv_fixture f[2];
+    tg_kv_cache c[2];
+    kv_open(&f[0], TG_MHA_FUSED, (kv_arch){.n_heads = 4}, 1);
+    kv_open(&f[1], TG_MHA_PER_HEAD, (kv_arch){.n_heads = 4, .n_kv_heads = 1}, 1);
+    for (int i = 0; i < 2; i++) cr_assert_eq(tg_kv_cache_init(&c[i], &f[i].m, KB), 0, "%s", tg_error());
+    cr_assert_eq(c[0].kv[0]->shape[2], 2 * 16);
+    cr_assert_eq(c[1].kv[0]->shape[2], 2 * 4);
+    cr_assert_eq(c[0].kv[1]->size, 4 * c[1].kv[1]->size);
+    for (int i = 0; i < 2; i++) {
+        tg_kv_cache_free(&c[i]);
+        kv_close(&f[i]);
+    }
+}

@@ -58,13 +58,28 @@ Test(losses, gradcheck_every_loss_and_reduction)
     tg_tensor_free(cw);
 }
 
+/* A zeroed tg_ce_opts ignores no target: class 0 counts, and PyTorch's -100
+ * is an out-of-range target, not a silently skipped row. */
+Test(losses, zeroed_options_ignore_nothing)
+{
+    tg_tensor *x = mk(T, 2, (int[]){2, 3}, (tg_real[]){1, 2, 3, -1, 0.5, 0});
+    tg_ce_opts zero = {0}, dflt = TG_CE_OPTS_DEFAULT;
+    tg_tensor *both = tg_cross_entropy_ex(T, x, (int32_t[]){0, 0}, NULL, &zero);
+    tg_tensor *want = tg_cross_entropy_ex(T, x, (int32_t[]){0, 0}, NULL, &dflt);
+    cr_assert(both && want, "%s", tg_error());
+    cr_assert_eq(both->data[0], want->data[0]);
+    cr_assert_gt(both->data[0], 0);
+    assert_fails(T, tg_cross_entropy_ex(T, x, (int32_t[]){0, TG_IGNORE}, NULL, &zero), "target -100 at position 1",
+                 "ignoring no");
+}
+
 /* PyTorch's label smoothing and weighted mean, by hand on 2 rows of 3 classes */
 Test(losses, cross_entropy_definition_by_hand)
 {
     tg_real x[] = {1, 2, 3, -1, 0.5, 0};
     tg_tensor *lg = mk(T, 2, (int[]){2, 3}, x), *cw = mk(T, 1, (int[]){3}, (tg_real[]){0.5, 2, 1});
     int32_t tgt[] = {2, 0};
-    tg_ce_opts o = {cw, 0.3, TG_MEAN, TG_IGNORE};
+    tg_ce_opts o = {cw, 0.3, TG_MEAN, TG_IGNORE, true};
     double want = 0, div = 0;
     for (int r = 0; r < 2; r++) {
         double m = 0;

@@ -652,6 +652,6 @@ Test(misuse_nn, mha_copy_and_convert_with_null)
     cr_assert_eq(tg_mha_init(&m, p, "attn", &MHA, NULL), 0, "%s", tg_error());
     expect_fail(tg_mha_copy_weights(NULL, &m), "tg_mha_copy_weights: dst is NULL");
     expect_fail(tg_mha_copy_weights(&m, NULL), "tg_mha_copy_weights: src is NULL");
-    expect_null(tg_mha_convert(NULL, TG_MHA_PER_HEAD, 2), "tg_mha_convert: the safetensors set is NULL");
+    expect_null(tg_mha_convert(NULL, TG_MHA_PER_HEAD, 2, 0), "tg_mha_convert: the safetensors set is NULL");
     tg_params_free(p);
 }

@@ -10,16 +10,8 @@
 #include <tapegrad/core/io/io.h>
 #include <tapegrad/nn/nn.h>
 #include "../core/kernels/gemm.h"
-#include "test_util.h"
+#include "fixture_util.h"
 
-/* Fixtures are float64 (computed by torch in float64). */
-#ifdef TAPEGRAD_DOUBLE
-#define FX_RTOL 1e-10
-#define FX_ATOL 1e-12
-#else
-#define FX_RTOL 1e-4
-#define FX_ATOL 1e-5
-#endif
 
 /* ---- gradcheck of the whole model ---------------------------------------------------- */
 
@@ -195,110 +187,6 @@ Test(model, dropout_needs_rng_only_while_training)
 
 /* ---- fixtures ------------------------------------------------------------------------ */
 
-static tg_safetensors *load_fixture(const char *name)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/tests/fixtures/%s", TG_SOURCE_DIR, name);
-    tg_safetensors *s = NULL;
-    cr_assert_eq(tg_st_load(path, &s), 0, "%s", tg_error());
-    return s;
-}
-
-static const tg_tensor *fx(const tg_safetensors *s, const char *name)
-{
-    const tg_tensor *x = tg_st_get(s, name);
-    cr_assert_not_null(x, "fixture tensor '%s' missing", name);
-    return x;
-}
-
-static int meta_int(const tg_safetensors *s, const char *key)
-{
-    const char *v = tg_st_meta(s, key);
-    cr_assert_not_null(v, "fixture metadata '%s' missing", key);
-    return atoi(v);
-}
-
-/* got[i] vs want within FX_ATOL + FX_RTOL |want|, reporting the worst element. */
-static void assert_matches(const tg_real *got, size_t n, const tg_tensor *want, const char *what)
-{
-    cr_assert_eq(n, want->size, "%s: %zu values, fixture has %zu", what, n, want->size);
-    size_t worst = 0;
-    double ratio = -1;
-    for (size_t i = 0; i < n; i++) {
-        double r = fabs((double)got[i] - (double)want->data[i]) / (FX_ATOL + FX_RTOL * fabs((double)want->data[i]));
-        if (!(r <= ratio)) ratio = r, worst = i;
-    }
-    cr_assert(ratio <= 1, "%s[%zu] = %.10g, torch %.10g (%.3g of tolerance)", what, worst, (double)got[worst],
-              (double)want->data[worst], ratio);
-}
-
-static int32_t *to_ints(const tg_tensor *x)
-{
-    int32_t *v = malloc(x->size * sizeof *v);
-    for (size_t i = 0; i < x->size; i++) v[i] = (int32_t)x->data[i];
-    return v;
-}
-
-static tg_tensor *input(tg_tape *t, const tg_tensor *x)
-{
-    tg_tensor *y = tg_tensor_from(t, x->data, x->ndim, x->shape);
-    y->requires_grad = true;
-    return y;
-}
-
-/* Every parameter's grad of p against "grad.<name>" of s. */
-static void assert_param_grads(const tg_params *p, const tg_safetensors *s)
-{
-    for (int i = 0; i < tg_params_count(p); i++) {
-        const tg_tensor *x = tg_params_at(p, i);
-        char key[256];
-        snprintf(key, sizeof key, "grad.%s", x->name);
-        assert_matches(x->grad, x->size, fx(s, key), key);
-    }
-}
-
-/* Loads an MHA fixture into mode `file_mode` (the file's layout), runs it in
- * mode `run_mode` (converting with tg_mha_copy_weights when they differ) and
- * compares the output, weights and gradients. */
-static void check_mha_fixture(const char *file, tg_mha_mode file_mode, tg_mha_mode run_mode)
-{
-    tg_safetensors *s = load_fixture(file);
-    tg_mha_config cfg = {.n_heads = meta_int(s, "n_heads"), .d_model = meta_int(s, "d_model"),
-                         .d_head = meta_int(s, "d_head"), .bias = true, .mode = file_mode};
-    tg_params *pf = tg_params_new(), *pr = tg_params_new();
-    tg_mha mf, mr;
-    cr_assert_eq(tg_mha_init(&mf, pf, "attn", &cfg, NULL), 0, "%s", tg_error());
-    cr_assert_eq(tg_st_load_params(pf, s, false, NULL), 0, "%s", tg_error());
-    cfg.mode = run_mode;
-    cr_assert_eq(tg_mha_init(&mr, pr, "attn", &cfg, NULL), 0, "%s", tg_error());
-    cr_assert_eq(tg_mha_copy_weights(&mr, &mf), 0);
-    bool cross = tg_st_get(s, "xkv") != NULL;
-    int32_t *lens = to_ints(fx(s, "lens"));
-    tg_mask mask = {.causal = meta_int(s, "causal") != 0, .key_lens = lens};
-    tg_tape *t = tg_tape_new();
-    tg_tensor *xq = input(t, fx(s, "xq")), *xkv = cross ? input(t, fx(s, "xkv")) : xq, *w;
-    tg_tensor *out = tg_mha_forward(t, &mr, xq, xkv, &(tg_mha_opts){.mask = &mask}, &w);
-    cr_assert_not_null(out, "%s", tg_tape_error(t));
-    assert_matches(out->data, out->size, fx(s, "out"), "out");
-    assert_matches(w->data, w->size, fx(s, "weights"), "weights");
-    cr_assert_eq(tg_backward_seed(t, out, fx(s, "seed")->data), 0, "%s", tg_tape_error(t));
-    assert_matches(xq->grad, xq->size, fx(s, "grad.xq"), "grad.xq");
-    if (cross) assert_matches(xkv->grad, xkv->size, fx(s, "grad.xkv"), "grad.xkv");
-    if (run_mode == file_mode) {
-        assert_param_grads(pr, s);
-    } else {  /* grads move between layouts exactly as weights do */
-        for (size_t i = 0; i < tg_params_numel(pr); i++) tg_params_data(pr)[i] = tg_params_grad(pr)[i];
-        cr_assert_eq(tg_mha_copy_weights(&mf, &mr), 0);
-        for (size_t i = 0; i < tg_params_numel(pf); i++) tg_params_grad(pf)[i] = tg_params_data(pf)[i];
-        assert_param_grads(pf, s);
-    }
-    free(lens);
-    tg_tape_free(t);
-    tg_params_free(pf);
-    tg_params_free(pr);
-    tg_st_free(s);
-}
-
 Test(fixtures, mha_fused_self_vs_torch) { check_mha_fixture("mha_fused_self.safetensors", TG_MHA_FUSED, TG_MHA_FUSED); }
 Test(fixtures, mha_fused_cross_vs_torch) { check_mha_fixture("mha_fused_cross.safetensors", TG_MHA_FUSED, TG_MHA_FUSED); }
 Test(fixtures, mha_per_head_vs_torch) { check_mha_fixture("mha_per_head.safetensors", TG_MHA_PER_HEAD, TG_MHA_PER_HEAD); }
@@ -398,7 +286,7 @@ static tg_safetensors *st_reshaped(const tg_safetensors *s, const char *name, in
 static void assert_convert_fails(const tg_safetensors *s, tg_mha_mode to, int H, const char *needle)
 {
     tg_error_clear();
-    cr_assert_null(tg_mha_convert(s, to, H), "converted, want \"%s\"", needle);
+    cr_assert_null(tg_mha_convert(s, to, H, 0), "converted, want \"%s\"", needle);
     cr_assert(strstr(tg_error(), needle), "message \"%s\" lacks \"%s\"", tg_error(), needle);
 }
 
@@ -426,7 +314,7 @@ static void check_convert(bool bias)
     tg_safetensors *s = tg_st_new();
     cr_assert_eq(tg_st_add_params(s, pf), 0, "%s", tg_error());
     cr_assert_eq(tg_st_set_meta(s, "step", "12"), 0);
-    tg_safetensors *ph = tg_mha_convert(s, TG_MHA_PER_HEAD, 3);
+    tg_safetensors *ph = tg_mha_convert(s, TG_MHA_PER_HEAD, 3, 0);
     cr_assert_not_null(ph, "%s", tg_error());
     cr_assert_str_eq(tg_st_meta(ph, "step"), "12");
     cr_assert_eq(tg_st_load_params(pr, ph, true, NULL), 0, "%s", tg_error());  /* strict: nothing left over */
@@ -436,7 +324,7 @@ static void check_convert(bool bias)
     }
     cr_assert(!memcmp(tg_params_get(pr, "head.weight")->data, other->data, 6 * sizeof(tg_real)));
 
-    tg_safetensors *back = tg_mha_convert(ph, TG_MHA_FUSED, 3);
+    tg_safetensors *back = tg_mha_convert(ph, TG_MHA_FUSED, 3, 0);
     cr_assert_not_null(back, "%s", tg_error());
     cr_assert_eq(tg_st_count(back), tg_st_count(s));
     for (int i = 0; i < tg_st_count(s); i++) {
@@ -446,10 +334,10 @@ static void check_convert(bool bias)
     }
 
     /* a set already in the target mode comes back as a copy */
-    tg_safetensors *same = tg_mha_convert(s, TG_MHA_FUSED, 3);
+    tg_safetensors *same = tg_mha_convert(s, TG_MHA_FUSED, 3, 0);
     cr_assert(same && tg_st_count(same) == tg_st_count(s));
 
-    assert_convert_fails(s, TG_MHA_PER_HEAD, 5, "'blocks.0.attn.in_proj_weight' [36,8] is not [3 * n_heads * d_head");
+    assert_convert_fails(s, TG_MHA_PER_HEAD, 5, "'blocks.0.attn.in_proj_weight' [36,8] is not [(n_heads + 2 n_kv_heads) * d_head");
     assert_convert_fails(ph, TG_MHA_FUSED, 2, "'blocks.0.attn.heads.2.q_proj.weight' [4,8] is a head beyond n_heads");
     assert_convert_fails(ph, TG_MHA_FUSED, 0, "n_heads 0 must be in [1, 64]");
     tg_safetensors *gap = st_without(ph, "blocks.0.attn.heads.1.k_proj.weight");
@@ -473,7 +361,7 @@ static void check_convert(bool bias)
         tg_st_free(gap);
     }
     tg_safetensors *bad = st_reshaped(ph, "blocks.0.attn.heads.1.k_proj.weight", 2, (int[]){4, 7});
-    assert_convert_fails(bad, TG_MHA_FUSED, 3, "'blocks.0.attn.heads.1.k_proj.weight' [4,7] differs from head 0's q_proj.weight");
+    assert_convert_fails(bad, TG_MHA_FUSED, 3, "'blocks.0.attn.heads.1.k_proj.weight' [4,7] differs from head 0's k_proj.weight");
     tg_st_free(bad);
     bad = st_reshaped(ph, "blocks.0.attn.heads.0.q_proj.weight", 1, (int[]){32});
     assert_convert_fails(bad, TG_MHA_FUSED, 3, "'blocks.0.attn.heads.0.q_proj.weight' [32] is not [d_head, d_model]");

@@ -194,7 +194,7 @@ Test(null, nn)
     REFUSES(tg_kv_cache_move(NULL, 0, 0, 0), "tg_kv_cache_move");
     REFUSES(tg_kv_cache_free(NULL), "tg_kv_cache_free");
     REFUSES(tg_mha_copy_weights(NULL, NULL), "tg_mha_copy_weights");
-    REFUSES(tg_mha_convert(NULL, TG_MHA_FUSED, 2), "tg_mha_convert");
+    REFUSES(tg_mha_convert(NULL, TG_MHA_FUSED, 2, 2), "tg_mha_convert");
     REFUSES(tg_nn_name(NULL, "a", "b"), "tg_nn_name");
     REFUSES(tg_nn_param(NULL, "a", "b", 1, (int[]){2}), "tg_params_add");
     REFUSES(tg_init_uniform(NULL, 0, 1, NULL), "tg_init_uniform");

@@ -25,6 +25,7 @@ static const tg_rgb NAN_GREY = {128, 128, 128};
 typedef struct {
     int n_layers, n_heads, Lq, Lk;
     const char *const *q_labels, *const *k_labels;
+    int n_kv_heads;      /* < n_heads: titles name each head's key/value group */
 } hm_args;
 
 /* Pixel geometry of the whole image; every cell has the same size. */
@@ -89,7 +90,7 @@ static void compute_layout(const hm_args *a, int s, hm_layout *o)
     int mat_w = a->Lk * s, mat_h = a->Lq * s;
     o->tscale = mat_w >= 80 ? 2 : 1;
     o->title_h = tg_text_height(o->tscale) + 6;
-    int title_w = tg_text_width("L00 H00", o->tscale);
+    int title_w = tg_text_width(a->n_kv_heads < a->n_heads ? "L00 H00 KV00" : "L00 H00", o->tscale);
     o->cell_w = max_i(o->qlab_w + mat_w, title_w);
     o->cell_h = o->title_h + o->klab_h + mat_h;
 
@@ -159,8 +160,11 @@ static void draw_cell(tg_canvas *c, const hm_args *a, const hm_layout *o,
     int mx = cx + o->cell_w - mat_w; /* matrix flush right in its cell */
     int my = cy + o->title_h + o->klab_h;
 
-    char title[32];
-    snprintf(title, sizeof title, "L%d H%d", layer, head);
+    char title[48];
+    if (a->n_kv_heads < a->n_heads)
+        snprintf(title, sizeof title, "L%d H%d KV%d", layer, head, head / (a->n_heads / a->n_kv_heads));
+    else
+        snprintf(title, sizeof title, "L%d H%d", layer, head);
     int tw = tg_text_width(title, o->tscale);
     int tx = mx + (mat_w - tw) / 2;
     if (tx < cx) tx = cx;
@@ -213,8 +217,17 @@ int tg_heatmap_png(const char *path, const tg_real *weights, int n_layers,
                    int n_heads, int Lq, int Lk, const char *const *q_labels,
                    const char *const *k_labels)
 {
-    hm_args a = {n_layers, n_heads, Lq, Lk, q_labels, k_labels};
+    return tg_heatmap_png_groups(path, weights, n_layers, n_heads, n_heads, Lq, Lk, q_labels, k_labels);
+}
+
+int tg_heatmap_png_groups(const char *path, const tg_real *weights, int n_layers, int n_heads, int n_kv_heads,
+                          int Lq, int Lk, const char *const *q_labels, const char *const *k_labels)
+{
+    hm_args a = {n_layers, n_heads, Lq, Lk, q_labels, k_labels, n_kv_heads};
     if (validate(path, weights, &a) != 0) return -1;
+    if (n_kv_heads < 1 || n_heads % n_kv_heads)
+        return tg_error_set("tg_heatmap_png: n_kv_heads %d must divide n_heads %d ('%s')", n_kv_heads, n_heads,
+                            path);
 
     hm_layout o;
     if (!choose_layout(&a, &o))

@@ -37,6 +37,11 @@ extern "C" {
 int tg_heatmap_png(const char *path, const tg_real *weights, int n_layers,
                    int n_heads, int Lq, int Lk, const char *const *q_labels,
                    const char *const *k_labels);
+/* The same for grouped-query attention: n_kv_heads (dividing n_heads) key/value
+ * heads, and each cell titled "L<layer> H<head> KV<group>" (the key/value head
+ * it reads) when n_kv_heads < n_heads. */
+int tg_heatmap_png_groups(const char *path, const tg_real *weights, int n_layers, int n_heads, int n_kv_heads,
+                          int Lq, int Lk, const char *const *q_labels, const char *const *k_labels);
 
 #ifdef __cplusplus
 }

@@ -9,15 +9,22 @@
 
 #include "alloc.h"
 
-#define BLOCK_BYTES ((size_t)4 << 20) /* address space; only touched pages cost memory */
+/* Address space per block; only touched pages cost memory. Large, because a
+ * finished block stays mapped (read-only zeros) as long as the tape lives: at
+ * about 100 bytes a header, one block holds ~650k headers, and the process's
+ * mapping count (vm.max_map_count, 65530 by default) runs out only after
+ * ~10^10 of them instead of ~10^9 with 4 MiB blocks. */
+#define BLOCK_BYTES ((size_t)64 << 20)
 #define HEADER_ALIGN 16
 
-/* Lives at the start of its block's first page, which is never released. */
+/* Kept outside its block, so a finished block becomes one read-only mapping
+ * (which the kernel merges with a neighbouring one). */
 struct tg_hblock {
     tg_hblock *prev;
+    unsigned char *base;
     size_t size;     /* bytes mapped */
-    size_t used;     /* the cursor: bytes from the block's start */
-    size_t released; /* pages before this offset are zero pages already */
+    size_t used;     /* the cursor: bytes from base */
+    size_t released; /* bytes from base that are zero pages already */
 };
 
 static size_t page_size(void)
@@ -28,12 +35,15 @@ static size_t page_size(void)
 
 static tg_hblock *block_new(tg_hblock *prev, size_t need)
 {
-    size_t page = page_size(), first = (sizeof(tg_hblock) + HEADER_ALIGN - 1) / HEADER_ALIGN * HEADER_ALIGN;
-    size_t size = first + need > BLOCK_BYTES ? (first + need + page - 1) / page * page : BLOCK_BYTES;
+    size_t page = page_size(), size = need > BLOCK_BYTES ? (need + page - 1) / page * page : BLOCK_BYTES;
+    tg_hblock *b = tg_malloc(sizeof *b);
+    if (!b) return NULL;
     void *p = tg_map(size);
-    if (!p) return NULL;
-    tg_hblock *b = p;
-    *b = (tg_hblock){.prev = prev, .size = size, .used = first, .released = page};
+    if (!p) {
+        tg_free(b);
+        return NULL;
+    }
+    *b = (tg_hblock){.prev = prev, .base = p, .size = size};
     return b;
 }
 
@@ -46,17 +56,18 @@ void *tg_headers_take(tg_hblock **cur, size_t size)
         if (!b) return NULL;
         *cur = b;
     }
-    void *p = (unsigned char *)b + b->used;
+    void *p = b->base + b->used;
     b->used += size;
     return p;
 }
 
-/* [from, to) of b becomes read-only zero pages; a failure keeps the old pages
- * (still dead headers, still refused) and is tried again at the next reset. */
+/* [released, to) of b becomes read-only zero pages; a failure keeps the old
+ * pages (still dead headers, still refused) and is tried again at the next
+ * reset. */
 static void release(tg_hblock *b, size_t to)
 {
     if (to <= b->released) return;
-    void *p = (unsigned char *)b + b->released;
+    void *p = b->base + b->released;
     if (mmap(p, to - b->released, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED)
         b->released = to;
 }
@@ -64,20 +75,15 @@ static void release(tg_hblock *b, size_t to)
 void tg_headers_release(tg_hblock *cur)
 {
     if (!cur) return;
-    size_t page = page_size();
-    release(cur, cur->used / page * page);  /* the cursor's page still takes headers */
-    /* older blocks take no more headers: all of their used pages go */
-    for (tg_hblock *b = cur->prev; b; b = b->prev) {
-        size_t end = (b->used + page - 1) / page * page;
-        if (b->released >= end) break;  /* and every block before it was done earlier */
-        release(b, end);
-    }
+    release(cur, cur->used / page_size() * page_size());  /* the cursor's page still takes headers */
+    /* older blocks take no more headers: all of each goes, in one mapping */
+    for (tg_hblock *b = cur->prev; b && b->released < b->size; b = b->prev) release(b, b->size);
 }
 
 bool tg_headers_own(const tg_hblock *cur, const void *p)
 {
     for (const tg_hblock *b = cur; b; b = b->prev)
-        if ((uintptr_t)p >= (uintptr_t)b && (uintptr_t)p < (uintptr_t)b + b->size) return true;
+        if ((uintptr_t)p >= (uintptr_t)b->base && (uintptr_t)p < (uintptr_t)b->base + b->size) return true;
     return false;
 }
 
@@ -85,6 +91,7 @@ void tg_headers_free(tg_hblock *cur)
 {
     for (tg_hblock *b = cur, *prev; b; b = prev) {
         prev = b->prev;
-        tg_unmap(b, b->size);
+        tg_unmap(b->base, b->size);
+        tg_free(b);
     }
 }

@@ -59,10 +59,12 @@ typedef struct sdpa_dims {
 } sdpa_dims;
 
 /* The [L, d] plane of (b, h) in its tensor: element (i, c) at
- * off + b*sb + h*sh + i*ld + c; `in` is the node input that holds it. */
+ * off + b*sb + (h / group)*sh + i*ld + c; `in` is the node input that holds
+ * it. group > 1: grouped-query attention's keys and values, one plane shared
+ * by `group` query heads. */
 typedef struct sdpa_lay {
     size_t off, sb, sh;
-    int ld, in;
+    int ld, in, group;
 } sdpa_lay;
 
 /* Everything both passes need besides the tensors. */
@@ -74,11 +76,13 @@ typedef struct sdpa_plan {
     tg_mask mask;             /* the rules (backward: arrays copied into the arena) */
     bool rules;               /* a rule that needs a visibility array */
     tg_rng rng;               /* with p > 0: the dropout stream at the forward's start */
+    tg_attn_bias ab;          /* the additive terms (bias: the data of node input bias_in) */
+    int bias_in;              /* -1: no bias tensor */
 } sdpa_plan;
 
 static inline size_t lay_at(const sdpa_lay *l, int b, int h)
 {
-    return l->off + (size_t)b * l->sb + (size_t)h * l->sh;
+    return l->off + (size_t)b * l->sb + (size_t)(h / l->group) * l->sh;
 }
 
 /* C [M,N] = alpha op(A) op(B) + beta C with leading dimensions, beta 0 or 1;
@@ -131,9 +135,10 @@ bool tg_sdpa_materialises(int B, int H, int Lq, int Lk)
 
 /* Per-thread scratch of one pass, carved from one arena block:
  * S [rows, Lk] (scores, then A), P [rows, Lk] (dropout), G [rows, Lk]
- * (backward), vis and kb [rows, Lk] bytes (visibility, dropout keeps). */
+ * (backward), Add [rows, Lk] (a sum of additive terms), vis and kb
+ * [rows, Lk] bytes (visibility, dropout keeps). */
 typedef struct sdpa_scr {
-    tg_real *S, *P, *G;
+    tg_real *S, *P, *G, *Add;
     uint8_t *vis, *kb;
     int vis_b, vis_i0;        /* whose rows vis holds (-1: none) */
 } sdpa_scr;
@@ -141,15 +146,15 @@ typedef struct sdpa_scr {
 static size_t scr_bytes(const sdpa_plan *p)
 {
     size_t blk = (size_t)p->rows * p->d.Lk;
-    return (3 * blk * sizeof(tg_real) + 2 * blk + 64) / 64 * 64;
+    return (4 * blk * sizeof(tg_real) + 2 * blk + 64) / 64 * 64;
 }
 
 static sdpa_scr scr_at(const sdpa_plan *p, unsigned char *base, int i)
 {
     size_t blk = (size_t)p->rows * p->d.Lk;
     tg_real *S = (tg_real *)(void *)(base + (size_t)i * scr_bytes(p));
-    return (sdpa_scr){.S = S, .P = S + blk, .G = S + 2 * blk, .vis = (uint8_t *)(S + 3 * blk),
-                      .kb = (uint8_t *)(S + 3 * blk) + blk, .vis_b = -1, .vis_i0 = -1};
+    return (sdpa_scr){.S = S, .P = S + blk, .G = S + 2 * blk, .Add = S + 3 * blk, .vis = (uint8_t *)(S + 4 * blk),
+                      .kb = (uint8_t *)(S + 4 * blk) + blk, .vis_b = -1, .vis_i0 = -1};
 }
 
 /* The keys a block of rows [i0, i0 + nr) of batch b can see are among the
@@ -215,6 +220,25 @@ static bool opts_check(tg_tape *t, const char *op, const tg_sdpa_opts *o, const 
     return true;
 }
 
+/* A bias [B or 1, H, Lq, Lk] for scores of dims d; finite ALiBi slopes. */
+static bool bias_check(tg_tape *t, const char *op, const tg_sdpa_opts *o, const sdpa_dims *d, const char *what)
+{
+    char sb[TG_SHAPE_STR];
+    const tg_tensor *b = o->bias;
+    if (b && (b->ndim != 4 || (b->shape[0] != 1 && b->shape[0] != d->B) || b->shape[1] != d->H ||
+              b->shape[2] != d->Lq || b->shape[3] != d->Lk)) {
+        tg_fail(t, "%s: bias %s must be [B or 1, H, Lq, Lk] = [%d or 1, %d, %d, %d]: %s", op, tg_shape_str(b, sb), d->B,
+                d->H, d->Lq, d->Lk, what);
+        return false;
+    }
+    for (int h = 0; o->alibi && h < d->H; h++)
+        if (!isfinite(o->alibi[h])) {
+            tg_fail(t, "%s: ALiBi slope %d is %g: %s", op, h, o->alibi[h], what);
+            return false;
+        }
+    return true;
+}
+
 /* One forward call: the plan, the tensors' data and where things go. */
 typedef struct sdpa_fwd {
     const sdpa_plan *p;
@@ -237,8 +261,9 @@ static void fwd_block(const sdpa_fwd *c, int b, int h, int i0, int nr, sdpa_scr 
     const tg_real *P = s->S;
     gemm_ld(0, 1, nr, n, d->dk, (tg_real)p->scale, c->q + lay_at(&p->q, b, h) + (size_t)i0 * p->q.ld,
             p->q.ld, c->k + lay_at(&p->k, b, h), p->k.ld, 0, s->S, n);
-    tg_softmax_block(s->S, s->S, (size_t)nr, n, 1, p->rules ? s->vis : NULL,
-                     p->mask.additive ? p->mask.additive + (size_t)i0 * d->Lk : NULL, d->Lk,
+    int ld_add;
+    const tg_real *add = tg_attn_bias_rows(&p->ab, b, h, i0, nr, n, s->Add, &ld_add);
+    tg_softmax_block(s->S, s->S, (size_t)nr, n, 1, p->rules ? s->vis : NULL, add, ld_add,
                      c->stats ? c->stats + (bh * d->Lq + i0) * 2 : NULL);
     if (c->A) put_rows(c->A, bh, d, i0, nr, n, s->S);
     if (c->W) put_rows(c->W, bh, d, i0, nr, n, s->S);
@@ -325,6 +350,15 @@ static tg_tensor *sdpa_run(tg_tape *t, const tg_op *sop, sdpa_plan *p, tg_tensor
     snprintf(what, sizeof what, "%s mask", op);
     p->mask = o->mask ? *o->mask : (tg_mask){0};
     if (grad && !mask_keep(t, what, &p->mask, &d)) return NULL;
+    p->ab = (tg_attn_bias){.additive = p->mask.additive, .alibi = o->alibi, .H = d.H, .Lq = d.Lq, .Lk = d.Lk};
+    if (grad && o->alibi) {  /* the slopes, for backward */
+        double *sl = tg_arena_alloc(t, (size_t)d.H * sizeof *sl, what);
+        if (!sl) return NULL;
+        memcpy(sl, o->alibi, (size_t)d.H * sizeof *sl);
+        p->ab.alibi = sl;
+    }
+    p->bias_in = o->bias ? n - 1 : -1;  /* the bias is the last input */
+    if (o->bias) p->ab.bias = o->bias->data, p->ab.bias_b = o->bias->shape[0];
     snprintf(what, sizeof what, "%s weights", op);
     tg_tensor *A = mat ? tg_new(t, what, 4, shape) : NULL, *W = weights ? tg_new(t, what, 4, shape) : NULL;
     if ((mat && !A) || (weights && !W)) return NULL;
@@ -376,7 +410,7 @@ static void softmax_grad_rows(const tg_real *a, tg_real *g, int rows, int n)
 typedef struct sdpa_bwd {
     const sdpa_plan *p;
     const tg_real *q, *k, *v, *dO, *stats, *A;
-    tg_real *dq, *dk, *dv;
+    tg_real *dq, *dk, *dv, *dbias;
     tg_rng rng;                       /* the dropout stream, replayed */
     int pieces;                       /* as sdpa_fwd */
     unsigned char *scr;
@@ -397,8 +431,9 @@ static void bwd_block(sdpa_bwd *c, int b, int h, int i0, int nr, sdpa_scr *s)
             memcpy(s->S + (size_t)r * n, c->A + (bh * d->Lq + i0 + r) * d->Lk, (size_t)n * sizeof *s->S);
     } else {   /* the forward's S and A again, the same bits */
         gemm_ld(0, 1, nr, n, d->dk, scale, c->q + oq, p->q.ld, c->k + ok, p->k.ld, 0, s->S, n);
-        tg_softmax_block_redo(s->S, s->S, (size_t)nr, n, 1, p->rules ? s->vis : NULL,
-                              p->mask.additive ? p->mask.additive + (size_t)i0 * d->Lk : NULL, d->Lk,
+        int ld_add;
+        const tg_real *add = tg_attn_bias_rows(&p->ab, b, h, i0, nr, n, s->Add, &ld_add);
+        tg_softmax_block_redo(s->S, s->S, (size_t)nr, n, 1, p->rules ? s->vis : NULL, add, ld_add,
                               c->stats + (bh * d->Lq + i0) * 2);
     }
     if (p->p > 0) {
@@ -406,11 +441,16 @@ static void bwd_block(sdpa_bwd *c, int b, int h, int i0, int nr, sdpa_scr *s)
         P = s->P;
     }
     if (c->dv) gemm_ld(1, 0, n, d->dv, nr, 1, P, n, dO, p->o.ld, 1, c->dv + ov, p->v.ld);
-    if (!c->dq && !c->dk) return;
+    if (!c->dq && !c->dk && !c->dbias) return;
     gemm_ld(0, 1, nr, n, d->dv, 1, dO, p->o.ld, c->v + ov, p->v.ld, 0, s->G, n);
     if (p->p > 0)
         for (size_t e = 0; e < (size_t)nr * n; e++) s->G[e] = s->kb[e] ? s->G[e] * inv : 0;
     softmax_grad_rows(s->S, s->G, nr, n);
+    if (c->dbias) { /* the bias is added to S: it takes dS */
+        tg_real *db = c->dbias + (((size_t)(p->ab.bias_b > 1 ? b : 0) * d->H + h) * d->Lq + i0) * d->Lk;
+        for (int r = 0; r < nr; r++)
+            for (int j = 0; j < n; j++) db[(size_t)r * d->Lk + j] += s->G[(size_t)r * n + j];
+    }
     if (c->dq) gemm_ld(0, 0, nr, d->dk, n, scale, s->G, n, c->k + ok, p->k.ld, 1, c->dq + oq, p->q.ld);
     if (c->dk) gemm_ld(1, 0, n, d->dk, nr, scale, s->G, n, c->q + oq, p->q.ld, 1, c->dk + ok, p->k.ld);
 }
@@ -444,7 +484,10 @@ static void sdpa_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, cons
     c.dk = k->requires_grad ? tg_grad(t, k) : NULL;
     c.dv = v->requires_grad ? tg_grad(t, v) : NULL;
     if ((q->requires_grad && !c.dq) || (k->requires_grad && !c.dk) || (v->requires_grad && !c.dv)) return;
-    c.pieces = p->p > 0 ? 1 : pieces_for(&p->d); /* dropout: the forward's one stream */
+    tg_tensor *bias = p->bias_in >= 0 ? in[p->bias_in] : NULL;
+    if (bias && bias->requires_grad && !(c.dbias = tg_grad(t, bias))) return;
+    /* dropout: the forward's one stream; a bias shared by the batch: one writer */
+    c.pieces = p->p > 0 || (c.dbias && p->ab.bias_b == 1) ? 1 : pieces_for(&p->d);
     size_t scr = (size_t)c.pieces * scr_bytes(p);
     if (!(c.scr = tg_arena_scratch(t, scr, "tg_sdpa backward scratch"))) return;
     tg_parallel_for(c.pieces, bwd_piece, &c);
@@ -463,9 +506,12 @@ static bool sdpa_check(tg_tape *t, const tg_tensor *q, const tg_tensor *k, const
         tg_fail(t, "tg_sdpa: q, k and v must be 4-D [B,H,L,d]: %s", what);
         return false;
     }
-    if (k->shape[0] != q->shape[0] || v->shape[0] != q->shape[0] || k->shape[1] != q->shape[1] ||
-        v->shape[1] != q->shape[1]) {
-        tg_fail(t, "tg_sdpa: batch or head dims differ: %s", what);
+    if (k->shape[0] != q->shape[0] || v->shape[0] != q->shape[0] || v->shape[1] != k->shape[1]) {
+        tg_fail(t, "tg_sdpa: batch dims, or k's and v's head dims, differ: %s", what);
+        return false;
+    }
+    if (k->shape[1] != q->shape[1] && (k->shape[1] < 1 || q->shape[1] % k->shape[1])) {
+        tg_fail(t, "tg_sdpa: k's and v's heads must divide q's (grouped-query attention): %s", what);
         return false;
     }
     if (k->shape[3] != q->shape[3]) {
@@ -478,34 +524,37 @@ static bool sdpa_check(tg_tape *t, const tg_tensor *q, const tg_tensor *k, const
     }
     if (!opts_check(t, "tg_sdpa", o, what)) return false;
     *d = (sdpa_dims){q->shape[0], q->shape[1], q->shape[2], k->shape[2], q->shape[3], v->shape[3]};
-    return tg_mask_check(t, o->mask, d->B, d->Lq, d->Lk, "tg_sdpa", what);
+    return bias_check(t, "tg_sdpa", o, d, what) && tg_mask_check(t, o->mask, d->B, d->Lq, d->Lk, "tg_sdpa", what);
 }
 
-/* [B, H, L, w] contiguous, held by node input `in`. */
-static sdpa_lay lay_contig(const sdpa_dims *d, int L, int w, int in)
+/* [B, H / group, L, w] contiguous, held by node input `in`. */
+static sdpa_lay lay_contig(const sdpa_dims *d, int L, int w, int in, int group)
 {
-    return (sdpa_lay){.off = 0, .sb = (size_t)d->H * L * w, .sh = (size_t)L * w, .ld = w, .in = in};
+    return (sdpa_lay){.off = 0, .sb = (size_t)d->H / group * L * w, .sh = (size_t)L * w, .ld = w, .in = in,
+                      .group = group};
 }
 
 tg_tensor *tg_sdpa(tg_tape *t, tg_tensor *q, tg_tensor *k, tg_tensor *v,
                    const tg_sdpa_opts *opts, tg_tensor **weights)
 {
     static const tg_sdpa_opts defaults = {0};
-    tg_tensor *in[3] = {q, k, v};
-    if (weights) *weights = NULL;
-    if (!tg_inputs_check(t, "tg_sdpa", in, 3, 3)) return NULL;
     const tg_sdpa_opts *o = opts ? opts : &defaults;
+    tg_tensor *in[4] = {q, k, v, o->bias};
+    int n = o->bias ? 4 : 3;
+    if (weights) *weights = NULL;
+    if (!tg_inputs_check(t, "tg_sdpa", in, n, n)) return NULL;
     sdpa_plan p = {0};
     if (!sdpa_check(t, q, k, v, o, &p.d)) return NULL;
     const sdpa_dims *d = &p.d;
     p.scale = o->scale > 0 ? o->scale : d->dk > 0 ? 1 / sqrt((double)d->dk) : 1;
-    p.q = lay_contig(d, d->Lq, d->dk, 0);
-    p.k = lay_contig(d, d->Lk, d->dk, 1);
-    p.v = lay_contig(d, d->Lk, d->dv, 2);
-    p.o = lay_contig(d, d->Lq, d->dv, -1);
+    int group = k->shape[1] ? d->H / k->shape[1] : 1;
+    p.q = lay_contig(d, d->Lq, d->dk, 0, 1);
+    p.k = lay_contig(d, d->Lk, d->dk, 1, group);
+    p.v = lay_contig(d, d->Lk, d->dv, 2, group);
+    p.o = lay_contig(d, d->Lq, d->dv, -1, 1);
     tg_tensor *out = tg_new(t, "tg_sdpa", 4, (int[]){d->B, d->H, d->Lq, d->dv});
     if (!out) return NULL;
-    return sdpa_run(t, &sdpa_op, &p, in, 3, out, o, weights);
+    return sdpa_run(t, &sdpa_op, &p, in, n, out, o, weights);
 }
 
 /* ---- tg_sdpa_heads: heads in the columns of xq [B, Lq, Cq] and xkv [B, Lk, Ckv] ---------- */
@@ -523,10 +572,10 @@ static bool cols_check(tg_tape *t, const char *name, int col, int H, int w, int 
 static bool heads_check(tg_tape *t, const tg_tensor *xq, const tg_tensor *xkv, const tg_sdpa_layout *l,
                         const tg_sdpa_opts *o, sdpa_dims *d)
 {
-    char sq[TG_SHAPE_STR], sk[TG_SHAPE_STR], what[2 * TG_SHAPE_STR + 128];
-    snprintf(what, sizeof what, "xq %s xkv %s (n_heads %d, dk %d, dv %d, q_col %d, k_col %d, v_col %d)",
-             tg_shape_str(xq, sq), tg_shape_str(xkv, sk), l->n_heads, l->dk, l->dv, l->q_col, l->k_col,
-             l->v_col);
+    char sq[TG_SHAPE_STR], sk[TG_SHAPE_STR], what[2 * TG_SHAPE_STR + 160];
+    snprintf(what, sizeof what, "xq %s xkv %s (n_heads %d, n_kv_heads %d, dk %d, dv %d, q_col %d, k_col %d, "
+             "v_col %d)", tg_shape_str(xq, sq), tg_shape_str(xkv, sk), l->n_heads, l->n_kv_heads, l->dk, l->dv,
+             l->q_col, l->k_col, l->v_col);
     if (xq->ndim != 3 || xkv->ndim != 3) {
         tg_fail(t, "tg_sdpa_heads: xq and xkv must be 3-D [B,L,C]: %s", what);
         return false;
@@ -539,44 +588,54 @@ static bool heads_check(tg_tape *t, const tg_tensor *xq, const tg_tensor *xkv, c
         tg_fail(t, "tg_sdpa_heads: n_heads, dk and dv must be >= 1: %s", what);
         return false;
     }
+    if (l->n_kv_heads < 0 || (l->n_kv_heads && l->n_heads % l->n_kv_heads)) {
+        tg_fail(t, "tg_sdpa_heads: n_kv_heads must divide n_heads (0: n_heads): %s", what);
+        return false;
+    }
+    int hkv = l->n_kv_heads ? l->n_kv_heads : l->n_heads;
     if ((long long)l->n_heads * l->dv > INT_MAX) {
         tg_fail(t, "tg_sdpa_heads: n_heads*dv overflows an int: %s", what);
         return false;
     }
     if (!cols_check(t, "q", l->q_col, l->n_heads, l->dk, xq->shape[2], what) ||
-        !cols_check(t, "k", l->k_col, l->n_heads, l->dk, xkv->shape[2], what) ||
-        !cols_check(t, "v", l->v_col, l->n_heads, l->dv, xkv->shape[2], what))
+        !cols_check(t, "k", l->k_col, hkv, l->dk, xkv->shape[2], what) ||
+        !cols_check(t, "v", l->v_col, hkv, l->dv, xkv->shape[2], what))
         return false;
     if (!opts_check(t, "tg_sdpa_heads", o, what)) return false;
     *d = (sdpa_dims){xq->shape[0], l->n_heads, xq->shape[1], xkv->shape[1], l->dk, l->dv};
-    return tg_mask_check(t, o->mask, d->B, d->Lq, d->Lk, "tg_sdpa_heads", what);
+    return bias_check(t, "tg_sdpa_heads", o, d, what) &&
+           tg_mask_check(t, o->mask, d->B, d->Lq, d->Lk, "tg_sdpa_heads", what);
 }
 
-/* Head blocks of width w from column col of [B, L, C], held by node input `in`. */
-static sdpa_lay lay_packed(int L, int C, int col, int w, int in)
+/* Head blocks of width w from column col of [B, L, C], held by node input
+ * `in`, each shared by `group` query heads. */
+static sdpa_lay lay_packed(int L, int C, int col, int w, int in, int group)
 {
-    return (sdpa_lay){.off = (size_t)col, .sb = (size_t)L * C, .sh = (size_t)w, .ld = C, .in = in};
+    return (sdpa_lay){.off = (size_t)col, .sb = (size_t)L * C, .sh = (size_t)w, .ld = C, .in = in,
+                      .group = group};
 }
 
 tg_tensor *tg_sdpa_heads(tg_tape *t, tg_tensor *xq, tg_tensor *xkv, const tg_sdpa_layout *lay,
                          const tg_sdpa_opts *opts, tg_tensor **weights)
 {
     static const tg_sdpa_opts defaults = {0};
-    tg_tensor *in[2] = {xq, xkv};
-    if (weights) *weights = NULL;
-    if (!tg_inputs_check(t, "tg_sdpa_heads", in, 2, 2)) return NULL;
-    if (!lay) return tg_fail_null(t, "tg_sdpa_heads");
     const tg_sdpa_opts *o = opts ? opts : &defaults;
+    tg_tensor *in[3] = {xq, xkv, o->bias};
+    int n = o->bias ? 3 : 2;
+    if (weights) *weights = NULL;
+    if (!tg_inputs_check(t, "tg_sdpa_heads", in, n, n)) return NULL;
+    if (!lay) return tg_fail_null(t, "tg_sdpa_heads");
     sdpa_plan p = {0};
     if (!heads_check(t, xq, xkv, lay, o, &p.d)) return NULL;
     const sdpa_dims *d = &p.d;
     int Cq = xq->shape[2], Ckv = xkv->shape[2], E = d->H * d->dv;
     p.scale = o->scale > 0 ? o->scale : 1 / sqrt((double)d->dk);
-    p.q = lay_packed(d->Lq, Cq, lay->q_col, d->dk, 0);
-    p.k = lay_packed(d->Lk, Ckv, lay->k_col, d->dk, 1);
-    p.v = lay_packed(d->Lk, Ckv, lay->v_col, d->dv, 1);
-    p.o = lay_packed(d->Lq, E, 0, d->dv, -1);
+    int group = d->H / (lay->n_kv_heads ? lay->n_kv_heads : d->H);
+    p.q = lay_packed(d->Lq, Cq, lay->q_col, d->dk, 0, 1);
+    p.k = lay_packed(d->Lk, Ckv, lay->k_col, d->dk, 1, group);
+    p.v = lay_packed(d->Lk, Ckv, lay->v_col, d->dv, 1, group);
+    p.o = lay_packed(d->Lq, E, 0, d->dv, -1, 1);
     tg_tensor *out = tg_new(t, "tg_sdpa_heads", 3, (int[]){d->B, d->Lq, E});
     if (!out) return NULL;
-    return sdpa_run(t, &sdpa_heads_op, &p, in, 2, out, o, weights);
+    return sdpa_run(t, &sdpa_heads_op, &p, in, n, out, o, weights);
 }

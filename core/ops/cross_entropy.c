@@ -63,7 +63,7 @@ static void ce_ex_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, con
     double *a = tg_arena_scratch(t, (size_t)C * sizeof *a, "cross-entropy backward");
     if (!a) return;
     for (size_t r = 0; r < N; r++) {
-        if (c->targets && c->targets[r] == c->o.ignore_index) continue;
+        if (c->targets && c->o.ignore && c->targets[r] == c->o.ignore_index) continue;
         const tg_real *xr = x->data + r * (size_t)C;
         double g = row_g(c, out, r);
         if (c->nll) {
@@ -113,9 +113,10 @@ static bool ce_ex_check(tg_tape *t, const char *op, const tg_tensor *x, const in
         return tg_fail(t, "%s: reduction %d is not TG_MEAN, TG_SUM or TG_NONE", op, (int)o->reduction), false;
     size_t N = tg_rows(x);
     for (size_t r = 0; targets && r < N; r++)
-        if (targets[r] != o->ignore_index && (targets[r] < 0 || targets[r] >= C))
-            return tg_fail(t, "%s: target %d at position %zu is out of range [0, %d) (logits %s, ignore_index %d)", op,
-                           (int)targets[r], r, C, tg_shape_str(x, sx), o->ignore_index), false;
+        if (!(o->ignore && targets[r] == o->ignore_index) && (targets[r] < 0 || targets[r] >= C))
+            return tg_fail(t, "%s: target %d at position %zu is out of range [0, %d) (logits %s, %s %d)", op,
+                           (int)targets[r], r, C, tg_shape_str(x, sx), o->ignore ? "ignore_index" : "ignoring no",
+                           o->ignore_index), false;
     return true;
 }
 
@@ -142,7 +143,7 @@ static tg_tensor *ce_ex(tg_tape *t, const tg_op *op, tg_tensor *x, const int32_t
     for (size_t r = 0; r < N; r++) {
         const tg_real *xr = x->data + r * (size_t)C;
         double l = 0;
-        if (targets && targets[r] == o.ignore_index) {
+        if (targets && o.ignore && targets[r] == o.ignore_index) {
             lse[r] = 0;
         } else if (nll) {
             l = -class_w(&o, targets[r]) * (double)xr[targets[r]];

@@ -17,15 +17,6 @@
 bool tg_mask_check(tg_tape *t, const tg_mask *m, int B, int Lq, int Lk, const char *op,
                    const char *shapes);
 
-/* core/ops/elementwise.c: a + b written over a's memory (b broadcasts to
- * a's shape; the bits of tg_add): the result shares a's data, and a holds
- * the sum afterwards. Only for a temporary whose values nothing reads again:
- * no op has read it yet, and the op that made it never reads its output in
- * backward (matmul, embedding, dropout, add do not; exp, tanh, softmax do).
- * The transformer block's residual adds write over the branch's output,
- * which saves one [B, T, D] buffer per add. */
-tg_tensor *tg_add_inplace(tg_tape *t, tg_tensor *a, tg_tensor *b);
-
 /* core/ops/softmax.c: softmax of `rows` rows of n entries,
  * y = softmax(x * scale + add) where vis allows (masked: exactly 0; a row
  * with nothing visible: all 0); x may equal y; vis is [rows, n] or NULL, add
@@ -52,6 +43,21 @@ void tg_sdpa_tune(int rows, int materialise);
 /* core/ops/attention.c: whether a recorded attention op of these dims keeps
  * its weights [B, H, Lq, Lk] for backward (else it recomputes them). */
 bool tg_sdpa_materialises(int B, int H, int Lq, int Lk);
+
+/* core/ops/attn_bias.c: what is added to the scaled scores of plane (b, h)
+ * of attention: the [Lq, Lk] additive mask, a bias [bias_b, H, Lq, Lk]
+ * (bias_b 1: every batch element's), ALiBi slopes [H] (m_h * (j - i), i the
+ * query's position pos0 + row). Each may be NULL. */
+typedef struct tg_attn_bias {
+    const tg_real *additive, *bias;
+    const double *alibi;
+    int bias_b, H, Lq, Lk, pos0;
+} tg_attn_bias;
+/* The terms of rows [i0, i0 + nr), keys [0, n), *ld apart: NULL when none,
+ * a pointer into a single term's array, or their sum written to scratch
+ * [nr, n] (the same bits whoever asks: forward, backward, a decoding step). */
+const tg_real *tg_attn_bias_rows(const tg_attn_bias *a, int b, int h, int i0, int nr, int n, tg_real *scratch,
+                                 int *ld);
 
 /* The sum of x [n] in 8 independent lanes: no loop-carried dependence, so it
  * runs at throughput and vectorizes without -ffast-math. x[j] always goes to

@@ -5,6 +5,7 @@
 #ifndef TAPEGRAD_OPS_H
 #define TAPEGRAD_OPS_H
 
+#include "decode.h"
 #include "mask.h"
 #include "../engine/op.h"
 #include "../engine/rng.h"
@@ -36,6 +37,13 @@ tg_tensor *tg_add(tg_tape *t, tg_tensor *a, tg_tensor *b);
 tg_tensor *tg_sub(tg_tape *t, tg_tensor *a, tg_tensor *b);
 tg_tensor *tg_mul(tg_tape *t, tg_tensor *a, tg_tensor *b);
 tg_tensor *tg_div(tg_tape *t, tg_tensor *a, tg_tensor *b);
+/* a + b written over a's memory (b broadcasts to a's shape; the bits of
+ * tg_add): the result shares a's data, and a holds the sum afterwards. Only for a temporary whose values nothing reads again:
+ * no op has read it yet, and the op that made it never reads its output in
+ * backward (matmul, embedding, dropout, add do not; exp, tanh, softmax do).
+ * The transformer block's residual adds write over the branch's output,
+ * which saves one [B, T, D] buffer per add. */
+tg_tensor *tg_add_inplace(tg_tape *t, tg_tensor *a, tg_tensor *b);
 /* Elementwise, out has a's shape. Domain errors give what PyTorch gives, not
  * an error: log(x < 0), sqrt(x < 0), pow(x < 0, non-integer p) are NaN,
  * log(0) = -inf (anomaly mode reports them). */
@@ -128,8 +136,10 @@ tg_tensor *tg_cross_entropy_sum(tg_tape *t, tg_tensor *logits, const int32_t *ta
 tg_tensor *tg_dropout(tg_tape *t, tg_tensor *a, double p, tg_rng *rng);
 
 /* ---- fused scaled-dot-product attention (core/ops/attention.c) -----------
- * out = softmax(Q K^T * scale + mask) V, for q [B, H, Lq, dk], k [B, H, Lk, dk],
- * v [B, H, Lk, dv]; out [B, H, Lq, dv]. scale <= 0 means 1/sqrt(dk).
+ * out = softmax(Q K^T * scale + mask) V, for q [B, H, Lq, dk], k [B, Hkv, Lk, dk],
+ * v [B, Hkv, Lk, dv]; out [B, H, Lq, dv]. scale <= 0 means 1/sqrt(dk).
+ * Hkv dividing H is grouped-query attention (1: multi-query): query head h
+ * reads key/value head h / (H / Hkv), PyTorch's enable_gqa=True.
  * Attention dropout (p, rng) applies to the weights when training.
  * When weights != NULL, *weights receives the attention weights
  * [B, H, Lq, Lk] (after masking, before dropout): a plain arena tensor to
@@ -137,13 +147,17 @@ tg_tensor *tg_dropout(tg_tape *t, tg_tensor *a, double p, tg_rng *rng);
  * does not need them: it recomputes them block by block (memory O(L)).
  * opts may be NULL (no mask, default scale, no dropout); an rng is required
  * when dropout > 0 and the tape is training. Dropout draws one number per weight in (b,h,i,j)
- * order, masked or not, so the stream does not depend on the mask. */
-typedef struct tg_sdpa_opts {
+ * order, masked or not, so the stream does not depend on the mask.
+ * The mask's additive [Lq, Lk], the bias and ALiBi add up (in that order). */
+struct tg_sdpa_opts {
     const tg_mask *mask;     /* NULL: no mask */
     double scale;            /* <= 0: 1/sqrt(dk) */
     double dropout;          /* probability, 0 = off */
     tg_rng *rng;             /* required when dropout > 0 */
-} tg_sdpa_opts;
+    tg_tensor *bias;         /* [B or 1, H, Lq, Lk] added to the scaled scores, with a gradient
+                                (learned relative-position biases); NULL: none */
+    const double *alibi;     /* [H] ALiBi slopes: head h adds alibi[h] * (j - i); NULL: none */
+};
 tg_tensor *tg_sdpa(tg_tape *t, tg_tensor *q, tg_tensor *k, tg_tensor *v,
                    const tg_sdpa_opts *opts, tg_tensor **weights);
 
@@ -157,12 +171,14 @@ tg_tensor *tg_sdpa(tg_tape *t, tg_tensor *q, tg_tensor *k, tg_tensor *v,
  * merge_heads(tg_sdpa(split_heads(q), split_heads(k), split_heads(v))) with
  * the same opts (masks, scale <= 0: 1/sqrt(dk), dropout stream in (b,h,i,j)
  * order) and the same *weights [B, H, Lq, Lk]. */
-typedef struct tg_sdpa_layout {
+struct tg_sdpa_layout {
     int n_heads;             /* >= 1 */
     int dk, dv;              /* per-head widths of q/k and of v, >= 1 */
     int q_col;               /* first column of head 0's q in xq */
     int k_col, v_col;        /* first columns of head 0's k and v in xkv */
-} tg_sdpa_layout;
+    int n_kv_heads;          /* key/value heads, dividing n_heads (0: n_heads); query head h
+                                reads key/value head h / (n_heads / n_kv_heads) */
+};
 tg_tensor *tg_sdpa_heads(tg_tape *t, tg_tensor *xq, tg_tensor *xkv, const tg_sdpa_layout *lay,
                          const tg_sdpa_opts *opts, tg_tensor **weights);
 
@@ -264,14 +280,17 @@ tg_tensor *tg_topk(tg_tape *t, tg_tensor *a, int k, int dim, bool largest, tg_te
  * torch.nn.functional's, reduction TG_MEAN (0, the default), TG_SUM or
  * TG_NONE (one loss per element, or per row for cross-entropy). */
 typedef enum tg_reduction { TG_MEAN, TG_SUM, TG_NONE } tg_reduction;
-/* Start from TG_CE_OPTS_DEFAULT (a zeroed struct would ignore class 0). */
+/* TG_CE_OPTS_DEFAULT is PyTorch's defaults (targets of -100 ignored); a
+ * zeroed struct ignores no target, so a -100 there is an out-of-range error,
+ * never a silently skipped class. */
 typedef struct tg_ce_opts {
     tg_tensor *weight;        /* [C] class weights (no grad flows to them), or NULL */
     double label_smoothing;   /* in [0, 1] */
     tg_reduction reduction;
-    int ignore_index;         /* class targets equal to it count for nothing */
+    int ignore_index;         /* with ignore: class targets equal to it count for nothing */
+    bool ignore;
 } tg_ce_opts;
-#define TG_CE_OPTS_DEFAULT {NULL, 0, TG_MEAN, TG_IGNORE}
+#define TG_CE_OPTS_DEFAULT {NULL, 0, TG_MEAN, TG_IGNORE, true}
 /* logits [..., C] (the class dim is the last; PyTorch's is dim 1), with class
  * targets [rows] (int32) or probabilities of logits' shape (with a grad):
  * exactly one of the two. opts NULL: the defaults. The mean divides by the
@@ -294,6 +313,26 @@ tg_tensor *tg_binary_cross_entropy(tg_tape *t, tg_tensor *input, tg_tensor *targ
 /* input: logits; pos_weight (e.g. [C], broadcast) and weight may be NULL */
 tg_tensor *tg_binary_cross_entropy_with_logits(tg_tape *t, tg_tensor *input, tg_tensor *target, tg_tensor *weight,
                                                tg_tensor *pos_weight, tg_reduction reduction);
+
+/* ALiBi's slopes for n heads: 2^(-8(h+1)/n) for n a power of 2, else the
+ * paper's interpolation (core/ops/attn_bias.c). */
+void tg_alibi_slopes(int n_heads, double *slopes);
+
+/* ---- rotary position embeddings (core/ops/rope.c) --------------------------
+ * x [B, L, C] -> the same shape: n_heads heads of d_head columns from column
+ * col have their first rot dims (even; 0: all d_head) rotated pairwise,
+ * LLaMA's apply_rotary_emb: pair (x_2i, x_2i+1) of position p by the angle
+ * p / base^(2i / rot). Row b's positions are pos0[b] + 0 .. L-1 (pos0 NULL:
+ * 0 ..), so a decoding step passes its positions. Other columns are copied.
+ * An odd rot, rot > d_head, columns outside x, a bad base or a negative
+ * position are errors. */
+typedef struct tg_rope_opts {
+    int col, n_heads, d_head;
+    int rot;                 /* rotated dims per head, even; 0: d_head */
+    double base;             /* 0: 10000 */
+    const int32_t *pos0;     /* [B] or NULL */
+} tg_rope_opts;
+tg_tensor *tg_rope(tg_tape *t, tg_tensor *x, const tg_rope_opts *opts);
 
 #ifdef __cplusplus
 }

@@ -35,11 +35,14 @@ tg_model_config sq_model_config(const sq_config *c)
         .d_model = (int)c->d_model,
         .n_layers = (int)c->layers,
         .n_heads = (int)c->heads,
+        .n_kv_heads = (int)c->kv_heads,
         .d_head = (int)c->d_head,
         .d_ff = (int)c->d_ff,
         .max_len = sq_tmax((int)c->max_len),
         .dropout = c->dropout,
         .mode = c->mode == SQ_MODE_PER_HEAD ? TG_MHA_PER_HEAD : TG_MHA_FUSED,
+        .pos = (tg_pos_kind)c->pos,
+        .alibi = c->alibi,
     };
 }
 
@@ -198,7 +201,7 @@ int sq_load_weights(const char *path, const sq_config *c, tg_params *p)
                                                  : "blocks.0.attn.in_proj_weight";
     if (rc && tg_st_get(s, other)) {
         tg_mha_mode to = c->mode == SQ_MODE_FUSED ? TG_MHA_FUSED : TG_MHA_PER_HEAD;
-        tg_safetensors *conv = tg_mha_convert(s, to, (int)c->heads);
+        tg_safetensors *conv = tg_mha_convert(s, to, (int)c->heads, (int)c->kv_heads);
         rc = conv ? tg_st_load_params(p, conv, true, "optim.") : -1;
         tg_st_free(conv);
         if (rc == 0)

@@ -20,6 +20,7 @@ typedef enum { F_INT, F_REAL, F_CHOICE, F_STR, F_BOOL } ftype;
 #define M_MODEL SQ_META_MODEL
 #define M_TASK SQ_META_TASK
 #define M_TRAIN SQ_META_TRAIN
+#define M_LATER 0x100u  /* model metadata that older files lack: their value is the default */
 
 typedef struct flag {
     const char *name;            /* without "--" */
@@ -35,6 +36,7 @@ typedef struct flag {
 
 static const char *const task_choices[] = {"copy", "reverse", "sort", NULL};
 static const char *const mode_choices[] = {"fused", "per-head", NULL};
+static const char *const pos_choices[] = {"learned", "rope", "none", NULL};
 static const char *const sched_choices[] = {"constant", "cosine", "linear", NULL};
 static const char *const optim_choices[] = {"adam", "adamw", "sgd", NULL};
 
@@ -73,6 +75,12 @@ static const flag flags[] = {
     INT("heads", heads, 1, 64, "4", C_TRAIN, M_MODEL, "model", "N", "attention heads per block"),
     INT("d-head", d_head, 0, 4096, "0", C_TRAIN, M_MODEL, "model", "N",
         "width of one head (0: d-model / heads)"),
+    INT("kv-heads", kv_heads, 0, 64, "0", C_TRAIN, M_MODEL | M_LATER, "model", "N",
+        "key/value heads, dividing --heads (grouped-query attention; 1: multi-query; 0: --heads)"),
+    CHOICE("pos", pos, pos_choices, "learned", C_TRAIN, M_MODEL | M_LATER, "model",
+           "positions: a learned table, rotary embeddings on q and k, or none (the causal mask only)"),
+    BOOL("alibi", alibi, C_TRAIN, M_MODEL | M_LATER, "model",
+         "ALiBi: each head adds a slope times (key - query position) to its scores (e.g. with --pos none)"),
     INT("d-ff", d_ff, 0, 65536, "0", C_TRAIN, M_MODEL, "model", "N",
         "hidden width of the feed-forward layer (0: 4 * d-model)"),
     CHOICE("mode", mode, mode_choices, "fused", C_TRAIN, M_MODEL, "model",
@@ -434,6 +442,10 @@ int sq_cli_check_values(sq_config *c)
                      c->d_model, c->heads);
         return -1;
     }
+    if (c->kv_heads && c->heads % c->kv_heads != 0) {
+        tg_error_set("--kv-heads %ld does not divide --heads %ld", c->kv_heads, c->heads);
+        return -1;
+    }
     /* a resumed run keeps its checkpoint's warmup */
     if (!sq_cli_was_set(c, "warmup") && !c->merged) c->warmup = c->steps / 10 < 50 ? c->steps / 10 : 50;
     if (c->schedule != SQ_SCHED_CONSTANT && c->warmup >= c->steps) {
@@ -476,6 +488,7 @@ int sq_config_from_meta(sq_config *c, unsigned mask, unsigned must_match, sq_met
         if (!(fl->meta & mask)) continue;
         meta_key(fl, key, sizeof key);
         const char *v = get(ctx, key);
+        if (!v && (fl->meta & M_LATER)) v = fl->def;
         if (!v) {
             tg_error_set("%s: the metadata has no '%s' (not written by seqtask train?)", what,
                          key);

@@ -48,6 +48,9 @@ typedef struct sq_config {
     bool no_shuffle;
     /* model */
     long layers, d_model, heads, d_head, d_ff;  /* d_head, d_ff: 0 = derived */
+    long kv_heads;               /* key/value heads: 0 = heads */
+    int pos;                     /* positions: 0 learned, 1 rope, 2 none (tg_pos_kind's order) */
+    bool alibi;                  /* ALiBi biases in attention */
     int mode;                    /* sq_mode */
     double dropout;
     /* training */

@@ -34,7 +34,7 @@ int sq_attention_png(const tg_model *m, const int32_t *tokens, int L, const char
     }
     for (int l = 0; l < NL; l++) memcpy(w + (size_t)l * H * cell, attn[l]->data, (size_t)H * cell * sizeof *w);
     for (int i = 0; i < L; i++) labels[i] = sq_token_str(tokens[i], text + 16 * i, 16);
-    rc = tg_heatmap_png(path, w, NL, H, L, L, labels, labels);
+    rc = tg_heatmap_png_groups(path, w, NL, H, m->cfg.n_kv_heads, L, L, labels, labels);
 done:
     tg_free(labels);
     tg_free(text);
@@ -118,7 +118,7 @@ static int heads_report(sq_decoder *d, const sq_config *c, const sq_dataset *set
     int NL = (int)c->layers, H = (int)c->heads, n = NL * H;
     double *ent = tg_malloc((size_t)n * 2 * sizeof *ent), *drop = ent + n;
     uint8_t *mask = tg_malloc((size_t)n);
-    char(*labels)[32] = tg_malloc((size_t)n * sizeof *labels);
+    char(*labels)[48] = tg_malloc((size_t)n * sizeof *labels);
     const char **lp = tg_malloc((size_t)n * sizeof *lp);
     int rc = -1;
     sq_eval_result base, r;
@@ -130,15 +130,21 @@ static int heads_report(sq_decoder *d, const sq_config *c, const sq_dataset *set
         goto done;
     printf("%s: %ld held-out examples, exact-sequence accuracy %.2f%% with every head\n\n", c->model,
            base.examples, 100 * sq_exact_acc(&base));
-    printf("layer head  entropy(nats)  acc without it  drop (points)\n");
+    bool grouped = c->kv_heads && c->kv_heads < H;  /* a column for each head's key/value head */
+    printf("layer head%s  entropy(nats)  acc without it  drop (points)\n", grouped ? "  kv" : "");
     for (int i = 0; i < n; i++) {
         memset(mask, 1, (size_t)n);
         mask[i] = 0;
         if (sq_evaluate(d, set, mask, &r, NULL, 0)) goto done;
         drop[i] = 100 * (sq_exact_acc(&base) - sq_exact_acc(&r));
-        snprintf(labels[i], sizeof labels[i], "L%d H%d", i / H, i % H);
+        if (grouped)
+            snprintf(labels[i], sizeof labels[i], "L%d H%d KV%ld", i / H, i % H, i % H / (H / c->kv_heads));
+        else
+            snprintf(labels[i], sizeof labels[i], "L%d H%d", i / H, i % H);
         lp[i] = labels[i];
-        printf("%5d %4d  %13.3f  %13.2f%%  %13.2f\n", i / H, i % H, ent[i], 100 * sq_exact_acc(&r),
+        if (grouped) printf("%5d %4d %3ld", i / H, i % H, i % H / (H / c->kv_heads));
+        else printf("%5d %4d", i / H, i % H);
+        printf("  %13.3f  %13.2f%%  %13.2f\n", ent[i], 100 * sq_exact_acc(&r),
                drop[i]);
     }
     char title[160];

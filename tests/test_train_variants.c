@@ -1,0 +1,98 @@
+/* examples/seqtask with the attention variants, end to end: the reverse task
+ * trained to >= 99% exact-sequence accuracy with grouped-query attention
+ * (2 key/value heads for 4 query heads) and with RoPE instead of a position
+ * table; the model file keeps the variant
+ * (eval reads it back); heads and attn label each head's
+ * key/value group; bad flags are refused. Small models, one thread. */
+#include <sys/stat.h>
+
+#define SEQTASK_CAPTURE_STDOUT
+#include "seqtask_util.h"
+
+#define REVERSE "--task reverse --symbols 8 --min-len 1 --max-len 6 --layers 2 --d-model 32 --heads 4 " \
+                "--d-ff 64 --batch 32 --lr 3e-3 --steps 1500 --eval-every 100 --target-acc 0.99 "   \
+                "--eval-size 500 --threads 1"
+
+static void setup(void) { seqtask_setup("tg_test_train_variants", false); }
+static void teardown(void) { seqtask_teardown(); }
+
+TestSuite(train_variants, .init = setup, .fini = teardown, .timeout = 300);
+
+/* The last "exact-sequence accuracy X%" of the output. */
+static double reported_acc(const char *text)
+{
+    const char *s = NULL;
+    for (const char *p = strstr(text, "exact-sequence"); p; p = strstr(p + 1, "exact-sequence")) s = p;
+    cr_assert_not_null(s, "no accuracy in:\n%s", text);
+    while (*s && (*s < '0' || *s > '9')) s++;
+    return atof(s) / 100;
+}
+
+/* The start of a safetensors file's JSON header (its metadata and names). */
+static void model_header(const char *rel, char *buf, size_t len)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, rel);
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "%s is missing", path);
+    memset(buf, 0, len);
+    cr_assert_gt(fread(buf, 1, len - 1, f), 8);
+    fclose(f);
+    memmove(buf, buf + 8, len - 8);
+}
+
+static long file_size(const char *rel)
+{
+    char path[512];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s", dir, rel);
+    return stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+Test(train_variants, reverse_with_grouped_query_attention)
+{
+    cr_assert_eq(run("train " REVERSE " --kv-heads 2 --out g"), 0, "%s", err_text);
+    cr_assert(strstr(err_text, "reached the target accuracy"), "%s", err_text);
+    cr_assert_eq(run("eval --model g/model.safetensors --eval-size 500 --threads 1"), 0, "%s", err_text);
+    cr_assert_geq(reported_acc(out_text), 0.99, "%s", out_text);
+    cr_assert_eq(run("heads --model g/model.safetensors --eval-size 50 --threads 1"), 0, "%s", err_text);
+    cr_assert(strstr(out_text, "layer head  kv") && strstr(out_text, "    1    3   1  "), "%s", out_text);
+    cr_assert_eq(run("attn --model g/model.safetensors --input '2 7 1' --png a.png --threads 1"), 0, "%s",
+                 err_text);
+    cr_assert_gt(file_size("a.png"), 1000);
+}
+
+Test(train_variants, reverse_with_rope)
+{
+    cr_assert_eq(run("train " REVERSE " --pos rope --out r"), 0, "%s", err_text);
+    cr_assert(strstr(err_text, "reached the target accuracy"), "%s", err_text);
+    cr_assert_eq(run("eval --model r/model.safetensors --eval-size 500 --threads 1"), 0, "%s", err_text);
+    cr_assert_geq(reported_acc(out_text), 0.99, "%s", out_text);
+    /* no position table: RoPE is the model's only source of positions */
+    char head[4096];
+    model_header("r/model.safetensors", head, sizeof head);
+    cr_assert_null(strstr(head, "pos_emb"), "the RoPE model has a pos_emb");
+    cr_assert(strstr(head, "\"pos\":\"rope\""), "the model file does not say pos rope");
+    cr_assert_eq(run("attn --model r/model.safetensors --input '3 0 6 2 5' --png a.png --threads 1"), 0, "%s",
+                 err_text);
+    cr_assert_gt(file_size("a.png"), 1000);
+}
+
+/* --alibi is kept by the model file: eval and generate build the same model. */
+Test(train_variants, alibi_round_trips)
+{
+    cr_assert_eq(run("train " REVERSE " --pos none --alibi --steps 30 --eval-every 30 --out a"), 0, "%s", err_text);
+    cr_assert_eq(run("eval --model a/model.safetensors --eval-size 50 --threads 1"), 0, "%s", err_text);
+    cr_assert_eq(run("generate --model a/model.safetensors --input '1 2 3' --threads 1"), 0, "%s", err_text);
+    char head[4096];
+    model_header("a/model.safetensors", head, sizeof head);
+    cr_assert(strstr(head, "\"alibi\":\"true\"") && strstr(head, "\"pos\":\"none\""), "%s", head);
+}
+
+Test(train_variants, bad_variant_flags_are_refused)
+{
+    cr_assert_eq(run("train " REVERSE " --kv-heads 3 --steps 1 --out x"), 2, "%s", err_text);
+    cr_assert(strstr(err_text, "--kv-heads 3 does not divide --heads 4"), "%s", err_text);
+    cr_assert_eq(run("train " REVERSE " --pos sinusoid --steps 1 --out x"), 2, "%s", err_text);
+    cr_assert(strstr(err_text, "--pos") && strstr(err_text, "rope"), "%s", err_text);
+}
