@@ -359,22 +359,16 @@ Test(mha, weights_rows_sum_to_one)
 
 /* ---- errors ------------------------------------------------------------------------- */
 
-#define assert_error_has(msg, needle) \
-    do {                                                                                 \
-        const char *m_ = (msg);                                                          \
-        cr_assert(m_ && strstr(m_, (needle)), "message \"%s\" lacks \"%s\"", m_ ? m_ : "", (needle)); \
-    } while (0)
-
 Test(mha, bad_config_and_shapes_name_the_layer)
 {
     tg_params *p = tg_params_new();
     tg_mha m;
     tg_mha_config c = config(TG_MHA_FUSED, 3, 0, true);  /* 4 % 3 != 0 */
     cr_assert_eq(tg_mha_init(&m, p, "enc.attn", &c, NULL), -1);
-    assert_error_has(tg_error(), "tg_mha 'enc.attn'");
+    tu_assert_has(tg_error(), "tg_mha 'enc.attn'");
     c.n_heads = 0;
     cr_assert_eq(tg_mha_init(&m, p, "enc.attn", &c, NULL), -1);
-    assert_error_has(tg_error(), "n_heads");
+    tu_assert_has(tg_error(), "n_heads");
     c = config(TG_MHA_PER_HEAD, 2, 0, true);
     c.dropout = 0.5;
     cr_assert_eq(tg_mha_init(&m, p, "enc.attn", &c, NULL), 0, "%s", tg_error());
@@ -386,14 +380,14 @@ Test(mha, bad_config_and_shapes_name_the_layer)
         tg_tensor *w = good;
         cr_assert_null(tg_mha_forward(t, &m, i < 2 ? bad[i] : good, i < 2 ? good : bad[i], NULL, &w));
         cr_assert_null(w);
-        assert_error_has(tg_tape_error(t), "tg_mha 'enc.attn'");
+        tu_assert_has(tg_tape_error(t), "tg_mha 'enc.attn'");
         tg_tape_clear_error(t);
     }
     cr_assert_null(tg_mha_forward(t, &m, good, good, NULL, NULL));  /* dropout, no rng */
-    assert_error_has(tg_tape_error(t), "rng");
+    tu_assert_has(tg_tape_error(t), "rng");
     tg_tape_clear_error(t);
     cr_assert_null(tg_mha_forward(t, &m, NULL, good, NULL, NULL));
-    assert_error_has(tg_tape_error(t), "tg_mha");
+    tu_assert_has(tg_tape_error(t), "tg_mha");
     tg_tape_clear_error(t);
     tg_tape_set_training(t, false);  /* eval: dropout off, no rng needed */
     cr_assert_not_null(tg_mha_forward(t, &m, good, good, NULL, NULL), "%s", tg_tape_error(t));
