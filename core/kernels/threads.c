@@ -123,7 +123,7 @@ static void run_serial(const pool_job *j)
 /* Before sleeping on a condition variable, a thread busy-waits for it to
  * come true: a worker for the next job for SPIN_NS, the caller for the chunks
  * workers are running for SPIN_DONE_NS. Waking a sleeping thread costs the
- * waker a system call and the sleeper 10-100 us on this VM (futex, an IPI to
+ * waker a system call and the sleeper 10-100 us when the CPUs are virtual (futex, an IPI to
  * an idle vCPU), so a worker stays awake through the gaps between the jobs of
  * a training step (1 ms, as OpenMP runtimes spin); the caller spins only
  * while a worker runs a chunk of its job. A spin does not yield while it has
