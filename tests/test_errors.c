@@ -166,7 +166,7 @@ Test(errors, params_add_refusals)
     cr_assert_str_eq(tg_error(), "tg_params_add: empty name");
     cr_assert_null(tg_params_add(p, NULL, 1, (int[]){2}));
     cr_assert_str_eq(tg_error(), "tg_params_add: empty name");
-    cr_assert_null(tg_params_add(p, "w", 5, (int[]){1, 1, 1, 1, 1}));
+    cr_assert_null(tg_params_add(p, "w", 9, (int[]){1, 1, 1, 1, 1, 1, 1, 1, 1}));
     cr_assert_str_eq(tg_error(), "tg_params_add: 'w' has an invalid shape");
     cr_assert_null(tg_params_add(p, "w", 1, (int[]){-3}));
     cr_assert_str_eq(tg_error(), "tg_params_add: 'w' has an invalid shape");

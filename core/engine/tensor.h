@@ -1,6 +1,6 @@
 /* tapegrad: tensors.
  *
- * A tensor is up to 4-D, row-major and always contiguous (no strides). Two
+ * A tensor is up to 8-D (TG_MAX_DIMS), row-major and always contiguous (no strides). Two
  * owners exist and are never mixed up:
  *   - parameters live in a tg_params store (core/engine/params.h); their grad is
  *     allocated with them and persists until tg_params_zero_grad;
@@ -34,12 +34,12 @@ typedef float tg_real;
 #define TG_REAL_NAME "float32"
 #endif
 
-#define TG_MAX_DIMS 4
+#define TG_MAX_DIMS 8
 
 typedef struct tg_tensor {
     tg_real *data;
     tg_real *grad;           /* NULL until a backward needs it (temporaries) */
-    int ndim;                /* 0 (scalar) .. 4 */
+    int ndim;                /* 0 (scalar) .. TG_MAX_DIMS */
     int shape[TG_MAX_DIMS];  /* unused trailing entries are 1 */
     size_t size;             /* number of elements */
     bool requires_grad;
@@ -73,8 +73,8 @@ bool tg_shape_equal(const tg_tensor *a, const tg_tensor *b);
 /* Sets x's ndim, shape (trailing entries 1) and size from a shape that
  * tg_shape_size accepted. */
 void tg_tensor_set_shape(tg_tensor *x, int ndim, const int *shape, size_t size);
-/* "[32,16,64]" into buf (at least TG_SHAPE_STR bytes); returns buf. */
-#define TG_SHAPE_STR 64
+/* "[32,16,64]" into buf (at least TG_SHAPE_STR bytes: 8 dims of 10 digits fit); returns buf. */
+#define TG_SHAPE_STR 96
 const char *tg_shape_str(const tg_tensor *x, char *buf);
 /* Product of all dims but the last (rows) and the last dim (cols). */
 size_t tg_rows(const tg_tensor *x);

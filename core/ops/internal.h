@@ -53,6 +53,34 @@ void tg_sdpa_tune(int rows, int materialise);
  * its weights [B, H, Lq, Lk] for backward (else it recomputes them). */
 bool tg_sdpa_materialises(int B, int H, int Lq, int Lk);
 
+/* core/ops/move.c: a map from a walk shape n[nd] to an input and an output
+ * element each (strides in elements, 0 to stretch, negative to flip):
+ *   out[out_off + i . out_st] <- in[in_off + i . in_st]. */
+#define TG_MAP_DIMS (2 * TG_MAX_DIMS)
+typedef struct tg_map {
+    int nd;
+    int n[TG_MAP_DIMS];
+    ptrdiff_t in_st[TG_MAP_DIMS], out_st[TG_MAP_DIMS];
+    ptrdiff_t in_off, out_off;
+} tg_map;
+/* out[...] = in[...] over the map */
+void tg_map_forward(const tg_map *m, tg_real *out, const tg_real *in);
+/* din[...] += dout[...] over the map, in walk order */
+void tg_map_backward(const tg_map *m, tg_real *din, const tg_real *dout);
+/* Row-major element strides of a shape. */
+void tg_strides(int ndim, const int *shape, ptrdiff_t *st);
+/* The context of a one-input op that is up to two maps (roll needs two). */
+typedef struct tg_map_ctx {
+    int n_maps;
+    tg_map maps[2];
+} tg_map_ctx;
+/* d a += each map read backwards; the backward of every tg_map_op. */
+void tg_map_op_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx);
+/* out [shape] <- a through c's maps (out zeroed first when zero: pad, diag);
+ * records op (whose backward is tg_map_op_backward) with c as context. */
+tg_tensor *tg_map_op(tg_tape *t, const tg_op *op, tg_tensor *a, int ndim, const int *shape,
+                     const tg_map_ctx *c, bool zero);
+
 /* The sum of x [n] in 8 independent lanes: no loop-carried dependence, so it
  * runs at throughput and vectorizes without -ffast-math. x[j] always goes to
  * lane j % 8, the tail too, so zeros appended to a row leave its sum's bits

@@ -16,7 +16,7 @@ extern "C" {
 
 /* ---- matmul (core/ops/matmul.c) ------------------------------------------
  * out = op(a) @ op(b) + bias, op = transpose when TG_TRANS_A / TG_TRANS_B.
- * a is [..., M, K] (or [..., K, M] with TG_TRANS_A), 2-D to 4-D.
+ * a is [..., M, K] (or [..., K, M] with TG_TRANS_A), 2-D to 8-D.
  * b is [K, N] (or [N, K] with TG_TRANS_B): 2-D broadcast over a's batch dims,
  *   or with the same batch dims as a (batched).
  * bias is [N] or NULL. out is [..., M, N]. Through tg_gemm (core/kernels/blas.h):
@@ -80,7 +80,8 @@ tg_tensor *tg_logsumexp_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
 tg_tensor *tg_reshape(tg_tape *t, tg_tensor *a, int ndim, const int *shape);
 /* a[start : start + len] along the first dim (PyTorch's a.narrow(0, start, len)) */
 tg_tensor *tg_rows_view(tg_tape *t, tg_tensor *a, int start, int len);
-/* out.shape[i] = a.shape[perm[i]]; perm has a->ndim entries. */
+/* out.shape[i] = a.shape[perm[i]]; perm has a->ndim entries, negative ones
+ * counting from the end (-1 is the last dim). */
 tg_tensor *tg_permute(tg_tape *t, tg_tensor *a, const int *perm);
 tg_tensor *tg_transpose(tg_tape *t, tg_tensor *a, int d0, int d1);
 /* [B, L, H*dk] -> [B, H, L, dk] and back. */

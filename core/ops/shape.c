@@ -5,7 +5,7 @@
  * contiguous tensor and
  * records a node whose backward moves the output grad back to where each
  * element came from:
- *   permute       d a = permute(d out, inverse perm)
+ *   permute       d a = permute(d out, inverse perm) (a map, core/ops/move.c)
  *   split_heads   d x = merge_heads(d out)      merge_heads  d x = split_heads(d out)
  *   concat        d xs[i] = d out[..., off_i : off_i + C_i]
  *   slice         d a[..., start : start + len] += d out
@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "internal.h"
 #include "ops.h"
 
 /* "{2,0,1}" (n ints) into buf (TG_SHAPE_STR bytes); returns buf. */
@@ -122,66 +123,26 @@ tg_tensor *tg_rows_view(tg_tape *t, tg_tensor *a, int start, int len)
 
 /* ---- permute / transpose ----------------------------------------------------- */
 
-/* Walks out = permute(in, perm) in out's row-major order. Forward copies
- * (dst = out, src = in); backward scatter-adds (dst = d in, src = d out). */
-static void permute_kernel(const tg_real *src, tg_real *dst, int ndim, const int *in_shape,
-                           const int *perm, bool backward)
-{
-    size_t in_stride[TG_MAX_DIMS], st[TG_MAX_DIMS] = {0, 0, 0, 0};
-    int os[TG_MAX_DIMS] = {1, 1, 1, 1};
-    size_t s = 1;
-    for (int i = ndim - 1; i >= 0; i--) {
-        in_stride[i] = s;
-        s *= (size_t)in_shape[i];
-    }
-    /* pad to 4-D at the front: out dim k (of 4) reads input stride st[k] */
-    for (int k = 0; k < ndim; k++) {
-        os[TG_MAX_DIMS - ndim + k] = in_shape[perm[k]];
-        st[TG_MAX_DIMS - ndim + k] = in_stride[perm[k]];
-    }
-    size_t o = 0;
-    for (int i0 = 0; i0 < os[0]; i0++)
-        for (int i1 = 0; i1 < os[1]; i1++)
-            for (int i2 = 0; i2 < os[2]; i2++) {
-                const size_t base = i0 * st[0] + i1 * st[1] + i2 * st[2];
-                if (backward)
-                    for (int i3 = 0; i3 < os[3]; i3++) dst[base + i3 * st[3]] += src[o++];
-                else
-                    for (int i3 = 0; i3 < os[3]; i3++) dst[o++] = src[base + i3 * st[3]];
-            }
-}
-
-/* [a's dims permuted] -> a's dims: d a += d out read through the same map. */
-typedef struct permute_ctx {
-    int perm[TG_MAX_DIMS];
-} permute_ctx;
-
-static void permute_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)
-{
-    tg_tensor *a = in[0];
-    tg_real *da = tg_grad(t, a);
-    if (!da) return;
-    permute_kernel(out->grad, da, a->ndim, a->shape, ((const permute_ctx *)ctx)->perm, true);
-}
-
+/* out dim k is a's dim perm[k]: one map that walks out in order and reads a
+ * through its strides in perm's order; d a = permute(d out, inverse perm). */
 static const tg_op permute_ops[] = {
-    {"tg_permute", permute_backward, sizeof(permute_ctx)},
-    {"tg_transpose", permute_backward, sizeof(permute_ctx)},
+    {"tg_permute", tg_map_op_backward, sizeof(tg_map_ctx)},
+    {"tg_transpose", tg_map_op_backward, sizeof(tg_map_ctx)},
 };
 
-/* Records as permute_ops[transpose] */
+/* Records as permute_ops[transpose]; perm is resolved (0 .. ndim-1). */
 static tg_tensor *permute_op(tg_tape *t, tg_tensor *a, const int *perm, bool transpose)
 {
-    const char *op = permute_ops[transpose].name;
     int out_shape[TG_MAX_DIMS];
-    for (int k = 0; k < a->ndim; k++) out_shape[k] = a->shape[perm[k]];
-    tg_tensor *out = tg_new(t, op, a->ndim, out_shape);
-    if (!out) return NULL;
-    permute_kernel(a->data, out->data, a->ndim, a->shape, perm, false);
-    permute_ctx c = {{0}};
-    memcpy(c.perm, perm, (size_t)a->ndim * sizeof *perm);
-    if (!tg_op_record(t, &permute_ops[transpose], out, &a, 1, &c)) return NULL;
-    return tg_op_done(t, op, out);
+    ptrdiff_t st[TG_MAX_DIMS];
+    tg_strides(a->ndim, a->shape, st);
+    tg_map_ctx c = {.n_maps = 1, .maps[0].nd = a->ndim};
+    for (int k = 0; k < a->ndim; k++) {
+        out_shape[k] = c.maps[0].n[k] = a->shape[perm[k]];
+        c.maps[0].in_st[k] = st[perm[k]];
+    }
+    tg_strides(a->ndim, out_shape, c.maps[0].out_st);
+    return tg_map_op(t, &permute_ops[transpose], a, a->ndim, out_shape, &c, false);
 }
 
 tg_tensor *tg_permute(tg_tape *t, tg_tensor *a, const int *perm)
@@ -191,13 +152,15 @@ tg_tensor *tg_permute(tg_tape *t, tg_tensor *a, const int *perm)
     if (a->ndim > 0 && !perm)
         return tg_fail(t, "tg_permute: perm is NULL for a %s", tg_shape_str(a, sa));
     bool seen[TG_MAX_DIMS] = {false};
+    int p[TG_MAX_DIMS];
     for (int k = 0; k < a->ndim; k++) {
-        if (perm[k] < 0 || perm[k] >= a->ndim || seen[perm[k]])
-            return tg_fail(t, "tg_permute: perm %s is not a permutation of the %d dims of a %s",
-                           ints_str(perm, a->ndim, sp), a->ndim, tg_shape_str(a, sa));
-        seen[perm[k]] = true;
+        p[k] = perm[k] < 0 ? perm[k] + a->ndim : perm[k];
+        if (p[k] < 0 || p[k] >= a->ndim || seen[p[k]])
+            return tg_fail(t, "tg_permute: perm %s is not a permutation of the %d dims of a %s (dims %d to %d)",
+                           ints_str(perm, a->ndim, sp), a->ndim, tg_shape_str(a, sa), -a->ndim, a->ndim - 1);
+        seen[p[k]] = true;
     }
-    return permute_op(t, a, perm, false);
+    return permute_op(t, a, p, false);
 }
 
 /* Swaps dims d0 and d1; negative dims count from the end (PyTorch style). */
@@ -208,7 +171,8 @@ tg_tensor *tg_transpose(tg_tape *t, tg_tensor *a, int d0, int d1)
     int e0 = d0 < 0 ? d0 + a->ndim : d0, e1 = d1 < 0 ? d1 + a->ndim : d1;
     if (e0 < 0 || e0 >= a->ndim || e1 < 0 || e1 >= a->ndim)
         return tg_fail(t, "tg_transpose: dims (%d, %d) out of range for a %s", d0, d1, tg_shape_str(a, sa));
-    int perm[TG_MAX_DIMS] = {0, 1, 2, 3};
+    int perm[TG_MAX_DIMS];
+    for (int k = 0; k < TG_MAX_DIMS; k++) perm[k] = k;
     perm[e0] = e1;
     perm[e1] = e0;
     return permute_op(t, a, perm, true);
