@@ -1,26 +1,9 @@
 /* Tensors of up to 8 dims (TG_MAX_DIMS): broadcasting, permute, reductions,
  * safetensors and shape strings at 8-D, each against an index-by-index
  * reference, with gradchecks; 9 dims are refused. */
-#include "ops_util.h"
+#include "map_util.h"
 
 #define ND 8
-
-/* flat index of idx in a row-major shape, reading dims of size 1 as 0 */
-static size_t flat(const int *shape, const int *idx, int nd)
-{
-    size_t f = 0;
-    for (int k = 0; k < nd; k++) f = f * (size_t)shape[k] + (size_t)(shape[k] == 1 ? 0 : idx[k]);
-    return f;
-}
-
-/* the multi-index of flat position i in shape */
-static void unflat(const int *shape, int nd, size_t i, int *idx)
-{
-    for (int k = nd - 1; k >= 0; k--) {
-        idx[k] = (int)(i % (size_t)shape[k]);
-        i /= (size_t)shape[k];
-    }
-}
 
 static tg_tensor *gc_mul(tg_tape *t, tg_tensor **in, void *ctx)
 {

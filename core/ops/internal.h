@@ -76,10 +76,18 @@ typedef struct tg_map_ctx {
 } tg_map_ctx;
 /* d a += each map read backwards; the backward of every tg_map_op. */
 void tg_map_op_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx);
-/* out [shape] <- a through c's maps (out zeroed first when zero: pad, diag);
- * records op (whose backward is tg_map_op_backward) with c as context. */
+/* out [shape] <- a through c's maps (out filled with *fill first unless fill
+ * is NULL: pad, diag); records op (whose backward is tg_map_op_backward)
+ * with c as context. */
 tg_tensor *tg_map_op(tg_tape *t, const tg_op *op, tg_tensor *a, int ndim, const int *shape,
-                     const tg_map_ctx *c, bool zero);
+                     const tg_map_ctx *c, const tg_real *fill);
+
+/* dim resolved into *d, negative counting from the end of n dims (n is
+ * a->ndim, or a->ndim + 1 where a new dim may go: stack, unsqueeze); false
+ * with "<op>: dim D is out of range for a [..] (dims -n to n-1)". */
+bool tg_dim_resolve(tg_tape *t, const char *op, const tg_tensor *a, int dim, int n, int *d);
+/* m walks a [shape] in order: n = shape, in_st = out_st = its strides, offsets 0. */
+void tg_map_of(tg_map *m, int ndim, const int *shape);
 
 /* The sum of x [n] in 8 independent lanes: no loop-carried dependence, so it
  * runs at throughput and vectorizes without -ffast-math. x[j] always goes to

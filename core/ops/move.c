@@ -99,12 +99,30 @@ void tg_map_op_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const 
 }
 
 tg_tensor *tg_map_op(tg_tape *t, const tg_op *op, tg_tensor *a, int ndim, const int *shape,
-                     const tg_map_ctx *c, bool zero)
+                     const tg_map_ctx *c, const tg_real *fill)
 {
     tg_tensor *out = tg_new(t, op->name, ndim, shape);
     if (!out) return NULL;
-    if (zero) memset(out->data, 0, out->size * sizeof *out->data);
+    if (fill) tg_tensor_fill(out, *fill);
     for (int k = 0; k < c->n_maps; k++) tg_map_forward(&c->maps[k], out->data, a->data);
     if (!tg_op_record(t, op, out, &a, 1, c)) return NULL;
     return tg_op_done(t, op->name, out);
+}
+
+bool tg_dim_resolve(tg_tape *t, const char *op, const tg_tensor *a, int dim, int n, int *d)
+{
+    *d = dim < 0 ? dim + n : dim;
+    if (*d >= 0 && *d < n) return true;
+    char sa[TG_SHAPE_STR];
+    tg_fail(t, "%s: dim %d is out of range for a %s (dims %d to %d)", op, dim, tg_shape_str(a, sa), -n, n - 1);
+    return false;
+}
+
+void tg_map_of(tg_map *m, int ndim, const int *shape)
+{
+    memset(m, 0, sizeof *m);
+    m->nd = ndim;
+    memcpy(m->n, shape, (size_t)ndim * sizeof *shape);
+    tg_strides(ndim, shape, m->in_st);
+    tg_strides(ndim, shape, m->out_st);
 }

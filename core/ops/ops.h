@@ -167,6 +167,82 @@ typedef struct tg_sdpa_layout {
 tg_tensor *tg_sdpa_heads(tg_tape *t, tg_tensor *xq, tg_tensor *xkv, const tg_sdpa_layout *lay,
                          const tg_sdpa_opts *opts, tg_tensor **weights);
 
+/* ---- shape and indexing along any dim (core/ops/slice.c, cat.c, layout.c,
+ * tri.c, gather.c; squeeze / unsqueeze in shape.c) --------------------------
+ * A dim counts from the end when negative (-1 is the last); out-of-range
+ * dims, sizes and indices are errors naming the op, the value and a's shape.
+ * Every op writes a new tensor except squeeze / unsqueeze (views, as
+ * reshape); each backward is hand-written beside its forward. */
+/* a.narrow(dim, start, len); start < 0 counts from the end. */
+tg_tensor *tg_narrow(tg_tape *t, tg_tensor *a, int dim, int start, int len);
+/* a[.., start:end:step, ..] along dim (Python's slice: negative bounds count
+ * from the end, out-of-range bounds clamp); step >= 1 (PyTorch has no
+ * negative step: use tg_flip). */
+tg_tensor *tg_slice_dim(tg_tape *t, tg_tensor *a, int dim, int start, int end, int step);
+/* torch.split(a, size, dim): pieces of `size` along dim (the last smaller)
+ * into outs[0..count), count = ceil(n / size) (1 when the dim is empty);
+ * returns count, or -1 when it exceeds max_outs or on another error. */
+int tg_split(tg_tape *t, tg_tensor *a, int size, int dim, tg_tensor **outs, int max_outs);
+/* torch.split(a, sizes, dim): n pieces of sizes[i], which must sum to the
+ * dim; 0 or -1. */
+int tg_split_sizes(tg_tape *t, tg_tensor *a, const int *sizes, int n, int dim, tg_tensor **outs);
+/* torch.chunk: pieces of ceil(n / chunks), so possibly fewer than chunks;
+ * outs has room for chunks; returns the count or -1. */
+int tg_chunk(tg_tape *t, tg_tensor *a, int chunks, int dim, tg_tensor **outs);
+/* Join n tensors along dim: every other dim equal (PyTorch also skips 1-D
+ * empty tensors of another shape; tapegrad does not). */
+tg_tensor *tg_cat(tg_tape *t, tg_tensor *const *xs, int n, int dim);
+/* Join n tensors of one shape along a new dim (0 .. ndim; -1 appends). */
+tg_tensor *tg_stack(tg_tape *t, tg_tensor *const *xs, int n, int dim);
+/* a with a size-1 dim inserted at dim (0 .. ndim; negative counts from the
+ * end of ndim + 1). A view. */
+tg_tensor *tg_unsqueeze(tg_tape *t, tg_tensor *a, int dim);
+/* a without dim `dim` when its size is 1, else unchanged (PyTorch's
+ * squeeze(dim)); dim = TG_SQUEEZE_ALL drops every size-1 dim. A view. */
+#define TG_SQUEEZE_ALL INT32_MIN
+tg_tensor *tg_squeeze(tg_tape *t, tg_tensor *a, int dim);
+/* Reverse the n given dims. */
+tg_tensor *tg_flip(tg_tape *t, tg_tensor *a, const int *dims, int n);
+/* out[.., (j + shift) mod n, ..] = a[.., j, ..] along one dim (torch.roll
+ * with one shift and one dim; roll a reshape for the flattened form). */
+tg_tensor *tg_roll(tg_tape *t, tg_tensor *a, int shift, int dim);
+/* F.pad(a, pads, mode='constant', value): pads[2i], pads[2i+1] go before
+ * and after dim ndim-1-i (the last dim first); negative pads crop. */
+tg_tensor *tg_pad(tg_tape *t, tg_tensor *a, const int *pads, int n_pads, double value);
+/* a.repeat(reps): n >= a->ndim repeats, a padded with leading 1-dims. */
+tg_tensor *tg_repeat(tg_tape *t, tg_tensor *a, const int *reps, int n);
+/* a.expand(shape) / torch.broadcast_to: size-1 dims of a stretch, new dims
+ * go in front, -1 keeps a's size. A copy (PyTorch returns a view); the
+ * backward sums over the stretched dims. */
+tg_tensor *tg_expand(tg_tape *t, tg_tensor *a, int ndim, const int *shape);
+/* The lower / upper triangle of the last two dims, diagonal k (0 the main,
+ * > 0 above it); the rest is 0. */
+tg_tensor *tg_tril(tg_tape *t, tg_tensor *a, int diagonal);
+tg_tensor *tg_triu(tg_tape *t, tg_tensor *a, int diagonal);
+/* torch.diag: a 1-D a [n] gives the [n+|k|, n+|k|] matrix with a on
+ * diagonal k; a 2-D a gives its diagonal k (length 0 when k is off the matrix). */
+tg_tensor *tg_diag(tg_tape *t, tg_tensor *a, int diagonal);
+
+/* An integer index array: int32_t or int64_t values, row-major. */
+typedef struct tg_index {
+    const void *data;
+    bool i64;                 /* data is int64_t (else int32_t) */
+    int ndim;
+    int shape[TG_MAX_DIMS];
+} tg_index;
+/* torch.gather: ix has a's number of dims, no larger than a but along dim;
+ * out has ix's shape, out[i] = a[i with i_dim = ix[i]]. */
+tg_tensor *tg_gather(tg_tape *t, tg_tensor *a, int dim, const tg_index *ix);
+/* a.scatter_add(dim, ix, src): out = a, then out[i with i_dim = ix[i]] +=
+ * src[i] for every i of ix (no larger than src, nor than a but along dim). */
+tg_tensor *tg_scatter_add(tg_tape *t, tg_tensor *a, int dim, const tg_index *ix, tg_tensor *src);
+/* torch.index_select: ix 1-D [n]; out is a with dim of size n, its slice j
+ * a's slice ix[j]. */
+tg_tensor *tg_index_select(tg_tape *t, tg_tensor *a, int dim, const tg_index *ix);
+/* a.index_add(dim, ix, src, alpha=alpha): out = a, then out's slice ix[j]
+ * += alpha * src's slice j; src is a with dim of size n. */
+tg_tensor *tg_index_add(tg_tape *t, tg_tensor *a, int dim, const tg_index *ix, tg_tensor *src, double alpha);
+
 #ifdef __cplusplus
 }
 #endif

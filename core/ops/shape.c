@@ -121,6 +121,33 @@ tg_tensor *tg_rows_view(tg_tape *t, tg_tensor *a, int start, int len)
     return view(t, "tg_rows_view", a, a->ndim, shape, (size_t)start * row);
 }
 
+/* a with a size-1 dim inserted at dim (0 .. ndim; negative counts from the
+ * end of ndim + 1): a view. */
+tg_tensor *tg_unsqueeze(tg_tape *t, tg_tensor *a, int dim)
+{
+    if (!tg_inputs_check(t, "tg_unsqueeze", &a, 1, 1)) return NULL;
+    char sa[TG_SHAPE_STR];
+    if (a->ndim == TG_MAX_DIMS)
+        return tg_fail(t, "tg_unsqueeze: a %s already has %d dims, the most a tensor has", tg_shape_str(a, sa),
+                       TG_MAX_DIMS);
+    int d, shape[TG_MAX_DIMS];
+    if (!tg_dim_resolve(t, "tg_unsqueeze", a, dim, a->ndim + 1, &d)) return NULL;
+    for (int k = 0, j = 0; k <= a->ndim; k++) shape[k] = k == d ? 1 : a->shape[j++];
+    return view(t, "tg_unsqueeze", a, a->ndim + 1, shape, 0);
+}
+
+/* a without dim `dim` when its size is 1, else a view of a itself (PyTorch's
+ * squeeze(dim)); TG_SQUEEZE_ALL drops every size-1 dim. A view. */
+tg_tensor *tg_squeeze(tg_tape *t, tg_tensor *a, int dim)
+{
+    if (!tg_inputs_check(t, "tg_squeeze", &a, 1, 1)) return NULL;
+    int d = -1, nd = 0, shape[TG_MAX_DIMS];
+    if (dim != TG_SQUEEZE_ALL && !tg_dim_resolve(t, "tg_squeeze", a, dim, a->ndim ? a->ndim : 1, &d)) return NULL;
+    for (int k = 0; k < a->ndim; k++)
+        if (a->shape[k] != 1 || (dim != TG_SQUEEZE_ALL && k != d)) shape[nd++] = a->shape[k];
+    return view(t, "tg_squeeze", a, nd, shape, 0);
+}
+
 /* ---- permute / transpose ----------------------------------------------------- */
 
 /* out dim k is a's dim perm[k]: one map that walks out in order and reads a
@@ -142,7 +169,7 @@ static tg_tensor *permute_op(tg_tape *t, tg_tensor *a, const int *perm, bool tra
         c.maps[0].in_st[k] = st[perm[k]];
     }
     tg_strides(a->ndim, out_shape, c.maps[0].out_st);
-    return tg_map_op(t, &permute_ops[transpose], a, a->ndim, out_shape, &c, false);
+    return tg_map_op(t, &permute_ops[transpose], a, a->ndim, out_shape, &c, NULL);
 }
 
 tg_tensor *tg_permute(tg_tape *t, tg_tensor *a, const int *perm)
