@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "error.h"
 
@@ -44,6 +45,7 @@ typedef struct tg_tensor {
     size_t size;             /* number of elements */
     bool requires_grad;
     bool owns_data;          /* heap tensor from tg_tensor_alloc */
+    bool retains_grad;       /* an op output whose grad backward keeps (tg_retain_grad) */
     const char *name;        /* parameters only: the state_dict key */
     struct tg_tensor *view_of; /* a view made before its base had a grad: */
     size_t view_off;           /* its grad is view_of's grad + view_off (tg_grad) */
@@ -81,6 +83,18 @@ size_t tg_rows(const tg_tensor *x);
 int tg_cols(const tg_tensor *x);
 
 void tg_tensor_fill(tg_tensor *x, tg_real v);
+
+/* A readable form of x like PyTorch's repr: the values in nested brackets
+ * (more than 1000 elements: the first and last 3 along each dim, "..."
+ * between), then its shape and whether it requires grad:
+ *   tensor([[ 0.5000, -1.2500],
+ *           [ 3.0000,  4.0000]], shape=[2,2], requires_grad=True)
+ * Integral values print as "3.", values spanning more than 1e4 or beyond
+ * 1e8 in scientific form. Writes at most cap bytes (NUL included) into buf
+ * and returns the full length, as snprintf. */
+size_t tg_tensor_str(const tg_tensor *x, char *buf, size_t cap);
+/* The same, and a newline, to f; -1 on a write error or out of memory. */
+int tg_tensor_print(FILE *f, const tg_tensor *x);
 
 #ifdef __cplusplus
 }

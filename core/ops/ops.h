@@ -194,6 +194,9 @@ int tg_chunk(tg_tape *t, tg_tensor *a, int chunks, int dim, tg_tensor **outs);
 tg_tensor *tg_cat(tg_tape *t, tg_tensor *const *xs, int n, int dim);
 /* Join n tensors of one shape along a new dim (0 .. ndim; -1 appends). */
 tg_tensor *tg_stack(tg_tape *t, tg_tensor *const *xs, int n, int dim);
+/* a's data (shared, as PyTorch) under a header that requires no grad: what
+ * is computed from it sends no grad back to a. */
+tg_tensor *tg_detach(tg_tape *t, tg_tensor *a);
 /* a with a size-1 dim inserted at dim (0 .. ndim; negative counts from the
  * end of ndim + 1). A view. */
 tg_tensor *tg_unsqueeze(tg_tape *t, tg_tensor *a, int dim);

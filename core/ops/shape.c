@@ -121,6 +121,18 @@ tg_tensor *tg_rows_view(tg_tape *t, tg_tensor *a, int start, int len)
     return view(t, "tg_rows_view", a, a->ndim, shape, (size_t)start * row);
 }
 
+/* a's data under a new header that requires no grad and has none: no node,
+ * nothing flows back through it (PyTorch's detach shares storage too). */
+tg_tensor *tg_detach(tg_tape *t, tg_tensor *a)
+{
+    if (!tg_inputs_check(t, "tg_detach", &a, 1, 1)) return NULL;
+    tg_tensor *v = tg_new_header(t, "tg_detach");
+    if (!v) return NULL;
+    tg_tensor_set_shape(v, a->ndim, a->shape, a->size);
+    v->data = a->data;
+    return v;
+}
+
 /* a with a size-1 dim inserted at dim (0 .. ndim; negative counts from the
  * end of ndim + 1): a view. */
 tg_tensor *tg_unsqueeze(tg_tape *t, tg_tensor *a, int dim)
