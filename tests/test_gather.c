@@ -17,6 +17,14 @@ static tg_index index_of(const void *data, bool i64, int nd, const int *shape)
     return ix;
 }
 
+/* a's flat element at multi-index o with o_d replaced by v */
+static long a_at(const tg_tensor *a, const int *o, int d, int64_t v)
+{
+    size_t f = 0;
+    for (int k = 0; k < a->ndim; k++) f = f * (size_t)a->shape[k] + (size_t)(k == d ? v : o[k]);
+    return (long)f;
+}
+
 typedef struct gather_ref {
     int d;
     const int64_t *ix;
@@ -27,12 +35,7 @@ typedef struct gather_ref {
 static long gather_src(const int *o, const tg_tensor *a, const void *ctx)
 {
     const gather_ref *r = ctx;
-    int i[TG_MAX_DIMS];
-    memcpy(i, o, sizeof i);
-    i[r->d] = (int)r->ix[flat(r->ishape, o, a->ndim)];
-    size_t f = 0;
-    for (int k = 0; k < a->ndim; k++) f = f * (size_t)a->shape[k] + (size_t)i[k];
-    return (long)f;
+    return a_at(a, o, r->d, r->ix[flat(r->ishape, o, a->ndim)]);
 }
 
 Test(gather, gather_tinygrad_cases)
@@ -169,12 +172,7 @@ typedef struct select_ref {
 static long select_src(const int *o, const tg_tensor *a, const void *ctx)
 {
     const select_ref *r = ctx;
-    int i[TG_MAX_DIMS];
-    memcpy(i, o, sizeof i);
-    i[r->d] = (int)r->ix[o[r->d]];
-    size_t f = 0;
-    for (int k = 0; k < a->ndim; k++) f = f * (size_t)a->shape[k] + (size_t)i[k];
-    return (long)f;
+    return a_at(a, o, r->d, r->ix[o[r->d]]);
 }
 
 /* OpInfo index_select: (S, S, S) with (S,) indices along each dim, repeats, an empty index, a 1-D a */

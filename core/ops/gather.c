@@ -88,6 +88,17 @@ typedef struct offsets_ctx {
     size_t n;
 } offsets_ctx;
 
+/* d a += d out for an op that adds to a copy of a (a has out's shape);
+ * false on out of memory. */
+static bool grad_through(tg_tape *t, const tg_tensor *out, tg_tensor *a)
+{
+    if (!a->requires_grad) return true;
+    tg_real *da = tg_grad(t, a);
+    if (!da) return false;
+    for (size_t i = 0; i < out->size; i++) da[i] += out->grad[i];
+    return true;
+}
+
 /* out [ix's shape] <- a: d a[xoff[i]] += g[i] */
 static void gather_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)
 {
@@ -101,11 +112,7 @@ static void gather_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, co
 static void scatter_add_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)
 {
     const offsets_ctx *c = ctx;
-    if (in[0]->requires_grad) {
-        tg_real *da = tg_grad(t, in[0]);
-        if (!da) return;
-        for (size_t i = 0; i < out->size; i++) da[i] += out->grad[i];
-    }
+    if (!grad_through(t, out, in[0])) return;
     if (in[1]->requires_grad) {
         tg_real *ds = tg_grad(t, in[1]);
         if (!ds) return;
@@ -208,11 +215,7 @@ static void index_select_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *
 /* out [.., N, ..] <- a, src [.., n, ..]: d a += g; d src[.., j, ..] += alpha g[.., ix[j], ..] */
 static void index_add_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)
 {
-    if (in[0]->requires_grad) {
-        tg_real *da = tg_grad(t, in[0]);
-        if (!da) return;
-        for (size_t i = 0; i < out->size; i++) da[i] += out->grad[i];
-    }
+    if (!grad_through(t, out, in[0])) return;
     if (in[1]->requires_grad) {
         tg_real *ds = tg_grad(t, in[1]);
         if (ds) slices_move(ctx, in[0], ds, out->grad, false, true);
