@@ -47,13 +47,14 @@ Test(move, slice_dim_tinygrad_cases)
     tg_tape_free(t);
 }
 
-/* OpInfo narrow: (S, S, S) along each dim, start from the end too; a narrow of a narrow */
+/* OpInfo's narrow samples on (S, S, S), S = 5, two more (start from the end,
+ * the whole dim), and tinygrad's narrow of a narrow */
 Test(move, narrow)
 {
     tg_tape *t = tg_tape_new();
     tg_tensor *x = iota(3, (int[]){5, 5, 5});
-    const int cases[][3] = {{0, 1, 3}, {1, 0, 5}, {2, 2, 0}, {-1, -3, 2}, {0, 4, 1}};
-    for (int c = 0; c < 5; c++) {
+    const int cases[][3] = {{1, 2, 2}, {-1, 2, 2}, {1, 0, 0}, {-1, 0, 0}, {2, 1, 2}, {-1, -3, 2}, {0, 0, 5}};
+    for (int c = 0; c < 7; c++) {
         int d = cases[c][0] < 0 ? cases[c][0] + 3 : cases[c][0], s = cases[c][1] < 0 ? cases[c][1] + 5 : cases[c][1];
         tg_tensor *y = tg_narrow(t, x, cases[c][0], cases[c][1], cases[c][2]);
         check_map(t, x, y, slice_src, &(slice_ref){d, s, 1}, 0);
@@ -332,6 +333,42 @@ Test(move, roll_tinygrad_cases)
     tg_tape_free(t);
 }
 
+/* OpInfo's roll samples: (S, S, S) and (0, 0, 0) with (shift, dim) pairs, a
+ * flattened roll, several dims (one roll each), and a 0-d tensor */
+static long roll_flat_src(const int *o, const tg_tensor *x, const void *ctx)
+{
+    long n = (long)x->size, f = (long)flat(x->shape, o, x->ndim);
+    return (((f - *(const int *)ctx) % n) + n) % n;
+}
+
+Test(move, roll_opinfo_cases)
+{
+    tg_tape *t = tg_tape_new();
+    tg_tensor *x = iota(3, (int[]){5, 5, 5}), *z = iota(3, (int[]){0, 0, 0}), *s = iota(0, NULL);
+    const int args[][2] = {{0, 0}, {1, 2}, {0, 2}, {2, 0}, {-1, 0}, {10000, 1}};
+    for (int c = 0; c < 6; c++) {
+        check_map(t, x, tg_roll(t, x, args[c][0], args[c][1]), roll_src, &(roll_ref){args[c][1], args[c][0]}, 0);
+        tg_tensor *e = tg_roll(t, z, args[c][0], args[c][1]);
+        cr_assert(e && e->size == 0 && e->ndim == 3);
+        tg_tape_reset(t);
+    }
+    int two = 2;
+    check_map(t, x, tg_roll(t, x, 2, TG_ROLL_FLAT), roll_flat_src, &two, 0);
+    tg_tensor *y = tg_roll(t, tg_roll(t, tg_roll(t, x, 1, 0), 2, 1), -1, 2);  /* shifts (1, 2, -1), dims (0, 1, 2) */
+    int o[3];
+    for (size_t e = 0; e < y->size; e++) {
+        unflat(y->shape, 3, e, o);
+        int i[3] = {(o[0] + 4) % 5, (o[1] + 3) % 5, (o[2] + 1) % 5};
+        cr_assert_eq(y->data[e], x->data[flat(x->shape, i, 3)]);
+    }
+    tg_tape_reset(t);
+    tg_tensor *r = tg_roll(t, s, 10, 0);
+    cr_assert(r && r->ndim == 0 && r->data[0] == s->data[0]);
+    tg_tensor *xs[] = {x, z, s};
+    tu_free_all(xs, 3);
+    tg_tape_free(t);
+}
+
 typedef struct pad_ref {
     int lo[TG_MAX_DIMS];
 } pad_ref;
@@ -521,16 +558,18 @@ static long tri_src(const int *o, const tg_tensor *x, const void *ctx)
 Test(move, tril_triu)
 {
     tg_tape *t = tg_tape_new();
-    tg_tensor *xs[] = {iota(2, (int[]){3, 3}), iota(3, (int[]){5, 3, 3}), iota(3, (int[]){5, 0, 3}),
-                       iota(2, (int[]){3, 5}), iota(4, (int[]){2, 1, 4, 2})};
-    const int ks[] = {0, -1, 1, 5, -5};
-    for (int x = 0; x < 5; x++)
-        for (int k = 0; k < 5; k++) {
+    /* tinygrad's shapes, then OpInfo's (M = 10, S = 5): (M,M), (M,S), (S,M,S), (3,3,S,S) */
+    tg_tensor *xs[] = {iota(2, (int[]){3, 3}),   iota(3, (int[]){5, 3, 3}),     iota(3, (int[]){5, 0, 3}),
+                       iota(2, (int[]){3, 5}),   iota(4, (int[]){2, 1, 4, 2}),  iota(2, (int[]){10, 10}),
+                       iota(2, (int[]){10, 5}),  iota(3, (int[]){5, 10, 5}),    iota(4, (int[]){3, 3, 5, 5})};
+    const int ks[] = {0, -1, 1, 5, -5, 2};
+    for (int x = 0; x < 9; x++)
+        for (int k = 0; k < 6; k++) {
             check_map(t, xs[x], tg_tril(t, xs[x], ks[k]), tri_src, &(tri_ref){ks[k], false}, 0);
             check_map(t, xs[x], tg_triu(t, xs[x], ks[k]), tri_src, &(tri_ref){ks[k], true}, 0);
         }
     assert_fails(t, tg_tril(t, tg_tensor_zeros(t, 1, (int[]){3}), 0), "tg_tril", "[3]", "at least 2 dims");
-    tu_free_all(xs, 5);
+    tu_free_all(xs, 9);
     tg_tape_free(t);
 }
 

@@ -44,14 +44,21 @@ tg_tensor *tg_roll(tg_tape *t, tg_tensor *a, int shift, int dim)
 {
     const char *op = roll_op.name;
     if (!tg_inputs_check(t, op, &a, 1, 1)) return NULL;
-    char sa[TG_SHAPE_STR];
-    if (a->ndim == 0) return tg_fail(t, "%s: a %s has no dim to roll", op, tg_shape_str(a, sa));
-    int d;
-    if (!tg_dim_resolve(t, op, a, dim, a->ndim, &d)) return NULL;
-    int n = a->shape[d], s = n ? (int)(((long long)shift % n + n) % n) : 0;
-    /* out[s:] = a[:n-s], out[:s] = a[n-s:] */
+    /* a 0-d tensor rolls as [1]; TG_ROLL_FLAT rolls a read as one dim of a->size */
+    int d = 0, nd = 1, flat[1] = {a->size > INT32_MAX ? 0 : (int)a->size};
+    const int *shape = flat;
+    if (dim == TG_ROLL_FLAT) {
+        char sa[TG_SHAPE_STR];
+        if (a->size > INT32_MAX) return tg_fail(t, "%s: a %s is too large to roll flattened", op, tg_shape_str(a, sa));
+    } else {
+        if (!tg_dim_resolve(t, op, a, dim, a->ndim ? a->ndim : 1, &d)) return NULL;
+        nd = a->ndim ? a->ndim : 1;
+        shape = a->ndim ? a->shape : flat;
+    }
+    int n = shape[d], s = n ? (int)(((long long)shift % n + n) % n) : 0;
+    /* out[s:] = a[:n-s], out[:s] = a[n-s:] along d */
     tg_map_ctx c = {.n_maps = 2};
-    for (int k = 0; k < 2; k++) tg_map_of(&c.maps[k], a->ndim, a->shape);
+    for (int k = 0; k < 2; k++) tg_map_of(&c.maps[k], nd, shape);
     c.maps[0].n[d] = n - s;
     c.maps[0].out_off = (ptrdiff_t)s * c.maps[0].out_st[d];
     c.maps[1].n[d] = s;

@@ -207,7 +207,10 @@ tg_tensor *tg_squeeze(tg_tape *t, tg_tensor *a, int dim);
 /* Reverse the n given dims. */
 tg_tensor *tg_flip(tg_tape *t, tg_tensor *a, const int *dims, int n);
 /* out[.., (j + shift) mod n, ..] = a[.., j, ..] along one dim (torch.roll
- * with one shift and one dim; roll a reshape for the flattened form). */
+ * with one shift and one dim: roll again for more); dim = TG_ROLL_FLAT rolls
+ * the elements in row-major order (torch.roll without dims). A 0-d a takes
+ * dim 0 or -1. */
+#define TG_ROLL_FLAT INT32_MIN
 tg_tensor *tg_roll(tg_tape *t, tg_tensor *a, int shift, int dim);
 /* F.pad(a, pads, mode='constant', value): pads[2i], pads[2i+1] go before
  * and after dim ndim-1-i (the last dim first); negative pads crop. */
