@@ -90,6 +90,45 @@ Test(gather, gather_tinygrad_cases)
     tg_tape_free(t);
 }
 
+/* OpInfo's gather samples: (M, S) = (10, 5) along 0 with a (S, S) index
+ * below M and along 1 with an (M, S/2) one below S; a 0-d a with a [1] and a
+ * 0-d index; a (S,) a with a 0-d index and with an empty one */
+Test(gather, gather_opinfo_cases)
+{
+    tg_tape *t = tg_tape_new();
+    tg_rng rng;
+    tg_rng_seed(&rng, 5);
+    int64_t i64[25];
+    int32_t i32[25];
+    tg_tensor *a = tu_rand(&rng, -1, 1, 2, (int[]){10, 5});
+    rand_ix(&rng, 10, 25, i64, i32);
+    tg_index ix = index_of(i32, false, 2, (int[]){5, 5});
+    check_map(t, a, tg_gather(t, a, 0, &ix), gather_src, &(gather_ref){0, i64, (int[]){5, 5}}, 0);
+    rand_ix(&rng, 5, 20, i64, i32);
+    ix = index_of(i64, true, 2, (int[]){10, 2});
+    check_map(t, a, tg_gather(t, a, 1, &ix), gather_src, &(gather_ref){1, i64, (int[]){10, 2}}, 0);
+    tg_tensor *s = tu_rand(&rng, -1, 1, 0, NULL), *v = tu_rand(&rng, -1, 1, 1, (int[]){5});
+    const int64_t zero[1] = {0}, three[1] = {3};
+    tg_index one = index_of(zero, true, 1, (int[]){1}), scalar = index_of(zero, true, 0, NULL);
+    tg_tensor *o = tg_gather(t, s, 0, &one);
+    cr_assert(o && o->ndim == 1 && o->shape[0] == 1 && o->data[0] == s->data[0], "%s", tg_tape_error(t));
+    o = tg_gather(t, s, 0, &scalar);
+    cr_assert(o && o->ndim == 0 && o->data[0] == s->data[0]);
+    cr_assert_eq(tg_backward(t, o), 0);
+    cr_assert_eq(s->grad[0], 1);
+    tg_tape_reset(t);
+    tg_index at3 = index_of(three, true, 0, NULL), none = index_of(NULL, false, 1, (int[]){0});
+    o = tg_gather(t, v, 0, &at3);
+    cr_assert(o && o->ndim == 0 && o->data[0] == v->data[3]);
+    o = tg_gather(t, v, -1, &none);
+    cr_assert(o && o->ndim == 1 && o->size == 0);
+    assert_fails(t, tg_gather(t, s, 1, &scalar), "tg_gather", "dim 1 is out of range", "[]");
+    assert_fails(t, tg_gather(t, s, 0, &at3), "tg_gather", "index 3 at position 0", "dim 0 (size 1) of a []");
+    tg_tensor *xs[] = {a, s, v};
+    tu_free_all(xs, 3);
+    tg_tape_free(t);
+}
+
 /* out = a + src scattered; d a = g; d src[i] = g[i with i_d = ix[i]] */
 static void check_scatter_add(tg_tape *t, tg_tensor *a, tg_tensor *src, int dim, const int64_t *ix64,
                               const int32_t *ix32, int ind, const int *ishape)

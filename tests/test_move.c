@@ -228,6 +228,46 @@ Test(move, cat_tinygrad_cases)
     tg_tape_free(t);
 }
 
+/* OpInfo's cat samples (S = 5, M = 10) but the legacy skip of a 1-D empty input */
+Test(move, cat_opinfo_cases)
+{
+    tg_tape *t = tg_tape_new();
+    tg_rng rng;
+    tg_rng_seed(&rng, 3);
+    const struct {
+        int nd, a[3], b[3], dim;
+    } cases[] = {{2, {5, 5}, {5, 5}, -1}, {2, {5, 5}, {5, 5}, 1}, {2, {10, 5}, {5, 5}, 0}, {3, {1, 2, 3}, {1, 2, 3}, -2},
+                 {1, {0}, {0}, 0},        {2, {0, 5}, {5, 5}, 0}, {1, {1}, {1}, 0}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        tg_tensor *x[2] = {tu_rand(&rng, -1, 1, cases[c].nd, cases[c].a), tu_rand(&rng, -1, 1, cases[c].nd, cases[c].b)};
+        check_cat(t, x, 2, cases[c].dim, false);
+        tu_free_all(x, 2);
+    }
+    tg_tensor *x[2] = {tu_rand(&rng, -1, 1, 1, (int[]){0}), tu_rand(&rng, -1, 1, 2, (int[]){5, 5})};
+    assert_fails(t, tg_cat(t, x, 2, 1), "tg_cat", "dim 1 is out of range for a [0]");
+    assert_fails(t, tg_cat(t, x, 2, 0), "tg_cat", "xs[1] [5,5] does not match xs[0] [0]");
+    tu_free_all(x, 2);
+    tg_tape_free(t);
+}
+
+/* OpInfo's stack samples: one (3, 4), three (1, 2, 1, 4), two (0, 1, 0), at every dim -1 .. ndim-2 */
+Test(move, stack_opinfo_cases)
+{
+    tg_tape *t = tg_tape_new();
+    tg_rng rng;
+    tg_rng_seed(&rng, 4);
+    const struct {
+        int nd, shape[4], n;
+    } cases[] = {{2, {3, 4}, 1}, {4, {1, 2, 1, 4}, 3}, {3, {0, 1, 0}, 2}};
+    for (int c = 0; c < 3; c++) {
+        tg_tensor *x[3];
+        for (int k = 0; k < cases[c].n; k++) x[k] = tu_rand(&rng, -1, 1, cases[c].nd, cases[c].shape);
+        for (int dim = -1; dim < cases[c].nd - 1; dim++) check_cat(t, x, cases[c].n, dim, true);
+        tu_free_all(x, cases[c].n);
+    }
+    tg_tape_free(t);
+}
+
 Test(move, stack_tinygrad_cases)
 {
     tg_tape *t = tg_tape_new();
@@ -590,26 +630,28 @@ static long diagonal_src(const int *o, const tg_tensor *x, const void *ctx)
 Test(move, diag)
 {
     tg_tape *t = tg_tape_new();
-    tg_tensor *v = iota(1, (int[]){5}), *sq = iota(2, (int[]){5, 5}), *wide = iota(2, (int[]){3, 5});
-    const int ks[] = {0, 2, -2, 1, -1, 7, -7};
+    tg_tensor *v = iota(1, (int[]){10});
+    tg_tensor *mats[3] = {iota(2, (int[]){10, 10}), iota(2, (int[]){3, 5}), iota(2, (int[]){5, 3})};
+    /* OpInfo's diagonals 0, 2, -2, 1 on (M, M), (3, 5), (5, 3) and an (M,) vector; and ours */
+    const int ks[] = {0, 2, -2, 1, -1, 7, -12};
     for (int c = 0; c < 7; c++) {
         tg_tensor *m = tg_diag(t, v, ks[c]);
-        int n = 5 + abs(ks[c]);
+        int n = 10 + abs(ks[c]);
         assert_shape(m, 2, (int[]){n, n});
         check_map(t, v, m, diag_embed_src, &ks[c], 0);
-        tg_tensor *d = tg_diag(t, sq, ks[c]);
-        assert_shape(d, 1, (int[]){abs(ks[c]) < 5 ? 5 - abs(ks[c]) : 0});
-        check_map(t, sq, d, diagonal_src, &ks[c], 0);
-        tg_tensor *w = tg_diag(t, wide, ks[c]);
-        int len = ks[c] >= 0 ? (3 < 5 - ks[c] ? 3 : 5 - ks[c]) : (3 + ks[c] < 5 ? 3 + ks[c] : 5);
-        assert_shape(w, 1, (int[]){len > 0 ? len : 0});
-        check_map(t, wide, w, diagonal_src, &ks[c], 0);
+        for (int k = 0; k < 3; k++) {
+            int R = mats[k]->shape[0], C = mats[k]->shape[1];
+            int len = ks[c] >= 0 ? (R < C - ks[c] ? R : C - ks[c]) : (R + ks[c] < C ? R + ks[c] : C);
+            tg_tensor *d = tg_diag(t, mats[k], ks[c]);
+            assert_shape(d, 1, (int[]){len > 0 ? len : 0});
+            check_map(t, mats[k], d, diagonal_src, &ks[c], 0);
+        }
     }
     tg_tensor *e = iota(1, (int[]){0});
     assert_shape(tg_diag(t, e, 0), 2, (int[]){0, 0});
     assert_fails(t, tg_diag(t, tg_tensor_zeros(t, 3, (int[]){2, 2, 2}), 0), "tg_diag", "[2,2,2]", "1-D or 2-D");
-    tg_tensor *xs[] = {v, sq, wide, e};
-    tu_free_all(xs, 4);
+    tg_tensor *xs[] = {v, mats[0], mats[1], mats[2], e};
+    tu_free_all(xs, 5);
     tg_tape_free(t);
 }
 

@@ -46,17 +46,25 @@ static const char *index_shape(const tg_index *ix, char *buf)
  * shape), xoff[i] = its element of x (i with i_d = ix[i]) and, when soff is
  * not NULL, soff[i] = its element of src (i itself in src's shape). Checks
  * ix's dims against x (and src) and every index against x's dim d. */
-static bool index_offsets(tg_tape *t, const char *op, const tg_index *ix, int d, const tg_tensor *x,
-                          const tg_tensor *src, size_t *xoff, size_t *soff)
+static bool index_offsets(tg_tape *t, const char *op, const tg_index *ix0, int d, const tg_tensor *x0,
+                          const tg_tensor *src0, size_t *xoff, size_t *soff)
 {
     char sx[TG_SHAPE_STR], si[TG_SHAPE_STR], ss[TG_SHAPE_STR];
+    /* a 0-d a, src or index is read as [1] (PyTorch's gather and scatter_add) */
+    tg_index ix1 = *ix0;
+    tg_tensor x1 = *x0, s1 = src0 ? *src0 : x1;
+    if (!ix1.ndim) ix1.ndim = 1, ix1.shape[0] = 1;
+    if (!x1.ndim) x1.ndim = 1, x1.shape[0] = 1;
+    if (!s1.ndim) s1.ndim = 1, s1.shape[0] = 1;
+    const tg_index *ix = &ix1;
+    const tg_tensor *x = &x1, *src = src0 ? &s1 : NULL;
     bool fits = ix->ndim == x->ndim && (!src || src->ndim == x->ndim);
     for (int k = 0; fits && k < ix->ndim; k++)
         fits = (k == d || ix->shape[k] <= x->shape[k]) && (!src || ix->shape[k] <= src->shape[k]);
     if (!fits)
         return tg_fail(t, "%s: index %s does not fit a %s%s%s (same number of dims, no larger than a but along "
-                          "dim %d%s)", op, index_shape(ix, si), tg_shape_str(x, sx), src ? " and src " : "",
-                       src ? tg_shape_str(src, ss) : "", d, src ? ", no larger than src" : ""), false;
+                          "dim %d%s)", op, index_shape(ix0, si), tg_shape_str(x0, sx), src ? " and src " : "",
+                       src ? tg_shape_str(src0, ss) : "", d, src ? ", no larger than src" : ""), false;
     ptrdiff_t xst[TG_MAX_DIMS], sst[TG_MAX_DIMS];
     tg_strides(x->ndim, x->shape, xst);
     if (src) tg_strides(src->ndim, src->shape, sst);
@@ -68,7 +76,7 @@ static bool index_offsets(tg_tape *t, const char *op, const tg_index *ix, int d,
         int64_t v = index_at(ix, i);
         if (v < 0 || v >= x->shape[d])
             return tg_fail(t, "%s: index %" PRId64 " at position %zu is out of range for dim %d (size %d) of a %s",
-                           op, v, i, d, x->shape[d], tg_shape_str(x, sx)), false;
+                           op, v, i, d, x->shape[d], tg_shape_str(x0, sx)), false;
         xoff[i] = xo + (size_t)v * (size_t)xst[d];
         if (soff) soff[i] = so;
         for (int k = ix->ndim - 1; k >= 0; k--) {  /* next i, row-major */
@@ -138,8 +146,6 @@ tg_tensor *tg_gather(tg_tape *t, tg_tensor *a, int dim, const tg_index *ix)
     int d;
     size_t n;
     if (!index_valid(t, op, ix, &n) || !tg_dim_resolve(t, op, a, dim, a->ndim ? a->ndim : 1, &d)) return NULL;
-    char sa[TG_SHAPE_STR];
-    if (a->ndim == 0) return tg_fail(t, "%s: a %s has no dim to gather along", op, tg_shape_str(a, sa));
     size_t *xoff = offsets_alloc(t, op, n, NULL);
     if (!xoff || !index_offsets(t, op, ix, d, a, NULL, xoff, NULL)) return NULL;
     tg_tensor *out = tg_new(t, op, ix->ndim, ix->shape);
@@ -157,8 +163,6 @@ tg_tensor *tg_scatter_add(tg_tape *t, tg_tensor *a, int dim, const tg_index *ix,
     int d;
     size_t n;
     if (!index_valid(t, op, ix, &n) || !tg_dim_resolve(t, op, a, dim, a->ndim ? a->ndim : 1, &d)) return NULL;
-    char sa[TG_SHAPE_STR];
-    if (a->ndim == 0) return tg_fail(t, "%s: a %s has no dim to scatter along", op, tg_shape_str(a, sa));
     size_t *soff, *xoff = offsets_alloc(t, op, n, &soff);
     if (!xoff || !index_offsets(t, op, ix, d, a, src, xoff, soff)) return NULL;
     tg_tensor *out = tg_new_like(t, op, a);

@@ -237,7 +237,8 @@ typedef struct tg_index {
     int shape[TG_MAX_DIMS];
 } tg_index;
 /* torch.gather: ix has a's number of dims, no larger than a but along dim;
- * out has ix's shape, out[i] = a[i with i_dim = ix[i]]. */
+ * out has ix's shape, out[i] = a[i with i_dim = ix[i]]. A 0-d a or ix is
+ * read as [1] (scatter_add too), as PyTorch. */
 tg_tensor *tg_gather(tg_tape *t, tg_tensor *a, int dim, const tg_index *ix);
 /* a.scatter_add(dim, ix, src): out = a, then out[i with i_dim = ix[i]] +=
  * src[i] for every i of ix (no larger than src, nor than a but along dim). */
