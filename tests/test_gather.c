@@ -13,7 +13,7 @@ static void rand_ix(tg_rng *rng, int hi, size_t n, int64_t *i64, int32_t *i32)
 static tg_index index_of(const void *data, bool i64, int nd, const int *shape)
 {
     tg_index ix = {data, i64, nd, {0}};
-    memcpy(ix.shape, shape, (size_t)nd * sizeof *shape);
+    if (nd) memcpy(ix.shape, shape, (size_t)nd * sizeof *shape);
     return ix;
 }
 
