@@ -695,3 +695,26 @@ Test(move, gradchecks)
         tu_free_all(in, 2);
     }
 }
+
+/* ---- out of memory ------------------------------------------------------------------------ */
+
+static tg_tensor *oom_chain(tg_tape *t, void *ctx)
+{
+    tg_tensor **in = ctx;
+    tg_tensor *s = tg_stack(t, in, 2, 0);                          /* [2,2,3] */
+    tg_tensor *c = tg_cat(t, (tg_tensor *[]){s, s}, 2, -1);        /* [2,2,6] */
+    tg_tensor *p = tg_pad(t, tg_flip(t, c, (int[]){1}, 1), (int[]){1, -1}, 2, 2.0);
+    tg_tensor *r = tg_roll(t, tg_repeat(t, tg_narrow(t, p, 2, 0, 3), (int[]){1, 2, 1}, 3), 1, 1);
+    const int64_t ix[3] = {2, 0, 1};
+    tg_index i = {ix, true, 1, {3}};
+    return tg_index_select(t, tg_tril(t, tg_expand(t, r, 3, (int[]){2, 4, 3}), 0), 2, &i);
+}
+
+Test(move, out_of_memory)
+{
+    tg_rng rng;
+    tg_rng_seed(&rng, 12);
+    tg_tensor *in[2] = {tu_rand(&rng, -1, 1, 2, (int[]){2, 3}), tu_rand(&rng, -1, 1, 2, (int[]){2, 3})};
+    walk_out_of_memory(oom_chain, in, in, 2);
+    tu_free_all(in, 2);
+}
