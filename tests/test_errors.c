@@ -154,7 +154,7 @@ Test(errors, shape_overflows)
     *h = (tg_tensor){.ndim = 2, .shape = {1, 1 << 30, 1, 1}, .size = (size_t)1 << 30, .data = h->data,
                      .owns_data = true, .magic = TG_TENSOR_LIVE};
     cr_assert_null(tg_concat(t, (tg_tensor *[]){h, h}, 2));
-    assert_has(tg_tape_error(t), "tg_concat: the concatenated last dim (2147483648) overflows an int");
+    assert_has(tg_tape_error(t), "tg_concat: the joined dim (2147483648) overflows an int");
     tg_tensor_free(h);
     tg_tape_free(t);
 }

@@ -2,6 +2,7 @@
  *   cat    out [.., sum n_i, ..] <- xs[i] [.., n_i, ..]   out[.., off_i + j, ..] = xs[i][.., j, ..]
  *          d xs[i] += d out[.., off_i : off_i + n_i, ..]
  *   stack  out [.., n, ..] <- xs[i] [..] = cat of xs[i] unsqueezed at dim (views)
+ *   concat cat along the last dim
  * Each input is a block of rows of out read as [outer, N * inner]: one copy
  * of n_i * inner elements per outer index.
  */
@@ -41,6 +42,7 @@ static void cat_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *xs, const
 static const tg_op cat_ops[] = {
     {"tg_cat", cat_backward, sizeof(cat_ctx)},
     {"tg_stack", cat_backward, sizeof(cat_ctx)},
+    {"tg_concat", cat_backward, sizeof(cat_ctx)},
 };
 
 /* xs agree on every dim but d; out's size there through *total. */
@@ -103,6 +105,16 @@ tg_tensor *tg_cat(tg_tape *t, tg_tensor *const *xs, int n, int dim)
     int d;
     if (!tg_dim_resolve(t, op, xs[0], dim, xs[0]->ndim, &d)) return NULL;
     return cat_op(t, &cat_ops[0], xs, n, d);
+}
+
+/* tg_cat along the last dim */
+tg_tensor *tg_concat(tg_tape *t, tg_tensor *const *xs, int n)
+{
+    const char *op = cat_ops[2].name;
+    if (!inputs_ok(t, op, xs, n)) return NULL;
+    char s0[TG_SHAPE_STR];
+    if (xs[0]->ndim == 0) return tg_fail(t, "%s: xs[0] %s has no dim to join along", op, tg_shape_str(xs[0], s0));
+    return cat_op(t, &cat_ops[2], xs, n, xs[0]->ndim - 1);
 }
 
 #define STACK_MAX 64  /* inputs of tg_stack unsqueezed on the stack; more go through the arena */

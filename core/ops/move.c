@@ -16,6 +16,12 @@
 #include "internal.h"
 #include "ops.h"
 
+/* d += s; a grad and the grad it reads never overlap */
+static inline void add_run(tg_real *restrict d, const tg_real *restrict s, size_t n)
+{
+    for (size_t j = 0; j < n; j++) d[j] += s[j];
+}
+
 /* dst[dst_off + i . dst_st] (+)= src[src_off + i . src_st] over i < n. Size-1
  * dims are dropped and a dim is merged into the one before it when both
  * sides step alike, so a contiguous copy is one run. */
@@ -43,21 +49,28 @@ static void map_walk(const tg_map *m, tg_real *dst, const ptrdiff_t *dst_st, ptr
         sd[0] = ss[0] = 1;
         nd = 1;
     }
-    const size_t run = n[nd - 1];
-    const ptrdiff_t a = sd[nd - 1], b = ss[nd - 1];
+    /* the last two dims as plain loops, an odometer over the rest */
+    const size_t run = n[nd - 1], rows = nd > 1 ? n[nd - 2] : 1;
+    const ptrdiff_t a = sd[nd - 1], b = ss[nd - 1], ra = nd > 1 ? sd[nd - 2] : 0, rb = nd > 1 ? ss[nd - 2] : 0;
+    const bool unit = a == 1 && b == 1;  /* decided once: the row loops below do not branch */
     size_t idx[TG_MAP_DIMS] = {0};
     for (;;) {
         tg_real *d = dst + dst_off;
         const tg_real *s = src + src_off;
-        if (add && a == 1 && b == 1)
-            for (size_t j = 0; j < run; j++) d[j] += s[j];
-        else if (add)
-            for (size_t j = 0; j < run; j++) d[(ptrdiff_t)j * a] += s[(ptrdiff_t)j * b];
-        else if (a == 1 && b == 1)
-            memcpy(d, s, run * sizeof *d);
+        if (add && unit)
+            for (size_t r = 0; r < rows; r++) add_run(d + (ptrdiff_t)r * ra, s + (ptrdiff_t)r * rb, run);
+        else if (unit)
+            for (size_t r = 0; r < rows; r++) memcpy(d + (ptrdiff_t)r * ra, s + (ptrdiff_t)r * rb, run * sizeof *d);
         else
-            for (size_t j = 0; j < run; j++) d[(ptrdiff_t)j * a] = s[(ptrdiff_t)j * b];
-        int k = nd - 2;
+            for (size_t r = 0; r < rows; r++) {
+                tg_real *dr = d + (ptrdiff_t)r * ra;
+                const tg_real *sr = s + (ptrdiff_t)r * rb;
+                if (add)
+                    for (size_t j = 0; j < run; j++) dr[(ptrdiff_t)j * a] += sr[(ptrdiff_t)j * b];
+                else
+                    for (size_t j = 0; j < run; j++) dr[(ptrdiff_t)j * a] = sr[(ptrdiff_t)j * b];
+            }
+        int k = nd - 3;
         for (; k >= 0; k--) {
             dst_off += sd[k];
             src_off += ss[k];

@@ -74,8 +74,9 @@ tg_tensor *tg_max_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
 tg_tensor *tg_logsumexp_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
 
 /* ---- shape (core/ops/shape.c) ---------------------------------------------
- * reshape and rows_view are VIEWS: they share data and grad with a (no node,
- * no copy). Every other shape op writes a new tensor. */
+ * reshape and rows_view (and squeeze / unsqueeze below) are VIEWS: they
+ * share data and grad with a (no node, no copy). Every other shape op writes
+ * a new tensor. */
 /* a -1 dim is inferred */
 tg_tensor *tg_reshape(tg_tape *t, tg_tensor *a, int ndim, const int *shape);
 /* a[start : start + len] along the first dim (PyTorch's a.narrow(0, start, len)) */
@@ -87,9 +88,11 @@ tg_tensor *tg_transpose(tg_tape *t, tg_tensor *a, int d0, int d1);
 /* [B, L, H*dk] -> [B, H, L, dk] and back. */
 tg_tensor *tg_split_heads(tg_tape *t, tg_tensor *x, int n_heads);
 tg_tensor *tg_merge_heads(tg_tape *t, tg_tensor *x);
-/* Concatenate n tensors along the last dim (all other dims equal). */
+/* Concatenate n tensors along the last dim (all other dims equal):
+ * tg_cat(t, xs, n, -1), named tg_concat (core/ops/cat.c). */
 tg_tensor *tg_concat(tg_tape *t, tg_tensor *const *xs, int n);
-/* a[..., start:start+len] along the last dim. */
+/* a[..., start:start+len] along the last dim, start >= 0: tg_narrow of the
+ * last dim, named tg_slice (core/ops/slice.c). */
 tg_tensor *tg_slice(tg_tape *t, tg_tensor *a, int start, int len);
 
 /* ---- softmax (core/ops/softmax.c) ---------------- */

@@ -1,14 +1,13 @@
 /* tapegrad: shape ops.
  *
- * tg_reshape and tg_rows_view are VIEWS: the result shares data and grad
- * with its input (no copy, no node). Every other op here writes a new
+ * tg_reshape, tg_rows_view, tg_squeeze and tg_unsqueeze are VIEWS: the
+ * result shares data and grad with its input (no copy, no node); tg_detach
+ * shares data only. Every other op here writes a new
  * contiguous tensor and
  * records a node whose backward moves the output grad back to where each
  * element came from:
  *   permute       d a = permute(d out, inverse perm) (a map, core/ops/move.c)
  *   split_heads   d x = merge_heads(d out)      merge_heads  d x = split_heads(d out)
- *   concat        d xs[i] = d out[..., off_i : off_i + C_i]
- *   slice         d a[..., start : start + len] += d out
  */
 #include <limits.h>
 #include <stdint.h>
@@ -300,125 +299,4 @@ tg_tensor *tg_merge_heads(tg_tape *t, tg_tensor *x)
     heads_merge(x->data, out->data, B, H, L, dk, false);
     if (!tg_op_record(t, &merge_heads_op, out, &x, 1, NULL)) return NULL;
     return tg_op_done(t, "tg_merge_heads", out);
-}
-
-/* ---- concat / slice (last dim) ------------------------------------------------------- */
-
-typedef struct concat_ctx {
-    int n;  /* number of inputs */
-} concat_ctx;
-
-/* out [..., sum C_i] <- xs[i] [..., C_i]: d xs[i] += d out[..., off_i : off_i + C_i] */
-static void concat_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *xs, const void *ctx)
-{
-    size_t rows = tg_rows(out);
-    int C = tg_cols(out), off = 0;
-    for (int i = 0; i < ((const concat_ctx *)ctx)->n; i++) {
-        int ci = tg_cols(xs[i]);
-        if (xs[i]->requires_grad) {
-            tg_real *dx = tg_grad(t, xs[i]);
-            if (!dx) return;
-            for (size_t r = 0; r < rows; r++) {
-                const tg_real *g = out->grad + r * C + off;
-                tg_real *d = dx + r * ci;
-                for (int j = 0; j < ci; j++) d[j] += g[j];
-            }
-        }
-        off += ci;
-    }
-}
-
-/* Checks that xs[0..n) agree on every dim but the last; the output's last
- * dim through *C. */
-static bool concat_shapes(tg_tape *t, tg_tensor *const *xs, int n, int *C)
-{
-    char s0[TG_SHAPE_STR], si[TG_SHAPE_STR];
-    long long sum = 0;
-    for (int i = 0; i < n; i++) {
-        const tg_tensor *x = xs[i];
-        bool same = x->ndim == xs[0]->ndim && x->ndim > 0;
-        for (int k = 0; same && k + 1 < x->ndim; k++) same = x->shape[k] == xs[0]->shape[k];
-        if (!same) {
-            tg_fail(t, "tg_concat: xs[%d] %s does not match xs[0] %s (need >= 1 dim, all dims equal but the last)",
-                    i, tg_shape_str(x, si), tg_shape_str(xs[0], s0));
-            return false;
-        }
-        sum += tg_cols(x);
-    }
-    if (sum > INT_MAX) {
-        tg_fail(t, "tg_concat: the concatenated last dim (%lld) overflows an int (xs[0] %s, n = %d)", sum,
-                tg_shape_str(xs[0], s0), n);
-        return false;
-    }
-    *C = (int)sum;
-    return true;
-}
-
-static const tg_op concat_op = {"tg_concat", concat_backward, sizeof(concat_ctx)};
-
-tg_tensor *tg_concat(tg_tape *t, tg_tensor *const *xs, int n)
-{
-    if (!t) return tg_fail(NULL, "tg_concat: the tape is NULL");
-    if (!xs && n > 0) return tg_fail_null(t, "tg_concat");
-    if (n <= 0) return tg_fail(t, "tg_concat: needs at least one tensor, got n = %d", n);
-    if (!tg_inputs_check(t, "tg_concat", xs, n, n)) return NULL;
-    int C;
-    if (!concat_shapes(t, xs, n, &C)) return NULL;
-    int shape[TG_MAX_DIMS];
-    memcpy(shape, xs[0]->shape, sizeof shape);
-    shape[xs[0]->ndim - 1] = C;
-    tg_tensor *out = tg_new(t, "tg_concat", xs[0]->ndim, shape);
-    if (!out) return NULL;
-    size_t rows = tg_rows(out);
-    int off = 0;
-    for (int i = 0; i < n; i++) {
-        int ci = tg_cols(xs[i]);
-        for (size_t r = 0; r < rows; r++)
-            memcpy(out->data + r * C + off, xs[i]->data + r * ci, (size_t)ci * sizeof(tg_real));
-        off += ci;
-    }
-    if (!tg_op_record(t, &concat_op, out, xs, n, &(concat_ctx){n})) return NULL;
-    return tg_op_done(t, "tg_concat", out);
-}
-
-typedef struct slice_ctx {
-    int start;
-} slice_ctx;
-
-/* out [..., len] <- a [..., C]: d a[..., start + j] += d out[..., j]. */
-static void slice_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)
-{
-    tg_tensor *a = in[0];
-    tg_real *da = tg_grad(t, a);
-    if (!da) return;
-    size_t rows = tg_rows(a);
-    int C = tg_cols(a), len = tg_cols(out), start = ((const slice_ctx *)ctx)->start;
-    for (size_t r = 0; r < rows; r++) {
-        const tg_real *g = out->grad + r * len;
-        tg_real *d = da + r * C + start;
-        for (int j = 0; j < len; j++) d[j] += g[j];
-    }
-}
-
-static const tg_op slice_op = {"tg_slice", slice_backward, sizeof(slice_ctx)};
-
-tg_tensor *tg_slice(tg_tape *t, tg_tensor *a, int start, int len)
-{
-    if (!tg_inputs_check(t, "tg_slice", &a, 1, 1)) return NULL;
-    char sa[TG_SHAPE_STR];
-    if (a->ndim < 1) return tg_fail(t, "tg_slice: a %s has no last dim to slice", tg_shape_str(a, sa));
-    int C = tg_cols(a);
-    if (start < 0 || len < 0 || start > C || len > C - start)
-        return tg_fail(t, "tg_slice: range start %d, len %d does not fit the last dim %d of a %s", start, len, C,
-                       tg_shape_str(a, sa));
-    int shape[TG_MAX_DIMS];
-    memcpy(shape, a->shape, sizeof shape);
-    shape[a->ndim - 1] = len;
-    tg_tensor *out = tg_new(t, "tg_slice", a->ndim, shape);
-    if (!out) return NULL;
-    size_t rows = tg_rows(a);
-    for (size_t r = 0; r < rows; r++)
-        memcpy(out->data + r * len, a->data + r * C + start, (size_t)len * sizeof(tg_real));
-    if (!tg_op_record(t, &slice_op, out, &a, 1, &(slice_ctx){start})) return NULL;
-    return tg_op_done(t, "tg_slice", out);
 }

@@ -3,7 +3,8 @@
  * reads every step-th element of a range of a:
  *   out [.., len, ..] <- a [.., n, ..]      out[.., j, ..] = a[.., start + j step, ..]
  *   d a[.., start + j step, ..] += d out[.., j, ..]
- * split and chunk are narrows, one node per piece (PyTorch returns views).
+ * split and chunk are narrows, one node per piece (PyTorch returns views);
+ * tg_slice is a narrow of the last dim.
  */
 #include <stdio.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 
 static const tg_op narrow_op = {"tg_narrow", tg_map_op_backward, sizeof(tg_map_ctx)};
 static const tg_op slice_dim_op = {"tg_slice_dim", tg_map_op_backward, sizeof(tg_map_ctx)};
+static const tg_op slice_op = {"tg_slice", tg_map_op_backward, sizeof(tg_map_ctx)};
 
 /* out = a[.., start : start + len * step : step, ..] along dim d (resolved, in range) */
 static tg_tensor *take(tg_tape *t, const tg_op *op, tg_tensor *a, int d, int start, int len, int step)
@@ -43,6 +45,20 @@ tg_tensor *tg_narrow(tg_tape *t, tg_tensor *a, int dim, int start, int len)
         return tg_fail(t, "%s: start %d, length %d do not fit dim %d (size %d) of a %s", op, start, len, dim, n,
                        tg_shape_str(a, sa));
     return take(t, &narrow_op, a, d, s, len, 1);
+}
+
+/* a narrow of the last dim (start >= 0) */
+tg_tensor *tg_slice(tg_tape *t, tg_tensor *a, int start, int len)
+{
+    const char *op = slice_op.name;
+    if (!tg_inputs_check(t, op, &a, 1, 1)) return NULL;
+    char sa[TG_SHAPE_STR];
+    if (a->ndim < 1) return tg_fail(t, "%s: a %s has no last dim to slice", op, tg_shape_str(a, sa));
+    int C = a->shape[a->ndim - 1];
+    if (start < 0 || len < 0 || start > C || len > C - start)
+        return tg_fail(t, "%s: range start %d, len %d does not fit the last dim %d of a %s", op, start, len, C,
+                       tg_shape_str(a, sa));
+    return take(t, &slice_op, a, a->ndim - 1, start, len, 1);
 }
 
 /* Python's slice start:end:step on a dim of size n: negative counts from the
