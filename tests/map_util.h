@@ -1,5 +1,5 @@
 /* Index-by-index references for the ops that move elements (test_dims.c,
- * test_move.c, test_gather.c): multi-index helpers, and a check of an op's
+ * test_move.c, test_tri.c, test_gather.c): multi-index helpers, and a check of an op's
  * forward and backward against a function naming the input element each
  * output element reads. */
 #ifndef TAPEGRAD_TESTS_MAP_UTIL_H
@@ -60,6 +60,14 @@ static inline void check_map(tg_tape *t, tg_tensor *x, tg_tensor *out, src_fn sr
     free(want);
     free(seed);
     tg_tape_reset(t);
+}
+
+/* y is not NULL and has the shape nd, shape */
+static inline void assert_shape(const tg_tensor *y, int nd, const int *shape)
+{
+    cr_assert_not_null(y);
+    cr_assert_eq(y->ndim, nd);
+    for (int k = 0; k < nd; k++) cr_assert_eq(y->shape[k], shape[k], "dim %d: %d, want %d", k, y->shape[k], shape[k]);
 }
 
 #endif
