@@ -30,7 +30,7 @@ tg_tensor *tg_linear_forward(tg_tape *t, const tg_linear *l, tg_tensor *x)
     if (!x) return tg_fail_null(t, "tg_linear");
     if (x->ndim < 2 || x->shape[x->ndim - 1] != l->in) {
         char s[TG_SHAPE_STR];
-        return tg_fail(t, "tg_linear '%s': input %s must be [..., %d] (2-D to 4-D)", l->name,
+        return tg_fail(t, "tg_linear '%s': input %s must be [..., %d] (2-D to 8-D)", l->name,
                        tg_shape_str(x, s), l->in);
     }
     return tg_matmul(t, x, l->weight, l->bias, TG_TRANS_B);

@@ -32,7 +32,7 @@ typedef struct tg_linear {
 
 /* 0, or -1 with a message in tg_error() naming the layer. */
 int tg_linear_init(tg_linear *l, tg_params *p, const char *prefix, const tg_linear_config *cfg, tg_rng *rng);
-/* x [..., in] (2-D to 4-D) -> [..., out]. */
+/* x [..., in] (2-D to 8-D) -> [..., out]. */
 tg_tensor *tg_linear_forward(tg_tape *t, const tg_linear *l, tg_tensor *x);
 
 #ifdef __cplusplus

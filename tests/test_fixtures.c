@@ -249,6 +249,65 @@ static tg_tensor *run_losses(fx *f)
     }
 }
 
+/* A comma-separated int list parameter into v[max]; its length. */
+static int fx_list(const fx *f, const char *name, int *v, int max)
+{
+    char key[256];
+    snprintf(key, sizeof key, "%s.%s", f->cas, name);
+    const char *s = tg_st_meta(f->st, key);
+    cr_assert(s, "%s/%s: no '%s' parameter", f->family, f->cas, name);
+    int n = 0;
+    for (char *end; *s && n < max; s = *end ? end + 1 : end) v[n++] = (int)strtol(s, &end, 10);
+    return n;
+}
+
+#define P(name) ((int)fx_param(f, name, 0))
+
+/* op = make_shape_fixtures.py's SHAPE_OPS index */
+static tg_tensor *run_shape(fx *f)
+{
+    int v[16], n;
+    tg_tape *t = f->t;
+    switch (fx_op(f, 13)) {
+    case 0: return tg_narrow(t, fx_in(f, "x"), P("dim"), P("start"), P("len"));
+    case 1: return tg_slice_dim(t, fx_in(f, "x"), P("dim"), P("start"), P("end"), P("step"));
+    case 2: return tg_cat(t, (tg_tensor *[]){fx_in(f, "a"), fx_in(f, "b")}, 2, P("dim"));
+    case 3: return tg_stack(t, (tg_tensor *[]){fx_in(f, "a"), fx_in(f, "b")}, 2, P("dim"));
+    case 4: n = fx_list(f, "dims", v, 16); return tg_flip(t, fx_in(f, "x"), v, n);
+    case 5: return tg_roll(t, fx_in(f, "x"), P("shift"), (int)fx_param(f, "dim", 0));
+    case 6: n = fx_list(f, "pads", v, 16); return tg_pad(t, fx_in(f, "x"), v, n, fx_param(f, "value", NAN));
+    case 7: n = fx_list(f, "reps", v, 16); return tg_repeat(t, fx_in(f, "x"), v, n);
+    case 8: n = fx_list(f, "shape", v, 16); return tg_expand(t, fx_in(f, "x"), n, v);
+    case 9: return tg_tril(t, fx_in(f, "x"), P("k"));
+    case 10: return tg_triu(t, fx_in(f, "x"), P("k"));
+    case 11: return tg_diag(t, fx_in(f, "x"), P("k"));
+    default: {
+        tg_tensor *p[16];
+        n = tg_chunk(t, fx_in(f, "x"), P("chunks"), P("dim"), p);
+        return n > P("piece") ? p[P("piece")] : NULL;
+    }
+    }
+}
+
+/* op = make_shape_fixtures.py's INDEX_OPS index; the index as int64 when i64 */
+static tg_tensor *run_index(fx *f)
+{
+    tg_tensor *x;
+    int32_t *i32 = fx_ints(f, "ix", false, &x);
+    cr_assert(i32 && f->n_scratch < 8);
+    int64_t *i64 = malloc((x->size ? x->size : 1) * sizeof *i64);
+    for (size_t i = 0; i < x->size; i++) i64[i] = i32[i];
+    f->scratch[f->n_scratch++] = i64;
+    tg_index ix = {P("i64") ? (const void *)i64 : (const void *)i32, P("i64") != 0, x->ndim, {0}};
+    memcpy(ix.shape, x->shape, sizeof ix.shape);
+    switch (fx_op(f, 4)) {
+    case 0: return tg_gather(f->t, fx_in(f, "x"), P("dim"), &ix);
+    case 1: return tg_scatter_add(f->t, fx_in(f, "a"), P("dim"), &ix, fx_in(f, "src"));
+    case 2: return tg_index_select(f->t, fx_in(f, "x"), P("dim"), &ix);
+    default: return tg_index_add(f->t, fx_in(f, "a"), P("dim"), &ix, fx_in(f, "src"), fx_param(f, "alpha", NAN));
+    }
+}
+
 /* Add attention / toy-model families here with their runner. */
 static const struct {
     const char *family;
@@ -270,6 +329,8 @@ static const struct {
     {"select", run_select},
     {"along", run_along},
     {"losses", run_losses},
+    {"shape", run_shape},
+    {"index", run_index},
 };
 
 /* ---- comparison --------------------------------------------------------- */
@@ -363,3 +424,5 @@ Test(fixtures, math) { check_family("math"); }
 Test(fixtures, select) { check_family("select"); }
 Test(fixtures, along) { check_family("along"); }
 Test(fixtures, losses) { check_family("losses"); }
+Test(fixtures, shape) { check_family("shape"); }
+Test(fixtures, index) { check_family("index"); }

@@ -176,7 +176,7 @@ Test(io, every_fixture_file_is_valid)
 Test(io, add_and_metadata_errors)
 {
     tg_safetensors *s = tg_st_new();
-    int shape[5] = {1, 1, 1, 1, 1};
+    int shape[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
     cr_assert(tg_st_add_zeros(s, "a", 1, shape));
     cr_assert_null(tg_st_add_zeros(s, "a", 1, shape));
     cr_assert(strstr(tg_error(), "'a' is already taken"), "%s", tg_error());
@@ -184,7 +184,7 @@ Test(io, add_and_metadata_errors)
     cr_assert(strstr(tg_error(), "reserved"), "%s", tg_error());
     cr_assert_null(tg_st_add_zeros(s, "b\xff", 1, shape));
     cr_assert(strstr(tg_error(), "not valid UTF-8"), "%s", tg_error());
-    cr_assert_null(tg_st_add_zeros(s, "c", 5, shape));
+    cr_assert_null(tg_st_add_zeros(s, "c", 9, shape));
     cr_assert(strstr(tg_error(), "invalid shape"), "%s", tg_error());
     cr_assert_eq(tg_st_add(s, "d", NULL), -1);
     cr_assert_eq(tg_st_count(s), 1);

@@ -239,7 +239,7 @@ Test(shape, rejects_bad_arguments)
     assert_fails(t, tg_reshape(t, x, 2, (int[]){-1, -1}), "tg_reshape", "[2,3,4]", "{-1,-1}");
     assert_fails(t, tg_reshape(t, x, 2, (int[]){5, -1}), "tg_reshape", "[2,3,4]", "{5,-1}");
     assert_fails(t, tg_reshape(t, x, 2, (int[]){-2, 12}), "tg_reshape", "[2,3,4]", "{-2,12}");
-    assert_fails(t, tg_reshape(t, x, 5, (int[]){1, 2, 3, 4, 1}), "tg_reshape", "[2,3,4]", "5 dims");
+    assert_fails(t, tg_reshape(t, x, 9, (int[]){1, 2, 3, 4, 1, 1, 1, 1, 1}), "tg_reshape", "[2,3,4]", "9 dims");
     assert_fails(t, tg_reshape(t, x, 2, NULL), "tg_reshape", "[2,3,4]");
     tg_tensor *e = tg_tensor_zeros(t, 2, (int[]){0, 3});
     assert_fails(t, tg_reshape(t, e, 2, (int[]){0, -1}), "tg_reshape", "[0,3]", "{0,-1}");
@@ -280,7 +280,7 @@ Test(shape, shape_overflows)
     *h = (tg_tensor){.ndim = 2, .shape = {1, 1 << 30, 1, 1}, .size = (size_t)1 << 30, .data = h->data,
                      .owns_data = true, .magic = TG_TENSOR_LIVE};
     cr_assert_null(tg_concat(t, (tg_tensor *[]){h, h}, 2));
-    tu_assert_has(tg_tape_error(t), "tg_concat: the concatenated last dim (2147483648) overflows an int");
+    tu_assert_has(tg_tape_error(t), "tg_concat: the joined dim (2147483648) overflows an int");
     tg_tensor_free(h);
     tg_tape_free(t);
 }

@@ -349,7 +349,7 @@ static void spare_give(tg_tape *t, void *p, size_t bytes)
 static void grad_give(tg_tape *t, const node *n)
 {
     tg_tensor *out = n->out;
-    if (out->owns_data || !out->grad) return;
+    if (out->owns_data || !out->grad || out->retains_grad) return;
     for (int k = 0; k < n->n_in; k++)
         if (n->in[k] && n->in[k]->grad == out->grad) return;  /* an op that aliases its input */
     spare_give(t, out->grad, out->size * sizeof(tg_real));
@@ -548,6 +548,21 @@ int tg_backward_seed(tg_tape *t, tg_tensor *out, const tg_real *seed)
         if (t->anomaly && check_node_grads(t, n)) return -1;
         grad_give(t, n);
     }
+    return 0;
+}
+
+int tg_retain_grad(tg_tape *t, tg_tensor *x)
+{
+    if (!t) return tg_error_set("tg_retain_grad: the tape is NULL");
+    if (!x) return tg_error_set("tg_retain_grad: the tensor is NULL");
+    const char *why = misuse(t, x);
+    char s[TG_SHAPE_STR];
+    if (why) return tg_error_set("tg_retain_grad: the tensor %s", why);
+    if (!x->requires_grad)
+        return tg_error_set("tg_retain_grad: the tensor %s does not require grad (nothing would flow into it)",
+                            tg_shape_str(x, s));
+    x->retains_grad = true;
+    if (x->view_of) x->view_of->retains_grad = true;  /* the view's grad is a slice of its base's */
     return 0;
 }
 

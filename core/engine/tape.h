@@ -77,6 +77,12 @@ void tg_tape_clear_error(tg_tape *t);
 int tg_backward(tg_tape *t, tg_tensor *loss);
 /* Same with a given seed gradient, shaped like out. */
 int tg_backward_seed(tg_tape *t, tg_tensor *out, const tg_real *seed);
+/* Keeps x's grad after backward although an op made it (PyTorch's
+ * retain_grad): it stays in the arena until tg_tape_reset. For a view
+ * (tg_reshape, ...) the base's grad is kept, which the view's slices. A no-op
+ * for leaves, whose grads are kept anyway. -1 when x needs no grad, is
+ * dead or belongs to another tape. */
+int tg_retain_grad(tg_tape *t, tg_tensor *x);
 
 /* One line per node: index, op, output shape, every input's shape. */
 void tg_tape_dump(const tg_tape *t, FILE *f);

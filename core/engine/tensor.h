@@ -1,6 +1,6 @@
 /* tapegrad: tensors.
  *
- * A tensor is up to 4-D, row-major and always contiguous (no strides). Three
+ * A tensor is up to 8-D (TG_MAX_DIMS), row-major and always contiguous (no strides). Three
  * owners exist and are never mixed up (docs/DESIGN.md "Tensors and owners"):
  *   - parameters live in a tg_params store (core/engine/params.h); their grad is
  *     allocated with them and persists until tg_params_zero_grad;
@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "error.h"
 
@@ -49,16 +50,17 @@ typedef float tg_real;
 extern const int TG_PRECISION_MARK;
 __attribute__((used)) static const int *const tg_precision_mark_ = &TG_PRECISION_MARK;
 
-#define TG_MAX_DIMS 4
+#define TG_MAX_DIMS 8
 
 typedef struct tg_tensor {
     tg_real *data;
     tg_real *grad;           /* NULL until a backward needs it (temporaries) */
-    int ndim;                /* 0 (scalar) .. 4 */
+    int ndim;                /* 0 (scalar) .. TG_MAX_DIMS */
     int shape[TG_MAX_DIMS];  /* unused trailing entries are 1 */
     size_t size;             /* number of elements */
     bool requires_grad;
     bool owns_data;          /* heap tensor from tg_tensor_alloc */
+    bool retains_grad;       /* an op output whose grad backward keeps (tg_retain_grad) */
     const char *name;        /* parameters only: the state_dict key */
     struct tg_tensor *view_of; /* a view made before its base had a grad: */
     size_t view_off;           /* its grad is view_of's grad + view_off (tg_grad) */
@@ -88,14 +90,26 @@ bool tg_shape_equal(const tg_tensor *a, const tg_tensor *b);
 /* Sets x's ndim, shape (trailing entries 1) and size from a shape that
  * tg_shape_size accepted. */
 void tg_tensor_set_shape(tg_tensor *x, int ndim, const int *shape, size_t size);
-/* "[32,16,64]" into buf (at least TG_SHAPE_STR bytes); returns buf. */
-#define TG_SHAPE_STR 64
+/* "[32,16,64]" into buf (at least TG_SHAPE_STR bytes: 8 dims of 10 digits fit); returns buf. */
+#define TG_SHAPE_STR 96
 const char *tg_shape_str(const tg_tensor *x, char *buf);
 /* Product of all dims but the last (rows) and the last dim (cols). */
 size_t tg_rows(const tg_tensor *x);
 int tg_cols(const tg_tensor *x);
 
 void tg_tensor_fill(tg_tensor *x, tg_real v);
+
+/* A readable form of x like PyTorch's repr: the values in nested brackets
+ * (more than 1000 elements: the first and last 3 along each dim, "..."
+ * between), then its shape and whether it requires grad:
+ *   tensor([[ 0.5000, -1.2500],
+ *           [ 3.0000,  4.0000]], shape=[2,2], requires_grad=True)
+ * Integral values print as "3.", values spanning more than 1e4 or beyond
+ * 1e8 in scientific form. Writes at most cap bytes (NUL included) into buf
+ * and returns the full length, as snprintf. */
+size_t tg_tensor_str(const tg_tensor *x, char *buf, size_t cap);
+/* The same, and a newline, to f; -1 on a write error or out of memory. */
+int tg_tensor_print(FILE *f, const tg_tensor *x);
 
 #ifdef __cplusplus
 }

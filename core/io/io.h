@@ -25,7 +25,7 @@
  *     safetensors dtypes (I8, I16, U16, U32, U64, F8_E4M3, F8_E5M2, ...) are
  *     known but rejected as "not supported"; anything else is an "unknown
  *     dtype".
- *   - shapes have at most 4 dims (TG_MAX_DIMS), each an integer in
+ *   - shapes have at most 8 dims (TG_MAX_DIMS), each an integer in
  *     [0, INT_MAX]; 0-d (shape []) and empty (a 0 dim) tensors are fine.
  *   - the header must be valid UTF-8 JSON (no raw control characters, no
  *     \u0000 escapes, numbers in strict JSON syntax), a single object; an

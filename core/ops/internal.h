@@ -59,6 +59,42 @@ typedef struct tg_attn_bias {
 const tg_real *tg_attn_bias_rows(const tg_attn_bias *a, int b, int h, int i0, int nr, int n, tg_real *scratch,
                                  int *ld);
 
+/* core/ops/move.c: a map from a walk shape n[nd] to an input and an output
+ * element each (strides in elements, 0 to stretch, negative to flip):
+ *   out[out_off + i . out_st] <- in[in_off + i . in_st]. */
+#define TG_MAP_DIMS (2 * TG_MAX_DIMS)
+typedef struct tg_map {
+    int nd;
+    int n[TG_MAP_DIMS];
+    ptrdiff_t in_st[TG_MAP_DIMS], out_st[TG_MAP_DIMS];
+    ptrdiff_t in_off, out_off;
+} tg_map;
+/* out[...] = in[...] over the map */
+void tg_map_forward(const tg_map *m, tg_real *out, const tg_real *in);
+/* din[...] += dout[...] over the map, in walk order */
+void tg_map_backward(const tg_map *m, tg_real *din, const tg_real *dout);
+/* Row-major element strides of a shape. */
+void tg_strides(int ndim, const int *shape, ptrdiff_t *st);
+/* The context of a one-input op that is up to two maps (roll needs two). */
+typedef struct tg_map_ctx {
+    int n_maps;
+    tg_map maps[2];
+} tg_map_ctx;
+/* d a += each map read backwards; the backward of every tg_map_op. */
+void tg_map_op_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx);
+/* out [shape] <- a through c's maps (out filled with *fill first unless fill
+ * is NULL: pad, diag); records op (whose backward is tg_map_op_backward)
+ * with c as context. */
+tg_tensor *tg_map_op(tg_tape *t, const tg_op *op, tg_tensor *a, int ndim, const int *shape,
+                     const tg_map_ctx *c, const tg_real *fill);
+
+/* dim resolved into *d, negative counting from the end of n dims (n is
+ * a->ndim, or a->ndim + 1 where a new dim may go: stack, unsqueeze); false
+ * with "<op>: dim D is out of range for a [..] (dims -n to n-1)". */
+bool tg_dim_resolve(tg_tape *t, const char *op, const tg_tensor *a, int dim, int n, int *d);
+/* m walks a [shape] in order: n = shape, in_st = out_st = its strides, offsets 0. */
+void tg_map_of(tg_map *m, int ndim, const int *shape);
+
 /* The sum of x [n] in 8 independent lanes: no loop-carried dependence, so it
  * runs at throughput and vectorizes without -ffast-math. x[j] always goes to
  * lane j % 8, the tail too, so zeros appended to a row leave its sum's bits

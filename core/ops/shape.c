@@ -1,20 +1,20 @@
 /* tapegrad: shape ops.
  *
- * tg_reshape and tg_rows_view are VIEWS: the result shares data and grad
- * with its input (no copy, no node). Every other op here writes a new
+ * tg_reshape, tg_rows_view, tg_squeeze and tg_unsqueeze are VIEWS: the
+ * result shares data and grad with its input (no copy, no node); tg_detach
+ * shares data only. Every other op here writes a new
  * contiguous tensor and
  * records a node whose backward moves the output grad back to where each
  * element came from:
- *   permute       d a = permute(d out, inverse perm)
+ *   permute       d a = permute(d out, inverse perm) (a map, core/ops/move.c)
  *   split_heads   d x = merge_heads(d out)      merge_heads  d x = split_heads(d out)
- *   concat        d xs[i] = d out[..., off_i : off_i + C_i]
- *   slice         d a[..., start : start + len] += d out
  */
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "internal.h"
 #include "ops.h"
 
 /* "{2,0,1}" (n ints) into buf (TG_SHAPE_STR bytes); returns buf. */
@@ -120,68 +120,67 @@ tg_tensor *tg_rows_view(tg_tape *t, tg_tensor *a, int start, int len)
     return view(t, "tg_rows_view", a, a->ndim, shape, (size_t)start * row);
 }
 
+/* a's data under a new header that requires no grad and has none: no node,
+ * nothing flows back through it (PyTorch's detach shares storage too). */
+tg_tensor *tg_detach(tg_tape *t, tg_tensor *a)
+{
+    if (!tg_inputs_check(t, "tg_detach", &a, 1, 1)) return NULL;
+    tg_tensor *v = tg_new_header(t, "tg_detach");
+    if (!v) return NULL;
+    tg_tensor_set_shape(v, a->ndim, a->shape, a->size);
+    v->data = a->data;
+    return v;
+}
+
+/* a with a size-1 dim inserted at dim (0 .. ndim; negative counts from the
+ * end of ndim + 1): a view. */
+tg_tensor *tg_unsqueeze(tg_tape *t, tg_tensor *a, int dim)
+{
+    if (!tg_inputs_check(t, "tg_unsqueeze", &a, 1, 1)) return NULL;
+    char sa[TG_SHAPE_STR];
+    if (a->ndim == TG_MAX_DIMS)
+        return tg_fail(t, "tg_unsqueeze: a %s already has %d dims, the most a tensor has", tg_shape_str(a, sa),
+                       TG_MAX_DIMS);
+    int d, shape[TG_MAX_DIMS];
+    if (!tg_dim_resolve(t, "tg_unsqueeze", a, dim, a->ndim + 1, &d)) return NULL;
+    for (int k = 0, j = 0; k <= a->ndim; k++) shape[k] = k == d ? 1 : a->shape[j++];
+    return view(t, "tg_unsqueeze", a, a->ndim + 1, shape, 0);
+}
+
+/* a without dim `dim` when its size is 1, else a view of a itself (PyTorch's
+ * squeeze(dim)); TG_SQUEEZE_ALL drops every size-1 dim. A view. */
+tg_tensor *tg_squeeze(tg_tape *t, tg_tensor *a, int dim)
+{
+    if (!tg_inputs_check(t, "tg_squeeze", &a, 1, 1)) return NULL;
+    int d = -1, nd = 0, shape[TG_MAX_DIMS];
+    if (dim != TG_SQUEEZE_ALL && !tg_dim_resolve(t, "tg_squeeze", a, dim, a->ndim ? a->ndim : 1, &d)) return NULL;
+    for (int k = 0; k < a->ndim; k++)
+        if (a->shape[k] != 1 || (dim != TG_SQUEEZE_ALL && k != d)) shape[nd++] = a->shape[k];
+    return view(t, "tg_squeeze", a, nd, shape, 0);
+}
+
 /* ---- permute / transpose ----------------------------------------------------- */
 
-/* Walks out = permute(in, perm) in out's row-major order. Forward copies
- * (dst = out, src = in); backward scatter-adds (dst = d in, src = d out). */
-static void permute_kernel(const tg_real *src, tg_real *dst, int ndim, const int *in_shape,
-                           const int *perm, bool backward)
-{
-    size_t in_stride[TG_MAX_DIMS], st[TG_MAX_DIMS] = {0, 0, 0, 0};
-    int os[TG_MAX_DIMS] = {1, 1, 1, 1};
-    size_t s = 1;
-    for (int i = ndim - 1; i >= 0; i--) {
-        in_stride[i] = s;
-        s *= (size_t)in_shape[i];
-    }
-    /* pad to 4-D at the front: out dim k (of 4) reads input stride st[k] */
-    for (int k = 0; k < ndim; k++) {
-        os[TG_MAX_DIMS - ndim + k] = in_shape[perm[k]];
-        st[TG_MAX_DIMS - ndim + k] = in_stride[perm[k]];
-    }
-    size_t o = 0;
-    for (int i0 = 0; i0 < os[0]; i0++)
-        for (int i1 = 0; i1 < os[1]; i1++)
-            for (int i2 = 0; i2 < os[2]; i2++) {
-                const size_t base = i0 * st[0] + i1 * st[1] + i2 * st[2];
-                if (backward)
-                    for (int i3 = 0; i3 < os[3]; i3++) dst[base + i3 * st[3]] += src[o++];
-                else
-                    for (int i3 = 0; i3 < os[3]; i3++) dst[o++] = src[base + i3 * st[3]];
-            }
-}
-
-/* [a's dims permuted] -> a's dims: d a += d out read through the same map. */
-typedef struct permute_ctx {
-    int perm[TG_MAX_DIMS];
-} permute_ctx;
-
-static void permute_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)
-{
-    tg_tensor *a = in[0];
-    tg_real *da = tg_grad(t, a);
-    if (!da) return;
-    permute_kernel(out->grad, da, a->ndim, a->shape, ((const permute_ctx *)ctx)->perm, true);
-}
-
+/* out dim k is a's dim perm[k]: one map that walks out in order and reads a
+ * through its strides in perm's order; d a = permute(d out, inverse perm). */
 static const tg_op permute_ops[] = {
-    {"tg_permute", permute_backward, sizeof(permute_ctx)},
-    {"tg_transpose", permute_backward, sizeof(permute_ctx)},
+    {"tg_permute", tg_map_op_backward, sizeof(tg_map_ctx)},
+    {"tg_transpose", tg_map_op_backward, sizeof(tg_map_ctx)},
 };
 
-/* Records as permute_ops[transpose] */
+/* Records as permute_ops[transpose]; perm is resolved (0 .. ndim-1). */
 static tg_tensor *permute_op(tg_tape *t, tg_tensor *a, const int *perm, bool transpose)
 {
-    const char *op = permute_ops[transpose].name;
     int out_shape[TG_MAX_DIMS];
-    for (int k = 0; k < a->ndim; k++) out_shape[k] = a->shape[perm[k]];
-    tg_tensor *out = tg_new(t, op, a->ndim, out_shape);
-    if (!out) return NULL;
-    permute_kernel(a->data, out->data, a->ndim, a->shape, perm, false);
-    permute_ctx c = {{0}};
-    memcpy(c.perm, perm, (size_t)a->ndim * sizeof *perm);
-    if (!tg_op_record(t, &permute_ops[transpose], out, &a, 1, &c)) return NULL;
-    return tg_op_done(t, op, out);
+    ptrdiff_t st[TG_MAX_DIMS];
+    tg_strides(a->ndim, a->shape, st);
+    tg_map_ctx c = {.n_maps = 1, .maps[0].nd = a->ndim};
+    for (int k = 0; k < a->ndim; k++) {
+        out_shape[k] = c.maps[0].n[k] = a->shape[perm[k]];
+        c.maps[0].in_st[k] = st[perm[k]];
+    }
+    tg_strides(a->ndim, out_shape, c.maps[0].out_st);
+    return tg_map_op(t, &permute_ops[transpose], a, a->ndim, out_shape, &c, NULL);
 }
 
 tg_tensor *tg_permute(tg_tape *t, tg_tensor *a, const int *perm)
@@ -191,13 +190,15 @@ tg_tensor *tg_permute(tg_tape *t, tg_tensor *a, const int *perm)
     if (a->ndim > 0 && !perm)
         return tg_fail(t, "tg_permute: perm is NULL for a %s", tg_shape_str(a, sa));
     bool seen[TG_MAX_DIMS] = {false};
+    int p[TG_MAX_DIMS];
     for (int k = 0; k < a->ndim; k++) {
-        if (perm[k] < 0 || perm[k] >= a->ndim || seen[perm[k]])
-            return tg_fail(t, "tg_permute: perm %s is not a permutation of the %d dims of a %s",
-                           ints_str(perm, a->ndim, sp), a->ndim, tg_shape_str(a, sa));
-        seen[perm[k]] = true;
+        p[k] = perm[k] < 0 ? perm[k] + a->ndim : perm[k];
+        if (p[k] < 0 || p[k] >= a->ndim || seen[p[k]])
+            return tg_fail(t, "tg_permute: perm %s is not a permutation of the %d dims of a %s (dims %d to %d)",
+                           ints_str(perm, a->ndim, sp), a->ndim, tg_shape_str(a, sa), -a->ndim, a->ndim - 1);
+        seen[p[k]] = true;
     }
-    return permute_op(t, a, perm, false);
+    return permute_op(t, a, p, false);
 }
 
 /* Swaps dims d0 and d1; negative dims count from the end (PyTorch style). */
@@ -208,7 +209,8 @@ tg_tensor *tg_transpose(tg_tape *t, tg_tensor *a, int d0, int d1)
     int e0 = d0 < 0 ? d0 + a->ndim : d0, e1 = d1 < 0 ? d1 + a->ndim : d1;
     if (e0 < 0 || e0 >= a->ndim || e1 < 0 || e1 >= a->ndim)
         return tg_fail(t, "tg_transpose: dims (%d, %d) out of range for a %s", d0, d1, tg_shape_str(a, sa));
-    int perm[TG_MAX_DIMS] = {0, 1, 2, 3};
+    int perm[TG_MAX_DIMS];
+    for (int k = 0; k < TG_MAX_DIMS; k++) perm[k] = k;
     perm[e0] = e1;
     perm[e1] = e0;
     return permute_op(t, a, perm, true);
@@ -297,125 +299,4 @@ tg_tensor *tg_merge_heads(tg_tape *t, tg_tensor *x)
     heads_merge(x->data, out->data, B, H, L, dk, false);
     if (!tg_op_record(t, &merge_heads_op, out, &x, 1, NULL)) return NULL;
     return tg_op_done(t, "tg_merge_heads", out);
-}
-
-/* ---- concat / slice (last dim) ------------------------------------------------------- */
-
-typedef struct concat_ctx {
-    int n;  /* number of inputs */
-} concat_ctx;
-
-/* out [..., sum C_i] <- xs[i] [..., C_i]: d xs[i] += d out[..., off_i : off_i + C_i] */
-static void concat_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *xs, const void *ctx)
-{
-    size_t rows = tg_rows(out);
-    int C = tg_cols(out), off = 0;
-    for (int i = 0; i < ((const concat_ctx *)ctx)->n; i++) {
-        int ci = tg_cols(xs[i]);
-        if (xs[i]->requires_grad) {
-            tg_real *dx = tg_grad(t, xs[i]);
-            if (!dx) return;
-            for (size_t r = 0; r < rows; r++) {
-                const tg_real *g = out->grad + r * C + off;
-                tg_real *d = dx + r * ci;
-                for (int j = 0; j < ci; j++) d[j] += g[j];
-            }
-        }
-        off += ci;
-    }
-}
-
-/* Checks that xs[0..n) agree on every dim but the last; the output's last
- * dim through *C. */
-static bool concat_shapes(tg_tape *t, tg_tensor *const *xs, int n, int *C)
-{
-    char s0[TG_SHAPE_STR], si[TG_SHAPE_STR];
-    long long sum = 0;
-    for (int i = 0; i < n; i++) {
-        const tg_tensor *x = xs[i];
-        bool same = x->ndim == xs[0]->ndim && x->ndim > 0;
-        for (int k = 0; same && k + 1 < x->ndim; k++) same = x->shape[k] == xs[0]->shape[k];
-        if (!same) {
-            tg_fail(t, "tg_concat: xs[%d] %s does not match xs[0] %s (need >= 1 dim, all dims equal but the last)",
-                    i, tg_shape_str(x, si), tg_shape_str(xs[0], s0));
-            return false;
-        }
-        sum += tg_cols(x);
-    }
-    if (sum > INT_MAX) {
-        tg_fail(t, "tg_concat: the concatenated last dim (%lld) overflows an int (xs[0] %s, n = %d)", sum,
-                tg_shape_str(xs[0], s0), n);
-        return false;
-    }
-    *C = (int)sum;
-    return true;
-}
-
-static const tg_op concat_op = {"tg_concat", concat_backward, sizeof(concat_ctx)};
-
-tg_tensor *tg_concat(tg_tape *t, tg_tensor *const *xs, int n)
-{
-    if (!t) return tg_fail(NULL, "tg_concat: the tape is NULL");
-    if (!xs && n > 0) return tg_fail_null(t, "tg_concat");
-    if (n <= 0) return tg_fail(t, "tg_concat: needs at least one tensor, got n = %d", n);
-    if (!tg_inputs_check(t, "tg_concat", xs, n, n)) return NULL;
-    int C;
-    if (!concat_shapes(t, xs, n, &C)) return NULL;
-    int shape[TG_MAX_DIMS];
-    memcpy(shape, xs[0]->shape, sizeof shape);
-    shape[xs[0]->ndim - 1] = C;
-    tg_tensor *out = tg_new(t, "tg_concat", xs[0]->ndim, shape);
-    if (!out) return NULL;
-    size_t rows = tg_rows(out);
-    int off = 0;
-    for (int i = 0; i < n; i++) {
-        int ci = tg_cols(xs[i]);
-        for (size_t r = 0; r < rows; r++)
-            memcpy(out->data + r * C + off, xs[i]->data + r * ci, (size_t)ci * sizeof(tg_real));
-        off += ci;
-    }
-    if (!tg_op_record(t, &concat_op, out, xs, n, &(concat_ctx){n})) return NULL;
-    return tg_op_done(t, "tg_concat", out);
-}
-
-typedef struct slice_ctx {
-    int start;
-} slice_ctx;
-
-/* out [..., len] <- a [..., C]: d a[..., start + j] += d out[..., j]. */
-static void slice_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)
-{
-    tg_tensor *a = in[0];
-    tg_real *da = tg_grad(t, a);
-    if (!da) return;
-    size_t rows = tg_rows(a);
-    int C = tg_cols(a), len = tg_cols(out), start = ((const slice_ctx *)ctx)->start;
-    for (size_t r = 0; r < rows; r++) {
-        const tg_real *g = out->grad + r * len;
-        tg_real *d = da + r * C + start;
-        for (int j = 0; j < len; j++) d[j] += g[j];
-    }
-}
-
-static const tg_op slice_op = {"tg_slice", slice_backward, sizeof(slice_ctx)};
-
-tg_tensor *tg_slice(tg_tape *t, tg_tensor *a, int start, int len)
-{
-    if (!tg_inputs_check(t, "tg_slice", &a, 1, 1)) return NULL;
-    char sa[TG_SHAPE_STR];
-    if (a->ndim < 1) return tg_fail(t, "tg_slice: a %s has no last dim to slice", tg_shape_str(a, sa));
-    int C = tg_cols(a);
-    if (start < 0 || len < 0 || start > C || len > C - start)
-        return tg_fail(t, "tg_slice: range start %d, len %d does not fit the last dim %d of a %s", start, len, C,
-                       tg_shape_str(a, sa));
-    int shape[TG_MAX_DIMS];
-    memcpy(shape, a->shape, sizeof shape);
-    shape[a->ndim - 1] = len;
-    tg_tensor *out = tg_new(t, "tg_slice", a->ndim, shape);
-    if (!out) return NULL;
-    size_t rows = tg_rows(a);
-    for (size_t r = 0; r < rows; r++)
-        memcpy(out->data + r * len, a->data + r * C + start, (size_t)len * sizeof(tg_real));
-    if (!tg_op_record(t, &slice_op, out, &a, 1, &(slice_ctx){start})) return NULL;
-    return tg_op_done(t, "tg_slice", out);
 }

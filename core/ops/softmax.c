@@ -182,7 +182,7 @@ tg_tensor *tg_softmax_masked(tg_tape *t, tg_tensor *a, const tg_mask *mask, doub
     if (!tg_inputs_check(t, "tg_softmax_masked", &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR], what[TG_SHAPE_STR + 8];
     snprintf(what, sizeof what, "a %s", tg_shape_str(a, sa));
-    if (a->ndim < 2)
+    if (a->ndim < 2 || a->ndim > 4)
         return tg_fail(t, "tg_softmax_masked: scores must be 2-D to 4-D [B,H,Lq,Lk]: %s", what);
     if (!isfinite(scale))
         return tg_fail(t, "tg_softmax_masked: scale %g is not finite: %s", scale, what);

@@ -72,7 +72,7 @@ def main():
     files["bad_dup_name"] = st(None, bytes(8), raw_header=(
         b'{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},'
         b'"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}'))
-    files["bad_five_dims"] = st({"a": entry("F32", [1, 1, 1, 1, 1], 0, 4)}, bytes(4))
+    files["bad_nine_dims"] = st({"a": entry("F32", [1] * 9, 0, 4)}, bytes(4))
     files["bad_overflow"] = st({"a": entry("F64", [2147483647] * 4, 0, 8)}, bytes(8))
     for name, data in files.items():
         with open(os.path.join(OUT, name + ".safetensors"), "wb") as f:
