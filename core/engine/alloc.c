@@ -70,7 +70,7 @@ char *tg_strdup(const char *s)
     return d;
 }
 
-void *tg_map(size_t n)
+void *tg_pages_map(size_t n)
 {
     if (should_fail()) return oom(n);
     void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -79,7 +79,7 @@ void *tg_map(size_t n)
     return p;
 }
 
-void tg_unmap(void *p, size_t n)
+void tg_pages_unmap(void *p, size_t n)
 {
     if (p) munmap(p, n);
 }

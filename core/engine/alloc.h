@@ -23,10 +23,10 @@ void tg_free(void *p);
 char *tg_strdup(const char *s);
 /* n bytes of fresh zeroed pages straight from the system (mmap), for memory
  * whose addresses must not go back to malloc (core/engine/headers.h). */
-void *tg_map(size_t n);
-void tg_unmap(void *p, size_t n);
+void *tg_pages_map(size_t n);
+void tg_pages_unmap(void *p, size_t n);
 
-/* Number of successful tg_malloc/tg_calloc/tg_realloc/tg_map calls so far,
+/* Number of successful tg_malloc/tg_calloc/tg_realloc/tg_pages_map calls so far,
  * all threads together. */
 uint64_t tg_alloc_count(void);
 /* Make the n-th allocation from now fail (1 = the next one); 0 disables. */

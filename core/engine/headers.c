@@ -38,7 +38,7 @@ static tg_hblock *block_new(tg_hblock *prev, size_t need)
     size_t page = page_size(), size = need > BLOCK_BYTES ? (need + page - 1) / page * page : BLOCK_BYTES;
     tg_hblock *b = tg_malloc(sizeof *b);
     if (!b) return NULL;
-    void *p = tg_map(size);
+    void *p = tg_pages_map(size);
     if (!p) {
         tg_free(b);
         return NULL;
@@ -91,7 +91,7 @@ void tg_headers_free(tg_hblock *cur)
 {
     for (tg_hblock *b = cur, *prev; b; b = prev) {
         prev = b->prev;
-        tg_unmap(b->base, b->size);
+        tg_pages_unmap(b->base, b->size);
         tg_free(b);
     }
 }
