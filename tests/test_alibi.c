@@ -52,9 +52,12 @@ Test(alibi, sdpa_adds_bias_and_alibi_as_written)
                     double dot = 0;
                     for (int c = 0; c < D; c++) dot += (double)q->data[pl + i * D + c] * k->data[pl + j * D + c];
                     s[j] = dot / sqrt((double)D) + bias->data[(h * L + i) * L + j] + slopes[h] * (j - i);
-                    mx = fmax(mx, s[j]);
+                    if (s[j] > mx) mx = s[j];
                 }
-                for (int j = 0; j <= i; j++) z += s[j] = exp(s[j] - mx);
+                for (int j = 0; j <= i; j++) {
+                    s[j] = exp(s[j] - mx);
+                    z += s[j];
+                }
                 for (int c = 0; c < D; c++) {
                     double o = 0;
                     for (int j = 0; j <= i; j++) o += s[j] / z * v->data[pl + j * D + c];
