@@ -9,8 +9,10 @@
  *
  * The model: token + position embeddings; one multi-head self-attention layer
  * with a key-padding mask (each sequence's length), added back to its input;
- * masked mean pooling over the valid positions (tg_sum_dim of h * keep over
- * the time dim, divided by the lengths); a Linear layer to the two classes.
+ * masked mean pooling over the valid positions (the padding, positions from
+ * tg_arange compared with the lengths, filled with 0 by tg_masked_fill, then
+ * tg_sum_dim over time divided by the lengths); a Linear layer to the two
+ * classes. The report gathers each label's probability with tg_gather.
  * Cross-entropy, AdamW with a cosine schedule. One source in 16, by a hash of
  * its tokens, is held out: training never draws it.
  *
@@ -89,18 +91,20 @@ static tg_tensor *forward(tg_tape *t, const model *m, const batch *bt)
                           tg_embedding_forward(t, &m->pos, positions, 1, T));
     tg_mask pad = {.key_lens = bt->lens};  /* keys at and after a sequence's length are ignored */
     h = tg_add(t, h, tg_mha_forward(t, &m->attn, h, h, &(tg_mha_opts){.mask = &pad}, NULL));
-    /* masked mean over time: sum_t h * keep / sum_t keep, keep [n, T, 1] */
-    tg_tensor *keep = tg_tensor_zeros(t, 3, (int[]){n, T, 1});
-    if (!keep) return NULL;
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < bt->lens[i]; j++) keep->data[i * T + j] = 1;
-    tg_tensor *pooled = tg_div(t, tg_sum_dim(t, tg_mul(t, h, keep), 1, false),  /* [n, D] */
-                               tg_sum_dim(t, keep, 1, false));                   /* / [n, 1] */
+    /* masked mean over time: padding (time >= len) filled with 0, summed, / len */
+    tg_tensor *lens = tg_tensor_new(t, 3, (int[]){n, 1, 1});
+    if (!lens) return NULL;
+    for (int i = 0; i < n; i++) lens->data[i] = (tg_real)bt->lens[i];
+    tg_tensor *time = tg_reshape(t, tg_arange(t, 0, T, 1), 3, (int[]){1, T, 1});
+    tg_tensor *padding = tg_ge(t, time, lens);                                        /* [n, T, 1] 0/1 */
+    tg_tensor *pooled = tg_div(t, tg_sum_dim(t, tg_masked_fill(t, h, padding, 0), 1, false), /* [n, D] */
+                               tg_reshape(t, lens, 2, (int[]){n, 1}));                 /* / [n, 1] */
     return tg_linear_forward(t, &m->out, pooled);
 }
 
-/* fraction of bt classified right, or -1 on an error */
-static double accuracy(tg_tape *t, const model *m, const batch *bt)
+/* fraction of bt classified right, or -1 on an error; *p_label: the mean
+ * probability the model gives each example's label */
+static double accuracy(tg_tape *t, const model *m, const batch *bt, double *p_label)
 {
     tg_tape_reset(t);
     bool prev = tg_no_grad_begin(t);
@@ -111,7 +115,12 @@ static double accuracy(tg_tape *t, const model *m, const batch *bt)
     for (int i = 0; i < bt->n; i++) labels->data[i] = (tg_real)bt->labels[i];
     /* the mean of argmax(logits) == label, [n, 2] -> [n] -> [] */
     tg_tensor *acc = tg_mean(t, tg_eq(t, tg_argmax(t, logits, -1, false), labels));
-    return acc ? (double)acc->data[0] : -1;
+    /* softmax(logits)[i, label_i]: gather along the class dim, [n, 2] -> [n, 1] */
+    tg_index ix = {.data = bt->labels, .ndim = 2, .shape = {bt->n, 1}};
+    tg_tensor *p = tg_mean(t, tg_gather(t, tg_softmax(t, logits), 1, &ix));
+    if (!acc || !p) return -1;
+    *p_label = (double)p->data[0];
+    return (double)acc->data[0];
 }
 
 static int init(model *m, tg_params *p, tg_mha_mode mode, tg_rng *rng)
@@ -203,13 +212,13 @@ int main(int argc, char **argv)
         if (tg_backward(t, loss) || tg_optim_set_lr(opt, tg_lr_at(&lr, step)) || tg_optim_step(opt))
             return fprintf(stderr, "classify: step %ld: %s\n", step, tg_error()), 1;
         if ((step + 1) % 250 == 0) {
-            double l = (double)loss->data[0];  /* read before accuracy() resets the tape */
-            printf("step %5ld  loss %.4f  held-out %.2f%%\n", step + 1, l, 100 * accuracy(t, &m, &held));
+            double l = (double)loss->data[0], pl;  /* read before accuracy() resets the tape */
+            printf("step %5ld  loss %.4f  held-out %.2f%%\n", step + 1, l, 100 * accuracy(t, &m, &held, &pl));
         }
     }
-    double acc = accuracy(t, &m, &held);
+    double pl, acc = accuracy(t, &m, &held, &pl);
     if (acc < 0) return fprintf(stderr, "classify: %s\n", tg_error()), 1;
-    printf("held-out accuracy %.2f%%\n", 100 * acc);
+    printf("held-out accuracy %.2f%% (mean probability of the label %.3f)\n", 100 * acc, pl);
     tg_tape_free(t);
     tg_optim_free(opt);
     tg_params_free(p);
