@@ -138,6 +138,9 @@ static void big_data(void)
 
 Test(stop, sigusr1_as_early_as_it_can_be_caught_is_a_clean_stop)
 {
+    /* scripts/test-aarch64.sh sets it: under qemu-user, /proc shows the
+     * emulator's handlers (it catches every signal) long before seqtask's */
+    if (getenv("QEMU_LD_PREFIX")) cr_skip_test("under qemu-user /proc cannot tell when seqtask's handler is in");
     big_data();
     char log[512];
     snprintf(log, sizeof log, "%s/s/log.csv", dir);
