@@ -143,10 +143,12 @@ int tg_mha_init(tg_mha *m, tg_params *p, const char *prefix, const tg_mha_config
     if (m->cfg.rope) {  /* RoPE turns pairs of dims */
         int dh = m->cfg.d_head;
         m->rope_rot = m->cfg.rope_frac > 0 && m->cfg.rope_frac < 1 ? (int)(m->cfg.rope_frac * dh) / 2 * 2 : dh;
-        if (m->rope_rot < 2 || m->rope_rot % 2)
-            return tg_error_set("tg_mha '%s': RoPE rotates pairs of dims: %d of a head of %d (d_head %d is odd, or "
-                                "rope_frac %g leaves fewer than 2; set rope_frac)", m->name, m->rope_rot, dh, dh,
-                                m->cfg.rope_frac);
+        if (m->rope_rot < 2 || m->rope_rot % 2) {
+            tg_error_set("tg_mha '%s': RoPE rotates pairs of dims: %d of a head of %d (d_head %d is odd, or "
+                         "rope_frac %g leaves fewer than 2; set rope_frac)", m->name, m->rope_rot, dh, dh,
+                         m->cfg.rope_frac);
+            return tg_nn_init_undo(m, sizeof *m, m->name, p, n0);
+        }
     }
     int E = m->cfg.n_heads * m->cfg.d_head, D = m->cfg.d_model, dh = m->cfg.d_head;
     char sub[TG_NN_NAME_MAX];
@@ -450,7 +452,7 @@ tg_tensor *tg_mha_forward(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor 
                           tg_tensor **weights)
 {
     if (weights) *weights = NULL;
-    if (!tg_nn_check_forward("tg_mha_forward", t, m, m && m->out_proj.weight)) return NULL;
+    if (tg_nn_check_forward("tg_mha_forward", t, m, m && m->out_proj.weight)) return NULL;
     if (!xq || !xkv) return tg_fail_null(t, "tg_mha");
     tg_mha_opts o = opts ? *opts : (tg_mha_opts){0};
     if (xq->ndim == 2) {  /* unbatched, as PyTorch: [L, D] -> a batch of one */
@@ -479,7 +481,7 @@ tg_tensor *tg_mha_forward(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor 
     return out;
 }
 
-/* ---- decoding step ------------------------------------------------------------- */
+/* ---- decoding ------------------------------------------------------------------ */
 
 /* x [B, L, D] -> | q heads | k heads | v heads | [B, L, E + 2Ekv], either mode. */
 static tg_tensor *project_qkv(tg_tape *t, const tg_mha *m, tg_tensor *x)
@@ -503,23 +505,23 @@ tg_sdpa_layout tg_mha_kv_layout(const tg_mha *m)
                             .v_col = (H + Hkv) * dh};
 }
 
-tg_tensor *tg_mha_step(tg_tape *t, const tg_mha *m, tg_tensor *x, tg_tensor *cache, const int32_t *pos,
+tg_tensor *tg_mha_decode(tg_tape *t, const tg_mha *m, tg_tensor *x, tg_tensor *cache, const int32_t *pos,
                        const uint8_t *head_mask)
 {
-    if (!tg_nn_check_forward("tg_mha_step", t, m, m && m->out_proj.weight)) return NULL;
-    if (!x || !cache || !pos) return tg_fail_null(t, "tg_mha_step");
+    if (tg_nn_check_forward("tg_mha_decode", t, m, m && m->out_proj.weight)) return NULL;
+    if (!x || !cache || !pos) return tg_fail_null(t, "tg_mha_decode");
     char sx[TG_SHAPE_STR];
     if (tg_tape_recording(t))
-        return tg_fail(t, "tg_mha_step '%s': decoding only: the tape must not record", m->name);
+        return tg_fail(t, "tg_mha_decode '%s': decoding only: the tape must not record", m->name);
     if (x->ndim != 3 || x->shape[1] != 1 || x->shape[2] != m->cfg.d_model)
-        return tg_fail(t, "tg_mha_step '%s': need x [B, 1, %d], got %s", m->name, m->cfg.d_model,
+        return tg_fail(t, "tg_mha_decode '%s': need x [B, 1, %d], got %s", m->name, m->cfg.d_model,
                        tg_shape_str(x, sx));
     if (extra_keys(m) || m->cfg.kdim != m->cfg.d_model || m->cfg.vdim != m->cfg.d_model)
-        return tg_fail(t, "tg_mha_step '%s': no key/value cache with kdim, vdim, add_bias_kv or add_zero_attn",
+        return tg_fail(t, "tg_mha_decode '%s': no key/value cache with kdim, vdim, add_bias_kv or add_zero_attn",
                        m->name);
     tg_sdpa_layout lay = tg_mha_kv_layout(m);
     tg_tensor *qkv = rope_on(t, m, project_qkv(t, m, x), 0, m->cfg.n_heads + m->cfg.n_kv_heads, pos);
     if (!qkv || tg_kv_write(t, cache, qkv, &lay, pos)) return NULL;
-    tg_tensor *o = tg_sdpa_step(t, qkv, cache, &lay, pos, &(tg_sdpa_opts){.alibi = m->cfg.alibi ? m->alibi : NULL});
+    tg_tensor *o = tg_sdpa_decode(t, qkv, cache, &lay, pos, &(tg_sdpa_opts){.alibi = m->cfg.alibi ? m->alibi : NULL});
     return tg_linear_forward(t, &m->out_proj, apply_head_mask(t, m, o, head_mask));
 }

@@ -31,11 +31,11 @@
  *
  * RoPE (rope = true): after the projections, the first rope_rot dims of
  * every q and k head are rotated by their position (tg_rope: positions
- * 0..L-1 in a forward, pos[b] in a step; the cache keeps rotated keys), in
+ * 0..L-1 in a forward, pos[b] in a decode; the cache keeps rotated keys), in
  * both modes the same numbers.
  *
  * ALiBi (alibi = true): head h adds m_h * (j - i) to the scaled score of
- * query i and key j (a decoding step: i = pos[b]); tg_mha_opts.bias adds any
+ * query i and key j (a decode: i = pos[b]); tg_mha_opts.bias adds any
  * [B or 1, H, Lq, Lk] tensor there and takes its gradient (per-head mode
  * hands head h its [., 1, Lq, Lk] slice).
  *
@@ -146,18 +146,18 @@ tg_tensor *tg_mha_forward(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor 
                           tg_tensor **weights);
 
 /* The layout of this layer's key/value cache for the core ops tg_kv_write,
- * tg_sdpa_step and tg_kv_copy (core/ops/decode.h, which owns the cache's
+ * tg_sdpa_decode and tg_kv_copy (core/ops/decode.h, which owns the cache's
  * layout): a cache is [B, cap, Hkv*(dk + dv)]; q_col, k_col and v_col are
  * where the packed | q | k | v | projection of one position holds them. */
 tg_sdpa_layout tg_mha_kv_layout(const tg_mha *m);
 
-/* One decoding step of causal self-attention with a key/value cache, for
+/* One decoded position of causal self-attention with a key/value cache, for
  * inference (the tape must not record). x [B, 1, D] holds each row's newest
  * position. Row b's new key and value go to position pos[b] of cache row b
  * (tg_kv_write), then its query attends to positions 0..pos[b]
- * (tg_sdpa_step): the last row of tg_mha_forward under a causal mask, at
+ * (tg_sdpa_decode): the last row of tg_mha_forward under a causal mask, at
  * O(pos) cost, with the same bits with tapegrad's GEMMs. -> [B, 1, D] */
-tg_tensor *tg_mha_step(tg_tape *t, const tg_mha *m, tg_tensor *x, tg_tensor *cache, const int32_t *pos,
+tg_tensor *tg_mha_decode(tg_tape *t, const tg_mha *m, tg_tensor *x, tg_tensor *cache, const int32_t *pos,
                        const uint8_t *head_mask);
 
 /* Copies every weight of src into dst exactly, converting between the modes

@@ -28,7 +28,7 @@ tg_tensor *tg_block_forward(tg_tape *t, const tg_block *b, tg_tensor *x, const t
                             tg_tensor **weights)
 {
     if (weights) *weights = NULL;
-    if (!tg_nn_check_forward("tg_block_forward", t, b, b && b->ff.fc2.weight)) return NULL;
+    if (tg_nn_check_forward("tg_block_forward", t, b, b && b->ff.fc2.weight)) return NULL;
     tg_tensor *h = tg_layernorm_forward(t, &b->ln1, x);
     h = tg_mha_forward(t, &b->attn, h, h, o, weights);
     x = tg_add_inplace(t, h, x);  /* x + h over the branch's output, which nothing reads again */
@@ -37,12 +37,12 @@ tg_tensor *tg_block_forward(tg_tape *t, const tg_block *b, tg_tensor *x, const t
     return tg_add_inplace(t, h, x);
 }
 
-tg_tensor *tg_block_step(tg_tape *t, const tg_block *b, tg_tensor *x, tg_tensor *cache, const int32_t *pos,
+tg_tensor *tg_block_decode(tg_tape *t, const tg_block *b, tg_tensor *x, tg_tensor *cache, const int32_t *pos,
                          const uint8_t *head_mask)
 {
-    if (!tg_nn_check_forward("tg_block_step", t, b, b && b->ff.fc2.weight)) return NULL;
+    if (tg_nn_check_forward("tg_block_decode", t, b, b && b->ff.fc2.weight)) return NULL;
     tg_tensor *h = tg_layernorm_forward(t, &b->ln1, x);
-    h = tg_mha_step(t, &b->attn, h, cache, pos, head_mask);
+    h = tg_mha_decode(t, &b->attn, h, cache, pos, head_mask);
     x = tg_add(t, x, h);
     h = tg_layernorm_forward(t, &b->ln2, x);
     h = tg_ffn_forward(t, &b->ff, h, NULL);

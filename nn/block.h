@@ -39,9 +39,9 @@ int tg_block_init(tg_block *b, tg_params *p, const char *prefix, const tg_block_
  * out) as tg_mha_forward. */
 tg_tensor *tg_block_forward(tg_tape *t, const tg_block *b, tg_tensor *x, const tg_mha_opts *o,
                             tg_tensor **weights);
-/* One decoding step (tg_mha_step): x [B, 1, D], row b at position pos[b],
+/* One decoded position (tg_mha_decode): x [B, 1, D], row b at position pos[b],
  * cache this block's [B, cap, 2E] keys and values -> [B, 1, D]. */
-tg_tensor *tg_block_step(tg_tape *t, const tg_block *b, tg_tensor *x, tg_tensor *cache, const int32_t *pos,
+tg_tensor *tg_block_decode(tg_tape *t, const tg_block *b, tg_tensor *x, tg_tensor *cache, const int32_t *pos,
                          const uint8_t *head_mask);
 
 #ifdef __cplusplus

@@ -28,7 +28,7 @@ int tg_embedding_init(tg_embedding_layer *e, tg_params *p, const char *prefix, i
 tg_tensor *tg_embedding_forward(tg_tape *t, const tg_embedding_layer *e, const int32_t *ids, int B,
                                 int T)
 {
-    if (!tg_nn_check_forward("tg_embedding_forward", t, e, e && e->weight)) return NULL;
+    if (tg_nn_check_forward("tg_embedding_forward", t, e, e && e->weight)) return NULL;
     if (!ids) return tg_fail(t, "tg_embedding '%s': ids is NULL", e->name);
     return tg_embedding(t, e->weight, ids, B, T);
 }

@@ -10,7 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "check.h"
 #include "init.h"
+#include "names.h"
 #include "../core/engine/params.h"
 #include "../core/ops/ops.h"
 

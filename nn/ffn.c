@@ -27,7 +27,7 @@ int tg_ffn_init(tg_ffn *f, tg_params *p, const char *prefix, const tg_ffn_config
 /* [..., D] -> fc1 [..., d_ff] -> gelu -> fc2 [..., D] -> dropout */
 tg_tensor *tg_ffn_forward(tg_tape *t, const tg_ffn *f, tg_tensor *x, tg_rng *rng)
 {
-    if (!tg_nn_check_forward("tg_ffn_forward", t, f, f && f->fc2.weight)) return NULL;
+    if (tg_nn_check_forward("tg_ffn_forward", t, f, f && f->fc2.weight)) return NULL;
     tg_tensor *h = tg_linear_forward(t, &f->fc1, x);
     h = tg_gelu(t, h);
     h = tg_linear_forward(t, &f->fc2, h);

@@ -1,53 +1,7 @@
-/* tapegrad: parameter creation and PyTorch default inits (see nn/init.h). */
+/* tapegrad: PyTorch default inits (see nn/init.h). */
 #include "init.h"
 
 #include <math.h>
-#include <stdio.h>
-#include <string.h>
-
-int tg_nn_name(char *dst, const char *prefix, const char *suffix)
-{
-    TG_REFUSE_NULL(dst && suffix, "dst or suffix", -1);
-    int n = prefix && *prefix ? snprintf(dst, TG_NN_NAME_MAX, "%s.%s", prefix, suffix)
-                              : snprintf(dst, TG_NN_NAME_MAX, "%s", suffix);
-    if (n >= 0 && n < TG_NN_NAME_MAX) return 0;
-    return tg_error_set("name '%s.%s' is longer than %d bytes", prefix ? prefix : "", suffix,
-                        TG_NN_NAME_MAX - 1);
-}
-
-tg_tensor *tg_nn_param(tg_params *p, const char *prefix, const char *suffix, int ndim,
-                       const int *shape)
-{
-    char name[TG_NN_NAME_MAX];
-    if (tg_nn_name(name, prefix, suffix)) return NULL;
-    return tg_params_add(p, name, ndim, shape);
-}
-
-int tg_nn_check_init(const char *fn, const void *layer, const tg_params *p, const void *cfg)
-{
-    if (!layer) return tg_error_set("%s: the layer is NULL", fn);
-    if (!p) return tg_error_set("%s: the parameter store is NULL", fn);
-    if (!cfg) return tg_error_set("%s: the configuration is NULL", fn);
-    return 0;
-}
-
-int tg_nn_init_undo(void *layer, size_t size, char *name, tg_params *p, int count)
-{
-    char keep[TG_NN_NAME_MAX] = "";
-    if (name) memcpy(keep, name, sizeof keep);
-    memset(layer, 0, size);
-    if (name) memcpy(name, keep, sizeof keep);
-    tg_params_truncate(p, count);
-    return -1;
-}
-
-bool tg_nn_check_forward(const char *fn, tg_tape *t, const void *layer, bool ready)
-{
-    if (!t) tg_fail(NULL, "%s: the tape is NULL", fn);
-    else if (!layer) tg_fail(t, "%s: the layer is NULL", fn);
-    else if (!ready) tg_fail(t, "%s: the layer is not initialised (its init failed or was not called)", fn);
-    return t && layer && ready;
-}
 
 void tg_init_uniform(tg_tensor *x, double lo, double hi, tg_rng *rng)
 {

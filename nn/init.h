@@ -1,7 +1,6 @@
-/* tapegrad: creating parameters and PyTorch's default initialisations.
+/* tapegrad: PyTorch's default initialisations.
  *
- * Every layer init adds its parameters to a tg_params store under
- * "<prefix>.<suffix>" (PyTorch state_dict keys) and fills them like the
+ * Every layer init fills its parameters (nn/names.h) like the
  * matching torch.nn module's reset_parameters() does, drawing from a tg_rng
  * (the values differ from PyTorch's, the distributions do not):
  *   nn.Linear        weight, bias ~ U(-1/sqrt(in), 1/sqrt(in))
@@ -17,45 +16,12 @@
 #ifndef TAPEGRAD_NN_INIT_H
 #define TAPEGRAD_NN_INIT_H
 
-#include <stdbool.h>
-#include <stddef.h>
-
-#include "../core/engine/params.h"
 #include "../core/engine/rng.h"
-#include "../core/engine/tape.h"
 #include "../core/engine/tensor.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* Longest parameter name / layer prefix nn accepts (bytes, with the NUL). */
-#define TG_NN_NAME_MAX 128
-
-/* dst (TG_NN_NAME_MAX bytes) = "<prefix>.<suffix>", or suffix alone when
- * prefix is NULL or "". -1 with a message in tg_error() when it does not fit. */
-int tg_nn_name(char *dst, const char *prefix, const char *suffix);
-
-/* Adds the zero-filled parameter "<prefix>.<suffix>" (just suffix when prefix
- * is NULL or ""). NULL with a message in tg_error() when the name is too long, taken
- * or the shape is bad. */
-tg_tensor *tg_nn_param(tg_params *p, const char *prefix, const char *suffix, int ndim,
-                       const int *shape);
-
-/* The checks every layer's init and forward start with; fn names the caller
- * in the message. tg_nn_check_init: -1 with "<fn>: the layer is NULL" (or
- * the parameter store, or the configuration: pass cfg = layer when there is
- * none) in tg_error(). tg_nn_check_forward: false, with "<fn>: the tape is
- * NULL", "<fn>: the layer is NULL" or, unless ready (the layer's last
- * parameter exists), "<fn>: the layer is not initialised ..." in the tape
- * and tg_error(). */
-int tg_nn_check_init(const char *fn, const void *layer, const tg_params *p, const void *cfg);
-/* A failed init leaves nothing usable: the parameters added to p after its
- * first `count` leave the store and the layer (size bytes) is zeroed but for
- * its name (NULL: none), so its forward refuses it as not initialised and
- * the same prefix can be tried again. Keeps tg_error(); returns -1. */
-int tg_nn_init_undo(void *layer, size_t size, char *name, tg_params *p, int count);
-bool tg_nn_check_forward(const char *fn, tg_tape *t, const void *layer, bool ready);
 
 /* x ~ U(lo, hi), N(mean, std^2), or the constant v, element by element. */
 void tg_init_uniform(tg_tensor *x, double lo, double hi, tg_rng *rng);

@@ -27,7 +27,7 @@ int tg_layernorm_init(tg_layernorm_layer *ln, tg_params *p, const char *prefix, 
 /* [..., dim] -> [..., dim] */
 tg_tensor *tg_layernorm_forward(tg_tape *t, const tg_layernorm_layer *ln, tg_tensor *x)
 {
-    if (!tg_nn_check_forward("tg_layernorm_forward", t, ln, ln && ln->weight)) return NULL;
+    if (tg_nn_check_forward("tg_layernorm_forward", t, ln, ln && ln->weight)) return NULL;
     if (!x) return tg_fail_null(t, "tg_layernorm");
     if (x->ndim < 1 || tg_cols(x) != ln->dim) {
         char s[TG_SHAPE_STR];

@@ -9,7 +9,9 @@
 
 #include <stddef.h>
 
+#include "check.h"
 #include "init.h"
+#include "names.h"
 #include "../core/engine/params.h"
 #include "../core/ops/ops.h"
 

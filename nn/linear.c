@@ -26,7 +26,7 @@ int tg_linear_init(tg_linear *l, tg_params *p, const char *prefix, const tg_line
 /* [..., in] @ [out, in]^T + [out] -> [..., out] */
 tg_tensor *tg_linear_forward(tg_tape *t, const tg_linear *l, tg_tensor *x)
 {
-    if (!tg_nn_check_forward("tg_linear_forward", t, l, l && l->weight)) return NULL;
+    if (tg_nn_check_forward("tg_linear_forward", t, l, l && l->weight)) return NULL;
     if (!x) return tg_fail_null(t, "tg_linear");
     if (x->ndim < 2 || x->shape[x->ndim - 1] != l->in) {
         char s[TG_SHAPE_STR];

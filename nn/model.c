@@ -128,7 +128,7 @@ static tg_tensor *model_run(tg_tape *t, const tg_model *m, const int32_t *ids, i
 tg_tensor *tg_model_forward(tg_tape *t, const tg_model *m, const int32_t *ids, int B, int T,
                             const tg_model_opts *opts, tg_tensor **attn)
 {
-    if (!tg_nn_check_forward("tg_model_forward", t, m, m && m->head.weight)) return NULL;
+    if (tg_nn_check_forward("tg_model_forward", t, m, m && m->head.weight)) return NULL;
     for (int l = 0; attn && l < m->cfg.n_layers; l++) attn[l] = NULL;
     tg_model_opts o = opts ? *opts : (tg_model_opts){0};
     if (!check_inputs(t, m, ids, B, T, o.lens)) return NULL;
@@ -157,7 +157,7 @@ static bool check_cache(tg_tape *t, const char *fn, const tg_model *m, const tg_
 tg_tensor *tg_model_prefill(tg_tape *t, const tg_model *m, tg_kv_cache *c, const int32_t *ids, int B, int T,
                             const tg_model_opts *opts)
 {
-    if (!tg_nn_check_forward("tg_model_prefill", t, m, m && m->head.weight)) return NULL;
+    if (tg_nn_check_forward("tg_model_prefill", t, m, m && m->head.weight)) return NULL;
     tg_model_opts o = opts ? *opts : (tg_model_opts){0};
     if (!check_cache(t, "tg_model_prefill", m, c, B) || !check_inputs(t, m, ids, B, T, o.lens)) return NULL;
     return model_run(t, m, ids, B, T, &o, c, NULL);
@@ -201,20 +201,20 @@ int tg_kv_cache_move(tg_kv_cache *c, int to, int from, int n)
     return 0;
 }
 
-tg_tensor *tg_model_step(tg_tape *t, const tg_model *m, tg_kv_cache *c, const int32_t *ids,
+tg_tensor *tg_model_decode(tg_tape *t, const tg_model *m, tg_kv_cache *c, const int32_t *ids,
                          const int32_t *pos, int B, const uint8_t *head_mask)
 {
-    if (!tg_nn_check_forward("tg_model_step", t, m, m && m->head.weight)) return NULL;
-    if (!check_cache(t, "tg_model_step", m, c, B)) return NULL;
-    if (!ids || !pos) return tg_fail(t, "tg_model_step: %s is NULL", ids ? "pos" : "ids");
+    if (tg_nn_check_forward("tg_model_decode", t, m, m && m->head.weight)) return NULL;
+    if (!check_cache(t, "tg_model_decode", m, c, B)) return NULL;
+    if (!ids || !pos) return tg_fail(t, "tg_model_decode: %s is NULL", ids ? "pos" : "ids");
     for (int b = 0; b < B; b++)
         if (pos[b] < 0 || pos[b] >= m->cfg.max_len)
-            return tg_fail(t, "tg_model_step: pos[%d] = %d is outside [0, max_len = %d)", b, (int)pos[b],
+            return tg_fail(t, "tg_model_decode: pos[%d] = %d is outside [0, max_len = %d)", b, (int)pos[b],
                            m->cfg.max_len);
     tg_tensor *h = tg_embedding_forward(t, &m->tok_emb, ids, B, 1);
     if (m->cfg.pos == TG_POS_LEARNED) h = tg_add(t, h, tg_embedding_forward(t, &m->pos_emb, pos, B, 1));
     for (int l = 0; l < m->cfg.n_layers; l++)
-        h = tg_block_step(t, &m->blocks[l], h, cache_rows(t, c->kv[l], B), pos,
+        h = tg_block_decode(t, &m->blocks[l], h, cache_rows(t, c->kv[l], B), pos,
                           head_mask ? head_mask + l * m->cfg.n_heads : NULL);
     h = tg_layernorm_forward(t, &m->ln_f, h);
     return tg_linear_forward(t, &m->head, h);

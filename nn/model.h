@@ -67,7 +67,7 @@ typedef struct tg_model {
 /* Adds every parameter to p (which must not have them yet) and initialises
  * them from rng (NULL: leave the random ones at zero, e.g. before loading a
  * checkpoint). 0, or -1 with a message in tg_error(); on failure the model holds
- * nothing to free (p may hold some of the parameters). */
+ * nothing to free and p holds what it held before. */
 int tg_model_init(tg_model *m, tg_params *p, const tg_model_config *cfg, tg_rng *rng);
 /* Frees what tg_model_init allocated (not the parameters: p owns those). */
 void tg_model_free(tg_model *m);
@@ -106,21 +106,21 @@ void tg_kv_cache_free(tg_kv_cache *c);
 int tg_kv_cache_move(tg_kv_cache *c, int to, int from, int n);
 
 /* tg_model_forward that also writes every layer's keys and values of positions
- * [0, T) into cache rows [0, B) (B <= c->B), as T calls of tg_model_step
- * would, but in one batched pass: row b may then step on from position
+ * [0, T) into cache rows [0, B) (B <= c->B), as T calls of tg_model_decode
+ * would, but in one batched pass: row b may then decode on from position
  * lens[b] (or from any earlier one, overwriting). Positions >= lens[b] hold
- * padding's keys, which no step reads before writing them. No gradient flows
+ * padding's keys, which no decode reads before writing them. No gradient flows
  * through the cache. -> logits [B, T, V], the same bits as tg_model_forward. */
 tg_tensor *tg_model_prefill(tg_tape *t, const tg_model *m, tg_kv_cache *c, const int32_t *ids, int B, int T,
                             const tg_model_opts *o);
 
-/* One greedy-decoding step for inference (the tape must not record): row
+/* One greedy-decoding position for inference (the tape must not record): row
  * b of B (<= c->B; cache row b) reads token ids[b] at position pos[b],
- * attending to the positions 0..pos[b]-1 earlier steps (or a prefill) put
+ * attending to the positions 0..pos[b]-1 earlier decodes (or a prefill) put
  * in the cache.
  * Feeding a sequence one position at a time gives tg_model_forward's causal
- * logits, each step at O(pos) cost. -> logits [B, 1, V]. */
-tg_tensor *tg_model_step(tg_tape *t, const tg_model *m, tg_kv_cache *c, const int32_t *ids,
+ * logits, each at O(pos) cost. -> logits [B, 1, V]. */
+tg_tensor *tg_model_decode(tg_tape *t, const tg_model *m, tg_kv_cache *c, const int32_t *ids,
                          const int32_t *pos, int B, const uint8_t *head_mask);
 
 #ifdef __cplusplus

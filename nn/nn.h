@@ -4,11 +4,13 @@
 
 #include "attention.h"
 #include "block.h"
+#include "check.h"
 #include "embedding.h"
 #include "ffn.h"
 #include "init.h"
 #include "layernorm.h"
 #include "linear.h"
 #include "model.h"
+#include "names.h"
 
 #endif

@@ -38,7 +38,7 @@ static void steps_match_pass(int H, int Hkv, int dk, int dv, bool prefill)
             pos[b] = i;
         }
         if (!prefill) cr_assert_eq(tg_kv_write(T, cache, xi, &lay, pos), 0, "%s", tg_tape_error(T));
-        tg_tensor *o = tg_sdpa_step(T, xi, cache, &lay, pos, NULL);
+        tg_tensor *o = tg_sdpa_decode(T, xi, cache, &lay, pos, NULL);
         cr_assert_not_null(o, "%s", tg_tape_error(T));
         cr_assert(o->ndim == 3 && o->shape[0] == DB && o->shape[1] == 1 && o->shape[2] == E);
         for (int b = 0; b < DB; b++) {
@@ -103,16 +103,16 @@ Test(decode, misuse_is_an_error_naming_it)
     assert_fails(T, NULL, "tg_kv_write", "value columns", "outside x");
     tg_no_grad_begin(T);
     tg_tensor *q = tg_new(T, "q", 3, (int[]){DB, 1, x->shape[2]});
-    assert_fails(T, tg_sdpa_step(T, q, cache, &lay, pos, NULL), "tg_sdpa_step", "pos[2] = 9", "[0, 9)");
+    assert_fails(T, tg_sdpa_decode(T, q, cache, &lay, pos, NULL), "tg_sdpa_decode", "pos[2] = 9", "[0, 9)");
     pos[2] = 0;
-    assert_fails(T, tg_sdpa_step(T, q, cache, &bad, pos, NULL), "tg_sdpa_step", "n_kv_heads dividing");
-    assert_fails(T, tg_sdpa_step(T, q, cache, &lay, NULL, NULL), "tg_sdpa_step", "pos is NULL");
-    assert_fails(T, tg_sdpa_step(T, q, cache, &lay, pos, &(tg_sdpa_opts){.dropout = 0.1}), "tg_sdpa_step",
+    assert_fails(T, tg_sdpa_decode(T, q, cache, &bad, pos, NULL), "tg_sdpa_decode", "n_kv_heads dividing");
+    assert_fails(T, tg_sdpa_decode(T, q, cache, &lay, NULL, NULL), "tg_sdpa_decode", "pos is NULL");
+    assert_fails(T, tg_sdpa_decode(T, q, cache, &lay, pos, &(tg_sdpa_opts){.dropout = 0.1}), "tg_sdpa_decode",
                  "no mask, bias or dropout");
-    assert_fails(T, tg_sdpa_step(T, x, cache, &lay, pos, NULL), "tg_sdpa_step", "xq must be [B, 1, C]");
+    assert_fails(T, tg_sdpa_decode(T, x, cache, &lay, pos, NULL), "tg_sdpa_decode", "xq must be [B, 1, C]");
     tg_no_grad_end(T, true);
     tg_tensor *qr = tu_rand(&R, -1, 1, 3, (int[]){DB, 1, x->shape[2]});
-    assert_fails(T, tg_sdpa_step(T, qr, cache, &lay, pos, NULL), "tg_sdpa_step", "must not record");
+    assert_fails(T, tg_sdpa_decode(T, qr, cache, &lay, pos, NULL), "tg_sdpa_decode", "must not record");
     cr_assert_eq(tg_kv_copy(cache, &lay, 0, DB, 1), -1);
     cr_assert(strstr(tg_error(), "tg_kv_copy") && strstr(tg_error(), "rows 3 -> 0"), "%s", tg_error());
     cr_assert_eq(tg_kv_copy(wide, &lay, 0, 1, 1), -1);

@@ -58,7 +58,34 @@ static int mha_heads_init(layer *l, tg_params *p, tg_rng *r)
     tg_mha_config c = mha_cfg(TG_MHA_PER_HEAD);
     return tg_mha_init(&l->mha, p, "attn", &c, r);
 }
+/* grouped key/value heads (one for both heads) with RoPE, and with ALiBi */
+static int mha_gqa_rope_init(layer *l, tg_params *p, tg_rng *r)
+{
+    tg_mha_config c = mha_cfg(TG_MHA_FUSED);
+    c.n_kv_heads = 1, c.rope = true;
+    return tg_mha_init(&l->mha, p, "attn", &c, r);
+}
+static int mha_gqa_alibi_heads_init(layer *l, tg_params *p, tg_rng *r)
+{
+    tg_mha_config c = mha_cfg(TG_MHA_PER_HEAD);
+    c.n_kv_heads = 1, c.alibi = true;
+    return tg_mha_init(&l->mha, p, "attn", &c, r);
+}
+/* nn.MultiheadAttention's options: own key/value widths and add_bias_kv */
+static int mha_kvdim_init(layer *l, tg_params *p, tg_rng *r, tg_mha_mode mode)
+{
+    tg_mha_config c = mha_cfg(mode);
+    c.kdim = D, c.vdim = D / 2, c.add_bias_kv = true, c.add_zero_attn = true;
+    return tg_mha_init(&l->mha, p, "attn", &c, r);
+}
+static int mha_kvdim_fused_init(layer *l, tg_params *p, tg_rng *r) { return mha_kvdim_init(l, p, r, TG_MHA_FUSED); }
+static int mha_kvdim_heads_init(layer *l, tg_params *p, tg_rng *r) { return mha_kvdim_init(l, p, r, TG_MHA_PER_HEAD); }
 static tg_tensor *mha_fwd(tg_tape *t, layer *l, tg_tensor *x) { return tg_mha_forward(t, &l->mha, x, x, NULL, NULL); }
+static tg_tensor *XV;  /* [2, TT, D/2]: the values' input of the kdim/vdim cases */
+static tg_tensor *mha_kvdim_fwd(tg_tape *t, layer *l, tg_tensor *x)
+{
+    return tg_mha_forward(t, &l->mha, x, x, &(tg_mha_opts){.xv = XV}, NULL);
+}
 static int block_init(layer *l, tg_params *p, tg_rng *r)
 {
     tg_block_config c = {.attn = mha_cfg(TG_MHA_FUSED), .d_ff = 16};
@@ -68,6 +95,19 @@ static tg_tensor *block_fwd(tg_tape *t, layer *l, tg_tensor *x) { return tg_bloc
 static int model_init(layer *l, tg_params *p, tg_rng *r)
 {
     tg_model_config c = {.vocab = V, .d_model = D, .n_layers = 2, .n_heads = H, .max_len = TT};
+    return tg_model_init(&l->model, p, &c, r);
+}
+/* RoPE and grouped key/value heads in every layer, no position table */
+static int model_rope_init(layer *l, tg_params *p, tg_rng *r)
+{
+    tg_model_config c = {.vocab = V, .d_model = D, .n_layers = 2, .n_heads = H, .n_kv_heads = 1, .max_len = TT,
+                         .pos = TG_POS_ROPE, .mode = TG_MHA_PER_HEAD};
+    return tg_model_init(&l->model, p, &c, r);
+}
+static int model_alibi_init(layer *l, tg_params *p, tg_rng *r)
+{
+    tg_model_config c = {.vocab = V, .d_model = D, .n_layers = 2, .n_heads = H, .max_len = TT,
+                         .pos = TG_POS_NONE, .alibi = true};
     return tg_model_init(&l->model, p, &c, r);
 }
 static tg_tensor *model_fwd(tg_tape *t, layer *l, tg_tensor *x)
@@ -91,8 +131,14 @@ static const layer_case CASES[] = {
     {"tg_ffn_forward", ffn_init, ffn_fwd, NULL},
     {"tg_mha_forward", mha_init, mha_fwd, NULL},
     {"tg_mha_forward", mha_heads_init, mha_fwd, NULL},
+    {"tg_mha_forward", mha_gqa_rope_init, mha_fwd, NULL},
+    {"tg_mha_forward", mha_gqa_alibi_heads_init, mha_fwd, NULL},
+    {"tg_mha_forward", mha_kvdim_fused_init, mha_kvdim_fwd, NULL},
+    {"tg_mha_forward", mha_kvdim_heads_init, mha_kvdim_fwd, NULL},
     {"tg_block_forward", block_init, block_fwd, NULL},
     {"tg_model_forward", model_init, model_fwd, model_free},
+    {"tg_model_forward", model_rope_init, model_fwd, model_free},
+    {"tg_model_forward", model_alibi_init, model_fwd, model_free},
 };
 
 /* A store that already holds a parameter (so a failed init must take back
@@ -156,7 +202,10 @@ static void walk(const layer_case *c)
 
 Test(init_fail, every_allocation_of_every_layer_init)
 {
+    XV = tg_tensor_alloc(3, (int[]){2, TT, D / 2});
+    tg_tensor_fill(XV, (tg_real)0.5);
     for (size_t i = 0; i < sizeof CASES / sizeof *CASES; i++) walk(&CASES[i]);
+    tg_tensor_free(XV);
 }
 
 /* A bad configuration is refused the same way: nothing added, nothing usable. */
@@ -173,11 +222,22 @@ Test(init_fail, a_refused_configuration_leaves_nothing)
     tg_block b;
     tg_block_config bc = {.attn = mha_cfg(TG_MHA_FUSED), .d_ff = 16, .ff_dropout = 2};
     cr_assert_eq(tg_block_init(&b, p, "blk", &bc, NULL), -1);
+    /* RoPE with an odd head width, refused after the configuration was read */
+    tg_mha m;
+    tg_mha_config mc = {.n_heads = 2, .d_model = 6, .rope = true};
+    cr_assert_eq(tg_mha_init(&m, p, "attn", &mc, NULL), -1);
+    cr_assert(strstr(tg_error(), "RoPE"), "%s", tg_error());
     cr_assert_eq(tg_params_count(p), 1);
     tg_tape *t = tg_tape_new();
     tg_tensor *x = tg_tensor_alloc(3, (int[]){1, 2, D});
     cr_assert_null(tg_block_forward(t, &b, x, NULL, NULL));
     cr_assert(strstr(tg_tape_error(t), "tg_block_forward: the layer is not initialised"), "%s", tg_tape_error(t));
+    tg_tape_reset(t);
+    tg_tensor *x6 = tg_tensor_alloc(3, (int[]){1, 2, 6});
+    cr_assert_null(tg_mha_forward(t, &m, x6, x6, NULL, NULL));
+    cr_assert(strstr(tg_tape_error(t), "tg_mha_forward: the layer is not initialised"), "%s", tg_tape_error(t));
+    cr_assert_eq(m.cfg.n_heads, 0, "the refused layer keeps its configuration");
+    tg_tensor_free(x6);
     tg_tensor_free(x);
     tg_tape_free(t);
     tg_params_free(p);

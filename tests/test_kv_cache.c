@@ -1,4 +1,4 @@
-/* Decoding with the key/value cache (nn/model.h): tg_model_step one position
+/* Decoding with the key/value cache (nn/model.h): tg_model_decode one position
  * at a time and tg_model_prefill give the logits of whole tg_model_forward
  * passes (bit for bit where the build allows), greedy decoding with the cache
  * gives the tokens of decoding by whole passes, in both attention modes and
@@ -83,7 +83,7 @@ static void step_rows(kv_fixture *f, tg_kv_cache *c, const int32_t *pos, const u
     int32_t in[KB];
     for (int b = 0; b < KB; b++) in[b] = f->ids[b * KT + pos[b]];
     tg_tape_reset(f->t);
-    tg_tensor *lg = tg_model_step(f->t, &f->m, c, in, pos, KB, hm);
+    tg_tensor *lg = tg_model_decode(f->t, &f->m, c, in, pos, KB, hm);
     cr_assert_not_null(lg, "%s", tg_tape_error(f->t));
     cr_assert(lg->ndim == 3 && lg->shape[0] == KB && lg->shape[1] == 1 && lg->shape[2] == KV);
     for (int b = 0; want && b < KB; b++) {
@@ -120,7 +120,7 @@ static void greedy_cached(tg_tape *t, const tg_model *m, tg_kv_cache *c, int32_t
     }
     for (; pos < KT - 1; pos++) {
         tg_tape_reset(t);
-        tg_tensor *lg = tg_model_step(t, m, c, &seq[pos], &pos, 1, hm);
+        tg_tensor *lg = tg_model_decode(t, m, c, &seq[pos], &pos, 1, hm);
         cr_assert_not_null(lg, "%s", tg_tape_error(t));
         if (pos + 1 >= n) seq[pos + 1] = argmax_row(lg->data, KV);
     }
@@ -163,14 +163,14 @@ static void check_kv_cache(tg_mha_mode mode, kv_arch a, const uint8_t *hm)
     const int32_t *in = f.ids;
     tg_tape_reset(t);
     pos[0] = KT;
-    cr_assert_null(tg_model_step(t, &f.m, &c, in, pos, 1, NULL));
+    cr_assert_null(tg_model_decode(t, &f.m, &c, in, pos, 1, NULL));
     cr_assert(strstr(tg_tape_error(t), "pos[0] = 16"), "%s", tg_tape_error(t));
     tg_tape_reset(t);
-    cr_assert_null(tg_model_step(t, &f.m, &c, in, (int32_t[]){0, 0, 0, 0}, KB + 1, NULL));
+    cr_assert_null(tg_model_decode(t, &f.m, &c, in, (int32_t[]){0, 0, 0, 0}, KB + 1, NULL));
     cr_assert(strstr(tg_tape_error(t), "4 rows for a cache of 3"), "%s", tg_tape_error(t));
     tg_tape_reset(t);
     tg_no_grad_end(t, f.prev);
-    cr_assert_null(tg_model_step(t, &f.m, &c, in, (int32_t[]){0, 0, 0}, KB, NULL));
+    cr_assert_null(tg_model_decode(t, &f.m, &c, in, (int32_t[]){0, 0, 0}, KB, NULL));
     cr_assert(strstr(tg_tape_error(t), "must not record"), "%s", tg_tape_error(t));
     tg_kv_cache_free(&c);
     kv_close(&f);
@@ -230,7 +230,7 @@ Test(kv_cache, kv_cache_long_sequence_equals_full_pass)
     memcpy(want, full->data, full->size * sizeof *want);
     for (int pos = 0; pos < N; pos++) {
         tg_tape_reset(t);
-        tg_tensor *lg = tg_model_step(t, &m, &c, &ids[pos], &pos, 1, NULL);
+        tg_tensor *lg = tg_model_decode(t, &m, &c, &ids[pos], &pos, 1, NULL);
         cr_assert_not_null(lg, "%s", tg_tape_error(t));
         const tg_real *w = want + (size_t)pos * KV;
         if (tu_same_bits()) cr_assert_eq(memcmp(lg->data, w, KV * sizeof *w), 0, "position %d", pos);

@@ -96,7 +96,7 @@ Test(mha_options, misuse_names_the_problem)
     tg_tensor_free(v);
     tg_tensor *cache = tg_tensor_alloc(3, (int[]){1, 4, 16}), *x1 = tu_rand(&R, -1, 1, 3, (int[]){1, 1, 4});
     tg_no_grad_begin(T);
-    assert_fails(T, tg_mha_step(T, &m, x1, cache, (int32_t[]){0}, NULL), "tg_mha_step 'attn'",
+    assert_fails(T, tg_mha_decode(T, &m, x1, cache, (int32_t[]){0}, NULL), "tg_mha_decode 'attn'",
                  "no key/value cache with kdim");
     tg_tensor_free(cache);
     tg_tensor_free(x1);

@@ -558,14 +558,14 @@ Test(misuse_nn, forward_with_null_layer_or_tape)
                 "tg_kv_cache_move: rows 0 -> 0, 5 positions: need rows in [0, 1), positions in [0, 4]");
     bool prev = tg_no_grad_begin(t);
     tg_tensor *x1 = tg_tensor_zeros(t, 3, (int[]){1, 1, 4});
-    expect_op_null(t, tg_mha_step(t, NULL, x1, c.kv[0], pos, NULL), "tg_mha_step: the layer is NULL");
-    expect_op_null(t, tg_block_step(t, NULL, x1, c.kv[0], pos, NULL), "tg_block_step: the layer is NULL");
-    expect_op_null(t, tg_model_step(t, NULL, &c, ids, pos, 1, NULL), "tg_model_step: the layer is NULL");
-    expect_null(tg_model_step(NULL, &L.mo, &c, ids, pos, 1, NULL), "tg_model_step: the tape is NULL");
-    cr_assert_not_null(tg_model_step(t, &L.mo, &c, ids, pos, 1, NULL), "%s", tg_error());
-    expect_op_null(t, tg_model_step(t, &L.mo, NULL, ids, pos, 1, NULL), "tg_model_step: the cache is NULL");
-    expect_op_null(t, tg_model_step(t, &L.mo, &c, NULL, pos, 1, NULL), "tg_model_step: ids is NULL");
-    expect_op_null(t, tg_model_step(t, &L.mo, &c, ids, NULL, 1, NULL), "tg_model_step: pos is NULL");
+    expect_op_null(t, tg_mha_decode(t, NULL, x1, c.kv[0], pos, NULL), "tg_mha_decode: the layer is NULL");
+    expect_op_null(t, tg_block_decode(t, NULL, x1, c.kv[0], pos, NULL), "tg_block_decode: the layer is NULL");
+    expect_op_null(t, tg_model_decode(t, NULL, &c, ids, pos, 1, NULL), "tg_model_decode: the layer is NULL");
+    expect_null(tg_model_decode(NULL, &L.mo, &c, ids, pos, 1, NULL), "tg_model_decode: the tape is NULL");
+    cr_assert_not_null(tg_model_decode(t, &L.mo, &c, ids, pos, 1, NULL), "%s", tg_error());
+    expect_op_null(t, tg_model_decode(t, &L.mo, NULL, ids, pos, 1, NULL), "tg_model_decode: the cache is NULL");
+    expect_op_null(t, tg_model_decode(t, &L.mo, &c, NULL, pos, 1, NULL), "tg_model_decode: ids is NULL");
+    expect_op_null(t, tg_model_decode(t, &L.mo, &c, ids, NULL, 1, NULL), "tg_model_decode: pos is NULL");
     /* the prefill: a forward that also fills the cache */
     expect_op_null(t, tg_model_prefill(t, NULL, &c, ids, 1, 2, NULL), "tg_model_prefill: the layer is NULL");
     expect_null(tg_model_prefill(NULL, &L.mo, &c, ids, 1, 2, NULL), "tg_model_prefill: the tape is NULL");

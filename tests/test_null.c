@@ -188,7 +188,7 @@ Test(null, nn)
     REFUSES(tg_mha_forward(t, NULL, NULL, NULL, NULL, NULL), "tg_mha_forward");
     REFUSES(tg_block_forward(t, NULL, NULL, NULL, NULL), "tg_block_forward");
     REFUSES(tg_model_forward(t, NULL, NULL, 1, 1, NULL, NULL), "tg_model_forward");
-    REFUSES(tg_model_step(t, NULL, NULL, NULL, NULL, 1, NULL), "tg_model_step");
+    REFUSES(tg_model_decode(t, NULL, NULL, NULL, NULL, 1, NULL), "tg_model_decode");
     REFUSES(tg_model_prefill(t, NULL, NULL, NULL, 1, 1, NULL), "tg_model_prefill");
     REFUSES(tg_kv_cache_init(NULL, NULL, 1), "tg_kv_cache_init");
     REFUSES(tg_kv_cache_move(NULL, 0, 0, 0), "tg_kv_cache_move");

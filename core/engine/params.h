@@ -31,7 +31,7 @@ void tg_params_free(tg_params *p);
 tg_tensor *tg_params_add(tg_params *p, const char *name, int ndim, const int *shape);
 tg_tensor *tg_params_get(const tg_params *p, const char *name);
 /* Removes (and frees) every parameter after the first count: a failed layer
- * init takes back what it added (nn/init.h). */
+ * init takes back what it added (nn/check.h). */
 void tg_params_truncate(tg_params *p, int count);
 
 int tg_params_count(const tg_params *p);           /* number of tensors */

@@ -137,32 +137,32 @@ static void step_rows(void *ctx, int b0, int b1)
     }
 }
 
-tg_tensor *tg_sdpa_step(tg_tape *t, tg_tensor *xq, tg_tensor *cache, const tg_sdpa_layout *lay,
+tg_tensor *tg_sdpa_decode(tg_tape *t, tg_tensor *xq, tg_tensor *cache, const tg_sdpa_layout *lay,
                         const int32_t *pos, const tg_sdpa_opts *opts)
 {
     char sx[TG_SHAPE_STR];
     kv_dims d;
-    if (!tg_inputs_check(t, "tg_sdpa_step", (tg_tensor *const[]){xq, cache}, 2, 2)) return NULL;
-    if (!pos) return tg_fail(t, "tg_sdpa_step: pos is NULL");
-    if (tg_tape_recording(t)) return tg_fail(t, "tg_sdpa_step: decoding only: the tape must not record");
+    if (!tg_inputs_check(t, "tg_sdpa_decode", (tg_tensor *const[]){xq, cache}, 2, 2)) return NULL;
+    if (!pos) return tg_fail(t, "tg_sdpa_decode: pos is NULL");
+    if (tg_tape_recording(t)) return tg_fail(t, "tg_sdpa_decode: decoding only: the tape must not record");
     if (opts && (opts->mask || opts->bias || opts->dropout != 0 || !isfinite(opts->scale)))
-        return tg_fail(t, "tg_sdpa_step: takes a finite scale and ALiBi slopes only (no mask, bias or dropout)");
-    if (xq->ndim != 3 || xq->shape[1] != 1) return tg_fail(t, "tg_sdpa_step: xq must be [B, 1, C], got %s",
+        return tg_fail(t, "tg_sdpa_decode: takes a finite scale and ALiBi slopes only (no mask, bias or dropout)");
+    if (xq->ndim != 3 || xq->shape[1] != 1) return tg_fail(t, "tg_sdpa_decode: xq must be [B, 1, C], got %s",
                                                            tg_shape_str(xq, sx));
     int B = xq->shape[0];
-    if (!cache_check(t, "tg_sdpa_step", cache, lay, B, &d)) return NULL;
+    if (!cache_check(t, "tg_sdpa_decode", cache, lay, B, &d)) return NULL;
     if (lay->q_col < 0 || lay->q_col + d.H * d.dk > xq->shape[2])
-        return tg_fail(t, "tg_sdpa_step: query columns [%d, %d) are outside xq %s", lay->q_col,
+        return tg_fail(t, "tg_sdpa_decode: query columns [%d, %d) are outside xq %s", lay->q_col,
                        lay->q_col + d.H * d.dk, tg_shape_str(xq, sx));
     int cap = cache->shape[1];
     double work = 0;
     for (int b = 0; b < B; b++) {
         if (pos[b] < 0 || pos[b] >= cap)
-            return tg_fail(t, "tg_sdpa_step: pos[%d] = %d is outside the cache [0, %d)", b, (int)pos[b], cap);
+            return tg_fail(t, "tg_sdpa_decode: pos[%d] = %d is outside the cache [0, %d)", b, (int)pos[b], cap);
         work += (double)(pos[b] + 1) * d.H * (d.dk + d.dv);
     }
-    tg_tensor *o = tg_new(t, "tg_sdpa_step", 3, (int[]){B, 1, d.H * d.dv});
-    tg_real *S = tg_arena_alloc(t, (size_t)B * 2 * cap * sizeof *S, "tg_sdpa_step scores");
+    tg_tensor *o = tg_new(t, "tg_sdpa_decode", 3, (int[]){B, 1, d.H * d.dv});
+    tg_real *S = tg_arena_alloc(t, (size_t)B * 2 * cap * sizeof *S, "tg_sdpa_decode scores");
     if (!o || !S) return NULL;
     double scale = opts && opts->scale > 0 ? opts->scale : 1 / sqrt((double)d.dk);
     step_ctx c = {.cache = cache, .q = xq->data, .pos = pos, .S = S, .out = o->data, .d = d,
@@ -171,5 +171,5 @@ tg_tensor *tg_sdpa_step(tg_tape *t, tg_tensor *xq, tg_tensor *cache, const tg_sd
     /* rows are independent; 0.1 ns per key and head dim, as tg_sdpa's planes */
     if (B > 1 && tg_parallel_pays(0.1 * work)) tg_parallel_for(B, step_rows, &c);
     else step_rows(&c, 0, B);
-    return tg_op_done(t, "tg_sdpa_step", o);
+    return tg_op_done(t, "tg_sdpa_decode", o);
 }

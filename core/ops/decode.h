@@ -1,11 +1,11 @@
-/* tapegrad: the key/value cache of one attention layer, and one decoding step
+/* tapegrad: the key/value cache of one attention layer, and one decoded position
  * of attention over it (core/ops/decode.c).
  *
  * For a tg_sdpa_layout with Hkv key/value heads (n_kv_heads, 0: n_heads) of
  * widths dk and dv, a cache is [B, cap, Hkv*(dk + dv)]. Row b holds its keys
  * transposed, [Hkv*dk, cap] (channel c of position j at c*cap + j; key head g
  * owns channels g*dk ..), then its values [cap, Hkv*dv] (value head g in
- * columns g*dv ..). A step's scores q K^T and its P V are then products read
+ * columns g*dv ..). A decode's scores q K^T and its P V are then products read
  * in place, and a new position is one column of keys and one row of values.
  * Only the key/value heads are stored: grouped-query attention (Hkv < H)
  * shrinks the cache by H / Hkv.
@@ -30,7 +30,7 @@ typedef struct tg_sdpa_opts tg_sdpa_opts;
  * 0, or -1 with the tape's error set (shapes, a position past cap). */
 int tg_kv_write(tg_tape *t, tg_tensor *cache, const tg_tensor *x, const tg_sdpa_layout *lay, const int32_t *at);
 
-/* One decoding step, for inference (the tape must not record): query head h
+/* One decoded position, for inference (the tape must not record): query head h
  * of row b, columns [q_col + h*dk, + dk) of xq [B, 1, Cq], attends to
  * positions 0..pos[b] of key/value head h / (H / Hkv) in cache rows [0, B).
  * It is the last row of tg_sdpa_heads under a causal mask, with the same
@@ -38,7 +38,7 @@ int tg_kv_write(tg_tape *t, tg_tensor *cache, const tg_tensor *x, const tg_sdpa_
  * the scale (<= 0: 1/sqrt(dk)) and ALiBi slopes (head h adds
  * alibi[h] * (j - pos[b])); a mask, a bias tensor or dropout is refused.
  * -> [B, 1, H*dv], head h in columns [h*dv, (h+1)*dv). */
-tg_tensor *tg_sdpa_step(tg_tape *t, tg_tensor *xq, tg_tensor *cache, const tg_sdpa_layout *lay,
+tg_tensor *tg_sdpa_decode(tg_tape *t, tg_tensor *xq, tg_tensor *cache, const tg_sdpa_layout *lay,
                         const int32_t *pos, const tg_sdpa_opts *opts);
 
 /* Positions [0, n) of cache row `from` into row `to` (a batched decoder

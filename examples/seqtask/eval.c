@@ -68,10 +68,10 @@ static int forward_fail(sq_decoder *d)
 
 /* Token by token for the rows of [0, rows) not yet done, with the key/value
  * cache, whose row r holds positions [0, len[r] - 1) (a prefill put them
- * there). The pending rows are packed into the first cache rows and step
+ * there). The pending rows are packed into the first cache rows and decode
  * together, each at its own position: it feeds its last token and appends
  * the argmax. A row that is done leaves the batch (the last pending row
- * takes its place), so every step costs O(position) for each row still
+ * takes its place), so every decode costs O(position) for each row still
  * decoding and nothing for the others. */
 static int decode_pending(sq_decoder *d, int rows)
 {
@@ -88,7 +88,7 @@ static int decode_pending(sq_decoder *d, int rows)
             d->ids[p] = d->seq[(size_t)r * d->tmax + d->pos[p]];
         }
         tg_tape_reset(d->tape);
-        tg_tensor *logits = tg_model_step(d->tape, d->m, &d->kv, d->ids, d->pos, P, d->hm);
+        tg_tensor *logits = tg_model_decode(d->tape, d->m, &d->kv, d->ids, d->pos, P, d->hm);
         if (!logits) return forward_fail(d);
         for (int p = 0; p < P; p++) {
             int r = d->row[p];

@@ -9,7 +9,7 @@
  * result is exactly greedy decoding, at the cost of about one forward pass
  * once the model is good. That pass also fills a key/value cache
  * (tg_model_prefill), from which the failures are decoded on, all pending
- * rows one token per step (tg_model_step): each new token costs O(length),
+ * rows one token per decode (tg_model_decode): each new token costs O(length),
  * not a pass over the whole prefix, a finished row costs nothing more, and
  * memory stays O(length).
  *
@@ -37,9 +37,9 @@ typedef struct sq_decoder {
     int tmax, cap;               /* Tmax; rows per forward pass */
     sq_batch batch;              /* teacher-forced passes */
     int32_t *seq;                /* [cap, tmax] the rows being decoded */
-    int *len, *row;              /* [cap] tokens so far; the row in each cache row of a step */
+    int *len, *row;              /* [cap] tokens so far; the row in each cache row of a decode */
     bool *done;                  /* [cap] */
-    int32_t *ids, *pos;          /* [cap] tokens and positions of a decoding step */
+    int32_t *ids, *pos;          /* [cap] tokens and positions of a decode */
     tg_kv_cache kv;              /* keys and values of cap rows of Tmax positions */
     const uint8_t *hm;           /* head mask of the current evaluation */
 } sq_decoder;
