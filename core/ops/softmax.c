@@ -26,18 +26,23 @@
 /* Row reductions with 8 independent lanes: no loop-carried dependence, so
  * they run at throughput (and vectorize) without -ffast-math. */
 #define LANES 8
-/* NaN when a NaN is in the row: exp(y - NaN) then makes the whole row NaN,
- * as PyTorch's softmax, instead of a row of NaN scores passing for masked. */
-#define MAX_NAN(v, m) ((v) > (m) || (v) != (v) ? (v) : (m))
+/* The max ignores NaN (a compare with NaN is false), so a row holding a NaN
+ * among numbers still turns NaN as a whole: exp(NaN - max) poisons the sum,
+ * as in PyTorch. Only a row with no number is checked again, so that a row
+ * of NaN scores gives NaN instead of passing for a fully masked (-inf) one;
+ * the hot loop keeps its vectorised max. */
 static inline tg_real row_max(const tg_real *y, int n)
 {
     tg_real m[LANES];
     for (int k = 0; k < LANES; k++) m[k] = -INFINITY;
     int j = 0;
     for (; j + LANES <= n; j += LANES)
-        for (int k = 0; k < LANES; k++) m[k] = MAX_NAN(y[j + k], m[k]);
-    for (; j < n; j++) m[0] = MAX_NAN(y[j], m[0]);
-    for (int k = 1; k < LANES; k++) m[0] = MAX_NAN(m[k], m[0]);
+        for (int k = 0; k < LANES; k++) m[k] = y[j + k] > m[k] ? y[j + k] : m[k];
+    for (; j < n; j++) m[0] = y[j] > m[0] ? y[j] : m[0];
+    for (int k = 1; k < LANES; k++) m[0] = m[k] > m[0] ? m[k] : m[0];
+    if (m[0] == -INFINITY)
+        for (j = 0; j < n; j++)
+            if (y[j] != y[j]) return y[j];
     return m[0];
 }
 
