@@ -10,8 +10,8 @@
 #      run works in a throwaway overlay of it, so the root stays clean;
 #   3. in that overlay, apt installs libtapegrad-dev alone (its Depends come
 #      from the archive; the .deb files downloaded are kept in
-#      /var/cache/tapegrad/apt-amd64) and no MPI may come with it; then
-#      examples/quickstart.c is built with pkg-config (shared, and static
+#      $TAPEGRAD_APT_CACHE, default /var/cache/tapegrad/apt-amd64) and no
+#      MPI may come with it; then examples/quickstart.c is built with pkg-config (shared, and static
 #      against libtapegrad.a) and the C and C++-only CMake projects of
 #      tests/install with find_package(tapegrad), and each runs; then apt
 #      installs tapegrad and libtapegrad-dist-dev: seqtask trains a few steps
