@@ -11,9 +11,10 @@
 #   3. in that overlay, apt installs libtapegrad-dev alone (its Depends come
 #      from the archive; the .deb files downloaded are kept in
 #      $TAPEGRAD_APT_CACHE, default /var/cache/tapegrad/apt-amd64) and no
-#      MPI may come with it; then examples/quickstart.c is built with pkg-config (shared, and static
-#      against libtapegrad.a) and the C and C++-only CMake projects of
-#      tests/install with find_package(tapegrad), and each runs; then apt
+#      MPI may come with it; then examples/quickstart.c is built with
+#      pkg-config (shared, and static against libtapegrad.a) and the C and
+#      C++-only CMake projects of tests/install with find_package(tapegrad),
+#      and each runs; then apt
 #      installs tapegrad and libtapegrad-dist-dev: seqtask trains a few steps
 #      and a find_package(tapegrad COMPONENTS dist) program runs.
 # Needs root (or sudo) for debootstrap, mount and chroot; the first run needs
@@ -72,17 +73,20 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$pkgs" ]; then
   echo "$pkgs" | $sudo tee "$stamp" >/dev/null
 fi
 
-# 3. an overlay of it, with the host's /dev, /proc and resolver and a kept apt cache
+# 3. an overlay of it, with the host's /dev, /proc and resolver and a kept apt
+# cache; its upper layer is a tmpfs (dpkg's fsyncs and removing it afterwards
+# cost nothing)
 work=$(mktemp -d)
 mnt=$work/root
-$sudo mkdir -p "$work/upper" "$work/work" "$mnt"
 cleanup() {
-  for m in "$mnt/var/cache/apt/archives" "$mnt/proc" "$mnt/dev" "$mnt"; do
+  for m in "$mnt/var/cache/apt/archives" "$mnt/proc" "$mnt/dev" "$mnt" "$work"; do
     if mountpoint -q "$m"; then $sudo umount "$m"; fi
   done
   $sudo rm -rf "$work"
 }
 trap cleanup EXIT
+$sudo mount -t tmpfs -o size=4g,mode=0755 tmpfs "$work"
+$sudo mkdir -p "$work/upper" "$work/work" "$mnt"
 $sudo mount -t overlay overlay -o "lowerdir=$root,upperdir=$work/upper,workdir=$work/work" "$mnt"
 $sudo mount --bind /dev "$mnt/dev"
 $sudo mount -t proc proc "$mnt/proc"
