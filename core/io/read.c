@@ -134,9 +134,6 @@ tg_tensor *tg_st_add_zeros(tg_safetensors *s, const char *name, int ndim, const 
 
 int tg_st_add_data(tg_safetensors *s, const char *name, const tg_real *data, int ndim, const int *shape)
 {
-    size_t n;
-    if (!data && shape && tg_shape_size(ndim, shape, &n) && n > 0)
-        return tg_error_set("tg_st_add_data: the data of '%s' is NULL", name ? name : "?");
     tg_tensor *x = tg_st_add_zeros(s, name, ndim, shape);
     if (!x) return -1;
     if (x->size && data) memcpy(x->data, data, x->size * sizeof(tg_real));
