@@ -500,6 +500,7 @@ static tg_tensor *project_qkv(tg_tape *t, const tg_mha *m, tg_tensor *x)
 
 tg_sdpa_layout tg_mha_kv_layout(const tg_mha *m)
 {
+    TG_REFUSE_NULL(m, "the layer", (tg_sdpa_layout){0});
     int H = m->cfg.n_heads, Hkv = m->cfg.n_kv_heads, dh = m->cfg.d_head;
     return (tg_sdpa_layout){.n_heads = H, .n_kv_heads = Hkv, .dk = dh, .dv = dh, .q_col = 0, .k_col = H * dh,
                             .v_col = (H + Hkv) * dh};

@@ -25,8 +25,8 @@ int tg_nn_init_undo(void *layer, size_t size, char *name, tg_params *p, int coun
 {
     char keep[TG_NN_NAME_MAX] = "";
     if (name) memcpy(keep, name, sizeof keep);
-    memset(layer, 0, size);
+    if (layer) memset(layer, 0, size);
     if (name) memcpy(name, keep, sizeof keep);
-    tg_params_truncate(p, count);
+    if (p) tg_params_truncate(p, count);
     return -1;
 }

@@ -29,8 +29,8 @@ int tg_nn_check_forward(const char *fn, tg_tape *t, const void *layer, bool read
 /* A failed init leaves nothing usable: the parameters added to p after its
  * first `count` leave the store and the layer (size bytes) is zeroed but for
  * its name (NULL: none; TG_NN_NAME_MAX bytes), so its forward refuses it as
- * not initialised and the same prefix can be tried again. Keeps tg_error();
- * returns -1. */
+ * not initialised and the same prefix can be tried again. Keeps tg_error()
+ * (a NULL layer or p is skipped, not reported over it); returns -1. */
 int tg_nn_init_undo(void *layer, size_t size, char *name, tg_params *p, int count);
 
 #ifdef __cplusplus

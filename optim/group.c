@@ -103,11 +103,16 @@ int tg_optim_add_group(tg_optim *o, const tg_optim_group *g)
     return o->n_groups++;
 }
 
-int tg_optim_group_count(const tg_optim *o) { return o ? o->n_groups : 0; }
+int tg_optim_group_count(const tg_optim *o)
+{
+    TG_REFUSE_NULL(o, "the optimizer", -1);
+    return o->n_groups;
+}
 
 int tg_optim_group_get(const tg_optim *o, int i, tg_optim_group *g)
 {
-    if (!o || !g) return tg_error_set("tg_optim_group_get: NULL argument");
+    TG_REFUSE_NULL(o, "the optimizer", -1);
+    TG_REFUSE_NULL(g, "the group", -1);
     if (i < 0 || i >= o->n_groups)
         return tg_error_set("tg_optim_group_get: group %d of %d", i, o->n_groups);
     const tg_optim_grp *r = &o->groups[i];

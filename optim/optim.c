@@ -58,9 +58,10 @@ const char *tg_optim_kind_name(tg_optim_kind kind)
 
 int tg_optim_kind_parse(const char *name)
 {
-    for (int k = 0; name && k < TG_OPTIM_KIND_COUNT; k++)
+    TG_REFUSE_NULL(name, "the name", -1);
+    for (int k = 0; k < TG_OPTIM_KIND_COUNT; k++)
         if (strcasecmp(name, kinds[k]->name) == 0) return k;
-    return tg_error_set("tg_optim: no optimizer is named '%s'", name ? name : "(NULL)");
+    return tg_error_set("tg_optim: no optimizer is named '%s'", name);
 }
 
 tg_optim_opts tg_optim_defaults(tg_optim_kind kind)

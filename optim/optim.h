@@ -143,7 +143,7 @@ typedef struct tg_optim_group {
  * an option is bad, no parameter name starts with the prefix, or one that
  * does is in another added group already (a parameter has one group). */
 int tg_optim_add_group(tg_optim *o, const tg_optim_group *g);
-/* Number of groups, the default included. */
+/* Number of groups, the default included (-1 when o is NULL). */
 int tg_optim_group_count(const tg_optim *o);
 /* Group i (0: the default, prefix ""); the prefix points into o. -1 when i
  * is out of range. */

@@ -6,6 +6,7 @@
 
 #include "test_util.h"
 
+#include <tapegrad/core/engine/headers.h>
 #include <tapegrad/dist/dist.h>
 
 /* call fails with a message holding fn and "NULL" (any value is discarded) */
@@ -368,5 +369,283 @@ Test(null, null_inputs_keep_the_first_message)
     /* no tape: NULL, nothing to report to */
     cr_assert_null(tg_permute(NULL, x, (int[]){0, 1, 2}));
     cr_assert_null(tg_dropout(NULL, x, 0.5, &rng));
+    tg_tape_free(t);
+}
+
+/* call returns bad with a message holding fn and "NULL"; the tape's earlier
+ * failure is cleared first, since an op given a NULL input keeps it */
+#define FAILS(t, call, bad, fn)                                                                    \
+    do {                                                                                           \
+        if (t) tg_tape_clear_error(t);                                                             \
+        tg_error_clear();                                                                          \
+        cr_expect((call) == (bad), "%s: not %s", #call, #bad);                                     \
+        const char *e_ = tg_error();                                                               \
+        cr_expect(e_ && strstr(e_, fn) && strstr(e_, "NULL"), "%s: got \"%s\"", #call, e_ ? e_ : "(none)"); \
+    } while (0)
+
+/* The elementwise, comparison, reduction, scan and loss ops given a NULL input. */
+Test(null, ops_math)
+{
+    tg_tape *t = tg_tape_new();
+    tg_tensor *x = tg_tensor_zeros(t, 2, (int[]){2, 2});
+    int32_t y[2] = {0, 1};
+    FAILS(t, tg_sub(t, x, NULL), NULL, "tg_sub");
+    FAILS(t, tg_mul(t, NULL, x), NULL, "tg_mul");
+    FAILS(t, tg_div(t, x, NULL), NULL, "tg_div");
+    FAILS(t, tg_add_inplace(t, NULL, x), NULL, "tg_add_inplace");
+    FAILS(t, tg_scale(t, NULL, 2), NULL, "tg_scale");
+    FAILS(t, tg_neg(t, NULL), NULL, "tg_neg");
+    FAILS(t, tg_abs(t, NULL), NULL, "tg_abs");
+    FAILS(t, tg_exp(t, NULL), NULL, "tg_exp");
+    FAILS(t, tg_log(t, NULL), NULL, "tg_log");
+    FAILS(t, tg_sqrt(t, NULL), NULL, "tg_sqrt");
+    FAILS(t, tg_pow(t, NULL, 2), NULL, "tg_pow");
+    FAILS(t, tg_sigmoid(t, NULL), NULL, "tg_sigmoid");
+    FAILS(t, tg_tanh(t, NULL), NULL, "tg_tanh");
+    FAILS(t, tg_gelu(t, NULL), NULL, "tg_gelu");
+    FAILS(t, tg_clamp(t, NULL, 0, 1), NULL, "tg_clamp");
+    FAILS(t, tg_sin(t, NULL), NULL, "tg_sin");
+    FAILS(t, tg_cos(t, NULL), NULL, "tg_cos");
+    FAILS(t, tg_exp2(t, NULL), NULL, "tg_exp2");
+    FAILS(t, tg_log2(t, NULL), NULL, "tg_log2");
+    FAILS(t, tg_log10(t, NULL), NULL, "tg_log10");
+    FAILS(t, tg_log1p(t, NULL), NULL, "tg_log1p");
+    FAILS(t, tg_expm1(t, NULL), NULL, "tg_expm1");
+    FAILS(t, tg_sign(t, NULL), NULL, "tg_sign");
+    FAILS(t, tg_reciprocal(t, NULL), NULL, "tg_reciprocal");
+    FAILS(t, tg_rsqrt(t, NULL), NULL, "tg_rsqrt");
+    FAILS(t, tg_square(t, NULL), NULL, "tg_square");
+    FAILS(t, tg_erf(t, NULL), NULL, "tg_erf");
+    FAILS(t, tg_logaddexp(t, x, NULL), NULL, "tg_logaddexp");
+    FAILS(t, tg_pow_tensor(t, NULL, x), NULL, "tg_pow_tensor");
+    FAILS(t, tg_lerp(t, x, x, NULL), NULL, "tg_lerp");
+    FAILS(t, tg_silu(t, NULL), NULL, "tg_silu");
+    FAILS(t, tg_softplus(t, NULL, 1, 20), NULL, "tg_softplus");
+    FAILS(t, tg_leaky_relu(t, NULL, 0.01), NULL, "tg_leaky_relu");
+    FAILS(t, tg_elu(t, NULL, 1), NULL, "tg_elu");
+    FAILS(t, tg_selu(t, NULL), NULL, "tg_selu");
+    FAILS(t, tg_celu(t, NULL, 1), NULL, "tg_celu");
+    FAILS(t, tg_mish(t, NULL), NULL, "tg_mish");
+    FAILS(t, tg_hardswish(t, NULL), NULL, "tg_hardswish");
+    FAILS(t, tg_hardsigmoid(t, NULL), NULL, "tg_hardsigmoid");
+    FAILS(t, tg_hardtanh(t, NULL, -1, 1), NULL, "tg_hardtanh");
+    FAILS(t, tg_softsign(t, NULL), NULL, "tg_softsign");
+    FAILS(t, tg_gelu_tanh(t, NULL), NULL, "tg_gelu_tanh");
+    FAILS(t, tg_eq(t, x, NULL), NULL, "tg_eq");
+    FAILS(t, tg_ne(t, x, NULL), NULL, "tg_ne");
+    FAILS(t, tg_lt(t, x, NULL), NULL, "tg_lt");
+    FAILS(t, tg_le(t, x, NULL), NULL, "tg_le");
+    FAILS(t, tg_gt(t, x, NULL), NULL, "tg_gt");
+    FAILS(t, tg_ge(t, x, NULL), NULL, "tg_ge");
+    FAILS(t, tg_where(t, NULL, x, x), NULL, "tg_where");
+    FAILS(t, tg_masked_fill(t, x, NULL, 0), NULL, "tg_masked_fill");
+    FAILS(t, tg_maximum(t, x, NULL), NULL, "tg_maximum");
+    FAILS(t, tg_minimum(t, NULL, x), NULL, "tg_minimum");
+    FAILS(t, tg_max(t, NULL), NULL, "tg_max");
+    FAILS(t, tg_min(t, NULL), NULL, "tg_min");
+    FAILS(t, tg_mean(t, NULL), NULL, "tg_mean");
+    FAILS(t, tg_sum_dim(t, NULL, 0, false), NULL, "tg_sum_dim");
+    FAILS(t, tg_mean_dim(t, NULL, 0, false), NULL, "tg_mean_dim");
+    FAILS(t, tg_max_dim(t, NULL, 0, false), NULL, "tg_max_dim");
+    FAILS(t, tg_min_dim(t, NULL, 0, false), NULL, "tg_min_dim");
+    FAILS(t, tg_prod_dim(t, NULL, 0, false), NULL, "tg_prod_dim");
+    FAILS(t, tg_var_dim(t, NULL, 0, 1, false), NULL, "tg_var_dim");
+    FAILS(t, tg_std_dim(t, NULL, 0, 1, false), NULL, "tg_std_dim");
+    FAILS(t, tg_norm_dim(t, NULL, 2, 0, false), NULL, "tg_norm_dim");
+    FAILS(t, tg_logsumexp_dim(t, NULL, 0, false), NULL, "tg_logsumexp_dim");
+    FAILS(t, tg_argmax(t, NULL, 0, false), NULL, "tg_argmax");
+    FAILS(t, tg_argmin(t, NULL, 0, false), NULL, "tg_argmin");
+    FAILS(t, tg_cumsum(t, NULL, 0), NULL, "tg_cumsum");
+    FAILS(t, tg_cumprod(t, NULL, 0), NULL, "tg_cumprod");
+    FAILS(t, tg_sort(t, NULL, 0, false, NULL), NULL, "tg_sort");
+    FAILS(t, tg_topk(t, NULL, 1, 0, true, NULL), NULL, "tg_topk");
+    FAILS(t, tg_log_softmax(t, NULL), NULL, "tg_log_softmax");
+    FAILS(t, tg_softmax_masked(t, NULL, NULL, 1), NULL, "tg_softmax_masked");
+    FAILS(t, tg_cross_entropy_sum(t, NULL, y, TG_IGNORE), NULL, "tg_cross_entropy_sum");
+    FAILS(t, tg_cross_entropy_sum(t, x, NULL, TG_IGNORE), NULL, "tg_cross_entropy_sum");
+    FAILS(t, tg_cross_entropy_ex(t, NULL, y, NULL, NULL), NULL, "tg_cross_entropy");
+    FAILS(t, tg_nll_loss(t, NULL, y, NULL), NULL, "tg_nll_loss");
+    /* NULL targets mean probabilities instead: with none, neither is given */
+    tg_tape_clear_error(t);
+    cr_expect_null(tg_cross_entropy_ex(t, x, NULL, NULL, NULL));
+    cr_expect(strstr(tg_error(), "tg_cross_entropy_ex: give class targets or probabilities"), "%s", tg_error());
+    FAILS(t, tg_mse_loss(t, x, NULL, TG_MEAN), NULL, "tg_mse_loss");
+    FAILS(t, tg_l1_loss(t, NULL, x, TG_MEAN), NULL, "tg_l1_loss");
+    FAILS(t, tg_smooth_l1_loss(t, x, NULL, TG_MEAN, 1), NULL, "tg_smooth_l1_loss");
+    FAILS(t, tg_huber_loss(t, NULL, x, TG_MEAN, 1), NULL, "tg_huber_loss");
+    FAILS(t, tg_binary_cross_entropy(t, x, NULL, NULL, TG_MEAN), NULL, "tg_binary_cross_entropy");
+    FAILS(t, tg_binary_cross_entropy_with_logits(t, NULL, x, NULL, NULL, TG_MEAN), NULL,
+          "tg_binary_cross_entropy_with_logits");
+    tg_tape_free(t);
+}
+
+/* The shape, indexing, creation and attention ops given NULL. */
+Test(null, ops_shape)
+{
+    tg_tape *t = tg_tape_new();
+    tg_tensor *x = tg_tensor_zeros(t, 2, (int[]){2, 2});
+    tg_tensor *outs[2];
+    tg_rng rng;
+    tg_rng_seed(&rng, 1);
+    tg_index ix = {.data = (int32_t[]){0, 1}, .ndim = 1, .shape = {2}};
+    FAILS(t, tg_rows_view(t, NULL, 0, 1), NULL, "tg_rows_view");
+    FAILS(t, tg_narrow(t, NULL, 0, 0, 1), NULL, "tg_narrow");
+    FAILS(t, tg_slice_dim(t, NULL, 0, 0, 1, 1), NULL, "tg_slice_dim");
+    FAILS(t, tg_split(t, NULL, 1, 0, outs, 2), -1, "tg_split");
+    FAILS(t, tg_split(t, x, 1, 0, NULL, 2), -1, "tg_split");
+    FAILS(t, tg_split_sizes(t, NULL, (int[]){1, 1}, 2, 0, outs), -1, "tg_split_sizes");
+    FAILS(t, tg_split_sizes(t, x, NULL, 2, 0, outs), -1, "tg_split_sizes");
+    FAILS(t, tg_split_sizes(t, x, (int[]){1, 1}, 2, 0, NULL), -1, "tg_split_sizes");
+    FAILS(t, tg_chunk(t, NULL, 2, 0, outs), -1, "tg_chunk");
+    FAILS(t, tg_chunk(t, x, 2, 0, NULL), -1, "tg_chunk");
+    FAILS(t, tg_cat(t, NULL, 2, 0), NULL, "tg_cat");
+    FAILS(t, tg_cat(t, (tg_tensor *[]){x, NULL}, 2, 0), NULL, "tg_cat");
+    FAILS(t, tg_stack(t, NULL, 2, 0), NULL, "tg_stack");
+    FAILS(t, tg_stack(t, (tg_tensor *[]){NULL, x}, 2, 0), NULL, "tg_stack");
+    FAILS(t, tg_detach(t, NULL), NULL, "tg_detach");
+    FAILS(t, tg_unsqueeze(t, NULL, 0), NULL, "tg_unsqueeze");
+    FAILS(t, tg_squeeze(t, NULL, 0), NULL, "tg_squeeze");
+    FAILS(t, tg_flip(t, NULL, (int[]){0}, 1), NULL, "tg_flip");
+    FAILS(t, tg_flip(t, x, NULL, 1), NULL, "tg_flip");
+    FAILS(t, tg_roll(t, NULL, 1, 0), NULL, "tg_roll");
+    FAILS(t, tg_pad(t, NULL, (int[]){1, 1}, 2, 0), NULL, "tg_pad");
+    FAILS(t, tg_pad(t, x, NULL, 2, 0), NULL, "tg_pad");
+    FAILS(t, tg_repeat(t, NULL, (int[]){1, 2}, 2), NULL, "tg_repeat");
+    FAILS(t, tg_repeat(t, x, NULL, 2), NULL, "tg_repeat");
+    FAILS(t, tg_expand(t, NULL, 2, (int[]){2, 2}), NULL, "tg_expand");
+    FAILS(t, tg_expand(t, x, 2, NULL), NULL, "tg_expand");
+    FAILS(t, tg_tril(t, NULL, 0), NULL, "tg_tril");
+    FAILS(t, tg_triu(t, NULL, 0), NULL, "tg_triu");
+    FAILS(t, tg_diag(t, NULL, 0), NULL, "tg_diag");
+    FAILS(t, tg_gather(t, NULL, 0, &ix), NULL, "tg_gather");
+    FAILS(t, tg_gather(t, x, 0, NULL), NULL, "tg_gather");
+    FAILS(t, tg_gather(t, x, 0, &(tg_index){.ndim = 1, .shape = {2}}), NULL, "tg_gather");
+    FAILS(t, tg_scatter_add(t, x, 0, &ix, NULL), NULL, "tg_scatter_add");
+    FAILS(t, tg_scatter_add(t, x, 0, NULL, x), NULL, "tg_scatter_add");
+    FAILS(t, tg_index_select(t, NULL, 0, &ix), NULL, "tg_index_select");
+    FAILS(t, tg_index_select(t, x, 0, NULL), NULL, "tg_index_select");
+    FAILS(t, tg_index_add(t, x, 0, &ix, NULL, 1), NULL, "tg_index_add");
+    FAILS(t, tg_index_add(t, x, 0, NULL, x, 1), NULL, "tg_index_add");
+    FAILS(NULL, tg_arange(NULL, 0, 2, 1), NULL, "tg_arange");
+    FAILS(NULL, tg_linspace(NULL, 0, 1, 2), NULL, "tg_linspace");
+    FAILS(NULL, tg_full(NULL, 1, (int[]){2}, 1), NULL, "tg_full");
+    FAILS(t, tg_full(t, 1, NULL, 1), NULL, "tg_full");
+    FAILS(NULL, tg_zeros(NULL, 1, (int[]){2}), NULL, "tg_zeros");
+    FAILS(t, tg_zeros(t, 1, NULL), NULL, "tg_zeros");
+    FAILS(NULL, tg_ones(NULL, 1, (int[]){2}), NULL, "tg_ones");
+    FAILS(t, tg_ones(t, 1, NULL), NULL, "tg_ones");
+    FAILS(NULL, tg_eye(NULL, 2, 2), NULL, "tg_eye");
+    FAILS(t, tg_rand(t, 1, (int[]){2}, NULL), NULL, "tg_rand");
+    FAILS(t, tg_rand(t, 1, NULL, &rng), NULL, "tg_rand");
+    FAILS(t, tg_randn(t, 1, (int[]){2}, NULL), NULL, "tg_randn");
+    FAILS(NULL, tg_randn(NULL, 1, (int[]){2}, &rng), NULL, "tg_randn");
+    FAILS(t, tg_randint(t, 0, 4, 1, (int[]){2}, NULL), NULL, "tg_randint");
+    FAILS(t, tg_randint(t, 0, 4, 1, NULL, &rng), NULL, "tg_randint");
+    FAILS(t, tg_rope(t, NULL, &(tg_rope_opts){.n_heads = 1, .d_head = 2}), NULL, "tg_rope");
+    FAILS(t, tg_rope(t, x, NULL), NULL, "tg_rope");
+    FAILS(NULL, (tg_alibi_slopes(2, NULL), 0), 0, "tg_alibi_slopes");
+    tg_tape_free(t);
+}
+
+/* The key/value cache and decoding step (core/ops/decode.h). */
+Test(null, decode)
+{
+    tg_tape *t = tg_tape_new();
+    tg_tensor *cache = tg_tensor_zeros(t, 3, (int[]){1, 4, 4});
+    tg_tensor *x = tg_tensor_zeros(t, 3, (int[]){1, 1, 6});
+    tg_sdpa_layout lay = {.n_heads = 1, .dk = 2, .dv = 2, .q_col = 0, .k_col = 2, .v_col = 4};
+    FAILS(t, tg_kv_write(NULL, cache, x, &lay, NULL), -1, "tg_kv_write");
+    FAILS(t, tg_kv_write(t, NULL, x, &lay, NULL), -1, "tg_kv_write");
+    FAILS(t, tg_kv_write(t, cache, NULL, &lay, NULL), -1, "tg_kv_write");
+    FAILS(t, tg_kv_write(t, cache, x, NULL, NULL), -1, "tg_kv_write");
+    cr_assert(tg_no_grad_begin(t));  /* decoding steps run on a tape that does not record */
+    FAILS(t, tg_sdpa_step(NULL, x, cache, &lay, (int32_t[]){0}, NULL), NULL, "tg_sdpa_step");
+    FAILS(t, tg_sdpa_step(t, NULL, cache, &lay, (int32_t[]){0}, NULL), NULL, "tg_sdpa_step");
+    FAILS(t, tg_sdpa_step(t, x, NULL, &lay, (int32_t[]){0}, NULL), NULL, "tg_sdpa_step");
+    FAILS(t, tg_sdpa_step(t, x, cache, NULL, (int32_t[]){0}, NULL), NULL, "tg_sdpa_step");
+    FAILS(t, tg_sdpa_step(t, x, cache, &lay, NULL, NULL), NULL, "tg_sdpa_step");
+    FAILS(NULL, tg_kv_copy(NULL, &lay, 0, 0, 1), -1, "tg_kv_copy");
+    FAILS(NULL, tg_kv_copy(cache, NULL, 0, 0, 1), -1, "tg_kv_copy");
+    tg_tape_free(t);
+}
+
+/* What came after the first sweep: the engine's extras, io, optim groups, nn
+ * layers' init and step, viz groups. */
+Test(null, engine_io_optim_nn_viz)
+{
+    tg_tape *t = tg_tape_new();
+    tg_tensor *x = tg_tensor_zeros(t, 1, (int[]){2});
+    char buf[64];
+    FAILS(NULL, tg_strdup(NULL), NULL, "tg_strdup");
+    FAILS(NULL, tg_headers_take(NULL, 8), NULL, "tg_headers_take");
+    FAILS(NULL, tg_retain_grad(NULL, x), -1, "tg_retain_grad");
+    FAILS(t, tg_retain_grad(t, NULL), -1, "tg_retain_grad");
+    tg_tape_clear_error(t);
+    FAILS(NULL, tg_fail_null(t, "my_op"), NULL, "my_op: input is NULL");
+    FAILS(NULL, tg_fail_null(NULL, NULL), NULL, "tg_fail_null");
+    FAILS(NULL, tg_tensor_str(x, NULL, 8), 0, "tg_tensor_str");
+    cr_expect_gt(tg_tensor_str(x, NULL, 0), 0);  /* snprintf's rule: no buffer, the length */
+    cr_expect_eq(tg_tensor_str(NULL, buf, sizeof buf), 12);  /* a NULL tensor prints as one */
+    cr_expect_str_eq(buf, "tensor(NULL)");
+    FAILS(NULL, tg_tensor_print(NULL, x), -1, "tg_tensor_print");
+
+    tg_safetensors *s = tg_st_new();
+    tg_dtype dt;
+    FAILS(NULL, tg_st_add_data(NULL, "a", (tg_real[]){1}, 1, (int[]){1}), -1, "tg_st_add");
+    FAILS(NULL, tg_st_add_data(s, NULL, (tg_real[]){1}, 1, (int[]){1}), -1, "tg_st_add");
+    cr_expect_eq(tg_st_add_data(s, "z", NULL, 1, (int[]){1}), 0, "%s", tg_error());  /* NULL data: zeros */
+    FAILS(NULL, tg_st_dtype(NULL, "a", &dt), -1, "tg_st_dtype");
+    FAILS(NULL, tg_st_dtype(s, NULL, &dt), -1, "tg_st_dtype");
+    FAILS(NULL, tg_st_dtype(s, "z", NULL), -1, "tg_st_dtype");
+    FAILS(NULL, tg_st_ints(NULL, "a"), NULL, "tg_st_ints");
+    FAILS(NULL, tg_st_ints(s, NULL), NULL, "tg_st_ints");
+    tg_st_free(s);
+
+    tg_params *p = tg_params_new();
+    tg_optim_opts oo = tg_optim_defaults(TG_ADAM);
+    tg_optim *o = tg_optim_new(p, &oo);
+    cr_assert_not_null(o, "%s", tg_error());
+    tg_optim_group g;
+    FAILS(NULL, tg_optim_kind_parse(NULL), -1, "tg_optim_kind_parse");
+    FAILS(NULL, tg_optim_add_group(NULL, &g), -1, "tg_optim_add_group");
+    FAILS(NULL, tg_optim_add_group(o, NULL), -1, "tg_optim_add_group");
+    FAILS(NULL, tg_optim_group_count(NULL), -1, "tg_optim_group_count");
+    FAILS(NULL, tg_optim_group_get(NULL, 0, &g), -1, "tg_optim_group_get");
+    FAILS(NULL, tg_optim_group_get(o, 0, NULL), -1, "tg_optim_group_get");
+    FAILS(NULL, tg_optim_group_set_lr(NULL, 0, 1), -1, "tg_optim_group_set_lr");
+    tg_optim_free(o);
+
+    tg_rng rng;
+    tg_rng_seed(&rng, 1);
+    tg_mha m = {0};
+    tg_ffn f;
+    tg_block b = {0};
+    tg_layernorm_layer ln;
+    tg_embedding_layer e;
+    tg_model md;
+    FAILS(NULL, tg_nn_check_init("my_init", NULL, p, p), -1, "my_init: the layer is NULL");
+    FAILS(NULL, tg_nn_check_forward("my_fwd", NULL, &m, true), false, "my_fwd: the tape is NULL");
+    tg_error_set("an earlier error");  /* what undo keeps, NULLs and all */
+    cr_expect_eq(tg_nn_init_undo(NULL, 8, NULL, NULL, 0), -1);
+    cr_expect_str_eq(tg_error(), "an earlier error");
+    FAILS(NULL, tg_mha_init(NULL, p, "a", &(tg_mha_config){.d_model = 2, .n_heads = 1}, &rng), -1, "tg_mha_init");
+    FAILS(NULL, tg_mha_init(&m, p, "a", NULL, &rng), -1, "tg_mha_init");
+    FAILS(NULL, tg_mha_kv_layout(NULL).n_heads, 0, "tg_mha_kv_layout");
+    FAILS(t, tg_mha_step(t, NULL, x, x, (int32_t[]){0}, NULL), NULL, "tg_mha_step");
+    FAILS(NULL, tg_ffn_init(&f, NULL, "f", &(tg_ffn_config){.d_model = 2, .d_ff = 4}, &rng), -1, "tg_ffn_init");
+    FAILS(NULL, tg_ffn_init(&f, p, "f", NULL, &rng), -1, "tg_ffn_init");
+    FAILS(NULL, tg_layernorm_init(NULL, p, "ln", 2, 1e-5), -1, "tg_layernorm_init");
+    FAILS(NULL, tg_layernorm_init(&ln, NULL, "ln", 2, 1e-5), -1, "tg_layernorm_init");
+    FAILS(NULL, tg_block_init(&b, p, "b", NULL, &rng), -1, "tg_block_init");
+    FAILS(t, tg_block_step(t, NULL, x, x, (int32_t[]){0}, NULL), NULL, "tg_block_step");
+    FAILS(NULL, tg_embedding_init(NULL, p, "e", 4, 2, &rng), -1, "tg_embedding_init");
+    cr_expect_eq(tg_embedding_init(&e, p, "e", 4, 2, NULL), 0, "%s", tg_error());  /* NULL rng: zeros */
+    cr_expect(e.weight && e.weight->data[0] == 0);
+    FAILS(NULL, tg_model_init(&md, p, NULL, &rng), -1, "tg_model_init");
+    FAILS(NULL, tg_model_init(NULL, p, NULL, &rng), -1, "tg_model_init");
+    tg_params_free(p);
+
+    FAILS(NULL, tg_heatmap_png_groups(NULL, (tg_real[1]){0}, 1, 1, 1, 1, 1, NULL, NULL), -1, "tg_heatmap_png_groups");
+    FAILS(NULL, tg_heatmap_png_groups("/tmp/x.png", NULL, 1, 1, 1, 1, 1, NULL, NULL), -1, "tg_heatmap_png_groups");
     tg_tape_free(t);
 }

@@ -193,13 +193,8 @@ static void draw_colorbar(tg_canvas *c, const hm_layout *o)
     }
 }
 
-static int validate(const char *path, const tg_real *weights,
-                    const hm_args *a)
+static int validate(const char *path, const hm_args *a)
 {
-    if (!path) return tg_error_set("tg_heatmap_png: path is NULL");
-    if (!weights)
-        return tg_error_set("tg_heatmap_png: weights is NULL ('%s')",
-                            path);
     if (a->n_layers <= 0 || a->n_heads <= 0 || a->Lq <= 0 || a->Lk <= 0)
         return tg_error_set("tg_heatmap_png: sizes must be positive: n_layers=%d "
                             "n_heads=%d Lq=%d Lk=%d ('%s')",
@@ -217,14 +212,18 @@ int tg_heatmap_png(const char *path, const tg_real *weights, int n_layers,
                    int n_heads, int Lq, int Lk, const char *const *q_labels,
                    const char *const *k_labels)
 {
+    TG_REFUSE_NULL(path, "path", -1);
+    TG_REFUSE_NULL(weights, "weights", -1);
     return tg_heatmap_png_groups(path, weights, n_layers, n_heads, n_heads, Lq, Lk, q_labels, k_labels);
 }
 
 int tg_heatmap_png_groups(const char *path, const tg_real *weights, int n_layers, int n_heads, int n_kv_heads,
                           int Lq, int Lk, const char *const *q_labels, const char *const *k_labels)
 {
+    TG_REFUSE_NULL(path, "path", -1);
+    TG_REFUSE_NULL(weights, "weights", -1);
     hm_args a = {n_layers, n_heads, Lq, Lk, q_labels, k_labels, n_kv_heads};
-    if (validate(path, weights, &a) != 0) return -1;
+    if (validate(path, &a) != 0) return -1;
     if (n_kv_heads < 1 || n_heads % n_kv_heads)
         return tg_error_set("tg_heatmap_png: n_kv_heads %d must divide n_heads %d ('%s')", n_kv_heads, n_heads,
                             path);

@@ -64,6 +64,7 @@ void tg_free(void *p) { free(p); }
 
 char *tg_strdup(const char *s)
 {
+    TG_REFUSE_NULL(s, "the string", NULL);
     size_t n = strlen(s) + 1;
     char *d = tg_malloc(n);
     if (d) memcpy(d, s, n);

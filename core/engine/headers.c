@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "error.h"
 
 /* Address space per block; only touched pages cost memory. Large, because a
  * finished block stays mapped (read-only zeros) as long as the tape lives: at
@@ -49,6 +50,7 @@ static tg_hblock *block_new(tg_hblock *prev, size_t need)
 
 void *tg_headers_take(tg_hblock **cur, size_t size)
 {
+    TG_REFUSE_NULL(cur, "the store", NULL);
     size = (size + HEADER_ALIGN - 1) / HEADER_ALIGN * HEADER_ALIGN;
     tg_hblock *b = *cur;
     if (!b || b->size - b->used < size) {

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "error.h"
 #include "tensor.h"
 
 #define SUMMARIZE 1000  /* PyTorch's threshold: more elements print summarized */
@@ -129,6 +130,7 @@ static void nest(out *o, const tg_tensor *x, const style *st, int d, size_t off,
 
 size_t tg_tensor_str(const tg_tensor *x, char *buf, size_t cap)
 {
+    TG_REFUSE_NULL(buf || !cap, "the buffer", 0);
     out o = {buf, cap, 0};
     if (!x || x->magic != TG_TENSOR_LIVE) {
         put(&o, x ? "tensor(<not a live tensor>)" : "tensor(NULL)");
@@ -148,6 +150,7 @@ size_t tg_tensor_str(const tg_tensor *x, char *buf, size_t cap)
 
 int tg_tensor_print(FILE *f, const tg_tensor *x)
 {
+    TG_REFUSE_NULL(f, "the file", -1);
     size_t n = tg_tensor_str(x, NULL, 0);
     char *s = tg_malloc(n + 1);
     if (!s) return -1;

@@ -165,6 +165,7 @@ tg_tensor *tg_fail(tg_tape *t, const char *fmt, ...)
 
 tg_tensor *tg_fail_null(tg_tape *t, const char *op)
 {
+    if (!op) return tg_fail(t, "tg_fail_null: the op name is NULL");
     if (t && t->has_error) {
         tg_error_set("%s", t->error);  /* the NULL is that failure's result */
         return NULL;

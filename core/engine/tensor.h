@@ -106,7 +106,8 @@ void tg_tensor_fill(tg_tensor *x, tg_real v);
  *           [ 3.0000,  4.0000]], shape=[2,2], requires_grad=True)
  * Integral values print as "3.", values spanning more than 1e4 or beyond
  * 1e8 in scientific form. Writes at most cap bytes (NUL included) into buf
- * and returns the full length, as snprintf. */
+ * and returns the full length, as snprintf (buf may be NULL when cap is 0).
+ * A NULL x prints as "tensor(NULL)". */
 size_t tg_tensor_str(const tg_tensor *x, char *buf, size_t cap);
 /* The same, and a newline, to f; -1 on a write error or out of memory. */
 int tg_tensor_print(FILE *f, const tg_tensor *x);

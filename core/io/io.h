@@ -79,6 +79,7 @@ void tg_st_free(tg_safetensors *s);
  * (empty is allowed, as in the reference), not "__metadata__", and unique: a
  * duplicate fails. */
 int tg_st_add(tg_safetensors *s, const char *name, const tg_tensor *x);
+/* The same from data (NULL: zeros). */
 int tg_st_add_data(tg_safetensors *s, const char *name, const tg_real *data, int ndim,
                    const int *shape);
 /* A new zero-filled tensor under name, owned by s, to be filled in place;

@@ -70,14 +70,19 @@ tg_tensor *tg_st_get(const tg_safetensors *s, const char *name)
 
 int tg_st_dtype(const tg_safetensors *s, const char *name, tg_dtype *out)
 {
+    TG_REFUSE_NULL(s, "the set", -1);
+    TG_REFUSE_NULL(name, "the name", -1);
+    TG_REFUSE_NULL(out, "the dtype", -1);
     int i = find(s, name);
-    if (i < 0 || !out) return tg_error_set("tg_st_dtype: no tensor '%s'", name ? name : "(NULL)");
+    if (i < 0) return tg_error_set("tg_st_dtype: no tensor '%s'", name ? name : "(NULL)");
     *out = s->extra[i].dtype;
     return 0;
 }
 
 const int64_t *tg_st_ints(const tg_safetensors *s, const char *name)
 {
+    TG_REFUSE_NULL(s, "the set", NULL);
+    TG_REFUSE_NULL(name, "the name", NULL);
     int i = find(s, name);
     if (i < 0) return tg_error_set("tg_st_ints: no tensor '%s'", name ? name : "(NULL)"), NULL;
     if (!s->extra[i].ints)

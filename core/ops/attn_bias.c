@@ -14,6 +14,7 @@
 
 void tg_alibi_slopes(int n_heads, double *slopes)
 {
+    TG_REFUSE_NULL(slopes, "slopes", );
     /* 2^(-8/n) .. 2^(-8) for n a power of 2; else the closest power of 2's
      * slopes, then every other slope of twice as many (the paper's code) */
     int p2 = 1;

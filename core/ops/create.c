@@ -18,6 +18,7 @@
 static tg_tensor *made(tg_tape *t, const char *op, int ndim, const int *shape)
 {
     size_t size;
+    if (ndim > 0 && !shape) return tg_fail(t, "%s: the shape is NULL", op);
     if (ndim < 0 || ndim > TG_MAX_DIMS || (ndim > 0 && !shape))
         return tg_fail(t, "%s: a shape of %d dims (0 to %d, and a shape array)", op, ndim, TG_MAX_DIMS);
     if (!tg_shape_size(ndim, shape, &size)) {
@@ -81,6 +82,7 @@ tg_tensor *tg_linspace(tg_tape *t, double start, double end, int steps)
 
 tg_tensor *tg_eye(tg_tape *t, int n, int m)
 {
+    TG_REFUSE_NULL(t, "the tape", NULL);
     if (n < 0 || m < 0) return tg_fail(t, "tg_eye: n %d and m %d must be >= 0", n, m);
     tg_tensor *x = tg_zeros(t, 2, (int[]){n, m});
     for (int i = 0; x && i < n && i < m; i++) x->data[(size_t)i * m + i] = 1;

@@ -39,6 +39,7 @@ static bool cache_check(tg_tape *t, const char *op, const tg_tensor *cache, cons
                         kv_dims *d)
 {
     char sc[TG_SHAPE_STR];
+    if (!l) return tg_fail(t, "%s: the layout is NULL", op), false;
     if (!dims_of(l, d)) {
         tg_fail(t, "%s: the layout needs n_heads, dk, dv >= 1 and n_kv_heads dividing n_heads "
                    "(n_heads %d, n_kv_heads %d, dk %d, dv %d)", op, l ? l->n_heads : 0, l ? l->n_kv_heads : 0,
@@ -89,8 +90,10 @@ int tg_kv_write(tg_tape *t, tg_tensor *cache, const tg_tensor *x, const tg_sdpa_
 int tg_kv_copy(tg_tensor *cache, const tg_sdpa_layout *lay, int to, int from, int n)
 {
     kv_dims d;
-    if (!cache || !dims_of(lay, &d) || cache->ndim != 3 || cache->shape[2] != d.Hkv * (d.dk + d.dv))
-        return tg_error_set("tg_kv_copy: the cache is NULL or does not match its layout");
+    TG_REFUSE_NULL(cache, "the cache", -1);
+    TG_REFUSE_NULL(lay, "the layout", -1);
+    if (!dims_of(lay, &d) || cache->ndim != 3 || cache->shape[2] != d.Hkv * (d.dk + d.dv))
+        return tg_error_set("tg_kv_copy: the cache does not match its layout");
     int B = cache->shape[0], cap = cache->shape[1], kw = d.Hkv * d.dk, vw = d.Hkv * d.dv;
     if (to < 0 || to >= B || from < 0 || from >= B || n < 0 || n > cap)
         return tg_error_set("tg_kv_copy: rows %d -> %d, %d positions: need rows in [0, %d), positions in [0, %d]",

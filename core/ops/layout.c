@@ -70,6 +70,7 @@ tg_tensor *tg_pad(tg_tape *t, tg_tensor *a, const int *pads, int n_pads, double 
 {
     const char *op = pad_op.name;
     if (!tg_inputs_check(t, op, &a, 1, 1)) return NULL;
+    if (n_pads && !pads) return tg_fail(t, "%s: pads is NULL", op);
     char sa[TG_SHAPE_STR];
     if (n_pads < 0 || n_pads % 2 || n_pads > 2 * a->ndim || (n_pads && !pads))
         return tg_fail(t, "%s: %d pad sizes for a %s (an even number, at most 2 per dim)", op, n_pads,
@@ -104,6 +105,7 @@ tg_tensor *tg_repeat(tg_tape *t, tg_tensor *a, const int *reps, int n)
 {
     const char *op = repeat_op.name;
     if (!tg_inputs_check(t, op, &a, 1, 1)) return NULL;
+    if (n && !reps) return tg_fail(t, "%s: reps is NULL", op);
     char sa[TG_SHAPE_STR];
     if (n < a->ndim || n > TG_MAX_DIMS || (n && !reps))
         return tg_fail(t, "%s: %d repeats for a %s (at least one per dim, at most %d)", op, n, tg_shape_str(a, sa),
@@ -138,6 +140,7 @@ tg_tensor *tg_expand(tg_tape *t, tg_tensor *a, int ndim, const int *shape)
 {
     const char *op = expand_op.name;
     if (!tg_inputs_check(t, op, &a, 1, 1)) return NULL;
+    if (ndim && !shape) return tg_fail(t, "%s: the shape is NULL", op);
     char sa[TG_SHAPE_STR];
     if (ndim < a->ndim || ndim > TG_MAX_DIMS || (ndim && !shape))
         return tg_fail(t, "%s: a %s cannot expand to %d dims (%d to %d)", op, tg_shape_str(a, sa), ndim, a->ndim,

@@ -107,6 +107,7 @@ int tg_split_sizes(tg_tape *t, tg_tensor *a, const int *sizes, int n, int dim, t
     const char *op = "tg_split_sizes";
     int d;
     if (!pieces_check(t, op, a, dim, outs, &d)) return -1;
+    if (!sizes) return tg_fail(t, "%s: sizes is NULL", op), -1;
     char sa[TG_SHAPE_STR];
     long long sum = 0;
     for (int i = 0; sizes && i < n; i++) {
