@@ -76,7 +76,7 @@ static tg_tensor *cat_op(tg_tape *t, const tg_op *op, tg_tensor *const *xs, int 
     int shape[TG_MAX_DIMS];
     memcpy(shape, xs[0]->shape, sizeof shape);
     shape[d] = total;
-    tg_tensor *out = tg_new(t, op->name, xs[0]->ndim, shape);
+    tg_tensor *out = tg_new_named(t, op->name, xs[0]->ndim, shape);
     if (!out) return NULL;
     for (int i = 0, off = 0; i < n; off += xs[i++]->shape[d]) {
         tg_map m;
@@ -84,7 +84,7 @@ static tg_tensor *cat_op(tg_tape *t, const tg_op *op, tg_tensor *const *xs, int 
         tg_map_forward(&m, out->data, xs[i]->data);
     }
     if (!tg_op_record(t, op, out, xs, n, &(cat_ctx){n, d})) return NULL;
-    return tg_op_done(t, op->name, out);
+    return tg_op_done_named(t, op->name, out);
 }
 
 /* The tape, the array and every input checked. */
@@ -93,7 +93,7 @@ static bool inputs_ok(tg_tape *t, const char *op, tg_tensor *const *xs, int n)
     if (!t) return tg_fail(NULL, "%s: the tape is NULL", op), false;
     if (!xs && n > 0) return tg_fail_null(t, op), false;
     if (n <= 0) return tg_fail(t, "%s: needs at least one tensor, got n = %d", op, n), false;
-    return tg_inputs_check(t, op, xs, n, n);
+    return tg_inputs_check_named(t, op, xs, n, n);
 }
 
 tg_tensor *tg_cat(tg_tape *t, tg_tensor *const *xs, int n, int dim)

@@ -121,19 +121,19 @@ static void extreme_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, c
         if (nan ? isnan(a->data[i]) : a->data[i] == y) da[i] += g;
 }
 
-static const tg_op max_op = {"tg_max", extreme_backward, 0};
-static const tg_op min_op = {"tg_min", extreme_backward, 0};
+TG_OP_NO_CTX(max_op, "tg_max", extreme_backward);
+TG_OP_NO_CTX(min_op, "tg_min", extreme_backward);
 
 static tg_tensor *extreme(tg_tape *t, tg_tensor *a, bool max)
 {
     const tg_op *op = max ? &max_op : &min_op;
-    if (!tg_inputs_check(t, op->name, &a, 1, 1)) return NULL;
+    if (!tg_inputs_check_named(t, op->name, &a, 1, 1)) return NULL;
     if (a->size == 0) {
         char sa[TG_SHAPE_STR];
         return tg_fail(t, "%s: a %s is empty: no %s (give a dim-wise reduction a default instead)", op->name,
                        tg_shape_str(a, sa), max ? "maximum" : "minimum");
     }
-    tg_tensor *out = tg_new(t, op->name, 0, NULL);
+    tg_tensor *out = tg_new_named(t, op->name, 0, NULL);
     if (!out) return NULL;
     tg_real y = a->data[0];
     for (size_t i = 1; i < a->size && !isnan(y); i++) {
@@ -142,7 +142,7 @@ static tg_tensor *extreme(tg_tape *t, tg_tensor *a, bool max)
     }
     out->data[0] = y;
     if (!tg_op_record(t, op, out, &a, 1, NULL)) return NULL;
-    return tg_op_done(t, op->name, out);
+    return tg_op_done_named(t, op->name, out);
 }
 
 tg_tensor *tg_max(tg_tape *t, tg_tensor *a) { return extreme(t, a, true); }

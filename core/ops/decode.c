@@ -45,7 +45,7 @@ static bool cache_check(tg_tape *t, const char *op, const tg_tensor *cache, cons
                 l ? l->dk : 0, l ? l->dv : 0);
         return false;
     }
-    if (!tg_inputs_check(t, op, (tg_tensor *const[]){(tg_tensor *)cache}, 1, 1)) return false;
+    if (!tg_inputs_check_named(t, op, (tg_tensor *const[]){(tg_tensor *)cache}, 1, 1)) return false;
     int C = d->Hkv * (d->dk + d->dv);
     if (cache->ndim != 3 || cache->shape[0] < rows || cache->shape[1] < 1 || cache->shape[2] != C) {
         tg_fail(t, "%s: the cache must be [B >= %d, cap, %d] (%d key/value heads of %d + %d), got %s", op, rows,
@@ -60,7 +60,7 @@ int tg_kv_write(tg_tape *t, tg_tensor *cache, const tg_tensor *x, const tg_sdpa_
     char sx[TG_SHAPE_STR];
     kv_dims d;
     if (!cache || !x) return tg_fail_null(t, "tg_kv_write"), -1;
-    if (!tg_inputs_check(t, "tg_kv_write", (tg_tensor *const[]){(tg_tensor *)x}, 1, 1)) return -1;
+    if (!tg_inputs_check_named(t, "tg_kv_write", (tg_tensor *const[]){(tg_tensor *)x}, 1, 1)) return -1;
     if (x->ndim != 3) return tg_fail(t, "tg_kv_write: x must be [B, L, C], got %s", tg_shape_str(x, sx)), -1;
     int B = x->shape[0], L = x->shape[1], C = x->shape[2];
     if (!cache_check(t, "tg_kv_write", cache, lay, B, &d)) return -1;
@@ -142,7 +142,7 @@ tg_tensor *tg_sdpa_step(tg_tape *t, tg_tensor *xq, tg_tensor *cache, const tg_sd
 {
     char sx[TG_SHAPE_STR];
     kv_dims d;
-    if (!tg_inputs_check(t, "tg_sdpa_step", (tg_tensor *const[]){xq, cache}, 2, 2)) return NULL;
+    if (!tg_inputs_check_named(t, "tg_sdpa_step", (tg_tensor *const[]){xq, cache}, 2, 2)) return NULL;
     if (!pos) return tg_fail(t, "tg_sdpa_step: pos is NULL");
     if (tg_tape_recording(t)) return tg_fail(t, "tg_sdpa_step: decoding only: the tape must not record");
     if (opts && (opts->mask || opts->bias || opts->dropout != 0 || !isfinite(opts->scale)))
@@ -161,7 +161,7 @@ tg_tensor *tg_sdpa_step(tg_tape *t, tg_tensor *xq, tg_tensor *cache, const tg_sd
             return tg_fail(t, "tg_sdpa_step: pos[%d] = %d is outside the cache [0, %d)", b, (int)pos[b], cap);
         work += (double)(pos[b] + 1) * d.H * (d.dk + d.dv);
     }
-    tg_tensor *o = tg_new(t, "tg_sdpa_step", 3, (int[]){B, 1, d.H * d.dv});
+    tg_tensor *o = tg_new_named(t, "tg_sdpa_step", 3, (int[]){B, 1, d.H * d.dv});
     tg_real *S = tg_arena_alloc(t, (size_t)B * 2 * cap * sizeof *S, "tg_sdpa_step scores");
     if (!o || !S) return NULL;
     double scale = opts && opts->scale > 0 ? opts->scale : 1 / sqrt((double)d.dk);
@@ -171,5 +171,5 @@ tg_tensor *tg_sdpa_step(tg_tape *t, tg_tensor *xq, tg_tensor *cache, const tg_sd
     /* rows are independent; 0.1 ns per key and head dim, as tg_sdpa's planes */
     if (B > 1 && tg_parallel_pays(0.1 * work)) tg_parallel_for(B, step_rows, &c);
     else step_rows(&c, 0, B);
-    return tg_op_done(t, "tg_sdpa_step", o);
+    return tg_op_done_named(t, "tg_sdpa_step", o);
 }

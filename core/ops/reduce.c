@@ -203,7 +203,7 @@ static const tg_op reduce_ops[] = {
 static tg_tensor *reduce_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim, int kind)
 {
     const char *op = reduce_ops[kind].name;
-    if (!tg_inputs_check(t, op, &a, 1, 1)) return NULL;
+    if (!tg_inputs_check_named(t, op, &a, 1, 1)) return NULL;
     int d, nd, shape[TG_MAX_DIMS];
     if (!red_plan(t, op, a, dim, keepdim, &d, &nd, shape)) return NULL;
     red_dims r = red_dims_of(a, d);
@@ -211,7 +211,7 @@ static tg_tensor *reduce_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim, in
         char sa[TG_SHAPE_STR];
         return tg_fail(t, "%s: dim %d of a %s has size 0: no maximum", op, dim, tg_shape_str(a, sa));
     }
-    tg_tensor *out = tg_new(t, op, nd, shape);
+    tg_tensor *out = tg_new_named(t, op, nd, shape);
     if (!out) return NULL;
     bool need = tg_needs_grad(t, &a, 1);
     int32_t *at = NULL;
@@ -220,7 +220,7 @@ static tg_tensor *reduce_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim, in
     red_job j = {.kind = kind, .r = r, .x = a->data, .out = out->data, .at = at};
     tg_parallel_range(out->size, red_ns(&r), red_piece, &j);
     if (!tg_op_record(t, &reduce_ops[kind], out, &a, 1, &(reduce_ctx){kind, d, at})) return NULL;
-    return tg_op_done(t, op, out);
+    return tg_op_done_named(t, op, out);
 }
 
 tg_tensor *tg_sum_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim) { return reduce_dim(t, a, dim, keepdim, R_SUM); }

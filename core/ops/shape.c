@@ -92,12 +92,12 @@ static tg_tensor *view(tg_tape *t, const char *op, tg_tensor *a, int ndim, const
         v->view_off = (a->view_of ? a->view_off : 0) + off;
     }
     v->requires_grad = a->requires_grad;
-    return tg_op_done(t, op, v);
+    return tg_op_done_named(t, op, v);
 }
 
 tg_tensor *tg_reshape(tg_tape *t, tg_tensor *a, int ndim, const int *shape)
 {
-    if (!tg_inputs_check(t, "tg_reshape", &a, 1, 1)) return NULL;
+    if (!tg_inputs_check_named(t, "tg_reshape", &a, 1, 1)) return NULL;
     int dims[TG_MAX_DIMS] = {0};
     if (!reshape_dims(t, a, ndim, shape, dims)) return NULL;
     return view(t, "tg_reshape", a, ndim, dims, 0);
@@ -105,7 +105,7 @@ tg_tensor *tg_reshape(tg_tape *t, tg_tensor *a, int ndim, const int *shape)
 
 tg_tensor *tg_rows_view(tg_tape *t, tg_tensor *a, int start, int len)
 {
-    if (!tg_inputs_check(t, "tg_rows_view", &a, 1, 1)) return NULL;
+    if (!tg_inputs_check_named(t, "tg_rows_view", &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR];
     if (a->ndim < 1)
         return tg_fail(t, "tg_rows_view: a %s has no first dim", tg_shape_str(a, sa));
@@ -124,7 +124,7 @@ tg_tensor *tg_rows_view(tg_tape *t, tg_tensor *a, int start, int len)
  * nothing flows back through it (PyTorch's detach shares storage too). */
 tg_tensor *tg_detach(tg_tape *t, tg_tensor *a)
 {
-    if (!tg_inputs_check(t, "tg_detach", &a, 1, 1)) return NULL;
+    if (!tg_inputs_check_named(t, "tg_detach", &a, 1, 1)) return NULL;
     tg_tensor *v = tg_new_header(t, "tg_detach");
     if (!v) return NULL;
     tg_tensor_set_shape(v, a->ndim, a->shape, a->size);
@@ -136,7 +136,7 @@ tg_tensor *tg_detach(tg_tape *t, tg_tensor *a)
  * end of ndim + 1): a view. */
 tg_tensor *tg_unsqueeze(tg_tape *t, tg_tensor *a, int dim)
 {
-    if (!tg_inputs_check(t, "tg_unsqueeze", &a, 1, 1)) return NULL;
+    if (!tg_inputs_check_named(t, "tg_unsqueeze", &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR];
     if (a->ndim == TG_MAX_DIMS)
         return tg_fail(t, "tg_unsqueeze: a %s already has %d dims, the most a tensor has", tg_shape_str(a, sa),
@@ -151,7 +151,7 @@ tg_tensor *tg_unsqueeze(tg_tape *t, tg_tensor *a, int dim)
  * squeeze(dim)); TG_SQUEEZE_ALL drops every size-1 dim. A view. */
 tg_tensor *tg_squeeze(tg_tape *t, tg_tensor *a, int dim)
 {
-    if (!tg_inputs_check(t, "tg_squeeze", &a, 1, 1)) return NULL;
+    if (!tg_inputs_check_named(t, "tg_squeeze", &a, 1, 1)) return NULL;
     int d = -1, nd = 0, shape[TG_MAX_DIMS];
     if (dim != TG_SQUEEZE_ALL && !tg_dim_resolve(t, "tg_squeeze", a, dim, a->ndim ? a->ndim : 1, &d)) return NULL;
     for (int k = 0; k < a->ndim; k++)
@@ -185,7 +185,7 @@ static tg_tensor *permute_op(tg_tape *t, tg_tensor *a, const int *perm, bool tra
 
 tg_tensor *tg_permute(tg_tape *t, tg_tensor *a, const int *perm)
 {
-    if (!tg_inputs_check(t, "tg_permute", &a, 1, 1)) return NULL;
+    if (!tg_inputs_check_named(t, "tg_permute", &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR], sp[TG_SHAPE_STR];
     if (a->ndim > 0 && !perm)
         return tg_fail(t, "tg_permute: perm is NULL for a %s", tg_shape_str(a, sa));
@@ -204,7 +204,7 @@ tg_tensor *tg_permute(tg_tape *t, tg_tensor *a, const int *perm)
 /* Swaps dims d0 and d1; negative dims count from the end (PyTorch style). */
 tg_tensor *tg_transpose(tg_tape *t, tg_tensor *a, int d0, int d1)
 {
-    if (!tg_inputs_check(t, "tg_transpose", &a, 1, 1)) return NULL;
+    if (!tg_inputs_check_named(t, "tg_transpose", &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR];
     int e0 = d0 < 0 ? d0 + a->ndim : d0, e1 = d1 < 0 ? d1 + a->ndim : d1;
     if (e0 < 0 || e0 >= a->ndim || e1 < 0 || e1 >= a->ndim)
@@ -265,12 +265,12 @@ static void merge_heads_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *i
     if (dx) heads_split(out->grad, dx, x->shape[0], x->shape[2], x->shape[1], x->shape[3], true);
 }
 
-static const tg_op split_heads_op = {"tg_split_heads", split_heads_backward, 0};
-static const tg_op merge_heads_op = {"tg_merge_heads", merge_heads_backward, 0};
+TG_OP_NO_CTX(split_heads_op, "tg_split_heads", split_heads_backward);
+TG_OP_NO_CTX(merge_heads_op, "tg_merge_heads", merge_heads_backward);
 
 tg_tensor *tg_split_heads(tg_tape *t, tg_tensor *x, int n_heads)
 {
-    if (!tg_inputs_check(t, "tg_split_heads", &x, 1, 1)) return NULL;
+    if (!tg_inputs_check(t, &split_heads_op, &x, 1, 1)) return NULL;
     char sx[TG_SHAPE_STR];
     if (x->ndim != 3)
         return tg_fail(t, "tg_split_heads: x must be [B, L, H*dk], got %s", tg_shape_str(x, sx));
@@ -278,25 +278,25 @@ tg_tensor *tg_split_heads(tg_tape *t, tg_tensor *x, int n_heads)
         return tg_fail(t, "tg_split_heads: last dim of x %s is not divisible into %d heads",
                        tg_shape_str(x, sx), n_heads);
     int B = x->shape[0], L = x->shape[1], dk = x->shape[2] / n_heads;
-    tg_tensor *out = tg_new(t, "tg_split_heads", 4, (int[]){B, n_heads, L, dk});
+    tg_tensor *out = tg_new(t, &split_heads_op, 4, (int[]){B, n_heads, L, dk});
     if (!out) return NULL;
     heads_split(x->data, out->data, B, L, n_heads, dk, false);
     if (!tg_op_record(t, &split_heads_op, out, &x, 1, NULL)) return NULL;
-    return tg_op_done(t, "tg_split_heads", out);
+    return tg_op_done(t, &split_heads_op, out);
 }
 
 tg_tensor *tg_merge_heads(tg_tape *t, tg_tensor *x)
 {
-    if (!tg_inputs_check(t, "tg_merge_heads", &x, 1, 1)) return NULL;
+    if (!tg_inputs_check(t, &merge_heads_op, &x, 1, 1)) return NULL;
     char sx[TG_SHAPE_STR];
     if (x->ndim != 4)
         return tg_fail(t, "tg_merge_heads: x must be [B, H, L, dk], got %s", tg_shape_str(x, sx));
     int B = x->shape[0], H = x->shape[1], L = x->shape[2], dk = x->shape[3];
     if ((long long)H * dk > INT_MAX)
         return tg_fail(t, "tg_merge_heads: H*dk overflows an int for x %s", tg_shape_str(x, sx));
-    tg_tensor *out = tg_new(t, "tg_merge_heads", 3, (int[]){B, L, H * dk});
+    tg_tensor *out = tg_new(t, &merge_heads_op, 3, (int[]){B, L, H * dk});
     if (!out) return NULL;
     heads_merge(x->data, out->data, B, H, L, dk, false);
     if (!tg_op_record(t, &merge_heads_op, out, &x, 1, NULL)) return NULL;
-    return tg_op_done(t, "tg_merge_heads", out);
+    return tg_op_done(t, &merge_heads_op, out);
 }

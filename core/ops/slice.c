@@ -12,9 +12,9 @@
 #include "internal.h"
 #include "ops.h"
 
-static const tg_op narrow_op = {"tg_narrow", tg_map_op_backward, sizeof(tg_map_ctx)};
-static const tg_op slice_dim_op = {"tg_slice_dim", tg_map_op_backward, sizeof(tg_map_ctx)};
-static const tg_op slice_op = {"tg_slice", tg_map_op_backward, sizeof(tg_map_ctx)};
+TG_OP(narrow_op, "tg_narrow", tg_map_op_backward, tg_map_ctx);
+TG_OP(slice_dim_op, "tg_slice_dim", tg_map_op_backward, tg_map_ctx);
+TG_OP(slice_op, "tg_slice", tg_map_op_backward, tg_map_ctx);
 
 /* out = a[.., start : start + len * step : step, ..] along dim d (resolved, in range) */
 static tg_tensor *take(tg_tape *t, const tg_op *op, tg_tensor *a, int d, int start, int len, int step)
@@ -35,7 +35,7 @@ static tg_tensor *take(tg_tape *t, const tg_op *op, tg_tensor *a, int d, int sta
 tg_tensor *tg_narrow(tg_tape *t, tg_tensor *a, int dim, int start, int len)
 {
     const char *op = narrow_op.name;
-    if (!tg_inputs_check(t, op, &a, 1, 1)) return NULL;
+    if (!tg_inputs_check_named(t, op, &a, 1, 1)) return NULL;
     int d;
     char sa[TG_SHAPE_STR];
     if (a->ndim == 0) return tg_fail(t, "%s: a %s has no dim to narrow", op, tg_shape_str(a, sa));
@@ -51,7 +51,7 @@ tg_tensor *tg_narrow(tg_tape *t, tg_tensor *a, int dim, int start, int len)
 tg_tensor *tg_slice(tg_tape *t, tg_tensor *a, int start, int len)
 {
     const char *op = slice_op.name;
-    if (!tg_inputs_check(t, op, &a, 1, 1)) return NULL;
+    if (!tg_inputs_check_named(t, op, &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR];
     if (a->ndim < 1) return tg_fail(t, "%s: a %s has no last dim to slice", op, tg_shape_str(a, sa));
     int C = a->shape[a->ndim - 1];
@@ -75,7 +75,7 @@ static int slice_len(int n, int *start, int end, int step)
 tg_tensor *tg_slice_dim(tg_tape *t, tg_tensor *a, int dim, int start, int end, int step)
 {
     const char *op = slice_dim_op.name;
-    if (!tg_inputs_check(t, op, &a, 1, 1)) return NULL;
+    if (!tg_inputs_check_named(t, op, &a, 1, 1)) return NULL;
     int d;
     char sa[TG_SHAPE_STR];
     if (a->ndim == 0) return tg_fail(t, "%s: a %s has no dim to slice", op, tg_shape_str(a, sa));
@@ -90,7 +90,7 @@ tg_tensor *tg_slice_dim(tg_tape *t, tg_tensor *a, int dim, int start, int end, i
 static bool pieces_check(tg_tape *t, const char *op, tg_tensor *a, int dim, tg_tensor **outs, int *d)
 {
     char sa[TG_SHAPE_STR];
-    if (!tg_inputs_check(t, op, &a, 1, 1)) return false;
+    if (!tg_inputs_check_named(t, op, &a, 1, 1)) return false;
     if (!outs) {
         tg_fail(t, "%s: outs is NULL (a %s)", op, tg_shape_str(a, sa));
         return false;

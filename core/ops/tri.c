@@ -50,26 +50,26 @@ static const tg_op tri_ops[] = {
 static tg_tensor *tri(tg_tape *t, tg_tensor *a, int k, bool upper)
 {
     const char *op = tri_ops[upper].name;
-    if (!tg_inputs_check(t, op, &a, 1, 1)) return NULL;
+    if (!tg_inputs_check_named(t, op, &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR];
     if (a->ndim < 2) return tg_fail(t, "%s: a %s must have at least 2 dims", op, tg_shape_str(a, sa));
-    tg_tensor *out = tg_new_like(t, op, a);
+    tg_tensor *out = tg_new_like_named(t, op, a);
     if (!out) return NULL;
     int R = a->shape[a->ndim - 2], C = a->shape[a->ndim - 1];
     tri_apply(a->data, out->data, R && C ? a->size / ((size_t)R * C) : 0, R, C, k, upper, false);
     if (!tg_op_record(t, &tri_ops[upper], out, &a, 1, &(tri_ctx){k, upper})) return NULL;
-    return tg_op_done(t, op, out);
+    return tg_op_done_named(t, op, out);
 }
 
 tg_tensor *tg_tril(tg_tape *t, tg_tensor *a, int diagonal) { return tri(t, a, diagonal, false); }
 tg_tensor *tg_triu(tg_tape *t, tg_tensor *a, int diagonal) { return tri(t, a, diagonal, true); }
 
-static const tg_op diag_op = {"tg_diag", tg_map_op_backward, sizeof(tg_map_ctx)};
+TG_OP(diag_op, "tg_diag", tg_map_op_backward, tg_map_ctx);
 
 tg_tensor *tg_diag(tg_tape *t, tg_tensor *a, int diagonal)
 {
     const char *op = diag_op.name;
-    if (!tg_inputs_check(t, op, &a, 1, 1)) return NULL;
+    if (!tg_inputs_check_named(t, op, &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR];
     long long k = diagonal, ak = k < 0 ? -k : k;
     tg_map_ctx c = {.n_maps = 1, .maps[0].nd = 1};
