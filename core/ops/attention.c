@@ -377,7 +377,7 @@ static tg_tensor *sdpa_run(tg_tape *t, const tg_op *sop, sdpa_plan *p, tg_tensor
     tg_arena_release(t, c.scr, scr);
     if (grad && !tg_op_record(t, sop, out, in, n, &(sdpa_ctx){*p, st, A})) return NULL;
     if (weights) *weights = W;
-    return tg_op_done_named(t, op, out);
+    return tg_op_done(t, sop, out);
 }
 
 /* ---- backward ------------------------------------------------------------------------- */
@@ -522,9 +522,9 @@ static bool sdpa_check(tg_tape *t, const tg_tensor *q, const tg_tensor *k, const
         tg_fail(t, "tg_sdpa: k and v lengths (Lk) differ: %s", what);
         return false;
     }
-    if (!opts_check(t, "tg_sdpa", o, what)) return false;
+    if (!opts_check(t, sdpa_op.name, o, what)) return false;
     *d = (sdpa_dims){q->shape[0], q->shape[1], q->shape[2], k->shape[2], q->shape[3], v->shape[3]};
-    return bias_check(t, "tg_sdpa", o, d, what) && tg_mask_check(t, o->mask, d->B, d->Lq, d->Lk, "tg_sdpa", what);
+    return bias_check(t, sdpa_op.name, o, d, what) && tg_mask_check(t, o->mask, d->B, d->Lq, d->Lk, sdpa_op.name, what);
 }
 
 /* [B, H / group, L, w] contiguous, held by node input `in`. */
@@ -601,10 +601,10 @@ static bool heads_check(tg_tape *t, const tg_tensor *xq, const tg_tensor *xkv, c
         !cols_check(t, "k", l->k_col, hkv, l->dk, xkv->shape[2], what) ||
         !cols_check(t, "v", l->v_col, hkv, l->dv, xkv->shape[2], what))
         return false;
-    if (!opts_check(t, "tg_sdpa_heads", o, what)) return false;
+    if (!opts_check(t, sdpa_heads_op.name, o, what)) return false;
     *d = (sdpa_dims){xq->shape[0], l->n_heads, xq->shape[1], xkv->shape[1], l->dk, l->dv};
-    return bias_check(t, "tg_sdpa_heads", o, d, what) &&
-           tg_mask_check(t, o->mask, d->B, d->Lq, d->Lk, "tg_sdpa_heads", what);
+    return bias_check(t, sdpa_heads_op.name, o, d, what) &&
+           tg_mask_check(t, o->mask, d->B, d->Lq, d->Lk, sdpa_heads_op.name, what);
 }
 
 /* Head blocks of width w from column col of [B, L, C], held by node input
@@ -624,7 +624,7 @@ tg_tensor *tg_sdpa_heads(tg_tape *t, tg_tensor *xq, tg_tensor *xkv, const tg_sdp
     int n = o->bias ? 3 : 2;
     if (weights) *weights = NULL;
     if (!tg_inputs_check(t, &sdpa_heads_op, in, n, n)) return NULL;
-    if (!lay) return tg_fail_null(t, "tg_sdpa_heads");
+    if (!lay) return tg_fail_null(t, sdpa_heads_op.name);
     sdpa_plan p = {0};
     if (!heads_check(t, xq, xkv, lay, o, &p.d)) return NULL;
     const sdpa_dims *d = &p.d;

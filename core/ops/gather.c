@@ -142,35 +142,35 @@ static size_t *offsets_alloc(tg_tape *t, const char *op, size_t n, size_t **soff
 tg_tensor *tg_gather(tg_tape *t, tg_tensor *a, int dim, const tg_index *ix)
 {
     const char *op = gather_op.name;
-    if (!tg_inputs_check_named(t, op, &a, 1, 1)) return NULL;
+    if (!tg_inputs_check(t, &gather_op, &a, 1, 1)) return NULL;
     int d;
     size_t n;
     if (!index_valid(t, op, ix, &n) || !tg_dim_resolve(t, op, a, dim, a->ndim ? a->ndim : 1, &d)) return NULL;
     size_t *xoff = offsets_alloc(t, op, n, NULL);
     if (!xoff || !index_offsets(t, op, ix, d, a, NULL, xoff, NULL)) return NULL;
-    tg_tensor *out = tg_new_named(t, op, ix->ndim, ix->shape);
+    tg_tensor *out = tg_new(t, &gather_op, ix->ndim, ix->shape);
     if (!out) return NULL;
     for (size_t i = 0; i < n; i++) out->data[i] = a->data[xoff[i]];
     if (!tg_op_record(t, &gather_op, out, &a, 1, &(offsets_ctx){xoff, NULL, n})) return NULL;
-    return tg_op_done_named(t, op, out);
+    return tg_op_done(t, &gather_op, out);
 }
 
 tg_tensor *tg_scatter_add(tg_tape *t, tg_tensor *a, int dim, const tg_index *ix, tg_tensor *src)
 {
     const char *op = scatter_add_op.name;
     tg_tensor *in[2] = {a, src};
-    if (!tg_inputs_check_named(t, op, in, 2, 2)) return NULL;
+    if (!tg_inputs_check(t, &scatter_add_op, in, 2, 2)) return NULL;
     int d;
     size_t n;
     if (!index_valid(t, op, ix, &n) || !tg_dim_resolve(t, op, a, dim, a->ndim ? a->ndim : 1, &d)) return NULL;
     size_t *soff, *xoff = offsets_alloc(t, op, n, &soff);
     if (!xoff || !index_offsets(t, op, ix, d, a, src, xoff, soff)) return NULL;
-    tg_tensor *out = tg_new_like_named(t, op, a);
+    tg_tensor *out = tg_new_like(t, &scatter_add_op, a);
     if (!out) return NULL;
     memcpy(out->data, a->data, a->size * sizeof *a->data);
     for (size_t i = 0; i < n; i++) out->data[xoff[i]] += src->data[soff[i]];
     if (!tg_op_record(t, &scatter_add_op, out, in, 2, &(offsets_ctx){xoff, soff, n})) return NULL;
-    return tg_op_done_named(t, op, out);
+    return tg_op_done(t, &scatter_add_op, out);
 }
 
 /* ---- index_select / index_add: whole slices along dim --------------------- */
@@ -254,24 +254,24 @@ static bool slices_plan(tg_tape *t, const char *op, tg_tensor *a, int dim, const
 tg_tensor *tg_index_select(tg_tape *t, tg_tensor *a, int dim, const tg_index *ix)
 {
     const char *op = index_select_op.name;
-    if (!tg_inputs_check_named(t, op, &a, 1, 1)) return NULL;
+    if (!tg_inputs_check(t, &index_select_op, &a, 1, 1)) return NULL;
     slices_ctx c = {.alpha = 1};
     if (!slices_plan(t, op, a, dim, ix, &c)) return NULL;
     int shape[TG_MAX_DIMS];
     memcpy(shape, a->shape, sizeof shape);
     shape[c.dim] = c.n;
-    tg_tensor *out = tg_new_named(t, op, a->ndim, shape);
+    tg_tensor *out = tg_new(t, &index_select_op, a->ndim, shape);
     if (!out) return NULL;
     slices_move(&c, a, out->data, a->data, false, false);
     if (!tg_op_record(t, &index_select_op, out, &a, 1, &c)) return NULL;
-    return tg_op_done_named(t, op, out);
+    return tg_op_done(t, &index_select_op, out);
 }
 
 tg_tensor *tg_index_add(tg_tape *t, tg_tensor *a, int dim, const tg_index *ix, tg_tensor *src, double alpha)
 {
     const char *op = index_add_op.name;
     tg_tensor *in[2] = {a, src};
-    if (!tg_inputs_check_named(t, op, in, 2, 2)) return NULL;
+    if (!tg_inputs_check(t, &index_add_op, in, 2, 2)) return NULL;
     slices_ctx c = {.alpha = alpha};
     if (!slices_plan(t, op, a, dim, ix, &c)) return NULL;
     bool fits = src->ndim == a->ndim;
@@ -281,10 +281,10 @@ tg_tensor *tg_index_add(tg_tape *t, tg_tensor *a, int dim, const tg_index *ix, t
         return tg_fail(t, "%s: src %s must be a %s with dim %d of size %d (the index's length)", op,
                        tg_shape_str(src, ss), tg_shape_str(a, sa), c.dim, c.n);
     }
-    tg_tensor *out = tg_new_like_named(t, op, a);
+    tg_tensor *out = tg_new_like(t, &index_add_op, a);
     if (!out) return NULL;
     memcpy(out->data, a->data, a->size * sizeof *a->data);
     slices_move(&c, a, out->data, src->data, true, true);
     if (!tg_op_record(t, &index_add_op, out, in, 2, &c)) return NULL;
-    return tg_op_done_named(t, op, out);
+    return tg_op_done(t, &index_add_op, out);
 }

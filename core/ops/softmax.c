@@ -105,13 +105,14 @@ typedef struct softmax_ctx {
 } softmax_ctx;
 
 /* y, dy, dx [rows, n]: dx += scale * y * (dy - sum(dy * y)) */
-static void softmax_backward(tg_tape *t, tg_tensor *y, tg_tensor *const *in, const void *ctx)
+TG_BACKWARD(softmax_backward, softmax_ctx)
 {
+    tg_tensor *y = out;
     tg_real *dx = tg_grad(t, in[0]);
     if (!dx) return;
     size_t rows = tg_rows(y);
     int c = tg_cols(y);
-    tg_real s = (tg_real)((const softmax_ctx *)ctx)->scale;
+    tg_real s = (tg_real)ctx->scale;
     for (size_t r = 0; r < rows; r++) {
         const tg_real *yr = y->data + r * c, *gr = y->grad + r * c;
         tg_real *dr = dx + r * c;
@@ -127,7 +128,7 @@ TG_OP(softmax_masked_op, "tg_softmax_masked", softmax_backward, softmax_ctx);
 static tg_tensor *finish(tg_tape *t, const tg_op *op, tg_tensor *a, tg_tensor *out, double scale)
 {
     if (!tg_op_record(t, op, out, &a, 1, &(softmax_ctx){scale})) return NULL;
-    return tg_op_done_named(t, op->name, out);
+    return tg_op_done(t, op, out);
 }
 
 tg_tensor *tg_softmax(tg_tape *t, tg_tensor *a)
