@@ -274,12 +274,6 @@ tg_tensor *tg_new_named(tg_tape *t, const char *op, int ndim, const int *shape)
     return x->data ? x : NULL;
 }
 
-tg_tensor *tg_new_like_named(tg_tape *t, const char *op, const tg_tensor *x)
-{
-    if (!x) return tg_fail_null(t, op);
-    return tg_new_named(t, op, x->ndim, x->shape);
-}
-
 tg_tensor *tg_new(tg_tape *t, const tg_op *op, int ndim, const int *shape)
 {
     if (!op) return tg_fail(t, "tg_new: the op is NULL");
@@ -289,7 +283,8 @@ tg_tensor *tg_new(tg_tape *t, const tg_op *op, int ndim, const int *shape)
 tg_tensor *tg_new_like(tg_tape *t, const tg_op *op, const tg_tensor *x)
 {
     if (!op) return tg_fail(t, "tg_new_like: the op is NULL");
-    return tg_new_like_named(t, op->name, x);
+    if (!x) return tg_fail_null(t, op->name);
+    return tg_new_named(t, op->name, x->ndim, x->shape);
 }
 
 tg_tensor *tg_tensor_new(tg_tape *t, int ndim, const int *shape)
@@ -421,8 +416,14 @@ static const char *misuse(const tg_tape *t, const tg_tensor *x)
     return NULL;
 }
 
-bool tg_inputs_check_named(tg_tape *t, const char *op, tg_tensor *const *in, int n, int n_required)
+
+bool tg_inputs_check(tg_tape *t, const tg_op *rec, tg_tensor *const *in, int n, int n_required)
 {
+    if (!rec) {
+        tg_fail(t, "tg_inputs_check: the op is NULL");
+        return false;
+    }
+    const char *op = rec->name;
     if (!t) {
         tg_fail(NULL, "%s: the tape is NULL", op);
         return false;
@@ -438,12 +439,6 @@ bool tg_inputs_check_named(tg_tape *t, const char *op, tg_tensor *const *in, int
         if (why) return tg_fail(t, "%s: input %d %s", op, k, why);
     }
     return true;
-}
-
-bool tg_inputs_check(tg_tape *t, const tg_op *op, tg_tensor *const *in, int n, int n_required)
-{
-    if (!op) return tg_fail(t, "tg_inputs_check: the op is NULL") != NULL;
-    return tg_inputs_check_named(t, op->name, in, n, n_required);
 }
 
 /* ---- recording ------------------------------------------------------------------ */
@@ -502,8 +497,11 @@ static bool all_finite(const tg_real *x, size_t n)
     return true;
 }
 
-tg_tensor *tg_op_done_named(tg_tape *t, const char *op, tg_tensor *out)
+
+tg_tensor *tg_op_done(tg_tape *t, const tg_op *rec, tg_tensor *out)
 {
+    if (!rec) return tg_fail(t, "tg_op_done: the op is NULL");
+    const char *op = rec->name;
     if (!t) return tg_fail(NULL, "%s: the tape is NULL", op);
     if (!out) return tg_fail_null(t, op);
     if (t->anomaly && !all_finite(out->data, out->size)) {
@@ -511,12 +509,6 @@ tg_tensor *tg_op_done_named(tg_tape *t, const char *op, tg_tensor *out)
         return tg_fail(t, "anomaly: %s produced NaN/Inf in its output %s", op, tg_shape_str(out, s));
     }
     return out;
-}
-
-tg_tensor *tg_op_done(tg_tape *t, const tg_op *op, tg_tensor *out)
-{
-    if (!op) return tg_fail(t, "tg_op_done: the op is NULL");
-    return tg_op_done_named(t, op->name, out);
 }
 
 /* ---- backward --------------------------------------------------------------------- */

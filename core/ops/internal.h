@@ -10,13 +10,10 @@
 #include "../engine/tape.h"
 #include "../kernels/threads.h"
 
-/* core/engine/tape.c: tg_inputs_check, tg_new, tg_new_like and tg_op_done
- * under a name given as a string, for tg_tensor_new & co. and for ops whose
- * name is chosen at run time. */
-bool tg_inputs_check_named(tg_tape *t, const char *op, tg_tensor *const *in, int n, int n_required);
-tg_tensor *tg_new_named(tg_tape *t, const char *op, int ndim, const int *shape);
-tg_tensor *tg_new_like_named(tg_tape *t, const char *op, const tg_tensor *x);
-tg_tensor *tg_op_done_named(tg_tape *t, const char *op, tg_tensor *out);
+/* core/engine/tape.c: tg_new for a tensor named by what it holds rather than
+ * by an op's record: creation ops, tg_tensor_new & co., an op's saved
+ * buffers ("tg_sdpa weights"). */
+tg_tensor *tg_new_named(tg_tape *t, const char *what, int ndim, const int *shape);
 
 /* core/ops/mask.c: checks what can be checked of m for scores [B, ., Lq, Lk]:
  * a negative window, keep_batched without keep, key_lens outside [0, Lk], and
