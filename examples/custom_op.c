@@ -14,27 +14,27 @@ typedef struct sigmoid_ctx {
 } sigmoid_ctx;
 
 /* out = sigmoid(slope * x), same shape: dx += dout * slope * out * (1 - out) */
-static void sigmoid_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)
+TG_BACKWARD(sigmoid_backward, sigmoid_ctx)
 {
-    const sigmoid_ctx *c = ctx;
     tg_real *dx = tg_grad(t, in[0]);
     if (!dx) return;
     for (size_t i = 0; i < out->size; i++) {
         tg_real y = out->data[i];
-        dx[i] += out->grad[i] * (tg_real)c->slope * y * (1 - y);
+        dx[i] += out->grad[i] * (tg_real)ctx->slope * y * (1 - y);
     }
 }
 
-static const tg_op sigmoid_op = {"my_sigmoid", sigmoid_backward, sizeof(sigmoid_ctx)};
+/* The op's name is written here only: every error below reports under it. */
+TG_OP(sigmoid_op, "my_sigmoid", sigmoid_backward, sigmoid_ctx);
 
 static tg_tensor *my_sigmoid(tg_tape *t, tg_tensor *x, double slope)
 {
-    if (!tg_inputs_check(t, "my_sigmoid", &x, 1, 1)) return NULL;  /* NULL, freed, stale, foreign */
-    tg_tensor *out = tg_new_like(t, "my_sigmoid", x);
+    if (!tg_inputs_check(t, &sigmoid_op, &x, 1, 1)) return NULL;  /* NULL, freed, stale, foreign */
+    tg_tensor *out = tg_new_like(t, &sigmoid_op, x);
     if (!out) return NULL;
     for (size_t i = 0; i < x->size; i++) out->data[i] = (tg_real)(1 / (1 + exp(-slope * x->data[i])));
     if (!tg_op_record(t, &sigmoid_op, out, &x, 1, &(sigmoid_ctx){slope})) return NULL;
-    return tg_op_done(t, "my_sigmoid", out);
+    return tg_op_done(t, &sigmoid_op, out);
 }
 
 #ifndef CUSTOM_OP_NO_MAIN

@@ -228,11 +228,13 @@ static tg_tensor *rope_on(tg_tape *t, const tg_mha *m, tg_tensor *x, int col, in
 
 /* x [B, L, W] with one more position at the end: vec [W] (the same for
  * every row), or zeros when vec is NULL -> [B, L + 1, W]. */
+TG_OP_NO_GRAD(position_op, "tg_mha appended position");
+
 static tg_tensor *append_position(tg_tape *t, tg_tensor *x, tg_tensor *vec)
 {
     if (!x) return NULL;
     int B = x->shape[0], W = x->shape[2];
-    tg_tensor *col = tg_new(t, "tg_mha appended position", 3, (int[]){B, W, 1});
+    tg_tensor *col = tg_new(t, &position_op, 3, (int[]){B, W, 1});
     if (!col) return NULL;
     memset(col->data, 0, col->size * sizeof *col->data);
     if (vec) col = tg_add(t, col, tg_reshape(t, vec, 2, (int[]){W, 1}));
@@ -392,13 +394,15 @@ static tg_tensor *per_head(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor
 }
 
 /* [B, Lq, E] * (per column: head_mask of its head) when some head is off */
+TG_OP_NO_GRAD(head_mask_op, "tg_mha head mask");
+
 static tg_tensor *apply_head_mask(tg_tape *t, const tg_mha *m, tg_tensor *o, const uint8_t *head_mask)
 {
     int H = m->cfg.n_heads, dh = m->cfg.d_head;
     bool all_on = true;
     for (int h = 0; h < H && head_mask; h++) all_on = all_on && head_mask[h];
     if (all_on || !o) return o;
-    tg_tensor *keep = tg_new(t, "tg_mha head mask", 1, (int[]){H * dh});
+    tg_tensor *keep = tg_new(t, &head_mask_op, 1, (int[]){H * dh});
     if (!keep) return NULL;
     for (int h = 0; h < H; h++)
         for (int i = 0; i < dh; i++) keep->data[h * dh + i] = head_mask[h] ? 1 : 0;
@@ -429,6 +433,8 @@ static bool check_inputs(tg_tape *t, const tg_mha *m, const tg_tensor *xq, const
 }
 
 /* A cache to fill: self-attention only, [B, cap >= L, 2Ekv]. */
+TG_OP_NO_GRAD(cache_op, "tg_mha cache");
+
 static bool check_cache(tg_tape *t, const tg_mha *m, const tg_tensor *xq, const tg_tensor *xkv,
                         const tg_tensor *cache)
 {
@@ -438,7 +444,7 @@ static bool check_cache(tg_tape *t, const tg_mha *m, const tg_tensor *xq, const 
         tg_fail(t, "tg_mha '%s': a key/value cache is filled by self-attention only (xq == xkv)", m->name);
         return false;
     }
-    if (!tg_inputs_check(t, "tg_mha cache", (tg_tensor *const[]){(tg_tensor *)cache}, 1, 1)) return false;
+    if (!tg_inputs_check(t, &cache_op, (tg_tensor *const[]){(tg_tensor *)cache}, 1, 1)) return false;
     if (cache->ndim != 3 || cache->shape[0] != xq->shape[0] || cache->shape[1] < xq->shape[1] ||
         cache->shape[2] != E2) {
         tg_fail(t, "tg_mha '%s': the cache must be [B, cap >= L, %d] for x %s, got %s", m->name, E2,

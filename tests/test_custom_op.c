@@ -89,12 +89,12 @@ static void nan_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const
 static tg_tensor *my_op(tg_tape *t, tg_tensor *x, tg_backward_fn bw)
 {
     const tg_op op = {"my_op", bw, 0};
-    if (!tg_inputs_check(t, op.name, &x, 1, 1)) return NULL;
-    tg_tensor *out = tg_new_like(t, op.name, x);
+    if (!tg_inputs_check(t, &op, &x, 1, 1)) return NULL;
+    tg_tensor *out = tg_new_like(t, &op, x);
     if (!out) return NULL;
     memcpy(out->data, x->data, x->size * sizeof(tg_real));
     if (!tg_op_record(t, &op, out, &x, 1, NULL)) return NULL;
-    return tg_op_done(t, op.name, out);
+    return tg_op_done(t, &op, out);
 }
 
 /* ---- gradcheck: why it could not check ---------------------------------------------------------- */

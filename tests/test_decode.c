@@ -31,7 +31,7 @@ static void steps_match_pass(int H, int Hkv, int dk, int dv, bool prefill)
     int E = H * dv, C = x->shape[2];
     if (prefill) cr_assert_eq(tg_kv_write(T, cache, x, &lay, NULL), 0, "%s", tg_tape_error(T));
     for (int i = 0; i < DL; i++) {
-        tg_tensor *xi = tg_new(T, "row", 3, (int[]){DB, 1, C});
+        tg_tensor *xi = tg_tensor_new(T, 3, (int[]){DB, 1, C});
         int32_t pos[DB];
         for (int b = 0; b < DB; b++) {
             memcpy(xi->data + b * C, x->data + ((size_t)b * DL + i) * C, C * sizeof(tg_real));
@@ -102,7 +102,7 @@ Test(decode, misuse_is_an_error_naming_it)
     cr_assert_eq(tg_kv_write(T, cache, x, &off, NULL), -1);
     assert_fails(T, NULL, "tg_kv_write", "value columns", "outside x");
     tg_no_grad_begin(T);
-    tg_tensor *q = tg_new(T, "q", 3, (int[]){DB, 1, x->shape[2]});
+    tg_tensor *q = tg_tensor_new(T, 3, (int[]){DB, 1, x->shape[2]});
     assert_fails(T, tg_sdpa_decode(T, q, cache, &lay, pos, NULL), "tg_sdpa_decode", "pos[2] = 9", "[0, 9)");
     pos[2] = 0;
     assert_fails(T, tg_sdpa_decode(T, q, cache, &bad, pos, NULL), "tg_sdpa_decode", "n_kv_heads dividing");

@@ -58,22 +58,31 @@ Test(null, tape)
 Test(null, op_helpers)
 {
     tg_tape *t = tg_tape_new();
-    REFUSES(tg_new(NULL, "my_op", 1, (int[]){2}), "my_op: the tape is NULL");
-    REFUSES(tg_new_like(t, "my_op", NULL), "my_op");
+    static const tg_op my_op = {"my_op", NULL, 0};
+    REFUSES(tg_new(NULL, &my_op, 1, (int[]){2}), "my_op: the tape is NULL");
+    REFUSES(tg_new_like(t, &my_op, NULL), "my_op");
+    tg_tape_reset(t);
+    REFUSES(tg_new(t, NULL, 1, (int[]){2}), "tg_new: the op is NULL");
+    tg_tape_reset(t);
+    REFUSES(tg_new_like(t, NULL, NULL), "tg_new_like: the op is NULL");
     tg_tape_reset(t);
     REFUSES(tg_new_header(NULL, "my_op"), "my_op: the tape is NULL");
     REFUSES(tg_arena_alloc(NULL, 8, "my_op"), "my_op: the tape is NULL");
     REFUSES(tg_arena_scratch(NULL, 8, "my_op"), "my_op: the tape is NULL");
     tg_arena_release(NULL, NULL, 8);
-    REFUSES(tg_inputs_check(NULL, "my_op", NULL, 1, 1), "my_op: the tape is NULL");
-    REFUSES(tg_inputs_check(t, "my_op", NULL, 1, 1), "my_op: input is NULL");
+    REFUSES(tg_inputs_check(NULL, &my_op, NULL, 1, 1), "my_op: the tape is NULL");
+    REFUSES(tg_inputs_check(t, &my_op, NULL, 1, 1), "my_op: input is NULL");
+    tg_tape_reset(t);
+    REFUSES(tg_inputs_check(t, NULL, NULL, 1, 1), "tg_inputs_check: the op is NULL");
     tg_tape_reset(t);
     cr_assert_eq(tg_needs_grad(NULL, NULL, 0), false);
     REFUSES(tg_op_record(t, NULL, NULL, NULL, 0, NULL), "tg_op_record: the op is NULL");
     tg_tape_reset(t);
-    REFUSES(tg_op_done(t, "my_op", NULL), "my_op: input is NULL");
+    REFUSES(tg_op_done(t, &my_op, NULL), "my_op: input is NULL");
     tg_tape_reset(t);
-    REFUSES(tg_op_done(NULL, "my_op", NULL), "my_op: the tape is NULL");
+    REFUSES(tg_op_done(NULL, &my_op, NULL), "my_op: the tape is NULL");
+    tg_tape_reset(t);
+    REFUSES(tg_op_done(t, NULL, NULL), "tg_op_done: the op is NULL");
     REFUSES(tg_grad(t, NULL), "tg_grad: the tensor is NULL");
     tg_tape_reset(t);
     tg_real beta;

@@ -1,8 +1,12 @@
 /* tapegrad: writing an op. Every core op is written with this API, and so is
  * a user's own op (examples/custom_op.c; docs/DESIGN.md "Ops and their contexts").
  *
- * An op is a forward and a backward function side by side and one context
- * struct, filled by the forward and read by the backward. The forward:
+ * An op is a forward and a backward function side by side, one context
+ * struct (filled by the forward, read by the backward) and one tg_op record
+ * holding its name, which every step below reports errors under:
+ *   TG_BACKWARD(my_backward, my_ctx) { ... ctx->field ... }
+ *   TG_OP(my_op, "my_op", my_backward, my_ctx);
+ * The forward:
  *   1. tg_inputs_check   refuses NULL, freed, dead and foreign inputs;
  *   2. tg_new            makes its output in the tape's arena, then computes it;
  *   3. tg_op_record      when a grad is needed, appends a node: the op, the
@@ -11,6 +15,8 @@
  * The backward gets the output (out->grad is d out), the inputs in the order
  * given to tg_op_record and the recorded context, and accumulates (+=) into
  * tg_grad(t, in[k]) of each input that requires a grad. It runs at most once.
+ * An op without a grad (a comparison, a creation op) has a record with a
+ * NULL backward: TG_OP_NO_GRAD(my_op, "my_op").
  */
 #ifndef TAPEGRAD_OP_H
 #define TAPEGRAD_OP_H
@@ -29,17 +35,39 @@ typedef void (*tg_backward_fn)(tg_tape *t, tg_tensor *out, tg_tensor *const *in,
 
 /* One per op, usually a static const next to its functions. */
 typedef struct tg_op {
-    const char *name;        /* "tg_matmul": dumps and anomaly reports */
-    tg_backward_fn backward;
+    const char *name;        /* "tg_matmul": errors, dumps and anomaly reports */
+    tg_backward_fn backward; /* NULL for an op that records no node */
     size_t ctx_size;         /* sizeof the op's context struct, 0 if none */
 } tg_op;
 
+/* A backward whose context is a `const ctx_type *ctx`, not a cast from
+ * const void *: defines name (a tg_backward_fn) and opens the typed body.
+ *   TG_BACKWARD(matmul_backward, mm_dims) { ... ctx->M ... }            */
+#define TG_BACKWARD(name, ctx_type)                                                       \
+    static void name##_typed(tg_tape *t, tg_tensor *out, tg_tensor *const *in,            \
+                             const ctx_type *ctx);                                        \
+    static void name(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)   \
+    {                                                                                     \
+        name##_typed(t, out, in, (const ctx_type *)ctx);                                  \
+    }                                                                                     \
+    static void name##_typed(tg_tape *t, tg_tensor *out, tg_tensor *const *in,            \
+                             const ctx_type *ctx)
+
+/* The op's record: its name (the one place it is written), its backward and
+ * the size of the context type that backward reads. */
+#define TG_OP(var, name, backward, ctx_type) \
+    static const tg_op var = {name, backward, sizeof(ctx_type)}
+/* The same for a backward without a context (ctx is NULL). */
+#define TG_OP_NO_CTX(var, name, backward) static const tg_op var = {name, backward, 0}
+/* An op that records no node (no grad flows): its name for errors. */
+#define TG_OP_NO_GRAD(var, name) static const tg_op var = {name, NULL, 0}
+
 /* Checks in[0..n) before an op reads them; in[n_required..n) are optional and
  * may be NULL. A NULL required input keeps an earlier error, else stores
- * "<op>: input is NULL"; a freed tensor, one from before tg_tape_reset or one
- * of another tape stores "<op>: input <k> ...". false on any of these and
- * when t is NULL. */
-bool tg_inputs_check(tg_tape *t, const char *op, tg_tensor *const *in, int n, int n_required);
+ * "<op->name>: input is NULL"; a freed tensor, one from before tg_tape_reset
+ * or one of another tape stores "<op->name>: input <k> ...". false on any of
+ * these and when t or op is NULL. */
+bool tg_inputs_check(tg_tape *t, const tg_op *op, tg_tensor *const *in, int n, int n_required);
 
 /* True when t records and a non-NULL in[k] requires a grad: the forward then
  * saves what its backward needs. */
@@ -54,12 +82,13 @@ bool tg_op_record(tg_tape *t, const tg_op *op, tg_tensor *out, tg_tensor *const 
                   const void *ctx);
 
 /* The last step of every op: in anomaly mode checks out for NaN/Inf. Returns
- * out, or NULL with an error naming op. */
-tg_tensor *tg_op_done(tg_tape *t, const char *op, tg_tensor *out);
+ * out, or NULL with an error naming op->name. */
+tg_tensor *tg_op_done(tg_tape *t, const tg_op *op, tg_tensor *out);
 
-/* An arena tensor for op `op` ("out of memory: 4.0 MiB for tg_softmax output"). */
-tg_tensor *tg_new(tg_tape *t, const char *op, int ndim, const int *shape);
-tg_tensor *tg_new_like(tg_tape *t, const char *op, const tg_tensor *x);
+/* An arena tensor for op's output ("out of memory: 4.0 MiB for tg_softmax
+ * output"). NULL with an error when t, op or the shape is. */
+tg_tensor *tg_new(tg_tape *t, const tg_op *op, int ndim, const int *shape);
+tg_tensor *tg_new_like(tg_tape *t, const tg_op *op, const tg_tensor *x);
 /* A zeroed arena tensor header without data, for views (tg_reshape). */
 tg_tensor *tg_new_header(tg_tape *t, const char *op);
 /* Raw, 64-byte aligned arena memory, valid until tg_tape_reset; NULL with an

@@ -11,6 +11,7 @@
 #include "alloc.h"
 #include "headers.h"
 #include "op.h"
+#include "../ops/internal.h"
 
 #define ARENA_ALIGN 64
 #define ARENA_MIN_CHUNK ((size_t)1 << 20)
@@ -258,7 +259,7 @@ tg_tensor *tg_new_header(tg_tape *t, const char *op)
     return x;
 }
 
-tg_tensor *tg_new(tg_tape *t, const char *op, int ndim, const int *shape)
+tg_tensor *tg_new_named(tg_tape *t, const char *op, int ndim, const int *shape)
 {
     size_t size;
     if (!t) return tg_fail(NULL, "%s: the tape is NULL", op);
@@ -274,20 +275,27 @@ tg_tensor *tg_new(tg_tape *t, const char *op, int ndim, const int *shape)
     return x->data ? x : NULL;
 }
 
-tg_tensor *tg_new_like(tg_tape *t, const char *op, const tg_tensor *x)
+tg_tensor *tg_new(tg_tape *t, const tg_op *op, int ndim, const int *shape)
 {
-    if (!x) return tg_fail_null(t, op);
-    return tg_new(t, op, x->ndim, x->shape);
+    if (!op) return tg_fail(t, "tg_new: the op is NULL");
+    return tg_new_named(t, op->name, ndim, shape);
+}
+
+tg_tensor *tg_new_like(tg_tape *t, const tg_op *op, const tg_tensor *x)
+{
+    if (!op) return tg_fail(t, "tg_new_like: the op is NULL");
+    if (!x) return tg_fail_null(t, op->name);
+    return tg_new_named(t, op->name, x->ndim, x->shape);
 }
 
 tg_tensor *tg_tensor_new(tg_tape *t, int ndim, const int *shape)
 {
-    return tg_new(t, "tg_tensor_new", ndim, shape);
+    return tg_new_named(t, "tg_tensor_new", ndim, shape);
 }
 
 tg_tensor *tg_tensor_zeros(tg_tape *t, int ndim, const int *shape)
 {
-    tg_tensor *x = tg_new(t, "tg_tensor_zeros", ndim, shape);
+    tg_tensor *x = tg_new_named(t, "tg_tensor_zeros", ndim, shape);
     if (x) memset(x->data, 0, x->size * sizeof(tg_real));
     return x;
 }
@@ -295,7 +303,7 @@ tg_tensor *tg_tensor_zeros(tg_tape *t, int ndim, const int *shape)
 tg_tensor *tg_tensor_from(tg_tape *t, const tg_real *data, int ndim, const int *shape)
 {
     if (!data) return tg_fail_null(t, "tg_tensor_from");
-    tg_tensor *x = tg_new(t, "tg_tensor_from", ndim, shape);
+    tg_tensor *x = tg_new_named(t, "tg_tensor_from", ndim, shape);
     if (x) memcpy(x->data, data, x->size * sizeof(tg_real));
     return x;
 }
@@ -409,8 +417,14 @@ static const char *misuse(const tg_tape *t, const tg_tensor *x)
     return NULL;
 }
 
-bool tg_inputs_check(tg_tape *t, const char *op, tg_tensor *const *in, int n, int n_required)
+
+bool tg_inputs_check(tg_tape *t, const tg_op *rec, tg_tensor *const *in, int n, int n_required)
 {
+    if (!rec) {
+        tg_fail(t, "tg_inputs_check: the op is NULL");
+        return false;
+    }
+    const char *op = rec->name;
     if (!t) {
         tg_fail(NULL, "%s: the tape is NULL", op);
         return false;
@@ -484,8 +498,11 @@ static bool all_finite(const tg_real *x, size_t n)
     return true;
 }
 
-tg_tensor *tg_op_done(tg_tape *t, const char *op, tg_tensor *out)
+
+tg_tensor *tg_op_done(tg_tape *t, const tg_op *rec, tg_tensor *out)
 {
+    if (!rec) return tg_fail(t, "tg_op_done: the op is NULL");
+    const char *op = rec->name;
     if (!t) return tg_fail(NULL, "%s: the tape is NULL", op);
     if (!out) return tg_fail_null(t, op);
     if (t->anomaly && !all_finite(out->data, out->size)) {

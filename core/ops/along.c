@@ -74,7 +74,7 @@ tg_tensor *tg_along_apply(tg_tape *t, const tg_along_kind *k, tg_tensor *a, int 
     int nd = 0, shape[TG_MAX_DIMS];
     for (int i = 0; i < a->ndim; i++)
         if (i != d || keep) shape[nd++] = i == d ? (int)m : a->shape[i];
-    tg_tensor *out = tg_new(t, op, nd, shape);
+    tg_tensor *out = tg_new(t, &k->op, nd, shape);
     if (!out) return NULL;
     tg_along_ctx c = {k, d, m, {0}, NULL};
     if (p) memcpy(c.p, p, sizeof c.p);
@@ -92,12 +92,12 @@ tg_tensor *tg_along_apply(tg_tape *t, const tg_along_kind *k, tg_tensor *a, int 
     tg_parallel_range(outer * inner, along_ns(n), along_piece, &j);
     tg_arena_release(t, w, wbytes);
     if (idx_out) {
-        tg_tensor *ix = tg_new(t, op, nd, shape);
+        tg_tensor *ix = tg_new(t, &k->op, nd, shape);
         if (!ix) return NULL;
         for (size_t e = 0; e < out->size; e++) ix->data[e] = (tg_real)idx[e];
         *idx_out = ix;
     }
     c.idx = idx;
     if (need && !tg_op_record(t, &k->op, out, &a, 1, &c)) return NULL;
-    return tg_op_done(t, op, out);
+    return tg_op_done(t, &k->op, out);
 }

@@ -328,8 +328,8 @@ typedef struct sdpa_ctx {
 
 static void sdpa_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx);
 
-static const tg_op sdpa_op = {"tg_sdpa", sdpa_backward, sizeof(sdpa_ctx)};
-static const tg_op sdpa_heads_op = {"tg_sdpa_heads", sdpa_backward, sizeof(sdpa_ctx)};
+TG_OP(sdpa_op, "tg_sdpa", sdpa_backward, sdpa_ctx);
+TG_OP(sdpa_heads_op, "tg_sdpa_heads", sdpa_backward, sdpa_ctx);
 
 /* The shared forward: runs plan p (validated, layouts set) over the op's
  * inputs in[n] into out, records the node, hands out the weights. */
@@ -360,10 +360,10 @@ static tg_tensor *sdpa_run(tg_tape *t, const tg_op *sop, sdpa_plan *p, tg_tensor
     p->bias_in = o->bias ? n - 1 : -1;  /* the bias is the last input */
     if (o->bias) p->ab.bias = o->bias->data, p->ab.bias_b = o->bias->shape[0];
     snprintf(what, sizeof what, "%s weights", op);
-    tg_tensor *A = mat ? tg_new(t, what, 4, shape) : NULL, *W = weights ? tg_new(t, what, 4, shape) : NULL;
+    tg_tensor *A = mat ? tg_new_named(t, what, 4, shape) : NULL, *W = weights ? tg_new_named(t, what, 4, shape) : NULL;
     if ((mat && !A) || (weights && !W)) return NULL;
     snprintf(what, sizeof what, "%s row stats", op);
-    tg_tensor *st = grad ? tg_new(t, what, 4, (int[]){d.B, d.H, d.Lq, 2}) : NULL;
+    tg_tensor *st = grad ? tg_new_named(t, what, 4, (int[]){d.B, d.H, d.Lq, 2}) : NULL;
     if (grad && !st) return NULL;
     sdpa_fwd c = {.p = p, .q = in[p->q.in]->data, .k = in[p->k.in]->data, .v = in[p->v.in]->data,
                   .out = out->data, .stats = st ? st->data : NULL, .A = A ? A->data : NULL,
@@ -377,7 +377,7 @@ static tg_tensor *sdpa_run(tg_tape *t, const tg_op *sop, sdpa_plan *p, tg_tensor
     tg_arena_release(t, c.scr, scr);
     if (grad && !tg_op_record(t, sop, out, in, n, &(sdpa_ctx){*p, st, A})) return NULL;
     if (weights) *weights = W;
-    return tg_op_done(t, op, out);
+    return tg_op_done(t, sop, out);
 }
 
 /* ---- backward ------------------------------------------------------------------------- */
@@ -473,7 +473,7 @@ static void bwd_piece(void *ctx, int i, int end)
 
 /* in holds q, k, v (tg_sdpa) or xq, xkv (tg_sdpa_heads); the plan says which
  * input holds which. Grads of inputs without requires_grad are left alone. */
-static void sdpa_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)
+TG_BACKWARD(sdpa_backward, sdpa_ctx)
 {
     const sdpa_ctx *s = ctx;
     const sdpa_plan *p = &s->plan;
@@ -522,9 +522,9 @@ static bool sdpa_check(tg_tape *t, const tg_tensor *q, const tg_tensor *k, const
         tg_fail(t, "tg_sdpa: k and v lengths (Lk) differ: %s", what);
         return false;
     }
-    if (!opts_check(t, "tg_sdpa", o, what)) return false;
+    if (!opts_check(t, sdpa_op.name, o, what)) return false;
     *d = (sdpa_dims){q->shape[0], q->shape[1], q->shape[2], k->shape[2], q->shape[3], v->shape[3]};
-    return bias_check(t, "tg_sdpa", o, d, what) && tg_mask_check(t, o->mask, d->B, d->Lq, d->Lk, "tg_sdpa", what);
+    return bias_check(t, sdpa_op.name, o, d, what) && tg_mask_check(t, o->mask, d->B, d->Lq, d->Lk, sdpa_op.name, what);
 }
 
 /* [B, H / group, L, w] contiguous, held by node input `in`. */
@@ -542,7 +542,7 @@ tg_tensor *tg_sdpa(tg_tape *t, tg_tensor *q, tg_tensor *k, tg_tensor *v,
     tg_tensor *in[4] = {q, k, v, o->bias};
     int n = o->bias ? 4 : 3;
     if (weights) *weights = NULL;
-    if (!tg_inputs_check(t, "tg_sdpa", in, n, n)) return NULL;
+    if (!tg_inputs_check(t, &sdpa_op, in, n, n)) return NULL;
     sdpa_plan p = {0};
     if (!sdpa_check(t, q, k, v, o, &p.d)) return NULL;
     const sdpa_dims *d = &p.d;
@@ -552,7 +552,7 @@ tg_tensor *tg_sdpa(tg_tape *t, tg_tensor *q, tg_tensor *k, tg_tensor *v,
     p.k = lay_contig(d, d->Lk, d->dk, 1, group);
     p.v = lay_contig(d, d->Lk, d->dv, 2, group);
     p.o = lay_contig(d, d->Lq, d->dv, -1, 1);
-    tg_tensor *out = tg_new(t, "tg_sdpa", 4, (int[]){d->B, d->H, d->Lq, d->dv});
+    tg_tensor *out = tg_new(t, &sdpa_op, 4, (int[]){d->B, d->H, d->Lq, d->dv});
     if (!out) return NULL;
     return sdpa_run(t, &sdpa_op, &p, in, n, out, o, weights);
 }
@@ -601,10 +601,10 @@ static bool heads_check(tg_tape *t, const tg_tensor *xq, const tg_tensor *xkv, c
         !cols_check(t, "k", l->k_col, hkv, l->dk, xkv->shape[2], what) ||
         !cols_check(t, "v", l->v_col, hkv, l->dv, xkv->shape[2], what))
         return false;
-    if (!opts_check(t, "tg_sdpa_heads", o, what)) return false;
+    if (!opts_check(t, sdpa_heads_op.name, o, what)) return false;
     *d = (sdpa_dims){xq->shape[0], l->n_heads, xq->shape[1], xkv->shape[1], l->dk, l->dv};
-    return bias_check(t, "tg_sdpa_heads", o, d, what) &&
-           tg_mask_check(t, o->mask, d->B, d->Lq, d->Lk, "tg_sdpa_heads", what);
+    return bias_check(t, sdpa_heads_op.name, o, d, what) &&
+           tg_mask_check(t, o->mask, d->B, d->Lq, d->Lk, sdpa_heads_op.name, what);
 }
 
 /* Head blocks of width w from column col of [B, L, C], held by node input
@@ -623,8 +623,8 @@ tg_tensor *tg_sdpa_heads(tg_tape *t, tg_tensor *xq, tg_tensor *xkv, const tg_sdp
     tg_tensor *in[3] = {xq, xkv, o->bias};
     int n = o->bias ? 3 : 2;
     if (weights) *weights = NULL;
-    if (!tg_inputs_check(t, "tg_sdpa_heads", in, n, n)) return NULL;
-    if (!lay) return tg_fail_null(t, "tg_sdpa_heads");
+    if (!tg_inputs_check(t, &sdpa_heads_op, in, n, n)) return NULL;
+    if (!lay) return tg_fail_null(t, sdpa_heads_op.name);
     sdpa_plan p = {0};
     if (!heads_check(t, xq, xkv, lay, o, &p.d)) return NULL;
     const sdpa_dims *d = &p.d;
@@ -635,7 +635,7 @@ tg_tensor *tg_sdpa_heads(tg_tape *t, tg_tensor *xq, tg_tensor *xkv, const tg_sdp
     p.k = lay_packed(d->Lk, Ckv, lay->k_col, d->dk, 1, group);
     p.v = lay_packed(d->Lk, Ckv, lay->v_col, d->dv, 1, group);
     p.o = lay_packed(d->Lq, E, 0, d->dv, -1, 1);
-    tg_tensor *out = tg_new(t, "tg_sdpa_heads", 3, (int[]){d->B, d->Lq, E});
+    tg_tensor *out = tg_new(t, &sdpa_heads_op, 3, (int[]){d->B, d->Lq, E});
     if (!out) return NULL;
     return sdpa_run(t, &sdpa_heads_op, &p, in, n, out, o, weights);
 }

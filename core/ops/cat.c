@@ -26,8 +26,9 @@ static void cat_map(tg_map *m, const tg_tensor *x, const tg_tensor *out, int d, 
 }
 
 /* out <- xs[0..n): d xs[i] += d out[.., off_i : off_i + n_i, ..] */
-static void cat_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *xs, const void *ctx)
+TG_BACKWARD(cat_backward, cat_ctx)
 {
+    tg_tensor *const *xs = in;
     const cat_ctx *c = ctx;
     for (int i = 0, off = 0; i < c->n; off += xs[i++]->shape[c->dim]) {
         if (!xs[i]->requires_grad) continue;
@@ -39,11 +40,9 @@ static void cat_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *xs, const
     }
 }
 
-static const tg_op cat_ops[] = {
-    {"tg_cat", cat_backward, sizeof(cat_ctx)},
-    {"tg_stack", cat_backward, sizeof(cat_ctx)},
-    {"tg_concat", cat_backward, sizeof(cat_ctx)},
-};
+TG_OP(cat_rec, "tg_cat", cat_backward, cat_ctx);
+TG_OP(stack_rec, "tg_stack", cat_backward, cat_ctx);
+TG_OP(concat_rec, "tg_concat", cat_backward, cat_ctx);
 
 /* xs agree on every dim but d; out's size there through *total. */
 static bool cat_shapes(tg_tape *t, const char *op, tg_tensor *const *xs, int n, int d, int *total)
@@ -76,7 +75,7 @@ static tg_tensor *cat_op(tg_tape *t, const tg_op *op, tg_tensor *const *xs, int 
     int shape[TG_MAX_DIMS];
     memcpy(shape, xs[0]->shape, sizeof shape);
     shape[d] = total;
-    tg_tensor *out = tg_new(t, op->name, xs[0]->ndim, shape);
+    tg_tensor *out = tg_new(t, op, xs[0]->ndim, shape);
     if (!out) return NULL;
     for (int i = 0, off = 0; i < n; off += xs[i++]->shape[d]) {
         tg_map m;
@@ -84,45 +83,45 @@ static tg_tensor *cat_op(tg_tape *t, const tg_op *op, tg_tensor *const *xs, int 
         tg_map_forward(&m, out->data, xs[i]->data);
     }
     if (!tg_op_record(t, op, out, xs, n, &(cat_ctx){n, d})) return NULL;
-    return tg_op_done(t, op->name, out);
+    return tg_op_done(t, op, out);
 }
 
 /* The tape, the array and every input checked. */
-static bool inputs_ok(tg_tape *t, const char *op, tg_tensor *const *xs, int n)
+static bool inputs_ok(tg_tape *t, const tg_op *op, tg_tensor *const *xs, int n)
 {
-    if (!t) return tg_fail(NULL, "%s: the tape is NULL", op), false;
-    if (!xs && n > 0) return tg_fail_null(t, op), false;
-    if (n <= 0) return tg_fail(t, "%s: needs at least one tensor, got n = %d", op, n), false;
+    if (!t) return tg_fail(NULL, "%s: the tape is NULL", op->name), false;
+    if (!xs && n > 0) return tg_fail_null(t, op->name), false;
+    if (n <= 0) return tg_fail(t, "%s: needs at least one tensor, got n = %d", op->name, n), false;
     return tg_inputs_check(t, op, xs, n, n);
 }
 
 tg_tensor *tg_cat(tg_tape *t, tg_tensor *const *xs, int n, int dim)
 {
-    const char *op = cat_ops[0].name;
-    if (!inputs_ok(t, op, xs, n)) return NULL;
+    const char *op = cat_rec.name;
+    if (!inputs_ok(t, &cat_rec, xs, n)) return NULL;
     char s0[TG_SHAPE_STR];
     if (xs[0]->ndim == 0) return tg_fail(t, "%s: xs[0] %s has no dim to join along", op, tg_shape_str(xs[0], s0));
     int d;
     if (!tg_dim_resolve(t, op, xs[0], dim, xs[0]->ndim, &d)) return NULL;
-    return cat_op(t, &cat_ops[0], xs, n, d);
+    return cat_op(t, &cat_rec, xs, n, d);
 }
 
 /* tg_cat along the last dim */
 tg_tensor *tg_concat(tg_tape *t, tg_tensor *const *xs, int n)
 {
-    const char *op = cat_ops[2].name;
-    if (!inputs_ok(t, op, xs, n)) return NULL;
+    const char *op = concat_rec.name;
+    if (!inputs_ok(t, &concat_rec, xs, n)) return NULL;
     char s0[TG_SHAPE_STR];
     if (xs[0]->ndim == 0) return tg_fail(t, "%s: xs[0] %s has no dim to join along", op, tg_shape_str(xs[0], s0));
-    return cat_op(t, &cat_ops[2], xs, n, xs[0]->ndim - 1);
+    return cat_op(t, &concat_rec, xs, n, xs[0]->ndim - 1);
 }
 
 #define STACK_MAX 64  /* inputs of tg_stack unsqueezed on the stack; more go through the arena */
 
 tg_tensor *tg_stack(tg_tape *t, tg_tensor *const *xs, int n, int dim)
 {
-    const char *op = cat_ops[1].name;
-    if (!inputs_ok(t, op, xs, n)) return NULL;
+    const char *op = stack_rec.name;
+    if (!inputs_ok(t, &stack_rec, xs, n)) return NULL;
     char s0[TG_SHAPE_STR], si[TG_SHAPE_STR];
     int d;
     if (xs[0]->ndim == TG_MAX_DIMS)
@@ -137,5 +136,5 @@ tg_tensor *tg_stack(tg_tape *t, tg_tensor *const *xs, int n, int dim)
     if (!u) return NULL;
     for (int i = 0; i < n; i++)
         if (!(u[i] = tg_unsqueeze(t, xs[i], d))) return NULL;
-    return cat_op(t, &cat_ops[1], u, n, d);
+    return cat_op(t, &stack_rec, u, n, d);
 }

@@ -70,9 +70,11 @@ static double minimum_d(int k, const double *v, double y, const double *p)
     return k == 0 ? maxmin_d(A, B, false) : maxmin_d(B, A, false);
 }
 
-#define CMP(nm, f) {TG_PW_OP(nm), 2, 0, f, none_d}
-static const tg_pw_kind cmp_k[] = {CMP("tg_eq", eq_f), CMP("tg_ne", ne_f), CMP("tg_lt", lt_f),
-                                   CMP("tg_le", le_f), CMP("tg_gt", gt_f), CMP("tg_ge", ge_f)};
+enum { CMP_EQ, CMP_NE, CMP_LT, CMP_LE, CMP_GT, CMP_GE, CMP_COUNT };
+#define CMP(kind, nm, f) [kind] = {TG_PW_OP(nm), 2, 0, f, none_d}
+static const tg_pw_kind cmp_k[] = {CMP(CMP_EQ, "tg_eq", eq_f), CMP(CMP_NE, "tg_ne", ne_f), CMP(CMP_LT, "tg_lt", lt_f),
+                                   CMP(CMP_LE, "tg_le", le_f), CMP(CMP_GT, "tg_gt", gt_f), CMP(CMP_GE, "tg_ge", ge_f)};
+_Static_assert(sizeof cmp_k / sizeof *cmp_k == CMP_COUNT, "a comparison without its kind");
 static const tg_pw_kind where_k = {TG_PW_OP("tg_where"), 3, 6, where_f, where_d};
 static const tg_pw_kind fill_k = {TG_PW_OP("tg_masked_fill"), 2, 1, fill_f, fill_d};
 static const tg_pw_kind maximum_k = {TG_PW_OP("tg_maximum"), 2, 3, maximum_f, maximum_d};
@@ -83,12 +85,12 @@ static tg_tensor *pw2(tg_tape *t, const tg_pw_kind *k, tg_tensor *a, tg_tensor *
     return tg_pw_apply(t, k, (tg_tensor *[]){a, b}, p);
 }
 
-tg_tensor *tg_eq(tg_tape *t, tg_tensor *a, tg_tensor *b) { return pw2(t, &cmp_k[0], a, b, NULL); }
-tg_tensor *tg_ne(tg_tape *t, tg_tensor *a, tg_tensor *b) { return pw2(t, &cmp_k[1], a, b, NULL); }
-tg_tensor *tg_lt(tg_tape *t, tg_tensor *a, tg_tensor *b) { return pw2(t, &cmp_k[2], a, b, NULL); }
-tg_tensor *tg_le(tg_tape *t, tg_tensor *a, tg_tensor *b) { return pw2(t, &cmp_k[3], a, b, NULL); }
-tg_tensor *tg_gt(tg_tape *t, tg_tensor *a, tg_tensor *b) { return pw2(t, &cmp_k[4], a, b, NULL); }
-tg_tensor *tg_ge(tg_tape *t, tg_tensor *a, tg_tensor *b) { return pw2(t, &cmp_k[5], a, b, NULL); }
+tg_tensor *tg_eq(tg_tape *t, tg_tensor *a, tg_tensor *b) { return pw2(t, &cmp_k[CMP_EQ], a, b, NULL); }
+tg_tensor *tg_ne(tg_tape *t, tg_tensor *a, tg_tensor *b) { return pw2(t, &cmp_k[CMP_NE], a, b, NULL); }
+tg_tensor *tg_lt(tg_tape *t, tg_tensor *a, tg_tensor *b) { return pw2(t, &cmp_k[CMP_LT], a, b, NULL); }
+tg_tensor *tg_le(tg_tape *t, tg_tensor *a, tg_tensor *b) { return pw2(t, &cmp_k[CMP_LE], a, b, NULL); }
+tg_tensor *tg_gt(tg_tape *t, tg_tensor *a, tg_tensor *b) { return pw2(t, &cmp_k[CMP_GT], a, b, NULL); }
+tg_tensor *tg_ge(tg_tape *t, tg_tensor *a, tg_tensor *b) { return pw2(t, &cmp_k[CMP_GE], a, b, NULL); }
 tg_tensor *tg_maximum(tg_tape *t, tg_tensor *a, tg_tensor *b) { return pw2(t, &maximum_k, a, b, NULL); }
 tg_tensor *tg_minimum(tg_tape *t, tg_tensor *a, tg_tensor *b) { return pw2(t, &minimum_k, a, b, NULL); }
 
@@ -121,19 +123,19 @@ static void extreme_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, c
         if (nan ? isnan(a->data[i]) : a->data[i] == y) da[i] += g;
 }
 
-static const tg_op max_op = {"tg_max", extreme_backward, 0};
-static const tg_op min_op = {"tg_min", extreme_backward, 0};
+TG_OP_NO_CTX(max_op, "tg_max", extreme_backward);
+TG_OP_NO_CTX(min_op, "tg_min", extreme_backward);
 
 static tg_tensor *extreme(tg_tape *t, tg_tensor *a, bool max)
 {
     const tg_op *op = max ? &max_op : &min_op;
-    if (!tg_inputs_check(t, op->name, &a, 1, 1)) return NULL;
+    if (!tg_inputs_check(t, op, &a, 1, 1)) return NULL;
     if (a->size == 0) {
         char sa[TG_SHAPE_STR];
         return tg_fail(t, "%s: a %s is empty: no %s (give a dim-wise reduction a default instead)", op->name,
                        tg_shape_str(a, sa), max ? "maximum" : "minimum");
     }
-    tg_tensor *out = tg_new(t, op->name, 0, NULL);
+    tg_tensor *out = tg_new(t, op, 0, NULL);
     if (!out) return NULL;
     tg_real y = a->data[0];
     for (size_t i = 1; i < a->size && !isnan(y); i++) {
@@ -142,7 +144,7 @@ static tg_tensor *extreme(tg_tape *t, tg_tensor *a, bool max)
     }
     out->data[0] = y;
     if (!tg_op_record(t, op, out, &a, 1, NULL)) return NULL;
-    return tg_op_done(t, op->name, out);
+    return tg_op_done(t, op, out);
 }
 
 tg_tensor *tg_max(tg_tape *t, tg_tensor *a) { return extreme(t, a, true); }

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "internal.h"
 #include "ops.h"
 
 /* An output of the given shape, or NULL with "<op>: shape ... is invalid". */
@@ -28,7 +29,7 @@ static tg_tensor *made(tg_tape *t, const char *op, int ndim, const int *shape)
         return tg_fail(t, "%s: shape %s is invalid (sizes >= 0, the element count must not overflow)", op,
                        tg_shape_str(&h, s));
     }
-    return tg_new(t, op, ndim, shape);
+    return tg_new_named(t, op, ndim, shape);
 }
 
 tg_tensor *tg_full(tg_tape *t, int ndim, const int *shape, double value)

@@ -51,7 +51,7 @@ static double row_g(const ce_ex_ctx *c, const tg_tensor *out, size_t r)
 }
 
 /* loss <- x [N, C] (and probs [N, C]) */
-static void ce_ex_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)
+TG_BACKWARD(ce_ex_backward, ce_ex_ctx)
 {
     const ce_ex_ctx *c = ctx;
     tg_tensor *x = in[0], *probs = in[1];
@@ -80,8 +80,8 @@ static void ce_ex_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, con
     tg_arena_release(t, a, (size_t)C * sizeof *a);
 }
 
-static const tg_op ce_ex_op = {"tg_cross_entropy_ex", ce_ex_backward, sizeof(ce_ex_ctx)};
-static const tg_op nll_op = {"tg_nll_loss", ce_ex_backward, sizeof(ce_ex_ctx)};
+TG_OP(ce_ex_op, "tg_cross_entropy_ex", ce_ex_backward, ce_ex_ctx);
+TG_OP(nll_op, "tg_nll_loss", ce_ex_backward, ce_ex_ctx);
 
 static double row_lse(const tg_real *x, int C)
 {
@@ -126,13 +126,13 @@ static tg_tensor *ce_ex(tg_tape *t, const tg_op *op, tg_tensor *x, const int32_t
     const char *name = op->name;
     tg_ce_opts o = opts ? *opts : (tg_ce_opts)TG_CE_OPTS_DEFAULT;
     tg_tensor *in[3] = {x, probs, o.weight};
-    if (!tg_inputs_check(t, name, in, 3, 1) || !ce_ex_check(t, name, x, targets, probs, &o)) return NULL;
+    if (!tg_inputs_check(t, op, in, 3, 1) || !ce_ex_check(t, name, x, targets, probs, &o)) return NULL;
     bool nll = op == &nll_op;
     if (nll && (probs || o.label_smoothing != 0))
         return tg_fail(t, "%s: takes class targets and no label_smoothing (use tg_cross_entropy_ex)", name);
     size_t N = tg_rows(x);
     int C = tg_cols(x);
-    tg_tensor *out = o.reduction == TG_NONE ? tg_new(t, name, x->ndim - 1, x->shape) : tg_new(t, name, 0, NULL);
+    tg_tensor *out = o.reduction == TG_NONE ? tg_new(t, op, x->ndim - 1, x->shape) : tg_new(t, op, 0, NULL);
     double *lse = tg_arena_alloc(t, (N ? N : 1) * sizeof *lse, name);
     double *a = lse ? tg_arena_scratch(t, (size_t)C * sizeof *a, name) : NULL;
     int32_t *tg = targets && a ? tg_arena_alloc(t, (N ? N : 1) * sizeof *tg, name) : NULL;
@@ -166,7 +166,7 @@ static tg_tensor *ce_ex(tg_tape *t, const tg_op *op, tg_tensor *x, const int32_t
         if (o.reduction == TG_SUM) out->data[0] = (tg_real)sum;
     }
     if (!tg_op_record(t, op, out, in, 2, &c)) return NULL;
-    return tg_op_done(t, name, out);
+    return tg_op_done(t, op, out);
 }
 
 tg_tensor *tg_cross_entropy_ex(tg_tape *t, tg_tensor *logits, const int32_t *targets, tg_tensor *probs,

@@ -34,10 +34,15 @@ static tg_real *values_of(const tg_tensor *cache, const kv_dims *d, int b)
     return keys_of(cache, d, b) + (size_t)d->Hkv * d->dk * cache->shape[1];
 }
 
+/* Neither records a node: decoding runs without grad. */
+TG_OP_NO_GRAD(kv_write_op, "tg_kv_write");
+TG_OP_NO_GRAD(sdpa_decode_op, "tg_sdpa_decode");
+
 /* A cache [B >= rows, cap, Hkv*(dk+dv)] for layout l: false with the tape's error set. */
-static bool cache_check(tg_tape *t, const char *op, const tg_tensor *cache, const tg_sdpa_layout *l, int rows,
+static bool cache_check(tg_tape *t, const tg_op *rec, const tg_tensor *cache, const tg_sdpa_layout *l, int rows,
                         kv_dims *d)
 {
+    const char *op = rec->name;
     char sc[TG_SHAPE_STR];
     if (!l) return tg_fail(t, "%s: the layout is NULL", op), false;
     if (!dims_of(l, d)) {
@@ -46,7 +51,7 @@ static bool cache_check(tg_tape *t, const char *op, const tg_tensor *cache, cons
                 l ? l->dk : 0, l ? l->dv : 0);
         return false;
     }
-    if (!tg_inputs_check(t, op, (tg_tensor *const[]){(tg_tensor *)cache}, 1, 1)) return false;
+    if (!tg_inputs_check(t, rec, (tg_tensor *const[]){(tg_tensor *)cache}, 1, 1)) return false;
     int C = d->Hkv * (d->dk + d->dv);
     if (cache->ndim != 3 || cache->shape[0] < rows || cache->shape[1] < 1 || cache->shape[2] != C) {
         tg_fail(t, "%s: the cache must be [B >= %d, cap, %d] (%d key/value heads of %d + %d), got %s", op, rows,
@@ -61,10 +66,10 @@ int tg_kv_write(tg_tape *t, tg_tensor *cache, const tg_tensor *x, const tg_sdpa_
     char sx[TG_SHAPE_STR];
     kv_dims d;
     if (!cache || !x) return tg_fail_null(t, "tg_kv_write"), -1;
-    if (!tg_inputs_check(t, "tg_kv_write", (tg_tensor *const[]){(tg_tensor *)x}, 1, 1)) return -1;
+    if (!tg_inputs_check(t, &kv_write_op, (tg_tensor *const[]){(tg_tensor *)x}, 1, 1)) return -1;
     if (x->ndim != 3) return tg_fail(t, "tg_kv_write: x must be [B, L, C], got %s", tg_shape_str(x, sx)), -1;
     int B = x->shape[0], L = x->shape[1], C = x->shape[2];
-    if (!cache_check(t, "tg_kv_write", cache, lay, B, &d)) return -1;
+    if (!cache_check(t, &kv_write_op, cache, lay, B, &d)) return -1;
     int cap = cache->shape[1], kw = d.Hkv * d.dk, vw = d.Hkv * d.dv;
     if (lay->k_col < 0 || lay->k_col + kw > C || lay->v_col < 0 || lay->v_col + vw > C)
         return tg_fail(t, "tg_kv_write: key columns [%d, %d) or value columns [%d, %d) are outside x %s",
@@ -145,7 +150,7 @@ tg_tensor *tg_sdpa_decode(tg_tape *t, tg_tensor *xq, tg_tensor *cache, const tg_
 {
     char sx[TG_SHAPE_STR];
     kv_dims d;
-    if (!tg_inputs_check(t, "tg_sdpa_decode", (tg_tensor *const[]){xq, cache}, 2, 2)) return NULL;
+    if (!tg_inputs_check(t, &sdpa_decode_op, (tg_tensor *const[]){xq, cache}, 2, 2)) return NULL;
     if (!pos) return tg_fail(t, "tg_sdpa_decode: pos is NULL");
     if (tg_tape_recording(t)) return tg_fail(t, "tg_sdpa_decode: decoding only: the tape must not record");
     if (opts && (opts->mask || opts->bias || opts->dropout != 0 || !isfinite(opts->scale)))
@@ -153,7 +158,7 @@ tg_tensor *tg_sdpa_decode(tg_tape *t, tg_tensor *xq, tg_tensor *cache, const tg_
     if (xq->ndim != 3 || xq->shape[1] != 1) return tg_fail(t, "tg_sdpa_decode: xq must be [B, 1, C], got %s",
                                                            tg_shape_str(xq, sx));
     int B = xq->shape[0];
-    if (!cache_check(t, "tg_sdpa_decode", cache, lay, B, &d)) return NULL;
+    if (!cache_check(t, &sdpa_decode_op, cache, lay, B, &d)) return NULL;
     if (lay->q_col < 0 || lay->q_col + d.H * d.dk > xq->shape[2])
         return tg_fail(t, "tg_sdpa_decode: query columns [%d, %d) are outside xq %s", lay->q_col,
                        lay->q_col + d.H * d.dk, tg_shape_str(xq, sx));
@@ -164,7 +169,7 @@ tg_tensor *tg_sdpa_decode(tg_tape *t, tg_tensor *xq, tg_tensor *cache, const tg_
             return tg_fail(t, "tg_sdpa_decode: pos[%d] = %d is outside the cache [0, %d)", b, (int)pos[b], cap);
         work += (double)(pos[b] + 1) * d.H * (d.dk + d.dv);
     }
-    tg_tensor *o = tg_new(t, "tg_sdpa_decode", 3, (int[]){B, 1, d.H * d.dv});
+    tg_tensor *o = tg_new(t, &sdpa_decode_op, 3, (int[]){B, 1, d.H * d.dv});
     tg_real *S = tg_arena_alloc(t, (size_t)B * 2 * cap * sizeof *S, "tg_sdpa_decode scores");
     if (!o || !S) return NULL;
     double scale = opts && opts->scale > 0 ? opts->scale : 1 / sqrt((double)d.dk);
@@ -174,5 +179,5 @@ tg_tensor *tg_sdpa_decode(tg_tape *t, tg_tensor *xq, tg_tensor *cache, const tg_
     /* rows are independent; 0.1 ns per key and head dim, as tg_sdpa's planes */
     if (B > 1 && tg_parallel_pays(0.1 * work)) tg_parallel_for(B, step_rows, &c);
     else step_rows(&c, 0, B);
-    return tg_op_done(t, "tg_sdpa_decode", o);
+    return tg_op_done(t, &sdpa_decode_op, o);
 }

@@ -22,7 +22,7 @@ typedef struct dropout_ctx {
 } dropout_ctx;
 
 /* out [...] <- a [...]: da += dout * mask * scale */
-static void dropout_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)
+TG_BACKWARD(dropout_backward, dropout_ctx)
 {
     const dropout_ctx *c = ctx;
     tg_tensor *a = in[0];
@@ -33,18 +33,18 @@ static void dropout_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, c
         if (c->mask[i]) da[i] += g[i] * scale;
 }
 
-static const tg_op dropout_op = {"tg_dropout", dropout_backward, sizeof(dropout_ctx)};
+TG_OP(dropout_op, "tg_dropout", dropout_backward, dropout_ctx);
 
 tg_tensor *tg_dropout(tg_tape *t, tg_tensor *a, double p, tg_rng *rng)
 {
-    if (!tg_inputs_check(t, "tg_dropout", &a, 1, 1)) return NULL;
+    if (!tg_inputs_check(t, &dropout_op, &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR];
     if (!(p >= 0 && p < 1))
         return tg_fail(t, "tg_dropout: p must be in [0, 1), got %g (a %s)", p, tg_shape_str(a, sa));
     if (p == 0 || !tg_tape_training(t)) return a;
     if (!rng)
         return tg_fail(t, "tg_dropout: rng is NULL with p = %g while training (a %s)", p, tg_shape_str(a, sa));
-    tg_tensor *out = tg_new_like(t, "tg_dropout", a);
+    tg_tensor *out = tg_new_like(t, &dropout_op, a);
     if (!out) return NULL;
     bool need = tg_needs_grad(t, &a, 1);
     uint8_t *mask = need ? tg_arena_alloc(t, a->size, "tg_dropout mask") : NULL;
@@ -56,5 +56,5 @@ tg_tensor *tg_dropout(tg_tape *t, tg_tensor *a, double p, tg_rng *rng)
         if (mask) mask[i] = keep;
     }
     if (!tg_op_record(t, &dropout_op, out, &a, 1, &(dropout_ctx){mask, 1.0 / (1.0 - p)})) return NULL;
-    return tg_op_done(t, "tg_dropout", out);
+    return tg_op_done(t, &dropout_op, out);
 }

@@ -36,7 +36,7 @@
 
 /* ---- binary, broadcasting ------------------------------------------------------- */
 
-enum { OP_ADD, OP_SUB, OP_MUL, OP_DIV };
+enum { OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_BINARY_COUNT };
 
 /* out walked as runs of n[nd-1] elements; s[k][d] is operand k's element
  * stride in merged dim d (0 where it is stretched). */
@@ -235,9 +235,10 @@ typedef struct binary_ctx {
     int kind;  /* OP_ADD ... OP_DIV */
 } binary_ctx;
 
-static void binary_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *x, const void *ctx)
+TG_BACKWARD(binary_backward, binary_ctx)
 {
-    int kind = ((const binary_ctx *)ctx)->kind;
+    tg_tensor *const *x = in;
+    int kind = ctx->kind;
     int nd, shape[TG_MAX_DIMS];
     bcast bc;
     bcast_plan(x[0], x[1], &nd, shape, &bc);
@@ -255,17 +256,19 @@ static void binary_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *x, con
     }
 }
 
+#define BINARY_OP(name) {name, binary_backward, sizeof(binary_ctx)}
 static const tg_op binary_ops[] = {
-    {"tg_add", binary_backward, sizeof(binary_ctx)},
-    {"tg_sub", binary_backward, sizeof(binary_ctx)},
-    {"tg_mul", binary_backward, sizeof(binary_ctx)},
-    {"tg_div", binary_backward, sizeof(binary_ctx)},
+    [OP_ADD] = BINARY_OP("tg_add"),
+    [OP_SUB] = BINARY_OP("tg_sub"),
+    [OP_MUL] = BINARY_OP("tg_mul"),
+    [OP_DIV] = BINARY_OP("tg_div"),
 };
-static const tg_op add_inplace_op = {"tg_add_inplace", binary_backward, sizeof(binary_ctx)};
+_Static_assert(sizeof binary_ops / sizeof *binary_ops == OP_BINARY_COUNT, "a binary kind without its op");
+TG_OP(add_inplace_op, "tg_add_inplace", binary_backward, binary_ctx);
 
 static tg_tensor *binary(tg_tape *t, tg_tensor *a, tg_tensor *b, int kind)
 {
-    const char *op = binary_ops[kind].name;
+    const tg_op *op = &binary_ops[kind];
     tg_tensor *in[2] = {a, b};
     if (!tg_inputs_check(t, op, in, 2, 2)) return NULL;
     int nd, shape[TG_MAX_DIMS];
@@ -273,13 +276,13 @@ static tg_tensor *binary(tg_tape *t, tg_tensor *a, tg_tensor *b, int kind)
     if (!bcast_plan(a, b, &nd, shape, &bc)) {
         char sa[TG_SHAPE_STR], sb[TG_SHAPE_STR];
         return tg_fail(t, "%s: shapes do not broadcast: a %s, b %s (aligned from the last dim, each pair of dims must be equal or one of them 1)",
-                       op, tg_shape_str(a, sa), tg_shape_str(b, sb));
+                       op->name, tg_shape_str(a, sa), tg_shape_str(b, sb));
     }
     tg_tensor *out = tg_new(t, op, nd, shape);
     if (!out) return NULL;
     binary_job j = {&bc, kind, 0, out->data, NULL, a->data, b->data, NULL, false};
     tg_parallel_range(out->size, BINARY_NS, binary_piece, &j);
-    if (!tg_op_record(t, &binary_ops[kind], out, in, 2, &(binary_ctx){kind})) return NULL;
+    if (!tg_op_record(t, op, out, in, 2, &(binary_ctx){kind})) return NULL;
     return tg_op_done(t, op, out);
 }
 
@@ -291,7 +294,7 @@ tg_tensor *tg_add_inplace(tg_tape *t, tg_tensor *a, tg_tensor *b)
 {
     const char *op = add_inplace_op.name;
     tg_tensor *in[2] = {a, b};
-    if (!tg_inputs_check(t, op, in, 2, 2)) return NULL;
+    if (!tg_inputs_check(t, &add_inplace_op, in, 2, 2)) return NULL;
     char sa[TG_SHAPE_STR], sb[TG_SHAPE_STR];
     int nd, shape[TG_MAX_DIMS];
     bcast bc;
@@ -307,7 +310,7 @@ tg_tensor *tg_add_inplace(tg_tape *t, tg_tensor *a, tg_tensor *b)
     binary_job j = {&bc, OP_ADD, 0, out->data, NULL, a->data, b->data, NULL, false};
     tg_parallel_range(out->size, BINARY_NS, binary_piece, &j);
     if (!tg_op_record(t, &add_inplace_op, out, in, 2, &(binary_ctx){OP_ADD})) return NULL;
-    return tg_op_done(t, op, out);
+    return tg_op_done(t, &add_inplace_op, out);
 }
 
 tg_tensor *tg_sub(tg_tape *t, tg_tensor *a, tg_tensor *b) { return binary(t, a, b, OP_SUB); }
@@ -316,7 +319,8 @@ tg_tensor *tg_div(tg_tape *t, tg_tensor *a, tg_tensor *b) { return binary(t, a, 
 
 /* ---- unary ------------------------------------------------------------------ */
 
-enum { OP_SCALE, OP_RELU, OP_GELU, OP_TANH, OP_EXP, OP_LOG, OP_SQRT, OP_SIGMOID, OP_POW, OP_NEG, OP_ABS, OP_CLAMP };
+enum { OP_SCALE, OP_RELU, OP_GELU, OP_TANH, OP_EXP, OP_LOG, OP_SQRT, OP_SIGMOID, OP_POW, OP_NEG, OP_ABS, OP_CLAMP,
+       OP_UNARY_COUNT };
 
 /* gelu(x) = x Phi(x);  gelu'(x) = Phi(x) + x phi(x) (core/kernels/vmath.h: vectorizable) */
 static inline tg_real gelu(tg_real x) { return x * tg_vnormal_cdf(x); }
@@ -391,16 +395,6 @@ typedef struct unary_job {
     bool store;  /* dx was just made: store, do not add (unary_grad_acc) */
 } unary_job;
 
-/* One-thread time of an element (bench/bench_threads): 0.9 ns for the
- * transcendental ones (gelu), 0.1 for the rest (relu) */
-static double unary_ns(int kind)
-{
-    switch (kind) {
-    case OP_GELU: case OP_TANH: case OP_EXP: case OP_LOG: case OP_SIGMOID: case OP_POW: return 0.9;
-    default: return 0.1;
-    }
-}
-
 static void unary_piece(void *ctx, size_t begin, size_t end)
 {
     const unary_job *j = ctx;
@@ -416,8 +410,10 @@ typedef struct unary_ctx {
     double s, s2;  /* scale's factor, pow's exponent, clamp's bounds */
 } unary_ctx;
 
+static double unary_ns(int kind);  /* from the table below */
+
 /* out = f(a), same shape */
-static void unary_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)
+TG_BACKWARD(unary_backward, unary_ctx)
 {
     const unary_ctx *c = ctx;
     tg_tensor *a = in[0];
@@ -428,22 +424,32 @@ static void unary_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, con
     tg_parallel_range(a->size, unary_ns(c->kind), unary_piece, &j);
 }
 
-#define UNARY_OP(name) {name, unary_backward, sizeof(unary_ctx)}
-static const tg_op unary_ops[] = {
-    UNARY_OP("tg_scale"), UNARY_OP("tg_relu"),    UNARY_OP("tg_gelu"), UNARY_OP("tg_tanh"),
-    UNARY_OP("tg_exp"),   UNARY_OP("tg_log"),     UNARY_OP("tg_sqrt"), UNARY_OP("tg_sigmoid"),
-    UNARY_OP("tg_pow"),   UNARY_OP("tg_neg"),     UNARY_OP("tg_abs"),  UNARY_OP("tg_clamp"),
+/* Each kind's op and its one-thread time per element (bench/bench_threads):
+ * 0.9 ns for the transcendental ones (gelu), 0.1 for the rest (relu). */
+static const struct unary_kind {
+    tg_op op;
+    double ns;
+} unary_kinds[] = {
+#define UNARY(kind, name, ns) [kind] = {{name, unary_backward, sizeof(unary_ctx)}, ns}
+    UNARY(OP_SCALE, "tg_scale", 0.1),     UNARY(OP_RELU, "tg_relu", 0.1),   UNARY(OP_GELU, "tg_gelu", 0.9),
+    UNARY(OP_TANH, "tg_tanh", 0.9),       UNARY(OP_EXP, "tg_exp", 0.9),     UNARY(OP_LOG, "tg_log", 0.9),
+    UNARY(OP_SQRT, "tg_sqrt", 0.1),       UNARY(OP_SIGMOID, "tg_sigmoid", 0.9), UNARY(OP_POW, "tg_pow", 0.9),
+    UNARY(OP_NEG, "tg_neg", 0.1),         UNARY(OP_ABS, "tg_abs", 0.1),     UNARY(OP_CLAMP, "tg_clamp", 0.1),
+#undef UNARY
 };
+_Static_assert(sizeof unary_kinds / sizeof *unary_kinds == OP_UNARY_COUNT, "a unary kind without its op");
+
+static double unary_ns(int kind) { return unary_kinds[kind].ns; }
 
 static tg_tensor *unary(tg_tape *t, tg_tensor *a, int kind, double s, double s2)
 {
-    const char *op = unary_ops[kind].name;
+    const tg_op *op = &unary_kinds[kind].op;
     if (!tg_inputs_check(t, op, &a, 1, 1)) return NULL;
     tg_tensor *out = tg_new_like(t, op, a);
     if (!out) return NULL;
     unary_job j = {kind, out->data, NULL, (tg_real)s, (tg_real)s2, a->data, NULL, false};
     tg_parallel_range(a->size, unary_ns(kind), unary_piece, &j);
-    if (!tg_op_record(t, &unary_ops[kind], out, &a, 1, &(unary_ctx){kind, s, s2})) return NULL;
+    if (!tg_op_record(t, op, out, &a, 1, &(unary_ctx){kind, s, s2})) return NULL;
     return tg_op_done(t, op, out);
 }
 
@@ -472,28 +478,27 @@ typedef struct sum_ctx {
 } sum_ctx;
 
 /* out = s * sum(a), 0-d: da += s * dout */
-static void sum_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)
+TG_BACKWARD(sum_backward, sum_ctx)
 {
     tg_tensor *a = in[0];
     tg_real *da = tg_grad(t, a);
     if (!da) return;
-    tg_real g = (tg_real)(((const sum_ctx *)ctx)->s * out->grad[0]);
+    tg_real g = (tg_real)(ctx->s * out->grad[0]);
     for (size_t i = 0; i < a->size; i++) da[i] += g;
 }
 
-static const tg_op sum_op = {"tg_sum", sum_backward, sizeof(sum_ctx)};
-static const tg_op mean_op = {"tg_mean", sum_backward, sizeof(sum_ctx)};
+TG_OP(sum_op, "tg_sum", sum_backward, sum_ctx);
+TG_OP(mean_op, "tg_mean", sum_backward, sum_ctx);
 
-static tg_tensor *scaled_sum(tg_tape *t, tg_tensor *a, const tg_op *sop, bool mean)
+static tg_tensor *scaled_sum(tg_tape *t, tg_tensor *a, const tg_op *op, bool mean)
 {
-    const char *op = sop->name;
     if (!tg_inputs_check(t, op, &a, 1, 1)) return NULL;
     tg_tensor *out = tg_new(t, op, 0, NULL);
     if (!out) return NULL;
     double s = mean ? (a->size ? 1.0 / (double)a->size : 0) : 1, acc = 0;
     for (size_t i = 0; i < a->size; i++) acc += a->data[i];
     out->data[0] = (tg_real)(s * acc);
-    if (!tg_op_record(t, sop, out, &a, 1, &(sum_ctx){s})) return NULL;
+    if (!tg_op_record(t, op, out, &a, 1, &(sum_ctx){s})) return NULL;
     return tg_op_done(t, op, out);
 }
 

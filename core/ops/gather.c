@@ -108,7 +108,7 @@ static bool grad_through(tg_tape *t, const tg_tensor *out, tg_tensor *a)
 }
 
 /* out [ix's shape] <- a: d a[xoff[i]] += g[i] */
-static void gather_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)
+TG_BACKWARD(gather_backward, offsets_ctx)
 {
     const offsets_ctx *c = ctx;
     tg_real *da = tg_grad(t, in[0]);
@@ -117,7 +117,7 @@ static void gather_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, co
 }
 
 /* out [a's shape] <- a, src: d a += g; d src[soff[i]] += g[xoff[i]] */
-static void scatter_add_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)
+TG_BACKWARD(scatter_add_backward, offsets_ctx)
 {
     const offsets_ctx *c = ctx;
     if (!grad_through(t, out, in[0])) return;
@@ -128,8 +128,8 @@ static void scatter_add_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *i
     }
 }
 
-static const tg_op gather_op = {"tg_gather", gather_backward, sizeof(offsets_ctx)};
-static const tg_op scatter_add_op = {"tg_scatter_add", scatter_add_backward, sizeof(offsets_ctx)};
+TG_OP(gather_op, "tg_gather", gather_backward, offsets_ctx);
+TG_OP(scatter_add_op, "tg_scatter_add", scatter_add_backward, offsets_ctx);
 
 /* Arena offsets for n index elements (soff too when want_soff); NULL on OOM. */
 static size_t *offsets_alloc(tg_tape *t, const char *op, size_t n, size_t **soff)
@@ -142,35 +142,35 @@ static size_t *offsets_alloc(tg_tape *t, const char *op, size_t n, size_t **soff
 tg_tensor *tg_gather(tg_tape *t, tg_tensor *a, int dim, const tg_index *ix)
 {
     const char *op = gather_op.name;
-    if (!tg_inputs_check(t, op, &a, 1, 1)) return NULL;
+    if (!tg_inputs_check(t, &gather_op, &a, 1, 1)) return NULL;
     int d;
     size_t n;
     if (!index_valid(t, op, ix, &n) || !tg_dim_resolve(t, op, a, dim, a->ndim ? a->ndim : 1, &d)) return NULL;
     size_t *xoff = offsets_alloc(t, op, n, NULL);
     if (!xoff || !index_offsets(t, op, ix, d, a, NULL, xoff, NULL)) return NULL;
-    tg_tensor *out = tg_new(t, op, ix->ndim, ix->shape);
+    tg_tensor *out = tg_new(t, &gather_op, ix->ndim, ix->shape);
     if (!out) return NULL;
     for (size_t i = 0; i < n; i++) out->data[i] = a->data[xoff[i]];
     if (!tg_op_record(t, &gather_op, out, &a, 1, &(offsets_ctx){xoff, NULL, n})) return NULL;
-    return tg_op_done(t, op, out);
+    return tg_op_done(t, &gather_op, out);
 }
 
 tg_tensor *tg_scatter_add(tg_tape *t, tg_tensor *a, int dim, const tg_index *ix, tg_tensor *src)
 {
     const char *op = scatter_add_op.name;
     tg_tensor *in[2] = {a, src};
-    if (!tg_inputs_check(t, op, in, 2, 2)) return NULL;
+    if (!tg_inputs_check(t, &scatter_add_op, in, 2, 2)) return NULL;
     int d;
     size_t n;
     if (!index_valid(t, op, ix, &n) || !tg_dim_resolve(t, op, a, dim, a->ndim ? a->ndim : 1, &d)) return NULL;
     size_t *soff, *xoff = offsets_alloc(t, op, n, &soff);
     if (!xoff || !index_offsets(t, op, ix, d, a, src, xoff, soff)) return NULL;
-    tg_tensor *out = tg_new_like(t, op, a);
+    tg_tensor *out = tg_new_like(t, &scatter_add_op, a);
     if (!out) return NULL;
     memcpy(out->data, a->data, a->size * sizeof *a->data);
     for (size_t i = 0; i < n; i++) out->data[xoff[i]] += src->data[soff[i]];
     if (!tg_op_record(t, &scatter_add_op, out, in, 2, &(offsets_ctx){xoff, soff, n})) return NULL;
-    return tg_op_done(t, op, out);
+    return tg_op_done(t, &scatter_add_op, out);
 }
 
 /* ---- index_select / index_add: whole slices along dim --------------------- */
@@ -210,14 +210,14 @@ static void slices_move(const slices_ctx *c, const tg_tensor *big, tg_real *y, c
 }
 
 /* out [.., n, ..] <- a [.., N, ..]: d a[.., ix[j], ..] += g[.., j, ..] */
-static void index_select_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)
+TG_BACKWARD(index_select_backward, slices_ctx)
 {
     tg_real *da = tg_grad(t, in[0]);
     if (da) slices_move(ctx, in[0], da, out->grad, true, true);
 }
 
 /* out [.., N, ..] <- a, src [.., n, ..]: d a += g; d src[.., j, ..] += alpha g[.., ix[j], ..] */
-static void index_add_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)
+TG_BACKWARD(index_add_backward, slices_ctx)
 {
     if (!grad_through(t, out, in[0])) return;
     if (in[1]->requires_grad) {
@@ -226,8 +226,8 @@ static void index_add_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in,
     }
 }
 
-static const tg_op index_select_op = {"tg_index_select", index_select_backward, sizeof(slices_ctx)};
-static const tg_op index_add_op = {"tg_index_add", index_add_backward, sizeof(slices_ctx)};
+TG_OP(index_select_op, "tg_index_select", index_select_backward, slices_ctx);
+TG_OP(index_add_op, "tg_index_add", index_add_backward, slices_ctx);
 
 /* Checks a 0-d or 1-D ix against dim d of a and copies it into the arena. */
 static bool slices_plan(tg_tape *t, const char *op, tg_tensor *a, int dim, const tg_index *ix, slices_ctx *c)
@@ -254,24 +254,24 @@ static bool slices_plan(tg_tape *t, const char *op, tg_tensor *a, int dim, const
 tg_tensor *tg_index_select(tg_tape *t, tg_tensor *a, int dim, const tg_index *ix)
 {
     const char *op = index_select_op.name;
-    if (!tg_inputs_check(t, op, &a, 1, 1)) return NULL;
+    if (!tg_inputs_check(t, &index_select_op, &a, 1, 1)) return NULL;
     slices_ctx c = {.alpha = 1};
     if (!slices_plan(t, op, a, dim, ix, &c)) return NULL;
     int shape[TG_MAX_DIMS];
     memcpy(shape, a->shape, sizeof shape);
     shape[c.dim] = c.n;
-    tg_tensor *out = tg_new(t, op, a->ndim, shape);
+    tg_tensor *out = tg_new(t, &index_select_op, a->ndim, shape);
     if (!out) return NULL;
     slices_move(&c, a, out->data, a->data, false, false);
     if (!tg_op_record(t, &index_select_op, out, &a, 1, &c)) return NULL;
-    return tg_op_done(t, op, out);
+    return tg_op_done(t, &index_select_op, out);
 }
 
 tg_tensor *tg_index_add(tg_tape *t, tg_tensor *a, int dim, const tg_index *ix, tg_tensor *src, double alpha)
 {
     const char *op = index_add_op.name;
     tg_tensor *in[2] = {a, src};
-    if (!tg_inputs_check(t, op, in, 2, 2)) return NULL;
+    if (!tg_inputs_check(t, &index_add_op, in, 2, 2)) return NULL;
     slices_ctx c = {.alpha = alpha};
     if (!slices_plan(t, op, a, dim, ix, &c)) return NULL;
     bool fits = src->ndim == a->ndim;
@@ -281,10 +281,10 @@ tg_tensor *tg_index_add(tg_tape *t, tg_tensor *a, int dim, const tg_index *ix, t
         return tg_fail(t, "%s: src %s must be a %s with dim %d of size %d (the index's length)", op,
                        tg_shape_str(src, ss), tg_shape_str(a, sa), c.dim, c.n);
     }
-    tg_tensor *out = tg_new_like(t, op, a);
+    tg_tensor *out = tg_new_like(t, &index_add_op, a);
     if (!out) return NULL;
     memcpy(out->data, a->data, a->size * sizeof *a->data);
     slices_move(&c, a, out->data, src->data, true, true);
     if (!tg_op_record(t, &index_add_op, out, in, 2, &c)) return NULL;
-    return tg_op_done(t, op, out);
+    return tg_op_done(t, &index_add_op, out);
 }

@@ -16,7 +16,7 @@ typedef struct embedding_ctx {
 } embedding_ctx;
 
 /* out [B,T,D] <- weight [V,D] at ids */
-static void embedding_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)
+TG_BACKWARD(embedding_backward, embedding_ctx)
 {
     const embedding_ctx *c = ctx;
     tg_tensor *w = in[0];
@@ -30,11 +30,11 @@ static void embedding_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in,
     }
 }
 
-static const tg_op embedding_op = {"tg_embedding", embedding_backward, sizeof(embedding_ctx)};
+TG_OP(embedding_op, "tg_embedding", embedding_backward, embedding_ctx);
 
 tg_tensor *tg_embedding(tg_tape *t, tg_tensor *weight, const int32_t *ids, int B, int T)
 {
-    if (!tg_inputs_check(t, "tg_embedding", &weight, 1, 1)) return NULL;
+    if (!tg_inputs_check(t, &embedding_op, &weight, 1, 1)) return NULL;
     if (!ids) return tg_fail_null(t, "tg_embedding");
     char sw[TG_SHAPE_STR];
     if (weight->ndim != 2)
@@ -46,7 +46,7 @@ tg_tensor *tg_embedding(tg_tape *t, tg_tensor *weight, const int32_t *ids, int B
         if (ids[i] < 0 || ids[i] >= V)
             return tg_fail(t, "tg_embedding: id %d at position %d (b %d, t %d) is out of range [0, %d) (weight %s, ids [%d,%d])",
                            (int)ids[i], i, i / T, i % T, V, tg_shape_str(weight, sw), B, T);
-    tg_tensor *out = tg_new(t, "tg_embedding", 3, (int[]){B, T, D});
+    tg_tensor *out = tg_new(t, &embedding_op, 3, (int[]){B, T, D});
     if (!out) return NULL;
     for (int i = 0; i < N; i++)
         memcpy(out->data + (size_t)i * D, weight->data + (size_t)ids[i] * D, (size_t)D * sizeof(tg_real));
@@ -56,5 +56,5 @@ tg_tensor *tg_embedding(tg_tape *t, tg_tensor *weight, const int32_t *ids, int B
         memcpy(saved, ids, (size_t)N * sizeof *saved);
         if (!tg_op_record(t, &embedding_op, out, &weight, 1, &(embedding_ctx){saved, N})) return NULL;
     }
-    return tg_op_done(t, "tg_embedding", out);
+    return tg_op_done(t, &embedding_op, out);
 }

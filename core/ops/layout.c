@@ -12,16 +12,16 @@
 #include "internal.h"
 #include "ops.h"
 
-static const tg_op flip_op = {"tg_flip", tg_map_op_backward, sizeof(tg_map_ctx)};
-static const tg_op roll_op = {"tg_roll", tg_map_op_backward, sizeof(tg_map_ctx)};
-static const tg_op pad_op = {"tg_pad", tg_map_op_backward, sizeof(tg_map_ctx)};
-static const tg_op repeat_op = {"tg_repeat", tg_map_op_backward, sizeof(tg_map_ctx)};
-static const tg_op expand_op = {"tg_expand", tg_map_op_backward, sizeof(tg_map_ctx)};
+TG_OP(flip_op, "tg_flip", tg_map_op_backward, tg_map_ctx);
+TG_OP(roll_op, "tg_roll", tg_map_op_backward, tg_map_ctx);
+TG_OP(pad_op, "tg_pad", tg_map_op_backward, tg_map_ctx);
+TG_OP(repeat_op, "tg_repeat", tg_map_op_backward, tg_map_ctx);
+TG_OP(expand_op, "tg_expand", tg_map_op_backward, tg_map_ctx);
 
 tg_tensor *tg_flip(tg_tape *t, tg_tensor *a, const int *dims, int n)
 {
     const char *op = flip_op.name;
-    if (!tg_inputs_check(t, op, &a, 1, 1)) return NULL;
+    if (!tg_inputs_check(t, &flip_op, &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR];
     if (n < 0 || n > a->ndim || (n > 0 && !dims))
         return tg_fail(t, "%s: %d dims (dims %s) for a %s", op, n, dims ? "given" : "NULL", tg_shape_str(a, sa));
@@ -43,7 +43,7 @@ tg_tensor *tg_flip(tg_tape *t, tg_tensor *a, const int *dims, int n)
 tg_tensor *tg_roll(tg_tape *t, tg_tensor *a, int shift, int dim)
 {
     const char *op = roll_op.name;
-    if (!tg_inputs_check(t, op, &a, 1, 1)) return NULL;
+    if (!tg_inputs_check(t, &roll_op, &a, 1, 1)) return NULL;
     /* a 0-d tensor rolls as [1]; TG_ROLL_FLAT rolls a read as one dim of a->size */
     int d = 0, nd = 1, flat[1] = {a->size > INT32_MAX ? 0 : (int)a->size};
     const int *shape = flat;
@@ -69,8 +69,8 @@ tg_tensor *tg_roll(tg_tape *t, tg_tensor *a, int shift, int dim)
 tg_tensor *tg_pad(tg_tape *t, tg_tensor *a, const int *pads, int n_pads, double value)
 {
     const char *op = pad_op.name;
-    if (!tg_inputs_check(t, op, &a, 1, 1)) return NULL;
-    if (n_pads && !pads) return tg_fail(t, "%s: pads is NULL", op);
+    if (!tg_inputs_check(t, &pad_op, &a, 1, 1)) return NULL;
+    if (n_pads && !pads) return tg_fail(t, "%s: pads is NULL", pad_op.name);
     char sa[TG_SHAPE_STR];
     if (n_pads < 0 || n_pads % 2 || n_pads > 2 * a->ndim || (n_pads && !pads))
         return tg_fail(t, "%s: %d pad sizes for a %s (an even number, at most 2 per dim)", op, n_pads,
@@ -104,8 +104,8 @@ tg_tensor *tg_pad(tg_tape *t, tg_tensor *a, const int *pads, int n_pads, double 
 tg_tensor *tg_repeat(tg_tape *t, tg_tensor *a, const int *reps, int n)
 {
     const char *op = repeat_op.name;
-    if (!tg_inputs_check(t, op, &a, 1, 1)) return NULL;
-    if (n && !reps) return tg_fail(t, "%s: reps is NULL", op);
+    if (!tg_inputs_check(t, &repeat_op, &a, 1, 1)) return NULL;
+    if (n && !reps) return tg_fail(t, "%s: reps is NULL", repeat_op.name);
     char sa[TG_SHAPE_STR];
     if (n < a->ndim || n > TG_MAX_DIMS || (n && !reps))
         return tg_fail(t, "%s: %d repeats for a %s (at least one per dim, at most %d)", op, n, tg_shape_str(a, sa),
@@ -139,8 +139,8 @@ tg_tensor *tg_repeat(tg_tape *t, tg_tensor *a, const int *reps, int n)
 tg_tensor *tg_expand(tg_tape *t, tg_tensor *a, int ndim, const int *shape)
 {
     const char *op = expand_op.name;
-    if (!tg_inputs_check(t, op, &a, 1, 1)) return NULL;
-    if (ndim && !shape) return tg_fail(t, "%s: the shape is NULL", op);
+    if (!tg_inputs_check(t, &expand_op, &a, 1, 1)) return NULL;
+    if (ndim && !shape) return tg_fail(t, "%s: the shape is NULL", expand_op.name);
     char sa[TG_SHAPE_STR];
     if (ndim < a->ndim || ndim > TG_MAX_DIMS || (ndim && !shape))
         return tg_fail(t, "%s: a %s cannot expand to %d dims (%d to %d)", op, tg_shape_str(a, sa), ndim, a->ndim,

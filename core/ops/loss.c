@@ -29,7 +29,7 @@ typedef struct ce_ctx {
 
 /* loss [] <- logits [N, V]: dlogits += (softmax - onehot) * dloss / div
  * (div: n_valid for the mean, 1 for the sum). */
-static void cross_entropy_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)
+TG_BACKWARD(cross_entropy_backward, ce_ctx)
 {
     const ce_ctx *s = ctx;
     tg_tensor *x = in[0];
@@ -80,18 +80,18 @@ static bool ce_check(tg_tape *t, const char *op, const tg_tensor *x, const int32
     return true;
 }
 
-static const tg_op cross_entropy_op = {"tg_cross_entropy", cross_entropy_backward, sizeof(ce_ctx)};
-static const tg_op cross_entropy_sum_op = {"tg_cross_entropy_sum", cross_entropy_backward, sizeof(ce_ctx)};
+TG_OP(cross_entropy_op, "tg_cross_entropy", cross_entropy_backward, ce_ctx);
+TG_OP(cross_entropy_sum_op, "tg_cross_entropy_sum", cross_entropy_backward, ce_ctx);
 
 static tg_tensor *cross_entropy(tg_tape *t, tg_tensor *logits, const int32_t *targets, int ignore_index,
                                 const tg_op *op)
 {
     const char *name = op->name;
     bool mean = op == &cross_entropy_op;
-    if (!tg_inputs_check(t, name, &logits, 1, 1)) return NULL;
+    if (!tg_inputs_check(t, op, &logits, 1, 1)) return NULL;
     if (!targets) return tg_fail_null(t, name);
     if (!ce_check(t, name, logits, targets, ignore_index)) return NULL;
-    tg_tensor *out = tg_new(t, name, 0, NULL);
+    tg_tensor *out = tg_new(t, op, 0, NULL);
     if (!out) return NULL;
     size_t rows = tg_rows(logits);
     int V = tg_cols(logits);
@@ -121,7 +121,7 @@ static tg_tensor *cross_entropy(tg_tape *t, tg_tensor *logits, const int32_t *ta
     out->data[0] = n_valid ? (tg_real)(sum / div) : 0;
     c.div = n_valid ? div : 0;
     if (!tg_op_record(t, op, out, &logits, 1, &c)) return NULL;
-    return tg_op_done(t, name, out);
+    return tg_op_done(t, op, out);
 }
 
 tg_tensor *tg_cross_entropy(tg_tape *t, tg_tensor *logits, const int32_t *targets, int ignore_index)

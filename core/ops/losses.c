@@ -104,7 +104,7 @@ static const tg_pw_kind bcel_k = {TG_PW_OP("tg_binary_cross_entropy_with_logits"
 static tg_tensor *loss(tg_tape *t, const tg_pw_kind *k, tg_tensor **in, tg_tensor *weight, double p0, tg_reduction red)
 {
     const char *op = k->op.name;
-    if (!tg_inputs_check(t, op, in, 2, 2)) return NULL;
+    if (!tg_inputs_check(t, &k->op, in, 2, 2)) return NULL;
     char sa[TG_SHAPE_STR], sb[TG_SHAPE_STR];
     if (!tg_shape_equal(in[0], in[1]))
         return tg_fail(t, "%s: target %s must have the input's shape %s", op, tg_shape_str(in[1], sb),
@@ -152,7 +152,7 @@ tg_tensor *tg_binary_cross_entropy(tg_tape *t, tg_tensor *input, tg_tensor *targ
 {
     const char *op = bce_k.op.name;
     tg_tensor *in[3] = {input, target, weight};
-    if (!tg_inputs_check(t, op, in, 3, 2)) return NULL;
+    if (!tg_inputs_check(t, &bce_k.op, in, 3, 2)) return NULL;
     for (size_t i = 0; i < input->size; i++)
         if (!(input->data[i] >= 0 && input->data[i] <= 1))
             return tg_fail(t, "%s: input[%zu] = %g is not in [0, 1] (probabilities; "
@@ -165,7 +165,7 @@ tg_tensor *tg_binary_cross_entropy_with_logits(tg_tape *t, tg_tensor *input, tg_
                                                tg_tensor *pos_weight, tg_reduction reduction)
 {
     tg_tensor *in[4] = {input, target, pos_weight, weight};
-    if (!tg_inputs_check(t, bcel_k.op.name, in, 4, 2)) return NULL;
+    if (!tg_inputs_check(t, &bcel_k.op, in, 4, 2)) return NULL;
     if (!pos_weight && !(in[2] = one(t))) return NULL;
     return loss(t, &bcel_k, in, weight, 0, reduction);
 }

@@ -61,10 +61,10 @@ static bool mm_shapes(tg_tape *t, const tg_tensor *a, const tg_tensor *b, const 
 }
 
 /* out [..., M, N] <- a, b, bias (in[2], NULL without) */
-static void matmul_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)
+TG_BACKWARD(matmul_backward, mm_dims)
 {
     tg_tensor *a = in[0], *b = in[1], *bias = in[2];
-    const mm_dims d = *(const mm_dims *)ctx;
+    const mm_dims d = *ctx;
     bool ta = d.flags & TG_TRANS_A, tb = d.flags & TG_TRANS_B;
     const tg_real *dout = out->grad;
     tg_real *dbias = bias && bias->requires_grad ? tg_grad(t, bias) : NULL;
@@ -111,19 +111,19 @@ static void matmul_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, co
     }
 }
 
-static const tg_op matmul_op = {"tg_matmul", matmul_backward, sizeof(mm_dims)};
+TG_OP(matmul_op, "tg_matmul", matmul_backward, mm_dims);
 
 tg_tensor *tg_matmul(tg_tape *t, tg_tensor *a, tg_tensor *b, tg_tensor *bias, unsigned flags)
 {
     tg_tensor *in[3] = {a, b, bias};
-    if (!tg_inputs_check(t, "tg_matmul", in, 3, 2)) return NULL;
+    if (!tg_inputs_check(t, &matmul_op, in, 3, 2)) return NULL;
     mm_dims d;
     if (!mm_shapes(t, a, b, bias, flags, &d)) return NULL;
     int shape[TG_MAX_DIMS];
     memcpy(shape, a->shape, sizeof shape);
     shape[a->ndim - 2] = d.M;
     shape[a->ndim - 1] = d.N;
-    tg_tensor *out = tg_new(t, "tg_matmul", a->ndim, shape);
+    tg_tensor *out = tg_new(t, &matmul_op, a->ndim, shape);
     if (!out) return NULL;
     bool ta = flags & TG_TRANS_A, tb = flags & TG_TRANS_B;
     size_t sa = (size_t)d.M * d.K, sb = (size_t)d.K * d.N, so = (size_t)d.M * d.N;
@@ -145,5 +145,5 @@ tg_tensor *tg_matmul(tg_tape *t, tg_tensor *a, tg_tensor *b, tg_tensor *bias, un
                     beta, out->data + i * so);
     }
     if (!tg_op_record(t, &matmul_op, out, in, 3, &d)) return NULL;
-    return tg_op_done(t, "tg_matmul", out);
+    return tg_op_done(t, &matmul_op, out);
 }

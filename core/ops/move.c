@@ -114,12 +114,12 @@ void tg_map_op_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const 
 tg_tensor *tg_map_op(tg_tape *t, const tg_op *op, tg_tensor *a, int ndim, const int *shape,
                      const tg_map_ctx *c, const tg_real *fill)
 {
-    tg_tensor *out = tg_new(t, op->name, ndim, shape);
+    tg_tensor *out = tg_new(t, op, ndim, shape);
     if (!out) return NULL;
     if (fill) tg_tensor_fill(out, *fill);
     for (int k = 0; k < c->n_maps; k++) tg_map_forward(&c->maps[k], out->data, a->data);
     if (!tg_op_record(t, op, out, &a, 1, c)) return NULL;
-    return tg_op_done(t, op->name, out);
+    return tg_op_done(t, op, out);
 }
 
 bool tg_dim_resolve(tg_tape *t, const char *op, const tg_tensor *a, int dim, int n, int *d)

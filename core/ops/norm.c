@@ -109,7 +109,7 @@ static void ln_dwdb_cols(void *ctx, size_t c0, size_t c1)
 }
 
 /* y, x [rows, C]; w, b [C] or NULL. */
-static void layernorm_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)
+TG_BACKWARD(layernorm_backward, ln_ctx)
 {
     tg_tensor *x = in[0], *w = in[1], *b = in[2];
     const ln_ctx *s = ctx;
@@ -144,14 +144,14 @@ static bool layernorm_check(tg_tape *t, const tg_tensor *x, const tg_tensor *w, 
     return false;
 }
 
-static const tg_op layernorm_op = {"tg_layernorm", layernorm_backward, sizeof(ln_ctx)};
+TG_OP(layernorm_op, "tg_layernorm", layernorm_backward, ln_ctx);
 
 tg_tensor *tg_layernorm(tg_tape *t, tg_tensor *x, tg_tensor *weight, tg_tensor *bias, double eps)
 {
     tg_tensor *in[3] = {x, weight, bias};
-    if (!tg_inputs_check(t, "tg_layernorm", in, 3, 1)) return NULL;
+    if (!tg_inputs_check(t, &layernorm_op, in, 3, 1)) return NULL;
     if (!layernorm_check(t, x, weight, bias, eps)) return NULL;
-    tg_tensor *out = tg_new_like(t, "tg_layernorm", x);
+    tg_tensor *out = tg_new_like(t, &layernorm_op, x);
     if (!out) return NULL;
     size_t rows = tg_rows(x);
     int C = tg_cols(x);
@@ -165,5 +165,5 @@ tg_tensor *tg_layernorm(tg_tape *t, tg_tensor *x, tg_tensor *weight, tg_tensor *
                 .y = out->data, .mean = s.mean, .rstd = s.rstd, .n_rows = rows, .C = C, .eps = eps};
     tg_parallel_range(rows, LN_NS(C), ln_forward_rows, &j);
     if (!tg_op_record(t, &layernorm_op, out, in, 3, &s)) return NULL;
-    return tg_op_done(t, "tg_layernorm", out);
+    return tg_op_done(t, &layernorm_op, out);
 }

@@ -115,7 +115,7 @@ void tg_pw_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void
 tg_tensor *tg_pw_apply(tg_tape *t, const tg_pw_kind *k, tg_tensor *const *in, const double *p)
 {
     const char *op = k->op.name;
-    if (!tg_inputs_check(t, op, in, k->n_in, k->n_in)) return NULL;
+    if (!tg_inputs_check(t, &k->op, in, k->n_in, k->n_in)) return NULL;
     pw_plan pl;
     if (!pw_plan_make(in, k->n_in, &pl)) {
         char s[TG_PW_MAX_IN][TG_SHAPE_STR];
@@ -124,7 +124,7 @@ tg_tensor *tg_pw_apply(tg_tape *t, const tg_pw_kind *k, tg_tensor *const *in, co
                        op, s[0], k->n_in > 1 ? ", " : "", k->n_in > 1 ? s[1] : "", k->n_in > 2 ? ", " : "",
                        k->n_in > 2 ? s[2] : "");
     }
-    tg_tensor *out = tg_new(t, op, pl.nd, pl.shape);
+    tg_tensor *out = tg_new(t, &k->op, pl.nd, pl.shape);
     if (!out) return NULL;
     tg_pw_ctx c = {k, {0}};
     if (p) memcpy(c.p, p, sizeof c.p);
@@ -133,5 +133,5 @@ tg_tensor *tg_pw_apply(tg_tape *t, const tg_pw_kind *k, tg_tensor *const *in, co
     bool diff = false;
     for (int i = 0; i < k->n_in; i++) diff |= (k->grads >> i & 1) && in[i]->requires_grad;
     if (diff && !tg_op_record(t, &k->op, out, in, k->n_in, &c)) return NULL;
-    return tg_op_done(t, op, out);
+    return tg_op_done(t, &k->op, out);
 }

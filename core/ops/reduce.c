@@ -22,7 +22,7 @@
 #include "ops.h"
 #include "../kernels/vmath.h"
 
-enum { R_SUM, R_MEAN, R_MAX, R_LSE };
+enum { R_SUM, R_MEAN, R_MAX, R_LSE, R_COUNT };
 
 /* a as [outer, n, inner]; out [outer, inner] */
 typedef struct red_dims {
@@ -182,7 +182,7 @@ typedef struct reduce_ctx {
 } reduce_ctx;
 
 /* out = reduction of a along dim */
-static void reduce_dim_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)
+TG_BACKWARD(reduce_dim_backward, reduce_ctx)
 {
     const reduce_ctx *c = ctx;
     tg_tensor *a = in[0];
@@ -193,17 +193,20 @@ static void reduce_dim_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in
     tg_parallel_range(out->size, red_ns(&j.r), red_piece, &j);
 }
 
+#define REDUCE_OP(name) {name, reduce_dim_backward, sizeof(reduce_ctx)}
 static const tg_op reduce_ops[] = {
-    {"tg_sum_dim", reduce_dim_backward, sizeof(reduce_ctx)},
-    {"tg_mean_dim", reduce_dim_backward, sizeof(reduce_ctx)},
-    {"tg_max_dim", reduce_dim_backward, sizeof(reduce_ctx)},
-    {"tg_logsumexp_dim", reduce_dim_backward, sizeof(reduce_ctx)},
+    [R_SUM] = REDUCE_OP("tg_sum_dim"),
+    [R_MEAN] = REDUCE_OP("tg_mean_dim"),
+    [R_MAX] = REDUCE_OP("tg_max_dim"),
+    [R_LSE] = REDUCE_OP("tg_logsumexp_dim"),
 };
+_Static_assert(sizeof reduce_ops / sizeof *reduce_ops == R_COUNT, "a reduction without its op");
 
 static tg_tensor *reduce_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim, int kind)
 {
-    const char *op = reduce_ops[kind].name;
-    if (!tg_inputs_check(t, op, &a, 1, 1)) return NULL;
+    const tg_op *rec = &reduce_ops[kind];
+    const char *op = rec->name;
+    if (!tg_inputs_check(t, rec, &a, 1, 1)) return NULL;
     int d, nd, shape[TG_MAX_DIMS];
     if (!red_plan(t, op, a, dim, keepdim, &d, &nd, shape)) return NULL;
     red_dims r = red_dims_of(a, d);
@@ -211,7 +214,7 @@ static tg_tensor *reduce_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim, in
         char sa[TG_SHAPE_STR];
         return tg_fail(t, "%s: dim %d of a %s has size 0: no maximum", op, dim, tg_shape_str(a, sa));
     }
-    tg_tensor *out = tg_new(t, op, nd, shape);
+    tg_tensor *out = tg_new(t, rec, nd, shape);
     if (!out) return NULL;
     bool need = tg_needs_grad(t, &a, 1);
     int32_t *at = NULL;
@@ -219,8 +222,8 @@ static tg_tensor *reduce_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim, in
         return NULL;
     red_job j = {.kind = kind, .r = r, .x = a->data, .out = out->data, .at = at};
     tg_parallel_range(out->size, red_ns(&r), red_piece, &j);
-    if (!tg_op_record(t, &reduce_ops[kind], out, &a, 1, &(reduce_ctx){kind, d, at})) return NULL;
-    return tg_op_done(t, op, out);
+    if (!tg_op_record(t, rec, out, &a, 1, &(reduce_ctx){kind, d, at})) return NULL;
+    return tg_op_done(t, rec, out);
 }
 
 tg_tensor *tg_sum_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim) { return reduce_dim(t, a, dim, keepdim, R_SUM); }

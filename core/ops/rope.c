@@ -48,7 +48,7 @@ static void rope_rows(const tg_real *x, tg_real *y, int B, int L, int C, const t
 }
 
 /* out [B, L, C] <- x: dx += R^T dout on the rotated dims, dout elsewhere */
-static void rope_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)
+TG_BACKWARD(rope_backward, rope_ctx)
 {
     const rope_ctx *c = ctx;
     tg_tensor *x = in[0];
@@ -62,11 +62,11 @@ static void rope_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, cons
     tg_arena_release(t, tmp, n * sizeof *tmp);
 }
 
-static const tg_op rope_op = {"tg_rope", rope_backward, sizeof(rope_ctx)};
+TG_OP(rope_op, "tg_rope", rope_backward, rope_ctx);
 
 tg_tensor *tg_rope(tg_tape *t, tg_tensor *x, const tg_rope_opts *opts)
 {
-    if (!tg_inputs_check(t, "tg_rope", &x, 1, 1)) return NULL;
+    if (!tg_inputs_check(t, &rope_op, &x, 1, 1)) return NULL;
     if (!opts) return tg_fail(t, "tg_rope: opts is NULL");
     char sx[TG_SHAPE_STR];
     tg_rope_opts o = *opts;
@@ -82,7 +82,7 @@ tg_tensor *tg_rope(tg_tape *t, tg_tensor *x, const tg_rope_opts *opts)
     int B = x->shape[0], L = x->shape[1];
     for (int b = 0; o.pos0 && b < B; b++)
         if (o.pos0[b] < 0) return tg_fail(t, "tg_rope: pos0[%d] = %d is negative", b, (int)o.pos0[b]);
-    tg_tensor *out = tg_new_like(t, "tg_rope", x);
+    tg_tensor *out = tg_new_like(t, &rope_op, x);
     if (!out) return NULL;
     memcpy(out->data, x->data, x->size * sizeof *x->data);
     rope_rows(x->data, out->data, B, L, x->shape[2], &o, r, 1);
@@ -93,5 +93,5 @@ tg_tensor *tg_rope(tg_tape *t, tg_tensor *x, const tg_rope_opts *opts)
         o.pos0 = p;
     }
     if (!tg_op_record(t, &rope_op, out, &x, 1, &(rope_ctx){o, r})) return NULL;
-    return tg_op_done(t, "tg_rope", out);
+    return tg_op_done(t, &rope_op, out);
 }

@@ -121,7 +121,7 @@ static const tg_along_kind topk_k = {TG_ALONG_OP("tg_topk"), true, sizeof(keyed)
 static tg_tensor *scan(tg_tape *t, const tg_along_kind *k, tg_tensor *a, int dim)
 {
     int d;
-    if (!tg_inputs_check(t, k->op.name, &a, 1, 1) || !tg_along_dim(t, k->op.name, a, dim, &d)) return NULL;
+    if (!tg_inputs_check(t, &k->op, &a, 1, 1) || !tg_along_dim(t, k->op.name, a, dim, &d)) return NULL;
     return tg_along_apply(t, k, a, d, a->ndim ? (size_t)a->shape[d] : 1, true, NULL, NULL);
 }
 
@@ -131,7 +131,7 @@ tg_tensor *tg_cumprod(tg_tape *t, tg_tensor *a, int dim) { return scan(t, &cumpr
 tg_tensor *tg_sort(tg_tape *t, tg_tensor *a, int dim, bool descending, tg_tensor **indices)
 {
     int d;
-    if (!tg_inputs_check(t, "tg_sort", &a, 1, 1) || !tg_along_dim(t, "tg_sort", a, dim, &d)) return NULL;
+    if (!tg_inputs_check(t, &sort_k.op, &a, 1, 1) || !tg_along_dim(t, sort_k.op.name, a, dim, &d)) return NULL;
     return tg_along_apply(t, &sort_k, a, d, a->ndim ? (size_t)a->shape[d] : 1, true,
                           (double[TG_ALONG_PARAMS]){descending}, indices);
 }
@@ -139,7 +139,7 @@ tg_tensor *tg_sort(tg_tape *t, tg_tensor *a, int dim, bool descending, tg_tensor
 tg_tensor *tg_topk(tg_tape *t, tg_tensor *a, int k, int dim, bool largest, tg_tensor **indices)
 {
     int d;
-    if (!tg_inputs_check(t, "tg_topk", &a, 1, 1) || !tg_along_dim(t, "tg_topk", a, dim, &d)) return NULL;
+    if (!tg_inputs_check(t, &topk_k.op, &a, 1, 1) || !tg_along_dim(t, topk_k.op.name, a, dim, &d)) return NULL;
     int n = a->ndim ? a->shape[d] : 1;
     if (k < 0 || k > n) {
         char sa[TG_SHAPE_STR];

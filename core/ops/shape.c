@@ -78,9 +78,9 @@ static bool reshape_dims(tg_tape *t, const tg_tensor *a, int ndim, const int *sh
  * view remembers its base and tg_grad makes a's grad on first need, so a
  * forward of views allocates no grads. The view's requires_grad is a's. On a
  * tape that is not recording, the view shares a's grad only if it exists. */
-static tg_tensor *view(tg_tape *t, const char *op, tg_tensor *a, int ndim, const int *shape, size_t off)
+static tg_tensor *view(tg_tape *t, const tg_op *op, tg_tensor *a, int ndim, const int *shape, size_t off)
 {
-    tg_tensor *v = tg_new_header(t, op);
+    tg_tensor *v = tg_new_header(t, op->name);
     if (!v) return NULL;
     size_t size;
     tg_shape_size(ndim, shape, &size);
@@ -95,17 +95,23 @@ static tg_tensor *view(tg_tape *t, const char *op, tg_tensor *a, int ndim, const
     return tg_op_done(t, op, v);
 }
 
+TG_OP_NO_GRAD(reshape_op, "tg_reshape");
+TG_OP_NO_GRAD(rows_view_op, "tg_rows_view");
+TG_OP_NO_GRAD(detach_op, "tg_detach");
+TG_OP_NO_GRAD(unsqueeze_op, "tg_unsqueeze");
+TG_OP_NO_GRAD(squeeze_op, "tg_squeeze");
+
 tg_tensor *tg_reshape(tg_tape *t, tg_tensor *a, int ndim, const int *shape)
 {
-    if (!tg_inputs_check(t, "tg_reshape", &a, 1, 1)) return NULL;
+    if (!tg_inputs_check(t, &reshape_op, &a, 1, 1)) return NULL;
     int dims[TG_MAX_DIMS] = {0};
     if (!reshape_dims(t, a, ndim, shape, dims)) return NULL;
-    return view(t, "tg_reshape", a, ndim, dims, 0);
+    return view(t, &reshape_op, a, ndim, dims, 0);
 }
 
 tg_tensor *tg_rows_view(tg_tape *t, tg_tensor *a, int start, int len)
 {
-    if (!tg_inputs_check(t, "tg_rows_view", &a, 1, 1)) return NULL;
+    if (!tg_inputs_check(t, &rows_view_op, &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR];
     if (a->ndim < 1)
         return tg_fail(t, "tg_rows_view: a %s has no first dim", tg_shape_str(a, sa));
@@ -117,15 +123,15 @@ tg_tensor *tg_rows_view(tg_tape *t, tg_tensor *a, int start, int len)
     shape[0] = len;
     size_t row = 1;  /* elements per row */
     for (int i = 1; i < a->ndim; i++) row *= (size_t)a->shape[i];
-    return view(t, "tg_rows_view", a, a->ndim, shape, (size_t)start * row);
+    return view(t, &rows_view_op, a, a->ndim, shape, (size_t)start * row);
 }
 
 /* a's data under a new header that requires no grad and has none: no node,
  * nothing flows back through it (PyTorch's detach shares storage too). */
 tg_tensor *tg_detach(tg_tape *t, tg_tensor *a)
 {
-    if (!tg_inputs_check(t, "tg_detach", &a, 1, 1)) return NULL;
-    tg_tensor *v = tg_new_header(t, "tg_detach");
+    if (!tg_inputs_check(t, &detach_op, &a, 1, 1)) return NULL;
+    tg_tensor *v = tg_new_header(t, detach_op.name);
     if (!v) return NULL;
     tg_tensor_set_shape(v, a->ndim, a->shape, a->size);
     v->data = a->data;
@@ -136,40 +142,38 @@ tg_tensor *tg_detach(tg_tape *t, tg_tensor *a)
  * end of ndim + 1): a view. */
 tg_tensor *tg_unsqueeze(tg_tape *t, tg_tensor *a, int dim)
 {
-    if (!tg_inputs_check(t, "tg_unsqueeze", &a, 1, 1)) return NULL;
+    if (!tg_inputs_check(t, &unsqueeze_op, &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR];
     if (a->ndim == TG_MAX_DIMS)
         return tg_fail(t, "tg_unsqueeze: a %s already has %d dims, the most a tensor has", tg_shape_str(a, sa),
                        TG_MAX_DIMS);
     int d, shape[TG_MAX_DIMS];
-    if (!tg_dim_resolve(t, "tg_unsqueeze", a, dim, a->ndim + 1, &d)) return NULL;
+    if (!tg_dim_resolve(t, unsqueeze_op.name, a, dim, a->ndim + 1, &d)) return NULL;
     for (int k = 0, j = 0; k <= a->ndim; k++) shape[k] = k == d ? 1 : a->shape[j++];
-    return view(t, "tg_unsqueeze", a, a->ndim + 1, shape, 0);
+    return view(t, &unsqueeze_op, a, a->ndim + 1, shape, 0);
 }
 
 /* a without dim `dim` when its size is 1, else a view of a itself (PyTorch's
  * squeeze(dim)); TG_SQUEEZE_ALL drops every size-1 dim. A view. */
 tg_tensor *tg_squeeze(tg_tape *t, tg_tensor *a, int dim)
 {
-    if (!tg_inputs_check(t, "tg_squeeze", &a, 1, 1)) return NULL;
+    if (!tg_inputs_check(t, &squeeze_op, &a, 1, 1)) return NULL;
     int d = -1, nd = 0, shape[TG_MAX_DIMS];
-    if (dim != TG_SQUEEZE_ALL && !tg_dim_resolve(t, "tg_squeeze", a, dim, a->ndim ? a->ndim : 1, &d)) return NULL;
+    if (dim != TG_SQUEEZE_ALL && !tg_dim_resolve(t, squeeze_op.name, a, dim, a->ndim ? a->ndim : 1, &d)) return NULL;
     for (int k = 0; k < a->ndim; k++)
         if (a->shape[k] != 1 || (dim != TG_SQUEEZE_ALL && k != d)) shape[nd++] = a->shape[k];
-    return view(t, "tg_squeeze", a, nd, shape, 0);
+    return view(t, &squeeze_op, a, nd, shape, 0);
 }
 
 /* ---- permute / transpose ----------------------------------------------------- */
 
 /* out dim k is a's dim perm[k]: one map that walks out in order and reads a
  * through its strides in perm's order; d a = permute(d out, inverse perm). */
-static const tg_op permute_ops[] = {
-    {"tg_permute", tg_map_op_backward, sizeof(tg_map_ctx)},
-    {"tg_transpose", tg_map_op_backward, sizeof(tg_map_ctx)},
-};
+TG_OP(permute_rec, "tg_permute", tg_map_op_backward, tg_map_ctx);
+TG_OP(transpose_rec, "tg_transpose", tg_map_op_backward, tg_map_ctx);
 
-/* Records as permute_ops[transpose]; perm is resolved (0 .. ndim-1). */
-static tg_tensor *permute_op(tg_tape *t, tg_tensor *a, const int *perm, bool transpose)
+/* Records as op; perm is resolved (0 .. ndim-1). */
+static tg_tensor *permute_op(tg_tape *t, const tg_op *op, tg_tensor *a, const int *perm)
 {
     int out_shape[TG_MAX_DIMS];
     ptrdiff_t st[TG_MAX_DIMS];
@@ -180,12 +184,12 @@ static tg_tensor *permute_op(tg_tape *t, tg_tensor *a, const int *perm, bool tra
         c.maps[0].in_st[k] = st[perm[k]];
     }
     tg_strides(a->ndim, out_shape, c.maps[0].out_st);
-    return tg_map_op(t, &permute_ops[transpose], a, a->ndim, out_shape, &c, NULL);
+    return tg_map_op(t, op, a, a->ndim, out_shape, &c, NULL);
 }
 
 tg_tensor *tg_permute(tg_tape *t, tg_tensor *a, const int *perm)
 {
-    if (!tg_inputs_check(t, "tg_permute", &a, 1, 1)) return NULL;
+    if (!tg_inputs_check(t, &permute_rec, &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR], sp[TG_SHAPE_STR];
     if (a->ndim > 0 && !perm)
         return tg_fail(t, "tg_permute: perm is NULL for a %s", tg_shape_str(a, sa));
@@ -198,13 +202,13 @@ tg_tensor *tg_permute(tg_tape *t, tg_tensor *a, const int *perm)
                            ints_str(perm, a->ndim, sp), a->ndim, tg_shape_str(a, sa), -a->ndim, a->ndim - 1);
         seen[p[k]] = true;
     }
-    return permute_op(t, a, p, false);
+    return permute_op(t, &permute_rec, a, p);
 }
 
 /* Swaps dims d0 and d1; negative dims count from the end (PyTorch style). */
 tg_tensor *tg_transpose(tg_tape *t, tg_tensor *a, int d0, int d1)
 {
-    if (!tg_inputs_check(t, "tg_transpose", &a, 1, 1)) return NULL;
+    if (!tg_inputs_check(t, &transpose_rec, &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR];
     int e0 = d0 < 0 ? d0 + a->ndim : d0, e1 = d1 < 0 ? d1 + a->ndim : d1;
     if (e0 < 0 || e0 >= a->ndim || e1 < 0 || e1 >= a->ndim)
@@ -213,7 +217,7 @@ tg_tensor *tg_transpose(tg_tape *t, tg_tensor *a, int d0, int d1)
     for (int k = 0; k < TG_MAX_DIMS; k++) perm[k] = k;
     perm[e0] = e1;
     perm[e1] = e0;
-    return permute_op(t, a, perm, true);
+    return permute_op(t, &transpose_rec, a, perm);
 }
 
 /* ---- split / merge heads ----------------------------------------------------------- */
@@ -265,12 +269,12 @@ static void merge_heads_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *i
     if (dx) heads_split(out->grad, dx, x->shape[0], x->shape[2], x->shape[1], x->shape[3], true);
 }
 
-static const tg_op split_heads_op = {"tg_split_heads", split_heads_backward, 0};
-static const tg_op merge_heads_op = {"tg_merge_heads", merge_heads_backward, 0};
+TG_OP_NO_CTX(split_heads_op, "tg_split_heads", split_heads_backward);
+TG_OP_NO_CTX(merge_heads_op, "tg_merge_heads", merge_heads_backward);
 
 tg_tensor *tg_split_heads(tg_tape *t, tg_tensor *x, int n_heads)
 {
-    if (!tg_inputs_check(t, "tg_split_heads", &x, 1, 1)) return NULL;
+    if (!tg_inputs_check(t, &split_heads_op, &x, 1, 1)) return NULL;
     char sx[TG_SHAPE_STR];
     if (x->ndim != 3)
         return tg_fail(t, "tg_split_heads: x must be [B, L, H*dk], got %s", tg_shape_str(x, sx));
@@ -278,25 +282,25 @@ tg_tensor *tg_split_heads(tg_tape *t, tg_tensor *x, int n_heads)
         return tg_fail(t, "tg_split_heads: last dim of x %s is not divisible into %d heads",
                        tg_shape_str(x, sx), n_heads);
     int B = x->shape[0], L = x->shape[1], dk = x->shape[2] / n_heads;
-    tg_tensor *out = tg_new(t, "tg_split_heads", 4, (int[]){B, n_heads, L, dk});
+    tg_tensor *out = tg_new(t, &split_heads_op, 4, (int[]){B, n_heads, L, dk});
     if (!out) return NULL;
     heads_split(x->data, out->data, B, L, n_heads, dk, false);
     if (!tg_op_record(t, &split_heads_op, out, &x, 1, NULL)) return NULL;
-    return tg_op_done(t, "tg_split_heads", out);
+    return tg_op_done(t, &split_heads_op, out);
 }
 
 tg_tensor *tg_merge_heads(tg_tape *t, tg_tensor *x)
 {
-    if (!tg_inputs_check(t, "tg_merge_heads", &x, 1, 1)) return NULL;
+    if (!tg_inputs_check(t, &merge_heads_op, &x, 1, 1)) return NULL;
     char sx[TG_SHAPE_STR];
     if (x->ndim != 4)
         return tg_fail(t, "tg_merge_heads: x must be [B, H, L, dk], got %s", tg_shape_str(x, sx));
     int B = x->shape[0], H = x->shape[1], L = x->shape[2], dk = x->shape[3];
     if ((long long)H * dk > INT_MAX)
         return tg_fail(t, "tg_merge_heads: H*dk overflows an int for x %s", tg_shape_str(x, sx));
-    tg_tensor *out = tg_new(t, "tg_merge_heads", 3, (int[]){B, L, H * dk});
+    tg_tensor *out = tg_new(t, &merge_heads_op, 3, (int[]){B, L, H * dk});
     if (!out) return NULL;
     heads_merge(x->data, out->data, B, H, L, dk, false);
     if (!tg_op_record(t, &merge_heads_op, out, &x, 1, NULL)) return NULL;
-    return tg_op_done(t, "tg_merge_heads", out);
+    return tg_op_done(t, &merge_heads_op, out);
 }

@@ -12,9 +12,9 @@
 #include "internal.h"
 #include "ops.h"
 
-static const tg_op narrow_op = {"tg_narrow", tg_map_op_backward, sizeof(tg_map_ctx)};
-static const tg_op slice_dim_op = {"tg_slice_dim", tg_map_op_backward, sizeof(tg_map_ctx)};
-static const tg_op slice_op = {"tg_slice", tg_map_op_backward, sizeof(tg_map_ctx)};
+TG_OP(narrow_op, "tg_narrow", tg_map_op_backward, tg_map_ctx);
+TG_OP(slice_dim_op, "tg_slice_dim", tg_map_op_backward, tg_map_ctx);
+TG_OP(slice_op, "tg_slice", tg_map_op_backward, tg_map_ctx);
 
 /* out = a[.., start : start + len * step : step, ..] along dim d (resolved, in range) */
 static tg_tensor *take(tg_tape *t, const tg_op *op, tg_tensor *a, int d, int start, int len, int step)
@@ -35,7 +35,7 @@ static tg_tensor *take(tg_tape *t, const tg_op *op, tg_tensor *a, int d, int sta
 tg_tensor *tg_narrow(tg_tape *t, tg_tensor *a, int dim, int start, int len)
 {
     const char *op = narrow_op.name;
-    if (!tg_inputs_check(t, op, &a, 1, 1)) return NULL;
+    if (!tg_inputs_check(t, &narrow_op, &a, 1, 1)) return NULL;
     int d;
     char sa[TG_SHAPE_STR];
     if (a->ndim == 0) return tg_fail(t, "%s: a %s has no dim to narrow", op, tg_shape_str(a, sa));
@@ -51,7 +51,7 @@ tg_tensor *tg_narrow(tg_tape *t, tg_tensor *a, int dim, int start, int len)
 tg_tensor *tg_slice(tg_tape *t, tg_tensor *a, int start, int len)
 {
     const char *op = slice_op.name;
-    if (!tg_inputs_check(t, op, &a, 1, 1)) return NULL;
+    if (!tg_inputs_check(t, &slice_op, &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR];
     if (a->ndim < 1) return tg_fail(t, "%s: a %s has no last dim to slice", op, tg_shape_str(a, sa));
     int C = a->shape[a->ndim - 1];
@@ -75,7 +75,7 @@ static int slice_len(int n, int *start, int end, int step)
 tg_tensor *tg_slice_dim(tg_tape *t, tg_tensor *a, int dim, int start, int end, int step)
 {
     const char *op = slice_dim_op.name;
-    if (!tg_inputs_check(t, op, &a, 1, 1)) return NULL;
+    if (!tg_inputs_check(t, &slice_dim_op, &a, 1, 1)) return NULL;
     int d;
     char sa[TG_SHAPE_STR];
     if (a->ndim == 0) return tg_fail(t, "%s: a %s has no dim to slice", op, tg_shape_str(a, sa));
@@ -86,11 +86,18 @@ tg_tensor *tg_slice_dim(tg_tape *t, tg_tensor *a, int dim, int start, int end, i
     return take(t, &slice_dim_op, a, d, start, len, step);
 }
 
+/* split and chunk record nothing themselves (each piece is a narrow): these
+ * name their errors. */
+TG_OP_NO_GRAD(split_sizes_op, "tg_split_sizes");
+TG_OP_NO_GRAD(split_op, "tg_split");
+TG_OP_NO_GRAD(chunk_op, "tg_chunk");
+
 /* Checks shared by split and chunk; the resolved dim in *d. */
-static bool pieces_check(tg_tape *t, const char *op, tg_tensor *a, int dim, tg_tensor **outs, int *d)
+static bool pieces_check(tg_tape *t, const tg_op *rec, tg_tensor *a, int dim, tg_tensor **outs, int *d)
 {
+    const char *op = rec->name;
     char sa[TG_SHAPE_STR];
-    if (!tg_inputs_check(t, op, &a, 1, 1)) return false;
+    if (!tg_inputs_check(t, rec, &a, 1, 1)) return false;
     if (!outs) {
         tg_fail(t, "%s: outs is NULL (a %s)", op, tg_shape_str(a, sa));
         return false;
@@ -104,10 +111,10 @@ static bool pieces_check(tg_tape *t, const char *op, tg_tensor *a, int dim, tg_t
 
 int tg_split_sizes(tg_tape *t, tg_tensor *a, const int *sizes, int n, int dim, tg_tensor **outs)
 {
-    const char *op = "tg_split_sizes";
+    const char *op = split_sizes_op.name;
     int d;
-    if (!pieces_check(t, op, a, dim, outs, &d)) return -1;
-    if (!sizes) return tg_fail(t, "%s: sizes is NULL", op), -1;
+    if (!pieces_check(t, &split_sizes_op, a, dim, outs, &d)) return -1;
+    if (!sizes) return tg_fail(t, "%s: sizes is NULL", split_sizes_op.name), -1;
     char sa[TG_SHAPE_STR];
     long long sum = 0;
     for (int i = 0; sizes && i < n; i++) {
@@ -129,9 +136,9 @@ int tg_split_sizes(tg_tape *t, tg_tensor *a, const int *sizes, int n, int dim, t
 
 int tg_split(tg_tape *t, tg_tensor *a, int size, int dim, tg_tensor **outs, int max_outs)
 {
-    const char *op = "tg_split";
+    const char *op = split_op.name;
     int d;
-    if (!pieces_check(t, op, a, dim, outs, &d)) return -1;
+    if (!pieces_check(t, &split_op, a, dim, outs, &d)) return -1;
     char sa[TG_SHAPE_STR];
     int n = a->shape[d];
     if (size <= 0 && !(size == 0 && n == 0)) {
@@ -153,9 +160,9 @@ int tg_split(tg_tape *t, tg_tensor *a, int size, int dim, tg_tensor **outs, int 
 
 int tg_chunk(tg_tape *t, tg_tensor *a, int chunks, int dim, tg_tensor **outs)
 {
-    const char *op = "tg_chunk";
+    const char *op = chunk_op.name;
     int d;
-    if (!pieces_check(t, op, a, dim, outs, &d)) return -1;
+    if (!pieces_check(t, &chunk_op, a, dim, outs, &d)) return -1;
     char sa[TG_SHAPE_STR];
     if (chunks <= 0) {
         tg_fail(t, "%s: chunks %d must be positive (a %s, dim %d)", op, chunks, tg_shape_str(a, sa), dim);

@@ -110,13 +110,14 @@ typedef struct softmax_ctx {
 } softmax_ctx;
 
 /* y, dy, dx [rows, n]: dx += scale * y * (dy - sum(dy * y)) */
-static void softmax_backward(tg_tape *t, tg_tensor *y, tg_tensor *const *in, const void *ctx)
+TG_BACKWARD(softmax_backward, softmax_ctx)
 {
+    tg_tensor *y = out;
     tg_real *dx = tg_grad(t, in[0]);
     if (!dx) return;
     size_t rows = tg_rows(y);
     int c = tg_cols(y);
-    tg_real s = (tg_real)((const softmax_ctx *)ctx)->scale;
+    tg_real s = (tg_real)ctx->scale;
     for (size_t r = 0; r < rows; r++) {
         const tg_real *yr = y->data + r * c, *gr = y->grad + r * c;
         tg_real *dr = dx + r * c;
@@ -125,20 +126,20 @@ static void softmax_backward(tg_tape *t, tg_tensor *y, tg_tensor *const *in, con
     }
 }
 
-static const tg_op softmax_op = {"tg_softmax", softmax_backward, sizeof(softmax_ctx)};
-static const tg_op softmax_masked_op = {"tg_softmax_masked", softmax_backward, sizeof(softmax_ctx)};
+TG_OP(softmax_op, "tg_softmax", softmax_backward, softmax_ctx);
+TG_OP(softmax_masked_op, "tg_softmax_masked", softmax_backward, softmax_ctx);
 
 /* Records the node of a softmax-like op whose backward reads only its output. */
 static tg_tensor *finish(tg_tape *t, const tg_op *op, tg_tensor *a, tg_tensor *out, double scale)
 {
     if (!tg_op_record(t, op, out, &a, 1, &(softmax_ctx){scale})) return NULL;
-    return tg_op_done(t, op->name, out);
+    return tg_op_done(t, op, out);
 }
 
 tg_tensor *tg_softmax(tg_tape *t, tg_tensor *a)
 {
-    if (!tg_inputs_check(t, "tg_softmax", &a, 1, 1)) return NULL;
-    tg_tensor *out = tg_new_like(t, "tg_softmax", a);
+    if (!tg_inputs_check(t, &softmax_op, &a, 1, 1)) return NULL;
+    tg_tensor *out = tg_new_like(t, &softmax_op, a);
     if (!out) return NULL;
     tg_softmax_block(a->data, out->data, tg_rows(a), tg_cols(a), 1, NULL, NULL, 0, NULL);
     return finish(t, &softmax_op, a, out, 1.0);
@@ -160,12 +161,12 @@ static void log_softmax_backward(tg_tape *t, tg_tensor *y, tg_tensor *const *in,
     }
 }
 
-static const tg_op log_softmax_op = {"tg_log_softmax", log_softmax_backward, sizeof(softmax_ctx)};
+TG_OP(log_softmax_op, "tg_log_softmax", log_softmax_backward, softmax_ctx);
 
 tg_tensor *tg_log_softmax(tg_tape *t, tg_tensor *a)
 {
-    if (!tg_inputs_check(t, "tg_log_softmax", &a, 1, 1)) return NULL;
-    tg_tensor *out = tg_new_like(t, "tg_log_softmax", a);
+    if (!tg_inputs_check(t, &log_softmax_op, &a, 1, 1)) return NULL;
+    tg_tensor *out = tg_new_like(t, &log_softmax_op, a);
     if (!out) return NULL;
     size_t rows = tg_rows(a);
     int c = tg_cols(a);
@@ -184,7 +185,7 @@ tg_tensor *tg_log_softmax(tg_tape *t, tg_tensor *a)
 /* Scores a [B, H, Lq, Lk] (3-D: H = 1, 2-D: B = H = 1); out has a's shape. */
 tg_tensor *tg_softmax_masked(tg_tape *t, tg_tensor *a, const tg_mask *mask, double scale)
 {
-    if (!tg_inputs_check(t, "tg_softmax_masked", &a, 1, 1)) return NULL;
+    if (!tg_inputs_check(t, &softmax_masked_op, &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR], what[TG_SHAPE_STR + 8];
     snprintf(what, sizeof what, "a %s", tg_shape_str(a, sa));
     if (a->ndim < 2 || a->ndim > 4)
@@ -194,7 +195,7 @@ tg_tensor *tg_softmax_masked(tg_tape *t, tg_tensor *a, const tg_mask *mask, doub
     int nd = a->ndim, Lq = a->shape[nd - 2], Lk = a->shape[nd - 1];
     int B = nd >= 3 ? a->shape[0] : 1, H = nd == 4 ? a->shape[1] : 1;
     if (!tg_mask_check(t, mask, B, Lq, Lk, "tg_softmax_masked", what)) return NULL;
-    tg_tensor *out = tg_new_like(t, "tg_softmax_masked", a);
+    tg_tensor *out = tg_new_like(t, &softmax_masked_op, a);
     if (!out) return NULL;
     bool rules = !tg_mask_empty(mask) &&
                  (mask->causal || mask->key_lens || mask->key_keep || mask->window > 0 || mask->keep);

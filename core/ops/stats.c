@@ -159,7 +159,7 @@ static tg_tensor *reduce(tg_tape *t, const tg_along_kind *k, tg_tensor *a, int d
                          double p1, const char *empty_err)
 {
     const char *op = k->op.name;
-    if (!tg_inputs_check(t, op, &a, 1, 1)) return NULL;
+    if (!tg_inputs_check(t, &k->op, &a, 1, 1)) return NULL;
     int d;
     if (!tg_along_dim(t, op, a, dim, &d)) return NULL;
     if (empty_err && a->ndim && a->shape[d] == 0) {

@@ -33,7 +33,7 @@ static void tri_apply(const tg_real *x, tg_real *y, size_t mats, int R, int C, i
 }
 
 /* out [.., R, C] <- a [.., R, C]: d a += d out inside the triangle */
-static void tri_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)
+TG_BACKWARD(tri_backward, tri_ctx)
 {
     const tri_ctx *c = ctx;
     tg_real *da = tg_grad(t, in[0]);
@@ -42,34 +42,33 @@ static void tri_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const
     tri_apply(out->grad, da, R && C ? out->size / ((size_t)R * C) : 0, R, C, c->k, c->upper, true);
 }
 
-static const tg_op tri_ops[] = {
-    {"tg_tril", tri_backward, sizeof(tri_ctx)},
-    {"tg_triu", tri_backward, sizeof(tri_ctx)},
-};
+TG_OP(tril_op, "tg_tril", tri_backward, tri_ctx);
+TG_OP(triu_op, "tg_triu", tri_backward, tri_ctx);
 
 static tg_tensor *tri(tg_tape *t, tg_tensor *a, int k, bool upper)
 {
-    const char *op = tri_ops[upper].name;
-    if (!tg_inputs_check(t, op, &a, 1, 1)) return NULL;
+    const tg_op *rec = upper ? &triu_op : &tril_op;
+    const char *op = rec->name;
+    if (!tg_inputs_check(t, rec, &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR];
     if (a->ndim < 2) return tg_fail(t, "%s: a %s must have at least 2 dims", op, tg_shape_str(a, sa));
-    tg_tensor *out = tg_new_like(t, op, a);
+    tg_tensor *out = tg_new_like(t, rec, a);
     if (!out) return NULL;
     int R = a->shape[a->ndim - 2], C = a->shape[a->ndim - 1];
     tri_apply(a->data, out->data, R && C ? a->size / ((size_t)R * C) : 0, R, C, k, upper, false);
-    if (!tg_op_record(t, &tri_ops[upper], out, &a, 1, &(tri_ctx){k, upper})) return NULL;
-    return tg_op_done(t, op, out);
+    if (!tg_op_record(t, rec, out, &a, 1, &(tri_ctx){k, upper})) return NULL;
+    return tg_op_done(t, rec, out);
 }
 
 tg_tensor *tg_tril(tg_tape *t, tg_tensor *a, int diagonal) { return tri(t, a, diagonal, false); }
 tg_tensor *tg_triu(tg_tape *t, tg_tensor *a, int diagonal) { return tri(t, a, diagonal, true); }
 
-static const tg_op diag_op = {"tg_diag", tg_map_op_backward, sizeof(tg_map_ctx)};
+TG_OP(diag_op, "tg_diag", tg_map_op_backward, tg_map_ctx);
 
 tg_tensor *tg_diag(tg_tape *t, tg_tensor *a, int diagonal)
 {
     const char *op = diag_op.name;
-    if (!tg_inputs_check(t, op, &a, 1, 1)) return NULL;
+    if (!tg_inputs_check(t, &diag_op, &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR];
     long long k = diagonal, ak = k < 0 ? -k : k;
     tg_map_ctx c = {.n_maps = 1, .maps[0].nd = 1};
