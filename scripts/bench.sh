@@ -154,6 +154,15 @@ if [ -x "$bin/seqtask" ] && [ -x /usr/bin/time ]; then
   for N in 250 500; do run "seqtask copy --max-len $N" seqtask_long "$N"; done
 fi
 
+echo "== decoding with the KV cache: multi-head, grouped-query and multi-query attention at the same d_model" >&2
+# bench_decode: 4 rows prefilled with 502 positions, then decoded one position at a time to 1,003.
+decodes=("64 4 4" "64 4 2" "64 4 1" "256 8 8" "256 8 2" "256 8 1")
+for cfg in "${decodes[@]}"; do
+  read -r D H KV <<<"$cfg"
+  run "decode D=$D heads=$H kv-heads=$KV" "$bin/bench_decode" --d-model "$D" --heads "$H" --kv-heads "$KV" \
+    --reps "$reps" --budget 3 --tag "D${D}_kv$KV"
+done
+
 echo "== time to 99% on reverse" >&2
 if [ $train -eq 1 ] && [ -x "$bin/seqtask" ]; then
   # seqtask's own clock: from the first step to the evaluation that reaches --target-acc
@@ -349,6 +358,16 @@ END {
   a = v["seqtask|tapegrad|len500", "eval4_ms"]; b = v["seqtask|tapegrad|len500", "step_ms"]; r = ratio(a, b)
   row("seqtask --max-len 500: evaluating 4 examples / one training step (batch 8)",
       r == "" ? "—" : sprintf("%.2f (%s / %s ms)", r, fmt(a), fmt(b)), "", "", "< 1", r == "" ? "not measured" : (r < 1 ? "met" : sprintf("missed (%.2f vs 1)", r)))
+  # decoding: per D, the step time and cache of each number of key/value heads
+  split("64:4 2 1,256:8 2 1", DC, ",")
+  for (i = 1; i <= 2; i++) {
+    split(DC[i], d, ":"); nkv = split(d[2], kvs, " "); txt = ""
+    for (j = 1; j <= nkv; j++) {
+      k = "decode|tapegrad|D" d[1] "_kv" kvs[j]
+      txt = txt (j > 1 ? "; " : "") sprintf("%s: %s us, %s MiB", j == 1 ? "MHA" : (kvs[j] == 1 ? "MQA" : "GQA " kvs[j]), fmt(v[k, "step_us"]), fmt(v[k, "cache_row_mib"]))
+    }
+    row("decoding at --max-len 500 (4 rows, positions 502-1002), D=" d[1] ", " kvs[1] " heads: time per step, cache per row", txt, "", "", "(reported)", "")
+  }
   # the L sweep's largest L
   if (n_m > 0) {
     Lm = orderM[n_m]; kt = "model|tapegrad|sweepM|4|" Lm; kp = "model|torch|sweepM|4|" Lm
