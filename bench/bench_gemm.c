@@ -5,11 +5,11 @@
  *
  * One ROW per shape: GFLOP/s of tg_sgemm with 1 and 2 threads and of
  * cblas_sgemm with 1 and 2 threads, each the median over the timed
- * repetitions (best_* = the fastest repetition; the machine is shared).
+ * repetitions (best_* = the fastest repetition; a shared machine is noisy).
  * Tiny shapes repeat the call inside one timed step (calls=) so a step lasts
  * ~1 ms. tg_sgemm is timed first for each shape, after a pause: OpenBLAS's
  * threads spin after their last call and would take its second core. The OpenBLAS core in use is printed (Debian's 0.3.21 picks the SSE3
- * "Prescott" kernel on Sapphire Rapids; run again with
+ * "Prescott" kernel on CPUs newer than its tables, AVX-512 ones included; run again with
  * OPENBLAS_CORETYPE=Cooperlake for its AVX-512 kernel). Always float.
  *
  * Shapes: the toy model step (B*T = 64*26 = 1664 rows, D = 64, d_ff = 256,

@@ -1,4 +1,4 @@
-/* The sgemm ceiling: OpenBLAS single-precision GEMM GFLOP/s on this machine.
+/* The sgemm ceiling: OpenBLAS single-precision GEMM GFLOP/s on the machine it runs on.
  *
  *   bench_sgemm [--n 2048] [--reps 7] [--threads T]
  *

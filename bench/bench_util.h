@@ -2,7 +2,7 @@
  *
  * Header-only (each bench program is its own executable). Times come from
  * CLOCK_MONOTONIC; a measurement is the median of several repetitions after
- * warm-up, because the machine is shared and noisy. Peak RSS is getrusage's
+ * warm-up, because a machine shared with other work is noisy. Peak RSS is getrusage's
  * ru_maxrss (KiB on Linux) for the whole process, so a benchmark whose
  * memory matters runs one configuration per process. Allocations are the
  * library's own (tg_alloc_count, core/engine/alloc.h), not OpenBLAS's.

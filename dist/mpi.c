@@ -60,31 +60,30 @@ int tg_dist_size(void) { return size_; }
 /* MPI counts are int: large buffers go in pieces. */
 #define PIECE (INT_MAX / 2)
 
+/* v [n] broadcast from rank 0, or (sum) summed in place over the ranks. */
+static int in_pieces(tg_real *v, size_t n, bool sum, const char *what)
+{
+    for (size_t i = 0; i < n; i += PIECE) {
+        int k = (int)(n - i < PIECE ? n - i : PIECE);
+        int rc = sum ? MPI_Allreduce(MPI_IN_PLACE, v + i, k, TG_MPI_REAL, MPI_SUM, MPI_COMM_WORLD)
+                     : MPI_Bcast(v + i, k, TG_MPI_REAL, 0, MPI_COMM_WORLD);
+        if (check(rc, what)) return -1;
+    }
+    return 0;
+}
+
 int tg_dist_bcast_params(tg_params *p)
 {
     TG_REFUSE_NULL(p, "the parameter store", -1);
     if (size_ == 1) return 0;
-    tg_real *v = tg_params_data(p);
-    for (size_t i = 0, n = tg_params_numel(p); i < n; i += PIECE) {
-        int k = (int)(n - i < PIECE ? n - i : PIECE);
-        if (check(MPI_Bcast(v + i, k, TG_MPI_REAL, 0, MPI_COMM_WORLD), "broadcast of the parameters"))
-            return -1;
-    }
-    return 0;
+    return in_pieces(tg_params_data(p), tg_params_numel(p), false, "broadcast of the parameters");
 }
 
 int tg_dist_allreduce_grads(tg_params *p)
 {
     TG_REFUSE_NULL(p, "the parameter store", -1);
     if (size_ == 1) return 0;
-    tg_real *g = tg_params_grad(p);
-    for (size_t i = 0, n = tg_params_numel(p); i < n; i += PIECE) {
-        int k = (int)(n - i < PIECE ? n - i : PIECE);
-        if (check(MPI_Allreduce(MPI_IN_PLACE, g + i, k, TG_MPI_REAL, MPI_SUM, MPI_COMM_WORLD),
-                  "all-reduce of the gradients"))
-            return -1;
-    }
-    return 0;
+    return in_pieces(tg_params_grad(p), tg_params_numel(p), true, "all-reduce of the gradients");
 }
 
 int tg_dist_sum(double *v, int n)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Data-parallel scaling of `seqtask train` on this machine (docs/PERF.md):
+# Data-parallel scaling of `seqtask train` on the machine it runs on (docs/PERF.md):
 # ms per step and time to 99% held-out accuracy on reverse, for the toy
 # model and a larger one, at 1 rank x 1 thread, 1 rank x 2 threads and
 # 2 ranks x 1 thread; then the all-reduce alone (bench_allreduce).

@@ -2,7 +2,7 @@
 # Cross-compiles the float build for aarch64 and runs its CTest suite under
 # qemu-user, from scratch on Debian 12 x86-64, installing what is missing:
 #   1. gcc-aarch64-linux-gnu, qemu-user-static, debootstrap (host packages);
-#   2. qemu-aarch64 registered with binfmt_misc (nothing does it at boot here);
+#   2. qemu-aarch64 registered with binfmt_misc (on hosts where nothing does it at boot);
 #   3. an arm64 Debian root made by debootstrap, with the build's libraries
 #      installed inside it (Debian's libcriterion-dev is not multiarch
 #      co-installable: installing libcriterion-dev:arm64 on the host would

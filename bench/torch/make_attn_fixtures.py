@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""PyTorch reference fixtures for the attention variants (tests/test_attn_variants.c).
+"""PyTorch reference fixtures for the attention variants (tests/test_gqa.c, test_rope.c,
+test_alibi.c, test_mha_options.c).
 
 Run from the repository root with Debian's python3-torch:
     /usr/bin/python3 bench/torch/make_attn_fixtures.py

@@ -2,7 +2,8 @@
  * container under the parameter store (core/engine/params.c) and the
  * safetensors set (core/io/read.c). Each name is a tg_strdup'ed copy owned
  * by the list; who owns the tensors (and their data) is the user's
- * business, told to tg_named_free. Not part of the public API. */
+ * business, told by the free function passed to tg_named_truncate. Not part
+ * of the public API. */
 #ifndef TAPEGRAD_NAMED_H
 #define TAPEGRAD_NAMED_H
 

@@ -14,8 +14,10 @@
  *   4. tg_op_done        anomaly mode's NaN/Inf check of the output.
  * The backward gets the output (out->grad is d out), the inputs in the order
  * given to tg_op_record and the recorded context, and accumulates (+=) into
- * tg_grad(t, in[k]) of each input that requires a grad. It runs at most once.
- * An op without a grad (a comparison, a creation op) has a record with a
+ * tg_grad(t, in[k]) of each input that requires a grad (or, writing every
+ * element, stores into tg_grad_write's fresh buffer when beta is 0). It runs
+ * at most once.
+ * An op without a grad (a view, a decoding op) has a record with a
  * NULL backward: TG_OP_NO_GRAD(my_op, "my_op").
  */
 #ifndef TAPEGRAD_OP_H

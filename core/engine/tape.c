@@ -34,7 +34,7 @@ typedef struct spare {
     size_t bytes;
 } spare;
 
-/* One recorded op: backward reads out->grad and accumulates into in[]'s. */
+/* One recorded op: backward reads out->grad and adds into in[]'s (or stores, tg_grad_write). */
 typedef struct node {
     const char *op;
     tg_backward_fn backward;

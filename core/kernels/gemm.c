@@ -247,7 +247,8 @@ TG_AVX2 static inline __m256i lanes256(int n, int v)
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n - 8 * v), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-/* 6 x (8 * NV), as kern512. */
+/* 6 x (8 * NV), as kern512: its twin in AVX2 types and intrinsics (one kernel
+ * per instruction set; a macro over both would hide what each register holds). */
 TG_AVX2 TG_INLINE void kern256(int R, int NV, a_layout L, const tile *t)
 {
     const bool packed = L != A_ANY;

@@ -222,29 +222,16 @@ tg_tensor *tg_transpose(tg_tape *t, tg_tensor *a, int d0, int d1)
 
 /* ---- split / merge heads ----------------------------------------------------------- */
 
-/* [B,L,H,dk] (= [B,L,H*dk]) -> [B,H,L,dk]; adds into dst when acc. */
-static void heads_split(const tg_real *src, tg_real *dst, int B, int L, int H, int dk, bool acc)
+/* [B,n1,n2,dk] -> [B,n2,n1,dk], the middle dims swapped; adds into dst when
+ * acc. Splitting heads is n1 = L, n2 = H ([B,L,H*dk] -> [B,H,L,dk]);
+ * merging them n1 = H, n2 = L. */
+static void heads_swap(const tg_real *src, tg_real *dst, int B, int n1, int n2, int dk, bool acc)
 {
     for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++)
-            for (int l = 0; l < L; l++) {
-                const tg_real *s = src + (((size_t)b * L + l) * H + h) * dk;
-                tg_real *d = dst + (((size_t)b * H + h) * L + l) * dk;
-                if (acc)
-                    for (int j = 0; j < dk; j++) d[j] += s[j];
-                else
-                    memcpy(d, s, (size_t)dk * sizeof *d);
-            }
-}
-
-/* [B,H,L,dk] -> [B,L,H*dk]; adds into dst when acc. */
-static void heads_merge(const tg_real *src, tg_real *dst, int B, int H, int L, int dk, bool acc)
-{
-    for (int b = 0; b < B; b++)
-        for (int l = 0; l < L; l++)
-            for (int h = 0; h < H; h++) {
-                const tg_real *s = src + (((size_t)b * H + h) * L + l) * dk;
-                tg_real *d = dst + (((size_t)b * L + l) * H + h) * dk;
+        for (int j2 = 0; j2 < n2; j2++)
+            for (int j1 = 0; j1 < n1; j1++) {
+                const tg_real *s = src + (((size_t)b * n1 + j1) * n2 + j2) * dk;
+                tg_real *d = dst + (((size_t)b * n2 + j2) * n1 + j1) * dk;
                 if (acc)
                     for (int j = 0; j < dk; j++) d[j] += s[j];
                 else
@@ -257,7 +244,7 @@ static void split_heads_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *i
 {
     (void)ctx;
     tg_real *dx = tg_grad(t, in[0]);
-    if (dx) heads_merge(out->grad, dx, out->shape[0], out->shape[1], out->shape[2], out->shape[3], true);
+    if (dx) heads_swap(out->grad, dx, out->shape[0], out->shape[1], out->shape[2], out->shape[3], true);
 }
 
 /* out [B,L,H*dk] <- x [B,H,L,dk]: d x += split_heads(d out). */
@@ -266,7 +253,7 @@ static void merge_heads_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *i
     (void)ctx;
     const tg_tensor *x = in[0];
     tg_real *dx = tg_grad(t, in[0]);
-    if (dx) heads_split(out->grad, dx, x->shape[0], x->shape[2], x->shape[1], x->shape[3], true);
+    if (dx) heads_swap(out->grad, dx, x->shape[0], x->shape[2], x->shape[1], x->shape[3], true);
 }
 
 TG_OP_NO_CTX(split_heads_op, "tg_split_heads", split_heads_backward);
@@ -284,7 +271,7 @@ tg_tensor *tg_split_heads(tg_tape *t, tg_tensor *x, int n_heads)
     int B = x->shape[0], L = x->shape[1], dk = x->shape[2] / n_heads;
     tg_tensor *out = tg_new(t, &split_heads_op, 4, (int[]){B, n_heads, L, dk});
     if (!out) return NULL;
-    heads_split(x->data, out->data, B, L, n_heads, dk, false);
+    heads_swap(x->data, out->data, B, L, n_heads, dk, false);
     if (!tg_op_record(t, &split_heads_op, out, &x, 1, NULL)) return NULL;
     return tg_op_done(t, &split_heads_op, out);
 }
@@ -300,7 +287,7 @@ tg_tensor *tg_merge_heads(tg_tape *t, tg_tensor *x)
         return tg_fail(t, "tg_merge_heads: H*dk overflows an int for x %s", tg_shape_str(x, sx));
     tg_tensor *out = tg_new(t, &merge_heads_op, 3, (int[]){B, L, H * dk});
     if (!out) return NULL;
-    heads_merge(x->data, out->data, B, H, L, dk, false);
+    heads_swap(x->data, out->data, B, H, L, dk, false);
     if (!tg_op_record(t, &merge_heads_op, out, &x, 1, NULL)) return NULL;
     return tg_op_done(t, &merge_heads_op, out);
 }

@@ -32,14 +32,25 @@ static tg_tensor *take(tg_tape *t, const tg_op *op, tg_tensor *a, int d, int sta
     return tg_map_op(t, op, a, a->ndim, shape, &c, NULL);
 }
 
+/* After the input checks, a's dim resolved into *d; false with the error
+ * ("<op>: a [] has no dim to <verb>" for a 0-d a). */
+static bool dim_check(tg_tape *t, const tg_op *rec, tg_tensor *a, int dim, const char *verb, int *d)
+{
+    char sa[TG_SHAPE_STR];
+    if (!tg_inputs_check(t, rec, &a, 1, 1)) return false;
+    if (a->ndim == 0) {
+        tg_fail(t, "%s: a %s has no dim to %s", rec->name, tg_shape_str(a, sa), verb);
+        return false;
+    }
+    return tg_dim_resolve(t, rec->name, a, dim, a->ndim, d);
+}
+
 tg_tensor *tg_narrow(tg_tape *t, tg_tensor *a, int dim, int start, int len)
 {
     const char *op = narrow_op.name;
-    if (!tg_inputs_check(t, &narrow_op, &a, 1, 1)) return NULL;
     int d;
     char sa[TG_SHAPE_STR];
-    if (a->ndim == 0) return tg_fail(t, "%s: a %s has no dim to narrow", op, tg_shape_str(a, sa));
-    if (!tg_dim_resolve(t, op, a, dim, a->ndim, &d)) return NULL;
+    if (!dim_check(t, &narrow_op, a, dim, "narrow", &d)) return NULL;
     int n = a->shape[d], s = start < 0 ? start + n : start;
     if (s < 0 || len < 0 || s > n || len > n - s)
         return tg_fail(t, "%s: start %d, length %d do not fit dim %d (size %d) of a %s", op, start, len, dim, n,
@@ -75,11 +86,9 @@ static int slice_len(int n, int *start, int end, int step)
 tg_tensor *tg_slice_dim(tg_tape *t, tg_tensor *a, int dim, int start, int end, int step)
 {
     const char *op = slice_dim_op.name;
-    if (!tg_inputs_check(t, &slice_dim_op, &a, 1, 1)) return NULL;
     int d;
     char sa[TG_SHAPE_STR];
-    if (a->ndim == 0) return tg_fail(t, "%s: a %s has no dim to slice", op, tg_shape_str(a, sa));
-    if (!tg_dim_resolve(t, op, a, dim, a->ndim, &d)) return NULL;
+    if (!dim_check(t, &slice_dim_op, a, dim, "slice", &d)) return NULL;
     if (step <= 0)
         return tg_fail(t, "%s: step %d must be positive (a %s, dim %d)", op, step, tg_shape_str(a, sa), dim);
     int len = slice_len(a->shape[d], &start, end, step);

@@ -49,10 +49,7 @@ int sq_cmd_generate(sq_config *c)
     status = 1;
     if (!src) {
         fprintf(stderr, "seqtask generate: out of memory\n");
-    } else if ((n = sq_parse_symbols(c->input, (int)c->symbols, src, tmax)) < 0) {
-        fprintf(stderr, "seqtask generate: --input '%s': %s\n", c->input, tg_error());
-        status = SQ_EXIT_USAGE;
-    } else if (sq_generate(&s.d, src, n, out, &n_out) == 0) {
+    } else if ((status = sq_session_generate(&s, c, SQ_EXIT_USAGE, src, &n, out, &n_out)) == 0) {
         if (n > c->max_len)
             fprintf(stderr, "note: %d symbols, longer than the training lengths (at most %ld)\n", n,
                     c->max_len);
@@ -61,10 +58,6 @@ int sq_cmd_generate(sq_config *c)
         bool eos = n_out > 0 && out[n_out - 1] == SQ_EOS;
         sq_print_tokens(stdout, out, eos ? n_out - 1 : n_out);
         printf("%s\n", eos ? "" : "  (no EOS before Tmax)");
-        status = 0;
-    } else {
-        fprintf(stderr, "seqtask generate: %s\n", tg_error());
-        status = SQ_EXIT_USAGE;
     }
     tg_free(src);
     sq_session_close(&s);

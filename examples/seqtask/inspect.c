@@ -53,11 +53,8 @@ int sq_cmd_attn(sq_config *c)
     int32_t *buf = tg_malloc(3 * (size_t)tmax * sizeof *buf), *src = buf, *out = buf + tmax, *seq = buf + 2 * tmax;
     status = 1;
     if (!buf) {
-        tg_error_set("out of memory");
-    } else if ((n = sq_parse_symbols(c->input, (int)c->symbols, src, tmax)) < 0) {
-        fprintf(stderr, "seqtask attn: --input '%s': %s\n", c->input, tg_error());
-        status = SQ_EXIT_USAGE;
-    } else if (sq_generate(&s.d, src, n, out, &n_out) == 0) {
+        fprintf(stderr, "seqtask attn: out of memory\n");
+    } else if ((status = sq_session_generate(&s, c, 1, src, &n, out, &n_out)) == 0) {
         /* the heatmap of BOS x SEP output, without the final EOS (it predicts nothing) */
         int L = 0;
         seq[L++] = SQ_BOS;
@@ -69,10 +66,11 @@ int sq_cmd_attn(sq_config *c)
             printf("input  %s\noutput ", c->input);
             sq_print_tokens(stdout, out, n_out);
             printf("\nwrote %s (%ld layers x %ld heads, %d tokens)\n", c->png, c->layers, c->heads, L);
-            status = 0;
+        } else {
+            fprintf(stderr, "seqtask attn: %s\n", tg_error());
+            status = 1;
         }
     }
-    if (status == 1) fprintf(stderr, "seqtask attn: %s\n", tg_error());
     tg_free(buf);
     sq_session_close(&s);
     return status;
