@@ -63,6 +63,8 @@ Test(null, op_helpers)
     REFUSES(tg_new_like(t, &my_op, NULL), "my_op");
     tg_tape_reset(t);
     REFUSES(tg_new(t, NULL, 1, (int[]){2}), "tg_new: the op is NULL");
+    REFUSES(tg_new_named(t, NULL, 1, (int[]){2}), "tg_new_named: the name is NULL");
+    REFUSES(tg_new_named(NULL, "my_buffer", 1, (int[]){2}), "my_buffer: the tape is NULL");
     tg_tape_reset(t);
     REFUSES(tg_new_like(t, NULL, NULL), "tg_new_like: the op is NULL");
     tg_tape_reset(t);

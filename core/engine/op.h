@@ -91,6 +91,10 @@ tg_tensor *tg_op_done(tg_tape *t, const tg_op *op, tg_tensor *out);
  * output"). NULL with an error when t, op or the shape is. */
 tg_tensor *tg_new(tg_tape *t, const tg_op *op, int ndim, const int *shape);
 tg_tensor *tg_new_like(tg_tape *t, const tg_op *op, const tg_tensor *x);
+/* tg_new for a tensor named by what it holds rather than by an op's record:
+ * creation ops, tg_tensor_new & co., an op's saved buffers ("tg_sdpa
+ * weights"). */
+tg_tensor *tg_new_named(tg_tape *t, const char *what, int ndim, const int *shape);
 /* A zeroed arena tensor header without data, for views (tg_reshape). */
 tg_tensor *tg_new_header(tg_tape *t, const char *op);
 /* Raw, 64-byte aligned arena memory, valid until tg_tape_reset; NULL with an

@@ -11,7 +11,6 @@
 #include "alloc.h"
 #include "headers.h"
 #include "op.h"
-#include "../ops/internal.h"
 
 #define ARENA_ALIGN 64
 #define ARENA_MIN_CHUNK ((size_t)1 << 20)
@@ -262,6 +261,7 @@ tg_tensor *tg_new_header(tg_tape *t, const char *op)
 tg_tensor *tg_new_named(tg_tape *t, const char *op, int ndim, const int *shape)
 {
     size_t size;
+    if (!op) return tg_fail(t, "tg_new_named: the name is NULL");
     if (!t) return tg_fail(NULL, "%s: the tape is NULL", op);
     if (ndim > 0 && !shape) return tg_fail(t, "%s: the shape is NULL", op);
     if (!tg_shape_size(ndim, shape, &size))

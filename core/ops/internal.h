@@ -10,11 +10,6 @@
 #include "../engine/tape.h"
 #include "../kernels/threads.h"
 
-/* core/engine/tape.c: tg_new for a tensor named by what it holds rather than
- * by an op's record: creation ops, tg_tensor_new & co., an op's saved
- * buffers ("tg_sdpa weights"). */
-tg_tensor *tg_new_named(tg_tape *t, const char *what, int ndim, const int *shape);
-
 /* core/ops/mask.c: checks what can be checked of m for scores [B, ., Lq, Lk]:
  * a negative window, keep_batched without keep, key_lens outside [0, Lk], and
  * NaN or +inf in additive (they would turn whole rows into NaN). On a problem
