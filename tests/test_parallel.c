@@ -299,3 +299,30 @@ Test(parallel, a_stalled_worker_keeps_small_loops_on_one_thread)
     cr_expect(tg_parallel_pays(1e6), "1 ms of work not split after a stall");
     tg_threads_set(0);
 }
+
+/* The worker's spin follows the gaps between jobs: jobs 3 ms apart teach it
+ * the shortest budget (it then sleeps through such a gap instead of burning
+ * a core), jobs back to back bring back the full millisecond. */
+Test(parallel, spin_budget_follows_the_gaps_between_jobs)
+{
+    tg_threads_set(2);
+    for (int i = 0; i < 64; i++) {
+        tg_parallel_for(2, nothing, NULL);
+        nanosleep(&(struct timespec){0, 3000000}, NULL);
+    }
+    long spaced = tg_parallel_spin_ns();
+    cr_expect_leq(spaced, 128000, "jobs 3 ms apart: the worker spins %ld ns after each", spaced);
+    /* asleep 3 ms after a job (tried a few times: a loaded machine may not run the worker at all) */
+    bool slept = false;
+    for (int i = 0; i < 20 && !slept; i++) {
+        tg_parallel_for(2, nothing, NULL);
+        nanosleep(&(struct timespec){0, 3000000}, NULL);
+        slept = !tg_parallel_awake();
+    }
+    cr_expect(slept, "the worker still spins 3 ms after every job");
+    int jobs = 0;
+    while (tg_parallel_spin_ns() < 1000000 && jobs < 200000) tg_parallel_for(2, nothing, NULL), jobs++;
+    cr_expect_geq(tg_parallel_spin_ns(), 1000000, "back-to-back jobs: the worker spins only %ld ns after %d jobs",
+                  tg_parallel_spin_ns(), jobs);
+    tg_threads_set(0);
+}
