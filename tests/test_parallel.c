@@ -187,6 +187,46 @@ static void model_same_bits(tg_mha_mode mode)
 Test(parallel, model_same_bits_on_1_and_2_threads_fused) { model_same_bits(TG_MHA_FUSED); }
 Test(parallel, model_same_bits_on_1_and_2_threads_per_head) { model_same_bits(TG_MHA_PER_HEAD); }
 
+/* AdamW cuts a parameter's elements across the pool (optim/adam.c): three
+ * steps on 1 and on 2 threads give the same bits, on a size whose cut falls
+ * inside vectors (a step is ~100 us of work, split while the worker spins). */
+static void adamw_steps(int threads, tg_real *out, int n)
+{
+    tg_threads_set(threads);
+    tg_params *p = tg_params_new();
+    cr_assert_not_null(p);
+    tg_tensor *w = tg_params_add(p, "w", 1, (int[]){n});
+    cr_assert_not_null(w);
+    tg_rng rng;
+    tg_rng_seed(&rng, 11);
+    for (int i = 0; i < n; i++) w->data[i] = (tg_real)(2 * tg_rng_uniform(&rng) - 1);
+    tg_optim_opts o = tg_optim_defaults(TG_ADAMW);
+    o.weight_decay = 0.1;
+    tg_optim *opt = tg_optim_new(p, &o);
+    cr_assert_not_null(opt);
+    for (int s = 0; s < 3; s++) {
+        for (int i = 0; i < n; i++) w->grad[i] = (tg_real)(2 * tg_rng_uniform(&rng) - 1);
+        wake_pool();
+        cr_assert_eq(tg_optim_step(opt), 0);
+    }
+    memcpy(out, w->data, (size_t)n * sizeof(tg_real));
+    tg_optim_free(opt);
+    tg_params_free(p);
+}
+
+Test(parallel, adamw_same_bits_on_1_and_2_threads)
+{
+    enum { N = 100003 };
+    static tg_real one[N], two[N];
+    adamw_steps(1, one, N);
+    adamw_steps(2, two, N);
+    cr_expect(memcmp(one, two, sizeof one) == 0, "adamw: parameters differ");
+    double moved = 0;
+    for (int i = 0; i < N; i++) moved += fabs((double)one[i]);
+    cr_expect_gt(moved, 0);
+    tg_threads_set(0);
+}
+
 /* The size rule: never on one thread; below a few microseconds of work never;
  * from a fifth of a millisecond always, worker awake or not. */
 Test(parallel, size_rule)
