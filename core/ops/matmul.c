@@ -75,10 +75,18 @@ typedef struct bias_job {
 static void bias_cols(void *p, size_t begin, size_t end)
 {
     const bias_job *j = p;
-    int c0 = (int)begin * BIAS_COLS, c1 = (int)end * BIAS_COLS < j->N ? (int)end * BIAS_COLS : j->N;
-    for (size_t r = 0; r < j->rows; r++) {
-        const tg_real *row = j->dout + r * j->N;
-        for (int c = c0; c < c1; c++) j->dbias[c] += row[c];
+    int c1 = (int)end * BIAS_COLS < j->N ? (int)end * BIAS_COLS : j->N;
+    for (int b0 = (int)begin * BIAS_COLS; b0 < c1; b0 += 4 * BIAS_COLS) {
+        /* up to 64 sums in registers, from dbias's values to the store: the
+         * same additions in the same order as adding into dbias row by row */
+        int n = c1 - b0 < 4 * BIAS_COLS ? c1 - b0 : 4 * BIAS_COLS;
+        tg_real acc[4 * BIAS_COLS];
+        for (int c = 0; c < n; c++) acc[c] = j->dbias[b0 + c];
+        for (size_t r = 0; r < j->rows; r++) {
+            const tg_real *row = j->dout + r * j->N + b0;
+            for (int c = 0; c < n; c++) acc[c] += row[c];
+        }
+        for (int c = 0; c < n; c++) j->dbias[b0 + c] = acc[c];
     }
 }
 
