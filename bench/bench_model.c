@@ -1,6 +1,6 @@
-/* One training step of the toy model (nn/model.h) on the reverse task.
+/* One training step of the toy model (nn/model.h) on a generated task.
  *
- *   bench_model [--reps 30] [--burn-in 3] [--budget 10]
+ *   bench_model [--reps 30] [--burn-in 3] [--budget 10] [--task reverse|copy]
  *               [--symbols 16 --min-len 4 --max-len 12 --layers 2 --d-model 64
  *                --heads 4 --d-head 0 --d-ff 0 --mode fused|per-head --batch 64
  *                --lr 0.003 --warmup 50 --steps 3000 --schedule cosine
@@ -14,10 +14,14 @@
  * counts the untimed steps).
  * A step is seqtask's: forward, cross-entropy, zero_grad, backward, clip the
  * global grad norm, lr of the schedule, AdamW (betas 0.9, 0.98, no decay on
- * 1-D parameters), tape reset, on a fixed batch of B reverse examples with
- * source lengths uniform in [min-len, max-len] (T = longest sequence - 1, the
- * loss on the positions that predict y1..ym and EOS). Time-to-99% is not
- * measured here: scripts/bench.sh runs `seqtask train` itself.
+ * 1-D parameters), tape reset, on a fixed batch of B reverse (or copy)
+ * examples with source lengths uniform in [min-len, max-len] (T = longest
+ * sequence - 1, the loss on the positions that predict y1..ym and EOS).
+ * Time-to-99% is not measured here: scripts/bench.sh runs `seqtask train`
+ * itself. The ROW line gives the median and best step (ms, min_ms), the GEMM
+ * GFLOP/s of the median, and the process's CPU time per step next to the wall
+ * time (cpu_ms, wall_ms: means over the timed steps, every thread counted, so
+ * a pool worker spinning while the step is serial shows).
  *
  * Memory accounting ("act": what backward must read), per layer: ln1 input
  * and output, q k v, attention's row stats [B,H,T,2] and its weights
@@ -81,9 +85,9 @@ static int model_step(void *arg)
     return 0;
 }
 
-/* B reverse examples, BOS x SEP reverse(x) EOS, into ids / targets / lens
- * (each [B, T] with T = longest - 1); returns T. */
-static int make_batch(tg_rng *r, int B, int n_sym, int min_len, int max_len, int32_t *ids,
+/* B reverse (or copy) examples, BOS x SEP reverse(x) EOS, into ids / targets
+ * / lens (each [B, T] with T = longest - 1); returns T. */
+static int make_batch(tg_rng *r, bool copy, int B, int n_sym, int min_len, int max_len, int32_t *ids,
                       int32_t *targets, int32_t *lens)
 {
     int n[4096], T = 1;
@@ -97,7 +101,7 @@ static int make_batch(tg_rng *r, int B, int n_sym, int min_len, int max_len, int
         seq[L++] = BOS;
         for (int i = 0; i < k; i++) seq[L++] = SYM0 + (int32_t)tg_rng_below(r, (uint32_t)n_sym);
         seq[L++] = SEP;
-        for (int i = 0; i < k; i++) seq[L++] = seq[k - i];  /* x reversed */
+        for (int i = 0; i < k; i++) seq[L++] = seq[copy ? 1 + i : k - i];  /* x, or x reversed */
         seq[L++] = EOS;
         for (int t = 0; t < T; t++) {
             ids[b * T + t] = t < L - 1 ? seq[t] : PAD;
@@ -111,10 +115,22 @@ static int make_batch(tg_rng *r, int B, int n_sym, int min_len, int max_len, int
 
 int main(int argc, char **argv)
 {
+    if (bu_flag(argc, argv, "--help") || bu_flag(argc, argv, "-h")) {
+        fputs("usage: bench_model [--reps 30] [--burn-in 3] [--budget 10] [--task reverse|copy]\n"
+              "  [--symbols 16 --min-len 4 --max-len 12 --layers 2 --d-model 64 --heads 4 --d-head 0\n"
+              "   --d-ff 0 --mode fused|per-head --dropout 0 --batch 64 --lr 0.003 --warmup W --steps 3000\n"
+              "   --schedule cosine|linear|constant --optimizer adamw|adam|sgd --weight-decay 0.01\n"
+              "   --clip 1 --seed 1 --materialise -1] [--threads T (0: one per core)] [--tag step]\n"
+              "One training step of the toy model, timed; prints a ROW line (see the header of\n"
+              "bench/bench_model.c). --warmup is the learning-rate warmup (min(50, steps / 10)),\n"
+              "--burn-in the untimed steps.\n", stdout);
+        return 0;
+    }
 #define OPT(name, def) bu_opt_long(argc, argv, "--" name, def)
     int n_sym = (int)OPT("symbols", 16), min_len = (int)OPT("min-len", 4), max_len = (int)OPT("max-len", 12);
     int B = (int)OPT("batch", 64);
     const char *mode = bu_opt_str(argc, argv, "--mode", "fused");
+    const char *task = bu_opt_str(argc, argv, "--task", "reverse");
     const char *optim = bu_opt_str(argc, argv, "--optimizer", "adamw");
     const char *sched = bu_opt_str(argc, argv, "--schedule", "cosine");
     double lr = bu_opt_double(argc, argv, "--lr", 0.003);
@@ -127,8 +143,11 @@ int main(int argc, char **argv)
     bu_plan plan = {.warmup = (int)OPT("burn-in", 3), .reps = (int)OPT("reps", 30), .min_reps = 3,
                     .budget_s = bu_opt_double(argc, argv, "--budget", 10.0)};
     if (plan.warmup < 1) plan.warmup = 1;
-    if (B < 1 || B > 4096 || min_len < 1 || max_len < min_len || max_len > 4096 || n_sym < 1) {
-        fprintf(stderr, "bench_model: need 1 <= batch <= 4096, 1 <= min-len <= max-len <= 4096, symbols >= 1\n");
+    bool copy = strcmp(task, "copy") == 0;
+    if (B < 1 || B > 4096 || min_len < 1 || max_len < min_len || max_len > 4096 || n_sym < 1 ||
+        (!copy && strcmp(task, "reverse") != 0)) {
+        fprintf(stderr, "bench_model: need 1 <= batch <= 4096, 1 <= min-len <= max-len <= 4096, symbols >= 1, "
+                        "--task reverse or copy\n");
         return 2;
     }
     if (OPT("threads", 0) > 0) tg_threads_set((int)OPT("threads", 0));
@@ -166,7 +185,7 @@ int main(int argc, char **argv)
     if (strcmp(sched, "constant") == 0) c.sched = tg_schedule_constant(lr, warm_steps);
     else if (strcmp(sched, "linear") == 0) c.sched = tg_schedule_linear(lr, lr / 10, warm_steps, steps);
     else c.sched = tg_schedule_cosine(lr, lr / 10, warm_steps, steps);
-    c.T = make_batch(&rng, B, n_sym, min_len, max_len, c.ids, c.targets, c.lens);
+    c.T = make_batch(&rng, copy, B, n_sym, min_len, max_len, c.ids, c.targets, c.lens);
 
     bu_result r = bu_measure(model_step, &c, plan);
     if (r.failed) goto done;
@@ -187,12 +206,12 @@ int main(int argc, char **argv)
     double P = (double)tg_params_numel(c.p), sz = sizeof(tg_real), mib = 1024.0 * 1024.0;
     double state = 4 * P * sz / mib, act = act_elems * sz / mib, flight = flight_elems * sz / mib;
     double peak = bu_peak_rss_mib(), delta = peak - base_rss;
-    bu_row("bench=model impl=tapegrad tag=%s mode=%s B=%d T=%d D=%d layers=%d heads=%d V=%d threads=%d "
-           "reps=%d ms=%.4f min_ms=%.4f gflops=%.2f allocs_per_step=%llu params=%.0f state_mib=%.2f act_mib=%.2f "
+    bu_row("bench=model impl=tapegrad tag=%s task=%s mode=%s B=%d T=%d D=%d layers=%d heads=%d V=%d threads=%d "
+           "reps=%d ms=%.4f min_ms=%.4f gflops=%.2f cpu_ms=%.4f wall_ms=%.4f allocs_per_step=%llu params=%.0f state_mib=%.2f act_mib=%.2f "
            "flight_mib=%.2f need_mib=%.2f arena_peak_mib=%.2f arena_cap_mib=%.2f peak_rss_mib=%.1f base_rss_mib=%.1f "
            "rss_delta_mib=%.1f rss_ratio=%.2f",
-           bu_opt_str(argc, argv, "--tag", "step"), mode, B, c.T, k->d_model, k->n_layers, k->n_heads, k->vocab, tg_threads_get(), r.reps,
-           r.median_ms, r.min_ms, gflop / (r.median_ms * 1e-3), r.allocs_per_step_max, P, state, act, flight,
+           bu_opt_str(argc, argv, "--tag", "step"), task, mode, B, c.T, k->d_model, k->n_layers, k->n_heads, k->vocab, tg_threads_get(), r.reps,
+           r.median_ms, r.min_ms, gflop / (r.median_ms * 1e-3), r.cpu_mean_ms, r.wall_mean_ms, r.allocs_per_step_max, P, state, act, flight,
            state + act + flight, c.arena_peak / mib, tg_tape_arena_capacity(c.t) / mib, peak, base_rss, delta,
            delta / (state + act + flight));
     rc = 0;

@@ -49,6 +49,14 @@ static inline double bu_median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* CPU time of the whole process so far (user + system, every thread), s. */
+static inline double bu_cpu_s(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) return 0.0;
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + 1e-6 * (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
 /* Peak resident set size of this process so far, MiB. */
 static inline double bu_peak_rss_mib(void)
 {
@@ -77,6 +85,11 @@ typedef struct bu_plan {
 
 typedef struct bu_result {
     double median_ms, min_ms, max_ms;
+    /* CPU time of the process (every thread, user + system) and wall time per
+     * step, both the mean over the timed calls: the kernel adds a running
+     * thread's time to the process's only at ticks and switches, so one
+     * step's CPU time is not reliable on its own */
+    double cpu_mean_ms, wall_mean_ms;
     int reps;
     int failed;               /* the step function returned nonzero */
     unsigned long long allocs_per_step_max;  /* tg allocations in any timed call */
@@ -103,7 +116,7 @@ static inline bu_result bu_measure(int (*step)(void *), void *ctx, bu_plan plan)
     for (int i = 0; i < plan.warmup || (warm_pool && bu_now() - w0 < BU_POOL_WARM_S); i++)
         if (step(ctx)) { r.failed = 1; return r; }
     pool_warm = pool_warm || warm_pool;
-    double t_start = bu_now();
+    double t_start = bu_now(), cpu_start = bu_cpu_s();
     int n = 0;
     while (n < plan.reps) {
         unsigned long long a0 = tg_alloc_count();
@@ -117,6 +130,8 @@ static inline bu_result bu_measure(int (*step)(void *), void *ctx, bu_plan plan)
     }
     r.reps = n;
     if (n > 0) {
+        r.cpu_mean_ms = (bu_cpu_s() - cpu_start) * 1e3 / n;
+        r.wall_mean_ms = (bu_now() - t_start) * 1e3 / n;
         r.median_ms = bu_median(times, n);
         r.min_ms = times[0];
         r.max_ms = times[n - 1];

@@ -2,6 +2,7 @@
  * formulas in optim/optim.h). */
 #include <math.h>
 
+#include "../core/kernels/threads.h"
 #include "../core/kernels/vmath.h"
 #include "internal.h"
 
@@ -38,6 +39,25 @@ TG_SIMD_CLONES static void adam_param(tg_real *restrict p, const tg_real *restri
     }
 }
 
+/* A parameter's elements cut across the pool: each is updated on its own, so
+ * the bits do not depend on the cut. */
+typedef struct adam_job {
+    tg_real *p, *m, *v;
+    const tg_real *g;
+    const adam_coef *c;
+    bool l2, decoupled;
+} adam_job;
+
+static void adam_piece(void *ctx, size_t begin, size_t end)
+{
+    const adam_job *j = ctx;
+    adam_param(j->p + begin, j->g + begin, j->m + begin, j->v + begin, end - begin, j->c, j->l2, j->decoupled);
+}
+
+/* One-thread time per element: four streams and a square root and a
+ * division, as the transcendental unary ops (core/ops/elementwise.c). */
+#define ADAM_NS 0.9
+
 /* buf: the moments m, v. */
 static void adam_update(tg_tensor *x, const tg_optim_opts *o, long t, tg_real *const *buf)
 {
@@ -53,7 +73,8 @@ static void adam_update(tg_tensor *x, const tg_optim_opts *o, long t, tg_real *c
         .neg_step = (tg_real)(-(o->lr / (1 - pow(o->beta1, (double)t)))),
     };
     bool adamw = o->kind == TG_ADAMW, decays = tg_optim_decays(o, x);
-    adam_param(x->data, x->grad, buf[0], buf[1], x->size, &c, decays && !adamw, decays && adamw);
+    adam_job j = {x->data, buf[0], buf[1], x->grad, &c, decays && !adamw, decays && adamw};
+    tg_parallel_range(x->size, ADAM_NS, adam_piece, &j);
 }
 
 /* The comparisons are written so that NaN fails them. */

@@ -244,6 +244,47 @@ Test(gemm, rows_alone_equal_rows_of_the_whole_product)
         }
 }
 
+/* The bias added in the store (tg_sgemm_bias) gives the bits of the bias
+ * copied into C and a product with beta 1, on every kernel, through edge
+ * tiles, several K blocks and both splits, and leaves C's padding alone. */
+static void bias_same_bits(const char *what)
+{
+    static const int shapes[][3] = {{1, 1, 1}, {5, 17, 3}, {26, 48, 64}, {300, 257, 129}, {37, 45, 800},
+                                    {1664, 64, 64}, {64, 700, 390}, {2048, 40, 512}};
+    for (int s = 0; s < 8; s++)
+        for (int t = 0; t < 4; t++)
+            for (int threads = 1; threads <= 2; threads++) {
+                tg_threads_set(threads);
+                problem p = make(t & 1, t & 2, shapes[s][0], shapes[s][1], shapes[s][2], 0.5f, 1.0f, s % 3);
+                float *bias = malloc(sizeof(float) * (size_t)p.N);
+                cr_assert_not_null(bias);
+                for (int j = 0; j < p.N; j++) bias[j] = frand();
+                for (int i = 0; i < p.M; i++) memcpy(p.C + (size_t)i * p.ldc, bias, sizeof(float) * (size_t)p.N);
+                run(&p);  /* beta 1 over C = bias */
+                size_t nc = (size_t)p.M * p.ldc;
+                float *with_bias = malloc(sizeof(float) * nc);
+                cr_assert_not_null(with_bias);
+                for (size_t i = 0; i < nc; i++) with_bias[i] = (int)(i % (size_t)p.ldc) < p.N ? NAN : SENTINEL;
+                tg_sgemm_bias(p.ta, p.tb, p.M, p.N, p.K, p.alpha, p.A, p.lda, p.B, p.ldb, bias, with_bias, p.ldc);
+                cr_assert(memcmp(with_bias, p.C, sizeof(float) * nc) == 0, "%s: M=%d N=%d K=%d ta=%d tb=%d threads=%d",
+                          what, p.M, p.N, p.K, t & 1, (t & 2) != 0, threads);
+                free(with_bias);
+                free(bias);
+                release(&p);
+            }
+}
+
+Test(gemm, bias_in_the_store_same_bits_as_bias_then_beta_1)
+{
+    bias_same_bits(tg_gemm_kernel_name(tg_gemm_get_kernel()));
+    if (tg_gemm_set_kernel(TG_GEMM_AVX2)) bias_same_bits("avx2");
+    cr_assert(tg_gemm_set_kernel(TG_GEMM_BLAS));
+    bias_same_bits("cblas");
+    float c[6] = {NAN, NAN, NAN, NAN, NAN, NAN}, bias[3] = {1, 2, 3};
+    tg_sgemm_bias(false, false, 2, 3, 0, 1.0f, NULL, 1, NULL, 3, bias, c, 3);  /* K = 0: every row = bias */
+    for (int i = 0; i < 6; i++) cr_assert_eq(c[i], bias[i % 3]);
+}
+
 Test(gemm, makes_no_tg_malloc)
 {
     tg_threads_set(2);

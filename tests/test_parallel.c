@@ -187,6 +187,46 @@ static void model_same_bits(tg_mha_mode mode)
 Test(parallel, model_same_bits_on_1_and_2_threads_fused) { model_same_bits(TG_MHA_FUSED); }
 Test(parallel, model_same_bits_on_1_and_2_threads_per_head) { model_same_bits(TG_MHA_PER_HEAD); }
 
+/* AdamW cuts a parameter's elements across the pool (optim/adam.c): three
+ * steps on 1 and on 2 threads give the same bits, on a size whose cut falls
+ * inside vectors (a step is ~100 us of work, split while the worker spins). */
+static void adamw_steps(int threads, tg_real *out, int n)
+{
+    tg_threads_set(threads);
+    tg_params *p = tg_params_new();
+    cr_assert_not_null(p);
+    tg_tensor *w = tg_params_add(p, "w", 1, (int[]){n});
+    cr_assert_not_null(w);
+    tg_rng rng;
+    tg_rng_seed(&rng, 11);
+    for (int i = 0; i < n; i++) w->data[i] = (tg_real)(2 * tg_rng_uniform(&rng) - 1);
+    tg_optim_opts o = tg_optim_defaults(TG_ADAMW);
+    o.weight_decay = 0.1;
+    tg_optim *opt = tg_optim_new(p, &o);
+    cr_assert_not_null(opt);
+    for (int s = 0; s < 3; s++) {
+        for (int i = 0; i < n; i++) w->grad[i] = (tg_real)(2 * tg_rng_uniform(&rng) - 1);
+        wake_pool();
+        cr_assert_eq(tg_optim_step(opt), 0);
+    }
+    memcpy(out, w->data, (size_t)n * sizeof(tg_real));
+    tg_optim_free(opt);
+    tg_params_free(p);
+}
+
+Test(parallel, adamw_same_bits_on_1_and_2_threads)
+{
+    enum { N = 100003 };
+    static tg_real one[N], two[N];
+    adamw_steps(1, one, N);
+    adamw_steps(2, two, N);
+    cr_expect(memcmp(one, two, sizeof one) == 0, "adamw: parameters differ");
+    double moved = 0;
+    for (int i = 0; i < N; i++) moved += fabs((double)one[i]);
+    cr_expect_gt(moved, 0);
+    tg_threads_set(0);
+}
+
 /* The size rule: never on one thread; below a few microseconds of work never;
  * from a fifth of a millisecond always, worker awake or not. */
 Test(parallel, size_rule)
@@ -297,5 +337,53 @@ Test(parallel, a_stalled_worker_keeps_small_loops_on_one_thread)
     cr_expect_not(tg_parallel_awake(), "small loops still split after a stall");
     cr_expect_not(tg_parallel_pays(20000), "20 us of work split after a stall");
     cr_expect(tg_parallel_pays(1e6), "1 ms of work not split after a stall");
+    tg_threads_set(0);
+}
+
+static long now_ns_test(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000000000L + t.tv_nsec;
+}
+
+/* The worker's spin follows the gaps between jobs: jobs 3 ms apart teach it
+ * the shortest budget (it then sleeps through such a gap instead of burning
+ * a core), jobs back to back bring back the full millisecond. */
+Test(parallel, spin_budget_follows_the_gaps_between_jobs)
+{
+    tg_threads_set(2);
+    for (int i = 0; i < 64; i++) {
+        tg_parallel_for(2, nothing, NULL);
+        nanosleep(&(struct timespec){0, 3000000}, NULL);
+    }
+    long spaced = tg_parallel_spin_ns();
+    cr_expect_leq(spaced, 128000, "jobs 3 ms apart: the worker spins %ld ns after each", spaced);
+    /* asleep 3 ms after a job (tried a few times: a loaded machine may not run the worker at all) */
+    bool slept = false;
+    for (int i = 0; i < 20 && !slept; i++) {
+        tg_parallel_for(2, nothing, NULL);
+        nanosleep(&(struct timespec){0, 3000000}, NULL);
+        slept = !tg_parallel_awake();
+    }
+    cr_expect(slept, "the worker still spins 3 ms after every job");
+    /* Back to back: the counts halve every 256 gaps, so the 84 long gaps
+     * above are forgotten after 7 halvings (1,792 gaps), and any later gap
+     * over 100 us (this thread descheduled on a busy machine), which
+     * rightly keeps the budget short, within 512. The loop runs until both
+     * are past, and the budget must be the full one by then. */
+    int jobs = 0, last_long = 0;
+    long t_end = now_ns_test(), t_stop = t_end + 3000000000L;
+    while (tg_parallel_spin_ns() < 1000000 && now_ns_test() < t_stop) {
+        long t = now_ns_test();
+        if (t - t_end > 100000) last_long = jobs;
+        tg_parallel_for(2, nothing, NULL);
+        t_end = now_ns_test();
+        jobs++;
+        if (jobs > 2500 && jobs - last_long > 600) break;
+    }
+    cr_expect_geq(tg_parallel_spin_ns(), 1000000,
+                  "back-to-back jobs: the worker spins only %ld ns after %d jobs, the last %d with gaps under 100 us",
+                  tg_parallel_spin_ns(), jobs, jobs - last_long);
     tg_threads_set(0);
 }

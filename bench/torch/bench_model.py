@@ -9,7 +9,9 @@ Flags take seqtask train's names and defaults (bench.sh passes the ones
 `seqtask train --help` prints): --task --symbols --min-len --max-len --layers
 --d-model --heads --d-head --d-ff --dropout --batch --steps --lr --warmup
 --schedule --optimizer --weight-decay --clip --seed --eval-every --eval-size
---target-acc; plus --reps --burn-in --budget --threads (2).
+--target-acc; plus --reps --burn-in --budget --threads (2). The --step ROW
+line gives the median and best step and, as bench_model's, the process's CPU
+time per step (every thread) next to the wall time, means over the timed steps.
 
 The model: h = tok_emb[ids] + pos_emb[0..T-1]; per block h += attn(ln1(h)),
 h += ff(ln2(h)) (causal mask + key padding from the lengths, MHA written as
@@ -277,7 +279,7 @@ def run_step(c):
     times = []
     for i in range(c.burn_in):
         train_step(c, model, opt, i, ids, tg, lens)
-    start = time.perf_counter()
+    start, cpu0 = time.perf_counter(), time.process_time()
     while len(times) < c.reps:
         t0 = time.perf_counter()
         train_step(c, model, opt, c.burn_in + len(times), ids, tg, lens)
@@ -285,13 +287,14 @@ def run_step(c):
         times.append((t1 - t0) * 1e3)
         if len(times) >= 3 and t1 - start > c.budget:
             break
+    wall, cpu = (time.perf_counter() - start) * 1e3 / len(times), (time.process_time() - cpu0) * 1e3 / len(times)
     times.sort()
     m = len(times)
     med = times[m // 2] if m % 2 else 0.5 * (times[m // 2 - 1] + times[m // 2])
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"ROW bench=model impl=torch tag={c.tag} B={c.batch} T={ids.shape[1]} D={c.d_model} "
           f"layers={c.layers} heads={c.heads} threads={torch.get_num_threads()} reps={m} ms={med:.4f} "
-          f"min_ms={times[0]:.4f} peak_rss_mib={peak:.1f} base_rss_mib={base:.1f} "
+          f"min_ms={times[0]:.4f} cpu_ms={cpu:.4f} wall_ms={wall:.4f} peak_rss_mib={peak:.1f} base_rss_mib={base:.1f} "
           f"rss_delta_mib={peak - base:.1f}", flush=True)
 
 

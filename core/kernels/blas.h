@@ -25,4 +25,21 @@
     tg_gemm_ld((ta), (tb), (M), (N), (K), (alpha), (A), (ta) ? (M) : (K), (B), (tb) ? (K) : (N),  \
                (beta), (C), (N))
 
+/* C[M,N] = op(A) op(B) + bias (bias [N] on every row; C not read), contiguous
+ * as tg_gemm. The float build adds bias in the GEMM's store; the double build
+ * copies it into C first (the same result). */
+#ifdef TAPEGRAD_DOUBLE
+#include <string.h>
+static inline void tg_gemm_bias(int ta, int tb, int M, int N, int K, const double *A, const double *B,
+                                const double *bias, double *C)
+{
+    for (int i = 0; i < M; i++) memcpy(C + (size_t)i * N, bias, sizeof(double) * (size_t)N);
+    if (K > 0) tg_gemm(ta, tb, M, N, K, 1.0, A, B, 1.0, C);
+}
+#else
+#define tg_gemm_bias(ta, tb, M, N, K, A, B, bias, C)                                             \
+    tg_sgemm_bias((ta), (tb), (M), (N), (K), 1.0f, (A), (ta) ? (M) : (K), (B), (tb) ? (K) : (N),  \
+                  (bias), (C), (N))
+#endif
+
 #endif

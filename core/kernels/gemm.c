@@ -75,10 +75,12 @@
 
 /* One tile for a micro-kernel: C[m,n] = alpha * A B + beta * C (beta == 0:
  * C not read), A [m x kc] with element (i, k) at a[i*rsa + k*csa], B [kc x n]
- * with row k at b + k*rsb; m <= MR, n <= the panel width. */
+ * with row k at b + k*rsb; m <= MR, n <= the panel width. With bias (only
+ * where beta == 0), C[i,j] = alpha * (A B)[i,j] + bias[j]. */
 typedef struct tile {
     const float *a, *b;
     ptrdiff_t rsa, csa, rsb;
+    const float *bias;
     float *c;
     int ldc, m, n, kc;
     float alpha, beta;
@@ -181,6 +183,7 @@ TG_AVX512 TG_INLINE void kern512(int R, int NV, a_layout L, const tile *t)
             float *cv = t->c + (size_t)i * t->ldc + 16 * v;
             __m512 r = _mm512_mul_ps(acc[i][v], va);
             if (t->beta != 0) r = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(mk, cv), r);
+            else if (t->bias) r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(mk, t->bias + 16 * v));
             _mm512_mask_storeu_ps(cv, mk, r);
         }
     }
@@ -287,6 +290,7 @@ TG_AVX2 TG_INLINE void kern256(int R, int NV, a_layout L, const tile *t)
             float *cv = t->c + (size_t)i * t->ldc + 8 * v;
             __m256 r = _mm256_mul_ps(acc[i][v], va);
             if (t->beta != 0) r = _mm256_fmadd_ps(vb, _mm256_maskload_ps(cv, mk), r);
+            else if (t->bias) r = _mm256_add_ps(r, _mm256_maskload_ps(t->bias + 8 * v, mk));
             _mm256_maskstore_ps(cv, mk, r);
         }
     }
@@ -428,6 +432,7 @@ typedef struct gemm_args {
     int M, N, K;
     float alpha, beta;
     const float *A, *B;
+    const float *bias;  /* [N] added to every row of C (beta == 0), or NULL */
     int lda, ldb, ldc;
     float *C;
     const kernel_desc *kd;
@@ -510,6 +515,7 @@ static void gemm_block(const gemm_args *g, pack_buf *buf, int i0, int i1, int j0
         for (int pc = 0; pc < g->K; pc += KC) {
             t.kc = g->K - pc < KC ? g->K - pc : KC;
             t.beta = pc == 0 ? g->beta : 1.0f;
+            const float *bias = pc == 0 ? g->bias : NULL;  /* the first K block stores AB + bias */
             if (pa) pack_a(g, ic, mc, pc, t.kc, buf->a);
             for (int jc = j0; jc < j1; jc += NC) {
                 int nc = j1 - jc < NC ? j1 - jc : NC;
@@ -531,6 +537,7 @@ static void gemm_block(const gemm_args *g, pack_buf *buf, int i0, int i1, int j0
                         if (pb) t.b = bp, t.rsb = w;
                         else t.b = g->B + (size_t)pc * g->ldb + jc + jr, t.rsb = g->ldb;
                         t.c = g->C + (size_t)(ic + ir) * g->ldc + jc + jr;
+                        t.bias = bias ? bias + jc + jr : NULL;
                         const ukernel *k = !pa || !pb ? direct_for(kd, t.m) : g->ta ? kd->kmajor : kd->rows;
                         k[w == kd->nr ? 0 : 1](&t);
                         bp += (size_t)w * t.kc;
@@ -548,8 +555,10 @@ static void cblas_block(const gemm_args *g, int i0, int i1, int j0, int j1)
 {
     const float *a = g->A + (g->ta ? (size_t)i0 : (size_t)i0 * g->lda);
     const float *b = g->B + (g->tb ? (size_t)j0 * g->ldb : (size_t)j0);
+    if (g->bias)
+        for (int i = i0; i < i1; i++) memcpy(g->C + (size_t)i * g->ldc + j0, g->bias + j0, sizeof(float) * (size_t)(j1 - j0));
     cblas_sgemm(CblasRowMajor, g->ta ? CblasTrans : CblasNoTrans, g->tb ? CblasTrans : CblasNoTrans,
-                i1 - i0, j1 - j0, g->K, g->alpha, a, g->lda, b, g->ldb, g->beta,
+                i1 - i0, j1 - j0, g->K, g->alpha, a, g->lda, b, g->ldb, g->bias ? 1.0f : g->beta,
                 g->C + (size_t)i0 * g->ldc + j0, g->ldc);
 }
 
@@ -577,26 +586,28 @@ static void par_chunk(void *ctx, int begin, int end)
     else cblas_block(g, i0, i1, j0, j1);
 }
 
-/* C = beta C (alpha == 0 or K == 0): A and B are not read, beta == 0 never reads C. */
-static void scale_c(int M, int N, float beta, float *C, int ldc)
+/* C = beta C, or every row = bias (alpha == 0 or K == 0): A and B are not
+ * read, beta == 0 never reads C. */
+static void scale_c(int M, int N, float beta, const float *bias, float *C, int ldc)
 {
     for (int i = 0; i < M; i++) {
         float *c = C + (size_t)i * ldc;
-        if (beta == 0) memset(c, 0, sizeof(float) * (size_t)N);
+        if (bias) memcpy(c, bias, sizeof(float) * (size_t)N);
+        else if (beta == 0) memset(c, 0, sizeof(float) * (size_t)N);
         else if (beta != 1) for (int j = 0; j < N; j++) c[j] *= beta;
     }
 }
 
-void tg_sgemm(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
-              const float *B, int ldb, float beta, float *C, int ldc)
+static void sgemm(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
+                  const float *B, int ldb, float beta, const float *bias, float *C, int ldc)
 {
     if (M <= 0 || N <= 0) return;
     if (K <= 0 || alpha == 0) {
-        scale_c(M, N, beta, C, ldc);
+        scale_c(M, N, beta, bias, C, ldc);
         return;
     }
     pthread_once(&g_kernel_once, choose_kernel);
-    gemm_args g = {ta, tb, M, N, K, alpha, beta, A, B, lda, ldb, ldc, C, g_kernel};
+    gemm_args g = {ta, tb, M, N, K, alpha, beta, A, B, bias, lda, ldb, ldc, C, g_kernel};
     if (!g.kd) {
         cblas_block(&g, 0, M, 0, N);
         return;
@@ -610,4 +621,16 @@ void tg_sgemm(bool ta, bool tb, int M, int N, int K, float alpha, const float *A
         tg_parallel_for(tiles, par_chunk, &job);
     else
         par_chunk(&job, 0, tiles);
+}
+
+void tg_sgemm(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
+              const float *B, int ldb, float beta, float *C, int ldc)
+{
+    sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, NULL, C, ldc);
+}
+
+void tg_sgemm_bias(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
+                   const float *B, int ldb, const float *bias, float *C, int ldc)
+{
+    sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, 0.0f, bias, C, ldc);
 }

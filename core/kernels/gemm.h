@@ -17,6 +17,12 @@
 void tg_sgemm(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
               const float *B, int ldb, float beta, float *C, int ldc);
 
+/* C[M,N] = alpha op(A) op(B) + bias, bias [N] added to every row in the
+ * kernel's store (C not read): the same bits as C = bias then tg_sgemm with
+ * beta 1, without the pass that copies bias into C. */
+void tg_sgemm_bias(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
+                   const float *B, int ldb, const float *bias, float *C, int ldc);
+
 /* Which inner kernel tg_sgemm uses. On x86-64, chosen once from the CPU
  * (__builtin_cpu_supports) unless the environment says otherwise:
  * TAPEGRAD_GEMM=blas (always cblas_sgemm), avx2 or avx512. Other CPUs

@@ -28,6 +28,37 @@
 #define TG_MAX_THREADS 64
 #define CHUNKS_PER_THREAD 4
 
+/* Before sleeping on a condition variable, a thread busy-waits for it to
+ * come true: a worker for the next job, the caller for the chunks workers
+ * are running for SPIN_DONE_NS. Waking a sleeping thread costs the waker a
+ * system call and the sleeper 10-100 us when the CPUs are virtual (futex, an
+ * IPI to an idle vCPU), so a worker stays awake through the short gaps
+ * between the jobs of a training step; but a worker that spins through a
+ * long serial stretch (the optimizer's small tensors, a data loader, an
+ * evaluation) burns a core for nothing. So the pool keeps counts of the
+ * recent gaps between one job's end and the next job (or the next loop that
+ * would have been split had a worker been awake), in power-of-two buckets
+ * from 2 us, halved every GAP_HALF_LIFE gaps, and a worker spins for the
+ * budget S in [SPIN_MIN_NS, SPIN_MAX_NS] that minimises, over those gaps,
+ * the spinning (min(gap, S)) plus WAKE_COST_NS for every gap longer than S
+ * (the next job then starts without the worker, which joins it 10-100 us
+ * late or not at all). With mostly short gaps and a few long ones it spins
+ * just past the short ones; a loop of back-to-back jobs keeps SPIN_MAX_NS,
+ * the 1 ms OpenMP runtimes spin. A spin does not yield while it has a CPU
+ * of its own: under load sched_yield hands the CPU to another process until
+ * the next scheduler tick (milliseconds), and since the caller runs every
+ * chunk no worker has claimed, a worker that is not running delays nothing.
+ * A worker on the caller's CPU (where the scheduler puts a new or newly
+ * woken thread when the other CPU is busy) does yield, so the caller runs
+ * and the load balancer can move the worker to the other CPU; it claims no
+ * chunk there, which would only take turns with the caller. */
+#define SPIN_MIN_NS 64000L
+#define SPIN_MAX_NS 1024000L
+#define WAKE_COST_NS 100000L
+#define GAP_BUCKETS 12        /* [0, 2) us, [2, 4), ..., [1024, 2048), [2048, inf) */
+#define GAP_HALF_LIFE 256
+#define GAP_CHOOSE_EVERY 16   /* gaps between two choices of the budget */
+
 typedef struct pool_job {
     void (*fn)(void *ctx, int begin, int end);
     void *ctx;
@@ -57,10 +88,14 @@ static struct {
     atomic_int spinning;         /* workers spinning for the next job (the others sleep) */
     atomic_long calm_from_ns;    /* after a stall: no small splits before this time */
     atomic_long calm_ns;         /* the length of the last calm */
+    atomic_long spin_ns;         /* how long a worker spins for the next job (learnt, see spin_choose) */
+    atomic_long last_end_ns;     /* when the last job (or nudge) ended: the start of the current gap */
+    unsigned gap_count[GAP_BUCKETS];  /* recent gaps between jobs, by length (under mu) */
+    unsigned gap_events;         /* gaps recorded since the counts were last halved */
     pool_job job;
 } pool = {.mu = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
           .done = PTHREAD_COND_INITIALIZER, .busy = PTHREAD_MUTEX_INITIALIZER,
-          .caller_cpu = -1, .worker_cpu = -1};
+          .caller_cpu = -1, .worker_cpu = -1, .spin_ns = SPIN_MAX_NS};
 
 static atomic_int g_threads;              /* 0: not set yet, use the core count */
 static _Thread_local bool tl_inside;      /* this thread is running a chunk */
@@ -120,21 +155,6 @@ static void run_serial(const pool_job *j)
     tl_inside = was_inside;
 }
 
-/* Before sleeping on a condition variable, a thread busy-waits for it to
- * come true: a worker for the next job for SPIN_NS, the caller for the chunks
- * workers are running for SPIN_DONE_NS. Waking a sleeping thread costs the
- * waker a system call and the sleeper 10-100 us when the CPUs are virtual (futex, an IPI to
- * an idle vCPU), so a worker stays awake through the gaps between the jobs of
- * a training step (1 ms, as OpenMP runtimes spin); the caller spins only
- * while a worker runs a chunk of its job. A spin does not yield while it has
- * a CPU of its own: under load sched_yield hands the CPU to another process
- * until the next scheduler tick (milliseconds), and since the caller runs
- * every chunk no worker has claimed, a worker that is not running delays
- * nothing. A worker on the caller's CPU (where the scheduler puts a new or
- * newly woken thread when the other CPU is busy) does yield, so the caller
- * runs and the load balancer can move the worker to the other CPU; it claims
- * no chunk there, which would only take turns with the caller. */
-#define SPIN_NS 1000000L
 /* A wait for a worker's chunk this much longer than the caller's own chunks
  * is a stall; after one, small loops stay on one thread for CALM_NS, twice as
  * long as the last time (up to CALM_MAX_NS) after a stall that follows the
@@ -175,17 +195,18 @@ static bool on_cpu_of(const atomic_int *other)
     return c >= 0 && c == atomic_load(other);
 }
 
-/* Spins until *gen != seen, for at most SPIN_NS. */
+/* Spins until *gen != seen, for at most the learnt budget (spin_choose). */
 static void spin_for_job(atomic_ulong *gen, unsigned long seen)
 {
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
+    long budget = atomic_load(&pool.spin_ns);
     atomic_fetch_add(&pool.spinning, 1);
     do {
         for (int i = 0; i < 256; i++, cpu_relax())
             if (atomic_load(gen) != seen) goto out;
         if (on_cpu_of(&pool.caller_cpu)) sched_yield();
-    } while (elapsed_ns(&t0) < SPIN_NS);
+    } while (elapsed_ns(&t0) < budget);
 out:
     atomic_fetch_sub(&pool.spinning, 1);
 }
@@ -197,11 +218,49 @@ static long now_ns(void)
     return t.tv_sec * 1000000000L + t.tv_nsec;
 }
 
+/* The spin budget S (a bucket's upper end, SPIN_MIN_NS to SPIN_MAX_NS) with
+ * the least sum over the counted gaps of min(gap, S), plus WAKE_COST_NS per
+ * gap longer than S; a gap counts as 1.5 times its bucket's lower end. Ties
+ * go to the longer spin. Under pool.mu. */
+static void spin_choose(void)
+{
+    long best = SPIN_MAX_NS;
+    double best_cost = -1;
+    for (long s = SPIN_MAX_NS; s >= SPIN_MIN_NS; s /= 2) {
+        double cost = 0;
+        for (int b = 0; b < GAP_BUCKETS; b++) {
+            double gap = b == 0 ? 1000.0 : 1500.0 * (double)(1L << b);
+            cost += pool.gap_count[b] * (gap < (double)s ? gap : (double)(s + WAKE_COST_NS));
+        }
+        if (best_cost < 0 || cost < best_cost) best = s, best_cost = cost;
+    }
+    atomic_store(&pool.spin_ns, best);
+}
+
+/* Counts the gap from the last job's end to now, when a job (or a loop that
+ * would have been one) starts. Under pool.mu. */
+static void gap_count(long now)
+{
+    long end = atomic_load(&pool.last_end_ns);
+    if (end == 0) return;
+    long us = (now - end) / 1000;
+    int b = 0;
+    while (b < GAP_BUCKETS - 1 && us >= 2L << b) b++;
+    pool.gap_count[b]++;
+    if (++pool.gap_events % GAP_CHOOSE_EVERY) return;
+    spin_choose();
+    if (pool.gap_events < GAP_HALF_LIFE) return;
+    pool.gap_events = 0;
+    for (b = 0; b < GAP_BUCKETS; b++) pool.gap_count[b] /= 2;
+}
+
 bool tg_parallel_awake(void)
 {
     return atomic_load(&pool.spinning) > 0 && now_ns() >= atomic_load(&pool.calm_from_ns);
 }
 
+
+long tg_parallel_spin_ns(void) { return atomic_load(&pool.spin_ns); }
 
 static bool ensure_workers(int T);
 
@@ -209,11 +268,14 @@ void tg_parallel_wake(void)
 {
     int T = tg_threads_get();
     long now = now_ns(), last = atomic_load(&pool.last_nudge_ns);
-    if (T < 2 || tl_inside || now - last < SPIN_NS || now < atomic_load(&pool.calm_from_ns)) return;
+    if (T < 2 || tl_inside || now - last < atomic_load(&pool.spin_ns) || now < atomic_load(&pool.calm_from_ns)) return;
     if (!atomic_compare_exchange_strong(&pool.last_nudge_ns, &last, now)) return;  /* another thread nudges */
     if (!ensure_workers(T)) return;
     atomic_store(&pool.caller_cpu, this_cpu());
     pthread_mutex_lock(&pool.mu);
+    /* a loop the workers slept through: the gap it ends counts, and the next starts now */
+    gap_count(now);
+    atomic_store(&pool.last_end_ns, now);
     pool.nudges++;
     pthread_cond_broadcast(&pool.wake);
     pthread_mutex_unlock(&pool.mu);
@@ -335,7 +397,9 @@ void tg_parallel_for(int n, void (*fn)(void *ctx, int begin, int end), void *ctx
         return;
     }
     atomic_store(&pool.caller_cpu, this_cpu());
+    long t_pub = now_ns();
     pthread_mutex_lock(&pool.mu);
+    gap_count(t_pub);
     pool.job = j;
     unsigned long gen = ++pool.generation;
     atomic_store(&pool.unfinished, j.chunks);
@@ -360,6 +424,7 @@ void tg_parallel_for(int n, void (*fn)(void *ctx, int begin, int end), void *ctx
      * its core). Small loops then run on one thread for a while: where such a
      * stall costs milliseconds, splitting a 5-200 us loop cannot pay. */
     long t2 = now_ns();
+    atomic_store(&pool.last_end_ns, t2);
     if (mine > 0 && t2 - t1 > 2 * (t1 - t0) / mine + STALL_NS) {
         long len = atomic_load(&pool.calm_ns);
         len = t2 - atomic_load(&pool.calm_from_ns) < len ? (2 * len < CALM_MAX_NS ? 2 * len : CALM_MAX_NS) : CALM_NS;

@@ -3,10 +3,11 @@
  * The float GEMM (core/kernels/gemm.c) splits its output across these threads,
  * the elementwise, layernorm and reduction loops their elements or rows, and
  * attention its batches, each only where tg_parallel_pays says so. The
- * workers are created on first use; between jobs each spins for up to 1 ms
- * (the next job of a training step usually follows within that) and then
- * sleeps on a condition variable, so an idle pool costs a shared machine
- * nothing (threads.c, SPIN_NS). A forked child starts with no workers and creates its own when it
+ * workers are created on first use; between jobs each spins for 64 us to 1 ms,
+ * a budget learnt from the gaps between recent jobs (long enough for the
+ * short gaps inside a training step, not through its long serial stretches),
+ * and then sleeps on a condition variable, so an idle pool costs a shared
+ * machine nothing (threads.c, spin_choose). A forked child starts with no workers and creates its own when it
  * needs them.
  */
 #ifndef TAPEGRAD_THREADS_H
@@ -51,6 +52,10 @@ void tg_parallel_range(size_t n, double ns_each, void (*fn)(void *ctx, size_t be
 /* Some worker is spinning for the next job, so handing it one costs no
  * wake-up (core/kernels/threads.c). */
 bool tg_parallel_awake(void);
+
+/* How long a worker now spins for the next job before it sleeps, in ns:
+ * learnt from the gaps between recent jobs (core/kernels/threads.c). */
+long tg_parallel_spin_ns(void);
 
 /* Wakes the sleeping workers to spin for the jobs to come, without a job
  * (at most once per spin period): tg_parallel_pays does, for a loop worth

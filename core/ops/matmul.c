@@ -9,6 +9,7 @@
 
 #include "ops.h"
 #include "../kernels/blas.h"
+#include "../kernels/threads.h"
 
 /* The op's context: what its forward worked out from the shapes. */
 typedef struct mm_dims {
@@ -60,6 +61,35 @@ static bool mm_shapes(tg_tape *t, const tg_tensor *a, const tg_tensor *b, const 
     return true;
 }
 
+/* dbias [N] += the column sums of dout [rows, N], cut into blocks of
+ * BIAS_COLS columns (whole cache lines of dbias per thread); each column is
+ * summed over the rows in order, so the bits do not depend on the cut. */
+#define BIAS_COLS 16
+typedef struct bias_job {
+    const tg_real *dout;
+    tg_real *dbias;
+    size_t rows;
+    int N;
+} bias_job;
+
+static void bias_cols(void *p, size_t begin, size_t end)
+{
+    const bias_job *j = p;
+    int c1 = (int)end * BIAS_COLS < j->N ? (int)end * BIAS_COLS : j->N;
+    for (int b0 = (int)begin * BIAS_COLS; b0 < c1; b0 += 4 * BIAS_COLS) {
+        /* up to 64 sums in registers, from dbias's values to the store: the
+         * same additions in the same order as adding into dbias row by row */
+        int n = c1 - b0 < 4 * BIAS_COLS ? c1 - b0 : 4 * BIAS_COLS;
+        tg_real acc[4 * BIAS_COLS];
+        for (int c = 0; c < n; c++) acc[c] = j->dbias[b0 + c];
+        for (size_t r = 0; r < j->rows; r++) {
+            const tg_real *row = j->dout + r * j->N + b0;
+            for (int c = 0; c < n; c++) acc[c] += row[c];
+        }
+        for (int c = 0; c < n; c++) j->dbias[b0 + c] = acc[c];
+    }
+}
+
 /* out [..., M, N] <- a, b, bias (in[2], NULL without) */
 TG_BACKWARD(matmul_backward, mm_dims)
 {
@@ -69,9 +99,10 @@ TG_BACKWARD(matmul_backward, mm_dims)
     const tg_real *dout = out->grad;
     tg_real *dbias = bias && bias->requires_grad ? tg_grad(t, bias) : NULL;
     if (dbias) {
-        size_t rows = (size_t)d.batch * d.M;
-        for (size_t r = 0; r < rows; r++)
-            for (int j = 0; j < d.N; j++) dbias[j] += dout[r * d.N + j];
+        bias_job j = {dout, dbias, (size_t)d.batch * d.M, d.N};
+        size_t blocks = ((size_t)d.N + BIAS_COLS - 1) / BIAS_COLS;
+        /* a column sum costs as a reduction's element (core/ops/reduce.c) */
+        tg_parallel_range(blocks, 0.2 * (double)j.rows * BIAS_COLS, bias_cols, &j);
     }
     if (out->size == 0 || d.K == 0) {
         /* every input that needs a grad gets one, zero where nothing flows (an
@@ -127,8 +158,9 @@ tg_tensor *tg_matmul(tg_tape *t, tg_tensor *a, tg_tensor *b, tg_tensor *bias, un
     if (!out) return NULL;
     bool ta = flags & TG_TRANS_A, tb = flags & TG_TRANS_B;
     size_t sa = (size_t)d.M * d.K, sb = (size_t)d.K * d.N, so = (size_t)d.M * d.N;
+    bool one_gemm = !d.b_batched && !ta && out->size > 0 && d.K > 0;
     tg_real beta = 0;
-    if (bias) {
+    if (bias && !one_gemm) {
         size_t rows = (size_t)d.batch * d.M;
         for (size_t r = 0; r < rows; r++) memcpy(out->data + r * d.N, bias->data, d.N * sizeof(tg_real));
         beta = 1;
@@ -136,9 +168,10 @@ tg_tensor *tg_matmul(tg_tape *t, tg_tensor *a, tg_tensor *b, tg_tensor *bias, un
     if (d.K == 0 && !bias) memset(out->data, 0, out->size * sizeof(tg_real));
     if (out->size == 0 || d.K == 0) {
         /* BLAS rejects zero leading dimensions; the result is already set */
-    } else if (!d.b_batched && !ta) {
-        /* [batch*M, K] @ op(b): one GEMM */
-        tg_gemm(0, tb, d.batch * d.M, d.N, d.K, 1, a->data, b->data, beta, out->data);
+    } else if (one_gemm) {
+        /* [batch*M, K] @ op(b): one GEMM, the bias added in its store */
+        if (bias) tg_gemm_bias(0, tb, d.batch * d.M, d.N, d.K, a->data, b->data, bias->data, out->data);
+        else tg_gemm(0, tb, d.batch * d.M, d.N, d.K, 1, a->data, b->data, 0, out->data);
     } else {
         for (int i = 0; i < d.batch; i++)
             tg_gemm(ta, tb, d.M, d.N, d.K, 1, a->data + i * sa, b->data + (d.b_batched ? i * sb : 0),
