@@ -1,7 +1,7 @@
 /* tapegrad's own sgemm (core/kernels/gemm.c) against OpenBLAS's cblas_sgemm, at the
  * shapes a tapegrad training step really runs.
  *
- *   bench_gemm [--reps 15] [--budget 3] [--only NAME]
+ *   bench_gemm [--reps 15] [--budget 3] [--only NAME]   (NAME: a shape or a prefix, e.g. gpt_)
  *
  * One ROW per shape: GFLOP/s of tg_sgemm with 1 and 2 threads and of
  * cblas_sgemm with 1 and 2 threads, each the median over the timed
@@ -15,8 +15,9 @@
  * Shapes: the toy model step (B*T = 64*26 = 1664 rows, D = 64, d_ff = 256,
  * vocab 20: forward x W^T, backward dX = dY W and dW = dY^T x), attention per
  * (batch, head) (T = 26, d_head = 16; toy MHA L = 16; large MHA L = 128,
- * d_head = 64), the large MHA projections (2048 rows, D = 512, 3E = 1536)
- * and the square 2048^3.
+ * d_head = 64), the large MHA projections (2048 rows, D = 512, 3E = 1536),
+ * the GPT-2-style step's weight grads (D = 256, d_ff 1024, B*T = 1024 and
+ * 2048 rows) and the square 2048^3.
  */
 #include <cblas.h>
 #include <stdio.h>
@@ -48,6 +49,10 @@ static const shape SHAPES[] = {
     {"mha_large_av", 128, 64, 128, 0, 0},   {"mha_large_dv", 128, 64, 128, 1, 0},
     {"proj_qkv_fwd", 2048, 1536, 512, 0, 1}, {"proj_out_fwd", 2048, 512, 512, 0, 1},
     {"proj_qkv_dx", 2048, 512, 1536, 0, 0}, {"proj_qkv_dw", 1536, 512, 2048, 1, 0},
+    {"gpt_qkv_dw", 768, 256, 1024, 1, 0},   {"gpt_out_dw", 256, 256, 1024, 1, 0},
+    {"gpt_fc1_dw", 1024, 256, 1024, 1, 0},  {"gpt_fc2_dw", 256, 1024, 1024, 1, 0},
+    {"gpt_qkv_dw2k", 768, 256, 2048, 1, 0}, {"gpt_out_dw2k", 256, 256, 2048, 1, 0},
+    {"gpt_fc2_dw2k", 256, 1024, 2048, 1, 0},
     {"square", 2048, 2048, 2048, 0, 0},
 };
 
@@ -157,6 +162,6 @@ int main(int argc, char **argv)
     warm_pool();
     int rc = 0;
     for (size_t i = 0; i < sizeof SHAPES / sizeof SHAPES[0]; i++)
-        if (!only || strcmp(only, SHAPES[i].name) == 0) rc |= run(&SHAPES[i], plan);
+        if (!only || strncmp(only, SHAPES[i].name, strlen(only)) == 0) rc |= run(&SHAPES[i], plan);
     return rc;
 }
