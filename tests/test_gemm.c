@@ -188,14 +188,16 @@ Test(gemm, degenerate_sizes)
     for (int i = 0; i < 6; i++) cr_assert_eq(c[i], (float)i);
 }
 
-/* Same shapes with 1 and 2 threads, split along M and along N: equal bits. */
+/* Same shapes with 1 and 2 threads, split along M and along N, in the
+ * pool's chunks and (the last two, over 1 ms of one-thread work) in one
+ * piece a thread: equal bits. */
 Test(gemm, bit_identical_for_1_and_2_threads)
 {
     if (tg_gemm_get_kernel() == TG_GEMM_BLAS)
         cr_skip_test("no kernel of ours on this CPU: cblas_sgemm's threads promise no bits");
     static const int shapes[][3] = {{300, 257, 129}, {1664, 64, 64}, {64, 1664, 100}, {192, 64, 1664},
-                                    {2048, 40, 512}, {40, 900, 700}};
-    for (int s = 0; s < 6; s++)
+                                    {2048, 40, 512}, {40, 900, 700}, {772, 256, 1024}, {256, 1000, 1030}};
+    for (int s = 0; s < 8; s++)
         for (int t = 0; t < 4; t++) {
             problem p = make(t & 1, t & 2, shapes[s][0], shapes[s][1], shapes[s][2], 0.5f, 0.25f, 0);
             tg_threads_set(1);
