@@ -188,9 +188,9 @@ Test(gemm, degenerate_sizes)
     for (int i = 0; i < 6; i++) cr_assert_eq(c[i], (float)i);
 }
 
-/* Same shapes with 1 and 2 threads, split along M and along N, in the
- * pool's chunks and (the last two, over 1 ms of one-thread work) in one
- * piece a thread: equal bits. */
+/* Same shapes with 1 and 2 threads, split along M and along N (the last
+ * two: the GPT-2-style step's weight grads, packing one operand and reading
+ * the other in place): equal bits. */
 Test(gemm, bit_identical_for_1_and_2_threads)
 {
     if (tg_gemm_get_kernel() == TG_GEMM_BLAS)

@@ -49,7 +49,6 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,9 +72,6 @@
 /* One-thread time of a multiply-add at the small shapes where the split
  * is decided (bench/bench_threads: [64..1024, 64] x [64, 64], 0.02 ns) */
 #define GEMM_NS_PER_MAC 0.02
-/* Products of at least this one-thread time are cut into one piece a
- * thread, not the pool's chunks: each piece packs the other operand again. */
-#define ONE_PIECE_NS 1e6
 
 /* One tile for a micro-kernel: C[m,n] = alpha * A B + beta * C (beta == 0:
  * C not read), A [m x kc] with element (i, k) at a[i*rsa + k*csa], B [kc x n]
@@ -571,7 +567,6 @@ static void cblas_block(const gemm_args *g, int i0, int i1, int j0, int j1)
 typedef struct par_job {
     const gemm_args *g;
     bool split_m;
-    int tiles, pieces;  /* par_piece: tiles cut into pieces */
 } par_job;
 
 static void par_chunk(void *ctx, int begin, int end)
@@ -589,14 +584,6 @@ static void par_chunk(void *ctx, int begin, int end)
     pack_buf *buf = thread_buf();
     if (buf) gemm_block(g, buf, i0, i1, j0, j1);
     else cblas_block(g, i0, i1, j0, j1);
-}
-
-/* Pieces [first, last) of job->pieces over the job's tiles. */
-static void par_piece(void *ctx, int first, int last)
-{
-    const par_job *job = ctx;
-    int begin = (int)((int64_t)job->tiles * first / job->pieces), end = (int)((int64_t)job->tiles * last / job->pieces);
-    if (begin < end) par_chunk(ctx, begin, end);
 }
 
 /* C = beta C, or every row = bias (alpha == 0 or K == 0): A and B are not
@@ -629,11 +616,8 @@ static void sgemm(bool ta, bool tb, int M, int N, int K, float alpha, const floa
      * thread repeats. */
     bool split_m = M >= N;
     int tiles = split_m ? (M + g.kd->mr - 1) / g.kd->mr : (N + g.kd->nr - 1) / g.kd->nr;
-    par_job job = {&g, split_m, tiles, tg_threads_get()};
-    double ns = (double)M * N * K * GEMM_NS_PER_MAC;
-    if (tiles > 1 && tg_parallel_pays(ns) && ns >= ONE_PIECE_NS && tiles >= 2 * job.pieces)
-        tg_parallel_for(job.pieces, par_piece, &job);
-    else if (tiles > 1 && tg_parallel_pays(ns))
+    par_job job = {&g, split_m};
+    if (tiles > 1 && tg_parallel_pays((double)M * N * K * GEMM_NS_PER_MAC))
         tg_parallel_for(tiles, par_chunk, &job);
     else
         par_chunk(&job, 0, tiles);
