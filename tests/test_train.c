@@ -283,6 +283,9 @@ Test(train, bad_flags_are_refused_with_status_2)
         {"generate --model m/model.safetensors --input '1 8'", "symbol 8 is outside [0, 8)"},
         {"generate --model m/model.safetensors --input ' '", "no symbols"},
         {"attn --model m/model.safetensors --input '1'", "--png FILE is required"},
+        /* Tmax 13: 11 symbols leave no room for an output token */
+        {"generate --model m/model.safetensors --input '1 2 3 4 5 6 7 0 1 2 3'", "the model takes at most 10"},
+        {"attn --model m/model.safetensors --input '1 2 3 4 5 6 7 0 1 2 3' --png a.png", "the model takes at most 10"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int st = run("%s", cases[i].args);

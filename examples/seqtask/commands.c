@@ -49,7 +49,7 @@ int sq_cmd_generate(sq_config *c)
     status = 1;
     if (!src) {
         fprintf(stderr, "seqtask generate: out of memory\n");
-    } else if ((status = sq_session_generate(&s, c, SQ_EXIT_USAGE, src, &n, out, &n_out)) == 0) {
+    } else if ((status = sq_session_generate(&s, c, src, &n, out, &n_out)) == 0) {
         if (n > c->max_len)
             fprintf(stderr, "note: %d symbols, longer than the training lengths (at most %ld)\n", n,
                     c->max_len);

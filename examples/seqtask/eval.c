@@ -195,9 +195,14 @@ int sq_evaluate(sq_decoder *d, const sq_dataset *set, const uint8_t *head_mask, 
     return 0;
 }
 
+bool sq_generate_fits(const sq_decoder *d, int n)
+{
+    return n + 2 < d->tmax;
+}
+
 int sq_generate(sq_decoder *d, const int32_t *src, int n, int32_t *out, int *n_out)
 {
-    if (n + 2 >= d->tmax) {
+    if (!sq_generate_fits(d, n)) {
         tg_error_set("the input has %d symbols; the model takes at most %d (Tmax %d)", n,
                      d->tmax - 3, d->tmax);
         return -1;

@@ -71,6 +71,9 @@ int sq_evaluate(sq_decoder *d, const sq_dataset *set, const uint8_t *head_mask, 
  * (symbols as tokens, ending in EOS unless Tmax was reached) in out (room for
  * Tmax), their count in *n_out. */
 int sq_generate(sq_decoder *d, const int32_t *src, int n, int32_t *out, int *n_out);
+/* A source of n symbols fits the model (BOS, the source, SEP and at least
+ * one generated token within Tmax); sq_generate refuses one that does not. */
+bool sq_generate_fits(const sq_decoder *d, int n);
 
 /* "3" for token 7 (symbol 3), "BOS", "SEP", "EOS", "PAD" for the others. */
 const char *sq_token_str(int32_t tok, char *buf, size_t len);

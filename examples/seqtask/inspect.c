@@ -54,7 +54,7 @@ int sq_cmd_attn(sq_config *c)
     status = 1;
     if (!buf) {
         fprintf(stderr, "seqtask attn: out of memory\n");
-    } else if ((status = sq_session_generate(&s, c, 1, src, &n, out, &n_out)) == 0) {
+    } else if ((status = sq_session_generate(&s, c, src, &n, out, &n_out)) == 0) {
         /* the heatmap of BOS x SEP output, without the final EOS (it predicts nothing) */
         int L = 0;
         seq[L++] = SQ_BOS;

@@ -83,8 +83,7 @@ void sq_session_close(sq_session *s)
     sq_model_destroy(s->p, &s->m);
 }
 
-int sq_session_generate(sq_session *s, const sq_config *c, int fail, int32_t *src, int *n, int32_t *out,
-                        int *n_out)
+int sq_session_generate(sq_session *s, const sq_config *c, int32_t *src, int *n, int32_t *out, int *n_out)
 {
     const char *cmd = sq_command_name(c->cmd);
     if ((*n = sq_parse_symbols(c->input, (int)c->symbols, src, s->m.cfg.max_len)) < 0) {
@@ -93,7 +92,7 @@ int sq_session_generate(sq_session *s, const sq_config *c, int fail, int32_t *sr
     }
     if (sq_generate(&s->d, src, *n, out, n_out) == 0) return 0;
     fprintf(stderr, "seqtask %s: %s\n", cmd, tg_error());
-    return fail;
+    return sq_generate_fits(&s->d, *n) ? 1 : SQ_EXIT_USAGE;
 }
 
 int sq_set_threads(long n)

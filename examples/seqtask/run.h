@@ -44,10 +44,9 @@ void sq_session_close(sq_session *s);
 /* --input parsed into src and decoded greedily into out (each [max_len]):
  * *n symbols, *n_out tokens, 0. Else, after printing "seqtask <command>:
  * <why>", the exit status: SQ_EXIT_USAGE for an --input that is not the
- * task's symbols, `fail` when decoding fails (generate calls that a usage
- * error, attn a failure). */
-int sq_session_generate(sq_session *s, const sq_config *c, int fail, int32_t *src, int *n, int32_t *out,
-                        int *n_out);
+ * task's symbols or is too long for the model, 1 when decoding fails (out of
+ * memory). */
+int sq_session_generate(sq_session *s, const sq_config *c, int32_t *src, int *n, int32_t *out, int *n_out);
 
 /* tapegrad's threads (tg_threads_set; OpenBLAS's follow): n, or one per core
  * when n is 0. Returns the number set. */
