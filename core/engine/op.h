@@ -44,16 +44,20 @@ typedef struct tg_op {
 
 /* A backward whose context is a `const ctx_type *ctx`, not a cast from
  * const void *: defines name (a tg_backward_fn) and opens the typed body.
- *   TG_BACKWARD(matmul_backward, mm_dims) { ... ctx->M ... }            */
-#define TG_BACKWARD(name, ctx_type)                                                       \
+ *   TG_BACKWARD(matmul_backward, mm_dims) { ... ctx->M ... }
+ * TG_BACKWARD_SHARED is the same for a backward that several files' records
+ * name (declared in a header as a tg_backward_fn: tg_pw_backward). */
+#define TG_BACKWARD_AS(storage, name, ctx_type)                                           \
     static void name##_typed(tg_tape *t, tg_tensor *out, tg_tensor *const *in,            \
                              const ctx_type *ctx);                                        \
-    static void name(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)   \
+    storage void name(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)  \
     {                                                                                     \
         name##_typed(t, out, in, (const ctx_type *)ctx);                                  \
     }                                                                                     \
     static void name##_typed(tg_tape *t, tg_tensor *out, tg_tensor *const *in,            \
                              const ctx_type *ctx)
+#define TG_BACKWARD(name, ctx_type) TG_BACKWARD_AS(static, name, ctx_type)
+#define TG_BACKWARD_SHARED(name, ctx_type) TG_BACKWARD_AS(, name, ctx_type)
 
 /* The op's record: its name (the one place it is written), its backward and
  * the size of the context type that backward reads. */

@@ -55,15 +55,14 @@ static void along_split(const tg_tensor *a, int d, size_t *outer, size_t *n, siz
 /* 2 ns an element of a slice */
 static double along_ns(size_t n) { return 2.0 * (double)(n + 1); }
 
-void tg_along_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)
+TG_BACKWARD_SHARED(tg_along_backward, tg_along_ctx)
 {
-    const tg_along_ctx *c = ctx;
     tg_tensor *a = in[0];
     tg_real *dx = tg_grad(t, a);
     if (!dx) return;
-    along_job j = {c->kind, 0, c->m, 0, c->p, a->data, out->data, out->grad, NULL, dx, (int64_t *)c->idx, NULL};
+    along_job j = {ctx->kind, 0, ctx->m, 0, ctx->p, a->data, out->data, out->grad, NULL, dx, (int64_t *)ctx->idx, NULL};
     size_t outer;
-    along_split(a, c->dim, &outer, &j.n, &j.inner);
+    along_split(a, ctx->dim, &outer, &j.n, &j.inner);
     tg_parallel_range(outer * j.inner, along_ns(j.n), along_piece, &j);
 }
 

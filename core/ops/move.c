@@ -103,12 +103,11 @@ void tg_strides(int ndim, const int *shape, ptrdiff_t *st)
 }
 
 /* out <- a through ctx's maps: d a += every map read backwards. */
-void tg_map_op_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)
+TG_BACKWARD_SHARED(tg_map_op_backward, tg_map_ctx)
 {
-    const tg_map_ctx *c = ctx;
     tg_real *da = tg_grad(t, in[0]);
     if (!da) return;
-    for (int k = 0; k < c->n_maps; k++) tg_map_backward(&c->maps[k], da, out->grad);
+    for (int k = 0; k < ctx->n_maps; k++) tg_map_backward(&ctx->maps[k], da, out->grad);
 }
 
 tg_tensor *tg_map_op(tg_tape *t, const tg_op *op, tg_tensor *a, int ndim, const int *shape,

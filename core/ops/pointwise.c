@@ -95,16 +95,15 @@ static void pw_piece(void *ctx, size_t begin, size_t end)
 /* 1 ns an element: a libm call */
 #define PW_NS 1.0
 
-void tg_pw_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)
+TG_BACKWARD_SHARED(tg_pw_backward, tg_pw_ctx)
 {
-    const tg_pw_ctx *c = ctx;
     pw_plan pl;
-    pw_plan_make(in, c->kind->n_in, &pl);
-    for (int k = 0; k < c->kind->n_in; k++) {
-        if (!(c->kind->grads >> k & 1) || !in[k]->requires_grad) continue;
+    pw_plan_make(in, ctx->kind->n_in, &pl);
+    for (int k = 0; k < ctx->kind->n_in; k++) {
+        if (!(ctx->kind->grads >> k & 1) || !in[k]->requires_grad) continue;
         tg_real *dx = tg_grad(t, in[k]);
         if (!dx) return;
-        pw_job j = {&pl, c->kind, c->p, in, out->data, out->grad, k, dx};
+        pw_job j = {&pl, ctx->kind, ctx->p, in, out->data, out->grad, k, dx};
         if (in[k]->size == out->size)
             tg_parallel_range(out->size, PW_NS, pw_piece, &j);
         else
