@@ -285,6 +285,13 @@ Test(parallel, chunks_claimed_exactly_once_over_many_jobs)
     tg_threads_set(0);
 }
 
+static long now_ns_test(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000000000L + t.tv_nsec;
+}
+
 typedef struct stall_ctx {
     pthread_t caller;
     atomic_int worker_ran, caller_ran;
@@ -298,10 +305,8 @@ static void stall_chunk(void *p, int begin, int end)
     stall_ctx *s = p;
     if (pthread_equal(pthread_self(), s->caller)) {
         atomic_store(&s->caller_ran, 1);
-        struct timespec t0, t;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
-        do clock_gettime(CLOCK_MONOTONIC, &t);
-        while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 20000);
+        long t0 = now_ns_test();
+        while (now_ns_test() - t0 < 20000) continue;
     } else {
         atomic_store(&s->worker_ran, 1);
         nanosleep(&(struct timespec){0, 3000000}, NULL);
@@ -338,13 +343,6 @@ Test(parallel, a_stalled_worker_keeps_small_loops_on_one_thread)
     cr_expect_not(tg_parallel_pays(20000), "20 us of work split after a stall");
     cr_expect(tg_parallel_pays(1e6), "1 ms of work not split after a stall");
     tg_threads_set(0);
-}
-
-static long now_ns_test(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1000000000L + t.tv_nsec;
 }
 
 /* The worker's spin follows the gaps between jobs: jobs 3 ms apart teach it
