@@ -294,11 +294,13 @@ static long now_ns_test(void)
 
 typedef struct stall_ctx {
     pthread_t caller;
+    long worker_sleep_ns;
     atomic_int worker_ran, caller_ran;
+    long loop_ns;  /* how long the last loop took */
 } stall_ctx;
 
-/* On the caller, ~20 us of work; on a worker, a 3 ms sleep (as if its CPU
- * were taken by another process mid-chunk). */
+/* On the caller, ~20 us of work; on a worker, a sleep (as if its CPU were
+ * taken by another process mid-chunk). */
 static void stall_chunk(void *p, int begin, int end)
 {
     (void)begin, (void)end;
@@ -309,39 +311,71 @@ static void stall_chunk(void *p, int begin, int end)
         while (now_ns_test() - t0 < 20000) continue;
     } else {
         atomic_store(&s->worker_ran, 1);
-        nanosleep(&(struct timespec){0, 3000000}, NULL);
+        nanosleep(&(struct timespec){0, s->worker_sleep_ns}, NULL);
     }
 }
 
-/* After the caller waited far longer for a worker's chunk than its own
- * chunks took, small loops run on one thread (and wake no one) for a while:
- * on a machine where that happens, splitting them cannot pay. A loop is a
- * stall only when both threads ran chunks of it and the caller was not itself
- * descheduled for milliseconds mid-chunk, which a loaded machine (or qemu)
- * can do to any one loop; so the loop is tried until the pool calms down, and
- * the test fails if it never does while both threads keep running chunks. */
-Test(parallel, a_stalled_worker_keeps_small_loops_on_one_thread)
+/* Runs the loop until a run where both threads ran chunks calms the pool.
+ * A loop is a stall only when both threads ran chunks of it and the caller
+ * was not itself descheduled for milliseconds mid-chunk, which a loaded
+ * machine (or qemu) can do to any one loop; so the loop is tried until the
+ * pool calms down (up to 2 s: a new worker shares the caller's CPU for the
+ * first tens of ms). Returns whether both threads ever ran chunks. */
+static bool stall_until_calm(stall_ctx *s)
 {
-    tg_threads_set(2);
-    stall_ctx s = {.caller = pthread_self()};
     int both = 0;
-    /* up to 2 s: a new worker shares the caller's CPU for the first tens of ms */
     for (int i = 0; i < 1000 && both < 50; i++) {
-        atomic_init(&s.worker_ran, 0);
-        atomic_init(&s.caller_ran, 0);
+        atomic_init(&s->worker_ran, 0);
+        atomic_init(&s->caller_ran, 0);
         wake_pool();
-        tg_parallel_for(64, stall_chunk, &s);
-        if (atomic_load(&s.worker_ran) && atomic_load(&s.caller_ran)) {
+        long t0 = now_ns_test();
+        tg_parallel_for(64, stall_chunk, s);
+        s->loop_ns = now_ns_test() - t0;
+        if (atomic_load(&s->worker_ran) && atomic_load(&s->caller_ran)) {
             both++;
-            if (!tg_parallel_awake()) break;
+            if (tg_parallel_calm()) break;
         } else {
             nanosleep(&(struct timespec){0, 2000000}, NULL);
         }
     }
-    if (both == 0) cr_skip_test("the worker never ran a chunk beside the caller (a busy machine)");
+    return both > 0;
+}
+
+/* After the caller waited far longer for a worker's chunk than its own
+ * chunks took, small loops run on one thread (and wake no one) for a while:
+ * on a machine where that happens, splitting them cannot pay. The test fails
+ * if the pool never calms while both threads keep running chunks. */
+Test(parallel, a_stalled_worker_keeps_small_loops_on_one_thread)
+{
+    tg_threads_set(2);
+    stall_ctx s = {.caller = pthread_self(), .worker_sleep_ns = 3000000};
+    if (!stall_until_calm(&s)) cr_skip_test("the worker never ran a chunk beside the caller (a busy machine)");
+    cr_expect(tg_parallel_calm(), "no calm after a stall");
     cr_expect_not(tg_parallel_awake(), "small loops still split after a stall");
     cr_expect_not(tg_parallel_pays(20000), "20 us of work split after a stall");
     cr_expect(tg_parallel_pays(1e6), "1 ms of work not split after a stall");
+    tg_threads_set(0);
+}
+
+/* The calm lasts in proportion to the stall: a worker that lost its CPU for
+ * ~150 us (a virtual CPU's hiccup) keeps small loops on one thread for a
+ * millisecond or few, not for the 100 ms that a core taken by another process
+ * earns. Bound: 16 times the whole loop (the caller's wait is part of it), at
+ * least 1 ms, plus 20 ms for the polling. */
+Test(parallel, a_short_stall_calms_the_pool_briefly)
+{
+    tg_threads_set(2);
+    stall_ctx s = {.caller = pthread_self(), .worker_sleep_ns = 150000};
+    if (!stall_until_calm(&s)) cr_skip_test("the worker never ran a chunk beside the caller (a busy machine)");
+    long t_stall = now_ns_test(), loop_ns = s.loop_ns;
+    if (!tg_parallel_calm()) cr_skip_test("the pool never calmed (no loop stalled long enough)");
+    if (loop_ns > 2000000) cr_skip_test("the stalled loop took %ld us (a busy machine)", loop_ns / 1000);
+    long bound = (16 * loop_ns > 1000000 ? 16 * loop_ns : 1000000) + 20000000;
+    long waited = 0;
+    while (tg_parallel_calm() && (waited = now_ns_test() - t_stall) < 1000000000)
+        nanosleep(&(struct timespec){0, 500000}, NULL);
+    cr_expect(waited <= bound, "small loops stayed on one thread %ld ms after a loop of %ld us (bound %ld ms)",
+              waited / 1000000, loop_ns / 1000, bound / 1000000);
     tg_threads_set(0);
 }
 

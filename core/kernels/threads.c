@@ -156,12 +156,19 @@ static void run_serial(const pool_job *j)
 }
 
 /* A wait for a worker's chunk this much longer than the caller's own chunks
- * is a stall; after one, small loops stay on one thread for CALM_NS, twice as
- * long as the last time (up to CALM_MAX_NS) after a stall that follows the
- * last calm within its length: under load a 100 ms calm ended in another
- * stall so soon that the 2-thread toy-model step lost 20-50% to 1 thread. */
+ * is a stall. After one, small loops stay on one thread for CALM_PER_STALL
+ * times the wait (at least CALM_MIN_NS), twice as long as the last time (up
+ * to CALM_MAX_NS) after a stall that follows the last calm within its
+ * length. So a lone hiccup of a virtual CPU (tens of us, a few a second on
+ * a quiet cloud machine) costs about a millisecond of single-thread small
+ * loops, where a fixed 100 ms calm took 25% of the toy-model step's splits
+ * away; and a core taken by another process (stalls of a scheduler slice,
+ * again and again) soon keeps small loops on one thread for seconds: under
+ * load a calm that ended in another stall so soon lost the 2-thread step
+ * 20-50% to 1 thread. */
 #define STALL_NS 20000L
-#define CALM_NS 100000000L
+#define CALM_PER_STALL 16
+#define CALM_MIN_NS 1000000L
 #define CALM_MAX_NS 1600000000L
 #define SPIN_DONE_NS 500000L
 
@@ -254,10 +261,9 @@ static void gap_count(long now)
     for (b = 0; b < GAP_BUCKETS; b++) pool.gap_count[b] /= 2;
 }
 
-bool tg_parallel_awake(void)
-{
-    return atomic_load(&pool.spinning) > 0 && now_ns() >= atomic_load(&pool.calm_from_ns);
-}
+bool tg_parallel_calm(void) { return now_ns() < atomic_load(&pool.calm_from_ns); }
+
+bool tg_parallel_awake(void) { return atomic_load(&pool.spinning) > 0 && !tg_parallel_calm(); }
 
 
 long tg_parallel_spin_ns(void) { return atomic_load(&pool.spin_ns); }
@@ -426,8 +432,9 @@ void tg_parallel_for(int n, void (*fn)(void *ctx, int begin, int end), void *ctx
     long t2 = now_ns();
     atomic_store(&pool.last_end_ns, t2);
     if (mine > 0 && t2 - t1 > 2 * (t1 - t0) / mine + STALL_NS) {
-        long len = atomic_load(&pool.calm_ns);
-        len = t2 - atomic_load(&pool.calm_from_ns) < len ? (2 * len < CALM_MAX_NS ? 2 * len : CALM_MAX_NS) : CALM_NS;
+        long len = atomic_load(&pool.calm_ns), fresh = CALM_PER_STALL * (t2 - t1);
+        if (t2 - atomic_load(&pool.calm_from_ns) < len) fresh = fresh > 2 * len ? fresh : 2 * len;
+        len = fresh < CALM_MIN_NS ? CALM_MIN_NS : fresh > CALM_MAX_NS ? CALM_MAX_NS : fresh;
         atomic_store(&pool.calm_ns, len);
         atomic_store(&pool.calm_from_ns, t2 + len);
     }

@@ -53,6 +53,10 @@ void tg_parallel_range(size_t n, double ns_each, void (*fn)(void *ctx, size_t be
  * wake-up (core/kernels/threads.c). */
 bool tg_parallel_awake(void);
 
+/* A worker stalled mid-chunk lately, so small loops run on one thread for
+ * now, for a time in proportion to the stall (core/kernels/threads.c). */
+bool tg_parallel_calm(void);
+
 /* How long a worker now spins for the next job before it sleeps, in ns:
  * learnt from the gaps between recent jobs (core/kernels/threads.c). */
 long tg_parallel_spin_ns(void);
