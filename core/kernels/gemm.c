@@ -453,9 +453,10 @@ static void pack_a(const gemm_args *g, int i0, int mc, int k0, int kc, float *ds
         /* A full AVX-512 panel copies 48 bytes a row with a size the compiler
          * knows, inlined as a vector move: a libc memcpy call per row was most
          * of the packing's cost (the GPT-2-style step's weight grads; the
-         * step on 1 thread 2.5% faster). So does pack_b's 32-wide panel. */
+         * step on 1 thread 1-2.5% faster). So does pack_b's 32-wide panel. */
         if (g->ta && m == 12 && MR == 12) {
-            for (int k = 0; k < kc; k++) memcpy(dst + (size_t)k * 12, g->A + (size_t)(k0 + k) * g->lda + i0 + p, sizeof(float) * 12);
+            for (int k = 0; k < kc; k++)
+                memcpy(dst + (size_t)k * 12, g->A + (size_t)(k0 + k) * g->lda + i0 + p, sizeof(float) * 12);
         } else if (g->ta) {
             for (int k = 0; k < kc; k++) {
                 memcpy(dst + (size_t)k * MR, g->A + (size_t)(k0 + k) * g->lda + i0 + p, sizeof(float) * (size_t)m);
@@ -484,7 +485,8 @@ static void pack_b(const gemm_args *g, int k0, int kc, int j0, int nc, float *ds
         if (g->tb) {
             g->kd->pack_bt(g->B, g->ldb, k0, kc, j0 + q, n, w, dst);
         } else if (n == 32 && w == 32) { /* an inlined copy, as in pack_a */
-            for (int k = 0; k < kc; k++) memcpy(dst + (size_t)k * 32, g->B + (size_t)(k0 + k) * g->ldb + j0 + q, sizeof(float) * 32);
+            for (int k = 0; k < kc; k++)
+                memcpy(dst + (size_t)k * 32, g->B + (size_t)(k0 + k) * g->ldb + j0 + q, sizeof(float) * 32);
         } else {
             for (int k = 0; k < kc; k++) {
                 const float *src = g->B + (size_t)(k0 + k) * g->ldb + j0 + q;

@@ -265,7 +265,6 @@ bool tg_parallel_calm(void) { return now_ns() < atomic_load(&pool.calm_from_ns);
 
 bool tg_parallel_awake(void) { return atomic_load(&pool.spinning) > 0 && !tg_parallel_calm(); }
 
-
 long tg_parallel_spin_ns(void) { return atomic_load(&pool.spin_ns); }
 
 static bool ensure_workers(int T);
