@@ -379,6 +379,35 @@ Test(parallel, a_short_stall_calms_the_pool_briefly)
     tg_threads_set(0);
 }
 
+/* How long the pool stays calm from now, polled every 0.5 ms (up to 5 s). */
+static long calm_left_ns(void)
+{
+    long t0 = now_ns_test(), t = t0;
+    while (tg_parallel_calm() && (t = now_ns_test()) - t0 < 5000000000L)
+        nanosleep(&(struct timespec){0, 500000}, NULL);
+    return t - t0;
+}
+
+/* Stalls that recur as soon as a calm ends (a core another process keeps
+ * taking) double the calm each time, so under load small loops soon stay
+ * on one thread for long. */
+Test(parallel, a_stall_right_after_a_calm_doubles_the_next)
+{
+    tg_threads_set(2);
+    stall_ctx s = {.caller = pthread_self(), .worker_sleep_ns = 3000000};
+    if (!stall_until_calm(&s)) cr_skip_test("the worker never ran a chunk beside the caller (a busy machine)");
+    long first = calm_left_ns(), t_end = now_ns_test();
+    if (!stall_until_calm(&s)) cr_skip_test("the worker never ran a chunk beside the caller (a busy machine)");
+    long gap = now_ns_test() - t_end;
+    if (gap > 3 * first / 4)
+        cr_skip_test("the second stall came %ld ms after a calm of %ld (a busy machine)", gap / 1000000,
+                     first / 1000000);
+    long second = calm_left_ns();
+    cr_expect(second > 3 * first / 2, "a calm of %ld ms after one of %ld ms: not doubled", second / 1000000,
+              first / 1000000);
+    tg_threads_set(0);
+}
+
 /* The worker's spin follows the gaps between jobs: jobs 3 ms apart teach it
  * the shortest budget (it then sleeps through such a gap instead of burning
  * a core), jobs back to back bring back the full millisecond. */
