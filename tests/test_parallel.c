@@ -357,6 +357,15 @@ Test(parallel, a_stalled_worker_keeps_small_loops_on_one_thread)
     tg_threads_set(0);
 }
 
+/* How long the pool stays calm from now, polled every 0.5 ms (up to 5 s). */
+static long calm_left_ns(void)
+{
+    long t0 = now_ns_test(), t = t0;
+    while (tg_parallel_calm() && (t = now_ns_test()) - t0 < 5000000000L)
+        nanosleep(&(struct timespec){0, 500000}, NULL);
+    return t - t0;
+}
+
 /* The calm lasts in proportion to the stall: a worker that lost its CPU for
  * ~150 us (a virtual CPU's hiccup) keeps small loops on one thread for a
  * millisecond or few, not for the 100 ms that a core taken by another process
@@ -367,25 +376,14 @@ Test(parallel, a_short_stall_calms_the_pool_briefly)
     tg_threads_set(2);
     stall_ctx s = {.caller = pthread_self(), .worker_sleep_ns = 150000};
     if (!stall_until_calm(&s)) cr_skip_test("the worker never ran a chunk beside the caller (a busy machine)");
-    long t_stall = now_ns_test(), loop_ns = s.loop_ns;
+    long loop_ns = s.loop_ns;
     if (!tg_parallel_calm()) cr_skip_test("the pool never calmed (no loop stalled long enough)");
     if (loop_ns > 2000000) cr_skip_test("the stalled loop took %ld us (a busy machine)", loop_ns / 1000);
     long bound = (16 * loop_ns > 1000000 ? 16 * loop_ns : 1000000) + 20000000;
-    long waited = 0;
-    while (tg_parallel_calm() && (waited = now_ns_test() - t_stall) < 1000000000)
-        nanosleep(&(struct timespec){0, 500000}, NULL);
+    long waited = calm_left_ns();
     cr_expect(waited <= bound, "small loops stayed on one thread %ld ms after a loop of %ld us (bound %ld ms)",
               waited / 1000000, loop_ns / 1000, bound / 1000000);
     tg_threads_set(0);
-}
-
-/* How long the pool stays calm from now, polled every 0.5 ms (up to 5 s). */
-static long calm_left_ns(void)
-{
-    long t0 = now_ns_test(), t = t0;
-    while (tg_parallel_calm() && (t = now_ns_test()) - t0 < 5000000000L)
-        nanosleep(&(struct timespec){0, 500000}, NULL);
-    return t - t0;
 }
 
 /* Stalls that recur as soon as a calm ends (a core another process keeps

@@ -261,7 +261,10 @@ static void gap_count(long now)
     for (b = 0; b < GAP_BUCKETS; b++) pool.gap_count[b] /= 2;
 }
 
-bool tg_parallel_calm(void) { return now_ns() < atomic_load(&pool.calm_from_ns); }
+/* A calm (after a stall) holds at time now. */
+static bool calm_at(long now) { return now < atomic_load(&pool.calm_from_ns); }
+
+bool tg_parallel_calm(void) { return calm_at(now_ns()); }
 
 bool tg_parallel_awake(void) { return atomic_load(&pool.spinning) > 0 && !tg_parallel_calm(); }
 
@@ -273,7 +276,7 @@ void tg_parallel_wake(void)
 {
     int T = tg_threads_get();
     long now = now_ns(), last = atomic_load(&pool.last_nudge_ns);
-    if (T < 2 || tl_inside || now - last < atomic_load(&pool.spin_ns) || now < atomic_load(&pool.calm_from_ns)) return;
+    if (T < 2 || tl_inside || now - last < atomic_load(&pool.spin_ns) || calm_at(now)) return;
     if (!atomic_compare_exchange_strong(&pool.last_nudge_ns, &last, now)) return;  /* another thread nudges */
     if (!ensure_workers(T)) return;
     atomic_store(&pool.caller_cpu, this_cpu());
