@@ -19,6 +19,12 @@
  * non-finite loss after the all-reduce) are left the ordinary way after
  * tg_dist_finalize. Never leave one rank with tg_dist_finalize while the
  * others wait in a collective: that is the one way to hang.
+ *
+ * A rank that never arrives (stopped, frozen, cut off by the network) is
+ * caught by the deadline of tg_dist_set_timeout: the collectives below fail
+ * with "no word from rank R for S s in the all-reduce ..." (rank 0 hears from
+ * every rank, the others from rank 0), and the caller ends the job with
+ * tg_dist_abort: after a timeout the job cannot go on.
  */
 #ifndef TAPEGRAD_DIST_H
 #define TAPEGRAD_DIST_H
@@ -54,6 +60,12 @@ int tg_dist_sum(double *v, int n);
 /* v[0..n) becomes rank 0's. */
 int tg_dist_bcast(double *v, int n);
 int tg_dist_barrier(void);
+/* Every collective above waits at most `seconds` (0, the default: forever)
+ * for the other ranks, then fails naming the ranks not heard from, with
+ * `why` (NULL: nothing) appended to the message: the caller's state, e.g.
+ * "at step 17". Ranks other than 0 wait 1.1 x seconds + 1 s, so that rank 0
+ * speaks first. -1 for a timeout not in [0, 1e9]. */
+int tg_dist_set_timeout(double seconds, const char *why);
 /* *same = every rank holds bit for bit the same parameter values (a hash of
  * them compared across ranks): the check that the ranks did not drift. */
 int tg_dist_params_agree(const tg_params *p, bool *same);

@@ -51,6 +51,14 @@ int tg_dist_bcast(double *v, int n)
 
 int tg_dist_barrier(void) { return 0; }
 
+int tg_dist_set_timeout(double seconds, const char *why)
+{
+    (void)why;
+    if (!(seconds >= 0 && seconds <= 1e9))
+        return tg_error_set("tg_dist_set_timeout: the timeout %g s is not in [0, 1e9]", seconds);
+    return 0;
+}
+
 int tg_dist_params_agree(const tg_params *p, bool *same)
 {
     TG_REFUSE_NULL(p, "the parameter store", -1);

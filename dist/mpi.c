@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #ifdef TAPEGRAD_DOUBLE
 #define TG_MPI_REAL MPI_DOUBLE
@@ -15,6 +17,17 @@
 
 static bool joined;  /* MPI_Init done: started by a launcher */
 static int rank_, size_ = 1;
+
+/* The deadline of a collective (tg_dist_set_timeout). Each collective also
+ * carries a heartbeat: rank 0 and every other rank send each other the
+ * collective's number when they reach it, so that a rank that waits too long
+ * knows whom it has not heard from. */
+enum { TAG_BEAT = 7301 };
+static double timeout_s;     /* 0: wait forever */
+static char note[512];
+static long seq;             /* collectives started: the same count on every rank */
+static long *beat_in;        /* [peers + 1] the numbers received, then the one sent */
+static MPI_Request *reqs;    /* [1 + 2 peers] the collective, the receives, the sends */
 
 /* The variables OpenMPI, MPICH (Hydra) and PMIx launchers give their ranks. */
 static bool launched(void)
@@ -42,6 +55,13 @@ int tg_dist_init(int *argc, char ***argv)
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    int peers = rank_ ? 1 : size_ - 1;
+    beat_in = malloc((size_t)(peers + 1) * sizeof *beat_in);
+    reqs = malloc((size_t)(1 + 2 * peers) * sizeof *reqs);
+    if (!beat_in || !reqs) {
+        tg_dist_finalize();
+        return tg_error_set("out of memory joining the job");
+    }
     return 0;
 }
 
@@ -51,11 +71,97 @@ void tg_dist_finalize(void)
     joined = false;
     rank_ = 0;
     size_ = 1;
+    seq = 0;
+    free(beat_in);
+    free(reqs);
+    beat_in = NULL;
+    reqs = NULL;
+}
+
+int tg_dist_set_timeout(double seconds, const char *why)
+{
+    if (!(seconds >= 0 && seconds <= 1e9))
+        return tg_error_set("tg_dist_set_timeout: the timeout %g s is not in [0, 1e9]", seconds);
+    timeout_s = seconds;
+    snprintf(note, sizeof note, "%s", why ? why : "");
+    return 0;
 }
 
 bool tg_dist_available(void) { return true; }
 int tg_dist_rank(void) { return rank_; }
 int tg_dist_size(void) { return size_; }
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Rank 0 hears from every rank, every rank from rank 0. */
+static int peers(void) { return rank_ ? 1 : size_ - 1; }
+static int peer(int i) { return rank_ ? 0 : i + 1; }
+
+/* The heartbeat of the collective about to start (reqs[1 ..]). */
+static int beat_start(void)
+{
+    seq++;
+    beat_in[peers()] = seq;  /* the send buffer: the same for every peer */
+    for (int i = 0, n = peers(); i < n; i++)
+        if (check(MPI_Irecv(&beat_in[i], 1, MPI_LONG, peer(i), TAG_BEAT, MPI_COMM_WORLD, &reqs[1 + i]), "heartbeat") ||
+            check(MPI_Isend(&beat_in[n], 1, MPI_LONG, peer(i), TAG_BEAT, MPI_COMM_WORLD, &reqs[1 + n + i]),
+                  "heartbeat"))
+            return -1;
+    return 0;
+}
+
+/* -1 with "no word from rank 1, 3 for 30.0 s in the <what> <note>": the
+ * ranks whose heartbeat has not arrived, or, when every one has, that the
+ * collective itself did not complete. */
+static int timed_out(const char *what, double waited)
+{
+    char who[256] = "";
+    size_t n = 0;
+    for (int i = 0; i < peers() && n < sizeof who; i++) {
+        int done = 0;
+        MPI_Test(&reqs[1 + i], &done, MPI_STATUS_IGNORE);
+        if (!done) n += (size_t)snprintf(who + n, sizeof who - n, "%s%d", n ? ", " : "", peer(i));
+    }
+    const char *sep = note[0] ? " " : "";
+    if (n) return tg_error_set("no word from rank %s for %.1f s in the %s%s%s", who, waited, what, sep, note);
+    return tg_error_set("the %s did not complete within %.1f s though %s reached it%s%s", what, waited,
+                        rank_ ? "rank 0" : "every rank", sep, note);
+}
+
+/* Waits for the collective (reqs[0]) and its heartbeat, polling against
+ * the deadline. The first millisecond spins (OpenMPI's blocking calls spin
+ * all along); after that, pauses that double up to 1 ms keep a rank that
+ * waits long off the core. The ranks other than 0 give up 10% and a second
+ * later than rank 0, so that rank 0, which hears from everyone, names the
+ * missing ranks before mpirun ends the job. */
+static int finish(const char *what)
+{
+    double start = now(), limit = timeout_s > 0 && rank_ ? 1.1 * timeout_s + 1 : timeout_s;
+    long pause_ns = 1000;
+    for (int i = 0, n = 1 + 2 * peers(); i < n;) {
+        int done;
+        if (check(MPI_Test(&reqs[i], &done, MPI_STATUS_IGNORE), what)) return -1;
+        if (done) {
+            i++;
+            continue;
+        }
+        double waited = now() - start;
+        if (limit > 0 && waited >= limit) return timed_out(what, waited);
+        if (waited < 1e-3) continue;
+        nanosleep(&(struct timespec){0, pause_ns}, NULL);
+        if (pause_ns < 1000000) pause_ns *= 2;
+    }
+    for (int i = 0; i < peers(); i++)
+        if (beat_in[i] != seq)
+            return tg_error_set("rank %d is at collective %ld but rank %d at %ld: the ranks call different "
+                                "collectives", peer(i), beat_in[i], rank_, seq);
+    return 0;
+}
 
 /* MPI counts are int: large buffers go in pieces. */
 #define PIECE (INT_MAX / 2)
@@ -65,9 +171,10 @@ static int in_pieces(tg_real *v, size_t n, bool sum, const char *what)
 {
     for (size_t i = 0; i < n; i += PIECE) {
         int k = (int)(n - i < PIECE ? n - i : PIECE);
-        int rc = sum ? MPI_Allreduce(MPI_IN_PLACE, v + i, k, TG_MPI_REAL, MPI_SUM, MPI_COMM_WORLD)
-                     : MPI_Bcast(v + i, k, TG_MPI_REAL, 0, MPI_COMM_WORLD);
-        if (check(rc, what)) return -1;
+        if (beat_start()) return -1;
+        int rc = sum ? MPI_Iallreduce(MPI_IN_PLACE, v + i, k, TG_MPI_REAL, MPI_SUM, MPI_COMM_WORLD, reqs)
+                     : MPI_Ibcast(v + i, k, TG_MPI_REAL, 0, MPI_COMM_WORLD, reqs);
+        if (check(rc, what) || finish(what)) return -1;
     }
     return 0;
 }
@@ -90,20 +197,22 @@ int tg_dist_sum(double *v, int n)
 {
     TG_REFUSE_NULL(v || n <= 0, "v", -1);
     if (size_ == 1) return 0;
-    return check(MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD), "all-reduce");
+    return beat_start() || check(MPI_Iallreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, reqs),
+                                 "all-reduce") || finish("all-reduce") ? -1 : 0;
 }
 
 int tg_dist_bcast(double *v, int n)
 {
     TG_REFUSE_NULL(v || n <= 0, "v", -1);
     if (size_ == 1) return 0;
-    return check(MPI_Bcast(v, n, MPI_DOUBLE, 0, MPI_COMM_WORLD), "broadcast");
+    return beat_start() || check(MPI_Ibcast(v, n, MPI_DOUBLE, 0, MPI_COMM_WORLD, reqs), "broadcast") ||
+           finish("broadcast") ? -1 : 0;
 }
 
 int tg_dist_barrier(void)
 {
     if (size_ == 1) return 0;
-    return check(MPI_Barrier(MPI_COMM_WORLD), "barrier");
+    return beat_start() || check(MPI_Ibarrier(MPI_COMM_WORLD, reqs), "barrier") || finish("barrier") ? -1 : 0;
 }
 
 int tg_dist_params_agree(const tg_params *p, bool *same)
@@ -115,11 +224,11 @@ int tg_dist_params_agree(const tg_params *p, bool *same)
     const unsigned char *b = (const unsigned char *)tg_params_data(p);
     uint64_t h = 1469598103934665603ull;  /* FNV-1a */
     for (size_t i = 0, n = tg_params_numel(p) * sizeof(tg_real); i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
-    uint64_t lo, hi;
-    if (check(MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD), "all-reduce") ||
-        check(MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD), "all-reduce"))
+    uint64_t hash[2] = {h, ~h};  /* the max of h and of ~h: every rank's h is the same when max = ~min */
+    if (beat_start() || check(MPI_Iallreduce(MPI_IN_PLACE, hash, 2, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD, reqs),
+                              "all-reduce") || finish("all-reduce"))
         return -1;
-    *same = lo == hi;
+    *same = hash[0] == ~hash[1];
     return 0;
 }
 

@@ -22,6 +22,8 @@ allowed=(
   tg_free tg_realloc tg_pages_unmap tg_headers_free tg_headers_release
   # NULL is the empty store: it owns nothing
   tg_headers_own
+  # NULL is no note to add
+  tg_dist_set_timeout
   # NULL argc/argv: MPI_Init's own convention
   tg_dist_init
   # ends the process: no failure to return

@@ -9,6 +9,12 @@
 #define SQ_PATH_MAX 1024
 #define SQ_INPUT_MAX 4096
 #define SQ_MAX_FLAGS 64
+/* --collective-timeout's default (seconds): the setup's collectives and
+ * the steps until one with an evaluation has been timed wait up to START;
+ * then max(MIN, STEPS x the slowest step so far) */
+#define SQ_TIMEOUT_START 300.0
+#define SQ_TIMEOUT_MIN 60.0
+#define SQ_TIMEOUT_STEPS 20.0
 
 /* The commands, one row each: X(id, name, handler, summary, help). cli.c
  * takes the names and texts (it links no handler: the fuzz target and the
@@ -58,6 +64,7 @@ typedef struct sq_config {
     double lr, weight_decay, clip;
     int schedule, optimizer;     /* sq_sched; an index into --optimizer's choices */
     long seed, threads;
+    double collective_timeout;   /* seconds; 0: forever; used only when given (else the default above) */
     long eval_every, eval_size, save_every, log_every;
     double target_acc;
     char out[SQ_PATH_MAX], init[SQ_PATH_MAX], resume[SQ_PATH_MAX];

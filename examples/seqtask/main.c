@@ -70,6 +70,7 @@ int main(int argc, char **argv)
     if (train) sq_stop_install();
     static sq_config c;
     int rc = parse(argc, argv, &c);
+    tg_dist_set_timeout(SQ_TIMEOUT_START, "at the start");
     double v[2] = {rc != 0, rc > 0 ? rc : 0};  /* ranks that stop, and their worst status */
     if (tg_dist_sum(v, 2)) tg_dist_abort(1, tg_error());
     if (v[0] == 0) {

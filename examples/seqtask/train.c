@@ -49,6 +49,10 @@ typedef struct trainer {
     int rank, ranks;             /* this process of how many (1 without mpirun) */
     bool interrupted;            /* some rank got SIGINT or SIGUSR1: every rank stops after the same step */
     long step;                   /* updates done */
+    double slowest;              /* seconds: the slowest step so far, rank 0's work after it included */
+    bool timed_eval;             /* a step with an evaluation is in slowest */
+    const char *ckpt;            /* rank 0: the last checkpoint on disk (--resume's or ours), NULL before */
+    long ckpt_step;
     double acc, tacc;            /* last evaluation, -1 before the first */
     char path[3][SQ_PATH_MAX + 32];  /* model, checkpoint, log */
 } trainer;
@@ -76,6 +80,7 @@ static int setup_model(trainer *tr)
     if (c->resume[0]) {
         if (sq_open(c->resume, c, true, &tr->p, &tr->m, &st)) return SQ_EXIT_USAGE;
         tr->have_model = true;
+        tr->ckpt = c->resume;
         if (!sq_cli_was_set(c, "out")) sq_dirname(c->resume, c->out, sizeof c->out);
     }
     int status = sq_run_init(&tr->run, c) ? SQ_EXIT_USAGE : 0;
@@ -92,6 +97,7 @@ static int setup_model(trainer *tr)
     tg_rng_seed(&tr->drop, (uint64_t)c->seed * 2 + 2);
     if (!status && st && sq_resume_state(st, c->resume, tr->opt, &tr->step, &tr->drop))
         status = SQ_EXIT_USAGE;
+    tr->ckpt_step = tr->step;
     if (!status && st && tr->run.data) {
         char hash[32];
         snprintf(hash, sizeof hash, "%016llx", (unsigned long long)tr->run.data->hash);
@@ -268,7 +274,38 @@ static int evaluate(trainer *tr)
 static int save_checkpoint(trainer *tr)
 {
     unsigned long long h = tr->run.data ? tr->run.data->hash : 0;
-    return sq_save(tr->path[P_CKPT], tr->c, tr->p, tr->opt, &tr->drop, tr->step, tr->acc, h);
+    if (sq_save(tr->path[P_CKPT], tr->c, tr->p, tr->opt, &tr->drop, tr->step, tr->acc, h)) return -1;
+    tr->ckpt = tr->path[P_CKPT];
+    tr->ckpt_step = tr->step;
+    return 0;
+}
+
+/* The deadline of the collectives to come (tg_dist_set_timeout): the
+ * --collective-timeout given, else SQ_TIMEOUT_START until a step with an
+ * evaluation has been timed (the other ranks wait for rank 0's), then
+ * max(SQ_TIMEOUT_MIN, SQ_TIMEOUT_STEPS x the slowest step). The message of
+ * a timeout says when, and on rank 0 which checkpoint it leaves intact
+ * (checkpoints are written to a temporary file and renamed). */
+static void set_timeout(const trainer *tr, const char *when)
+{
+    const sq_config *c = tr->c;
+    double s = sq_cli_was_set(c, "collective-timeout") ? c->collective_timeout
+             : !tr->timed_eval ? SQ_TIMEOUT_START
+             : fmax(SQ_TIMEOUT_MIN, SQ_TIMEOUT_STEPS * tr->slowest);
+    char why[SQ_PATH_MAX + 200];
+    int n = snprintf(why, sizeof why, "%s (--collective-timeout %g s); ending the job", when, s);
+    if (tr->rank == 0 && tr->ckpt)
+        snprintf(why + n, sizeof why - (size_t)n, ": the last checkpoint %s (step %ld) is intact", tr->ckpt,
+                 tr->ckpt_step);
+    else if (tr->rank == 0)
+        snprintf(why + n, sizeof why - (size_t)n, ": no checkpoint was written yet");
+    tg_dist_set_timeout(s, why);  /* the flag's range is the function's */
+}
+
+/* Whether rank 0 evaluates after the step just done (every rank knows). */
+static bool eval_due(const trainer *tr)
+{
+    return (tr->c->eval_every && tr->step % tr->c->eval_every == 0) || tr->step == tr->c->steps;
 }
 
 /* Rank 0's work after a step: evaluation, log, progress, checkpoint. 0 (go
@@ -276,7 +313,7 @@ static int save_checkpoint(trainer *tr)
 static int after_step(trainer *tr, double loss, double gnorm, double lr, long tokens, double ms)
 {
     const sq_config *c = tr->c;
-    bool eval = (c->eval_every && tr->step % c->eval_every == 0) || tr->step == c->steps;
+    bool eval = eval_due(tr);
     if (eval && evaluate(tr)) return -1;
     sq_log_row(&tr->log, tr->step, loss, lr, gnorm, ms, eval ? tr->acc : NAN, eval ? tr->tacc : NAN);
     sq_progress_step(&tr->prog, tr->step, loss, lr, tokens);
@@ -298,11 +335,16 @@ static int train_loop(trainer *tr)
     while (tr->step < c->steps && !tr->interrupted) {
         double t0 = sq_now(), loss, gnorm, lr;
         long tokens;
+        char when[48];
+        snprintf(when, sizeof when, "at step %ld", tr->step + 1);
+        set_timeout(tr, when);
         if (train_step(tr, &loss, &gnorm, &lr, &tokens)) return 1;
         double ms = 1000 * (sq_now() - t0), next = 0;
         if (tr->rank == 0) next = after_step(tr, loss, gnorm, lr, tokens, ms);
         /* rank 0 tells the others whether to go on */
         if (tg_dist_bcast(&next, 1)) tg_dist_abort(1, tg_error());
+        tr->slowest = fmax(tr->slowest, sq_now() - t0);
+        tr->timed_eval |= eval_due(tr);
         if (next < 0) {
             if (tr->rank != 0) tg_error_clear();  /* rank 0 says why */
             return 1;
@@ -386,6 +428,7 @@ int sq_cmd_train(sq_config *c)
     tr.ranks = tg_dist_size();
     int threads = sq_set_threads(c->threads), status = setup(&tr);
     if (status) say_error(&tr);
+    set_timeout(&tr, "during the setup");
     status = agree(&tr, status, "setup");
     sq_run_state rs = {.step = tr.step, .numel = status ? 0 : tg_params_numel(tr.p), .opt = tr.opt,
                        .drop = &tr.drop, .data_hash = tr.run.data ? tr.run.data->hash : 0};
