@@ -116,8 +116,8 @@ static int beat_start(void)
 }
 
 /* -1 with "no word from rank 1, 3 for 30.0 s in the <what> <note>": the
- * ranks whose heartbeat has not arrived, or, when every one has, that the
- * collective itself did not complete. */
+ * ranks whose heartbeat has not arrived (of two ranks, the other one), or,
+ * when every one has, that the collective itself did not complete. */
 static int timed_out(const char *what, double waited)
 {
     char who[256] = "";
@@ -127,10 +127,13 @@ static int timed_out(const char *what, double waited)
         MPI_Test(&reqs[1 + i], &done, MPI_STATUS_IGNORE);
         if (!done) n += (size_t)snprintf(who + n, sizeof who - n, "%s%d", n ? ", " : "", peer(i));
     }
+    if (!n && size_ == 2)  /* the one other rank reached the collective and stopped in it */
+        n = (size_t)snprintf(who, sizeof who, "%d", 1 - rank_);
     const char *sep = note[0] ? " " : "";
     if (n) return tg_error_set("no word from rank %s for %.1f s in the %s%s%s", who, waited, what, sep, note);
-    return tg_error_set("the %s did not complete within %.1f s though %s reached it%s%s", what, waited,
-                        rank_ ? "rank 0" : "every rank", sep, note);
+    return tg_error_set("the %s did not complete within %.1f s though %s reached it (a rank stopped in it, "
+                        "or the network between ranks failed)%s%s", what, waited, rank_ ? "rank 0" : "every rank",
+                        sep, note);
 }
 
 /* Waits for the collective (reqs[0]) and its heartbeat, polling against

@@ -251,6 +251,43 @@ Test(mpi, a_killed_rank_ends_the_job)
     cr_assert(strstr(err_text, "signal 9") || strstr(err_text, "Killed"), "%s", err_text);
 }
 
+/* A rank stopped by SIGSTOP (frozen: it never exits) once the ranks train
+ * with --save-every 5 --collective-timeout 3: the other rank gives up on it
+ * after the deadline, naming it, and the job ends. Rank 0 stopped: rank 1
+ * names rank 0; rank 1 stopped: rank 0 names rank 1 and the checkpoint,
+ * which resumes. Without the deadline both jobs hang until timeout(1). */
+Test(mpi, a_stopped_rank_ends_the_job_naming_it)
+{
+    static char wrapped[sizeof mpirun + 256];
+    char stop[256], flags[512];
+    use_mpirun(1);
+    const char *plain = launcher;
+    for (int r = 0; r < 2; r++) {
+        snprintf(stop, sizeof stop, "sh -c '(while [ ! -s x%d/log.csv ]; do sleep 0.1; done; sleep 0.5; "
+                 "kill -STOP $$) & exec \"$0\" \"$@\"'", r);
+        snprintf(flags, sizeof flags, "%s --steps 1000000 --eval-every 0 --save-every 5 --collective-timeout 3 "
+                 "--out x%d", SMALL, r);
+        /* rank 0 is mpirun's first program */
+        snprintf(wrapped, sizeof wrapped, "%s %s", mpirun, stop);
+        launcher = r == 0 ? wrapped : plain;
+        int st = run("train %s : -np 1 %s '%s' train %s", flags, r == 1 ? stop : "", SEQTASK, flags);
+        launcher = plain;
+        cr_assert(st != 0 && st != 124, "rank %d stopped: exit status %d (124: timed out)\n%s", r, st, err_text);
+        char want[64];
+        snprintf(want, sizeof want, "rank %d: no word from rank %d for ", 1 - r, r);
+        cr_assert(strstr(err_text, want) && strstr(err_text, "(--collective-timeout 3 s); ending the job"),
+                  "rank %d stopped:\n%s", r, err_text);
+    }
+    const char *intact = strstr(err_text, "the last checkpoint x1/checkpoint.safetensors (step ");
+    long step = 0;
+    cr_assert(intact && sscanf(intact, "the last checkpoint x1/checkpoint.safetensors (step %ld) is intact",
+                               &step) == 1 && step >= 5, "%s", err_text);
+    launcher = "";
+    cr_assert_eq(run("train --resume x1/checkpoint.safetensors --steps %ld --threads 1", step + 2), 0, "%s",
+                 err_text);
+    cr_assert(strstr(err_text, "resuming at step"), "%s", err_text);
+}
+
 /* SIGUSR1 to mpirun (which passes it on to every rank) three times, 10 ms
  * apart, once the ranks train with --save-every 1: every rank stops after
  * the same step, the checkpoint is saved, the job exits 130 and resumes.
