@@ -127,8 +127,8 @@ static const flag flags[] = {
         "continue a checkpoint bit for bit (its flags unless given again)"),
     INT("threads", threads, 0, 256, "0", C_ALL, 0, "compute", "N",
         "threads for GEMMs and large loops (0: one per core)"),
-    REAL("collective-timeout", collective_timeout, 0, false, 1e9, false, NULL, C_TRAIN, 0, "compute", "S",
-         "under mpirun: end the job when a rank is not heard from for S seconds (0: wait forever) "
+    REAL("collective-timeout", collective_timeout, 0, false, 1e9, false, NULL, C_TRAIN, 0, "compute", "X",
+         "under mpirun: end the job when a rank is not heard from for X seconds (0: wait forever) "
          "[300 until a step with an evaluation is timed, then max(60, 20 x the slowest step)]"),
 };
 #define N_FLAGS ((int)(sizeof flags / sizeof flags[0]))
