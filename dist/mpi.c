@@ -6,7 +6,6 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <time.h>
 
 #ifdef TAPEGRAD_DOUBLE
@@ -102,7 +101,7 @@ static double now(void)
 static int peers(void) { return rank_ ? 1 : size_ - 1; }
 static int peer(int i) { return rank_ ? 0 : i + 1; }
 
-/* The heartbeat of the collective about to start (reqs[1 ..]). */
+/* The heartbeat of the collective just started (reqs[1 ..]). */
 static int beat_start(void)
 {
     seq++;
@@ -166,6 +165,13 @@ static int finish(const char *what)
     return 0;
 }
 
+/* The collective just started (rc, its request in reqs[0]) with its
+ * heartbeat, to the end. */
+static int collective(int rc, const char *what)
+{
+    return check(rc, what) || beat_start() || finish(what) ? -1 : 0;
+}
+
 /* MPI counts are int: large buffers go in pieces. */
 #define PIECE (INT_MAX / 2)
 
@@ -174,10 +180,9 @@ static int in_pieces(tg_real *v, size_t n, bool sum, const char *what)
 {
     for (size_t i = 0; i < n; i += PIECE) {
         int k = (int)(n - i < PIECE ? n - i : PIECE);
-        if (beat_start()) return -1;
         int rc = sum ? MPI_Iallreduce(MPI_IN_PLACE, v + i, k, TG_MPI_REAL, MPI_SUM, MPI_COMM_WORLD, reqs)
                      : MPI_Ibcast(v + i, k, TG_MPI_REAL, 0, MPI_COMM_WORLD, reqs);
-        if (check(rc, what) || finish(what)) return -1;
+        if (collective(rc, what)) return -1;
     }
     return 0;
 }
@@ -200,22 +205,20 @@ int tg_dist_sum(double *v, int n)
 {
     TG_REFUSE_NULL(v || n <= 0, "v", -1);
     if (size_ == 1) return 0;
-    return beat_start() || check(MPI_Iallreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, reqs),
-                                 "all-reduce") || finish("all-reduce") ? -1 : 0;
+    return collective(MPI_Iallreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, reqs), "all-reduce");
 }
 
 int tg_dist_bcast(double *v, int n)
 {
     TG_REFUSE_NULL(v || n <= 0, "v", -1);
     if (size_ == 1) return 0;
-    return beat_start() || check(MPI_Ibcast(v, n, MPI_DOUBLE, 0, MPI_COMM_WORLD, reqs), "broadcast") ||
-           finish("broadcast") ? -1 : 0;
+    return collective(MPI_Ibcast(v, n, MPI_DOUBLE, 0, MPI_COMM_WORLD, reqs), "broadcast");
 }
 
 int tg_dist_barrier(void)
 {
     if (size_ == 1) return 0;
-    return beat_start() || check(MPI_Ibarrier(MPI_COMM_WORLD, reqs), "barrier") || finish("barrier") ? -1 : 0;
+    return collective(MPI_Ibarrier(MPI_COMM_WORLD, reqs), "barrier");
 }
 
 int tg_dist_params_agree(const tg_params *p, bool *same)
@@ -228,8 +231,7 @@ int tg_dist_params_agree(const tg_params *p, bool *same)
     uint64_t h = 1469598103934665603ull;  /* FNV-1a */
     for (size_t i = 0, n = tg_params_numel(p) * sizeof(tg_real); i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
     uint64_t hash[2] = {h, ~h};  /* the max of h and of ~h: every rank's h is the same when max = ~min */
-    if (beat_start() || check(MPI_Iallreduce(MPI_IN_PLACE, hash, 2, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD, reqs),
-                              "all-reduce") || finish("all-reduce"))
+    if (collective(MPI_Iallreduce(MPI_IN_PLACE, hash, 2, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD, reqs), "all-reduce"))
         return -1;
     *same = hash[0] == ~hash[1];
     return 0;
