@@ -319,6 +319,10 @@ Test(null, viz_dist_threads)
     tg_params *p = tg_params_new();
     REFUSES(tg_dist_params_agree(p, NULL), "tg_dist_params_agree");
     tg_params_free(p);
+    cr_expect_eq(tg_dist_set_timeout(1, NULL), 0);  /* NULL: nothing to add to the message */
+    cr_expect(tg_dist_set_timeout(NAN, NULL) == -1 && strstr(tg_error(), "tg_dist_set_timeout: the timeout nan s"),
+              "%s", tg_error());
+    tg_dist_set_timeout(0, NULL);
     REFUSES(tg_parallel_for(4, NULL, NULL), "tg_parallel_for");
     REFUSES(tg_parallel_range(4, 1, NULL, NULL), "tg_parallel_range");
 }
