@@ -289,6 +289,7 @@ static int save_checkpoint(trainer *tr)
 static void set_timeout(const trainer *tr, const char *when)
 {
     const sq_config *c = tr->c;
+    if (tr->ranks == 1) return;
     double s = sq_cli_was_set(c, "collective-timeout") ? c->collective_timeout
              : !tr->timed_eval ? SQ_TIMEOUT_START
              : fmax(SQ_TIMEOUT_MIN, SQ_TIMEOUT_STEPS * tr->slowest);
