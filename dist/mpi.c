@@ -136,15 +136,19 @@ static int timed_out(const char *what, double waited)
 }
 
 /* Waits for the collective (reqs[0]) and its heartbeat, polling against
- * the deadline. The first millisecond spins (OpenMPI's blocking calls spin
- * all along); after that, pauses that double up to 1 ms keep a rank that
- * waits long off the core. The ranks other than 0 give up 10% and a second
- * later than rank 0, so that rank 0, which hears from everyone, names the
- * missing ranks before mpirun ends the job. */
+ * the deadline. While a peer has not arrived (it computes, or is frozen),
+ * the wait pauses between polls after its first millisecond, the pauses
+ * doubling up to 1 ms, so that a rank that waits long for a slow one stays
+ * off the core. Once every peer's heartbeat is in, it polls without pause:
+ * OpenMPI moves a non-blocking collective's data only inside MPI calls, so
+ * the data moves as fast as the blocking call's. The ranks other than 0 give
+ * up 10% and a second later than rank 0, so that rank 0, which hears from
+ * everyone, names the missing ranks before mpirun ends the job. */
 static int finish(const char *what)
 {
     double start = now(), limit = timeout_s > 0 && rank_ ? 1.1 * timeout_s + 1 : timeout_s;
     long pause_ns = 1000;
+    int here = 0;  /* every peer's heartbeat arrived */
     for (int i = 0, n = 1 + 2 * peers(); i < n;) {
         int done;
         if (check(MPI_Test(&reqs[i], &done, MPI_STATUS_IGNORE), what)) return -1;
@@ -154,7 +158,8 @@ static int finish(const char *what)
         }
         double waited = now() - start;
         if (limit > 0 && waited >= limit) return timed_out(what, waited);
-        if (waited < 1e-3) continue;
+        if (!here && check(MPI_Testall(peers(), reqs + 1, &here, MPI_STATUSES_IGNORE), what)) return -1;
+        if (here || waited < 1e-3) continue;
         nanosleep(&(struct timespec){0, pause_ns}, NULL);
         if (pause_ns < 1000000) pause_ns *= 2;
     }
