@@ -44,7 +44,7 @@ net 2>"$tmp/err" || skip "cannot join the namespaces with a veth pair: $(cat "$t
 # ranks and waits for it; over a dead link TCP retries that message for
 # net.ipv4.tcp_retries2 (15: about 15 minutes) before mpirun gives the daemon
 # up. 3 (a few seconds) on these two "hosts" (docs/DISTRIBUTED.md).
-for ns in $a $b; do ip netns exec $ns sh -c "echo 3 >/proc/sys/net/ipv4/tcp_retries2" || fail "cannot set tcp_retries2"; done
+for ns in $a $b; do ip netns exec $ns sh -c "echo 3 >/proc/sys/net/ipv4/tcp_retries2" || skip "cannot set tcp_retries2"; done
 
 # OpenMPI's rsh launcher runs "AGENT HOST COMMAND...": run it in HOST's namespace
 cat >"$tmp/agent" <<EOF
@@ -86,7 +86,7 @@ run_cut() { # name, cut command...
   ip netns exec $a "$@" || fail "$name: cannot cut the link: $*"
   wait $job
   local st=$?
-  [ $st -ne 0 ] && [ $st -ne 124 ] && [ $st -ne 137 ] || { cat "$tmp/$name.err" >&2; fail "$name: exit status $st (124, 137: hung)"; }
+  [ $st -eq 1 ] || { cat "$tmp/$name.err" >&2; fail "$name: exit status $st, want 1 (124, 137: hung)"; }
   ! grep -E "ERROR: (Address|Leak)Sanitizer|runtime error:" "$tmp/$name.err" || fail "$name: a sanitizer report"
   grep -q "rank 0: no word from rank 1 for .* (--collective-timeout 3 s); ending the job" "$tmp/$name.err" ||
     { cat "$tmp/$name.err" >&2; fail "$name: rank 0 did not name rank 1"; }
