@@ -12,6 +12,7 @@
 #include "linear.h"
 #include "model.h"
 #include "names.h"
+#include "rmsnorm.h"
 #include "sample.h"
 
 #endif

@@ -33,15 +33,13 @@ static tg_tensor *model_fn(tg_tape *t, tg_tensor **in, void *ctx)
     return c->loss ? tg_cross_entropy(t, logits, g_targets, TG_IGNORE) : logits;
 }
 
-static void check_model_grads(tg_mha_mode mode, bool loss)
+static void check_config_grads(const tg_model_config *cfg, bool loss)
 {
     tg_rng rng;
     tg_rng_seed(&rng, 3);
     tg_params *p = tg_params_new();
     model_ctx c = {.loss = loss};
-    tg_model_config cfg = {.vocab = 7, .d_model = 8, .n_layers = 2, .n_heads = 2, .d_ff = 16,
-                           .max_len = 6, .mode = mode};
-    cr_assert_eq(tg_model_init(&c.m, p, &cfg, &rng), 0, "%s", tg_error());
+    cr_assert_eq(tg_model_init(&c.m, p, cfg, &rng), 0, "%s", tg_error());
     tg_real *d = tg_params_data(p);  /* nudge biases and LayerNorm off 0 / 1 */
     for (size_t i = 0; i < tg_params_numel(p); i++) d[i] += (tg_real)(0.1 * (2 * tg_rng_uniform(&rng) - 1));
     int n = tg_params_count(p);
@@ -53,7 +51,103 @@ static void check_model_grads(tg_mha_mode mode, bool loss)
     tg_params_free(p);
 }
 
+static void check_model_grads(tg_mha_mode mode, bool loss)
+{
+    tg_model_config cfg = {.vocab = 7, .d_model = 8, .n_layers = 2, .n_heads = 2, .d_ff = 16, .max_len = 6,
+                           .mode = mode};
+    check_config_grads(&cfg, loss);
+}
+
+/* LLaMA-style (RMSNorm, GQA, RoPE, SwiGLU, no biases) and GPT-2 (tied head:
+ * the one tok_emb.weight gets the sum of both uses' gradients) */
+static const tg_model_config LLAMA = {.vocab = 7, .d_model = 8, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2,
+                                      .d_ff = 12, .max_len = 6, .pos = TG_POS_ROPE, .norm = TG_NORM_RMS,
+                                      .ff_act = TG_FFN_SWIGLU, .no_bias = true};
+static const tg_model_config GPT2 = {.vocab = 7, .d_model = 8, .n_layers = 2, .n_heads = 2, .d_ff = 16,
+                                     .max_len = 6, .tie_weights = true};
+
 Test(model, gradcheck_loss_fused) { check_model_grads(TG_MHA_FUSED, true); }
+Test(model, gradcheck_loss_llama) { check_config_grads(&LLAMA, true); }
+Test(model, gradcheck_loss_gpt2_tied) { check_config_grads(&GPT2, true); }
+Test(model, gradcheck_loss_geglu_per_head)
+{
+    tg_model_config c = LLAMA;
+    c.ff_act = TG_FFN_GEGLU, c.mode = TG_MHA_PER_HEAD, c.no_bias = false, c.tie_weights = true;
+    check_config_grads(&c, true);
+}
+
+Test(model, options_name_their_parameters)
+{
+    tg_params *p = tg_params_new();
+    tg_model m;
+    tg_model_config c = LLAMA;
+    c.n_layers = 1;
+    cr_assert_eq(tg_model_init(&m, p, &c, NULL), 0, "%s", tg_error());
+    static const char *const llama[] = {"tok_emb.weight", "blocks.0.ln1.weight", "blocks.0.attn.in_proj_weight",
+        "blocks.0.attn.out_proj.weight", "blocks.0.ln2.weight", "blocks.0.ff.gate_proj.weight",
+        "blocks.0.ff.up_proj.weight", "blocks.0.ff.down_proj.weight", "ln_f.weight", "head.weight"};
+    cr_assert_eq(tg_params_count(p), 10);
+    for (int i = 0; i < 10; i++) cr_assert_str_eq(tg_params_at(p, i)->name, llama[i]);
+    tg_model_free(&m);
+    tg_params_free(p);
+
+    p = tg_params_new();
+    c = GPT2;
+    c.n_layers = 1;
+    cr_assert_eq(tg_model_init(&m, p, &c, NULL), 0, "%s", tg_error());
+    cr_assert_str_eq(tg_params_at(p, tg_params_count(p) - 1)->name, "ln_f.bias");
+    cr_assert_null(tg_params_get(p, "head.weight"));
+    cr_assert_null(tg_params_get(p, "head.bias"));
+    cr_assert(m.head.weight == m.tok_emb.weight && !m.head.bias, "one parameter, no head bias");
+    tg_model_free(&m);
+
+    c.norm = (tg_norm_kind)2;
+    cr_assert_eq(tg_model_init(&m, p, &c, NULL), -1);
+    cr_assert(strstr(tg_error(), "norm 2"), "%s", tg_error());
+    c.norm = TG_NORM_LAYER, c.ff_act = (tg_ffn_act)-1;
+    cr_assert_eq(tg_model_init(&m, p, &c, NULL), -1);
+    cr_assert(strstr(tg_error(), "ff_act -1"), "%s", tg_error());
+    tg_params_free(p);
+}
+
+/* A tied model saves tok_emb.weight once; a file that also names it
+ * head.weight (PyTorch's state_dict) loads when the two are equal. */
+Test(model, tied_weights_save_once_and_load_torch_files)
+{
+    tg_rng rng;
+    tg_rng_seed(&rng, 4);
+    tg_params *p = tg_params_new(), *q = tg_params_new();
+    tg_model m, n;
+    cr_assert_eq(tg_model_init(&m, p, &GPT2, &rng), 0, "%s", tg_error());
+    cr_assert_eq(tg_model_init(&n, q, &GPT2, NULL), 0, "%s", tg_error());
+    tg_safetensors *s = tg_st_new();
+    cr_assert_eq(tg_st_add_params(s, p), 0, "%s", tg_error());
+    cr_assert_eq(tg_st_count(s), tg_params_count(p));
+    cr_assert_null(tg_st_get(s, "head.weight"));
+    cr_assert_eq(tg_model_load(&n, q, s, true, NULL), 0, "%s", tg_error());
+    cr_assert(!memcmp(tg_params_data(q), tg_params_data(p), tg_params_numel(p) * sizeof(tg_real)));
+
+    const tg_tensor *emb = tg_st_get(s, "tok_emb.weight");
+    cr_assert_eq(tg_st_add(s, "head.weight", emb), 0, "%s", tg_error());
+    memset(tg_params_data(q), 0, tg_params_numel(q) * sizeof(tg_real));
+    cr_assert_eq(tg_model_load(&n, q, s, true, "optim."), 0, "%s", tg_error());
+    cr_assert(!memcmp(tg_params_data(q), tg_params_data(p), tg_params_numel(p) * sizeof(tg_real)));
+    cr_assert_eq(tg_st_load_params(q, s, true, NULL), -1, "the plain loader calls head.weight unexpected");
+
+    tg_st_get(s, "head.weight")->data[3] += 1;
+    cr_assert_eq(tg_model_load(&n, q, s, true, NULL), -1);
+    cr_assert(strstr(tg_error(), "head.weight differs from its tok_emb.weight"), "%s", tg_error());
+    tg_st_get(s, "head.weight")->data[3] = emb->data[3];
+    cr_assert_eq(tg_st_add_data(s, "extra", NULL, 1, (int[]){2}), 0);
+    cr_assert_eq(tg_model_load(&n, q, s, true, NULL), -1);
+    cr_assert(strstr(tg_error(), "unexpected tensor 'extra'"), "%s", tg_error());
+    cr_assert_eq(tg_model_load(&n, q, s, false, NULL), 0, "%s", tg_error());
+    tg_st_free(s);
+    tg_model_free(&m);
+    tg_model_free(&n);
+    tg_params_free(p);
+    tg_params_free(q);
+}
 Test(model, gradcheck_loss_per_head) { check_model_grads(TG_MHA_PER_HEAD, true); }
 Test(model, gradcheck_logits_fused) { check_model_grads(TG_MHA_FUSED, false); }
 
@@ -259,6 +353,77 @@ static void check_model_fixture(tg_mha_mode mode)
     tg_params_free(pr);
     tg_st_free(s);
 }
+
+/* ---- the language-model options vs PyTorch (bench/torch/make_lm_fixtures.py) ------------------ */
+
+static void check_ffn_fixture(const char *file)
+{
+    tg_safetensors *s = load_fixture(file);
+    tg_ffn_config cfg = {.d_model = meta_int(s, "d_model"), .d_ff = meta_int(s, "d_ff"),
+                         .act = (tg_ffn_act)meta_int(s, "act"), .no_bias = meta_int(s, "no_bias") != 0};
+    tg_params *p = tg_params_new();
+    tg_ffn f;
+    cr_assert_eq(tg_ffn_init(&f, p, "ff", &cfg, NULL), 0, "%s", tg_error());
+    cr_assert_eq(tg_st_load_params(p, s, false, NULL), 0, "%s", tg_error());
+    tg_tape *t = tg_tape_new();
+    const tg_tensor *xf = fx(s, "x");
+    tg_tensor *x = tg_tensor_from(t, xf->data, xf->ndim, xf->shape);
+    x->requires_grad = true;
+    tg_tensor *out = tg_ffn_forward(t, &f, x, NULL);
+    cr_assert_not_null(out, "%s", tg_tape_error(t));
+    assert_matches(out->data, out->size, fx(s, "out"), "out");
+    cr_assert_eq(tg_backward_seed(t, out, fx(s, "seed")->data), 0, "%s", tg_tape_error(t));
+    assert_matches(x->grad, x->size, fx(s, "grad.x"), "grad.x");
+    assert_param_grads(p, s);
+    cr_assert_eq(tg_params_count(p), cfg.no_bias ? 3 : 6);  /* every torch parameter was compared */
+    tg_tape_free(t);
+    tg_params_free(p);
+    tg_st_free(s);
+}
+
+Test(fixtures, ffn_swiglu_vs_torch) { check_ffn_fixture("ffn_swiglu.safetensors"); }
+Test(fixtures, ffn_geglu_vs_torch) { check_ffn_fixture("ffn_geglu.safetensors"); }
+
+/* A whole model from the file's config and state_dict (a tied one names
+ * tok_emb.weight twice): logits, loss and every parameter's gradient. */
+static void check_lm_fixture(const char *file, int n_params)
+{
+    tg_safetensors *s = load_fixture(file);
+    tg_model_config cfg = {.vocab = meta_int(s, "vocab"), .d_model = meta_int(s, "d_model"),
+                           .n_layers = meta_int(s, "n_layers"), .n_heads = meta_int(s, "n_heads"),
+                           .n_kv_heads = meta_int(s, "n_kv_heads"), .d_ff = meta_int(s, "d_ff"),
+                           .max_len = meta_int(s, "max_len"), .pos = (tg_pos_kind)meta_int(s, "pos"),
+                           .norm = (tg_norm_kind)meta_int(s, "norm"), .ff_act = (tg_ffn_act)meta_int(s, "ff_act"),
+                           .no_bias = meta_int(s, "no_bias") != 0, .tie_weights = meta_int(s, "tie_weights") != 0};
+    tg_params *p = tg_params_new();
+    tg_model m;
+    cr_assert_eq(tg_model_init(&m, p, &cfg, NULL), 0, "%s", tg_error());
+    cr_assert_eq(tg_params_count(p), n_params);
+    cr_assert_eq(tg_model_load(&m, p, s, false, NULL), 0, "%s", tg_error());
+    const tg_tensor *ids_t = fx(s, "ids");
+    int B = ids_t->shape[0], T = ids_t->shape[1];
+    int32_t *ids = to_ints(ids_t), *lens = to_ints(fx(s, "lens")), *targets = to_ints(fx(s, "targets"));
+    tg_tape *t = tg_tape_new();
+    tg_tensor *logits = tg_model_forward(t, &m, ids, B, T, &(tg_model_opts){.lens = lens}, NULL);
+    tg_tensor *loss = tg_cross_entropy(t, logits, targets, TG_IGNORE);
+    cr_assert_not_null(loss, "%s", tg_tape_error(t));
+    assert_matches(logits->data, logits->size, fx(s, "logits"), "logits");
+    assert_matches(loss->data, 1, fx(s, "loss"), "loss");
+    cr_assert_eq(tg_backward(t, loss), 0, "%s", tg_tape_error(t));
+    assert_param_grads(p, s);
+    free(ids);
+    free(lens);
+    free(targets);
+    tg_tape_free(t);
+    tg_model_free(&m);
+    tg_params_free(p);
+    tg_st_free(s);
+}
+
+/* tok_emb, then 7 per block (ln1, in_proj, out_proj, ln2, gate, up, down), ln_f, head */
+Test(fixtures, llama_model_vs_torch_twin) { check_lm_fixture("model_llama.safetensors", 1 + 7 * 2 + 2); }
+/* tok_emb, pos_emb, 12 per block, ln_f's two; no head of its own */
+Test(fixtures, gpt2_tied_model_vs_torch_twin) { check_lm_fixture("model_gpt2_tied.safetensors", 2 + 12 * 2 + 2); }
 
 Test(fixtures, model_vs_torch_twin) { check_model_fixture(TG_MHA_FUSED); }
 Test(fixtures, model_per_head_vs_torch_twin) { check_model_fixture(TG_MHA_PER_HEAD); }
