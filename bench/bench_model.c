@@ -78,7 +78,7 @@ static int model_step(void *arg)
     if (!loss || tg_backward(c->t, loss)) return -1;  /* the message is in tg_error() */
     c->arena_peak = tg_tape_arena_used(c->t);
     if (c->clip > 0) tg_clip_grad_norm(c->p, c->clip);
-    tg_optim_set_lr(c->opt, tg_lr_at(&c->sched, c->step));
+    tg_optim_schedule_lr(c->opt, &c->sched, c->step);
     tg_optim_step(c->opt);
     tg_tape_reset(c->t);
     c->step++;
