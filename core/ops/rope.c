@@ -10,7 +10,10 @@
  *     dx_2i+1 = -dy_2i sin + dy_2i+1 cos
  * The angle of (p, i) is computed the same way whatever the call (in double,
  * then rounded), so a decoding step at position p rotates its query and key
- * exactly as a whole pass does at p.
+ * exactly as a whole pass does at p. cos and sin of the L positions of a
+ * batch row are tabled once (LLaMA's freqs_cis) and shared by its heads and
+ * by the next rows starting at the same position: a pass without pos0
+ * computes L * r/2 of each instead of B * L * heads * r/2.
  */
 #include <math.h>
 #include <string.h>
@@ -22,29 +25,51 @@ typedef struct rope_ctx {
     int rot;                   /* r, resolved */
 } rope_ctx;
 
-/* y = R(p) x over one head's r dims (sign -1: R(p)^T). */
-static void rotate(const tg_real *x, tg_real *y, int r, double base, int p, int sign)
+/* cs [L, r/2, 2] <- cos and sin (sign -1: -sin) of the angles of positions
+ * p0 .. p0+L-1, each rounded to tg_real. */
+static void rope_table(tg_real *cs, int L, int r, double base, int p0, int sign)
+{
+    for (int l = 0; l < L; l++)
+        for (int i = 0; i < r / 2; i++) {
+            double a = (p0 + l) / pow(base, 2.0 * i / r);
+            cs[((size_t)l * (r / 2) + i) * 2] = (tg_real)cos(a);
+            cs[((size_t)l * (r / 2) + i) * 2 + 1] = (tg_real)(sign * sin(a));
+        }
+}
+
+/* y = R x over one head's r dims, R's cos and sin in cs [r/2, 2]. */
+static void rotate(const tg_real *x, tg_real *y, const tg_real *cs, int r)
 {
     for (int i = 0; i < r / 2; i++) {
-        double a = p / pow(base, 2.0 * i / r);
-        tg_real c = (tg_real)cos(a), s = (tg_real)(sign * sin(a)), x0 = x[2 * i], x1 = x[2 * i + 1];
+        tg_real c = cs[2 * i], s = cs[2 * i + 1], x0 = x[2 * i], x1 = x[2 * i + 1];
         y[2 * i] = x0 * c - x1 * s;
         y[2 * i + 1] = x0 * s + x1 * c;
     }
 }
 
 /* Every row's heads rotated from x into y (sign -1: the inverse); y has x's
- * other columns already. */
-static void rope_rows(const tg_real *x, tg_real *y, int B, int L, int C, const tg_rope_opts *o, int r, int sign)
+ * other columns already. cs: scratch [L, r/2, 2]. */
+static void rope_rows(const tg_real *x, tg_real *y, tg_real *cs, int B, int L, int C, const tg_rope_opts *o, int r,
+                      int sign)
 {
     double base = o->base > 0 ? o->base : 10000;
-    for (int b = 0; b < B; b++)
+    for (int b = 0; b < B; b++) {
+        int p0 = o->pos0 ? o->pos0[b] : 0;
+        if (b == 0 || p0 != (o->pos0 ? o->pos0[b - 1] : 0)) rope_table(cs, L, r, base, p0, sign);
         for (int l = 0; l < L; l++) {
             size_t row = ((size_t)b * L + l) * C + o->col;
-            int p = (o->pos0 ? o->pos0[b] : 0) + l;
             for (int h = 0; h < o->n_heads; h++)
-                rotate(x + row + (size_t)h * o->d_head, y + row + (size_t)h * o->d_head, r, base, p, sign);
+                rotate(x + row + (size_t)h * o->d_head, y + row + (size_t)h * o->d_head, cs + (size_t)l * r, r);
         }
+    }
+}
+
+/* Scratch for rope_rows' table of L positions of r dims: NULL with an error. */
+static tg_real *table_scratch(tg_tape *t, int L, int r, size_t *bytes, const char *what)
+{
+    size_t n = (size_t)L * (size_t)r;
+    *bytes = (n ? n : 1) * sizeof(tg_real);
+    return tg_arena_scratch(t, *bytes, what);
 }
 
 /* out [B, L, C] <- x: dx += R^T dout on the rotated dims, dout elsewhere */
@@ -54,11 +79,17 @@ TG_BACKWARD(rope_backward, rope_ctx)
     tg_tensor *x = in[0];
     tg_real *dx = tg_grad(t, x), *g = out->grad;
     size_t n = x->size;
+    size_t cs_bytes;
     tg_real *tmp = dx ? tg_arena_scratch(t, n * sizeof *tmp, "tg_rope backward") : NULL;
-    if (!tmp) return;
+    tg_real *cs = tmp ? table_scratch(t, x->shape[1], c->rot, &cs_bytes, "tg_rope backward") : NULL;
+    if (!cs) {
+        tg_arena_release(t, tmp, n * sizeof *tmp);
+        return;
+    }
     memcpy(tmp, g, n * sizeof *tmp);
-    rope_rows(g, tmp, x->shape[0], x->shape[1], x->shape[2], &c->o, c->rot, -1);
+    rope_rows(g, tmp, cs, x->shape[0], x->shape[1], x->shape[2], &c->o, c->rot, -1);
     for (size_t i = 0; i < n; i++) dx[i] += tmp[i];
+    tg_arena_release(t, cs, cs_bytes);
     tg_arena_release(t, tmp, n * sizeof *tmp);
 }
 
@@ -83,9 +114,12 @@ tg_tensor *tg_rope(tg_tape *t, tg_tensor *x, const tg_rope_opts *opts)
     for (int b = 0; o.pos0 && b < B; b++)
         if (o.pos0[b] < 0) return tg_fail(t, "tg_rope: pos0[%d] = %d is negative", b, (int)o.pos0[b]);
     tg_tensor *out = tg_new_like(t, &rope_op, x);
-    if (!out) return NULL;
+    size_t cs_bytes;
+    tg_real *cs = out ? table_scratch(t, L, r, &cs_bytes, "tg_rope") : NULL;
+    if (!cs) return NULL;
     memcpy(out->data, x->data, x->size * sizeof *x->data);
-    rope_rows(x->data, out->data, B, L, x->shape[2], &o, r, 1);
+    rope_rows(x->data, out->data, cs, B, L, x->shape[2], &o, r, 1);
+    tg_arena_release(t, cs, cs_bytes);
     if (o.pos0 && tg_needs_grad(t, &x, 1)) {
         int32_t *p = tg_arena_alloc(t, (size_t)B * sizeof *p, "tg_rope positions");
         if (!p) return NULL;
