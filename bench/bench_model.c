@@ -2,7 +2,7 @@
  *
  *   bench_model [--reps 30] [--burn-in 3] [--budget 10] [--task reverse|copy]
  *               [--symbols 16 --min-len 4 --max-len 12 --layers 2 --d-model 64
- *                --heads 4 --d-head 0 --d-ff 0 --mode fused|per-head --batch 64
+ *                --heads 4 --d-head 0 --d-ff 0 --mode fused|per-head --pos learned|rope|none --batch 64
  *                --lr 0.003 --warmup 50 --steps 3000 --schedule cosine
  *                --optimizer adamw|adam|sgd --weight-decay 0.01 --clip 1 --seed 1]
  *               [--threads T (0: one per core)] [--tag step]
@@ -78,7 +78,7 @@ static int model_step(void *arg)
     if (!loss || tg_backward(c->t, loss)) return -1;  /* the message is in tg_error() */
     c->arena_peak = tg_tape_arena_used(c->t);
     if (c->clip > 0) tg_clip_grad_norm(c->p, c->clip);
-    tg_optim_set_lr(c->opt, tg_lr_at(&c->sched, c->step));
+    tg_optim_schedule_lr(c->opt, &c->sched, c->step);
     tg_optim_step(c->opt);
     tg_tape_reset(c->t);
     c->step++;
@@ -118,7 +118,7 @@ int main(int argc, char **argv)
     if (bu_flag(argc, argv, "--help") || bu_flag(argc, argv, "-h")) {
         fputs("usage: bench_model [--reps 30] [--burn-in 3] [--budget 10] [--task reverse|copy]\n"
               "  [--symbols 16 --min-len 4 --max-len 12 --layers 2 --d-model 64 --heads 4 --d-head 0\n"
-              "   --d-ff 0 --mode fused|per-head --dropout 0 --batch 64 --lr 0.003 --warmup W --steps 3000\n"
+              "   --d-ff 0 --mode fused|per-head --pos learned|rope|none --dropout 0 --batch 64 --lr 0.003 --warmup W --steps 3000\n"
               "   --schedule cosine|linear|constant --optimizer adamw|adam|sgd --weight-decay 0.01\n"
               "   --clip 1 --seed 1 --materialise -1] [--threads T (0: one per core)] [--tag step]\n"
               "One training step of the toy model, timed; prints a ROW line (see the header of\n"
@@ -131,6 +131,7 @@ int main(int argc, char **argv)
     int B = (int)OPT("batch", 64);
     const char *mode = bu_opt_str(argc, argv, "--mode", "fused");
     const char *task = bu_opt_str(argc, argv, "--task", "reverse");
+    const char *pos = bu_opt_str(argc, argv, "--pos", "learned");
     const char *optim = bu_opt_str(argc, argv, "--optimizer", "adamw");
     const char *sched = bu_opt_str(argc, argv, "--schedule", "cosine");
     double lr = bu_opt_double(argc, argv, "--lr", 0.003);
@@ -139,15 +140,18 @@ int main(int argc, char **argv)
                           .n_layers = (int)OPT("layers", 2), .n_heads = (int)OPT("heads", 4),
                           .d_head = (int)OPT("d-head", 0), .d_ff = (int)OPT("d-ff", 0),
                           .max_len = 2 * max_len + 3, .dropout = bu_opt_double(argc, argv, "--dropout", 0),
-                          .mode = strcmp(mode, "per-head") == 0 ? TG_MHA_PER_HEAD : TG_MHA_FUSED};
+                          .mode = strcmp(mode, "per-head") == 0 ? TG_MHA_PER_HEAD : TG_MHA_FUSED,
+                          .pos = strcmp(pos, "rope") == 0 ? TG_POS_ROPE : strcmp(pos, "none") == 0 ? TG_POS_NONE
+                                                                                                : TG_POS_LEARNED};
     bu_plan plan = {.warmup = (int)OPT("burn-in", 3), .reps = (int)OPT("reps", 30), .min_reps = 3,
                     .budget_s = bu_opt_double(argc, argv, "--budget", 10.0)};
     if (plan.warmup < 1) plan.warmup = 1;
     bool copy = strcmp(task, "copy") == 0;
     if (B < 1 || B > 4096 || min_len < 1 || max_len < min_len || max_len > 4096 || n_sym < 1 ||
-        (!copy && strcmp(task, "reverse") != 0)) {
+        (!copy && strcmp(task, "reverse") != 0) ||
+        (mc.pos == TG_POS_LEARNED && strcmp(pos, "learned") != 0)) {
         fprintf(stderr, "bench_model: need 1 <= batch <= 4096, 1 <= min-len <= max-len <= 4096, symbols >= 1, "
-                        "--task reverse or copy\n");
+                        "--task reverse or copy, --pos learned, rope or none\n");
         return 2;
     }
     if (OPT("threads", 0) > 0) tg_threads_set((int)OPT("threads", 0));
@@ -206,11 +210,11 @@ int main(int argc, char **argv)
     double P = (double)tg_params_numel(c.p), sz = sizeof(tg_real), mib = 1024.0 * 1024.0;
     double state = 4 * P * sz / mib, act = act_elems * sz / mib, flight = flight_elems * sz / mib;
     double peak = bu_peak_rss_mib(), delta = peak - base_rss;
-    bu_row("bench=model impl=tapegrad tag=%s task=%s mode=%s B=%d T=%d D=%d layers=%d heads=%d V=%d threads=%d "
+    bu_row("bench=model impl=tapegrad tag=%s task=%s mode=%s pos=%s B=%d T=%d D=%d layers=%d heads=%d V=%d threads=%d "
            "reps=%d ms=%.4f min_ms=%.4f gflops=%.2f cpu_ms=%.4f wall_ms=%.4f allocs_per_step=%llu params=%.0f state_mib=%.2f act_mib=%.2f "
            "flight_mib=%.2f need_mib=%.2f arena_peak_mib=%.2f arena_cap_mib=%.2f peak_rss_mib=%.1f base_rss_mib=%.1f "
            "rss_delta_mib=%.1f rss_ratio=%.2f",
-           bu_opt_str(argc, argv, "--tag", "step"), task, mode, B, c.T, k->d_model, k->n_layers, k->n_heads, k->vocab, tg_threads_get(), r.reps,
+           bu_opt_str(argc, argv, "--tag", "step"), task, mode, pos, B, c.T, k->d_model, k->n_layers, k->n_heads, k->vocab, tg_threads_get(), r.reps,
            r.median_ms, r.min_ms, gflop / (r.median_ms * 1e-3), r.cpu_mean_ms, r.wall_mean_ms, r.allocs_per_step_max, P, state, act, flight,
            state + act + flight, c.arena_peak / mib, tg_tape_arena_capacity(c.t) / mib, peak, base_rss, delta,
            delta / (state + act + flight));

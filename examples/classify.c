@@ -195,9 +195,10 @@ int main(int argc, char **argv)
     model m;
     if (!p || init(&m, p, mode, &rng)) return fprintf(stderr, "classify: %s\n", tg_error()), 1;
     tg_optim_opts o = tg_optim_defaults(TG_ADAMW);
+    o.lr = 3e-3;
     o.no_decay_1d = true;
     tg_optim *opt = tg_optim_new(p, &o);
-    tg_schedule lr = tg_schedule_cosine(3e-3, 0, 50, steps);
+    tg_schedule lr = tg_schedule_cosine(o.lr, 0, 50, steps);
     static batch train, held;
     fill(&held, &rng, EVAL, true);
     tg_tape *t = tg_tape_new();
@@ -209,7 +210,7 @@ int main(int argc, char **argv)
         tg_tape_reset(t);
         tg_tensor *loss = tg_cross_entropy(t, forward(t, &m, &train), train.labels, TG_IGNORE);
         tg_optim_zero_grad(opt);
-        if (tg_backward(t, loss) || tg_optim_set_lr(opt, tg_lr_at(&lr, step)) || tg_optim_step(opt))
+        if (tg_backward(t, loss) || tg_optim_schedule_lr(opt, &lr, step) || tg_optim_step(opt))
             return fprintf(stderr, "classify: step %ld: %s\n", step, tg_error()), 1;
         if ((step + 1) % 250 == 0) {
             double l = (double)loss->data[0], pl;  /* read before accuracy() resets the tape */

@@ -66,10 +66,11 @@ static tg_optim_grp *grow(const tg_optim_grp *groups, int n, const tg_optim_grp 
     return a;
 }
 
-/* The default group's options with g's lr, weight decay and frozen flag. */
+/* The default group's options with g's lr (its base rate too), weight
+ * decay and frozen flag. */
 static tg_optim_grp make(const tg_optim *o, const tg_optim_group *g, char *prefix)
 {
-    tg_optim_grp r = {.prefix = prefix, .o = o->groups[0].o, .frozen = g->frozen};
+    tg_optim_grp r = {.prefix = prefix, .o = o->groups[0].o, .base_lr = g->lr, .frozen = g->frozen};
     r.o.lr = g->lr;
     r.o.weight_decay = g->weight_decay;
     return r;
@@ -132,6 +133,19 @@ int tg_optim_group_set_lr(tg_optim *o, int i, double lr)
     return 0;
 }
 
+/* lr * (base / peak): a group whose base is the schedule's peak gets
+ * tg_lr_at's value exactly (the ratio is 1), so a run with one group has the
+ * bits of tg_optim_set_lr(o, tg_lr_at(s, step)). */
+int tg_optim_schedule_lr(tg_optim *o, const tg_schedule *s, long step)
+{
+    if (!o) return tg_error_set("tg_optim_schedule_lr: the optimizer is NULL");
+    if (tg_schedule_check(s)) return tg_error_set("tg_optim_schedule_lr: %s", tg_error());
+    double lr = tg_lr_at(s, step);
+    for (int i = 0; i < o->n_groups; i++)
+        o->groups[i].o.lr = s->lr > 0 ? lr * (o->groups[i].base_lr / s->lr) : 0;
+    return 0;
+}
+
 /* ---- checkpoint metadata ------------------------------------------------------------- */
 
 /* "%.17g": every double reads back exactly. */
@@ -153,6 +167,8 @@ int tg_optim_groups_write(const tg_optim *o, tg_safetensors *s)
         rc |= tg_st_set_meta(s, key, g->prefix);
         snprintf(key, sizeof key, "optim.group.%d.lr", i);
         rc |= put_num(s, key, g->o.lr);
+        snprintf(key, sizeof key, "optim.group.%d.initial_lr", i);
+        rc |= put_num(s, key, g->base_lr);
         snprintf(key, sizeof key, "optim.group.%d.weight_decay", i);
         rc |= put_num(s, key, g->o.weight_decay);
         snprintf(key, sizeof key, "optim.group.%d.frozen", i);
@@ -183,8 +199,9 @@ static int parse_num(const char *v, int i, const char *name, double *out)
     return 0;
 }
 
-/* Group i of s into *g (g->prefix points into s). */
-static int read_one(const tg_safetensors *s, int i, tg_optim_group *g)
+/* Group i of s into *g (g->prefix points into s) and its base rate into
+ * *base: its lr in a checkpoint from before schedules scaled every group. */
+static int read_one(const tg_safetensors *s, int i, tg_optim_group *g, double *base)
 {
     const char *prefix = field(s, i, "prefix"), *lr = prefix ? field(s, i, "lr") : NULL,
                *wd = lr ? field(s, i, "weight_decay") : NULL, *fr = wd ? field(s, i, "frozen") : NULL;
@@ -193,7 +210,15 @@ static int read_one(const tg_safetensors *s, int i, tg_optim_group *g)
     if (!g->frozen && strcmp(fr, "false") != 0)
         return tg_error_set("metadata 'optim.group.%d.frozen' = \"%s\" is not true or false", i, fr);
     if (parse_num(lr, i, "lr", &g->lr) || parse_num(wd, i, "weight_decay", &g->weight_decay)) return -1;
-    return check_group(g, "the checkpoint");
+    if (check_group(g, "the checkpoint")) return -1;
+    char key[64];
+    snprintf(key, sizeof key, "optim.group.%d.initial_lr", i);
+    const char *b = tg_st_meta(s, key);
+    *base = g->lr;
+    if (b && parse_num(b, i, "initial_lr", base)) return -1;
+    if (!(*base >= 0 && isfinite(*base)))
+        return tg_error_set("the checkpoint: group '%s': initial_lr = %g must be finite and >= 0", g->prefix, *base);
+    return 0;
 }
 
 int tg_optim_groups_read(const tg_optim *o, const tg_safetensors *s, tg_optim_grp **groups, int *n,
@@ -217,11 +242,14 @@ int tg_optim_groups_read(const tg_optim *o, const tg_safetensors *s, tg_optim_gr
     int *of = tg_malloc((o->count ? (size_t)o->count : 1) * sizeof *of);
     int rc = a && of ? 0 : tg_error_set("out of memory for %ld parameter groups", m);
     tg_optim_group g = {.prefix = ""};
+    double base = 0;
     for (int i = 0; i <= m && !rc; i++) {
-        if (i > 0) rc = read_one(s, i, &g);
+        if (i > 0) rc = read_one(s, i, &g, &base);
         char *prefix = rc ? NULL : tg_strdup(g.prefix);
         if (!rc && !prefix) rc = tg_error_set("out of memory for %ld parameter groups", m);
-        if (!rc) a[i] = i ? make(o, &g, prefix) : (tg_optim_grp){.prefix = prefix, .o = o->groups[0].o};
+        if (!rc) a[i] = i ? make(o, &g, prefix) : o->groups[0];
+        if (!rc) a[i].prefix = prefix;
+        if (!rc && i) a[i].base_lr = base;
     }
     if (!rc) rc = assign(o, a, (int)m + 1, of, "the checkpoint");
     if (rc) {

@@ -38,6 +38,7 @@ TG_OPTIM_KINDS(TG_OPTIM_KIND_DECL_)
 typedef struct tg_optim_grp {
     char *prefix;             /* tg_strdup'ed; "" for the default group */
     tg_optim_opts o;
+    double base_lr;           /* the lr it was made with, scaled by schedules (torch's initial_lr) */
     bool frozen;
 } tg_optim_grp;
 

@@ -113,7 +113,7 @@ tg_optim *tg_optim_new(tg_params *p, const tg_optim_opts *opts)
                      def->name, n);
         return NULL;
     }
-    groups[0] = (tg_optim_grp){.prefix = none, .o = *opts};
+    groups[0] = (tg_optim_grp){.prefix = none, .o = *opts, .base_lr = opts->lr};
     *o = (tg_optim){.p = p, .numel = n, .count = count, .def = def, .n_bufs = n_bufs, .groups = groups,
                     .n_groups = 1, .group_of = group_of};
     for (int b = 0; b < n_bufs; b++) o->buf[b] = bufs + (size_t)b * n;

@@ -11,7 +11,7 @@
  *   tg_optim_zero_grad(opt);
  *   tg_backward(tape, loss);
  *   tg_clip_grad_norm(params, 1.0);
- *   tg_optim_set_lr(opt, tg_lr_at(&sched, tg_optim_steps(opt)));
+ *   tg_optim_schedule_lr(opt, &sched, tg_optim_steps(opt));  (every group)
  *   tg_optim_step(opt);
  *
  * The update rules, for each parameter p with gradient g (wd = weight_decay,
@@ -47,8 +47,9 @@
  * resumed run continues bit for bit. The default group's hyperparameters
  * are not saved: they come from the caller's configuration. The groups
  * added by tg_optim_add_group are (metadata "optim.groups" = their number,
- * then "optim.group.<i>.prefix", ".lr", ".weight_decay", ".frozen" for
- * i = 1, 2, ...), and tg_optim_state_load restores them.
+ * then "optim.group.<i>.prefix", ".lr", ".initial_lr", ".weight_decay",
+ * ".frozen" for i = 1, 2, ...), and tg_optim_state_load restores them (a
+ * checkpoint without ".initial_lr" takes ".lr" as the base rate).
  *
  * Parameter groups (torch's param_groups): every parameter belongs to one
  * group, the default group 0 (tg_optim_new's options) unless a group added
@@ -57,6 +58,15 @@
  * parameter whose requires_grad is false, are skipped by the step: no
  * update, no weight decay, no change to their state, bit for bit (torch
  * skips a parameter whose grad is None). The step count t is shared.
+ *
+ * Schedules move every group (torch's LRScheduler): each group keeps its
+ * base rate, the lr it was made with (tg_optim_new's for group 0,
+ * tg_optim_add_group's), and tg_optim_schedule_lr sets each group's lr to
+ * its base times the schedule's factor tg_lr_at(s, step) / s->lr. With the
+ * schedule's peak equal to group 0's lr, group 0 follows tg_lr_at exactly
+ * and a group made with half that lr follows half the curve. Weight decay
+ * for matrices only (biases and norm weights exempt) needs no group:
+ * no_decay_1d.
  */
 #ifndef TAPEGRAD_OPTIM_H
 #define TAPEGRAD_OPTIM_H
@@ -123,8 +133,14 @@ int tg_optim_step(tg_optim *o);
 /* Zeroes every gradient of the store (tg_params_zero_grad). */
 void tg_optim_zero_grad(tg_optim *o);
 
-/* The learning rate of the next steps. -1, changing nothing, unless lr >= 0. */
+/* Group 0's learning rate for the next steps (tg_optim_group_set_lr(o, 0,
+ * lr)); the added groups keep theirs: a schedule goes through
+ * tg_optim_schedule_lr. -1, changing nothing, unless lr >= 0. */
 int tg_optim_set_lr(tg_optim *o, double lr);
+/* Every group's learning rate for update step + 1 (step: updates taken,
+ * tg_optim_steps(o)): its base rate * tg_lr_at(s, step) / s->lr (0 when
+ * s->lr is 0). -1, changing nothing, on a NULL o or an invalid schedule. */
+int tg_optim_schedule_lr(tg_optim *o, const tg_schedule *s, long step);
 double tg_optim_lr(const tg_optim *o);
 /* Steps taken so far (0 before the first). */
 long tg_optim_steps(const tg_optim *o);
@@ -148,7 +164,8 @@ int tg_optim_group_count(const tg_optim *o);
 /* Group i (0: the default, prefix ""); the prefix points into o. -1 when i
  * is out of range. */
 int tg_optim_group_get(const tg_optim *o, int i, tg_optim_group *g);
-/* Group i's lr; tg_optim_set_lr sets group 0's. -1 on a bad i or lr. */
+/* Group i's lr until the next tg_optim_schedule_lr (its base rate stays);
+ * tg_optim_set_lr sets group 0's. -1 on a bad i or lr. */
 int tg_optim_group_set_lr(tg_optim *o, int i, double lr);
 
 /* Adds the state to s under the keys above. -1 with a message (a name taken

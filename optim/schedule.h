@@ -1,8 +1,10 @@
 /* tapegrad: learning-rate schedules.
  *
  * tg_lr_at is a pure function of the step, so a resumed run continues on
- * the same curve: call tg_optim_set_lr(opt, tg_lr_at(&s, tg_optim_steps(opt)))
- * before each tg_optim_step.
+ * the same curve: call tg_optim_schedule_lr(opt, &s, tg_optim_steps(opt))
+ * before each tg_optim_step. It scales every parameter group's own base
+ * rate by tg_lr_at(&s, step) / s.lr (torch's LRScheduler), so make the
+ * peak lr the optimizer's lr: group 0 then follows this curve exactly.
  *
  * `step` counts updates already taken: step 0 is the learning rate of the
  * first update, step k that of update k+1. With W = warmup, T = total:

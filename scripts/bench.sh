@@ -142,6 +142,8 @@ for ((round = 1; round <= rounds; round++)); do
     run "tapegrad gpt2 B=$gB" "$bin/bench_model" "${g[@]}" --tag "$gtag"
     run "tapegrad gpt2 B=$gB 1 thread" "$bin/bench_model" "${g[@]}" --threads 1 --tag "${gtag}_t1"
     [ $torch -eq 1 ] && run "torch gpt2 B=$gB" $py bench/torch/bench_model.py --step "${g[@]}" --tag "$gtag"
+    # the same step with RoPE in every layer instead of learned positions, right after it
+    [ "$gB" = 16 ] && run "tapegrad gpt2 B=$gB rope" "$bin/bench_model" "${g[@]}" --pos rope --tag "${gtag}_rope"
   done
 done
 
@@ -378,6 +380,12 @@ END {
         pct == "" ? "—" : sprintf("%s (%.0f%%; best %s); %s ms", fmt(g1), 100 * pct, pc(ratio(gb, ceil1)), fmt(v[k1, "ms"])),
         "", "", "≥ 80%", verdict(pct, 0.8, 1))
   }
+  # RoPE's cost: the B=16 step with --pos rope against learned positions, same run
+  m = v["model|tapegrad|gpt_b16", "ms"]; mr = v["model|tapegrad|gpt_b16_rope", "ms"]
+  r = ratio(mr, m); r = r == "" ? "" : r - 1
+  row("GPT-2-style B=16 T=64 with RoPE (--pos rope) / learned positions - 1, 2 threads, ms",
+      mr == "" ? "—" : sprintf("%s / %s (%+.1f%%)", fmt(mr), fmt(m), 100 * r), "", "", "< 3%",
+      verdict(r, 0.03, 0))
   # CPU time per step (every thread of the process, user + system) next to wall time: a spinning pool shows
   split("step:toy-model step,gpt_b16:GPT-2-style B=16 T=64,gpt_b64:GPT-2-style B=64 T=32", G, ",")
   for (i = 1; i <= 3; i++) {

@@ -243,6 +243,9 @@ Test(null, optim)
     cr_assert_not_null(opt, "%s", tg_error());
     REFUSES(tg_optim_state_save(opt, NULL), "tg_optim_state_save");
     REFUSES(tg_optim_state_load(opt, NULL), "tg_optim_state_load");
+    tg_schedule sched = tg_schedule_constant(1, 0);
+    REFUSES(tg_optim_schedule_lr(NULL, &sched, 0), "tg_optim_schedule_lr: the optimizer is NULL");
+    REFUSES(tg_optim_schedule_lr(opt, NULL, 0), "tg_optim_schedule_lr: tg_schedule: the schedule is NULL");
     tg_optim_free(opt);
     tg_optim_free(NULL);
     REFUSES(tg_grad_norm(NULL), "tg_grad_norm");

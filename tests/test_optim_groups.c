@@ -130,6 +130,69 @@ Test(optim_groups, a_group_follows_an_optimizer_with_its_own_options_bit_for_bit
     }
 }
 
+/* torch's LRScheduler: every group's lr is its base rate times the
+ * schedule's factor, so a no-decay group made at half the peak follows half
+ * the curve, and group 0 (its base the peak) follows tg_lr_at exactly. */
+Test(optim_groups, a_schedule_moves_every_group_from_its_own_base_rate)
+{
+    tg_params *p = store();
+    tg_optim_opts oo = configs(3);
+    tg_optim *o = tg_optim_new(p, &oo);
+    cr_assert_eq(tg_optim_add_group(o, &(tg_optim_group){.prefix = "enc.b", .lr = oo.lr / 2}), 1);
+    cr_assert_eq(tg_optim_add_group(o, &(tg_optim_group){.prefix = "dec.", .lr = oo.lr, .frozen = true}), 2);
+    tg_schedule s = tg_schedule_cosine(oo.lr, oo.lr / 10, 3, 20);
+    for (long step = 0; step < 25; step++) {
+        cr_assert_eq(tg_optim_schedule_lr(o, &s, step), 0, "%s", tg_error());
+        double want = tg_lr_at(&s, step);
+        tg_optim_group g[3];
+        for (int i = 0; i < 3; i++) cr_assert_eq(tg_optim_group_get(o, i, &g[i]), 0);
+        cr_assert(g[0].lr == want, "step %ld: group 0 lr %.17g, want %.17g", step, g[0].lr, want);
+        cr_assert(g[2].lr == want, "step %ld: a group at the peak rate must follow the curve exactly", step);
+        cr_assert(g[1].lr == want / 2, "step %ld: the half-rate group has lr %.17g, want %.17g", step, g[1].lr,
+                  want / 2);
+        cr_assert_eq(tg_optim_lr(o), g[0].lr);
+    }
+    tg_optim_group g;
+    cr_assert_eq(tg_optim_group_get(o, 1, &g), 0);
+    cr_assert(g.lr == s.min_lr / 2 && g.weight_decay == 0);
+    s.total = 1;  /* before the warmup's end: refused, the rates unchanged */
+    cr_assert_eq(tg_optim_schedule_lr(o, &s, 0), -1);
+    cr_assert(strstr(tg_error(), "tg_optim_schedule_lr: tg_schedule: total = 1 must exceed warmup = 3"), "%s", tg_error());
+    cr_assert_eq(tg_optim_group_get(o, 1, &g), 0);
+    cr_assert(g.lr == s.min_lr / 2);
+    cr_assert_eq(tg_optim_schedule_lr(NULL, &s, 0), -1);
+    cr_assert_str_eq(tg_error(), "tg_optim_schedule_lr: the optimizer is NULL");
+    s = tg_schedule_constant(0, 0);  /* a zero peak: every rate 0, not 0/0 */
+    cr_assert_eq(tg_optim_schedule_lr(o, &s, 5), 0);
+    cr_assert_eq(tg_optim_group_get(o, 1, &g), 0);
+    cr_assert(g.lr == 0 && tg_optim_lr(o) == 0);
+    tg_optim_free(o);
+    tg_params_free(p);
+}
+
+/* One group: the schedule gives the bits of setting tg_lr_at's value. */
+Test(optim_groups, a_schedule_over_one_group_is_set_lr_of_the_curve_bit_for_bit)
+{
+    for (int c = 0; c < N_CONFIGS; c++) {
+        tg_params *p = store(), *q = store();
+        tg_optim_opts oo = configs(c);
+        tg_optim *o = tg_optim_new(p, &oo), *r = tg_optim_new(q, &oo);
+        tg_schedule s = tg_schedule_linear(oo.lr, oo.lr / 7, 2, 9);
+        for (int k = 0; k < 12; k++) {
+            cr_assert_eq(tg_optim_schedule_lr(o, &s, tg_optim_steps(o)), 0);
+            cr_assert_eq(tg_optim_set_lr(r, tg_lr_at(&s, tg_optim_steps(r))), 0);
+            run(o, p, 1);
+            run(r, q, 1);
+        }
+        cr_assert_eq(memcmp(tg_params_data(p), tg_params_data(q), tg_params_numel(p) * sizeof(tg_real)), 0,
+                     "config %d", c);
+        tg_optim_free(o);
+        tg_optim_free(r);
+        tg_params_free(p);
+        tg_params_free(q);
+    }
+}
+
 #define expect_err(call, needle)                                                                   \
     do {                                                                                           \
         cr_assert_eq((call), -1);                                                                  \
@@ -241,6 +304,44 @@ Test(optim_groups, a_state_saved_without_groups_loads_and_keeps_the_callers)
     tg_st_free(s);
     tg_st_free(old);
     tg_optim_free(o);
+    tg_params_free(p);
+}
+
+/* A resumed run's schedule scales the saved base rates, not the scaled
+ * ones; a checkpoint from before base rates takes each group's lr. */
+Test(optim_groups, checkpoint_keeps_the_base_rates_a_schedule_scales)
+{
+    tg_params *p = store();
+    tg_optim_opts oo = configs(3);
+    tg_optim *o = tg_optim_new(p, &oo), *r = tg_optim_new(p, &oo);
+    cr_assert_eq(tg_optim_add_group(o, &(tg_optim_group){.prefix = "dec.", .lr = 0.01}), 1);
+    tg_schedule s = tg_schedule_linear(oo.lr, 0, 0, 10);
+    cr_assert_eq(tg_optim_schedule_lr(o, &s, 5), 0);  /* half way: dec. at 0.005 */
+    tg_safetensors *st = roundtrip(o);
+    cr_assert_str_eq(tg_st_meta(st, "optim.group.1.initial_lr"), "0.01");
+    cr_assert_eq(tg_optim_state_load(r, st), 0, "%s", tg_error());
+    tg_optim_group g;
+    cr_assert_eq(tg_optim_schedule_lr(r, &s, 8), 0);
+    cr_assert_eq(tg_optim_group_get(r, 1, &g), 0);
+    cr_assert(g.lr == tg_lr_at(&s, 8) * (0.01 / oo.lr), "lr %.17g", g.lr);
+    /* without initial_lr, the saved lr (here the scaled 0.005) is the base */
+    tg_safetensors *old = tg_st_new();
+    for (int k = 0; k < tg_st_meta_count(st); k++)
+        if (strcmp(tg_st_meta_key(st, k), "optim.group.1.initial_lr") != 0)
+            tg_st_set_meta(old, tg_st_meta_key(st, k), tg_st_meta(st, tg_st_meta_key(st, k)));
+    for (int k = 0; k < tg_st_count(st); k++) tg_st_add(old, NULL, tg_st_at(st, k));
+    cr_assert_eq(tg_optim_state_load(r, old), 0, "%s", tg_error());
+    cr_assert_eq(tg_optim_schedule_lr(r, &s, 0), 0);
+    cr_assert_eq(tg_optim_group_get(r, 1, &g), 0);
+    cr_assert(g.lr == tg_lr_at(&s, 0) * (0.005 / oo.lr), "lr %.17g", g.lr);
+    cr_assert_eq(tg_st_set_meta(old, "optim.group.1.initial_lr", "-2"), 0);
+    expect_err(tg_optim_state_load(r, old), "group 'dec.': initial_lr = -2 must be finite and >= 0");
+    cr_assert_eq(tg_st_set_meta(old, "optim.group.1.initial_lr", "slow"), 0);
+    expect_err(tg_optim_state_load(r, old), "'optim.group.1.initial_lr' = \"slow\" is not a number");
+    tg_st_free(old);
+    tg_st_free(st);
+    tg_optim_free(o);
+    tg_optim_free(r);
     tg_params_free(p);
 }
 

@@ -144,3 +144,57 @@ Test(rope, per_head_equals_fused)
     check_modes_agree(&part, false, false, MODES_TOL);
     check_modes_agree(&part, true, false, MODES_TOL);
 }
+
+/* y and dx of one head's pair i at position p, written out as the rotation
+ * was before its cos and sin were tabled: each angle, cos and sin recomputed
+ * for every head of every row. */
+static void rotate_direct(const tg_real *x, tg_real *y, int r, double base, int p, int sign)
+{
+    for (int i = 0; i < r / 2; i++) {
+        double a = p / pow(base, 2.0 * i / r);
+        tg_real c = (tg_real)cos(a), s = (tg_real)(sign * sin(a)), x0 = x[2 * i], x1 = x[2 * i + 1];
+        y[2 * i] = x0 * c - x1 * s;
+        y[2 * i + 1] = x0 * s + x1 * c;
+    }
+}
+
+/* The table of (position, pair) cos and sin gives the bits of computing
+ * them for every head of every row, forward and backward: odd widths, part
+ * of a head rotated, batch rows at repeated and distinct decoding offsets. */
+Test(rope, the_table_equals_recomputing_every_angle_bit_for_bit)
+{
+    const int32_t pos0[5] = {7, 7, 0, 1000, 7};
+    const tg_rope_opts cases[] = {
+        {.col = 1, .n_heads = 3, .d_head = 7, .rot = 4, .base = 500, .pos0 = pos0},
+        {.n_heads = 2, .d_head = 10, .rot = 6},  /* rope_frac 0.6 of a layer */
+        {.col = 3, .n_heads = 1, .d_head = 2, .pos0 = pos0},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        const tg_rope_opts *o = &cases[k];
+        int B = 5, L = 9, C = o->col + o->n_heads * o->d_head + 2, r = o->rot ? o->rot : o->d_head;
+        double base = o->base > 0 ? o->base : 10000;
+        tg_tensor *x = tu_rand(&R, -2, 2, 3, (int[]){B, L, C}), *w = tu_rand(&R, -1, 1, 3, (int[]){B, L, C});
+        x->requires_grad = true;
+        tg_tensor *y = tg_rope(T, x, o);
+        cr_assert_not_null(y, "%s", tg_tape_error(T));
+        cr_assert_eq(tg_backward(T, tg_sum(T, tg_mul(T, y, w))), 0, "%s", tg_error());  /* dy = w */
+        tg_real want[32], dwant[32];
+        for (int b = 0; b < B; b++)
+            for (int l = 0; l < L; l++)
+                for (int h = 0; h < o->n_heads; h++) {
+                    size_t at = ((size_t)b * L + l) * C + o->col + (size_t)h * o->d_head;
+                    int p = (o->pos0 ? o->pos0[b] : 0) + l;
+                    rotate_direct(x->data + at, want, r, base, p, 1);
+                    rotate_direct(w->data + at, dwant, r, base, p, -1);
+                    for (int i = 0; i < r; i++) {
+                        cr_assert(y->data[at + i] == want[i], "case %zu (b %d, l %d, h %d, dim %d): %a, want %a", k, b,
+                                  l, h, i, (double)y->data[at + i], (double)want[i]);
+                        cr_assert(x->grad[at + i] == dwant[i], "case %zu (b %d, l %d, h %d, dim %d): grad %a, want %a",
+                                  k, b, l, h, i, (double)x->grad[at + i], (double)dwant[i]);
+                    }
+                }
+        tg_tape_reset(T);
+        tg_tensor_free(x);
+        tg_tensor_free(w);
+    }
+}

@@ -171,6 +171,125 @@ Test(viz, heatmap_grid_of_heads)
     stbi_image_free(im.px);
 }
 
+static const tg_rgb INK = {30, 30, 30};  /* viz/heatmap.c's text colour */
+
+/* Whether text (rotated: read bottom to top) is drawn somewhere in im in
+ * INK at scale sc: its exact glyph pixels, with no other ink in its box and
+ * a 1-px frame around it. */
+static bool has_text(const image *im, const char *text, int sc, bool rotated)
+{
+    int tw = tg_text_width(text, sc), th = tg_text_height(sc);
+    int w = (rotated ? th : tw) + 2, h = (rotated ? tw : th) + 2;
+    tg_canvas *t = tg_canvas_new(w, h, (tg_rgb){255, 255, 255});
+    cr_assert_not_null(t);
+    if (rotated) tg_canvas_text_up(t, 1, tw + 1, text, sc, INK);
+    else tg_canvas_text(t, 1, 1, text, sc, INK);
+    bool found = false;
+    for (int y = 0; y + h <= im->h && !found; y++)
+        for (int x = 0; x + w <= im->w && !found; x++) {
+            bool ok = true;
+            for (int v = 0; v < h && ok; v++)
+                for (int u = 0; u < w && ok; u++) {
+                    const uint8_t *a = t->px + ((size_t)v * w + u) * 3,
+                                  *b = im->px + ((size_t)(y + v) * im->w + (x + u)) * 3;
+                    bool ink_t = a[0] == INK.r && a[1] == INK.g && a[2] == INK.b;
+                    bool ink_i = b[0] == INK.r && b[1] == INK.g && b[2] == INK.b;
+                    ok = ink_t == ink_i;
+                }
+            found = ok;
+        }
+    tg_canvas_free(t);
+    return found;
+}
+
+Test(viz, heatmap_label_step_thins_what_does_not_fit)
+{
+    cr_assert_eq(tg_heatmap_label_step(12, 10), 1);  /* 10 px + 2 px gap fit a 12-px column */
+    cr_assert_eq(tg_heatmap_label_step(12, 11), 2);
+    cr_assert_eq(tg_heatmap_label_step(12, 34), 3);  /* "<bos>"-wide labels over 12-px columns */
+    cr_assert_eq(tg_heatmap_label_step(24, 22), 1);
+    cr_assert_eq(tg_heatmap_label_step(3, 7), 3);    /* query rows of 3 px: every third cap height */
+    cr_assert_eq(tg_heatmap_label_step(0, 7), 1);
+    for (int s = 1; s <= 40; s++)
+        for (int e = 1; e <= 70; e++) {
+            int k = tg_heatmap_label_step(s, e);
+            cr_assert(k >= 1 && k * s >= e + 2 && (k == 1 || (k - 1) * s < e + 2), "s %d, extent %d: step %d", s,
+                      e, k);
+        }
+}
+
+/* Key labels horizontal at their size, every k-th where they do not fit
+ * their column (L = 8: 24-px columns, text at scale 2; L = 64: 12-px
+ * columns, scale 1); the axis titles at the labels' size. */
+Test(viz, heatmap_key_labels_horizontal_thinned_and_axis_titles)
+{
+    static tg_real w[NL * NH * LQ * LK];
+    anti_diagonal(w);
+    const char *toks[LQ] = {"<bos>", "the", "cat", "sat", "on", "in", "mat", "<eos>"};
+    cr_assert_eq(tg_heatmap_png(tmp_file("l8.png"), w, 1, 1, LQ, LK, NULL, toks), 0, "%s", tg_error());
+    image im = load_png(tmp_file("l8.png"));
+    int widest = 0;
+    for (int j = 0; j < LK; j++) widest = tg_text_width(toks[j], 2) > widest ? tg_text_width(toks[j], 2) : widest;
+    int k8 = tg_heatmap_label_step(24, widest);
+    cr_assert_eq(k8, 3, "'<bos>' is %d px wide at scale 2", widest);
+    for (int j = 0; j < LK; j++) {
+        cr_assert_eq(has_text(&im, toks[j], 2, false), j % k8 == 0, "L = 8: key label '%s' %s", toks[j],
+                     j % k8 ? "drawn where it does not fit" : "missing or not horizontal");
+        cr_assert(!has_text(&im, toks[j], 2, true), "L = 8: key label '%s' rotated", toks[j]);
+    }
+    cr_assert(has_text(&im, "key", 2, false), "L = 8: no axis title 'key'");
+    cr_assert(has_text(&im, "query", 2, true), "L = 8: no axis title 'query' (read bottom to top)");
+    stbi_image_free(im.px);
+
+    enum { L = 64 };
+    static tg_real w64[L * L];
+    static char text[L][8];
+    const char *labels[L];
+    for (int i = 0; i < L; i++) {
+        snprintf(text[i], sizeof text[i], "k%02d", i);
+        labels[i] = text[i];
+        for (int j = 0; j < L; j++) w64[i * L + j] = j <= i ? (tg_real)(1.0 / (i + 1)) : (tg_real)-INFINITY;
+    }
+    int step = tg_heatmap_label_step(12, tg_text_width("k00", 1));
+    cr_assert_eq(step, 2, "'k00' is %d px wide", tg_text_width("k00", 1));
+    cr_assert_eq(tg_heatmap_png(tmp_file("l64.png"), w64, 1, 1, L, L, labels, labels), 0, "%s", tg_error());
+    im = load_png(tmp_file("l64.png"));
+    cr_assert(has_text(&im, "key", 1, false) && has_text(&im, "query", 1, true), "L = 64: the axis titles");
+    for (int i = 0; i < L; i += 7)  /* rows of 12 px: every query label */
+        cr_assert(has_text(&im, labels[i], 1, false), "L = 64: query label '%s' missing", labels[i]);
+    stbi_image_free(im.px);
+    /* the key labels alone (empty query labels) */
+    static char none[L][2];
+    const char *blank[L];
+    for (int i = 0; i < L; i++) blank[i] = none[i];
+    cr_assert_eq(tg_heatmap_png(tmp_file("k64.png"), w64, 1, 1, L, L, blank, labels), 0, "%s", tg_error());
+    im = load_png(tmp_file("k64.png"));
+    for (int j = 0; j < 8; j++)
+        cr_assert_eq(has_text(&im, labels[j], 1, false), j % step == 0, "L = 64: key label '%s' %s", labels[j],
+                     j % step ? "drawn, but they do not all fit" : "missing");
+    stbi_image_free(im.px);
+}
+
+/* A masked entry (-inf) is light grey, a weight of 0 viridis' dark end:
+ * each an exact s x s square per entry (the masked key adds one swatch). */
+Test(viz, heatmap_masked_entries_differ_from_zero_weights)
+{
+    enum { L = 8, S = 24 };
+    tg_real w[L * L];
+    for (int i = 0; i < L; i++)
+        for (int j = 0; j < L; j++) w[i * L + j] = j > i ? (tg_real)-INFINITY : j == 0 ? 1 : 0;
+    cr_assert_eq(tg_heatmap_png(tmp_file("mask.png"), w, 1, 1, L, L, NULL, NULL), 0, "%s", tg_error());
+    image im = load_png(tmp_file("mask.png"));
+    const tg_rgb masked = {222, 222, 222}, zero = tg_viridis(0.0);
+    long n_masked = count_color(&im, masked), n_zero = count_color(&im, zero);
+    long want_masked = (long)L * (L - 1) / 2 * S * S + 12 * 12, want_zero = (long)L * (L - 1) / 2 * S * S;
+    cr_assert_eq(n_masked, want_masked, "masked px %ld, want %ld", n_masked, want_masked);
+    cr_assert(n_zero >= want_zero && n_zero <= want_zero + 64, "zero-weight px %ld, want %ld", n_zero, want_zero);
+    int dist = abs(masked.r - zero.r) + abs(masked.g - zero.g) + abs(masked.b - zero.b);
+    cr_assert_gt(dist, 300, "masked and 0 must look different");
+    stbi_image_free(im.px);
+}
+
 Test(viz, heatmap_rejects_bad_arguments)
 {
     static tg_real w[NL * NH * LQ * LK];

@@ -17,10 +17,13 @@
 #define CBAR_GAP 24     /* between the grid and the colorbar */
 #define CBAR_W 16
 #define CBAR_MIN_H 120
+#define SWATCH 12       /* the masked colour's key below the colorbar */
+#define KEY_ROOM (12 + SWATCH + 4 + 9)  /* the tick label's overhang, the swatch, its text */
 
 static const tg_rgb WHITE = {255, 255, 255};
 static const tg_rgb INK = {30, 30, 30};
 static const tg_rgb NAN_GREY = {128, 128, 128};
+static const tg_rgb MASKED = {222, 222, 222};  /* far from every viridis colour and from NaN's grey */
 
 typedef struct {
     int n_layers, n_heads, Lq, Lk;
@@ -34,6 +37,7 @@ typedef struct {
     int lscale, tscale;  /* text scale of labels and titles */
     int qstep, kstep;    /* draw every qstep-th query / kstep-th key label */
     int qlab_w, klab_h;  /* room for query labels (left), key labels (top) */
+    int axis;            /* room for the axis titles: "query" (left, rotated), "key" (top) */
     int title_h;
     int cell_w, cell_h;  /* labels + matrix */
     int cb_x, cb_y, cb_h;
@@ -69,11 +73,10 @@ static int max_label_width(const char *const *labels, int n, int scale)
     return w;
 }
 
-/* A label needs its cap height plus a 2-px gap; when entries are smaller,
- * only every step-th label is drawn. */
-static int label_step(int s, int lscale)
+int tg_heatmap_label_step(int s, int extent)
 {
-    int need = 7 * lscale + 2; /* cap height + gap */
+    if (s < 1) return 1;
+    int need = extent + 2; /* the label + a 2-px gap to the next */
     return (need + s - 1) / s;
 }
 
@@ -83,25 +86,26 @@ static void compute_layout(const hm_args *a, int s, hm_layout *o)
 {
     o->s = s;
     o->lscale = s >= 24 ? 2 : 1;
-    o->qstep = label_step(s, o->lscale);
-    o->kstep = o->qstep;
+    o->qstep = tg_heatmap_label_step(s, 7 * o->lscale);  /* rows: a cap height each */
+    o->kstep = tg_heatmap_label_step(s, max_label_width(a->k_labels, a->Lk, o->lscale));
     o->qlab_w = max_label_width(a->q_labels, a->Lq, o->lscale) + LABEL_GAP;
-    o->klab_h = max_label_width(a->k_labels, a->Lk, o->lscale) + LABEL_GAP;
+    o->klab_h = tg_text_height(o->lscale) + LABEL_GAP;
+    o->axis = tg_text_height(o->lscale) + LABEL_GAP;
     int mat_w = a->Lk * s, mat_h = a->Lq * s;
     o->tscale = mat_w >= 80 ? 2 : 1;
     o->title_h = tg_text_height(o->tscale) + 6;
     int title_w = tg_text_width(a->n_kv_heads < a->n_heads ? "L00 H00 KV00" : "L00 H00", o->tscale);
-    o->cell_w = max_i(o->qlab_w + mat_w, title_w);
-    o->cell_h = o->title_h + o->klab_h + mat_h;
+    o->cell_w = max_i(o->axis + o->qlab_w + mat_w, title_w);
+    o->cell_h = o->title_h + o->axis + o->klab_h + mat_h;
 
     int grid_w = a->n_heads * o->cell_w + (a->n_heads - 1) * CELL_PAD;
     int grid_h = a->n_layers * o->cell_h + (a->n_layers - 1) * CELL_PAD;
     o->cb_x = MARGIN + grid_w + CBAR_GAP;
-    o->cb_y = MARGIN + o->title_h + o->klab_h;
+    o->cb_y = MARGIN + o->title_h + o->axis + o->klab_h;
     o->cb_h = max_i(MARGIN + grid_h - o->cb_y, CBAR_MIN_H);
-    int tick_w = 10 + tg_text_width("0.5", 2);
+    int tick_w = max_i(10 + tg_text_width("0.5", 2), tg_text_width("masked", 1));
     o->w = o->cb_x + CBAR_W + tick_w + MARGIN;
-    o->h = max_i(MARGIN + grid_h, o->cb_y + o->cb_h) + MARGIN;
+    o->h = max_i(MARGIN + grid_h, o->cb_y + o->cb_h + KEY_ROOM) + MARGIN;
 }
 
 /* Largest entry size (<= the preferred one) whose image fits MAX_SIDE;
@@ -125,30 +129,37 @@ static void draw_matrix(tg_canvas *c, const tg_real *m, int Lq, int Lk,
     for (int i = 0; i < Lq; i++) {
         for (int j = 0; j < Lk; j++) {
             double v = (double)m[(size_t)i * (size_t)Lk + (size_t)j];
-            tg_rgb col = isnan(v) ? NAN_GREY : tg_viridis(v);
+            tg_rgb col = isnan(v) ? NAN_GREY : v == -INFINITY ? MASKED : tg_viridis(v);
             tg_canvas_fill_rect(c, x0 + j * s, y0 + i * s, s, s, col);
         }
     }
 }
 
-/* Query labels right-aligned left of the matrix, key labels rotated above
- * it; both centred on their row / column by cap height. */
+/* Query labels right-aligned left of the matrix, centred on their row by
+ * cap height; key labels horizontal above it, centred on their column (the
+ * first flush with the matrix's left edge); the axis titles "query", read
+ * bottom to top, and "key" outside them. */
 static void draw_labels(tg_canvas *c, const hm_args *a, const hm_layout *o,
                         int mx, int my)
 {
     char buf[LABEL_BUF];
-    int cap = 7 * o->lscale;
+    int cap = 7 * o->lscale, mat_w = a->Lk * o->s, mat_h = a->Lq * o->s;
     for (int i = 0; i < a->Lq; i += o->qstep) {
         label_text(a->q_labels, i, buf);
         int tw = tg_text_width(buf, o->lscale);
         int y = my + i * o->s + (o->s - cap) / 2;
         tg_canvas_text(c, mx - LABEL_GAP - tw, y, buf, o->lscale, INK);
     }
+    int ky = my - o->klab_h;
     for (int j = 0; j < a->Lk; j += o->kstep) {
         label_text(a->k_labels, j, buf);
-        int x = mx + j * o->s + (o->s - cap) / 2;
-        tg_canvas_text_up(c, x, my - LABEL_GAP, buf, o->lscale, INK);
+        int tw = tg_text_width(buf, o->lscale);
+        int x = max_i(mx + j * o->s + (o->s - tw) / 2, mx);
+        tg_canvas_text(c, x, ky, buf, o->lscale, INK);
     }
+    int ls = o->lscale;
+    tg_canvas_text(c, mx + (mat_w - tg_text_width("key", ls)) / 2, ky - o->axis, "key", ls, INK);
+    tg_canvas_text_up(c, mx - o->qlab_w - o->axis, my + (mat_h + tg_text_width("query", ls)) / 2, "query", ls, INK);
 }
 
 static void draw_cell(tg_canvas *c, const hm_args *a, const hm_layout *o,
@@ -158,7 +169,7 @@ static void draw_cell(tg_canvas *c, const hm_args *a, const hm_layout *o,
     int cy = MARGIN + layer * (o->cell_h + CELL_PAD);
     int mat_w = a->Lk * o->s;
     int mx = cx + o->cell_w - mat_w; /* matrix flush right in its cell */
-    int my = cy + o->title_h + o->klab_h;
+    int my = cy + o->title_h + o->axis + o->klab_h;
 
     char title[48];
     if (a->n_kv_heads < a->n_heads)
@@ -174,7 +185,8 @@ static void draw_cell(tg_canvas *c, const hm_args *a, const hm_layout *o,
     draw_matrix(c, m, a->Lq, a->Lk, mx, my, o->s);
 }
 
-/* Vertical gradient, 1 at the top, with ticks and labels at 0, 0.5, 1. */
+/* Vertical gradient, 1 at the top, with ticks and labels at 0, 0.5, 1;
+ * below it the masked colour's swatch. */
 static void draw_colorbar(tg_canvas *c, const hm_layout *o)
 {
     int x = o->cb_x, y = o->cb_y, h = o->cb_h;
@@ -191,6 +203,10 @@ static void draw_colorbar(tg_canvas *c, const hm_layout *o)
         int text_y = ty - (7 * scale) / 2;
         tg_canvas_text(c, x + CBAR_W + 10, text_y, tick_text[k], scale, INK);
     }
+    int sy = y + h + 12;
+    tg_canvas_fill_rect(c, x, sy, SWATCH, SWATCH, MASKED);
+    tg_canvas_rect(c, x - 1, sy - 1, SWATCH + 2, SWATCH + 2, INK);
+    tg_canvas_text(c, x, sy + SWATCH + 4, "masked", 1, INK);
 }
 
 static int validate(const char *path, const hm_args *a)

@@ -10,41 +10,122 @@
  *     dx_2i+1 = -dy_2i sin + dy_2i+1 cos
  * The angle of (p, i) is computed the same way whatever the call (in double,
  * then rounded), so a decoding step at position p rotates its query and key
- * exactly as a whole pass does at p.
+ * exactly as a whole pass does at p. A call tables cos and sin of its L
+ * positions once (LLaMA's freqs_cis; one table per batch row only when the
+ * rows start at different pos0) for every head of every row: a pass without
+ * pos0 computes L * r/2 of each instead of B * L * heads * r/2.
  */
 #include <math.h>
 #include <string.h>
 
+#include "internal.h"
 #include "ops.h"
+
+/* ns per column of a row, on one thread: the pool's size rule (tg_parallel_pays) */
+#define ROPE_NS_PER_COL 0.5
 
 typedef struct rope_ctx {
     tg_rope_opts o;            /* pos0 copied into the arena */
     int rot;                   /* r, resolved */
 } rope_ctx;
 
-/* y = R(p) x over one head's r dims (sign -1: R(p)^T). */
-static void rotate(const tg_real *x, tg_real *y, int r, double base, int p, int sign)
+/* cs [L, r/2, 2] <- cos and sin (sign -1: -sin) of the angles of positions
+ * p0 .. p0+L-1, each rounded to tg_real. */
+static void rope_table(tg_real *cs, int L, int r, double base, int p0, int sign)
+{
+    for (int l = 0; l < L; l++)
+        for (int i = 0; i < r / 2; i++) {
+            double a = (p0 + l) / pow(base, 2.0 * i / r);
+            cs[((size_t)l * (r / 2) + i) * 2] = (tg_real)cos(a);
+            cs[((size_t)l * (r / 2) + i) * 2 + 1] = (tg_real)(sign * sin(a));
+        }
+}
+
+/* Whether every batch row starts at the same position: one table serves all. */
+static bool one_table(const tg_rope_opts *o, int B)
+{
+    for (int b = 1; o->pos0 && b < B; b++)
+        if (o->pos0[b] != o->pos0[0]) return false;
+    return true;
+}
+
+/* The tables of x [B, L, .]'s positions (one, or one per batch row) into
+ * arena scratch [n, L, r/2, 2]; NULL with an error. */
+static tg_real *rope_tables(tg_tape *t, const tg_rope_opts *o, int B, int L, int r, int sign, size_t *bytes,
+                            const char *what)
+{
+    int n = one_table(o, B) ? 1 : B;
+    size_t per = (size_t)L * (size_t)r, all = per * (size_t)n;
+    *bytes = (all ? all : 1) * sizeof(tg_real);
+    tg_real *cs = tg_arena_scratch(t, *bytes, what);
+    double base = o->base > 0 ? o->base : 10000;
+    for (int b = 0; cs && b < n; b++) rope_table(cs + (size_t)b * per, L, r, base, o->pos0 ? o->pos0[b] : 0, sign);
+    return cs;
+}
+
+/* y = R x over one head's r dims (acc: y += R x), R's cos and sin in cs [r/2, 2]. */
+static void rotate(const tg_real *x, tg_real *y, const tg_real *cs, int r, bool acc)
 {
     for (int i = 0; i < r / 2; i++) {
-        double a = p / pow(base, 2.0 * i / r);
-        tg_real c = (tg_real)cos(a), s = (tg_real)(sign * sin(a)), x0 = x[2 * i], x1 = x[2 * i + 1];
-        y[2 * i] = x0 * c - x1 * s;
-        y[2 * i + 1] = x0 * s + x1 * c;
+        tg_real c = cs[2 * i], s = cs[2 * i + 1], x0 = x[2 * i], x1 = x[2 * i + 1];
+        tg_real y0 = x0 * c - x1 * s, y1 = x0 * s + x1 * c;
+        if (acc) {
+            y[2 * i] += y0;
+            y[2 * i + 1] += y1;
+        } else {
+            y[2 * i] = y0;
+            y[2 * i + 1] = y1;
+        }
     }
 }
 
-/* Every row's heads rotated from x into y (sign -1: the inverse); y has x's
- * other columns already. */
-static void rope_rows(const tg_real *x, tg_real *y, int B, int L, int C, const tg_rope_opts *o, int r, int sign)
+/* y [n] = x (acc: y += x) */
+static void pass(const tg_real *x, tg_real *y, size_t n, bool acc)
 {
-    double base = o->base > 0 ? o->base : 10000;
-    for (int b = 0; b < B; b++)
-        for (int l = 0; l < L; l++) {
-            size_t row = ((size_t)b * L + l) * C + o->col;
-            int p = (o->pos0 ? o->pos0[b] : 0) + l;
-            for (int h = 0; h < o->n_heads; h++)
-                rotate(x + row + (size_t)h * o->d_head, y + row + (size_t)h * o->d_head, r, base, p, sign);
+    if (!acc) memcpy(y, x, n * sizeof *y);
+    else for (size_t i = 0; i < n; i++) y[i] += x[i];
+}
+
+typedef struct rope_job {
+    const tg_real *x, *cs;
+    tg_real *y;
+    const tg_rope_opts *o;
+    int L, C, r, n_tables;
+    bool acc;
+} rope_job;
+
+/* Rows [begin, end) of x [B*L, C] into y: heads rotated, other columns passed. */
+static void rope_piece(void *ctx, size_t begin, size_t end)
+{
+    const rope_job *j = ctx;
+    const tg_rope_opts *o = j->o;
+    for (size_t row = begin; row < end; row++) {
+        const tg_real *x = j->x + row * j->C, *cs = j->cs + (j->n_tables > 1 ? row : row % j->L) * j->r;
+        tg_real *y = j->y + row * j->C;
+        int at = o->col;
+        pass(x, y, (size_t)at, j->acc);
+        for (int h = 0; h < o->n_heads; h++, at += o->d_head) {
+            rotate(x + at, y + at, cs, j->r, j->acc);
+            pass(x + at + j->r, y + at + j->r, (size_t)(o->d_head - j->r), j->acc);
         }
+        pass(x + at, y + at, (size_t)(j->C - at), j->acc);
+    }
+}
+
+/* y = rope(x) over x [B, L, C] (sign -1: y += the inverse); false with an
+ * error when the tables' scratch is out of memory. The rows are independent:
+ * any cut across the pool gives the same bits. */
+static bool rope_rows(tg_tape *t, const tg_real *x, tg_real *y, const int *shape, const tg_rope_opts *o, int r,
+                      int sign, const char *what)
+{
+    int B = shape[0], L = shape[1], C = shape[2];
+    size_t bytes;
+    tg_real *cs = rope_tables(t, o, B, L, r, sign, &bytes, what);
+    if (!cs) return false;
+    rope_job j = {x, cs, y, o, L, C, r, one_table(o, B) ? 1 : B, sign < 0};
+    tg_parallel_range((size_t)B * L, ROPE_NS_PER_COL * C, rope_piece, &j);
+    tg_arena_release(t, cs, bytes);
+    return true;
 }
 
 /* out [B, L, C] <- x: dx += R^T dout on the rotated dims, dout elsewhere */
@@ -52,14 +133,8 @@ TG_BACKWARD(rope_backward, rope_ctx)
 {
     const rope_ctx *c = ctx;
     tg_tensor *x = in[0];
-    tg_real *dx = tg_grad(t, x), *g = out->grad;
-    size_t n = x->size;
-    tg_real *tmp = dx ? tg_arena_scratch(t, n * sizeof *tmp, "tg_rope backward") : NULL;
-    if (!tmp) return;
-    memcpy(tmp, g, n * sizeof *tmp);
-    rope_rows(g, tmp, x->shape[0], x->shape[1], x->shape[2], &c->o, c->rot, -1);
-    for (size_t i = 0; i < n; i++) dx[i] += tmp[i];
-    tg_arena_release(t, tmp, n * sizeof *tmp);
+    tg_real *dx = tg_grad(t, x);
+    if (dx) rope_rows(t, out->grad, dx, x->shape, &c->o, c->rot, -1, "tg_rope backward");
 }
 
 TG_OP(rope_op, "tg_rope", rope_backward, rope_ctx);
@@ -79,13 +154,11 @@ tg_tensor *tg_rope(tg_tape *t, tg_tensor *x, const tg_rope_opts *opts)
         return tg_fail(t, "tg_rope: the rotated dims (%d of a head of %d) must be even, >= 2 and <= the head "
                           "width (an odd head width needs rot < d_head)", r, o.d_head);
     if (!isfinite(o.base) || o.base < 0) return tg_fail(t, "tg_rope: base %g must be finite and > 0 (0: 10000)", o.base);
-    int B = x->shape[0], L = x->shape[1];
+    int B = x->shape[0];
     for (int b = 0; o.pos0 && b < B; b++)
         if (o.pos0[b] < 0) return tg_fail(t, "tg_rope: pos0[%d] = %d is negative", b, (int)o.pos0[b]);
     tg_tensor *out = tg_new_like(t, &rope_op, x);
-    if (!out) return NULL;
-    memcpy(out->data, x->data, x->size * sizeof *x->data);
-    rope_rows(x->data, out->data, B, L, x->shape[2], &o, r, 1);
+    if (!out || !rope_rows(t, x->data, out->data, x->shape, &o, r, 1, "tg_rope")) return NULL;
     if (o.pos0 && tg_needs_grad(t, &x, 1)) {
         int32_t *p = tg_arena_alloc(t, (size_t)B * sizeof *p, "tg_rope positions");
         if (!p) return NULL;

@@ -33,6 +33,8 @@ int sq_attention_png(const tg_model *m, const int32_t *tokens, int L, const char
         goto done;
     }
     for (int l = 0; l < NL; l++) memcpy(w + (size_t)l * H * cell, attn[l]->data, (size_t)H * cell * sizeof *w);
+    for (size_t k = 0; k < (size_t)NL * H * cell; k++)  /* the causal mask: key j > query i, drawn as masked */
+        if ((int)(k % (size_t)L) > (int)(k / (size_t)L % (size_t)L)) w[k] = -INFINITY;
     for (int i = 0; i < L; i++) labels[i] = sq_token_str(tokens[i], text + 16 * i, 16);
     rc = tg_heatmap_png_groups(path, w, NL, H, m->cfg.n_kv_heads, L, L, labels, labels);
 done:

@@ -249,7 +249,7 @@ static int train_step(trainer *tr, double *loss, double *gnorm, double *lr, long
         return -1;
     }
     *lr = tg_lr_at(&tr->sched, tr->step);
-    if (tg_optim_set_lr(tr->opt, *lr) || tg_optim_step(tr->opt)) {
+    if (tg_optim_schedule_lr(tr->opt, &tr->sched, tr->step) || tg_optim_step(tr->opt)) {
         tg_error_set("step %ld: %s", tr->step + 1, tg_error());
         return -1;
     }
