@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "../engine/alloc.h"
 #include "../engine/error.h"
@@ -167,27 +168,71 @@ static int verify_header(const tg_st_header *h, const cJSON *table, const char *
     return 0;
 }
 
-int tg_st_checksum_verify(const tg_st_header *h, const char *what)
+/* A metadata key that says tapegrad wrote the file: one in the "tapegrad."
+ * namespace, in any case, or one byte from the table's own key (so a flip
+ * in that key does not pass the file off as another tool's). */
+static bool tapegrad_key(const char *key)
 {
+    static const char ns[] = "tapegrad.";
+    size_t n = strlen(TG_ST_CHECKSUM_KEY), diff = 0;
+    if (strncasecmp(key, ns, sizeof ns - 1) == 0) return true;
+    if (strlen(key) != n) return false;
+    for (size_t i = 0; i < n; i++) diff += key[i] != TG_ST_CHECKSUM_KEY[i];
+    return diff <= 1;
+}
+
+/* 0 when a file without a table may load unchecked, else -1 and why not. */
+static int no_table(const tg_st_header *h, tg_st_verify verify, const char *what)
+{
+    for (const cJSON *c = h->meta ? h->meta->child : NULL; c; c = c->next)
+        if (tapegrad_key(c->string))
+            return tg_error_set("%s: metadata '%s' says tapegrad wrote the file, but it has no checksum table "
+                                "'%s': it is damaged or was edited; refused (to load it unchecked, turn "
+                                "verification off: TG_ST_VERIFY_OFF)", what, c->string, TG_ST_CHECKSUM_KEY);
+    if (verify == TG_ST_VERIFY_REQUIRED)
+        return tg_error_set("%s: the file has no checksum table '%s', which every file tapegrad writes has; "
+                            "refused (to load it unchecked, turn verification off: TG_ST_VERIFY_OFF)", what,
+                            TG_ST_CHECKSUM_KEY);
+    return 0;
+}
+
+/* Each tensor's data against its entry, and no entry but theirs. */
+static int verify_data(const tg_st_header *h, const cJSON *table, const char *what)
+{
+    size_t n = 0;
+    for (const cJSON *c = table->child; c; c = c->next, n++)
+        if (strcmp(c->string, "__metadata__") != 0 && !cJSON_GetObjectItemCaseSensitive(h->root, c->string))
+            return tg_error_set("%s: '%s' lists tensor '%s', which the file does not have: the header was "
+                                "edited or is corrupt", what, TG_ST_CHECKSUM_KEY, c->string);
+    for (size_t i = 0; i < h->n_entries; i++) {
+        const tg_st_entry *e = &h->entries[i];
+        uint32_t want, got = tg_crc32(0, h->data + e->begin, (size_t)(e->end - e->begin));
+        if (table_crc(table, e->name, &want))
+            return tg_error_set("%s: tensor '%s' has no checksum in '%s'", what, e->name, TG_ST_CHECKSUM_KEY);
+        if (got != want)
+            return tg_error_set("%s: tensor '%s': its data does not match its checksum (%08x, written %08x): "
+                                "the file is corrupt or was edited", what, e->name, (unsigned)got,
+                                (unsigned)want);
+    }
+    if (n != h->n_entries + 1)
+        return tg_error_set("%s: '%s' has %zu entries for the metadata and %zu tensors: a name appears "
+                            "twice", what, TG_ST_CHECKSUM_KEY, n, h->n_entries);
+    return 0;
+}
+
+int tg_st_checksum_verify(const tg_st_header *h, tg_st_verify verify, const char *what)
+{
+    if (verify == TG_ST_VERIFY_OFF) return 0;
     const cJSON *v = h->meta ? cJSON_GetObjectItemCaseSensitive(h->meta, TG_ST_CHECKSUM_KEY) : NULL;
-    if (!v || cJSON_IsNull(v)) return 0;  /* not written by tapegrad: nothing to check */
+    if (!v) return no_table(h, verify, what);
     tg_st_json_hooks();
     cJSON *table = cJSON_Parse(v->valuestring);
     /* cJSON says NULL for both: the message names both */
     int rc = !table ? tg_error_set("%s: cannot read metadata '%s' (out of memory, or it is not JSON)", what,
                                    TG_ST_CHECKSUM_KEY)
-             : cJSON_IsObject(table) ? verify_header(h, table, what)
-                                     : tg_error_set("%s: metadata '%s' is not a checksum table", what,
-                                                    TG_ST_CHECKSUM_KEY);
-    for (size_t i = 0; i < h->n_entries && !rc; i++) {
-        const tg_st_entry *e = &h->entries[i];
-        uint32_t want, got = tg_crc32(0, h->data + e->begin, (size_t)(e->end - e->begin));
-        if (table_crc(table, e->name, &want))
-            rc = tg_error_set("%s: tensor '%s' has no checksum in '%s'", what, e->name, TG_ST_CHECKSUM_KEY);
-        else if (got != want)
-            rc = tg_error_set("%s: tensor '%s': its data does not match its checksum (%08x, written %08x): the "
-                              "file is corrupt or was edited", what, e->name, (unsigned)got, (unsigned)want);
-    }
+             : !cJSON_IsObject(table) ? tg_error_set("%s: metadata '%s' is not a checksum table", what,
+                                                     TG_ST_CHECKSUM_KEY)
+             : verify_header(h, table, what) ? -1 : verify_data(h, table, what);
     cJSON_Delete(table);
-    return rc;
+    return rc ? -1 : 1;
 }

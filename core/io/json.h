@@ -56,8 +56,8 @@ bool tg_st_utf8_valid(const char *s);
  *     by name (name NUL dtype NUL dims in decimal joined by "," NUL).
  * Keyed by name and sorted, so a tool that rewrites the file in another
  * order (safetensors' save_file does) keeps it valid if it keeps the
- * bytes, names, dtypes and shapes. A file without the entry is read as
- * before (files written by PyTorch). */
+ * bytes, names, dtypes and shapes. Which files must carry it: io.h
+ * (tg_st_verify), docs/FORMATS.md. */
 #define TG_ST_CHECKSUM_KEY "tapegrad.crc32"
 
 /* crc updated with n bytes at p (start from 0). */
@@ -67,8 +67,10 @@ uint32_t tg_crc32(uint32_t crc, const void *p, size_t n);
  * tensor i's data CRC. NULL on OOM. */
 char *tg_st_checksum_table(const tg_safetensors *s, const uint32_t *crcs, tg_dtype dtype);
 
-/* Checks a validated header against its table, when it has one. 0, or -1
- * with a message naming `what` and the tensor (or the metadata). */
-int tg_st_checksum_verify(const tg_st_header *h, const char *what);
+/* Checks a validated header against its table as `verify` asks: 1 when
+ * the table was verified, 0 when there was none to verify and that is
+ * allowed, -1 with a message naming `what` and the tensor, the metadata or
+ * the missing table. */
+int tg_st_checksum_verify(const tg_st_header *h, tg_st_verify verify, const char *what);
 
 #endif
