@@ -68,7 +68,7 @@ typedef struct ln_job {
 #define LN_NS(n) (0.9 * (double)(n))
 
 /* y [rows, C] = xhat * w + b; mean, rstd [rows] saved when non-NULL */
-TG_SIMD_CLONES static void ln_forward_rows(void *ctx, size_t r0, size_t r1)
+TG_SIMD_BODY void ln_forward_rows_body(void *ctx, size_t r0, size_t r1)
 {
     const ln_job *j = ctx;
     int C = j->C;
@@ -83,9 +83,10 @@ TG_SIMD_CLONES static void ln_forward_rows(void *ctx, size_t r0, size_t r1)
         }
     }
 }
+TG_SIMD_CLONES(static, ln_forward_rows, (void *ctx, size_t r0, size_t r1), (ctx, r0, r1))
 
 /* dx [rows, C] += rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)) */
-TG_SIMD_CLONES static void ln_dx_rows(void *ctx, size_t r0, size_t r1)
+TG_SIMD_BODY void ln_dx_rows_body(void *ctx, size_t r0, size_t r1)
 {
     const ln_job *j = ctx;
     int C = j->C;
@@ -114,6 +115,7 @@ TG_SIMD_CLONES static void ln_dx_rows(void *ctx, size_t r0, size_t r1)
         }
     }
 }
+TG_SIMD_CLONES(static, ln_dx_rows, (void *ctx, size_t r0, size_t r1), (ctx, r0, r1))
 
 /* dw [C] += sum over rows of dy * xhat, db [C] += sum over rows of dy, for
  * columns [c0, c1) (rows in order, so the sums do not depend on the cut).
