@@ -237,6 +237,13 @@ Test(checkpoint, non_finite_weights_or_moments_are_not_resumed)
     }
 }
 
+/* The bytes (*n) of c/checkpoint.safetensors after a run of `steps`. */
+static char *trained_checkpoint(int steps, size_t *n)
+{
+    cr_assert_eq(run("train " TINY " --steps %d --out c", steps), 0, "%s", err_text);
+    return read_all("c/checkpoint.safetensors", n);
+}
+
 /* Every command that reads c/<name> refuses it with exit status 2 and a
  * message holding `want` and naming --no-verify; with --no-verify a resume
  * from it runs. */
@@ -257,9 +264,8 @@ static void refused_unless_no_verify(const char *name, const char *want)
  * byte of a weight: a small change that --no-verify then trains on). */
 Test(checkpoint, a_checksum_key_renamed_by_one_bit_is_refused_unless_no_verify)
 {
-    cr_assert_eq(run("train " TINY " --steps 5 --out c"), 0, "%s", err_text);
     size_t n;
-    char *b = read_all("c/checkpoint.safetensors", &n);
+    char *b = trained_checkpoint(5, &n);
     char *key = strstr(b + 8, "\"tapegrad.crc32\"");
     cr_assert_not_null(key);
     key[10] ^= 0x20;
@@ -275,9 +281,8 @@ Test(checkpoint, a_checksum_key_renamed_by_one_bit_is_refused_unless_no_verify)
  * by the table. */
 Test(checkpoint, a_checkpoint_without_its_table_is_refused_unless_no_verify)
 {
-    cr_assert_eq(run("train " TINY " --steps 5 --out c"), 0, "%s", err_text);
     size_t n;
-    char *b = read_all("c/checkpoint.safetensors", &n);
+    char *b = trained_checkpoint(5, &n);
     char *at = strstr(b + 8, ",\"tapegrad.crc32\":\"");
     cr_assert_not_null(at);
     char *end = at + strlen(",\"tapegrad.crc32\":\"");
@@ -309,9 +314,8 @@ Test(checkpoint, a_checkpoint_without_its_table_is_refused_unless_no_verify)
  * default. */
 Test(checkpoint, no_flipped_header_bit_with_a_flipped_data_byte_loads)
 {
-    cr_assert_eq(run("train " TINY " --steps 3 --out c"), 0, "%s", err_text);
     size_t n;
-    char *b = read_all("c/checkpoint.safetensors", &n);
+    char *b = trained_checkpoint(3, &n);
     size_t data = 8 + header_len(b), key = (size_t)(strstr(b + 8, "\"tapegrad.crc32\"") - b), tried = 0;
     b[data + (n - data) / 2] ^= 0x10;
     for (size_t i = 0; i < data; i++)
