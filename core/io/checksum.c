@@ -67,22 +67,15 @@ uint32_t tg_crc32(uint32_t crc, const void *p, size_t n)
     return ~crc;
 }
 
-/* A metadata entry (shape NULL) or a tensor, as the header CRC reads it. */
-typedef struct item {
-    const char *key, *value;  /* key and value, or name and dtype */
-    int ndim;
-    const int *shape;
-} item;
-
 static int item_cmp(const void *a, const void *b)
 {
-    return strcmp(((const item *)a)->key, ((const item *)b)->key);
+    return strcmp(((const tg_st_item *)a)->key, ((const tg_st_item *)b)->key);
 }
 
 static uint32_t crc_str(uint32_t c, const char *s) { return tg_crc32(c, s, strlen(s) + 1); }
 
 /* The "__metadata__" CRC: meta [nm] then tensors [nt], each sorted here. */
-static uint32_t header_crc(item *meta, size_t nm, item *t, size_t nt)
+static uint32_t header_crc(tg_st_item *meta, size_t nm, tg_st_item *t, size_t nt)
 {
     char dims[TG_MAX_DIMS * 12 + 1];
     uint32_t c = 0;
@@ -101,31 +94,21 @@ static uint32_t header_crc(item *meta, size_t nm, item *t, size_t nt)
 
 static void hex(char out[9], uint32_t v) { snprintf(out, 9, "%08x", (unsigned)v); }
 
-char *tg_st_checksum_table(const tg_safetensors *s, const uint32_t *crcs, tg_dtype dtype)
+char *tg_st_checksum_table(tg_st_item *items, size_t nm, size_t nt, const uint32_t *crcs)
 {
-    size_t nm = 0, nt = (size_t)tg_st_count(s);
-    item *items = tg_malloc(((size_t)tg_st_meta_count(s) + nt + 1) * sizeof *items);
-    cJSON *o = items ? cJSON_CreateObject() : NULL;
+    cJSON *o = cJSON_CreateObject(), *m = o ? cJSON_AddStringToObject(o, "__metadata__", "00000000") : NULL;
     char *text = NULL, h[9];
-    if (!o) goto done;
-    for (int i = 0; i < tg_st_meta_count(s); i++) {
-        const char *k = tg_st_meta_key(s, i);
-        if (strcmp(k, TG_ST_CHECKSUM_KEY) != 0) items[nm++] = (item){k, tg_st_meta(s, k), 0, NULL};
-    }
-    for (size_t i = 0; i < nt; i++) {
-        const tg_tensor *x = tg_st_at(s, (int)i);
-        items[nm + i] = (item){x->name, tg_dtype_name(dtype), x->ndim, x->shape};
-    }
-    hex(h, header_crc(items, nm, items + nm, nt));
-    if (!cJSON_AddStringToObject(o, "__metadata__", h)) goto done;
+    if (!m) goto done;
     for (size_t i = 0; i < nt; i++) {
         hex(h, crcs[i]);
-        if (!cJSON_AddStringToObject(o, tg_st_at(s, (int)i)->name, h)) goto done;
+        if (!cJSON_AddStringToObject(o, items[nm + i].key, h)) goto done;
     }
+    /* the names are in, in the file's order: now the CRC may sort the items */
+    hex(h, header_crc(items, nm, items + nm, nt));
+    cJSON_SetValuestring(m, h); /* in place: as long as the placeholder */
     text = cJSON_PrintUnformatted(o);
 done:
     cJSON_Delete(o);
-    tg_free(items);
     return text;
 }
 
@@ -146,16 +129,16 @@ static int verify_header(const tg_st_header *h, const cJSON *table, const char *
 {
     size_t nm = 0;
     for (const cJSON *c = h->meta->child; c; c = c->next) nm++;
-    item *items = tg_malloc((nm + h->n_entries + 1) * sizeof *items);
+    tg_st_item *items = tg_malloc((nm + h->n_entries + 1) * sizeof *items);
     if (!items) return tg_error_set("%s: out of memory checking the checksums", what);
     nm = 0;
     for (const cJSON *c = h->meta->child; c; c = c->next)
-        if (strcmp(c->string, TG_ST_CHECKSUM_KEY) != 0) items[nm++] = (item){c->string, c->valuestring, 0, NULL};
+        if (strcmp(c->string, TG_ST_CHECKSUM_KEY) != 0) items[nm++] = (tg_st_item){c->string, c->valuestring, 0, NULL};
     for (size_t i = 0; i < h->n_entries; i++) {
         const tg_st_entry *e = &h->entries[i];
         const cJSON *dt = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(h->root, e->name),
                                                            "dtype");
-        items[nm + i] = (item){e->name, dt->valuestring, e->ndim, e->shape};
+        items[nm + i] = (tg_st_item){e->name, dt->valuestring, e->ndim, e->shape};
     }
     uint32_t want, got = header_crc(items, nm, items + nm, h->n_entries);
     tg_free(items);

@@ -63,9 +63,18 @@ bool tg_st_utf8_valid(const char *s);
 /* crc updated with n bytes at p (start from 0). */
 uint32_t tg_crc32(uint32_t crc, const void *p, size_t n);
 
-/* The table for s written as dtype: "{...}" (tg_malloc'ed), crcs[i] being
- * tensor i's data CRC. NULL on OOM. */
-char *tg_st_checksum_table(const tg_safetensors *s, const uint32_t *crcs, tg_dtype dtype);
+/* A metadata entry (key, value; shape NULL) or a tensor (name, dtype name,
+ * shape), as the checksums read them. */
+typedef struct tg_st_item {
+    const char *key, *value;
+    int ndim;
+    const int *shape;
+} tg_st_item;
+
+/* The table "{...}" (tg_malloc'ed; NULL on OOM) of the metadata items[0, nm)
+ * (the table's own key left out) and the tensors items[nm, nm + nt), in the
+ * file's order, crcs [nt] their data CRCs. Sorts the items. */
+char *tg_st_checksum_table(tg_st_item *items, size_t nm, size_t nt, const uint32_t *crcs);
 
 /* Checks a validated header against its table as `verify` asks: 1 when
  * the table was verified, 0 when there was none to verify and that is
