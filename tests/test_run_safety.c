@@ -302,7 +302,8 @@ Test(checkpoint, a_checkpoint_without_its_table_is_refused_unless_no_verify)
     memset(fmt, ' ', strlen("\"format\":\"seqtask-1\","));
     write_all("c/no_format.safetensors", saved, n);
     cr_assert_eq(run("train --resume c/no_format.safetensors --steps 6 --threads 1 --out r3"), 2);
-    cr_assert(strstr(err_text, "the metadata or the list of tensors") && strstr(err_text, "does not match its checksum"),
+    cr_assert(strstr(err_text, "the metadata or the list of tensors") &&
+                  strstr(err_text, "does not match its checksum"),
               "%s", err_text);
     free(saved);
     free(b);
@@ -324,7 +325,8 @@ Test(checkpoint, no_flipped_header_bit_with_a_flipped_data_byte_loads)
             b[i] ^= (char)(1u << bit);
             for (int v = 0; v < 2; v++) {
                 tg_safetensors *s = NULL;
-                int rc = tg_st_parse_verify((const uint8_t *)b, n, "ckpt", v ? TG_ST_VERIFY_REQUIRED : TG_ST_VERIFY_AUTO, &s);
+                tg_st_verify how = v ? TG_ST_VERIFY_REQUIRED : TG_ST_VERIFY_AUTO;
+                int rc = tg_st_parse_verify((const uint8_t *)b, n, "ckpt", how, &s);
                 cr_assert(rc == -1 && !s, "header byte %zu with bit %d flipped: loaded", i, bit);
             }
             b[i] ^= (char)(1u << bit);

@@ -133,7 +133,8 @@ static int verify_header(const tg_st_header *h, const cJSON *table, const char *
     if (!items) return tg_error_set("%s: out of memory checking the checksums", what);
     nm = 0;
     for (const cJSON *c = h->meta->child; c; c = c->next)
-        if (strcmp(c->string, TG_ST_CHECKSUM_KEY) != 0) items[nm++] = (tg_st_item){c->string, c->valuestring, 0, NULL};
+        if (strcmp(c->string, TG_ST_CHECKSUM_KEY) != 0)
+            items[nm++] = (tg_st_item){c->string, c->valuestring, 0, NULL};
     for (size_t i = 0; i < h->n_entries; i++) {
         const tg_st_entry *e = &h->entries[i];
         const cJSON *dt = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(h->root, e->name),

@@ -244,7 +244,8 @@ static const struct {
     {"seed", C_EVAL | C_HEADS, "evaluation", "seed of the held-out set of a generated task"},
     {"eval-size", C_EVAL | C_HEADS, "evaluation", "held-out examples"},
     {"png", C_HEADS, "output", "PNG bar chart to write (default: heads.png beside the model)"},
-    {"no-verify", C_EVAL | C_GEN | C_ATTN | C_HEADS, "input", "read --model without verifying its checksums (at your risk)"},
+    {"no-verify", C_EVAL | C_GEN | C_ATTN | C_HEADS, "input",
+     "read --model without verifying its checksums (at your risk)"},
 };
 
 static void flag_help(const flag *fl, sq_command cmd, const char **group, const char **help)
