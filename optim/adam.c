@@ -24,7 +24,7 @@ typedef struct adam_coef {
 } adam_coef;
 
 /* n elements of one parameter: p, g, m, v [n]. */
-TG_SIMD_CLONES static void adam_param(tg_real *restrict p, const tg_real *restrict g,
+TG_SIMD_BODY void adam_param_body(tg_real *restrict p, const tg_real *restrict g,
                                       tg_real *restrict m, tg_real *restrict v, size_t n,
                                       const adam_coef *c, bool l2, bool decoupled)
 {
@@ -38,6 +38,10 @@ TG_SIMD_CLONES static void adam_param(tg_real *restrict p, const tg_real *restri
         p[i] = p[i] + c->neg_step * m[i] / denom;
     }
 }
+TG_SIMD_CLONES(static, adam_param,
+               (tg_real *restrict p, const tg_real *restrict g, tg_real *restrict m, tg_real *restrict v,
+                size_t n, const adam_coef *c, bool l2, bool decoupled),
+               (p, g, m, v, n, c, l2, decoupled))
 
 /* A parameter's elements cut across the pool: each is updated on its own, so
  * the bits do not depend on the cut. */

@@ -1,6 +1,8 @@
 /* layernorm and rmsnorm (core/ops/norm.c): values by hand, constant rows, gradcheck. */
 #include <string.h>
 
+#include <tapegrad/core/kernels/vmath.h>
+
 #include "ops_util.h"
 
 typedef struct ln_ctx {
@@ -124,4 +126,90 @@ Test(norm, rmsnorm_rejects_bad_arguments)
     assert_fails(t, tg_rmsnorm(t, x, w4, 0), "tg_rmsnorm", "eps", "> 0");
     assert_fails(t, tg_rmsnorm(t, x, w4, INFINITY), "tg_rmsnorm", "eps", "[3,4]");
     tg_tape_free(t);
+}
+
+/* ---- every SIMD level (core/kernels/vmath.h) -------------------------------------- */
+
+/* y, then the grads of x, w and b, of layernorm on x [rows, C] with w, b
+ * [C] and the seed dy, run at `level`: into out [2 rows C + 2 C]. */
+static void ln_run(tg_simd level, int rows, int C, const tg_real *xv, const tg_real *wv, const tg_real *bv,
+                   const tg_real *dy, tg_real *out)
+{
+    cr_assert(tg_simd_set(level));
+    tg_tape *t = tg_tape_new();
+    tg_tensor *x = mk(t, 2, (int[]){rows, C}, xv), *w = mk(t, 1, (int[]){C}, wv), *b = mk(t, 1, (int[]){C}, bv);
+    x->requires_grad = w->requires_grad = b->requires_grad = true;
+    tg_tensor *y = tg_layernorm(t, x, w, b, 1e-5);
+    cr_assert_not_null(y, "%s", tg_error());
+    cr_assert_eq(tg_backward_seed(t, y, dy), 0, "%s", tg_error());
+    size_t n = (size_t)rows * C;
+    memcpy(out, y->data, n * sizeof *out);
+    memcpy(out + n, x->grad, n * sizeof *out);
+    memcpy(out + 2 * n, w->grad, (size_t)C * sizeof *out);
+    memcpy(out + 2 * n + C, b->grad, (size_t)C * sizeof *out);
+    tg_tape_free(t);
+}
+
+/* The levels this CPU runs; the others are named with the reason. */
+static int simd_levels(tg_simd *levels)
+{
+    int n = 0;
+    tg_simd best = tg_simd_get();
+    for (int l = TG_SIMD_BASE; l <= TG_SIMD_AVX512; l++) {
+        if (tg_simd_set((tg_simd)l)) levels[n++] = (tg_simd)l;
+        else cr_log_info("SIMD level %s skipped: %s", tg_simd_name((tg_simd)l),
+                         TG_SIMD_BUILT ? "this CPU cannot run it" : "not built here (baseline only)");
+    }
+    tg_simd_set(best);
+    return n;
+}
+
+/* One feature: xhat is 0 and dxhat - mean(dxhat) cancels exactly, so dx is
+ * exactly 0, as in PyTorch (an FMA contracting dy * w - mean gave -8.95e-7
+ * for x = [[1]], w = [1.1], dy = [[0.1]]). */
+Test(norm, one_feature_gives_dx_exactly_0_at_every_simd_level)
+{
+    tg_simd levels[3];
+    int n = simd_levels(levels);
+    tg_real dy[5] = {(tg_real)0.1, (tg_real)-3.3, (tg_real)7e-3, 1, (tg_real)0.3};
+    tg_real x[5] = {1, (tg_real)-2.5, (tg_real)1e6, 0, (tg_real)0.1}, out[5 * 2 + 2];
+    for (int i = 0; i < n; i++) {
+        for (int r = 1; r <= 5; r += 4) {
+            ln_run(levels[i], r, 1, x, (tg_real[]){(tg_real)1.1}, (tg_real[]){(tg_real)0.2}, dy, out);
+            for (int k = 0; k < r; k++)
+                cr_assert(out[r + k] == 0, "level %s, row %d: dx = %.9g, want exactly 0",
+                          tg_simd_name(levels[i]), k, (double)out[r + k]);
+        }
+        cr_log_info("SIMD level %s ran: dx exactly 0", tg_simd_name(levels[i]));
+    }
+}
+
+/* Random rows of widths around the lanes and vector lengths: y and every
+ * grad the same bits at every level. */
+Test(norm, every_simd_level_gives_the_same_bits)
+{
+    tg_simd levels[3];
+    int n = simd_levels(levels);
+    static const int widths[] = {1, 3, 8, 17, 64, 100};
+    tg_rng rng;
+    tg_rng_seed(&rng, 11);
+    for (size_t wi = 0; wi < sizeof widths / sizeof widths[0]; wi++) {
+        int rows = 7, C = widths[wi];
+        size_t len = 2 * (size_t)rows * C + 2 * (size_t)C;
+        tg_tensor *x = tu_rand(&rng, -2, 2, 2, (int[]){rows, C}), *dy = tu_rand(&rng, -1, 1, 2, (int[]){rows, C});
+        tg_tensor *w = tu_rand(&rng, 0.5, 1.5, 1, (int[]){C}), *b = tu_rand(&rng, -0.5, 0.5, 1, (int[]){C});
+        tg_real *first = malloc(len * sizeof *first), *other = malloc(len * sizeof *other);
+        ln_run(levels[0], rows, C, x->data, w->data, b->data, dy->data, first);
+        for (int i = 1; i < n; i++) {
+            ln_run(levels[i], rows, C, x->data, w->data, b->data, dy->data, other);
+            for (size_t k = 0; k < len; k++)
+                cr_assert(memcmp(&first[k], &other[k], sizeof *first) == 0, "C = %d, value %zu: %s %.9g, %s %.9g", C,
+                          k, tg_simd_name(levels[0]), (double)first[k], tg_simd_name(levels[i]), (double)other[k]);
+        }
+        free(first);
+        free(other);
+        tg_tensor *in[4] = {x, dy, w, b};
+        tu_free_all(in, 4);
+    }
+    for (int i = 0; i < n; i++) cr_log_info("SIMD level %s ran", tg_simd_name(levels[i]));
 }

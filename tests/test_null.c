@@ -288,6 +288,9 @@ Test(null, io)
     REFUSES(tg_st_load("/tmp/x", NULL), "tg_st_load");
     REFUSES(tg_st_parse(NULL, 4, "buf", &out), "tg_st_parse");
     REFUSES(tg_st_parse((uint8_t[8]){0}, 8, "buf", NULL), "tg_st_parse");
+    REFUSES(tg_st_load_verify(NULL, TG_ST_VERIFY_REQUIRED, &out), "tg_st_load");
+    REFUSES(tg_st_parse_verify(NULL, 4, "buf", TG_ST_VERIFY_OFF, &out), "tg_st_parse");
+    REFUSES(tg_st_verified(NULL), "tg_st_verified");
     REFUSES(tg_st_add_params(NULL, NULL), "tg_st_add_params");
     REFUSES(tg_st_add_params(s, NULL), "tg_st_add_params");
     REFUSES(tg_st_load_params(NULL, s, true, NULL), "tg_st_load_params");

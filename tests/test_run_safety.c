@@ -7,7 +7,11 @@
  *
  * checkpoint: a flipped data byte or an edited metadata value in a
  * checkpoint is refused by --resume, naming the tensor or the metadata;
- * so is a checkpoint holding NaN in a weight or a moment.
+ * so is a checkpoint holding NaN in a weight or a moment. A checkpoint
+ * whose checksum table was renamed by one flipped bit, or removed, is
+ * refused by --resume, --init and eval, naming the problem and
+ * --no-verify, which loads it; no single flipped bit of a checkpoint's
+ * header, with a flipped data byte, loads.
  *
  * stop: SIGUSR1 as early as the process can catch it (its handler shows in
  * /proc/<pid>/status), and a burst of them while the run stops and saves,
@@ -231,4 +235,103 @@ Test(checkpoint, non_finite_weights_or_moments_are_not_resumed)
                      err_text);
         cr_assert(strstr(err_text, names[i]) && strstr(err_text, "non-finite"), "%s", err_text);
     }
+}
+
+/* The bytes (*n) of c/checkpoint.safetensors after a run of `steps`. */
+static char *trained_checkpoint(int steps, size_t *n)
+{
+    cr_assert_eq(run("train " TINY " --steps %d --out c", steps), 0, "%s", err_text);
+    return read_all("c/checkpoint.safetensors", n);
+}
+
+/* Every command that reads c/<name> refuses it with exit status 2 and a
+ * message holding `want` and naming --no-verify; with --no-verify a resume
+ * from it runs. */
+static void refused_unless_no_verify(const char *name, const char *want)
+{
+    static const char *const cmds[] = {"train --resume c/%s --steps 6 --threads 1 --out r",
+                                       "train " TINY " --steps 3 --init c/%s --out i",
+                                       "eval --model c/%s --eval-size 4 --threads 1"};
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(run(cmds[i], name), 2, "%s: %s", cmds[i], err_text);
+        cr_assert(strstr(err_text, want) && strstr(err_text, "--no-verify"), "%s: %s", cmds[i], err_text);
+    }
+    cr_assert_eq(run("train --resume c/%s --steps 6 --threads 1 --out r --no-verify", name), 0, "%s", err_text);
+    cr_assert_eq(run("eval --model c/%s --eval-size 4 --threads 1 --no-verify", name), 0, "%s", err_text);
+}
+
+/* "tapegrad.crc32" -> "tapegrad.Crc32" and a data byte flipped (the low
+ * byte of a weight: a small change that --no-verify then trains on). */
+Test(checkpoint, a_checksum_key_renamed_by_one_bit_is_refused_unless_no_verify)
+{
+    size_t n;
+    char *b = trained_checkpoint(5, &n);
+    char *key = strstr(b + 8, "\"tapegrad.crc32\"");
+    cr_assert_not_null(key);
+    key[10] ^= 0x20;
+    b[8 + header_len(b)] ^= 0x01;
+    write_all("c/damaged.safetensors", b, n);
+    refused_unless_no_verify("damaged.safetensors", "c/damaged.safetensors: metadata 'tapegrad.Crc32' says tapegrad "
+                                                    "wrote the file, but it has no checksum table 'tapegrad.crc32'");
+    free(b);
+}
+
+/* The table's entry replaced by spaces (valid JSON, the same length): the
+ * "format" left says seqtask wrote it. Blanking "format" instead is caught
+ * by the table. */
+Test(checkpoint, a_checkpoint_without_its_table_is_refused_unless_no_verify)
+{
+    size_t n;
+    char *b = trained_checkpoint(5, &n);
+    char *at = strstr(b + 8, ",\"tapegrad.crc32\":\"");
+    cr_assert_not_null(at);
+    char *end = at + strlen(",\"tapegrad.crc32\":\"");
+    while (*end != '"') end += *end == '\\' ? 2 : 1;
+    char *saved = malloc(n);
+    memcpy(saved, b, n);
+    memset(at, ' ', (size_t)(end + 1 - at));
+    write_all("c/no_table.safetensors", b, n);
+    refused_unless_no_verify("no_table.safetensors", "c/no_table.safetensors: ");
+    cr_assert_eq(run("train --resume c/no_table.safetensors --steps 6 --threads 1 --out r2"), 2);
+    cr_assert(strstr(err_text, "the file has no checksum table 'tapegrad.crc32'"), "%s", err_text);
+    cr_assert_eq(run("train " TINY " --steps 3 --init c/no_table.safetensors --out i2"), 2);
+    cr_assert(strstr(err_text, "metadata \"format\" is \"seqtask-1\" (seqtask wrote the file), but it has no "
+                               "checksum table"), "%s", err_text);
+    char *fmt = strstr(saved + 8, "\"format\":\"seqtask-1\",");
+    cr_assert_not_null(fmt);
+    memset(fmt, ' ', strlen("\"format\":\"seqtask-1\","));
+    write_all("c/no_format.safetensors", saved, n);
+    cr_assert_eq(run("train --resume c/no_format.safetensors --steps 6 --threads 1 --out r3"), 2);
+    cr_assert(strstr(err_text, "the metadata or the list of tensors") &&
+                  strstr(err_text, "does not match its checksum"),
+              "%s", err_text);
+    free(saved);
+    free(b);
+}
+
+/* One bit of every header byte (bit i % 8 of byte i, and every bit of the
+ * table's key and of the 8-byte length), with a data byte flipped: none
+ * loads, as seqtask reads (every file it opens must carry its table) or by
+ * default. */
+Test(checkpoint, no_flipped_header_bit_with_a_flipped_data_byte_loads)
+{
+    size_t n;
+    char *b = trained_checkpoint(3, &n);
+    size_t data = 8 + header_len(b), key = (size_t)(strstr(b + 8, "\"tapegrad.crc32\"") - b), tried = 0;
+    b[data + (n - data) / 2] ^= 0x10;
+    for (size_t i = 0; i < data; i++)
+        for (int bit = 0; bit < 8; bit++) {
+            if (bit != (int)(i % 8) && i >= 8 && (i < key || i >= key + 16)) continue;
+            b[i] ^= (char)(1u << bit);
+            for (int v = 0; v < 2; v++) {
+                tg_safetensors *s = NULL;
+                tg_st_verify how = v ? TG_ST_VERIFY_REQUIRED : TG_ST_VERIFY_AUTO;
+                int rc = tg_st_parse_verify((const uint8_t *)b, n, "ckpt", how, &s);
+                cr_assert(rc == -1 && !s, "header byte %zu with bit %d flipped: loaded", i, bit);
+            }
+            b[i] ^= (char)(1u << bit);
+            tried++;
+        }
+    cr_assert_gt(tried, data);
+    free(b);
 }

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "../engine/alloc.h"
 #include "../engine/error.h"
@@ -66,22 +67,15 @@ uint32_t tg_crc32(uint32_t crc, const void *p, size_t n)
     return ~crc;
 }
 
-/* A metadata entry (shape NULL) or a tensor, as the header CRC reads it. */
-typedef struct item {
-    const char *key, *value;  /* key and value, or name and dtype */
-    int ndim;
-    const int *shape;
-} item;
-
 static int item_cmp(const void *a, const void *b)
 {
-    return strcmp(((const item *)a)->key, ((const item *)b)->key);
+    return strcmp(((const tg_st_item *)a)->key, ((const tg_st_item *)b)->key);
 }
 
 static uint32_t crc_str(uint32_t c, const char *s) { return tg_crc32(c, s, strlen(s) + 1); }
 
 /* The "__metadata__" CRC: meta [nm] then tensors [nt], each sorted here. */
-static uint32_t header_crc(item *meta, size_t nm, item *t, size_t nt)
+static uint32_t header_crc(tg_st_item *meta, size_t nm, tg_st_item *t, size_t nt)
 {
     char dims[TG_MAX_DIMS * 12 + 1];
     uint32_t c = 0;
@@ -100,31 +94,21 @@ static uint32_t header_crc(item *meta, size_t nm, item *t, size_t nt)
 
 static void hex(char out[9], uint32_t v) { snprintf(out, 9, "%08x", (unsigned)v); }
 
-char *tg_st_checksum_table(const tg_safetensors *s, const uint32_t *crcs, tg_dtype dtype)
+char *tg_st_checksum_table(tg_st_item *items, size_t nm, size_t nt, const uint32_t *crcs)
 {
-    size_t nm = 0, nt = (size_t)tg_st_count(s);
-    item *items = tg_malloc(((size_t)tg_st_meta_count(s) + nt + 1) * sizeof *items);
-    cJSON *o = items ? cJSON_CreateObject() : NULL;
+    cJSON *o = cJSON_CreateObject(), *m = o ? cJSON_AddStringToObject(o, "__metadata__", "00000000") : NULL;
     char *text = NULL, h[9];
-    if (!o) goto done;
-    for (int i = 0; i < tg_st_meta_count(s); i++) {
-        const char *k = tg_st_meta_key(s, i);
-        if (strcmp(k, TG_ST_CHECKSUM_KEY) != 0) items[nm++] = (item){k, tg_st_meta(s, k), 0, NULL};
-    }
-    for (size_t i = 0; i < nt; i++) {
-        const tg_tensor *x = tg_st_at(s, (int)i);
-        items[nm + i] = (item){x->name, tg_dtype_name(dtype), x->ndim, x->shape};
-    }
-    hex(h, header_crc(items, nm, items + nm, nt));
-    if (!cJSON_AddStringToObject(o, "__metadata__", h)) goto done;
+    if (!m) goto done;
     for (size_t i = 0; i < nt; i++) {
         hex(h, crcs[i]);
-        if (!cJSON_AddStringToObject(o, tg_st_at(s, (int)i)->name, h)) goto done;
+        if (!cJSON_AddStringToObject(o, items[nm + i].key, h)) goto done;
     }
+    /* the names are in, in the file's order: now the CRC may sort the items */
+    hex(h, header_crc(items, nm, items + nm, nt));
+    cJSON_SetValuestring(m, h); /* in place: as long as the placeholder */
     text = cJSON_PrintUnformatted(o);
 done:
     cJSON_Delete(o);
-    tg_free(items);
     return text;
 }
 
@@ -145,16 +129,17 @@ static int verify_header(const tg_st_header *h, const cJSON *table, const char *
 {
     size_t nm = 0;
     for (const cJSON *c = h->meta->child; c; c = c->next) nm++;
-    item *items = tg_malloc((nm + h->n_entries + 1) * sizeof *items);
+    tg_st_item *items = tg_malloc((nm + h->n_entries + 1) * sizeof *items);
     if (!items) return tg_error_set("%s: out of memory checking the checksums", what);
     nm = 0;
     for (const cJSON *c = h->meta->child; c; c = c->next)
-        if (strcmp(c->string, TG_ST_CHECKSUM_KEY) != 0) items[nm++] = (item){c->string, c->valuestring, 0, NULL};
+        if (strcmp(c->string, TG_ST_CHECKSUM_KEY) != 0)
+            items[nm++] = (tg_st_item){c->string, c->valuestring, 0, NULL};
     for (size_t i = 0; i < h->n_entries; i++) {
         const tg_st_entry *e = &h->entries[i];
         const cJSON *dt = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(h->root, e->name),
                                                            "dtype");
-        items[nm + i] = (item){e->name, dt->valuestring, e->ndim, e->shape};
+        items[nm + i] = (tg_st_item){e->name, dt->valuestring, e->ndim, e->shape};
     }
     uint32_t want, got = header_crc(items, nm, items + nm, h->n_entries);
     tg_free(items);
@@ -167,27 +152,71 @@ static int verify_header(const tg_st_header *h, const cJSON *table, const char *
     return 0;
 }
 
-int tg_st_checksum_verify(const tg_st_header *h, const char *what)
+/* A metadata key that says tapegrad wrote the file: one in the "tapegrad."
+ * namespace, in any case, or one byte from the table's own key (so a flip
+ * in that key does not pass the file off as another tool's). */
+static bool tapegrad_key(const char *key)
 {
+    static const char ns[] = "tapegrad.";
+    size_t n = strlen(TG_ST_CHECKSUM_KEY), diff = 0;
+    if (strncasecmp(key, ns, sizeof ns - 1) == 0) return true;
+    if (strlen(key) != n) return false;
+    for (size_t i = 0; i < n; i++) diff += key[i] != TG_ST_CHECKSUM_KEY[i];
+    return diff <= 1;
+}
+
+/* 0 when a file without a table may load unchecked, else -1 and why not. */
+static int no_table(const tg_st_header *h, tg_st_verify verify, const char *what)
+{
+    for (const cJSON *c = h->meta ? h->meta->child : NULL; c; c = c->next)
+        if (tapegrad_key(c->string))
+            return tg_error_set("%s: metadata '%s' says tapegrad wrote the file, but it has no checksum table "
+                                "'%s': it is damaged or was edited; refused (to load it unchecked, turn "
+                                "verification off: TG_ST_VERIFY_OFF)", what, c->string, TG_ST_CHECKSUM_KEY);
+    if (verify == TG_ST_VERIFY_REQUIRED)
+        return tg_error_set("%s: the file has no checksum table '%s', which every file tapegrad writes has; "
+                            "refused (to load it unchecked, turn verification off: TG_ST_VERIFY_OFF)", what,
+                            TG_ST_CHECKSUM_KEY);
+    return 0;
+}
+
+/* Each tensor's data against its entry, and no entry but theirs. */
+static int verify_data(const tg_st_header *h, const cJSON *table, const char *what)
+{
+    size_t n = 0;
+    for (const cJSON *c = table->child; c; c = c->next, n++)
+        if (strcmp(c->string, "__metadata__") != 0 && !cJSON_GetObjectItemCaseSensitive(h->root, c->string))
+            return tg_error_set("%s: '%s' lists tensor '%s', which the file does not have: the header was "
+                                "edited or is corrupt", what, TG_ST_CHECKSUM_KEY, c->string);
+    for (size_t i = 0; i < h->n_entries; i++) {
+        const tg_st_entry *e = &h->entries[i];
+        uint32_t want, got = tg_crc32(0, h->data + e->begin, (size_t)(e->end - e->begin));
+        if (table_crc(table, e->name, &want))
+            return tg_error_set("%s: tensor '%s' has no checksum in '%s'", what, e->name, TG_ST_CHECKSUM_KEY);
+        if (got != want)
+            return tg_error_set("%s: tensor '%s': its data does not match its checksum (%08x, written %08x): "
+                                "the file is corrupt or was edited", what, e->name, (unsigned)got,
+                                (unsigned)want);
+    }
+    if (n != h->n_entries + 1)
+        return tg_error_set("%s: '%s' has %zu entries for the metadata and %zu tensors: a name appears "
+                            "twice", what, TG_ST_CHECKSUM_KEY, n, h->n_entries);
+    return 0;
+}
+
+int tg_st_checksum_verify(const tg_st_header *h, tg_st_verify verify, const char *what)
+{
+    if (verify == TG_ST_VERIFY_OFF) return 0;
     const cJSON *v = h->meta ? cJSON_GetObjectItemCaseSensitive(h->meta, TG_ST_CHECKSUM_KEY) : NULL;
-    if (!v || cJSON_IsNull(v)) return 0;  /* not written by tapegrad: nothing to check */
+    if (!v) return no_table(h, verify, what);
     tg_st_json_hooks();
     cJSON *table = cJSON_Parse(v->valuestring);
     /* cJSON says NULL for both: the message names both */
     int rc = !table ? tg_error_set("%s: cannot read metadata '%s' (out of memory, or it is not JSON)", what,
                                    TG_ST_CHECKSUM_KEY)
-             : cJSON_IsObject(table) ? verify_header(h, table, what)
-                                     : tg_error_set("%s: metadata '%s' is not a checksum table", what,
-                                                    TG_ST_CHECKSUM_KEY);
-    for (size_t i = 0; i < h->n_entries && !rc; i++) {
-        const tg_st_entry *e = &h->entries[i];
-        uint32_t want, got = tg_crc32(0, h->data + e->begin, (size_t)(e->end - e->begin));
-        if (table_crc(table, e->name, &want))
-            rc = tg_error_set("%s: tensor '%s' has no checksum in '%s'", what, e->name, TG_ST_CHECKSUM_KEY);
-        else if (got != want)
-            rc = tg_error_set("%s: tensor '%s': its data does not match its checksum (%08x, written %08x): the "
-                              "file is corrupt or was edited", what, e->name, (unsigned)got, (unsigned)want);
-    }
+             : !cJSON_IsObject(table) ? tg_error_set("%s: metadata '%s' is not a checksum table", what,
+                                                     TG_ST_CHECKSUM_KEY)
+             : verify_header(h, table, what) ? -1 : verify_data(h, table, what);
     cJSON_Delete(table);
-    return rc;
+    return rc ? -1 : 1;
 }

@@ -42,11 +42,17 @@
  *   - checksums: every file written carries the metadata entry
  *     "tapegrad.crc32", a CRC-32 of each tensor's bytes and of the rest of
  *     the metadata with the tensors' names, dtypes and shapes (format in
- *     core/io/json.h, docs/FORMATS.md). Reading a file that has it verifies
- *     it first and refuses a mismatch naming the tensor ("tensor 'w': its
- *     data does not match its checksum") or the metadata; the entry is not
- *     part of the loaded set's metadata (a caller's entry of that name is
- *     replaced on writing). Files without it (PyTorch's) load as before.
+ *     core/io/json.h, docs/FORMATS.md). Reading verifies it first and
+ *     refuses a mismatch naming the tensor ("tensor 'w': its data does not
+ *     match its checksum") or the metadata, and a table with an entry
+ *     missing or extra. A file without the table loads unchecked only when
+ *     nothing in it says tapegrad wrote it: a metadata key in the
+ *     "tapegrad." namespace (any case) or one byte from "tapegrad.crc32"
+ *     (a damaged key) makes it refused, so one corrupted byte cannot turn
+ *     the check off. tg_st_load_verify chooses: a program reading back its
+ *     own files asks for TG_ST_VERIFY_REQUIRED; TG_ST_VERIFY_OFF reads a
+ *     file unchecked. The entry is not part of the loaded set's metadata (a
+ *     caller's entry of that name is replaced on writing).
  *   - cJSON's allocations are routed through tg_malloc/tg_free
  *     (cJSON_InitHooks, process-wide: do not install other cJSON hooks in a
  *     program that uses tapegrad's I/O).
@@ -113,12 +119,29 @@ const int64_t *tg_st_ints(const tg_safetensors *s, const char *name);
 int tg_st_save(const tg_safetensors *s, const char *path, tg_dtype dtype);
 /* The same bytes in memory: *buf (tg_malloc'ed, free with tg_free), *len. */
 int tg_st_to_bytes(const tg_safetensors *s, tg_dtype dtype, uint8_t **buf, size_t *len);
-/* Reads and parses a whole file; messages name path. *out is NULL on failure. */
+/* What a read verifies of the checksums ("tapegrad.crc32", above). */
+typedef enum tg_st_verify {
+    TG_ST_VERIFY_AUTO,     /* the table if present; refused without one when
+                              the metadata says tapegrad wrote the file; other
+                              files (PyTorch's) load unchecked */
+    TG_ST_VERIFY_REQUIRED, /* every file must carry a valid table (files this
+                              program wrote) */
+    TG_ST_VERIFY_OFF,      /* nothing: a damaged file, at the caller's risk */
+} tg_st_verify;
+
+/* Reads and parses a whole file; messages name path. *out is NULL on
+ * failure. tg_st_load is tg_st_load_verify(path, TG_ST_VERIFY_AUTO, out). */
 int tg_st_load(const char *path, tg_safetensors **out);
+int tg_st_load_verify(const char *path, tg_st_verify verify, tg_safetensors **out);
 /* Parses a whole file already in memory; `what` names it in messages
  * ("<memory>" when NULL). Everything is validated before anything is
  * allocated for the tensors; *out is NULL on failure. */
 int tg_st_parse(const uint8_t *buf, size_t len, const char *what, tg_safetensors **out);
+int tg_st_parse_verify(const uint8_t *buf, size_t len, const char *what, tg_st_verify verify,
+                       tg_safetensors **out);
+/* True when s was read from a file whose checksums were verified (false
+ * for a set built in memory or read unchecked). */
+bool tg_st_verified(const tg_safetensors *s);
 
 /* Every parameter of p: copied into s under its name (data only). */
 int tg_st_add_params(tg_safetensors *s, const tg_params *p);

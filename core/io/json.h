@@ -56,19 +56,30 @@ bool tg_st_utf8_valid(const char *s);
  *     by name (name NUL dtype NUL dims in decimal joined by "," NUL).
  * Keyed by name and sorted, so a tool that rewrites the file in another
  * order (safetensors' save_file does) keeps it valid if it keeps the
- * bytes, names, dtypes and shapes. A file without the entry is read as
- * before (files written by PyTorch). */
+ * bytes, names, dtypes and shapes. Which files must carry it: io.h
+ * (tg_st_verify), docs/FORMATS.md. */
 #define TG_ST_CHECKSUM_KEY "tapegrad.crc32"
 
 /* crc updated with n bytes at p (start from 0). */
 uint32_t tg_crc32(uint32_t crc, const void *p, size_t n);
 
-/* The table for s written as dtype: "{...}" (tg_malloc'ed), crcs[i] being
- * tensor i's data CRC. NULL on OOM. */
-char *tg_st_checksum_table(const tg_safetensors *s, const uint32_t *crcs, tg_dtype dtype);
+/* A metadata entry (key, value; shape NULL) or a tensor (name, dtype name,
+ * shape), as the checksums read them. */
+typedef struct tg_st_item {
+    const char *key, *value;
+    int ndim;
+    const int *shape;
+} tg_st_item;
 
-/* Checks a validated header against its table, when it has one. 0, or -1
- * with a message naming `what` and the tensor (or the metadata). */
-int tg_st_checksum_verify(const tg_st_header *h, const char *what);
+/* The table "{...}" (tg_malloc'ed; NULL on OOM) of the metadata items[0, nm)
+ * (the table's own key left out) and the tensors items[nm, nm + nt), in the
+ * file's order, crcs [nt] their data CRCs. Sorts the items. */
+char *tg_st_checksum_table(tg_st_item *items, size_t nm, size_t nt, const uint32_t *crcs);
+
+/* Checks a validated header against its table as `verify` asks: 1 when
+ * the table was verified, 0 when there was none to verify and that is
+ * allowed, -1 with a message naming `what` and the tensor, the metadata or
+ * the missing table. */
+int tg_st_checksum_verify(const tg_st_header *h, tg_st_verify verify, const char *what);
 
 #endif

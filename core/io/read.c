@@ -26,6 +26,7 @@ struct tg_safetensors {
     int extra_cap;
     char **keys, **vals; /* metadata, in insertion order */
     int n_meta, cap_meta;
+    bool verified;       /* read from a file whose checksums were verified */
 };
 
 tg_safetensors *tg_st_new(void) { return tg_calloc(1, sizeof(tg_safetensors)); }
@@ -215,20 +216,31 @@ const char *tg_st_meta_key(const tg_safetensors *s, int i)
 
 /* ---- reading ----------------------------------------------------------------------- */
 
-int tg_st_parse(const uint8_t *buf, size_t len, const char *what, tg_safetensors **out)
+bool tg_st_verified(const tg_safetensors *s)
+{
+    TG_REFUSE_NULL(s, "the set", false);
+    return s->verified;
+}
+
+int tg_st_parse_verify(const uint8_t *buf, size_t len, const char *what, tg_st_verify verify,
+                       tg_safetensors **out)
 {
     if (!what) what = "<memory>";
     if (!out) return tg_error_set("%s: tg_st_parse: out is NULL", what);
     *out = NULL;
     if (!buf && len) return tg_error_set("%s: tg_st_parse: buffer is NULL", what);
+    if (verify != TG_ST_VERIFY_AUTO && verify != TG_ST_VERIFY_REQUIRED && verify != TG_ST_VERIFY_OFF)
+        return tg_error_set("%s: tg_st_parse: verify = %d is not a tg_st_verify", what, (int)verify);
     tg_st_header h;
     if (tg_st_header_read(buf, len, what, &h)) return -1;
-    if (tg_st_checksum_verify(&h, what)) {
+    int checked = tg_st_checksum_verify(&h, verify, what);
+    if (checked < 0) {
         tg_st_header_free(&h);
         return -1;
     }
     tg_safetensors *s = tg_st_new();
     int rc = s ? 0 : -1;
+    if (s) s->verified = checked == 1;
     for (const cJSON *c = h.meta ? h.meta->child : NULL; c && !rc; c = c->next)
         if (strcmp(c->string, TG_ST_CHECKSUM_KEY) != 0) rc = meta_append(s, c->string, c->valuestring);
     for (size_t i = 0; i < h.n_entries && !rc; i++) {
@@ -250,7 +262,12 @@ int tg_st_parse(const uint8_t *buf, size_t len, const char *what, tg_safetensors
     return 0;
 }
 
-int tg_st_load(const char *path, tg_safetensors **out)
+int tg_st_parse(const uint8_t *buf, size_t len, const char *what, tg_safetensors **out)
+{
+    return tg_st_parse_verify(buf, len, what, TG_ST_VERIFY_AUTO, out);
+}
+
+int tg_st_load_verify(const char *path, tg_st_verify verify, tg_safetensors **out)
 {
     if (!out || !path) return tg_error_set("tg_st_load: NULL argument");
     *out = NULL;
@@ -267,9 +284,11 @@ int tg_st_load(const char *path, tg_safetensors **out)
         tg_error_set("%s: read error or the file changed while reading: %s", path,
                      ferror(f) ? strerror(errno) : "unexpected length");
     } else {
-        rc = tg_st_parse(buf, (size_t)st.st_size, path, out);
+        rc = tg_st_parse_verify(buf, (size_t)st.st_size, path, verify, out);
     }
     tg_free(buf);
     fclose(f);
     return rc;
 }
+
+int tg_st_load(const char *path, tg_safetensors **out) { return tg_st_load_verify(path, TG_ST_VERIFY_AUTO, out); }

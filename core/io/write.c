@@ -49,14 +49,26 @@ static uint32_t data_crc(const tg_tensor *x, tg_dtype dtype)
  * (core/io/json.h); false on OOM. */
 static bool add_checksums(cJSON *meta, const tg_safetensors *s, tg_dtype dtype)
 {
-    int n = tg_st_count(s);
-    uint32_t *crcs = tg_malloc((n ? (size_t)n : 1) * sizeof *crcs);
-    if (!crcs) return false;
-    for (int i = 0; i < n; i++) crcs[i] = data_crc(tg_st_at(s, i), dtype);
-    char *table = tg_st_checksum_table(s, crcs, dtype);
+    size_t nm = 0, nt = (size_t)tg_st_count(s);
+    tg_st_item *items = tg_malloc(((size_t)tg_st_meta_count(s) + nt + 1) * sizeof *items);
+    uint32_t *crcs = items ? tg_malloc((nt ? nt : 1) * sizeof *crcs) : NULL;
+    char *table = NULL;
+    if (crcs) {
+        for (int i = 0; i < tg_st_meta_count(s); i++) {
+            const char *k = tg_st_meta_key(s, i);
+            if (strcmp(k, TG_ST_CHECKSUM_KEY) != 0) items[nm++] = (tg_st_item){k, tg_st_meta(s, k), 0, NULL};
+        }
+        for (size_t i = 0; i < nt; i++) {
+            const tg_tensor *x = tg_st_at(s, (int)i);
+            items[nm + i] = (tg_st_item){x->name, tg_dtype_name(dtype), x->ndim, x->shape};
+            crcs[i] = data_crc(x, dtype);
+        }
+        table = tg_st_checksum_table(items, nm, nt, crcs);
+    }
     bool ok = table && cJSON_AddStringToObject(meta, TG_ST_CHECKSUM_KEY, table);
     tg_free(table);
     tg_free(crcs);
+    tg_free(items);
     return ok;
 }
 

@@ -6,18 +6,46 @@
 #define TAPEGRAD_VMATH_H
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "../engine/tensor.h"
 
-/* The hot elementwise loops are compiled three times (AVX-512, AVX2 + FMA,
- * baseline x86-64) and the loader picks the one for the CPU (GCC function
- * multiversioning through an ifunc): 4 to 16 lanes instead of always 4.
- * TG_NO_IFUNC (the ThreadSanitizer build) keeps the baseline only. */
+/* The hot loops are compiled three times (AVX-512, AVX2, baseline x86-64:
+ * 4 to 16 lanes instead of always 4) and run at one level, chosen once: the
+ * best this CPU has, or a lower one that TAPEGRAD_SIMD (base, avx2, avx512)
+ * or tg_simd_set asks for (tests run every level). No level contracts a*b+c
+ * into an FMA (-ffp-contract=off, docs/DESIGN.md), so every level gives the
+ * same bits. Elsewhere (aarch64, clang, TG_NO_IFUNC: the ThreadSanitizer
+ * build) there is the baseline only.
+ *
+ * A cloned loop is its body, TG_SIMD_BODY void name_body(params), then
+ * TG_SIMD_CLONES(storage, name, (params), (args)), which defines
+ * `storage void name(params)` running the body at the chosen level. */
+typedef enum tg_simd { TG_SIMD_BASE, TG_SIMD_AVX2, TG_SIMD_AVX512 } tg_simd;
+tg_simd tg_simd_get(void);
+const char *tg_simd_name(tg_simd level);
+/* Forces a level (tests, benchmarks); false, and nothing changes, when this
+ * CPU (or this build) cannot run it. Not while other threads run ops. */
+bool tg_simd_set(tg_simd level);
+
+#define TG_SIMD_BODY static inline __attribute__((always_inline))
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && !defined(TG_NO_IFUNC)
-#define TG_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#define TG_SIMD_BUILT 1
+#define TG_SIMD_CLONES(storage, name, params, args)                                        \
+    __attribute__((target("arch=x86-64-v4"))) static void name##_v4 params { name##_body args; } \
+    __attribute__((target("arch=x86-64-v3"))) static void name##_v3 params { name##_body args; } \
+    storage void name params                                                                \
+    {                                                                                       \
+        tg_simd l_ = tg_simd_get();                                                         \
+        if (l_ == TG_SIMD_AVX512) name##_v4 args;                                           \
+        else if (l_ == TG_SIMD_AVX2) name##_v3 args;                                        \
+        else name##_body args;                                                              \
+    }
 #else
-#define TG_SIMD_CLONES
+#define TG_SIMD_BUILT 0
+#define TG_SIMD_CLONES(storage, name, params, args) \
+    storage void name params { name##_body args; }
 #endif
 
 #define TG_INV_SQRT2 0.70710678118654752440

@@ -327,7 +327,7 @@ static inline tg_real gelu(tg_real x) { return x * tg_vnormal_cdf(x); }
 static inline tg_real gelu_grad(tg_real x) { return tg_vnormal_cdf(x) + x * tg_vnormal_pdf(x); }
 
 /* y [n] = f(x); s and s2: scale, power p, or clamp's lo and hi */
-TG_SIMD_CLONES static void unary_apply(int kind, tg_real *restrict y, const tg_real *restrict x, size_t n,
+TG_SIMD_BODY void unary_apply_body(int kind, tg_real *restrict y, const tg_real *restrict x, size_t n,
                                        tg_real s, tg_real s2)
 {
     switch (kind) {
@@ -350,6 +350,9 @@ TG_SIMD_CLONES static void unary_apply(int kind, tg_real *restrict y, const tg_r
         break;
     }
 }
+TG_SIMD_CLONES(static, unary_apply,
+               (int kind, tg_real *restrict y, const tg_real *restrict x, size_t n, tg_real s, tg_real s2),
+               (kind, y, x, n, s, s2))
 
 /* dx += g f'(x), or dx = 0 + g f'(x) (the same bits) when store: dx was just
  * made and holds garbage (tg_grad_write), which saves zeroing it first. Two
@@ -361,7 +364,7 @@ TG_SIMD_CLONES static void unary_apply(int kind, tg_real *restrict y, const tg_r
     } while (0)
 
 /* dx [n] (+)= dy * f'(x), written with x or y = f(x), whichever is cheaper */
-TG_SIMD_CLONES static void unary_grad_acc(int kind, bool store, tg_real *restrict dx, const tg_real *restrict g,
+TG_SIMD_BODY void unary_grad_acc_body(int kind, bool store, tg_real *restrict dx, const tg_real *restrict g,
                                           const tg_real *restrict x, const tg_real *restrict y, size_t n,
                                           tg_real s, tg_real s2)
 {
@@ -384,6 +387,10 @@ TG_SIMD_CLONES static void unary_grad_acc(int kind, bool store, tg_real *restric
         break;
     }
 }
+TG_SIMD_CLONES(static, unary_grad_acc,
+               (int kind, bool store, tg_real *restrict dx, const tg_real *restrict g,
+                const tg_real *restrict x, const tg_real *restrict y, size_t n, tg_real s, tg_real s2),
+               (kind, store, dx, g, x, y, n, s, s2))
 #undef UNARY_GRAD
 
 /* One elementwise pass, cut across the pool (core/kernels/parallel.c) when

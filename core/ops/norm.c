@@ -72,7 +72,7 @@ typedef struct ln_job {
 #define LN_NS(n) (0.9 * (double)(n))
 
 /* y [rows, C] = xhat * w + b; mean, rstd [rows] saved when non-NULL */
-TG_SIMD_CLONES static void ln_forward_rows(void *ctx, size_t r0, size_t r1)
+TG_SIMD_BODY void ln_forward_rows_body(void *ctx, size_t r0, size_t r1)
 {
     const ln_job *j = ctx;
     int C = j->C;
@@ -87,10 +87,11 @@ TG_SIMD_CLONES static void ln_forward_rows(void *ctx, size_t r0, size_t r1)
         }
     }
 }
+TG_SIMD_CLONES(static, ln_forward_rows, (void *ctx, size_t r0, size_t r1), (ctx, r0, r1))
 
 /* dx [rows, C] += rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))
  * (RMSNorm: mean NULL, no mean(dxhat)) */
-TG_SIMD_CLONES static void ln_dx_rows(void *ctx, size_t r0, size_t r1)
+TG_SIMD_BODY void ln_dx_rows_body(void *ctx, size_t r0, size_t r1)
 {
     const ln_job *j = ctx;
     int C = j->C;
@@ -119,6 +120,7 @@ TG_SIMD_CLONES static void ln_dx_rows(void *ctx, size_t r0, size_t r1)
         }
     }
 }
+TG_SIMD_CLONES(static, ln_dx_rows, (void *ctx, size_t r0, size_t r1), (ctx, r0, r1))
 
 /* dw [C] += sum over rows of dy * xhat, db [C] += sum over rows of dy, for
  * columns [c0, c1) (rows in order, so the sums do not depend on the cut).
@@ -217,7 +219,7 @@ typedef struct rms_ctx {
 
 /* y [rows, C] = x * rstd * w; rstd [rows] saved when non-NULL. mean(x^2) in
  * lanes of double, as row_stats. */
-TG_SIMD_CLONES static void rms_forward_rows(void *ctx, size_t r0, size_t r1)
+TG_SIMD_BODY void rms_forward_rows_body(void *ctx, size_t r0, size_t r1)
 {
     const ln_job *j = ctx;
     int C = j->C;
@@ -235,6 +237,7 @@ TG_SIMD_CLONES static void rms_forward_rows(void *ctx, size_t r0, size_t r1)
         for (c = 0; c < C; c++) yr[c] = j->w ? xr[c] * rs * j->w[c] : xr[c] * rs;
     }
 }
+TG_SIMD_CLONES(static, rms_forward_rows, (void *ctx, size_t r0, size_t r1), (ctx, r0, r1))
 
 /* y, x [rows, C]; w [C] or NULL. */
 TG_BACKWARD(rmsnorm_backward, rms_ctx)

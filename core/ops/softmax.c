@@ -70,7 +70,7 @@ static inline void scores_row(const tg_real *xr, tg_real *yr, int n, tg_real sca
 }
 
 /* Declared in core/ops/internal.h; also used by tg_sdpa. */
-TG_SIMD_CLONES void tg_softmax_block(const tg_real *x, tg_real *y, size_t rows, int n, tg_real scale,
+TG_SIMD_BODY void tg_softmax_block_body(const tg_real *x, tg_real *y, size_t rows, int n, tg_real scale,
                                      const uint8_t *vis, const tg_real *add, int ld_add, tg_real *stats)
 {
     for (size_t r = 0; r < rows; r++) {
@@ -87,10 +87,14 @@ TG_SIMD_CLONES void tg_softmax_block(const tg_real *x, tg_real *y, size_t rows, 
         if (stats) stats[2 * r] = mx, stats[2 * r + 1] = inv;
     }
 }
+TG_SIMD_CLONES(, tg_softmax_block,
+               (const tg_real *x, tg_real *y, size_t rows, int n, tg_real scale, const uint8_t *vis,
+                const tg_real *add, int ld_add, tg_real *stats),
+               (x, y, rows, n, scale, vis, add, ld_add, stats))
 
 /* Declared in core/ops/internal.h: tg_softmax_block's rows again from its
  * stats, without the two row reductions. */
-TG_SIMD_CLONES void tg_softmax_block_redo(const tg_real *x, tg_real *y, size_t rows, int n, tg_real scale,
+TG_SIMD_BODY void tg_softmax_block_redo_body(const tg_real *x, tg_real *y, size_t rows, int n, tg_real scale,
                                           const uint8_t *vis, const tg_real *add, int ld_add,
                                           const tg_real *stats)
 {
@@ -104,6 +108,10 @@ TG_SIMD_CLONES void tg_softmax_block_redo(const tg_real *x, tg_real *y, size_t r
         for (int j = 0; j < n; j++) yr[j] = tg_vexp(yr[j] - mx) * inv;
     }
 }
+TG_SIMD_CLONES(, tg_softmax_block_redo,
+               (const tg_real *x, tg_real *y, size_t rows, int n, tg_real scale, const uint8_t *vis,
+                const tg_real *add, int ld_add, const tg_real *stats),
+               (x, y, rows, n, scale, vis, add, ld_add, stats))
 
 typedef struct softmax_ctx {
     double scale;  /* tg_softmax_masked's; 1 otherwise */

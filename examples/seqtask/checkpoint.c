@@ -139,12 +139,22 @@ fail:
     return -1;
 }
 
+/* path read with its checksums verified as `verify` says, or not at all
+ * under --no-verify; a refusal for a missing table names --no-verify. */
+static int read_file(const char *path, const sq_config *c, tg_st_verify verify, tg_safetensors **s)
+{
+    if (!tg_st_load_verify(path, c->no_verify ? TG_ST_VERIFY_OFF : verify, s)) return 0;
+    if (strstr(tg_error(), "TG_ST_VERIFY_OFF")) tg_error_set("%s; seqtask: --no-verify", tg_error());
+    return -1;
+}
+
 int sq_open(const char *path, sq_config *c, bool resume, tg_params **p, tg_model *m,
             tg_safetensors **st)
 {
     tg_safetensors *s;
     *p = NULL;
-    if (tg_st_load(path, &s)) return -1;
+    /* seqtask wrote every file it opens here: it must carry its checksums */
+    if (read_file(path, c, TG_ST_VERIFY_REQUIRED, &s)) return -1;
     const char *fmt = tg_st_meta(s, "format");
     if (!fmt || strcmp(fmt, SQ_FORMAT) != 0) {
         tg_error_set("%s: not a seqtask model (metadata \"format\" is %s%s%s, expected \"%s\")",
@@ -199,7 +209,16 @@ int sq_resume_state(const tg_safetensors *st, const char *path, tg_optim *o, lon
 int sq_load_weights(const char *path, const sq_config *c, tg_params *p)
 {
     tg_safetensors *s;
-    if (tg_st_load(path, &s)) return -1;
+    /* a file of another tool (PyTorch's) has no checksums; one of seqtask's must */
+    if (read_file(path, c, TG_ST_VERIFY_AUTO, &s)) return -1;
+    const char *fmt = tg_st_meta(s, "format");
+    if (!c->no_verify && !tg_st_verified(s) && fmt && strcmp(fmt, SQ_FORMAT) == 0) {
+        tg_error_set("%s: metadata \"format\" is \"%s\" (seqtask wrote the file), but it has no checksum table "
+                     "'tapegrad.crc32': it is damaged or was edited; refused (seqtask: --no-verify loads it "
+                     "unchecked)", path, fmt);
+        tg_st_free(s);
+        return -1;
+    }
     int rc = tg_st_load_params(p, s, true, "optim.");
     const char *other = c->mode == SQ_MODE_FUSED ? "blocks.0.attn.heads.0.q_proj.weight"
                                                  : "blocks.0.attn.in_proj_weight";

@@ -45,14 +45,17 @@ int sq_save(const char *path, const sq_config *c, const tg_params *p, const tg_o
  * metadata into c (flags c's command line set keep their values; for a
  * resume the model and task flags must agree), builds the model and loads
  * the weights. *st (may be NULL) receives the file's contents for
- * sq_resume_state. */
+ * sq_resume_state. The file must carry its checksums (TG_ST_VERIFY_REQUIRED)
+ * unless --no-verify. */
 int sq_open(const char *path, sq_config *c, bool resume, tg_params **p, tg_model *m,
             tg_safetensors **st);
 /* A checkpoint's optimizer state, step and dropout RNG. */
 int sq_resume_state(const tg_safetensors *st, const char *path, tg_optim *o, long *step, tg_rng *rng);
 /* --init: weights only, every parameter by name and shape (optim.* ignored).
  * A file of the other attention mode (fused in_proj_weight vs per-head
- * heads.<h>.{q,k,v}_proj) is converted exactly (tg_mha_convert). */
+ * heads.<h>.{q,k,v}_proj) is converted exactly (tg_mha_convert). A file
+ * with checksums is verified; one without loads unless its metadata says
+ * tapegrad or seqtask wrote it (PyTorch's load), or with --no-verify. */
 int sq_load_weights(const char *path, const sq_config *c, tg_params *p);
 
 #endif

@@ -135,6 +135,8 @@ static const flag flags[] = {
         "start from the weights of a safetensors file"),
     STR("resume", resume, "", C_TRAIN, 0, "starting point", "FILE",
         "continue a checkpoint bit for bit (its flags unless given again)"),
+    BOOL("no-verify", no_verify, C_ALL, 0, "starting point",
+         "read --init or --resume without verifying its checksums (at your risk)"),
     INT("threads", threads, 0, 256, "0", C_ALL, 0, "compute", "N",
         "threads for GEMMs and large loops (0: one per core)"),
     REAL("collective-timeout", collective_timeout, 0, false, 1e9, false, NULL, C_TRAIN, 0, "compute", "X",
@@ -255,6 +257,8 @@ static const struct {
     {"seed", C_EVAL | C_HEADS, "evaluation", "seed of the held-out set of a generated task"},
     {"eval-size", C_EVAL | C_HEADS, "evaluation", "held-out examples"},
     {"png", C_HEADS, "output", "PNG bar chart to write (default: heads.png beside the model)"},
+    {"no-verify", C_EVAL | C_GEN | C_ATTN | C_HEADS, "input",
+     "read --model without verifying its checksums (at your risk)"},
 };
 
 static void flag_help(const flag *fl, sq_command cmd, const char **group, const char **help)

@@ -76,6 +76,7 @@ typedef struct sq_config {
     char model[SQ_PATH_MAX], input[SQ_INPUT_MAX], png[SQ_PATH_MAX];
     long show;
     bool merged;                 /* a checkpoint's flags are in (sq_config_from_meta) */
+    bool no_verify;              /* files load without their checksums checked */
     /* which flags the command line gave (index into the flag table of cli.c) */
     bool set[SQ_MAX_FLAGS];
 } sq_config;

@@ -5,6 +5,7 @@ valid (tests/test_io_bad.c checks they load), bad_* files each break one rule
 import json
 import os
 import struct
+import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "corpus", "safetensors")
@@ -74,6 +75,16 @@ def main():
         b'"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}'))
     files["bad_nine_dims"] = st({"a": entry("F32", [1] * 9, 0, 4)}, bytes(4))
     files["bad_overflow"] = st({"a": entry("F64", [2147483647] * 4, 0, 8)}, bytes(8))
+    # checksums: a file whose metadata says tapegrad wrote it (a key one
+    # bit from "tapegrad.crc32") without its table; a table listing a
+    # tensor the file does not have (core/io/checksum.c)
+    table = {"__metadata__": "%08x" % zlib.crc32(b"a\0F32\0" b"1\0"), "a": "%08x" % zlib.crc32(bytes(4))}
+    files["bad_damaged_table_key"] = st({"__metadata__": {"tapegrad.Crc32": json.dumps(table)},
+                                         "a": entry("F32", [1], 0, 4)}, bytes(4))
+    files["bad_table_extra_entry"] = st({"__metadata__": {"tapegrad.crc32": json.dumps(dict(table, b=table["a"]))},
+                                         "a": entry("F32", [1], 0, 4)}, bytes(4))
+    files["ok_table"] = st({"__metadata__": {"tapegrad.crc32": json.dumps(table)}, "a": entry("F32", [1], 0, 4)},
+                           bytes(4))
     for name, data in files.items():
         with open(os.path.join(OUT, name + ".safetensors"), "wb") as f:
             f.write(data)
