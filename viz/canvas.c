@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../core/engine/alloc.h"
 #include "../core/engine/error.h"
@@ -248,7 +249,8 @@ int tg_canvas_save_png(const tg_canvas *c, const char *path)
     int ok = stbi_write_png_to_func(sink_write, &s, c->w, c->h, 3, c->px,
                                     c->w * 3);
     if (fclose(s.f) != 0) s.failed = true;
-    if (!ok) return fail(path, "PNG encoder failed (out of memory?)");
-    if (s.failed) return fail(path, strerror(errno ? errno : EIO));
-    return 0;
+    if (ok && !s.failed) return 0;
+    int e = errno ? errno : EIO;
+    unlink(path);  /* no cut-off picture left behind */
+    return fail(path, !ok ? "PNG encoder failed (out of memory?)" : strerror(e));
 }
