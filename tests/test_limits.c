@@ -6,7 +6,9 @@
  * ENOSPC; no root, no mount). A log row that cannot be written stops the
  * run with status 1 naming log.csv and the step; the file holds whole rows
  * only, and once the disk has room the resume from the last checkpoint
- * gives a log without a gap. stdout that cannot be written is an error.
+ * gives a log without a gap. A checkpoint that cannot be written fails the
+ * run and leaves the old one byte for byte, with no temporary file beside
+ * it. stdout that cannot be written is an error.
  *
  * memory: under an address-space limit (RLIMIT_AS) seqtask says "out of
  * memory" and exits 1 with OpenBLAS's threads left at their defaults (they
@@ -137,6 +139,37 @@ Test(disk, a_full_disk_stops_the_run_with_whole_rows_and_the_resume_fills_the_lo
     const char *cut = first;
     for (long r = 0; r <= rows / every * every; r++) cut = strchr(cut, '\n') + 1;
     cr_assert(strncmp(first, second, (size_t)(cut - first)) == 0);
+}
+
+/* dir/rel's bytes into buf; their count. */
+static size_t read_bytes(const char *rel, char *buf, size_t len)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, rel);
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "%s is missing", rel);
+    size_t n = fread(buf, 1, len, f);
+    fclose(f);
+    cr_assert_lt(n, len);
+    return n;
+}
+
+Test(disk, a_checkpoint_that_cannot_be_written_leaves_the_old_one)
+{
+    static char before[1 << 17], after[1 << 17];
+    cr_assert_eq(run("train " TINY " --steps 20 --out run"), 0, "%s", err_text);
+    size_t n = read_bytes("run/checkpoint.safetensors", before, sizeof before);
+    /* room for the log, not for a checkpoint */
+    int st = run_limited(RLIMIT_FSIZE, 8 * 1024, "train --resume run/checkpoint.safetensors --steps 40 --save-every 10");
+    cr_assert_eq(st, 1, "status %d:\n%s", st, err_text);
+    cr_assert(strstr(err_text, "run/checkpoint.safetensors: cannot write the file") && strstr(err_text, strerror(EFBIG)) &&
+              strstr(err_text, "the old file, if any, is untouched"), "%s", err_text);
+    cr_assert_eq(read_bytes("run/checkpoint.safetensors", after, sizeof after), n);
+    cr_assert(memcmp(before, after, n) == 0, "the old checkpoint changed");
+    char run_dir[512];
+    snprintf(run_dir, sizeof run_dir, "%s/run", dir);
+    cr_assert_eq(tu_dir_entries(run_dir), 5, "a temporary file is left in run/");  /* log, 2 safetensors, 2 PNGs */
+    cr_assert_eq(whole_rows("run/log.csv", after, sizeof after), 30);  /* the row of step 30, then its save */
 }
 
 Test(disk, stdout_that_cannot_be_written_is_an_error)
