@@ -35,35 +35,27 @@ TestSuite(memory, .init = setup, .fini = teardown, .timeout = 300);
 #define TINY "--task copy --symbols 6 --min-len 1 --max-len 4 --layers 1 --d-model 8 --heads 1 --d-ff 8 " \
              "--batch 4 --warmup 2 --eval-every 0 --eval-size 4 --target-acc 0 --log-every 1000 --threads 1"
 
-/* Runs "seqtask <args>" (split on spaces) in the test's directory like
- * spawn(), under setrlimit(resource, limit) with SIGXFSZ ignored, and with
- * OpenBLAS's thread count unset (its default: one per core). A run that
- * has not ended after 30 s is killed (128 + SIGKILL). Its stderr lands in
- * err_text. */
+static int limit_resource;
+static rlim_t limit_value;
+
+/* In the child: the limit, SIGXFSZ ignored, OpenBLAS's thread count unset. */
+static void set_limit(void)
+{
+    signal(SIGXFSZ, SIG_IGN);
+    unsetenv("OPENBLAS_NUM_THREADS");
+    struct rlimit rl = {limit_value, limit_value};
+    if (setrlimit(limit_resource, &rl) != 0) _exit(126);
+}
+
+/* Runs "seqtask <args>" like spawn() under setrlimit(resource, limit) with
+ * SIGXFSZ ignored, and with OpenBLAS's thread count unset (its default: one
+ * per core). A run that has not ended after 30 s is killed (128 + SIGKILL).
+ * Its stderr lands in err_text. */
 static int run_limited(int resource, rlim_t limit, const char *args)
 {
-    static char buf[4096];
-    char *argv[128];
-    int argc = 0;
-    snprintf(buf, sizeof buf, "%s", args);
-    argv[argc++] = SEQTASK;
-    for (char *s = strtok(buf, " "); s && argc < 127; s = strtok(NULL, " ")) argv[argc++] = s;
-    argv[argc] = NULL;
-    pid_t pid = fork();
-    cr_assert_neq(pid, -1);
-    if (pid == 0) {
-        int null = open("/dev/null", O_WRONLY);
-        if (chdir(dir) != 0 || null < 0) _exit(127);
-        int err = open("stderr.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        dup2(null, 1);
-        dup2(err >= 0 ? err : null, 2);
-        signal(SIGXFSZ, SIG_IGN);
-        unsetenv("OPENBLAS_NUM_THREADS");
-        struct rlimit rl = {limit, limit};
-        if (setrlimit(resource, &rl) != 0) _exit(126);
-        execv(SEQTASK, argv);
-        _exit(127);
-    }
+    limit_resource = resource;
+    limit_value = limit;
+    pid_t pid = spawn_then(args, set_limit);
     int st = 0;
     struct timespec t0, now, pause = {0, 10 * 1000 * 1000};
     clock_gettime(CLOCK_MONOTONIC, &t0);
