@@ -3,7 +3,8 @@
  * per-test temporary directory, reading a whole file and a log.csv, and run(), which
  * executes "seqtask <args>" in that directory and captures its stderr (and
  * its stdout when SEQTASK_CAPTURE_STDOUT is defined before the include);
- * spawn() / spawn_wait() start one without a shell, to signal it. */
+ * spawn() / spawn_then() / spawn_wait() start one without a shell, to signal
+ * it or to limit it. */
 #ifndef TAPEGRAD_TESTS_SEQTASK_UTIL_H
 #define TAPEGRAD_TESTS_SEQTASK_UTIL_H
 
@@ -118,8 +119,10 @@ static inline int run(const char *fmt, ...)
 
 /* Starts "seqtask <args>" (split on spaces) in the test's directory without
  * a shell in between, so that a signal reaches seqtask itself; its stdout
- * goes to /dev/null, its stderr to stderr.txt (read it with spawn_wait). */
-static inline pid_t spawn(const char *args)
+ * goes to /dev/null, its stderr to stderr.txt (read it with spawn_wait).
+ * in_child, when not NULL, runs in the child just before the exec (to set
+ * a limit, say). */
+static inline pid_t spawn_then(const char *args, void (*in_child)(void))
 {
     static char buf[4096];
     char *argv[128];
@@ -136,11 +139,14 @@ static inline pid_t spawn(const char *args)
         int err = open("stderr.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
         dup2(null, 1);
         dup2(err >= 0 ? err : null, 2);
+        if (in_child) in_child();
         execv(SEQTASK, argv);
         _exit(127);
     }
     return pid;
 }
+
+static inline pid_t spawn(const char *args) { return spawn_then(args, NULL); }
 
 /* Waits for a spawned seqtask: its exit status (128 + signal when killed),
  * its stderr in err_text. */

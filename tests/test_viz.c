@@ -2,11 +2,15 @@
  * Each image is written to a fresh temp dir, decoded again with stb_image
  * and checked for its size and content. */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <stb/stb_image.h>
@@ -123,6 +127,30 @@ Test(viz, canvas_text_line_and_save)
     cr_assert_gt(count_color(&im, (tg_rgb){0, 128, 0}), 10, "text is drawn");
     cr_assert_gt(count_color(&im, (tg_rgb){0, 0, 255}), 10, "clipped line is drawn");
     stbi_image_free(im.px);
+}
+
+/* A write that fails part-way (a full disk; here a file size limit, which
+ * fails a write with EFBIG once SIGXFSZ is ignored) leaves no cut-off PNG. */
+Test(viz, a_failed_write_leaves_no_partial_png)
+{
+    tg_canvas *c = tg_canvas_new(200, 200, (tg_rgb){255, 255, 255});
+    cr_assert_not_null(c);
+    for (int i = 0; i < 200; i += 3) tg_canvas_line(c, 0, i, 199, 199 - i, 1, (tg_rgb){(uint8_t)i, 0, 255});
+    cr_assert_eq(tg_canvas_save_png(c, tmp_file("full.png")), 0, "%s", tg_error());
+    FILE *f = fopen(tmp_path, "rb");
+    cr_assert_not_null(f);
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fclose(f);
+    cr_assert_gt(size, 2048);
+    /* this test's own worker process: the limit ends with it */
+    signal(SIGXFSZ, SIG_IGN);
+    struct rlimit rl = {(rlim_t)size / 2, RLIM_INFINITY};
+    cr_assert_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
+    cr_assert_eq(tg_canvas_save_png(c, tmp_file("full.png")), -1);
+    cr_assert(strstr(tg_error(), tmp_path) && strstr(tg_error(), strerror(EFBIG)), "%s", tg_error());
+    cr_assert_neq(access(tmp_path, F_OK), 0, "%s is left behind", tmp_path);
+    tg_canvas_free(c);
 }
 
 enum { NL = 2, NH = 3, LQ = 8, LK = 8 };
@@ -409,6 +437,8 @@ Test(viz, png_writers)
     cr_assert_str_eq(tg_error(), "tg_canvas_save_png: the canvas is NULL");
     cr_assert_eq(tg_canvas_save_png(c, "/dev/full"), -1);  /* every write fails */
     cr_assert_str_eq(tg_error(), "cannot write PNG '/dev/full': No space left on device");
+    struct stat st;  /* a failed write removes a cut-off file, never a device */
+    cr_assert(stat("/dev/full", &st) == 0 && S_ISCHR(st.st_mode), "/dev/full is no longer a device");
     tg_canvas_free(c);
     /* out of memory for the image, in each writer */
     char dir[256], path[300];

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "../core/engine/alloc.h"
 #include "../core/engine/error.h"
@@ -247,8 +249,13 @@ int tg_canvas_save_png(const tg_canvas *c, const char *path)
     errno = 0;
     int ok = stbi_write_png_to_func(sink_write, &s, c->w, c->h, 3, c->px,
                                     c->w * 3);
+    struct stat st;
+    bool regular = fstat(fileno(s.f), &st) == 0 && S_ISREG(st.st_mode);
     if (fclose(s.f) != 0) s.failed = true;
-    if (!ok) return fail(path, "PNG encoder failed (out of memory?)");
-    if (s.failed) return fail(path, strerror(errno ? errno : EIO));
-    return 0;
+    if (ok && !s.failed) return 0;
+    int e = errno ? errno : EIO;
+    /* no cut-off picture left behind (only a regular file: never /dev/full
+     * or a FIFO); "wb" had already emptied it */
+    if (regular) unlink(path);
+    return fail(path, !ok ? "PNG encoder failed (out of memory?)" : strerror(e));
 }

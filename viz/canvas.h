@@ -61,7 +61,8 @@ int tg_text_height(int scale);
 tg_rgb tg_viridis(double t);
 
 /* Writes c to path as PNG. 0 on success; -1 with a message naming the file
- * in tg_error() on failure. */
+ * in tg_error() on failure (a write error, a full disk), and then no file
+ * is left at path: never a cut-off picture. */
 int tg_canvas_save_png(const tg_canvas *c, const char *path);
 
 #ifdef __cplusplus

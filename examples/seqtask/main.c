@@ -11,9 +11,14 @@
  * Errors follow the library's model: a function that fails returns -1 (or
  * NULL) with its message in tg_error(), and each command prints it once.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <tapegrad/dist/dist.h>
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/lsan_interface.h>
+#endif
 
 #include "cli.h"
 #include "commands.h"
@@ -56,6 +61,27 @@ static int parse(int argc, char **argv, sq_config *c)
     return 0;
 }
 
+/* Ends the process with status rc once stdout is written out (a failed
+ * write to it is an error too). Through _exit, not exit: OpenBLAS starts a
+ * thread per core when it is loaded, each of which allocates a 128 MiB
+ * buffer and, in Debian 12's 0.3.21, retries forever when the address space
+ * cannot hold it (ulimit -v); exit() runs OpenBLAS's handler, which joins
+ * those threads and never returns. Every file seqtask writes is closed (and
+ * fsynced) before this. */
+static _Noreturn void end_process(int rc)
+{
+    int e = fflush(stdout) != 0 ? errno : ferror(stdout) ? EIO : 0;
+    if (e) {
+        fprintf(stderr, "seqtask: cannot write to stdout: %s\n", strerror(e));
+        if (rc == 0) rc = 1;
+    }
+    fflush(stderr);
+#ifdef __SANITIZE_ADDRESS__
+    __lsan_do_leak_check();  /* _exit skips LeakSanitizer's own check at exit */
+#endif
+    _exit(rc);
+}
+
 /* Under mpirun every rank runs the same command line. A rank whose command
  * line fails says why, and every rank learns it before anything else
  * collective: a rank that left while the others wait would hang them. */
@@ -65,7 +91,7 @@ int main(int argc, char **argv)
     if (train) sq_stop_install();  /* before anything that takes time */
     if (tg_dist_init(&argc, &argv)) {
         fprintf(stderr, "seqtask: %s\n", tg_error());
-        return 1;
+        end_process(1);
     }
     if (train) sq_stop_install();
     static sq_config c;
@@ -82,5 +108,5 @@ int main(int argc, char **argv)
         rc = 0;
     }
     tg_dist_finalize();
-    return rc;
+    end_process(rc);
 }

@@ -2,6 +2,7 @@
 #include "progress.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -135,8 +136,8 @@ static int read_old(sq_log *l, const char *path, long keep_upto, char **kept, si
         const char *s = line;
         double v[7];
         for (int i = 0; i < 7; i++) v[i] = field(&s);
-        if (!(v[0] >= 1 && v[0] <= (double)keep_upto)) break;
         size_t len = strlen(line);
+        if (!(v[0] >= 1 && v[0] <= (double)keep_upto) || line[len - 1] != '\n') break;  /* a cut row ends it */
         if (used + len + 1 > room) {
             room = 2 * (used + len + 1) + 4096;
             char *q = tg_realloc(*kept, room);
@@ -153,6 +154,26 @@ static int read_old(sq_log *l, const char *path, long keep_upto, char **kept, si
     return rc;
 }
 
+/* Writes n bytes at the end of the log's complete rows. On a failure (a
+ * full disk, a file size limit) the file is cut back to its complete rows,
+ * so it never holds a partial one; -1 with errno. */
+static int log_write(sq_log *l, const char *buf, size_t n)
+{
+    for (size_t done = 0; done < n;) {
+        ssize_t k = write(l->fd, buf + done, n - done);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) {
+            int e = k < 0 ? errno : EIO;
+            if (ftruncate(l->fd, l->good) != 0 || lseek(l->fd, l->good, SEEK_SET) < 0) { /* best effort */ }
+            errno = e;
+            return -1;
+        }
+        done += (size_t)k;
+    }
+    l->good += (off_t)n;
+    return 0;
+}
+
 int sq_log_open(sq_log *l, const char *path, long keep_upto)
 {
     memset(l, 0, sizeof *l);
@@ -164,17 +185,18 @@ int sq_log_open(sq_log *l, const char *path, long keep_upto)
         tg_free(kept);
         return -1;
     }
-    l->f = fopen(path, "w");
-    if (!l->f) {
+    l->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (l->fd < 0) {
         tg_error_set("%s: cannot write: %s", path, strerror(errno));
         tg_free(kept);
         return -1;
     }
-    fputs(log_header, l->f);
-    if (kept_len) fwrite(kept, 1, kept_len, l->f);
+    l->is_open = true;
+    int rc = 0;
+    if (log_write(l, log_header, strlen(log_header)) || (kept_len && log_write(l, kept, kept_len)))
+        rc = tg_error_set("%s: cannot write: %s", path, strerror(errno));
     tg_free(kept);
-    fflush(l->f);
-    return 0;
+    return rc;
 }
 
 int sq_log_row(sq_log *l, long step, double loss, double lr, double grad_norm, double ms, double acc,
@@ -182,24 +204,33 @@ int sq_log_row(sq_log *l, long step, double loss, double lr, double grad_norm, d
 {
     /* %.9g round-trips a float, %.17g a double: the loss column compares bit for bit */
     const char *rf = sizeof(tg_real) == 4 ? "%.9g" : "%.17g";
-    fprintf(l->f, "%ld,", step);
-    fprintf(l->f, rf, loss);
-    fprintf(l->f, ",%.9g,%.9g,%.3f,", lr, grad_norm, ms);
-    if (!isnan(acc)) fprintf(l->f, "%.6f,%.6f", acc, tacc);
-    else fputc(',', l->f);
-    fputc('\n', l->f);
-    fflush(l->f);
+    char row[256];
+    size_t n = (size_t)snprintf(row, sizeof row, "%ld,", step);
+    n += (size_t)snprintf(row + n, sizeof row - n, rf, loss);
+    n += (size_t)snprintf(row + n, sizeof row - n, ",%.9g,%.9g,%.3f,", lr, grad_norm, ms);
+    if (!isnan(acc)) n += (size_t)snprintf(row + n, sizeof row - n, "%.6f,%.6f\n", acc, tacc);
+    else n += (size_t)snprintf(row + n, sizeof row - n, ",\n");
+    /* one write of the whole row: on a failure the file keeps only whole rows */
+    if (n >= sizeof row || log_write(l, row, n))
+        return tg_error_set("%s: cannot write the row of step %ld: %s; it holds every step before it, "
+                            "each row whole", l->path, step, n >= sizeof row ? "row too long" : strerror(errno));
     return history_add(l, (double)step, loss, acc, tacc);
 }
 
-void sq_log_close(sq_log *l)
+int sq_log_close(sq_log *l)
 {
-    if (l->f) fclose(l->f);
+    int rc = 0;
+    if (l->is_open) {
+        int e = fsync(l->fd) != 0 ? errno : 0;
+        if (close(l->fd) != 0 && !e) e = errno;
+        if (e) rc = tg_error_set("%s: cannot write: %s", l->path, strerror(e));
+    }
     tg_free(l->step);
     tg_free(l->loss);
     tg_free(l->acc);
     tg_free(l->tacc);
     memset(l, 0, sizeof *l);
+    return rc;
 }
 
 int sq_log_plot(const sq_log *l, const char *path, const char *title)

@@ -11,6 +11,10 @@
  * with the two eval columns empty except on evaluation steps. Losses are
  * printed with enough digits to round-trip, so two runs can be compared bit
  * for bit. The rows are also kept in memory for loss.png.
+ *
+ * Each row is one write(2); one that fails (a full disk, a file size limit)
+ * is cut off again, so the file holds whole rows only, and is an error: the
+ * run stops (docs/FORMATS.md, "log.csv").
  */
 #ifndef SEQTASK_PROGRESS_H
 #define SEQTASK_PROGRESS_H
@@ -18,6 +22,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 /* Seconds on a monotonic clock. */
 double sq_now(void);
@@ -39,7 +44,9 @@ void sq_progress_note(sq_progress *p, const char *fmt, ...) __attribute__((forma
 void sq_progress_end(sq_progress *p);
 
 typedef struct sq_log {
-    FILE *f;
+    int fd;
+    bool is_open;
+    off_t good;                  /* bytes of whole rows written */
     char path[1100];
     long n, cap;
     double *step, *loss, *acc, *tacc;  /* history, NaN where not evaluated */
@@ -49,10 +56,13 @@ typedef struct sq_log {
  * existing file up to that step are kept (and loaded into the history);
  * later rows are dropped. 0, or -1 with a message naming the file. */
 int sq_log_open(sq_log *l, const char *path, long keep_upto);
-/* acc / tacc NaN: not an evaluation step. */
+/* acc / tacc NaN: not an evaluation step. 0, or -1 with a message naming
+ * the file and the step (the file then ends with the row before). */
 int sq_log_row(sq_log *l, long step, double loss, double lr, double grad_norm, double ms, double acc,
                double tacc);
-void sq_log_close(sq_log *l);
+/* fsync, close, free. 0, or -1 with a message when the file could not be
+ * written. */
+int sq_log_close(sq_log *l);
 /* loss.png: the loss and the held-out accuracies against the step. */
 int sq_log_plot(const sq_log *l, const char *path, const char *title);
 

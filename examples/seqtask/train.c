@@ -316,7 +316,9 @@ static int after_step(trainer *tr, double loss, double gnorm, double lr, long to
     const sq_config *c = tr->c;
     bool eval = eval_due(tr);
     if (eval && evaluate(tr)) return -1;
-    sq_log_row(&tr->log, tr->step, loss, lr, gnorm, ms, eval ? tr->acc : NAN, eval ? tr->tacc : NAN);
+    /* a row that cannot be written stops the run: the last checkpoint and the rows before it stay */
+    if (sq_log_row(&tr->log, tr->step, loss, lr, gnorm, ms, eval ? tr->acc : NAN, eval ? tr->tacc : NAN))
+        return -1;
     sq_progress_step(&tr->prog, tr->step, loss, lr, tokens);
     if (eval && c->target_acc > 0 && tr->acc >= c->target_acc) {
         sq_progress_note(&tr->prog, "reached the target accuracy %.2f%% at step %ld",
@@ -376,7 +378,8 @@ static int attention_png(trainer *tr, const char *png)
 }
 
 /* The files of the end of a run (or of an interrupted one). The model and
- * checkpoint must be written; a picture that cannot be drawn is a warning. */
+ * checkpoint must be written and the log closed whole; a picture that cannot
+ * be drawn is a warning. */
 static int finish(trainer *tr)
 {
     const sq_config *c = tr->c;
@@ -392,7 +395,7 @@ static int finish(trainer *tr)
         fprintf(stderr, "warning: no loss.png: %s\n", tg_error());
     snprintf(png, sizeof png, "%s/attention.png", c->out);
     if (attention_png(tr, png)) fprintf(stderr, "warning: no attention.png: %s\n", tg_error());
-    return 0;
+    return sq_log_close(&tr->log);
 }
 
 /* Every rank's status becomes the worst one; a rank that failed printed
