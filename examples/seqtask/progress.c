@@ -155,7 +155,13 @@ static int read_old(sq_log *l, const char *path, long keep_upto, char **kept, si
 
 int sq_log_open(sq_log *l, const char *path, long keep_upto)
 {
+    return sq_log_open_as(l, path, keep_upto, log_header);
+}
+
+int sq_log_open_as(sq_log *l, const char *path, long keep_upto, const char *header)
+{
     memset(l, 0, sizeof *l);
+    l->header = header;
     snprintf(l->path, sizeof l->path, "%s", path);
     char *kept = NULL;
     size_t kept_len = 0;
@@ -170,7 +176,7 @@ int sq_log_open(sq_log *l, const char *path, long keep_upto)
         tg_free(kept);
         return -1;
     }
-    fputs(log_header, l->f);
+    fputs(l->header, l->f);
     if (kept_len) fwrite(kept, 1, kept_len, l->f);
     tg_free(kept);
     fflush(l->f);
@@ -204,14 +210,21 @@ void sq_log_close(sq_log *l)
 
 int sq_log_plot(const sq_log *l, const char *path, const char *title)
 {
+    static const char *const eval[2] = {"held-out exact-sequence accuracy", "held-out token accuracy"};
+    return sq_log_plot_as(l, path, title, eval, (const bool[2]){true, true});
+}
+
+int sq_log_plot_as(const sq_log *l, const char *path, const char *title, const char *const eval[2],
+                   const bool right[2])
+{
     if (l->n == 0) {
         tg_error_set("%s: no steps to plot", path);
         return -1;
     }
     tg_plot_series s[3] = {
         {"train loss", l->step, l->loss, (int)l->n, false},
-        {"held-out exact-sequence accuracy", l->step, l->acc, (int)l->n, true},
-        {"held-out token accuracy", l->step, l->tacc, (int)l->n, true},
+        {eval[0], l->step, l->acc, (int)l->n, right[0]},
+        {eval[1], l->step, l->tacc, (int)l->n, right[1]},
     };
     return tg_plot_lines_png(path, title, "step", s, 3);
 }

@@ -1,0 +1,129 @@
+/* charlm: the sample command: text from a trained model over the key/value
+ * cache (a prefill of the prompt, then one decode per new byte), and the
+ * attention heatmap of the sampled sentence. */
+#include <stdio.h>
+#include <string.h>
+
+#include <tapegrad/core/engine/alloc.h>
+#include "../seqtask/cli.h"
+#include "../seqtask/commands.h"
+#include "../seqtask/run.h"
+#include "charlm.h"
+
+#define CL_HEATMAP_MAX 64  /* bytes on each axis of the heatmap */
+
+/* The next byte from one row of logits [V]: greedy (the first maximum). */
+static int pick(const tg_real *logits)
+{
+    int best = 0;
+    for (int v = 1; v < CL_VOCAB; v++)
+        if (logits[v] > logits[best]) best = v;
+    return best;
+}
+
+int cl_generate(const tg_model *m, const int32_t *prompt, int n_prompt, int max_new, int32_t *out, int *n_out)
+{
+    tg_kv_cache kv;
+    tg_tape *t = tg_tape_new();
+    *n_out = 0;
+    if (!t || tg_kv_cache_init(&kv, m, 1)) {
+        tg_tape_free(t);
+        return tg_error_set("out of memory for sampling");
+    }
+    tg_no_grad_begin(t);
+    tg_tape_set_training(t, false);
+    int rc = 0;
+    tg_tensor *logits = tg_model_prefill(t, m, &kv, prompt, 1, n_prompt, NULL);
+    const tg_real *last = logits ? logits->data + (size_t)(n_prompt - 1) * CL_VOCAB : NULL;
+    for (int i = 0; logits && i < max_new && n_prompt + i < m->cfg.max_len; i++) {
+        int32_t next = pick(last), pos = n_prompt + i;
+        out[(*n_out)++] = next;
+        tg_tape_reset(t);
+        logits = tg_model_decode(t, m, &kv, &next, &pos, 1, NULL);
+        last = logits ? logits->data : NULL;
+    }
+    if (!logits) rc = tg_error_set("sampling: %s", tg_tape_error(t));
+    tg_kv_cache_free(&kv);
+    tg_tape_free(t);
+    return rc;
+}
+
+/* A byte as a heatmap label: printable ASCII as itself, space "_", else
+ * "\n", "\t" or two hex digits. */
+static const char *byte_label(int b, char *buf)
+{
+    if (b == ' ') return "_";
+    if (b == '\n') return "\\n";
+    if (b == '\t') return "\\t";
+    if (b > 32 && b < 127) buf[0] = (char)b, buf[1] = 0;
+    else snprintf(buf, 4, "%02x", b);
+    return buf;
+}
+
+int cl_attention_png(const tg_model *m, const int32_t *bytes, int L, const char *path)
+{
+    char text[CL_HEATMAP_MAX][4];
+    const char *labels[CL_HEATMAP_MAX];
+    if (L > CL_HEATMAP_MAX) L = CL_HEATMAP_MAX;
+    for (int i = 0; i < L; i++) labels[i] = byte_label(bytes[i], text[i]);
+    return sq_attention_png_labelled(m, bytes, labels, L, path);
+}
+
+/* The sentence for the heatmap: up to the first '.' after the prompt (or
+ * CL_HEATMAP_MAX bytes). */
+static int sentence_len(const int32_t *seq, int n_prompt, int L)
+{
+    for (int i = n_prompt; i < L && i < CL_HEATMAP_MAX; i++)
+        if (seq[i] == '.') return i + 1;
+    return L < CL_HEATMAP_MAX ? L : CL_HEATMAP_MAX;
+}
+
+int cl_cmd_sample(cl_config *c)
+{
+    tg_params *p;
+    tg_model m;
+    sq_set_threads(c->threads);
+    if (c->temperature > 0 || c->top_k > 0 || c->top_p < 1) {
+        fprintf(stderr, "charlm sample: this build samples greedily only: give --temperature 0 (no --top-k, "
+                        "--top-p)\n");
+        return SQ_EXIT_USAGE;
+    }
+    if (cl_open(c->model, c, &p, &m, NULL)) {
+        fprintf(stderr, "charlm sample: %s\n", tg_error());
+        return SQ_EXIT_USAGE;
+    }
+    int T = m.cfg.max_len, n = (int)strlen(c->prompt), n_out = 0, status = 0;
+    int32_t *seq = tg_malloc((size_t)T * sizeof *seq);
+    if (n >= T) {
+        fprintf(stderr, "charlm sample: --prompt is %d bytes; the model reads at most %d (its --context) and "
+                        "needs room for one more\n", n, T);
+        status = SQ_EXIT_USAGE;
+    } else if (!seq) {
+        fprintf(stderr, "charlm sample: out of memory\n");
+        status = 1;
+    } else {
+        seq[0] = '\n';  /* an empty prompt starts a line */
+        for (int i = 0; i < n; i++) seq[i] = (uint8_t)c->prompt[i];
+        if (n == 0) n = 1;
+        int max_new = c->tokens < T - n ? (int)c->tokens : T - n;
+        if (cl_generate(&m, seq, n, max_new, seq + n, &n_out)) {
+            fprintf(stderr, "charlm sample: %s\n", tg_error());
+            status = 1;
+        }
+    }
+    if (!status) {
+        for (int i = 0; i < n + n_out; i++) putchar(seq[i]);
+        putchar('\n');
+        int L = sentence_len(seq, n, n + n_out);
+        if (c->png[0] && cl_attention_png(&m, seq, L, c->png)) {
+            fprintf(stderr, "charlm sample: %s\n", tg_error());
+            status = 1;
+        } else if (c->png[0]) {
+            fprintf(stderr, "wrote %s (%d layers x %d heads, %d bytes)\n", c->png, m.cfg.n_layers, m.cfg.n_heads, L);
+        }
+    }
+    tg_free(seq);
+    tg_model_free(&m);
+    tg_params_free(p);
+    return status;
+}
