@@ -1,4 +1,4 @@
-/* tapegrad: pre-LN transformer block (see nn/block.h). */
+/* tapegrad: pre-norm transformer block (see nn/block.h). */
 #include "block.h"
 
 #include <stdio.h>
@@ -13,11 +13,12 @@ int tg_block_init(tg_block *b, tg_params *p, const char *prefix, const tg_block_
     int n0 = tg_params_count(p);
     double eps = cfg->ln_eps > 0 ? cfg->ln_eps : 1e-5;
     int D = cfg->attn.d_model;
-    tg_ffn_config ff = {.d_model = D, .d_ff = cfg->d_ff, .dropout = cfg->ff_dropout};
+    tg_ffn_config ff = {.d_model = D, .d_ff = cfg->d_ff, .dropout = cfg->ff_dropout, .act = cfg->ff_act,
+                        .no_bias = cfg->no_bias};
     char sub[TG_NN_NAME_MAX];
-    if (tg_nn_name(sub, prefix, "ln1") || tg_layernorm_init(&b->ln1, p, sub, D, eps) ||
+    if (tg_nn_name(sub, prefix, "ln1") || tg_norm_init(&b->ln1, p, sub, cfg->norm, D, eps) ||
         tg_nn_name(sub, prefix, "attn") || tg_mha_init(&b->attn, p, sub, &cfg->attn, rng) ||
-        tg_nn_name(sub, prefix, "ln2") || tg_layernorm_init(&b->ln2, p, sub, D, eps) ||
+        tg_nn_name(sub, prefix, "ln2") || tg_norm_init(&b->ln2, p, sub, cfg->norm, D, eps) ||
         tg_nn_name(sub, prefix, "ff") || tg_ffn_init(&b->ff, p, sub, &ff, rng))
         return tg_nn_init_undo(b, sizeof *b, b->name, p, n0);
     return 0;
@@ -29,10 +30,10 @@ tg_tensor *tg_block_forward(tg_tape *t, const tg_block *b, tg_tensor *x, const t
 {
     if (weights) *weights = NULL;
     if (tg_nn_check_forward("tg_block_forward", t, b, b && b->ff.fc2.weight)) return NULL;
-    tg_tensor *h = tg_layernorm_forward(t, &b->ln1, x);
+    tg_tensor *h = tg_norm_forward(t, &b->ln1, x);
     h = tg_mha_forward(t, &b->attn, h, h, o, weights);
     x = tg_add_inplace(t, h, x);  /* x + h over the branch's output, which nothing reads again */
-    h = tg_layernorm_forward(t, &b->ln2, x);
+    h = tg_norm_forward(t, &b->ln2, x);
     h = tg_ffn_forward(t, &b->ff, h, o ? o->rng : NULL);
     return tg_add_inplace(t, h, x);
 }
@@ -41,10 +42,10 @@ tg_tensor *tg_block_decode(tg_tape *t, const tg_block *b, tg_tensor *x, tg_tenso
                          const uint8_t *head_mask)
 {
     if (tg_nn_check_forward("tg_block_decode", t, b, b && b->ff.fc2.weight)) return NULL;
-    tg_tensor *h = tg_layernorm_forward(t, &b->ln1, x);
+    tg_tensor *h = tg_norm_forward(t, &b->ln1, x);
     h = tg_mha_decode(t, &b->attn, h, cache, pos, head_mask);
     x = tg_add(t, x, h);
-    h = tg_layernorm_forward(t, &b->ln2, x);
+    h = tg_norm_forward(t, &b->ln2, x);
     h = tg_ffn_forward(t, &b->ff, h, NULL);
     return tg_add(t, x, h);
 }

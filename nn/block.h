@@ -1,17 +1,23 @@
-/* tapegrad: the pre-LayerNorm transformer block.
+/* tapegrad: the pre-norm transformer block.
  *
  *   x = x + attn(ln1(x))        self-attention, with the caller's mask
  *   x = x + ff(ln2(x))
  *
- * Parameters under "<prefix>.": ln1.{weight,bias}, attn.* (nn/attention.h,
- * either mode), ln2.{weight,bias}, ff.fc1.*, ff.fc2.*.
+ * ln1, ln2: LayerNorm (GPT-2) or RMSNorm (LLaMA), eps ln_eps either way.
+ * Parameters under "<prefix>.": ln1.weight (and ln1.bias with LayerNorm),
+ * attn.* (nn/attention.h, either mode), ln2.weight (ln2.bias), ff.* (nn/ffn.h:
+ * fc1.*, fc2.*, or gated gate_proj.*, up_proj.*, down_proj.*).
+ * GPT-2's block: {.attn.bias = true} and the rest zero. LLaMA's: {.attn =
+ * {.n_kv_heads < n_heads, .rope = true}, .norm = TG_NORM_RMS, .ff_act =
+ * TG_FFN_SWIGLU, .no_bias = true} (no_bias drops the feed-forward's biases;
+ * the attention's follow attn.bias).
  */
 #ifndef TAPEGRAD_NN_BLOCK_H
 #define TAPEGRAD_NN_BLOCK_H
 
 #include "attention.h"
 #include "ffn.h"
-#include "layernorm.h"
+#include "rmsnorm.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -22,12 +28,15 @@ typedef struct tg_block_config {
     int d_ff;               /* hidden width of the feed-forward block */
     double ff_dropout;      /* on the feed-forward output */
     double ln_eps;          /* 0: 1e-5 */
+    tg_norm_kind norm;      /* 0: LayerNorm; TG_NORM_RMS: RMSNorm */
+    tg_ffn_act ff_act;      /* 0: GELU (nn/ffn.h) */
+    bool no_bias;           /* the feed-forward's Linear layers without bias */
 } tg_block_config;
 
 typedef struct tg_block {
-    tg_layernorm_layer ln1;
+    tg_norm_layer ln1;
     tg_mha attn;
-    tg_layernorm_layer ln2;
+    tg_norm_layer ln2;
     tg_ffn ff;
     char name[TG_NN_NAME_MAX];
 } tg_block;

@@ -9,11 +9,26 @@
 static int check_config(const tg_model_config *c)
 {
     if (c->vocab > 0 && c->d_model > 0 && c->n_layers > 0 && c->n_heads > 0 && c->d_head >= 0 &&
-        c->d_ff >= 0 && c->max_len > 0 && c->pos >= TG_POS_LEARNED && c->pos <= TG_POS_NONE)
+        c->d_ff >= 0 && c->max_len > 0 && c->pos >= TG_POS_LEARNED && c->pos <= TG_POS_NONE &&
+        c->norm >= TG_NORM_LAYER && c->norm <= TG_NORM_RMS && c->ff_act >= TG_FFN_GELU && c->ff_act <= TG_FFN_GEGLU)
         return 0;
     return tg_error_set("tg_model: bad config: vocab %d, d_model %d, n_layers %d, n_heads %d, "
-                        "d_head %d, d_ff %d, max_len %d, pos %d (all > 0; d_head, d_ff >= 0; pos a tg_pos_kind)",
-                        c->vocab, c->d_model, c->n_layers, c->n_heads, c->d_head, c->d_ff, c->max_len, (int)c->pos);
+                        "d_head %d, d_ff %d, max_len %d, pos %d, norm %d, ff_act %d (all > 0; d_head, d_ff >= 0; "
+                        "pos a tg_pos_kind, norm a tg_norm_kind, ff_act a tg_ffn_act)",
+                        c->vocab, c->d_model, c->n_layers, c->n_heads, c->d_head, c->d_ff, c->max_len, (int)c->pos,
+                        (int)c->norm, (int)c->ff_act);
+}
+
+/* head = Linear(D, V), or, tied, tok_emb.weight [V, D] itself without a bias */
+static int head_init(tg_model *m, tg_params *p, tg_rng *rng)
+{
+    const tg_model_config *c = &m->cfg;
+    if (!c->tie_weights) {
+        tg_linear_config head = {.in = c->d_model, .out = c->vocab, .bias = !c->no_bias};
+        return tg_linear_init(&m->head, p, "head", &head, rng);
+    }
+    m->head = (tg_linear){.weight = m->tok_emb.weight, .in = c->d_model, .out = c->vocab, .name = "head"};
+    return 0;
 }
 
 int tg_model_init(tg_model *m, tg_params *p, const tg_model_config *cfg, tg_rng *rng)
@@ -27,10 +42,11 @@ int tg_model_init(tg_model *m, tg_params *p, const tg_model_config *cfg, tg_rng 
     const tg_model_config *c = &m->cfg;
     tg_block_config bc = {
         .attn = {.n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads, .d_model = c->d_model, .d_head = c->d_head,
-                 .bias = true, .rope = c->pos == TG_POS_ROPE, .rope_base = c->rope_base, .rope_frac = c->rope_frac,
+                 .bias = !c->no_bias, .rope = c->pos == TG_POS_ROPE, .rope_base = c->rope_base, .rope_frac = c->rope_frac,
                  .alibi = c->alibi,
                  .dropout = c->dropout, .mode = c->mode},
-        .d_ff = c->d_ff, .ff_dropout = c->dropout, .ln_eps = 1e-5};
+        .d_ff = c->d_ff, .ff_dropout = c->dropout, .ln_eps = 1e-5, .norm = c->norm, .ff_act = c->ff_act,
+        .no_bias = c->no_bias};
     if (tg_embedding_init(&m->tok_emb, p, "tok_emb", c->vocab, c->d_model, rng) ||
         (c->pos == TG_POS_LEARNED && tg_embedding_init(&m->pos_emb, p, "pos_emb", c->max_len, c->d_model, rng)))
         goto fail;
@@ -46,10 +62,7 @@ int tg_model_init(tg_model *m, tg_params *p, const tg_model_config *cfg, tg_rng 
     }
     m->cfg.d_head = m->blocks[0].attn.cfg.d_head;
     m->cfg.n_kv_heads = m->blocks[0].attn.cfg.n_kv_heads;
-    tg_linear_config head = {.in = c->d_model, .out = c->vocab, .bias = true};
-    if (tg_layernorm_init(&m->ln_f, p, "ln_f", c->d_model, 1e-5) ||
-        tg_linear_init(&m->head, p, "head", &head, rng))
-        goto fail;
+    if (tg_norm_init(&m->ln_f, p, "ln_f", c->norm, c->d_model, 1e-5) || head_init(m, p, rng)) goto fail;
     return 0;
 fail:
     tg_model_free(m);
@@ -120,7 +133,7 @@ static tg_tensor *model_run(tg_tape *t, const tg_model *m, const int32_t *ids, i
         if (c && !(a.cache = cache_rows(t, c->kv[l], B))) return NULL;
         h = tg_block_forward(t, &m->blocks[l], h, &a, attn ? &attn[l] : NULL);
     }
-    h = tg_layernorm_forward(t, &m->ln_f, h);
+    h = tg_norm_forward(t, &m->ln_f, h);
     return tg_linear_forward(t, &m->head, h);
 }
 
@@ -216,6 +229,33 @@ tg_tensor *tg_model_decode(tg_tape *t, const tg_model *m, tg_kv_cache *c, const 
     for (int l = 0; l < m->cfg.n_layers; l++)
         h = tg_block_decode(t, &m->blocks[l], h, cache_rows(t, c->kv[l], B), pos,
                           head_mask ? head_mask + l * m->cfg.n_heads : NULL);
-    h = tg_layernorm_forward(t, &m->ln_f, h);
+    h = tg_norm_forward(t, &m->ln_f, h);
     return tg_linear_forward(t, &m->head, h);
+}
+
+/* A tied model's head.weight in s (a PyTorch state_dict names the shared
+ * tensor twice) is a copy of tok_emb.weight; with strict, every other tensor
+ * of s outside ignore_prefix is a parameter of p. 0, or -1 with a message. */
+static int check_tied(const tg_params *p, const tg_safetensors *s, bool strict, const char *ignore_prefix)
+{
+    const tg_tensor *head = tg_st_get(s, "head.weight"), *emb = tg_st_get(s, "tok_emb.weight");
+    if (!emb || !tg_shape_equal(head, emb) || memcmp(head->data, emb->data, emb->size * sizeof *emb->data))
+        return tg_error_set("tg_model_load: a tied model's head.weight is tok_emb.weight, but the file's head.weight "
+                            "%s", emb ? "differs from its tok_emb.weight" : "comes without a tok_emb.weight");
+    size_t n = ignore_prefix ? strlen(ignore_prefix) : 0;
+    for (int i = 0; strict && i < tg_st_count(s); i++) {
+        const char *name = tg_st_at(s, i)->name;
+        if (strcmp(name, "head.weight") && !(n && !strncmp(name, ignore_prefix, n)) && !tg_params_get(p, name))
+            return tg_error_set("tg_model_load: unexpected tensor '%s' (not a parameter of the model)", name);
+    }
+    return 0;
+}
+
+int tg_model_load(const tg_model *m, tg_params *p, const tg_safetensors *s, bool strict, const char *ignore_prefix)
+{
+    if (!m || !m->head.weight) return tg_error_set("tg_model_load: the model is %s", m ? "not initialised" : "NULL");
+    if (!p || !s) return tg_error_set("tg_model_load: the %s is NULL", p ? "file" : "parameter store");
+    if (!m->cfg.tie_weights || !tg_st_get(s, "head.weight")) return tg_st_load_params(p, s, strict, ignore_prefix);
+    if (check_tied(p, s, strict, ignore_prefix)) return -1;
+    return tg_st_load_params(p, s, false, ignore_prefix);
 }

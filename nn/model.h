@@ -6,17 +6,30 @@
  *   for each block l: h = h + attn(ln1(h)); h = h + ff(ln2(h))
  *                     (causal mask + key padding from lens)
  *   logits = head(ln_f(h))                              [B, T, V]
- * LayerNorm eps 1e-5, GELU (erf), no weight tying, head = Linear(D, V) with
- * bias, biases everywhere in attention. Dropout p (training only) on the
- * attention weights and on each feed-forward output.
+ * The zero config: LayerNorm eps 1e-5, GELU (erf), no weight tying, head =
+ * Linear(D, V) with bias, biases everywhere in attention and feed-forward.
+ * Options: norm (RMSNorm, eps 1e-5, for ln1, ln2 and ln_f), ff_act (SiLU,
+ * SwiGLU, GeGLU: nn/ffn.h), no_bias (no bias in attention, feed-forward or
+ * head; LayerNorm keeps its own), tie_weights (the head's weight IS
+ * tok_emb.weight, one parameter whose gradient sums both uses; the tied head
+ * has no bias, as GPT-2's). Dropout p (training only) on the attention
+ * weights and on each feed-forward output.
+ *   LLaMA-style: {.norm = TG_NORM_RMS, .n_kv_heads < n_heads, .pos = TG_POS_ROPE,
+ *                 .ff_act = TG_FFN_SWIGLU, .no_bias = true}
+ *   GPT-2:       {.pos = TG_POS_LEARNED, .tie_weights = true}
  *
  * Parameters (safetensors keys, PyTorch state_dict style), in this order:
  *   tok_emb.weight [V, D], pos_emb.weight [max_len, D],
  *   blocks.{l}.ln1.{weight,bias}, blocks.{l}.attn.* (nn/attention.h: fused
  *   in_proj_weight / in_proj_bias, or per-head heads.{h}.{q,k,v}_proj.*; then
  *   out_proj.{weight,bias}), blocks.{l}.ln2.{weight,bias},
- *   blocks.{l}.ff.fc1.{weight,bias}, blocks.{l}.ff.fc2.{weight,bias},
- *   ln_f.{weight,bias}, head.{weight,bias}.
+ *   blocks.{l}.ff.fc1.{weight,bias}, blocks.{l}.ff.fc2.{weight,bias}
+ *   (gated: ff.gate_proj.*, ff.up_proj.*, ff.down_proj.*),
+ *   ln_f.{weight,bias}, head.{weight,bias}; without what the options drop
+ *   (RMSNorm's bias, no_bias's biases, the tied head's weight and bias).
+ * A tied model stores tok_emb.weight only; tg_model_load also accepts a
+ * file that has head.weight too (a PyTorch state_dict names the shared
+ * tensor twice) when it equals tok_emb.weight (docs/FORMATS.md).
  * Init: PyTorch's defaults (nn/init.h).
  */
 #ifndef TAPEGRAD_NN_MODEL_H
@@ -27,7 +40,8 @@
 
 #include "block.h"
 #include "embedding.h"
-#include "layernorm.h"
+#include "rmsnorm.h"
+#include "../core/io/io.h"
 #include "linear.h"
 
 #ifdef __cplusplus
@@ -53,6 +67,10 @@ typedef struct tg_model_config {
     tg_pos_kind pos;    /* TG_POS_LEARNED (pos_emb), TG_POS_ROPE or TG_POS_NONE */
     double rope_base, rope_frac;  /* with TG_POS_ROPE: tg_mha_config's */
     bool alibi;         /* ALiBi biases in every attention layer (with any pos) */
+    tg_norm_kind norm;  /* 0: LayerNorm; TG_NORM_RMS: RMSNorm */
+    tg_ffn_act ff_act;  /* 0: GELU (nn/ffn.h) */
+    bool no_bias;       /* no bias in attention, feed-forward or head */
+    bool tie_weights;   /* head.weight is tok_emb.weight (no head bias) */
 } tg_model_config;
 
 typedef struct tg_model {
@@ -60,8 +78,8 @@ typedef struct tg_model {
     tg_embedding_layer tok_emb; /* [V, D] */
     tg_embedding_layer pos_emb; /* [max_len, D]; TG_POS_LEARNED only */
     tg_block *blocks;           /* n_layers (heap) */
-    tg_layernorm_layer ln_f;
-    tg_linear head;             /* [V, D] + [V] */
+    tg_norm_layer ln_f;
+    tg_linear head;             /* [V, D] + [V]; tied: weight = tok_emb.weight, no bias */
 } tg_model;
 
 /* Adds every parameter to p (which must not have them yet) and initialises
@@ -71,6 +89,11 @@ typedef struct tg_model {
 int tg_model_init(tg_model *m, tg_params *p, const tg_model_config *cfg, tg_rng *rng);
 /* Frees what tg_model_init allocated (not the parameters: p owns those). */
 void tg_model_free(tg_model *m);
+/* tg_st_load_params(p, s, strict, ignore_prefix) for m's parameters p; with
+ * tie_weights, a "head.weight" in s must equal s's tok_emb.weight (shape and
+ * every bit) and is then skipped. 0, or -1 with a message in tg_error() (p
+ * unchanged). */
+int tg_model_load(const tg_model *m, tg_params *p, const tg_safetensors *s, bool strict, const char *ignore_prefix);
 
 /* What one forward may add (all optional: NULL options, or a NULL field,
  * mean none). */

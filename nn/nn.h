@@ -12,5 +12,6 @@
 #include "linear.h"
 #include "model.h"
 #include "names.h"
+#include "rmsnorm.h"
 
 #endif

@@ -124,6 +124,13 @@ static tg_tensor *run_layernorm(fx *f)
     return tg_layernorm(f->t, fx_in(f, "x"), fx_opt(f, "weight"), fx_opt(f, "bias"), eps);
 }
 
+static tg_tensor *run_rmsnorm(fx *f)
+{
+    double eps = fx_param(f, "eps", -1);
+    cr_assert(eps > 0, "%s/%s: no eps", f->family, f->cas);
+    return tg_rmsnorm(f->t, fx_in(f, "x"), fx_opt(f, "weight"), eps);
+}
+
 static tg_tensor *run_embedding(fx *f)
 {
     tg_tensor *ids;
@@ -319,6 +326,7 @@ static const struct {
     {"log_softmax", run_log_softmax},
     {"softmax_masked", run_softmax_masked},
     {"layernorm", run_layernorm},
+    {"rmsnorm", run_rmsnorm},
     {"gelu", run_gelu},
     {"embedding", run_embedding},
     {"cross_entropy", run_cross_entropy},
@@ -414,6 +422,7 @@ Test(fixtures, softmax) { check_family("softmax"); }
 Test(fixtures, log_softmax) { check_family("log_softmax"); }
 Test(fixtures, softmax_masked) { check_family("softmax_masked"); }
 Test(fixtures, layernorm) { check_family("layernorm"); }
+Test(fixtures, rmsnorm) { check_family("rmsnorm"); }
 Test(fixtures, gelu) { check_family("gelu"); }
 Test(fixtures, embedding) { check_family("embedding"); }
 Test(fixtures, cross_entropy) { check_family("cross_entropy"); }

@@ -33,15 +33,13 @@ static tg_tensor *model_fn(tg_tape *t, tg_tensor **in, void *ctx)
     return c->loss ? tg_cross_entropy(t, logits, g_targets, TG_IGNORE) : logits;
 }
 
-static void check_model_grads(tg_mha_mode mode, bool loss)
+static void check_config_grads(const tg_model_config *cfg, bool loss)
 {
     tg_rng rng;
     tg_rng_seed(&rng, 3);
     tg_params *p = tg_params_new();
     model_ctx c = {.loss = loss};
-    tg_model_config cfg = {.vocab = 7, .d_model = 8, .n_layers = 2, .n_heads = 2, .d_ff = 16,
-                           .max_len = 6, .mode = mode};
-    cr_assert_eq(tg_model_init(&c.m, p, &cfg, &rng), 0, "%s", tg_error());
+    cr_assert_eq(tg_model_init(&c.m, p, cfg, &rng), 0, "%s", tg_error());
     tg_real *d = tg_params_data(p);  /* nudge biases and LayerNorm off 0 / 1 */
     for (size_t i = 0; i < tg_params_numel(p); i++) d[i] += (tg_real)(0.1 * (2 * tg_rng_uniform(&rng) - 1));
     int n = tg_params_count(p);
@@ -53,7 +51,103 @@ static void check_model_grads(tg_mha_mode mode, bool loss)
     tg_params_free(p);
 }
 
+static void check_model_grads(tg_mha_mode mode, bool loss)
+{
+    tg_model_config cfg = {.vocab = 7, .d_model = 8, .n_layers = 2, .n_heads = 2, .d_ff = 16, .max_len = 6,
+                           .mode = mode};
+    check_config_grads(&cfg, loss);
+}
+
+/* LLaMA-style (RMSNorm, GQA, RoPE, SwiGLU, no biases) and GPT-2 (tied head:
+ * the one tok_emb.weight gets the sum of both uses' gradients) */
+static const tg_model_config LLAMA = {.vocab = 7, .d_model = 8, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2,
+                                      .d_ff = 12, .max_len = 6, .pos = TG_POS_ROPE, .norm = TG_NORM_RMS,
+                                      .ff_act = TG_FFN_SWIGLU, .no_bias = true};
+static const tg_model_config GPT2 = {.vocab = 7, .d_model = 8, .n_layers = 2, .n_heads = 2, .d_ff = 16,
+                                     .max_len = 6, .tie_weights = true};
+
 Test(model, gradcheck_loss_fused) { check_model_grads(TG_MHA_FUSED, true); }
+Test(model, gradcheck_loss_llama) { check_config_grads(&LLAMA, true); }
+Test(model, gradcheck_loss_gpt2_tied) { check_config_grads(&GPT2, true); }
+Test(model, gradcheck_loss_geglu_per_head)
+{
+    tg_model_config c = LLAMA;
+    c.ff_act = TG_FFN_GEGLU, c.mode = TG_MHA_PER_HEAD, c.no_bias = false, c.tie_weights = true;
+    check_config_grads(&c, true);
+}
+
+Test(model, options_name_their_parameters)
+{
+    tg_params *p = tg_params_new();
+    tg_model m;
+    tg_model_config c = LLAMA;
+    c.n_layers = 1;
+    cr_assert_eq(tg_model_init(&m, p, &c, NULL), 0, "%s", tg_error());
+    static const char *const llama[] = {"tok_emb.weight", "blocks.0.ln1.weight", "blocks.0.attn.in_proj_weight",
+        "blocks.0.attn.out_proj.weight", "blocks.0.ln2.weight", "blocks.0.ff.gate_proj.weight",
+        "blocks.0.ff.up_proj.weight", "blocks.0.ff.down_proj.weight", "ln_f.weight", "head.weight"};
+    cr_assert_eq(tg_params_count(p), 10);
+    for (int i = 0; i < 10; i++) cr_assert_str_eq(tg_params_at(p, i)->name, llama[i]);
+    tg_model_free(&m);
+    tg_params_free(p);
+
+    p = tg_params_new();
+    c = GPT2;
+    c.n_layers = 1;
+    cr_assert_eq(tg_model_init(&m, p, &c, NULL), 0, "%s", tg_error());
+    cr_assert_str_eq(tg_params_at(p, tg_params_count(p) - 1)->name, "ln_f.bias");
+    cr_assert_null(tg_params_get(p, "head.weight"));
+    cr_assert_null(tg_params_get(p, "head.bias"));
+    cr_assert(m.head.weight == m.tok_emb.weight && !m.head.bias, "one parameter, no head bias");
+    tg_model_free(&m);
+
+    c.norm = (tg_norm_kind)2;
+    cr_assert_eq(tg_model_init(&m, p, &c, NULL), -1);
+    cr_assert(strstr(tg_error(), "norm 2"), "%s", tg_error());
+    c.norm = TG_NORM_LAYER, c.ff_act = (tg_ffn_act)-1;
+    cr_assert_eq(tg_model_init(&m, p, &c, NULL), -1);
+    cr_assert(strstr(tg_error(), "ff_act -1"), "%s", tg_error());
+    tg_params_free(p);
+}
+
+/* A tied model saves tok_emb.weight once; a file that also names it
+ * head.weight (PyTorch's state_dict) loads when the two are equal. */
+Test(model, tied_weights_save_once_and_load_torch_files)
+{
+    tg_rng rng;
+    tg_rng_seed(&rng, 4);
+    tg_params *p = tg_params_new(), *q = tg_params_new();
+    tg_model m, n;
+    cr_assert_eq(tg_model_init(&m, p, &GPT2, &rng), 0, "%s", tg_error());
+    cr_assert_eq(tg_model_init(&n, q, &GPT2, NULL), 0, "%s", tg_error());
+    tg_safetensors *s = tg_st_new();
+    cr_assert_eq(tg_st_add_params(s, p), 0, "%s", tg_error());
+    cr_assert_eq(tg_st_count(s), tg_params_count(p));
+    cr_assert_null(tg_st_get(s, "head.weight"));
+    cr_assert_eq(tg_model_load(&n, q, s, true, NULL), 0, "%s", tg_error());
+    cr_assert(!memcmp(tg_params_data(q), tg_params_data(p), tg_params_numel(p) * sizeof(tg_real)));
+
+    const tg_tensor *emb = tg_st_get(s, "tok_emb.weight");
+    cr_assert_eq(tg_st_add(s, "head.weight", emb), 0, "%s", tg_error());
+    memset(tg_params_data(q), 0, tg_params_numel(q) * sizeof(tg_real));
+    cr_assert_eq(tg_model_load(&n, q, s, true, "optim."), 0, "%s", tg_error());
+    cr_assert(!memcmp(tg_params_data(q), tg_params_data(p), tg_params_numel(p) * sizeof(tg_real)));
+    cr_assert_eq(tg_st_load_params(q, s, true, NULL), -1, "the plain loader calls head.weight unexpected");
+
+    tg_st_get(s, "head.weight")->data[3] += 1;
+    cr_assert_eq(tg_model_load(&n, q, s, true, NULL), -1);
+    cr_assert(strstr(tg_error(), "head.weight differs from its tok_emb.weight"), "%s", tg_error());
+    tg_st_get(s, "head.weight")->data[3] = emb->data[3];
+    cr_assert_eq(tg_st_add_data(s, "extra", NULL, 1, (int[]){2}), 0);
+    cr_assert_eq(tg_model_load(&n, q, s, true, NULL), -1);
+    cr_assert(strstr(tg_error(), "unexpected tensor 'extra'"), "%s", tg_error());
+    cr_assert_eq(tg_model_load(&n, q, s, false, NULL), 0, "%s", tg_error());
+    tg_st_free(s);
+    tg_model_free(&m);
+    tg_model_free(&n);
+    tg_params_free(p);
+    tg_params_free(q);
+}
 Test(model, gradcheck_loss_per_head) { check_model_grads(TG_MHA_PER_HEAD, true); }
 Test(model, gradcheck_logits_fused) { check_model_grads(TG_MHA_FUSED, false); }
 

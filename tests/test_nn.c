@@ -1,5 +1,6 @@
 /* nn layers: gradchecks of Linear (with / without bias), Embedding,
- * LayerNorm, FFN (with and without dropout) and the pre-LN block w.r.t. their
+ * LayerNorm, RMSNorm, FFN (GELU, SiLU, SwiGLU, GeGLU, with and without
+ * dropout and biases) and the pre-norm block (GPT-2's, LLaMA's) w.r.t. their
  * input and every parameter; PyTorch's default init distributions; layer
  * names in init and forward errors. */
 #include <string.h>
@@ -144,17 +145,18 @@ static tg_tensor *ffn_fn(tg_tape *t, tg_tensor **in, void *ctx)
     return tg_ffn_forward(t, &c->ffn, in[0], &c->rng);
 }
 
-static void check_ffn(double dropout)
+/* names: the parameters expected, in order */
+static void check_ffn_act(double dropout, tg_ffn_act act, bool no_bias, const char *const *names, int n_names)
 {
     tg_rng rng;
     tg_rng_seed(&rng, 4);
     tg_params *p = tg_params_new();
     ffn_ctx c = {.seed = 99};
-    cr_assert_eq(tg_ffn_init(&c.ffn, p, "ff", &(tg_ffn_config){.d_model = 4, .d_ff = 7, .dropout = dropout},
-                             &rng), 0, "%s", tg_error());
-    const char *names[] = {"ff.fc1.weight", "ff.fc1.bias", "ff.fc2.weight", "ff.fc2.bias"};
-    for (int i = 0; i < 4; i++) cr_assert_str_eq(tg_params_at(p, i)->name, names[i]);
-    cr_assert_eq(tg_params_get(p, "ff.fc1.weight")->shape[0], 7);
+    tg_ffn_config fc = {.d_model = 4, .d_ff = 7, .dropout = dropout, .act = act, .no_bias = no_bias};
+    cr_assert_eq(tg_ffn_init(&c.ffn, p, "ff", &fc, &rng), 0, "%s", tg_error());
+    cr_assert_eq(tg_params_count(p), n_names);
+    for (int i = 0; i < n_names; i++) cr_assert_str_eq(tg_params_at(p, i)->name, names[i]);
+    cr_assert_eq(tg_params_at(p, 0)->shape[0], 7);
     tg_tensor *x = tu_rand(&rng, -1.5, 1.5, 3, (int[]){2, 3, 4}), *in[TU_MAXIN];
     int n = tu_gather(in, x, NULL, p);
     tu_gradcheck(ffn_fn, &c, in, n);
@@ -162,8 +164,78 @@ static void check_ffn(double dropout)
     tg_params_free(p);
 }
 
+static const char *const FFN_NAMES[] = {"ff.fc1.weight", "ff.fc1.bias", "ff.fc2.weight", "ff.fc2.bias"};
+static const char *const GLU_NAMES[] = {"ff.gate_proj.weight", "ff.up_proj.weight", "ff.down_proj.weight"};
+static const char *const GLU_BIAS_NAMES[] = {"ff.gate_proj.weight", "ff.gate_proj.bias", "ff.up_proj.weight",
+                                             "ff.up_proj.bias", "ff.down_proj.weight", "ff.down_proj.bias"};
+
+static void check_ffn(double dropout) { check_ffn_act(dropout, TG_FFN_GELU, false, FFN_NAMES, 4); }
+
 Test(nn, ffn_gradcheck) { check_ffn(0.0); }
 Test(nn, ffn_gradcheck_with_dropout) { check_ffn(0.3); }
+Test(nn, ffn_gradcheck_silu_no_bias)
+{
+    check_ffn_act(0.0, TG_FFN_SILU, true, (const char *const[]){"ff.fc1.weight", "ff.fc2.weight"}, 2);
+}
+Test(nn, ffn_gradcheck_swiglu) { check_ffn_act(0.0, TG_FFN_SWIGLU, true, GLU_NAMES, 3); }
+Test(nn, ffn_gradcheck_swiglu_dropout_bias) { check_ffn_act(0.3, TG_FFN_SWIGLU, false, GLU_BIAS_NAMES, 6); }
+Test(nn, ffn_gradcheck_geglu) { check_ffn_act(0.0, TG_FFN_GEGLU, false, GLU_BIAS_NAMES, 6); }
+
+Test(nn, ffn_rejects_a_bad_act)
+{
+    tg_params *p = tg_params_new();
+    tg_ffn f;
+    cr_assert_eq(tg_ffn_init(&f, p, "ff", &(tg_ffn_config){.d_model = 4, .d_ff = 8, .act = (tg_ffn_act)7}, NULL), -1);
+    cr_assert_str_eq(tg_error(), "tg_ffn 'ff': act 7 is not a tg_ffn_act");
+    cr_assert_eq(tg_params_count(p), 0);
+    tg_params_free(p);
+}
+
+/* ---- RMSNorm ------------------------------------------------------------------- */
+
+static tg_tensor *norm_fn(tg_tape *t, tg_tensor **in, void *ctx)
+{
+    return tg_norm_forward(t, ctx, in[0]);
+}
+
+static void check_norm(tg_norm_kind kind, int n_params)
+{
+    tg_rng rng;
+    tg_rng_seed(&rng, 8);
+    tg_params *p = tg_params_new();
+    tg_norm_layer nl;
+    cr_assert_eq(tg_norm_init(&nl, p, "ln", kind, 6, 1e-5), 0, "%s", tg_error());
+    cr_assert_eq(tg_params_count(p), n_params);
+    cr_assert_str_eq(tg_params_at(p, 0)->name, "ln.weight");
+    cr_assert(tg_params_at(p, 0)->data[5] == 1, "weight starts at 1");
+    tu_jitter(p, &rng, 0.3);
+    tg_tensor *x = tu_rand(&rng, -1, 1, 3, (int[]){2, 3, 6}), *in[TU_MAXIN];
+    int n = tu_gather(in, x, NULL, p);
+    tu_gradcheck(norm_fn, &nl, in, n);
+    tg_tensor_free(x);
+    tg_params_free(p);
+}
+
+Test(nn, rmsnorm_gradcheck) { check_norm(TG_NORM_RMS, 1); }
+Test(nn, norm_layer_gradcheck_layernorm) { check_norm(TG_NORM_LAYER, 2); }
+
+Test(nn, rmsnorm_errors_name_the_layer)
+{
+    tg_params *p = tg_params_new();
+    tg_rmsnorm_layer r;
+    tg_norm_layer nl;
+    cr_assert_eq(tg_rmsnorm_init(&r, p, "ln_f", 4, 0), -1);
+    cr_assert_str_eq(tg_error(), "tg_rmsnorm 'ln_f': dim 4 and eps 0 must be > 0");
+    cr_assert_eq(tg_norm_init(&nl, p, "ln_f", (tg_norm_kind)5, 4, 1e-5), -1);
+    cr_assert_str_eq(tg_error(), "tg_norm 'ln_f': kind 5 is not a tg_norm_kind");
+    cr_assert_eq(tg_params_count(p), 0);
+    cr_assert_eq(tg_rmsnorm_init(&r, p, "ln_f", 4, 1e-6), 0, "%s", tg_error());
+    tg_tape *t = tg_tape_new();
+    cr_assert_null(tg_rmsnorm_forward(t, &r, tg_tensor_zeros(t, 2, (int[]){2, 5})));
+    cr_assert(strstr(tg_tape_error(t), "tg_rmsnorm 'ln_f': input [2,5] must be [..., 4]"), "%s", tg_tape_error(t));
+    tg_tape_free(t);
+    tg_params_free(p);
+}
 
 Test(nn, ffn_dropout_off_when_not_training)
 {
@@ -197,20 +269,16 @@ static tg_tensor *block_fn(tg_tape *t, tg_tensor **in, void *ctx)
     return tg_block_forward(t, &c->blk, in[0], &(tg_mha_opts){.mask = &c->mask}, NULL);
 }
 
-static void check_block(tg_mha_mode mode)
+static void check_block_config(const tg_block_config *bc, const char *const *names, int n_names)
 {
     tg_rng rng;
     tg_rng_seed(&rng, 6);
     tg_params *p = tg_params_new();
     static const int32_t lens[2] = {4, 3};
     block_ctx c = {.mask = {.causal = true, .key_lens = lens}};
-    tg_block_config bc = {.attn = {.n_heads = 2, .d_model = 4, .d_head = 3, .bias = true, .mode = mode},
-                          .d_ff = 6};
-    cr_assert_eq(tg_block_init(&c.blk, p, "blocks.0", &bc, &rng), 0, "%s", tg_error());
-    cr_assert_not_null(tg_params_get(p, "blocks.0.ln1.weight"));
-    cr_assert_not_null(tg_params_get(p, "blocks.0.ln2.bias"));
-    cr_assert_not_null(tg_params_get(p, "blocks.0.attn.out_proj.weight"));
-    cr_assert_not_null(tg_params_get(p, "blocks.0.ff.fc2.bias"));
+    cr_assert_eq(tg_block_init(&c.blk, p, "blocks.0", bc, &rng), 0, "%s", tg_error());
+    cr_assert_eq(tg_params_count(p), n_names);
+    for (int i = 0; i < n_names; i++) cr_assert_str_eq(tg_params_at(p, i)->name, names[i]);
     tu_jitter(p, &rng, 0.2);
     tg_tensor *x = tu_rand(&rng, -1, 1, 3, (int[]){2, 4, 4}), *in[TU_MAXIN];
     int n = tu_gather(in, x, NULL, p);
@@ -219,8 +287,43 @@ static void check_block(tg_mha_mode mode)
     tg_params_free(p);
 }
 
+static void check_block(tg_mha_mode mode)
+{
+    tg_block_config bc = {.attn = {.n_heads = 2, .d_model = 4, .d_head = 3, .bias = true, .mode = mode}, .d_ff = 6};
+    static const char *const fused[] = {"blocks.0.ln1.weight", "blocks.0.ln1.bias", "blocks.0.attn.in_proj_weight",
+        "blocks.0.attn.in_proj_bias", "blocks.0.attn.out_proj.weight", "blocks.0.attn.out_proj.bias",
+        "blocks.0.ln2.weight", "blocks.0.ln2.bias", "blocks.0.ff.fc1.weight", "blocks.0.ff.fc1.bias",
+        "blocks.0.ff.fc2.weight", "blocks.0.ff.fc2.bias"};
+    if (mode == TG_MHA_FUSED) {
+        check_block_config(&bc, fused, 12);
+        return;
+    }
+    static const char *const per_head[] = {"blocks.0.ln1.weight", "blocks.0.ln1.bias",
+        "blocks.0.attn.heads.0.q_proj.weight", "blocks.0.attn.heads.0.q_proj.bias",
+        "blocks.0.attn.heads.0.k_proj.weight", "blocks.0.attn.heads.0.k_proj.bias",
+        "blocks.0.attn.heads.0.v_proj.weight", "blocks.0.attn.heads.0.v_proj.bias",
+        "blocks.0.attn.heads.1.q_proj.weight", "blocks.0.attn.heads.1.q_proj.bias",
+        "blocks.0.attn.heads.1.k_proj.weight", "blocks.0.attn.heads.1.k_proj.bias",
+        "blocks.0.attn.heads.1.v_proj.weight", "blocks.0.attn.heads.1.v_proj.bias",
+        "blocks.0.attn.out_proj.weight", "blocks.0.attn.out_proj.bias", "blocks.0.ln2.weight",
+        "blocks.0.ln2.bias", "blocks.0.ff.fc1.weight", "blocks.0.ff.fc1.bias", "blocks.0.ff.fc2.weight",
+        "blocks.0.ff.fc2.bias"};
+    check_block_config(&bc, per_head, 22);
+}
+
 Test(nn, block_gradcheck_fused) { check_block(TG_MHA_FUSED); }
 Test(nn, block_gradcheck_per_head) { check_block(TG_MHA_PER_HEAD); }
+
+/* LLaMA's block: RMSNorm, grouped-query attention with RoPE, SwiGLU, no biases */
+Test(nn, block_gradcheck_llama)
+{
+    tg_block_config bc = {.attn = {.n_heads = 4, .n_kv_heads = 2, .d_model = 4, .d_head = 2, .rope = true},
+                          .d_ff = 6, .norm = TG_NORM_RMS, .ff_act = TG_FFN_SWIGLU, .no_bias = true};
+    static const char *const names[] = {"blocks.0.ln1.weight", "blocks.0.attn.in_proj_weight",
+        "blocks.0.attn.out_proj.weight", "blocks.0.ln2.weight", "blocks.0.ff.gate_proj.weight",
+        "blocks.0.ff.up_proj.weight", "blocks.0.ff.down_proj.weight"};
+    check_block_config(&bc, names, 7);
+}
 
 /* ---- init statistics ------------------------------------------------------------ */
 

@@ -1,4 +1,4 @@
-/* layernorm (core/ops/norm.c): values by hand, constant rows, gradcheck. */
+/* layernorm and rmsnorm (core/ops/norm.c): values by hand, constant rows, gradcheck. */
 #include <string.h>
 
 #include "ops_util.h"
@@ -73,5 +73,52 @@ Test(norm, rejects_bad_arguments)
     assert_fails(t, tg_layernorm(t, s0, NULL, NULL, 1e-5), "tg_layernorm", "x []");
     assert_fails(t, tg_layernorm(t, x, w4, w4, -1), "tg_layernorm", "eps", "[3,4]");
     assert_fails(t, tg_layernorm(t, x, w4, w4, NAN), "tg_layernorm", "eps", "[3,4]");
+    tg_tape_free(t);
+}
+
+static tg_tensor *gc_rmsnorm(tg_tape *t, tg_tensor **in, void *ctx)
+{
+    return tg_rmsnorm(t, in[0], *(bool *)ctx ? in[1] : NULL, 1e-5);
+}
+
+Test(norm, rmsnorm_values_by_hand)
+{
+    tg_tape *t = tg_tape_new();
+    tg_tensor *x = mk(t, 2, (int[]){2, 4}, (tg_real[]){1, 2, 3, 4, 0, 0, 0, 0});
+    tg_tensor *w = mk(t, 1, (int[]){4}, (tg_real[]){2, -1, 0.5f, 1});
+    x->requires_grad = w->requires_grad = true;
+    tg_tensor *y = tg_rmsnorm(t, x, w, 1e-5);
+    cr_assert_not_null(y, "%s", tg_tape_error(t));
+    double rstd = 1 / sqrt(7.5 + 1e-5), wv[4] = {2, -1, 0.5, 1};
+    for (int j = 0; j < 4; j++) tu_close(y->data[j], (j + 1) * rstd * wv[j], TU_TOL);
+    for (int j = 0; j < 4; j++) cr_assert(y->data[4 + j] == 0, "a zero row stays 0");
+    cr_assert_eq(tg_backward_seed(t, y, (tg_real[]){1, 1, 1, 1, 1, 1, 1, 1}), 0);
+    for (int j = 0; j < 4; j++) cr_assert(isfinite(x->grad[4 + j]) && fabs(x->grad[4 + j] - wv[j] / sqrt(1e-5)) < 1e-3 * fabs(wv[j] / sqrt(1e-5)), "a zero row's dx is w / sqrt(eps)");
+    tg_tape_free(t);
+}
+
+Test(norm, gradcheck_rmsnorm)
+{
+    tg_rng rng;
+    tg_rng_seed(&rng, 6);
+    /* C = 11: the lanes of 8 and the tail */
+    tg_tensor *in[2] = {tu_rand(&rng, -1, 1, 3, (int[]){2, 3, 11}), tu_rand(&rng, 0.5, 1.5, 1, (int[]){11})};
+    tu_gradcheck(gc_rmsnorm, (&(bool){true}), in, 2);
+    tu_gradcheck(gc_rmsnorm, (&(bool){false}), in, 1);
+    in[0]->requires_grad = false;  /* weight only */
+    tu_gradcheck(gc_rmsnorm, (&(bool){true}), in, 2);
+    tu_free_all(in, 2);
+}
+
+Test(norm, rmsnorm_rejects_bad_arguments)
+{
+    tg_tape *t = tg_tape_new();
+    tg_tensor *x = tg_tensor_zeros(t, 2, (int[]){3, 4});
+    tg_tensor *w4 = tg_tensor_zeros(t, 1, (int[]){4}), *w5 = tg_tensor_zeros(t, 1, (int[]){5});
+    tg_tensor *s0 = tg_tensor_zeros(t, 0, NULL);
+    assert_fails(t, tg_rmsnorm(t, x, w5, 1e-5), "tg_rmsnorm", "weight", "[3,4]", "[5]");
+    assert_fails(t, tg_rmsnorm(t, s0, NULL, 1e-5), "tg_rmsnorm", "x []");
+    assert_fails(t, tg_rmsnorm(t, x, w4, 0), "tg_rmsnorm", "eps", "> 0");
+    assert_fails(t, tg_rmsnorm(t, x, w4, INFINITY), "tg_rmsnorm", "eps", "[3,4]");
     tg_tape_free(t);
 }

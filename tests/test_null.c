@@ -647,6 +647,15 @@ Test(null, engine_io_optim_nn_viz)
     FAILS(NULL, tg_ffn_init(&f, p, "f", NULL, &rng), -1, "tg_ffn_init");
     FAILS(NULL, tg_layernorm_init(NULL, p, "ln", 2, 1e-5), -1, "tg_layernorm_init");
     FAILS(NULL, tg_layernorm_init(&ln, NULL, "ln", 2, 1e-5), -1, "tg_layernorm_init");
+    tg_rmsnorm_layer rms;
+    tg_norm_layer nl;
+    FAILS(NULL, tg_rmsnorm_init(NULL, p, "rms", 2, 1e-5), -1, "tg_rmsnorm_init");
+    FAILS(NULL, tg_rmsnorm_init(&rms, NULL, "rms", 2, 1e-5), -1, "tg_rmsnorm_init");
+    FAILS(t, tg_rmsnorm_forward(t, NULL, x), NULL, "tg_rmsnorm_forward");
+    FAILS(t, tg_rmsnorm(t, NULL, NULL, 1e-5), NULL, "tg_rmsnorm");
+    FAILS(NULL, tg_norm_init(NULL, p, "n", TG_NORM_RMS, 2, 1e-5), -1, "tg_norm_init");
+    FAILS(NULL, tg_norm_init(&nl, NULL, "n", TG_NORM_LAYER, 2, 1e-5), -1, "tg_norm_init");
+    FAILS(t, tg_norm_forward(t, NULL, x), NULL, "tg_norm_forward");
     FAILS(NULL, tg_block_init(&b, p, "b", NULL, &rng), -1, "tg_block_init");
     FAILS(t, tg_block_decode(t, NULL, x, x, (int32_t[]){0}, NULL), NULL, "tg_block_decode");
     FAILS(NULL, tg_embedding_init(NULL, p, "e", 4, 2, &rng), -1, "tg_embedding_init");
@@ -654,6 +663,7 @@ Test(null, engine_io_optim_nn_viz)
     cr_expect(e.weight && e.weight->data[0] == 0);
     FAILS(NULL, tg_model_init(&md, p, NULL, &rng), -1, "tg_model_init");
     FAILS(NULL, tg_model_init(NULL, p, NULL, &rng), -1, "tg_model_init");
+    FAILS(NULL, tg_model_load(NULL, p, NULL, true, NULL), -1, "tg_model_load");
     tg_params_free(p);
 
     FAILS(NULL, tg_heatmap_png_groups(NULL, (tg_real[1]){0}, 1, 1, 1, 1, 1, NULL, NULL), -1, "tg_heatmap_png_groups");

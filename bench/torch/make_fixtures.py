@@ -231,6 +231,19 @@ def gen_layernorm(fx):
     fx.case("plain", lambda: F.layer_norm(x2, (6,), eps=1e-3), {"x": x2}, params={"eps": 1e-3})
 
 
+def rms_norm(x, weight, eps):
+    """nn.RMSNorm (torch 1.13 has none): x / sqrt(mean(x^2) + eps) * weight."""
+    y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+    return y if weight is None else y * weight
+
+
+def gen_rmsnorm(fx):
+    x, weight = randn(2, 3, 11, scale=2.0) + 0.5, randn(11)
+    fx.case("affine", lambda: rms_norm(x, weight, 1e-5), {"x": x, "weight": weight}, params={"eps": 1e-5})
+    x2 = randn(4, 6)
+    fx.case("plain", lambda: rms_norm(x2, None, 1e-3), {"x": x2}, params={"eps": 1e-3})
+
+
 def gen_gelu(fx):
     x = torch.rand(3, 7, dtype=D) * 8 - 4
     x[0, 0] = 0.0
@@ -324,6 +337,7 @@ FAMILIES = {
     "log_softmax": gen_log_softmax,
     "softmax_masked": gen_softmax_masked,
     "layernorm": gen_layernorm,
+    "rmsnorm": gen_rmsnorm,
     "gelu": gen_gelu,
     "embedding": gen_embedding,
     "cross_entropy": gen_cross_entropy,

@@ -1,11 +1,15 @@
-/* tapegrad: LayerNorm over the last dim (as torch.nn.LayerNorm with one
- * normalized dim: biased variance, eps inside the square root).
+/* tapegrad: LayerNorm and RMSNorm over the last dim (as torch.nn.LayerNorm
+ * with one normalized dim: biased variance, eps inside the square root; and
+ * nn.RMSNorm).
  *
  * Per row of C values: xhat = (x - mean) * rstd, rstd = 1 / sqrt(var + eps),
  * y = xhat * w + b. Backward, with dxhat = dy * w:
  *   dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))
  *   dw += sum over rows of dy * xhat        db += sum over rows of dy
  * mean and rstd of every row are saved (arena); xhat is recomputed.
+ * RMSNorm is the same with mean 0, rstd = 1 / sqrt(mean(x^2) + eps) and no
+ * bias: its backward is LayerNorm's with no mean (saved mean NULL), the
+ * mean(dxhat) term dropped.
  */
 #include <math.h>
 #include <stdio.h>
@@ -84,14 +88,15 @@ TG_SIMD_CLONES static void ln_forward_rows(void *ctx, size_t r0, size_t r1)
     }
 }
 
-/* dx [rows, C] += rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)) */
+/* dx [rows, C] += rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))
+ * (RMSNorm: mean NULL, no mean(dxhat)) */
 TG_SIMD_CLONES static void ln_dx_rows(void *ctx, size_t r0, size_t r1)
 {
     const ln_job *j = ctx;
     int C = j->C;
     for (size_t r = r0; r < r1; r++) {
         const tg_real *xr = j->x + r * C, *g = j->dy + r * C;
-        const tg_real mu = j->mean[r], rs = j->rstd[r];
+        const tg_real mu = j->mean ? j->mean[r] : 0, rs = j->rstd[r];
         double s1[LN_LANES] = {0}, s2[LN_LANES] = {0};  /* sum dxhat, sum dxhat * xhat */
         int c = 0;
         for (; c + LN_LANES <= C; c += LN_LANES)
@@ -106,7 +111,7 @@ TG_SIMD_CLONES static void ln_dx_rows(void *ctx, size_t r0, size_t r1)
             s2[0] += (double)dxh * xh;
         }
         for (int k = 1; k < LN_LANES; k++) s1[0] += s1[k], s2[0] += s2[k];
-        tg_real m1 = (tg_real)(s1[0] / C), m2 = (tg_real)(s2[0] / C);
+        tg_real m1 = j->mean ? (tg_real)(s1[0] / C) : 0, m2 = (tg_real)(s2[0] / C);
         tg_real *dxr = j->dx + r * C;
         for (c = 0; c < C; c++) {
             tg_real xh = (xr[c] - mu) * rs, dxh = j->w ? g[c] * j->w[c] : g[c];
@@ -132,7 +137,7 @@ static void ln_dwdb_cols(void *ctx, size_t c0, size_t c1)
         for (size_t c = 0; c < n; c++) sw[c] = j->dw ? j->dw[b0 + c] : 0, sb[c] = j->db ? j->db[b0 + c] : 0;
         for (size_t r = 0; r < rows; r++) {
             const tg_real *xr = j->x + r * C + b0, *g = j->dy + r * C + b0;
-            const tg_real mu = j->mean[r], rs = j->rstd[r];
+            const tg_real mu = j->mean ? j->mean[r] : 0, rs = j->rstd[r];
             for (size_t c = 0; c < n; c++) sw[c] += g[c] * ((xr[c] - mu) * rs);
             for (size_t c = 0; c < n; c++) sb[c] += g[c];
         }
@@ -159,8 +164,10 @@ TG_BACKWARD(layernorm_backward, ln_ctx)
     if (dx) tg_parallel_range(j.n_rows, LN_NS(j.C), ln_dx_rows, &j);
 }
 
-static bool layernorm_check(tg_tape *t, const tg_tensor *x, const tg_tensor *w, const tg_tensor *b,
-                            double eps)
+/* x [..., C], w and b [C] or NULL; eps finite, >= 0 (> 0 when eps_positive:
+ * RMSNorm of a zero row divides by sqrt(eps)). */
+static bool norm_check(tg_tape *t, const char *fn, const tg_tensor *x, const tg_tensor *w, const tg_tensor *b,
+                       double eps, bool eps_positive)
 {
     char sx[TG_SHAPE_STR], sw[TG_SHAPE_STR], sb[TG_SHAPE_STR];
     int C = tg_cols(x);
@@ -171,10 +178,10 @@ static bool layernorm_check(tg_tape *t, const tg_tensor *x, const tg_tensor *w, 
         bad = "weight must be [C], C = x's last dim";
     else if (b && (b->ndim != 1 || b->shape[0] != C))
         bad = "bias must be [C], C = x's last dim";
-    else if (!(eps >= 0) || !isfinite(eps))
-        bad = "eps must be finite and >= 0";
+    else if (!(eps >= 0) || !isfinite(eps) || (eps_positive && eps == 0))
+        bad = eps_positive ? "eps must be finite and > 0" : "eps must be finite and >= 0";
     if (!bad) return true;
-    tg_fail(t, "tg_layernorm: %s: x %s, weight %s, bias %s, eps %g", bad, tg_shape_str(x, sx),
+    tg_fail(t, "%s: %s: x %s, weight %s, bias %s, eps %g", fn, bad, tg_shape_str(x, sx),
             tg_shape_str(w, sw), tg_shape_str(b, sb), eps);
     return false;
 }
@@ -185,7 +192,7 @@ tg_tensor *tg_layernorm(tg_tape *t, tg_tensor *x, tg_tensor *weight, tg_tensor *
 {
     tg_tensor *in[3] = {x, weight, bias};
     if (!tg_inputs_check(t, &layernorm_op, in, 3, 1)) return NULL;
-    if (!layernorm_check(t, x, weight, bias, eps)) return NULL;
+    if (!norm_check(t, "tg_layernorm", x, weight, bias, eps, false)) return NULL;
     tg_tensor *out = tg_new_like(t, &layernorm_op, x);
     if (!out) return NULL;
     size_t rows = tg_rows(x);
@@ -201,4 +208,63 @@ tg_tensor *tg_layernorm(tg_tape *t, tg_tensor *x, tg_tensor *weight, tg_tensor *
     tg_parallel_range(rows, LN_NS(C), ln_forward_rows, &j);
     if (!tg_op_record(t, &layernorm_op, out, in, 3, &s)) return NULL;
     return tg_op_done(t, &layernorm_op, out);
+}
+
+/* Saved per row: rstd [rows] (arena). */
+typedef struct rms_ctx {
+    tg_real *rstd;
+} rms_ctx;
+
+/* y [rows, C] = x * rstd * w; rstd [rows] saved when non-NULL. mean(x^2) in
+ * lanes of double, as row_stats. */
+TG_SIMD_CLONES static void rms_forward_rows(void *ctx, size_t r0, size_t r1)
+{
+    const ln_job *j = ctx;
+    int C = j->C;
+    for (size_t r = r0; r < r1; r++) {
+        const tg_real *xr = j->x + r * C;
+        tg_real *yr = j->y + r * C;
+        double s2[LN_LANES] = {0};
+        int c = 0;
+        for (; c + LN_LANES <= C; c += LN_LANES)
+            for (int k = 0; k < LN_LANES; k++) s2[k] += (double)xr[c + k] * xr[c + k];
+        for (; c < C; c++) s2[0] += (double)xr[c] * xr[c];
+        for (int k = 1; k < LN_LANES; k++) s2[0] += s2[k];
+        tg_real rs = (tg_real)(1.0 / sqrt(s2[0] / C + j->eps));
+        if (j->rstd) j->rstd[r] = rs;
+        for (c = 0; c < C; c++) yr[c] = j->w ? xr[c] * rs * j->w[c] : xr[c] * rs;
+    }
+}
+
+/* y, x [rows, C]; w [C] or NULL. */
+TG_BACKWARD(rmsnorm_backward, rms_ctx)
+{
+    tg_tensor *x = in[0], *w = in[1];
+    tg_real *dx = x->requires_grad ? tg_grad(t, x) : NULL;
+    tg_real *dw = w && w->requires_grad ? tg_grad(t, w) : NULL;
+    if ((x->requires_grad && !dx) || (w && w->requires_grad && !dw)) return;
+    ln_job j = {.x = x->data, .w = w ? w->data : NULL, .dy = out->grad, .dx = dx, .dw = dw,
+                .rstd = ctx->rstd, .C = tg_cols(x), .n_rows = tg_rows(x)};
+    if (dw) tg_parallel_range((size_t)j.C, LN_NS(j.n_rows), ln_dwdb_cols, &j);
+    if (dx) tg_parallel_range(j.n_rows, LN_NS(j.C), ln_dx_rows, &j);
+}
+
+TG_OP(rmsnorm_op, "tg_rmsnorm", rmsnorm_backward, rms_ctx);
+
+tg_tensor *tg_rmsnorm(tg_tape *t, tg_tensor *x, tg_tensor *weight, double eps)
+{
+    tg_tensor *in[2] = {x, weight};
+    if (!tg_inputs_check(t, &rmsnorm_op, in, 2, 1)) return NULL;
+    if (!norm_check(t, "tg_rmsnorm", x, weight, NULL, eps, true)) return NULL;
+    tg_tensor *out = tg_new_like(t, &rmsnorm_op, x);
+    if (!out) return NULL;
+    size_t rows = tg_rows(x);
+    rms_ctx s = {NULL};
+    if (tg_needs_grad(t, in, 2) && !(s.rstd = tg_arena_alloc(t, rows * sizeof(tg_real), "tg_rmsnorm saved rstd")))
+        return NULL;
+    ln_job j = {.x = x->data, .w = weight ? weight->data : NULL, .y = out->data, .rstd = s.rstd, .n_rows = rows,
+                .C = tg_cols(x), .eps = eps};
+    tg_parallel_range(rows, LN_NS(j.C), rms_forward_rows, &j);
+    if (!tg_op_record(t, &rmsnorm_op, out, in, 2, &s)) return NULL;
+    return tg_op_done(t, &rmsnorm_op, out);
 }

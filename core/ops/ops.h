@@ -118,6 +118,9 @@ tg_tensor *tg_softmax_masked(tg_tape *t, tg_tensor *a, const tg_mask *mask, doub
  * LayerNorm over the last dim C: x [..., C], weight and bias [C] (either may
  * be NULL), eps as torch.nn.LayerNorm (biased variance). */
 tg_tensor *tg_layernorm(tg_tape *t, tg_tensor *x, tg_tensor *weight, tg_tensor *bias, double eps);
+/* RMSNorm over the last dim C: y = x / sqrt(mean(x^2) + eps) * weight; x
+ * [..., C], weight [C] or NULL, eps > 0 (nn.RMSNorm's, given explicitly). */
+tg_tensor *tg_rmsnorm(tg_tape *t, tg_tensor *x, tg_tensor *weight, double eps);
 
 /* ---- indexing (core/ops/index.c) -------------------------------------------
  * Rows of weight [V, D] picked by ids [B*T] (each checked in [0, V)): out is
