@@ -16,10 +16,12 @@ corpus.c's sampler (PCG32 as core/engine/rng.c, Lemire's unbiased draw),
 on the default corpus (every regular file of /usr/share/common-licenses in
 name order, the last tenth held out).
 
-The model (nn/model.h): h = tok_emb[ids] + pos_emb[0..T-1]; per block
-h += attn(ln1(h)) (packed in_proj, causal softmax, 1/sqrt(d_head)),
-h += fc2(gelu(fc1(ln2(h)))); logits = head(ln_f(h)); LayerNorm eps 1e-5,
-GELU erf, no weight tying. Training: mean cross-entropy, clip_grad_norm_(1),
+The models (nn/model.h), --arch's two families: h = tok_emb[ids] (+ pos_emb
+for gpt2); per block h += attn(ln1(h)) (packed in_proj, causal softmax,
+1/sqrt(d_head)), h += ff(ln2(h)); logits = head(ln_f(h)). gpt2: LayerNorm eps
+1e-5, GELU erf, biases, the head tied to tok_emb (no bias). llama: RMSNorm
+eps 1e-5, RoPE (LLaMA's interleaved pairs, base 10000), 2 key/value heads for
+4 query heads, SwiGLU (d_ff 4 * d_model), no biases, an untied head. Training: mean cross-entropy, clip_grad_norm_(1),
 AdamW betas (0.9, 0.95), eps 1e-8, weight decay 0.1 on tensors of 2+ dims,
 lr 3e-3 warmed up over 30 steps (lr * (k+1) / 30), then cosine to lr/10 at
 step 600 (optim/schedule.h).
@@ -90,36 +92,73 @@ def batch(corpus, n_train, step):
 
 # ---- the model (nn/model.h) ---------------------------------------------------------
 
-class MHA(nn.Module):
+def rope(x):
+    """tg_rope on x [B, H, T, dh]: pair (x_2i, x_2i+1) at position p turned by p / 10000^(2i / dh)."""
+    dh, Tn = x.shape[-1], x.shape[-2]
+    ang = torch.arange(Tn, dtype=torch.float64)[:, None] / 10000.0 ** (torch.arange(0, dh, 2, dtype=torch.float64) / dh)
+    c, s = torch.cos(ang).to(x.dtype), torch.sin(ang).to(x.dtype)
+    a, b = x[..., 0::2], x[..., 1::2]
+    return torch.stack((a * c - b * s, a * s + b * c), dim=-1).flatten(-2)
+
+
+class RMSNorm(nn.Module):
     def __init__(self):
         super().__init__()
-        self.in_proj_weight = nn.Parameter(torch.empty(3 * D, D))
-        self.in_proj_bias = nn.Parameter(torch.empty(3 * D))
-        self.out_proj = nn.Linear(D, D)
+        self.weight = nn.Parameter(torch.ones(D))
+
+    def forward(self, x):
+        return x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5) * self.weight
+
+
+class MHA(nn.Module):
+    """tapegrad's fused mode: in_proj [E + 2 Ekv, D] (Q, then K and V of the key/value heads)."""
+
+    def __init__(self, llama):
+        super().__init__()
+        self.llama, self.kv = llama, HEADS // 2 if llama else HEADS
+        E, Ekv = D, D // HEADS * self.kv
+        self.in_proj_weight = nn.Parameter(torch.empty(E + 2 * Ekv, D))
+        self.in_proj_bias = None if llama else nn.Parameter(torch.empty(E + 2 * Ekv))
+        self.out_proj = nn.Linear(D, D, bias=not llama)
 
     def forward(self, x, masked):
         Bn, Tn, _ = x.shape
         dh = D // HEADS
-        q, k, v = (t.view(Bn, Tn, HEADS, dh).transpose(1, 2)
-                   for t in F.linear(x, self.in_proj_weight, self.in_proj_bias).split(D, dim=-1))
+        q, k, v = F.linear(x, self.in_proj_weight, self.in_proj_bias).split([D, dh * self.kv, dh * self.kv], dim=-1)
+        q = q.view(Bn, Tn, HEADS, dh).transpose(1, 2)
+        k, v = (t.view(Bn, Tn, self.kv, dh).transpose(1, 2) for t in (k, v))
+        if self.llama:
+            q, k = rope(q), rope(k)
+        k, v = (t.repeat_interleave(HEADS // self.kv, dim=1) for t in (k, v))
         a = F.softmax(((q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(dh))).masked_fill(masked, float("-inf")), dim=-1)
         return self.out_proj((a @ v).transpose(1, 2).reshape(Bn, Tn, D))
 
 
 class FF(nn.Module):
-    def __init__(self):
+    def __init__(self, llama):
         super().__init__()
-        self.fc1, self.fc2 = nn.Linear(D, 4 * D), nn.Linear(4 * D, D)
+        self.llama = llama
+        if llama:  # SwiGLU, no biases
+            self.gate_proj, self.up_proj = nn.Linear(D, 4 * D, bias=False), nn.Linear(D, 4 * D, bias=False)
+            self.down_proj = nn.Linear(4 * D, D, bias=False)
+        else:
+            self.fc1, self.fc2 = nn.Linear(D, 4 * D), nn.Linear(4 * D, D)
 
     def forward(self, x):
+        if self.llama:
+            return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
         return self.fc2(F.gelu(self.fc1(x)))
 
 
+def norm(llama):
+    return RMSNorm() if llama else nn.LayerNorm(D, eps=1e-5)
+
+
 class Block(nn.Module):
-    def __init__(self):
+    def __init__(self, llama):
         super().__init__()
-        self.ln1, self.attn = nn.LayerNorm(D, eps=1e-5), MHA()
-        self.ln2, self.ff = nn.LayerNorm(D, eps=1e-5), FF()
+        self.ln1, self.attn = norm(llama), MHA(llama)
+        self.ln2, self.ff = norm(llama), FF(llama)
 
     def forward(self, h, masked):
         h = h + self.attn(self.ln1(h), masked)
@@ -127,19 +166,28 @@ class Block(nn.Module):
 
 
 class CharLM(nn.Module):
-    def __init__(self):
+    """gpt2: learned positions, LayerNorm, GELU, head tied to tok_emb (no bias).
+    llama: RoPE, RMSNorm, SwiGLU, 2 key/value heads, no biases, untied head."""
+
+    def __init__(self, llama):
         super().__init__()
-        self.tok_emb, self.pos_emb = nn.Embedding(256, D), nn.Embedding(T, D)
-        self.blocks = nn.ModuleList(Block() for _ in range(LAYERS))
-        self.ln_f, self.head = nn.LayerNorm(D, eps=1e-5), nn.Linear(D, 256)
+        self.llama = llama
+        self.tok_emb = nn.Embedding(256, D)
+        if not llama:
+            self.pos_emb = nn.Embedding(T, D)
+        self.blocks = nn.ModuleList(Block(llama) for _ in range(LAYERS))
+        self.ln_f = norm(llama)
+        if llama:
+            self.head = nn.Linear(D, 256, bias=False)
 
     def forward(self, ids):
         pos = torch.arange(ids.shape[1])
         masked = pos[None, :] > pos[:, None]
-        h = self.tok_emb(ids) + self.pos_emb(pos)
+        h = self.tok_emb(ids) if self.llama else self.tok_emb(ids) + self.pos_emb(pos)
         for blk in self.blocks:
             h = blk(h, masked)
-        return self.head(self.ln_f(h))
+        h = self.ln_f(h)
+        return self.head(h) if self.llama else h @ self.tok_emb.weight.t()
 
 
 def lr_at(k):
@@ -149,13 +197,13 @@ def lr_at(k):
     return LR / 10 + (LR - LR / 10) * (1 + math.cos(math.pi * r)) / 2
 
 
-def initial_model(charlm, dtype):
+def initial_model(charlm, dtype, arch):
     """The weights `charlm train --steps 0` writes (its build's precision)."""
     with tempfile.TemporaryDirectory() as d:
-        subprocess.run([charlm, "train", "--steps", "0", "--out", d], check=True, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
+        subprocess.run([charlm, "train", "--arch", arch, "--steps", "0", "--out", d], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         sd, _ = st_writer.load_file(os.path.join(d, "model.safetensors"))
-    m = CharLM().to(dtype)
+    m = CharLM(arch == "llama").to(dtype)
     m.load_state_dict({k: torch.as_tensor(v).to(dtype) for k, v in sd.items()}, strict=True)
     return m
 
@@ -179,10 +227,10 @@ def train_step(m, opt, corpus, n_train, k):
     return loss.item()
 
 
-def losses(charlm, dtype):
+def losses(charlm, dtype, arch):
     corpus = default_corpus()
     n_train = len(corpus) - len(corpus) // 10
-    m = initial_model(charlm, dtype)
+    m = initial_model(charlm, dtype, arch)
     opt = optimizer(m)
     return [train_step(m, opt, corpus, n_train, k) for k in range(STEPS)]
 
@@ -194,6 +242,7 @@ def main():
     ap.add_argument("--charlm", required=True)
     ap.add_argument("--charlm64")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--arch", choices=("gpt2", "llama"), default="gpt2")
     ap.add_argument("--reps", type=int, default=20)
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
@@ -202,9 +251,11 @@ def main():
     for byte in corpus.tobytes():
         h = ((h ^ byte) * 0x100000001B3) & M64
     if a.fixture:
-        out = {"loss_f32": torch.tensor(losses(a.charlm, torch.float32), dtype=torch.float64)}
-        if a.charlm64:
-            out["loss_f64"] = torch.tensor(losses(a.charlm64, torch.float64), dtype=torch.float64)
+        out = {}
+        for arch in ("gpt2", "llama"):
+            out[f"{arch}_loss_f32"] = torch.tensor(losses(a.charlm, torch.float32, arch), dtype=torch.float64)
+            if a.charlm64:
+                out[f"{arch}_loss_f64"] = torch.tensor(losses(a.charlm64, torch.float64, arch), dtype=torch.float64)
         path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "fixtures",
                             "charlm_twin.safetensors")
         st_writer.save_file(out, path, {"corpus_hash": f"{h:016x}", "corpus_bytes": str(len(corpus)),
@@ -212,7 +263,7 @@ def main():
         print("wrote", os.path.normpath(path), {k: v[:3].tolist() + ["..."] + v[-2:].tolist() for k, v in out.items()})
     if a.step:
         n_train = len(corpus) - len(corpus) // 10
-        m = initial_model(a.charlm, torch.float32)
+        m = initial_model(a.charlm, torch.float32, a.arch)
         opt = optimizer(m)
         times = []
         for k in range(a.reps + 3):
@@ -220,8 +271,8 @@ def main():
             train_step(m, opt, corpus, n_train, k)
             times.append(1000 * (time.perf_counter() - t0))
         times = sorted(times[3:])
-        print(f"ROW bench=charlm impl=torch tag=step B={B} T={T} d_model={D} layers={LAYERS} "
-              f"threads={a.threads} median_ms={times[len(times) // 2]:.2f} best_ms={times[0]:.2f}")
+        print(f"ROW bench=charlm impl=torch tag={a.arch} B={B} T={T} d_model={D} layers={LAYERS} "
+              f"threads={a.threads} ms={times[len(times) // 2]:.2f} min_ms={times[0]:.2f}")
 
 
 if __name__ == "__main__":

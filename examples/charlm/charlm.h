@@ -27,7 +27,7 @@
 
 typedef enum cl_command { CL_CMD_TRAIN, CL_CMD_SAMPLE, CL_CMD_COUNT } cl_command;
 /* The model families, one row each of cl_arch_config (cli.c). */
-typedef enum cl_arch { CL_ARCH_GPT2, CL_ARCH_COUNT } cl_arch;
+typedef enum cl_arch { CL_ARCH_GPT2, CL_ARCH_LLAMA, CL_ARCH_COUNT } cl_arch;
 
 typedef struct cl_config {
     cl_command cmd;
@@ -36,7 +36,7 @@ typedef struct cl_config {
     /* model */
     int arch;                    /* cl_arch */
     long layers, d_model, heads, kv_heads, d_ff, context;
-    int pos;                     /* tg_pos_kind */
+    int pos;                     /* 0: the family's; else tg_pos_kind + 1 */
     /* training */
     long batch, steps, warmup, seed, threads;
     double lr, weight_decay, clip;

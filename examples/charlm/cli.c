@@ -27,8 +27,9 @@ typedef struct flag {
     const char *metavar, *help;
 } flag;
 
-static const char *const arch_choices[] = {"gpt2", NULL};
-static const char *const pos_choices[] = {"learned", "rope", "none", NULL};
+static const char *const arch_choices[] = {"gpt2", "llama", NULL};
+/* "arch": the family's (cl_model_config); else tg_pos_kind + 1 */
+static const char *const pos_choices[] = {"arch", "learned", "rope", "none", NULL};
 static const char *const command_names[] = {"train", "sample"};
 
 #define OFF(f) offsetof(cl_config, f)
@@ -43,14 +44,16 @@ static const flag flags[] = {
     STR("data", data, "", C_TRAIN, M_MODEL, "FILE",
         "any file, read as bytes; the last tenth is held out [the default corpus]"),
     CHOICE("arch", arch, arch_choices, "gpt2", C_TRAIN, M_MODEL,
-           "model family: GPT-2 (LayerNorm, GELU, learned positions)"),
+           "GPT-2 (LayerNorm, GELU, learned positions, tied head) or LLaMA-style (RMSNorm, SwiGLU, RoPE, "
+           "grouped-query attention, no biases)"),
     INT("layers", layers, 1, 64, "4", C_TRAIN, M_MODEL, "N", "transformer blocks"),
     INT("d-model", d_model, 1, 4096, "128", C_TRAIN, M_MODEL, "N", "width of the residual stream"),
     INT("heads", heads, 1, 64, "4", C_TRAIN, M_MODEL, "N", "attention heads (dividing --d-model)"),
-    INT("kv-heads", kv_heads, 0, 64, "0", C_TRAIN, M_MODEL, "N", "key/value heads, dividing --heads (0: --heads)"),
+    INT("kv-heads", kv_heads, 0, 64, "0", C_TRAIN, M_MODEL, "N", "key/value heads, dividing --heads (0: llama heads/2, gpt2 heads)"),
     INT("d-ff", d_ff, 0, 65536, "0", C_TRAIN, M_MODEL, "N", "feed-forward width (0: 4 * d-model)"),
     INT("context", context, 1, 4096, "64", C_TRAIN, M_MODEL, "T", "bytes the model reads at once"),
-    CHOICE("pos", pos, pos_choices, "learned", C_TRAIN, M_MODEL, "positions: learned table, rotary, or none"),
+    CHOICE("pos", pos, pos_choices, "arch", C_TRAIN, M_MODEL,
+           "positions: the family's (gpt2 learned, llama rope), a learned table, rotary, or none"),
     INT("batch", batch, 1, 65536, "32", C_TRAIN, M_TRAIN, "N", "windows of --context bytes per step"),
     INT("steps", steps, 0, 1e9, "600", C_TRAIN, M_TRAIN, "N", "optimizer steps (0: write the initial model)"),
     REAL("lr", lr, 0, 10, "0.003", C_TRAIN, M_TRAIN, "X", "peak learning rate (AdamW, betas 0.9, 0.95)"),
@@ -78,11 +81,20 @@ static const flag flags[] = {
 #define N_FLAGS ((int)(sizeof flags / sizeof flags[0]))
 _Static_assert(sizeof flags / sizeof flags[0] <= CL_MAX_FLAGS, "raise CL_MAX_FLAGS");
 
-/* The model families. The sizes come from the flags; a row says what kind
- * of block the family uses. */
+/* The model families (nn/model.h). The sizes come from the flags; a row
+ * says what kind of block the family uses. */
 static const tg_model_config arch_config[CL_ARCH_COUNT] = {
-    [CL_ARCH_GPT2] = {.pos = TG_POS_LEARNED},
+    [CL_ARCH_GPT2] = {.pos = TG_POS_LEARNED, .tie_weights = true},
+    [CL_ARCH_LLAMA] = {.pos = TG_POS_ROPE, .norm = TG_NORM_RMS, .ff_act = TG_FFN_SWIGLU, .no_bias = true},
 };
+
+/* --kv-heads 0: LLaMA-style models share each key/value head between two
+ * query heads (when --heads is even), GPT-2 has one per query head. */
+static int kv_heads(const cl_config *c)
+{
+    if (c->kv_heads) return (int)c->kv_heads;
+    return c->arch == CL_ARCH_LLAMA && c->heads % 2 == 0 ? (int)c->heads / 2 : (int)c->heads;
+}
 
 tg_model_config cl_model_config(const cl_config *c)
 {
@@ -91,11 +103,11 @@ tg_model_config cl_model_config(const cl_config *c)
     m.d_model = (int)c->d_model;
     m.n_layers = (int)c->layers;
     m.n_heads = (int)c->heads;
-    m.n_kv_heads = (int)c->kv_heads;
+    m.n_kv_heads = kv_heads(c);
     m.d_ff = (int)c->d_ff;
     m.max_len = (int)c->context;
     m.mode = TG_MHA_FUSED;
-    m.pos = (tg_pos_kind)c->pos;
+    if (c->pos) m.pos = (tg_pos_kind)(c->pos - 1);
     return m;
 }
 
@@ -196,7 +208,7 @@ static int check(cl_config *c)
         return tg_error_set("--d-model %ld is not divisible by --heads %ld", c->d_model, c->heads);
     if (c->kv_heads && c->heads % c->kv_heads)
         return tg_error_set("--kv-heads %ld does not divide --heads %ld", c->kv_heads, c->heads);
-    if (c->pos == TG_POS_ROPE && (c->d_model / c->heads) % 2)
+    if (cl_model_config(c).pos == TG_POS_ROPE && (c->d_model / c->heads) % 2)
         return tg_error_set("--pos rope needs an even head width (d-model / heads = %ld)", c->d_model / c->heads);
     if (c->steps && c->warmup >= c->steps)
         return tg_error_set("--warmup %ld must be less than --steps %ld", c->warmup, c->steps);

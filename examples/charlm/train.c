@@ -15,7 +15,6 @@
  *                           "rng_dropout" (unused: no dropout; kept so
  *                           seqtask's sq_resume_state reads it).
  */
-#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,19 +55,12 @@ static int cl_save(const char *path, const cl_config *c, const tg_params *p, con
                    long step, double val_loss, unsigned long long data_hash)
 {
     tg_safetensors *s = tg_st_new();
-    char buf[64];
     int rc = -1;
     if (!s || tg_st_add_params(s, p) || (o && tg_optim_state_save(o, s)) || tg_st_set_meta(s, "format", CL_FORMAT) ||
         cl_config_to_meta(c, s) || meta_num(s, "step", "%.0f", (double)step) ||
         tg_st_set_meta(s, "tg_real", TG_REAL_NAME) || (val_loss >= 0 && meta_num(s, "val_loss", "%.6f", val_loss)))
         goto done;
-    snprintf(buf, sizeof buf, "%016llx", data_hash);
-    if (tg_st_set_meta(s, "data_hash", buf)) goto done;
-    if (rng) {
-        snprintf(buf, sizeof buf, "%" PRIu64 " %" PRIu64, rng->state, rng->inc);
-        if (tg_st_set_meta(s, "rng_dropout", buf)) goto done;
-    }
-    rc = tg_st_save(s, path, sizeof(tg_real) == 8 ? TG_F64 : TG_F32);
+    rc = sq_save_finish(s, path, rng, data_hash);
 done:
     if (rc) tg_error_set("%s: cannot save: %s", path, tg_error());
     tg_st_free(s);
@@ -285,9 +277,9 @@ int cl_train(cl_config *c, long stop_after)
         return status;
     }
     fprintf(stderr, "data     %s: %zu bytes (held out: the last %zu)\n", tr.k.name, tr.k.n, tr.k.n - tr.k.n_train);
-    fprintf(stderr, "model    %s, %ld layers, d_model %ld, %ld heads, context %ld: %zu parameters\n",
-            c->arch == CL_ARCH_GPT2 ? "gpt2" : "?", c->layers, c->d_model, c->heads, c->context,
-            tg_params_numel(tr.p));
+    fprintf(stderr, "model    %s, %ld layers, d_model %ld, %ld heads (%d key/value), context %ld: %zu parameters\n",
+            c->arch == CL_ARCH_GPT2 ? "gpt2" : "llama", c->layers, c->d_model, c->heads, tr.m.cfg.n_kv_heads,
+            c->context, tg_params_numel(tr.p));
     fprintf(stderr, "training AdamW lr %g (warmup %ld, cosine), batch %ld x %ld bytes, %ld steps, %d threads -> %s\n",
             c->lr, c->warmup, c->batch, c->context, c->steps, threads, c->out);
     if (tr.step > 0) fprintf(stderr, "resuming at step %ld of %s\n", tr.step, c->resume);
@@ -306,8 +298,8 @@ int cl_train(cl_config *c, long stop_after)
     } else {
         printf("step %ld, %.1f s: held-out loss %.4f nats/byte, %.4f bits/byte (uniform: 8)\n", tr.step,
                sq_now() - t0, tr.val, tr.val / LN2);
-        printf("model      %s\ncheckpoint %s\nlog        %s\nloss       %s/loss.png\n", tr.path[P_MODEL],
-               tr.path[P_CKPT], tr.path[P_LOG], c->out);
+        printf("model      %s\ncheckpoint %s\nlog        %s\n", tr.path[P_MODEL], tr.path[P_CKPT], tr.path[P_LOG]);
+        if (tr.log.n > 0) printf("loss       %s/loss.png\n", c->out);
     }
     trainer_free(&tr);
     return status;
