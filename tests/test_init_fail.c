@@ -13,6 +13,8 @@ enum { D = 8, H = 2, V = 7, TT = 3 };
 typedef union layer {
     tg_linear linear;
     tg_layernorm_layer ln;
+    tg_rmsnorm_layer rms;
+    tg_norm_layer norm;
     tg_embedding_layer emb;
     tg_ffn ffn;
     tg_mha mha;
@@ -33,6 +35,18 @@ static int ln_init(layer *l, tg_params *p, tg_rng *r)
     return tg_layernorm_init(&l->ln, p, "ln", D, 1e-5);
 }
 static tg_tensor *ln_fwd(tg_tape *t, layer *l, tg_tensor *x) { return tg_layernorm_forward(t, &l->ln, x); }
+static int rms_init(layer *l, tg_params *p, tg_rng *r)
+{
+    (void)r;
+    return tg_rmsnorm_init(&l->rms, p, "ln", D, 1e-5);
+}
+static tg_tensor *rms_fwd(tg_tape *t, layer *l, tg_tensor *x) { return tg_rmsnorm_forward(t, &l->rms, x); }
+static int norm_init(layer *l, tg_params *p, tg_rng *r)
+{
+    (void)r;
+    return tg_norm_init(&l->norm, p, "ln", TG_NORM_RMS, D, 1e-5);
+}
+static tg_tensor *norm_fwd(tg_tape *t, layer *l, tg_tensor *x) { return tg_norm_forward(t, &l->norm, x); }
 static int emb_init(layer *l, tg_params *p, tg_rng *r) { return tg_embedding_init(&l->emb, p, "emb", V, D, r); }
 static tg_tensor *emb_fwd(tg_tape *t, layer *l, tg_tensor *x)
 {
@@ -42,6 +56,10 @@ static tg_tensor *emb_fwd(tg_tape *t, layer *l, tg_tensor *x)
 static int ffn_init(layer *l, tg_params *p, tg_rng *r)
 {
     return tg_ffn_init(&l->ffn, p, "ff", &(tg_ffn_config){.d_model = D, .d_ff = 16}, r);
+}
+static int ffn_swiglu_init(layer *l, tg_params *p, tg_rng *r)
+{
+    return tg_ffn_init(&l->ffn, p, "ff", &(tg_ffn_config){.d_model = D, .d_ff = 16, .act = TG_FFN_SWIGLU}, r);
 }
 static tg_tensor *ffn_fwd(tg_tape *t, layer *l, tg_tensor *x) { return tg_ffn_forward(t, &l->ffn, x, NULL); }
 static tg_mha_config mha_cfg(tg_mha_mode mode)
@@ -91,6 +109,13 @@ static int block_init(layer *l, tg_params *p, tg_rng *r)
     tg_block_config c = {.attn = mha_cfg(TG_MHA_FUSED), .d_ff = 16};
     return tg_block_init(&l->block, p, "blocks.0", &c, r);
 }
+/* LLaMA's: RMSNorm, grouped key/value heads with RoPE, SwiGLU, no biases */
+static int block_llama_init(layer *l, tg_params *p, tg_rng *r)
+{
+    tg_block_config c = {.attn = {.n_heads = H, .n_kv_heads = 1, .d_model = D, .rope = true}, .d_ff = 16,
+                         .norm = TG_NORM_RMS, .ff_act = TG_FFN_SWIGLU, .no_bias = true};
+    return tg_block_init(&l->block, p, "blocks.0", &c, r);
+}
 static tg_tensor *block_fwd(tg_tape *t, layer *l, tg_tensor *x) { return tg_block_forward(t, &l->block, x, NULL, NULL); }
 static int model_init(layer *l, tg_params *p, tg_rng *r)
 {
@@ -110,6 +135,17 @@ static int model_alibi_init(layer *l, tg_params *p, tg_rng *r)
                          .pos = TG_POS_NONE, .alibi = true};
     return tg_model_init(&l->model, p, &c, r);
 }
+static int model_llama_init(layer *l, tg_params *p, tg_rng *r)
+{
+    tg_model_config c = {.vocab = V, .d_model = D, .n_layers = 2, .n_heads = H, .n_kv_heads = 1, .max_len = TT,
+                         .pos = TG_POS_ROPE, .norm = TG_NORM_RMS, .ff_act = TG_FFN_SWIGLU, .no_bias = true};
+    return tg_model_init(&l->model, p, &c, r);
+}
+static int model_tied_init(layer *l, tg_params *p, tg_rng *r)
+{
+    tg_model_config c = {.vocab = V, .d_model = D, .n_layers = 2, .n_heads = H, .max_len = TT, .tie_weights = true};
+    return tg_model_init(&l->model, p, &c, r);
+}
 static tg_tensor *model_fwd(tg_tape *t, layer *l, tg_tensor *x)
 {
     (void)x;
@@ -127,7 +163,10 @@ typedef struct layer_case {
 static const layer_case CASES[] = {
     {"tg_linear_forward", linear_init, linear_fwd, NULL},
     {"tg_layernorm_forward", ln_init, ln_fwd, NULL},
+    {"tg_rmsnorm_forward", rms_init, rms_fwd, NULL},
+    {"tg_norm_forward", norm_init, norm_fwd, NULL},
     {"tg_embedding_forward", emb_init, emb_fwd, NULL},
+    {"tg_ffn_forward", ffn_swiglu_init, ffn_fwd, NULL},
     {"tg_ffn_forward", ffn_init, ffn_fwd, NULL},
     {"tg_mha_forward", mha_init, mha_fwd, NULL},
     {"tg_mha_forward", mha_heads_init, mha_fwd, NULL},
@@ -136,6 +175,9 @@ static const layer_case CASES[] = {
     {"tg_mha_forward", mha_kvdim_fused_init, mha_kvdim_fwd, NULL},
     {"tg_mha_forward", mha_kvdim_heads_init, mha_kvdim_fwd, NULL},
     {"tg_block_forward", block_init, block_fwd, NULL},
+    {"tg_block_forward", block_llama_init, block_fwd, NULL},
+    {"tg_model_forward", model_llama_init, model_fwd, model_free},
+    {"tg_model_forward", model_tied_init, model_fwd, model_free},
     {"tg_model_forward", model_init, model_fwd, model_free},
     {"tg_model_forward", model_rope_init, model_fwd, model_free},
     {"tg_model_forward", model_alibi_init, model_fwd, model_free},

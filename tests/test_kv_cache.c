@@ -26,12 +26,18 @@ typedef struct kv_arch {
     tg_pos_kind pos;
     double rope_frac;
     bool alibi;
+    tg_norm_kind norm;
+    tg_ffn_act ff_act;
+    bool no_bias, tie_weights;
 } kv_arch;
 static const kv_arch MHA = {.n_heads = 2}, GQA = {.n_heads = 4, .n_kv_heads = 2}, MQA = {.n_heads = 4, .n_kv_heads = 1};
 static const kv_arch ROPE = {.n_heads = 2, .pos = TG_POS_ROPE}, NOPOS = {.n_heads = 2, .pos = TG_POS_NONE};
 static const kv_arch ROPE_GQA = {.n_heads = 4, .n_kv_heads = 2, .pos = TG_POS_ROPE, .rope_frac = 0.5};
 static const kv_arch ALIBI = {.n_heads = 2, .pos = TG_POS_NONE, .alibi = true};
 static const kv_arch ALIBI_GQA = {.n_heads = 4, .n_kv_heads = 2, .alibi = true};
+static const kv_arch LLAMA = {.n_heads = 4, .n_kv_heads = 2, .pos = TG_POS_ROPE, .norm = TG_NORM_RMS,
+                              .ff_act = TG_FFN_SWIGLU, .no_bias = true};
+static const kv_arch GPT2 = {.n_heads = 2, .tie_weights = true};
 
 /* A small model of either mode, a tape that does not record, KB x KT random ids. */
 typedef struct kv_fixture {
@@ -49,7 +55,8 @@ static void kv_open(kv_fixture *f, tg_mha_mode mode, kv_arch a, uint64_t seed)
     f->p = tg_params_new();
     tg_model_config cfg = {.vocab = KV, .d_model = 16, .n_layers = 2, .n_heads = a.n_heads,
                            .n_kv_heads = a.n_kv_heads, .max_len = KT, .mode = mode, .pos = a.pos,
-                           .rope_frac = a.rope_frac, .alibi = a.alibi};
+                           .rope_frac = a.rope_frac, .alibi = a.alibi, .norm = a.norm, .ff_act = a.ff_act,
+                           .no_bias = a.no_bias, .tie_weights = a.tie_weights};
     cr_assert_eq(tg_model_init(&f->m, f->p, &cfg, &f->rng), 0, "%s", tg_error());
     f->t = tg_tape_new();
     f->prev = tg_no_grad_begin(f->t);
@@ -192,6 +199,12 @@ Test(kv_cache, rope_decoding_equals_full_passes)
     check_kv_cache(TG_MHA_PER_HEAD, ROPE_GQA, NULL);
     check_kv_cache(TG_MHA_FUSED, NOPOS, NULL);
 }
+Test(kv_cache, llama_and_tied_gpt2_decoding_equals_full_passes)
+{
+    check_kv_cache(TG_MHA_FUSED, LLAMA, NULL);
+    check_kv_cache(TG_MHA_PER_HEAD, LLAMA, NULL);
+    check_kv_cache(TG_MHA_FUSED, GPT2, NULL);
+}
 Test(kv_cache, alibi_decoding_equals_full_passes)
 {
     check_kv_cache(TG_MHA_FUSED, ALIBI, NULL);
@@ -311,6 +324,11 @@ Test(kv_cache, prefill_grouped_query_both_modes)
 {
     check_prefill(TG_MHA_FUSED, GQA, NULL);
     check_prefill(TG_MHA_PER_HEAD, MQA, NULL);
+}
+Test(kv_cache, prefill_llama_and_tied_gpt2)
+{
+    check_prefill(TG_MHA_FUSED, LLAMA, NULL);
+    check_prefill(TG_MHA_FUSED, GPT2, NULL);
 }
 Test(kv_cache, prefill_with_rope_or_alibi_both_modes)
 {

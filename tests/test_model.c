@@ -354,6 +354,77 @@ static void check_model_fixture(tg_mha_mode mode)
     tg_st_free(s);
 }
 
+/* ---- the language-model options vs PyTorch (bench/torch/make_lm_fixtures.py) ------------------ */
+
+static void check_ffn_fixture(const char *file)
+{
+    tg_safetensors *s = load_fixture(file);
+    tg_ffn_config cfg = {.d_model = meta_int(s, "d_model"), .d_ff = meta_int(s, "d_ff"),
+                         .act = (tg_ffn_act)meta_int(s, "act"), .no_bias = meta_int(s, "no_bias") != 0};
+    tg_params *p = tg_params_new();
+    tg_ffn f;
+    cr_assert_eq(tg_ffn_init(&f, p, "ff", &cfg, NULL), 0, "%s", tg_error());
+    cr_assert_eq(tg_st_load_params(p, s, false, NULL), 0, "%s", tg_error());
+    tg_tape *t = tg_tape_new();
+    const tg_tensor *xf = fx(s, "x");
+    tg_tensor *x = tg_tensor_from(t, xf->data, xf->ndim, xf->shape);
+    x->requires_grad = true;
+    tg_tensor *out = tg_ffn_forward(t, &f, x, NULL);
+    cr_assert_not_null(out, "%s", tg_tape_error(t));
+    assert_matches(out->data, out->size, fx(s, "out"), "out");
+    cr_assert_eq(tg_backward_seed(t, out, fx(s, "seed")->data), 0, "%s", tg_tape_error(t));
+    assert_matches(x->grad, x->size, fx(s, "grad.x"), "grad.x");
+    assert_param_grads(p, s);
+    cr_assert_eq(tg_params_count(p), cfg.no_bias ? 3 : 6);  /* every torch parameter was compared */
+    tg_tape_free(t);
+    tg_params_free(p);
+    tg_st_free(s);
+}
+
+Test(fixtures, ffn_swiglu_vs_torch) { check_ffn_fixture("ffn_swiglu.safetensors"); }
+Test(fixtures, ffn_geglu_vs_torch) { check_ffn_fixture("ffn_geglu.safetensors"); }
+
+/* A whole model from the file's config and state_dict (a tied one names
+ * tok_emb.weight twice): logits, loss and every parameter's gradient. */
+static void check_lm_fixture(const char *file, int n_params)
+{
+    tg_safetensors *s = load_fixture(file);
+    tg_model_config cfg = {.vocab = meta_int(s, "vocab"), .d_model = meta_int(s, "d_model"),
+                           .n_layers = meta_int(s, "n_layers"), .n_heads = meta_int(s, "n_heads"),
+                           .n_kv_heads = meta_int(s, "n_kv_heads"), .d_ff = meta_int(s, "d_ff"),
+                           .max_len = meta_int(s, "max_len"), .pos = (tg_pos_kind)meta_int(s, "pos"),
+                           .norm = (tg_norm_kind)meta_int(s, "norm"), .ff_act = (tg_ffn_act)meta_int(s, "ff_act"),
+                           .no_bias = meta_int(s, "no_bias") != 0, .tie_weights = meta_int(s, "tie_weights") != 0};
+    tg_params *p = tg_params_new();
+    tg_model m;
+    cr_assert_eq(tg_model_init(&m, p, &cfg, NULL), 0, "%s", tg_error());
+    cr_assert_eq(tg_params_count(p), n_params);
+    cr_assert_eq(tg_model_load(&m, p, s, false, NULL), 0, "%s", tg_error());
+    const tg_tensor *ids_t = fx(s, "ids");
+    int B = ids_t->shape[0], T = ids_t->shape[1];
+    int32_t *ids = to_ints(ids_t), *lens = to_ints(fx(s, "lens")), *targets = to_ints(fx(s, "targets"));
+    tg_tape *t = tg_tape_new();
+    tg_tensor *logits = tg_model_forward(t, &m, ids, B, T, &(tg_model_opts){.lens = lens}, NULL);
+    tg_tensor *loss = tg_cross_entropy(t, logits, targets, TG_IGNORE);
+    cr_assert_not_null(loss, "%s", tg_tape_error(t));
+    assert_matches(logits->data, logits->size, fx(s, "logits"), "logits");
+    assert_matches(loss->data, 1, fx(s, "loss"), "loss");
+    cr_assert_eq(tg_backward(t, loss), 0, "%s", tg_tape_error(t));
+    assert_param_grads(p, s);
+    free(ids);
+    free(lens);
+    free(targets);
+    tg_tape_free(t);
+    tg_model_free(&m);
+    tg_params_free(p);
+    tg_st_free(s);
+}
+
+/* tok_emb, then 7 per block (ln1, in_proj, out_proj, ln2, gate, up, down), ln_f, head */
+Test(fixtures, llama_model_vs_torch_twin) { check_lm_fixture("model_llama.safetensors", 1 + 7 * 2 + 2); }
+/* tok_emb, pos_emb, 12 per block, ln_f's two; no head of its own */
+Test(fixtures, gpt2_tied_model_vs_torch_twin) { check_lm_fixture("model_gpt2_tied.safetensors", 2 + 12 * 2 + 2); }
+
 Test(fixtures, model_vs_torch_twin) { check_model_fixture(TG_MHA_FUSED); }
 Test(fixtures, model_per_head_vs_torch_twin) { check_model_fixture(TG_MHA_PER_HEAD); }
 

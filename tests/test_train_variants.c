@@ -3,7 +3,8 @@
  * (2 key/value heads for 4 query heads) and with RoPE instead of a position
  * table; the model file keeps the variant
  * (eval reads it back); heads and attn label each head's
- * key/value group; bad flags are refused. Small models, one thread. */
+ * key/value group; the LLaMA-style options and weight tying round-trip
+ * through the model file; bad flags are refused. Small models, one thread. */
 #include <sys/stat.h>
 
 #define SEQTASK_CAPTURE_STDOUT
@@ -89,10 +90,35 @@ Test(train_variants, alibi_round_trips)
     cr_assert(strstr(head, "\"alibi\":\"true\"") && strstr(head, "\"pos\":\"none\""), "%s", head);
 }
 
+/* The LLaMA-style options and weight tying are kept by the model file: eval,
+ * generate and resume build the same model; a tied file holds no head. */
+Test(train_variants, llama_options_and_tying_round_trip)
+{
+    cr_assert_eq(run("train " REVERSE " --norm rms --ffn swiglu --no-bias --pos rope --kv-heads 2 --steps 30 "
+                     "--eval-every 30 --out l"), 0, "%s", err_text);
+    cr_assert_eq(run("eval --model l/model.safetensors --eval-size 50 --threads 1"), 0, "%s", err_text);
+    cr_assert_eq(run("generate --model l/model.safetensors --input '1 2 3' --threads 1"), 0, "%s", err_text);
+    char head[8192];
+    model_header("l/model.safetensors", head, sizeof head);
+    cr_assert(strstr(head, "\"norm\":\"rms\"") && strstr(head, "\"ffn\":\"swiglu\"") &&
+              strstr(head, "\"no_bias\":\"true\"") && strstr(head, "blocks.0.ff.gate_proj.weight") &&
+              !strstr(head, ".bias\""), "%s", head);
+    cr_assert_eq(run("train " REVERSE " --tie --steps 30 --eval-every 30 --out t"), 0, "%s", err_text);
+    cr_assert_eq(run("train --resume t/checkpoint.safetensors --steps 40 --threads 1"), 0, "%s", err_text);
+    cr_assert_eq(run("generate --model t/model.safetensors --input '1 2 3' --threads 1"), 0, "%s", err_text);
+    model_header("t/model.safetensors", head, sizeof head);
+    cr_assert(strstr(head, "\"tie\":\"true\"") && strstr(head, "tok_emb.weight") && !strstr(head, "\"head."),
+              "%s", head);
+}
+
 Test(train_variants, bad_variant_flags_are_refused)
 {
     cr_assert_eq(run("train " REVERSE " --kv-heads 3 --steps 1 --out x"), 2, "%s", err_text);
     cr_assert(strstr(err_text, "--kv-heads 3 does not divide --heads 4"), "%s", err_text);
     cr_assert_eq(run("train " REVERSE " --pos sinusoid --steps 1 --out x"), 2, "%s", err_text);
     cr_assert(strstr(err_text, "--pos") && strstr(err_text, "rope"), "%s", err_text);
+    cr_assert_eq(run("train " REVERSE " --ffn relu --steps 1 --out x"), 2, "%s", err_text);
+    cr_assert(strstr(err_text, "--ffn 'relu' is not allowed") && strstr(err_text, "swiglu"), "%s", err_text);
+    cr_assert_eq(run("train " REVERSE " --norm batch --steps 1 --out x"), 2, "%s", err_text);
+    cr_assert(strstr(err_text, "--norm") && strstr(err_text, "rms"), "%s", err_text);
 }

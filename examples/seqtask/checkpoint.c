@@ -43,6 +43,10 @@ tg_model_config sq_model_config(const sq_config *c)
         .mode = c->mode == SQ_MODE_PER_HEAD ? TG_MHA_PER_HEAD : TG_MHA_FUSED,
         .pos = (tg_pos_kind)c->pos,
         .alibi = c->alibi,
+        .norm = (tg_norm_kind)c->norm,
+        .ff_act = (tg_ffn_act)c->ffn,
+        .no_bias = c->no_bias,
+        .tie_weights = c->tie,
     };
 }
 

@@ -37,6 +37,8 @@ typedef struct flag {
 static const char *const task_choices[] = {"copy", "reverse", "sort", NULL};
 static const char *const mode_choices[] = {"fused", "per-head", NULL};
 static const char *const pos_choices[] = {"learned", "rope", "none", NULL};
+static const char *const norm_choices[] = {"layer", "rms", NULL};
+static const char *const ffn_choices[] = {"gelu", "silu", "swiglu", "geglu", NULL};
 static const char *const sched_choices[] = {"constant", "cosine", "linear", NULL};
 static const char *const optim_choices[] = {"adam", "adamw", "sgd", NULL};
 
@@ -81,6 +83,14 @@ static const flag flags[] = {
            "positions: a learned table, rotary embeddings on q and k, or none (the causal mask only)"),
     BOOL("alibi", alibi, C_TRAIN, M_MODEL | M_LATER, "model",
          "ALiBi: each head adds a slope times (key - query position) to its scores (e.g. with --pos none)"),
+    CHOICE("norm", norm, norm_choices, "layer", C_TRAIN, M_MODEL | M_LATER, "model",
+           "the blocks' and the final norm: LayerNorm or RMSNorm"),
+    CHOICE("ffn", ffn, ffn_choices, "gelu", C_TRAIN, M_MODEL | M_LATER, "model",
+           "feed-forward activation; swiglu and geglu are gated (a third projection)"),
+    BOOL("no-bias", no_bias, C_TRAIN, M_MODEL | M_LATER, "model",
+         "no bias in attention, feed-forward or head (LLaMA's; LayerNorm keeps its own)"),
+    BOOL("tie", tie, C_TRAIN, M_MODEL | M_LATER, "model",
+         "the head's weight is the token embedding's (GPT-2's weight tying; no head bias)"),
     INT("d-ff", d_ff, 0, 65536, "0", C_TRAIN, M_MODEL, "model", "N",
         "hidden width of the feed-forward layer (0: 4 * d-model)"),
     CHOICE("mode", mode, mode_choices, "fused", C_TRAIN, M_MODEL, "model",

@@ -51,6 +51,9 @@ typedef struct sq_config {
     long kv_heads;               /* key/value heads: 0 = heads */
     int pos;                     /* positions: 0 learned, 1 rope, 2 none (tg_pos_kind's order) */
     bool alibi;                  /* ALiBi biases in attention */
+    int norm;                    /* 0 LayerNorm, 1 RMSNorm (tg_norm_kind's order) */
+    int ffn;                     /* 0 gelu, 1 silu, 2 swiglu, 3 geglu (tg_ffn_act's order) */
+    bool no_bias, tie;           /* no biases; head tied to the token embedding */
     int mode;                    /* sq_mode */
     double dropout;
     /* training */
