@@ -432,7 +432,7 @@ static bool check_inputs(tg_tape *t, const tg_mha *m, const tg_tensor *xq, const
     return true;
 }
 
-/* A cache to fill: self-attention only, [B, cap >= L, 2Ekv]. */
+/* A cache to fill: self-attention only, [B' >= B, cap >= L, 2Ekv]. */
 TG_OP_NO_GRAD(cache_op, "tg_mha cache");
 
 static bool check_cache(tg_tape *t, const tg_mha *m, const tg_tensor *xq, const tg_tensor *xkv,
@@ -445,9 +445,9 @@ static bool check_cache(tg_tape *t, const tg_mha *m, const tg_tensor *xq, const 
         return false;
     }
     if (!tg_inputs_check(t, &cache_op, (tg_tensor *const[]){(tg_tensor *)cache}, 1, 1)) return false;
-    if (cache->ndim != 3 || cache->shape[0] != xq->shape[0] || cache->shape[1] < xq->shape[1] ||
+    if (cache->ndim != 3 || cache->shape[0] < xq->shape[0] || cache->shape[1] < xq->shape[1] ||
         cache->shape[2] != E2) {
-        tg_fail(t, "tg_mha '%s': the cache must be [B, cap >= L, %d] for x %s, got %s", m->name, E2,
+        tg_fail(t, "tg_mha '%s': the cache must be [B' >= B, cap >= L, %d] for x %s, got %s", m->name, E2,
                 tg_shape_str(xq, sx), tg_shape_str(cache, sc));
         return false;
     }

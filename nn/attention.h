@@ -129,9 +129,10 @@ typedef struct tg_mha_opts {
                                    gradient (learned relative-position biases), or NULL */
     tg_tensor *xv;              /* the values' input [B, Lk, vdim] (PyTorch's value), or NULL:
                                    xkv gives keys and values */
-    tg_tensor *cache;           /* self-attention: [B, cap, 2E], cap >= L, receives the key
-                                   and value of every position (tg_kv_write with
-                                   tg_mha_kv_layout: a prefill; no gradient flows through it) */
+    tg_tensor *cache;           /* self-attention: [B' >= B, cap >= L, Hkv*(dk + dv)] (2E
+                                   without grouped heads), receives the key and value of every
+                                   position in rows [0, B) (tg_kv_write with tg_mha_kv_layout:
+                                   a prefill; no gradient flows through it) */
 } tg_mha_opts;
 
 /* xq [B, Lq, D], xkv [B, Lk, kdim] (pass xq again for self-attention) -> [B, Lq, D].

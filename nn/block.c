@@ -38,6 +38,37 @@ tg_tensor *tg_block_forward(tg_tape *t, const tg_block *b, tg_tensor *x, const t
     return tg_add_inplace(t, h, x);
 }
 
+tg_tensor *tg_block_cache_new(const tg_block *b, int B, int cap)
+{
+    if (!b || !b->ff.fc2.weight) {
+        tg_error_set("tg_block_cache_new: the block is %s", b ? "not initialised (its init failed or was not called)"
+                                                              : "NULL");
+        return NULL;
+    }
+    const tg_mha_config *a = &b->attn.cfg;
+    if (a->add_bias_kv || a->add_zero_attn || a->kdim != a->d_model || a->vdim != a->d_model) {
+        tg_error_set("tg_block_cache_new '%s': no key/value cache with kdim, vdim, add_bias_kv or add_zero_attn",
+                     b->name);
+        return NULL;
+    }
+    if (B < 1 || cap < 1) {
+        tg_error_set("tg_block_cache_new '%s': B = %d rows of cap = %d positions: both must be >= 1", b->name, B, cap);
+        return NULL;
+    }
+    tg_sdpa_layout lay = tg_mha_kv_layout(&b->attn);
+    return tg_tensor_alloc(3, (int[]){B, cap, lay.n_kv_heads * (lay.dk + lay.dv)});
+}
+
+/* [B, T, D] -> [B, T, D] */
+tg_tensor *tg_block_prefill(tg_tape *t, const tg_block *b, tg_tensor *x, tg_tensor *cache, const int32_t *lens,
+                            const uint8_t *head_mask)
+{
+    if (tg_nn_check_forward("tg_block_prefill", t, b, b && b->ff.fc2.weight)) return NULL;
+    if (!x || !cache) return tg_fail_null(t, "tg_block_prefill");
+    tg_mask mask = {.causal = true, .key_lens = lens};
+    return tg_block_forward(t, b, x, &(tg_mha_opts){.mask = &mask, .head_mask = head_mask, .cache = cache}, NULL);
+}
+
 tg_tensor *tg_block_decode(tg_tape *t, const tg_block *b, tg_tensor *x, tg_tensor *cache, const int32_t *pos,
                          const uint8_t *head_mask)
 {

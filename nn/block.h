@@ -48,10 +48,31 @@ int tg_block_init(tg_block *b, tg_params *p, const char *prefix, const tg_block_
  * out) as tg_mha_forward. */
 tg_tensor *tg_block_forward(tg_tape *t, const tg_block *b, tg_tensor *x, const tg_mha_opts *o,
                             tg_tensor **weights);
-/* One decoded position (tg_mha_decode): x [B, 1, D], row b at position pos[b],
- * cache this block's [B, cap, 2E] keys and values -> [B, 1, D]. */
+
+/* Decoding with a key/value cache, for a model built from blocks as for
+ * tg_model (tg_model_prefill, tg_model_decode): one cache per block, made by
+ * tg_block_cache_new, filled by tg_block_prefill, read and extended by
+ * tg_block_decode. The tape must not record (inference). */
+
+/* A zeroed cache of B rows of cap positions for this block's attention:
+ * [B, cap, Hkv*(dk + dv)] as core/ops/decode.h lays it out (tg_mha_kv_layout;
+ * Hkv key/value heads, so grouped-query attention stores Hkv, not H, heads).
+ * Free with tg_tensor_free. NULL with tg_error() naming what is wrong (a NULL
+ * or uninitialised block, B or cap < 1, an attention without a cache:
+ * kdim, vdim, add_bias_kv, add_zero_attn; out of memory). */
+tg_tensor *tg_block_cache_new(const tg_block *b, int B, int cap);
+/* tg_block_forward of x [B, T, D] under a causal mask (key j >= lens[b]
+ * padding; lens NULL: all T) that also writes the keys and values of
+ * positions [0, T) into cache rows [0, B) (the cache's B >= x's, cap >= T):
+ * row b may then decode on from position lens[b]. head_mask [n_heads] or
+ * NULL. -> [B, T, D], the same bits as tg_block_forward. */
+tg_tensor *tg_block_prefill(tg_tape *t, const tg_block *b, tg_tensor *x, tg_tensor *cache, const int32_t *lens,
+                            const uint8_t *head_mask);
+/* One decoded position (tg_mha_decode): x [B, 1, D], row b at position pos[b]
+ * (keys and values of 0..pos[b]-1 in cache row b from a prefill or earlier
+ * decodes), cache as tg_block_cache_new's -> [B, 1, D]. */
 tg_tensor *tg_block_decode(tg_tape *t, const tg_block *b, tg_tensor *x, tg_tensor *cache, const int32_t *pos,
-                         const uint8_t *head_mask);
+                           const uint8_t *head_mask);
 
 #ifdef __cplusplus
 }

@@ -108,18 +108,6 @@ static tg_tensor *embed(tg_tape *t, const tg_model *m, const int32_t *ids, int B
     return tg_add_inplace(t, tok, tg_embedding_forward(t, &m->pos_emb, pos, B, T));
 }
 
-/* Rows [0, B) of a cache tensor [c->B, cap, 2E], sharing its data. */
-static tg_tensor *cache_rows(tg_tape *t, const tg_tensor *kv, int B)
-{
-    tg_tensor *v = tg_arena_alloc(t, sizeof *v, "tg_model cache view");
-    if (!v) return NULL;
-    *v = *kv;
-    v->owns_data = false;
-    v->shape[0] = B;
-    v->size = (size_t)B * kv->shape[1] * kv->shape[2];
-    return v;
-}
-
 /* The forward (checked by the caller); with c, each layer's keys and values
  * also go to rows [0, B) of the cache. -> logits [B, T, V] */
 static tg_tensor *model_run(tg_tape *t, const tg_model *m, const int32_t *ids, int B, int T,
@@ -129,8 +117,7 @@ static tg_tensor *model_run(tg_tape *t, const tg_model *m, const int32_t *ids, i
     tg_tensor *h = embed(t, m, ids, B, T);
     for (int l = 0; l < m->cfg.n_layers; l++) {
         tg_mha_opts a = {.mask = &mask, .head_mask = o->head_mask ? o->head_mask + l * m->cfg.n_heads : NULL,
-                         .rng = o->rng};
-        if (c && !(a.cache = cache_rows(t, c->kv[l], B))) return NULL;
+                         .rng = o->rng, .cache = c ? c->kv[l] : NULL};
         h = tg_block_forward(t, &m->blocks[l], h, &a, attn ? &attn[l] : NULL);
     }
     h = tg_norm_forward(t, &m->ln_f, h);
@@ -227,7 +214,7 @@ tg_tensor *tg_model_decode(tg_tape *t, const tg_model *m, tg_kv_cache *c, const 
     tg_tensor *h = tg_embedding_forward(t, &m->tok_emb, ids, B, 1);
     if (m->cfg.pos == TG_POS_LEARNED) h = tg_add(t, h, tg_embedding_forward(t, &m->pos_emb, pos, B, 1));
     for (int l = 0; l < m->cfg.n_layers; l++)
-        h = tg_block_decode(t, &m->blocks[l], h, cache_rows(t, c->kv[l], B), pos,
+        h = tg_block_decode(t, &m->blocks[l], h, c->kv[l], pos,
                           head_mask ? head_mask + l * m->cfg.n_heads : NULL);
     h = tg_norm_forward(t, &m->ln_f, h);
     return tg_linear_forward(t, &m->head, h);

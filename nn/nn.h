@@ -13,5 +13,6 @@
 #include "model.h"
 #include "names.h"
 #include "rmsnorm.h"
+#include "sample.h"
 
 #endif

@@ -589,7 +589,7 @@ Test(misuse_nn, forward_with_null_layer_or_tape)
     expect_op_null(t, tg_mha_forward(t, &L.m, x2, x1, &(tg_mha_opts){.cache = c.kv[0]}, NULL),
                    "tg_mha 'attn': a key/value cache is filled by self-attention only (xq == xkv)");
     expect_op_null(t, tg_mha_forward(t, &L.m, x2, x2, &(tg_mha_opts){.cache = x2}, NULL),
-                   "tg_mha 'attn': the cache must be [B, cap >= L, 8] for x [1,2,4], got [1,2,4]");
+                   "tg_mha 'attn': the cache must be [B' >= B, cap >= L, 8] for x [1,2,4], got [1,2,4]");
     tg_no_grad_end(t, prev);
     tg_kv_cache_free(&c);
     /* the layers themselves still work */

@@ -205,6 +205,12 @@ Test(null, nn)
     REFUSES(tg_kv_cache_init(NULL, NULL, 1), "tg_kv_cache_init");
     REFUSES(tg_kv_cache_move(NULL, 0, 0, 0), "tg_kv_cache_move");
     REFUSES(tg_kv_cache_free(NULL), "tg_kv_cache_free");
+    REFUSES(tg_block_prefill(t, NULL, NULL, NULL, NULL, NULL), "tg_block_prefill");
+    REFUSES(tg_block_cache_new(NULL, 1, 1), "tg_block_cache_new");
+    REFUSES(tg_sample(NULL, (tg_real[]){0}, 1, NULL, NULL), "tg_sample");
+    REFUSES(tg_sample_probs(NULL, (tg_real[]){0}, 1, NULL), "tg_sample_probs");
+    REFUSES(tg_model_generate(NULL, (int32_t[1]){0}, 1, (int32_t[]){0}, 1, NULL, NULL, 0, NULL, &(int){0}),
+            "tg_model_generate");
     REFUSES(tg_mha_copy_weights(NULL, NULL), "tg_mha_copy_weights");
     REFUSES(tg_mha_convert(NULL, TG_MHA_FUSED, 2, 2), "tg_mha_convert");
     REFUSES(tg_nn_name(NULL, "a", "b"), "tg_nn_name");
