@@ -193,9 +193,10 @@ Test(charlm, resume_continues_bit_for_bit)
     tg_st_free(y);
 }
 
-/* Sampling over the key/value cache gives, byte for byte, what whole
- * forward passes over the growing text give, twice the same. */
-Test(charlm, sampling_over_the_cache_equals_whole_passes)
+/* sample's text: the same seed gives the same bytes, greedy decoding over
+ * the cache is what whole forward passes over the growing text give, and
+ * the heatmap of the result is written. */
+Test(charlm, sampling_is_reproducible_and_greedy_equals_whole_passes)
 {
     cl_config c;
     cr_assert_eq(parse(&c, "train --steps 0 --layers 2 --d-model 32 --heads 4 --context 24"), 0);
@@ -204,12 +205,17 @@ Test(charlm, sampling_over_the_cache_equals_whole_passes)
     tg_params *p;
     tg_model m;
     cr_assert_eq(cl_model_build(&c, &rng, &p, &m), 0, "%s", tg_error());
-    int32_t seq[24] = {'T', 'h', 'e', ' '}, again[24];
-    int n_out, n_again;
-    cr_assert_eq(cl_generate(&m, seq, 4, 100, seq + 4, &n_out), 0, "%s", tg_error());
-    cr_assert_eq(n_out, 20, "stops at the context");
-    cr_assert_eq(cl_generate(&m, seq, 4, 100, again, &n_again), 0);
-    cr_assert_eq(memcmp(seq + 4, again, sizeof(int32_t) * 20), 0);
+    int32_t seq[24] = {'T', 'h', 'e', ' '}, a[24], b[24];
+    int na, nb, n_out;
+    tg_sample_opts warm = {.temperature = 0.8, .top_k = 40, .top_p = 0.95}, greedy = {0};
+    tg_rng_seed(&rng, 7);
+    cr_assert_eq(tg_model_generate(&m, a, 100, seq, 4, &warm, NULL, 0, &rng, &na), 0, "%s", tg_error());
+    tg_rng_seed(&rng, 7);
+    cr_assert_eq(tg_model_generate(&m, b, 100, seq, 4, &warm, NULL, 0, &rng, &nb), 0, "%s", tg_error());
+    cr_assert_eq(na, 20, "stops at the context");
+    cr_assert_eq(nb, na);
+    cr_assert_eq(memcmp(a, b, sizeof(int32_t) * 20), 0, "the same seed, the same bytes");
+    cr_assert_eq(tg_model_generate(&m, seq + 4, 100, seq, 4, &greedy, NULL, 0, NULL, &n_out), 0, "%s", tg_error());
     tg_tape *t = tg_tape_new();
     tg_no_grad_begin(t);
     for (int L = 4; L < 24; L++) {
@@ -223,6 +229,13 @@ Test(charlm, sampling_over_the_cache_equals_whole_passes)
         cr_assert_eq(seq[L], best, "byte %d: cache %d, whole pass %d", L, seq[L], best);
     }
     tg_tape_free(t);
+    cr_assert_eq(cl_attention_png(&m, seq, 24, tu_path(dir, "attn.png")), 0, "%s", tg_error());
+    FILE *f = fopen(tu_path(dir, "attn.png"), "rb");
+    unsigned char sig[8] = {0};
+    cr_assert_not_null(f);
+    cr_assert_eq(fread(sig, 1, 8, f), 8u);
+    fclose(f);
+    cr_assert_eq(memcmp(sig, "\x89PNG\r\n\x1a\n", 8), 0, "a PNG");
     tg_model_free(&m);
     tg_params_free(p);
 }

@@ -93,10 +93,7 @@ int cl_model_build(const cl_config *c, tg_rng *rng, tg_params **p, tg_model *m);
  * (may be NULL) keeps the file for sq_resume_state. */
 int cl_open(const char *path, cl_config *c, tg_params **p, tg_model *m, tg_safetensors **st);
 
-/* ---- sample.c ---- */
-/* Up to max_new bytes after prompt[0..n_prompt) (n_prompt >= 1), stopping
- * at the model's context, into out; *n_out of them. 0, or -1 with a message. */
-int cl_generate(const tg_model *m, const int32_t *prompt, int n_prompt, int max_new, int32_t *out, int *n_out);
+/* ---- sample.c (the text itself: tg_model_generate) ---- */
 /* The heatmap of every layer and head over bytes[0..L) (at most the first 64). */
 int cl_attention_png(const tg_model *m, const int32_t *bytes, int L, const char *path);
 

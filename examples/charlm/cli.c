@@ -72,9 +72,9 @@ static const flag flags[] = {
     STR("model", model, "", C_SAMPLE, 0, "FILE", "model.safetensors or checkpoint.safetensors (required)"),
     STR("prompt", prompt, "", C_SAMPLE, 0, "TEXT", "text to continue [empty: from a newline]"),
     INT("tokens", tokens, 1, 1e6, "200", C_SAMPLE, 0, "N", "bytes to generate (stops at --context)"),
-    REAL("temperature", temperature, 0, 100, "0", C_SAMPLE, 0, "X", "0: greedy"),
+    REAL("temperature", temperature, 0, 100, "0.8", C_SAMPLE, 0, "X", "divides the logits (0: greedy)"),
     INT("top-k", top_k, 0, 256, "0", C_SAMPLE, 0, "K", "keep the K most likely bytes (0: all)"),
-    REAL("top-p", top_p, 0, 1, "1", C_SAMPLE, 0, "P", "keep the fewest bytes whose probability reaches P (1: all)"),
+    REAL("top-p", top_p, 0, 1, "1", C_SAMPLE, 0, "P", "keep the most likely bytes up to probability P (1: all)"),
     STR("png", png, "", C_SAMPLE, 0, "FILE", "write the attention heatmap of prompt + sample"),
     INT("threads", threads, 0, 256, "0", C_TRAIN | C_SAMPLE, 0, "N", "threads (0: one per core)"),
 };

@@ -1,52 +1,18 @@
 /* charlm: the sample command: text from a trained model over the key/value
- * cache (a prefill of the prompt, then one decode per new byte), and the
- * attention heatmap of the sampled sentence. */
+ * cache (tg_model_generate: a prefill of the prompt, then one decode per
+ * new byte, each drawn by tg_sample), and the attention heatmap of the
+ * sampled sentence. */
 #include <stdio.h>
 #include <string.h>
 
 #include <tapegrad/core/engine/alloc.h>
+#include <tapegrad/nn/sample.h>
 #include "../seqtask/cli.h"
 #include "../seqtask/commands.h"
 #include "../seqtask/run.h"
 #include "charlm.h"
 
 #define CL_HEATMAP_MAX 64  /* bytes on each axis of the heatmap */
-
-/* The next byte from one row of logits [V]: greedy (the first maximum). */
-static int pick(const tg_real *logits)
-{
-    int best = 0;
-    for (int v = 1; v < CL_VOCAB; v++)
-        if (logits[v] > logits[best]) best = v;
-    return best;
-}
-
-int cl_generate(const tg_model *m, const int32_t *prompt, int n_prompt, int max_new, int32_t *out, int *n_out)
-{
-    tg_kv_cache kv;
-    tg_tape *t = tg_tape_new();
-    *n_out = 0;
-    if (!t || tg_kv_cache_init(&kv, m, 1)) {
-        tg_tape_free(t);
-        return tg_error_set("out of memory for sampling");
-    }
-    tg_no_grad_begin(t);
-    tg_tape_set_training(t, false);
-    int rc = 0;
-    tg_tensor *logits = tg_model_prefill(t, m, &kv, prompt, 1, n_prompt, NULL);
-    const tg_real *last = logits ? logits->data + (size_t)(n_prompt - 1) * CL_VOCAB : NULL;
-    for (int i = 0; logits && i < max_new && n_prompt + i < m->cfg.max_len; i++) {
-        int32_t next = pick(last), pos = n_prompt + i;
-        out[(*n_out)++] = next;
-        tg_tape_reset(t);
-        logits = tg_model_decode(t, m, &kv, &next, &pos, 1, NULL);
-        last = logits ? logits->data : NULL;
-    }
-    if (!logits) rc = tg_error_set("sampling: %s", tg_tape_error(t));
-    tg_kv_cache_free(&kv);
-    tg_tape_free(t);
-    return rc;
-}
 
 /* A byte as a heatmap label: printable ASCII as itself, space "_", else
  * "\n", "\t" or two hex digits. */
@@ -83,11 +49,6 @@ int cl_cmd_sample(cl_config *c)
     tg_params *p;
     tg_model m;
     sq_set_threads(c->threads);
-    if (c->temperature > 0 || c->top_k > 0 || c->top_p < 1) {
-        fprintf(stderr, "charlm sample: this build samples greedily only: give --temperature 0 (no --top-k, "
-                        "--top-p)\n");
-        return SQ_EXIT_USAGE;
-    }
     if (cl_open(c->model, c, &p, &m, NULL)) {
         fprintf(stderr, "charlm sample: %s\n", tg_error());
         return SQ_EXIT_USAGE;
@@ -106,7 +67,10 @@ int cl_cmd_sample(cl_config *c)
         for (int i = 0; i < n; i++) seq[i] = (uint8_t)c->prompt[i];
         if (n == 0) n = 1;
         int max_new = c->tokens < T - n ? (int)c->tokens : T - n;
-        if (cl_generate(&m, seq, n, max_new, seq + n, &n_out)) {
+        tg_sample_opts so = {.temperature = c->temperature, .top_k = (int)c->top_k, .top_p = c->top_p};
+        tg_rng rng;
+        tg_rng_seed(&rng, (uint64_t)c->seed);
+        if (tg_model_generate(&m, seq + n, max_new, seq, n, &so, NULL, 0, &rng, &n_out)) {
             fprintf(stderr, "charlm sample: %s\n", tg_error());
             status = 1;
         }
