@@ -71,7 +71,7 @@ static const flag flags[] = {
     STR("resume", resume, "", C_TRAIN, 0, "FILE", "continue a checkpoint bit for bit (--steps may extend it)"),
     STR("model", model, "", C_SAMPLE, 0, "FILE", "model.safetensors or checkpoint.safetensors (required)"),
     STR("prompt", prompt, "", C_SAMPLE, 0, "TEXT", "text to continue [empty: from a newline]"),
-    INT("tokens", tokens, 1, 1e6, "200", C_SAMPLE, 0, "N", "bytes to generate (stops at --context)"),
+    INT("tokens", tokens, 1, 1e6, "200", C_SAMPLE, 0, "N", "bytes to generate (past the context, from the last half context)"),
     REAL("temperature", temperature, 0, 100, "0.8", C_SAMPLE, 0, "X", "divides the logits (0: greedy)"),
     INT("top-k", top_k, 0, 256, "0", C_SAMPLE, 0, "K", "keep the K most likely bytes (0: all)"),
     REAL("top-p", top_p, 0, 1, "1", C_SAMPLE, 0, "P", "keep the most likely bytes up to probability P (1: all)"),

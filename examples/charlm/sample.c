@@ -35,6 +35,28 @@ int cl_attention_png(const tg_model *m, const int32_t *bytes, int L, const char 
     return sq_attention_png_labelled(m, bytes, labels, L, path);
 }
 
+/* want bytes after seq[0..n) into seq[n..): beyond the context the model
+ * reads, a window slides: each tg_model_generate call starts over from the
+ * last half context of text. *n_out bytes made. An exit status. */
+static int generate(const tg_model *m, int32_t *seq, int n, int want, const tg_sample_opts *so, tg_rng *rng,
+                    int *n_out)
+{
+    int T = m->cfg.max_len, total = n;
+    while (total - n < want) {
+        int keep = total < T / 2 || T < 2 ? total : T / 2, got = 0;
+        if (keep >= T) keep = T - 1;
+        int room = want - (total - n) < T - keep ? want - (total - n) : T - keep;
+        if (tg_model_generate(m, seq + total, room, seq + total - keep, keep, so, NULL, 0, rng, &got)) {
+            fprintf(stderr, "charlm sample: %s\n", tg_error());
+            return 1;
+        }
+        total += got;
+        if (got == 0) break;
+    }
+    *n_out = total - n;
+    return 0;
+}
+
 /* The sentence for the heatmap: up to the first '.' after the prompt (or
  * CL_HEATMAP_MAX bytes). */
 static int sentence_len(const int32_t *seq, int n_prompt, int L)
@@ -54,7 +76,7 @@ int cl_cmd_sample(cl_config *c)
         return SQ_EXIT_USAGE;
     }
     int T = m.cfg.max_len, n = (int)strlen(c->prompt), n_out = 0, status = 0;
-    int32_t *seq = tg_malloc((size_t)T * sizeof *seq);
+    int32_t *seq = tg_malloc((size_t)(n + 1 + c->tokens) * sizeof *seq);
     if (n >= T) {
         fprintf(stderr, "charlm sample: --prompt is %d bytes; the model reads at most %d (its --context) and "
                         "needs room for one more\n", n, T);
@@ -66,19 +88,15 @@ int cl_cmd_sample(cl_config *c)
         seq[0] = '\n';  /* an empty prompt starts a line */
         for (int i = 0; i < n; i++) seq[i] = (uint8_t)c->prompt[i];
         if (n == 0) n = 1;
-        int max_new = c->tokens < T - n ? (int)c->tokens : T - n;
         tg_sample_opts so = {.temperature = c->temperature, .top_k = (int)c->top_k, .top_p = c->top_p};
         tg_rng rng;
         tg_rng_seed(&rng, (uint64_t)c->seed);
-        if (tg_model_generate(&m, seq + n, max_new, seq, n, &so, NULL, 0, &rng, &n_out)) {
-            fprintf(stderr, "charlm sample: %s\n", tg_error());
-            status = 1;
-        }
+        status = generate(&m, seq, n, (int)c->tokens, &so, &rng, &n_out);
     }
     if (!status) {
         for (int i = 0; i < n + n_out; i++) putchar(seq[i]);
         putchar('\n');
-        int L = sentence_len(seq, n, n + n_out);
+        int L = sentence_len(seq, n, n + n_out < T ? n + n_out : T);
         if (c->png[0] && cl_attention_png(&m, seq, L, c->png)) {
             fprintf(stderr, "charlm sample: %s\n", tg_error());
             status = 1;
