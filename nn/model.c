@@ -42,8 +42,8 @@ int tg_model_init(tg_model *m, tg_params *p, const tg_model_config *cfg, tg_rng 
     const tg_model_config *c = &m->cfg;
     tg_block_config bc = {
         .attn = {.n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads, .d_model = c->d_model, .d_head = c->d_head,
-                 .bias = !c->no_bias, .rope = c->pos == TG_POS_ROPE, .rope_base = c->rope_base, .rope_frac = c->rope_frac,
-                 .alibi = c->alibi,
+                 .bias = !c->no_bias, .rope = c->pos == TG_POS_ROPE, .rope_base = c->rope_base,
+                 .rope_frac = c->rope_frac, .alibi = c->alibi,
                  .dropout = c->dropout, .mode = c->mode},
         .d_ff = c->d_ff, .ff_dropout = c->dropout, .ln_eps = 1e-5, .norm = c->norm, .ff_act = c->ff_act,
         .no_bias = c->no_bias};
