@@ -52,7 +52,7 @@ tg_tensor *tg_block_forward(tg_tape *t, const tg_block *b, tg_tensor *x, const t
 /* Decoding with a key/value cache, for a model built from blocks as for
  * tg_model (tg_model_prefill, tg_model_decode): one cache per block, made by
  * tg_block_cache_new, filled by tg_block_prefill, read and extended by
- * tg_block_decode. The tape must not record (inference). */
+ * tg_block_decode (on a tape that does not record: inference). */
 
 /* A zeroed cache of B rows of cap positions for this block's attention:
  * [B, cap, Hkv*(dk + dv)] as core/ops/decode.h lays it out (tg_mha_kv_layout;

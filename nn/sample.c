@@ -197,7 +197,7 @@ int tg_model_generate(const tg_model *m, int32_t *out, int max_new, const int32_
     tg_tensor *logits = tg_model_prefill(t, m, &c, prompt, 1, n_prompt, NULL);
     const tg_real *row = logits ? logits->data + (size_t)(n_prompt - 1) * V : NULL;
     bool done = false;
-    while (row && !done) {
+    while (row) {
         int32_t tok;
         if (tg_sample(&tok, row, V, o, rng)) break;
         out[(*n_out)++] = tok;

@@ -302,6 +302,39 @@ Test(sample, generate_refuses_bad_arguments)
     tg_params_free(p);
 }
 
+/* Every allocation of a generation failing in turn: -1 with "out of memory"
+ * and nothing leaked (the sanitize build checks), then the same tokens. */
+Test(sample, generate_survives_failed_allocations)
+{
+    tg_rng rng;
+    tg_rng_seed(&rng, 4);
+    tg_params *p = tg_params_new();
+    tg_model m;
+    tg_model_config cfg = {.vocab = GV, .d_model = 8, .n_layers = 2, .n_heads = 2, .max_len = GT};
+    cr_assert_eq(tg_model_init(&m, p, &cfg, &rng), 0, "%s", tg_error());
+    const tg_sample_opts o = {.temperature = 1, .top_k = 6, .top_p = 0.9};
+    int32_t want[6], got[6], pr[2] = {1, 2};
+    int n_want, n_got, failures = 0;
+    tg_rng_seed(&rng, 8);
+    cr_assert_eq(tg_model_generate(&m, want, 6, pr, 2, &o, NULL, 0, &rng, &n_want), 0, "%s", tg_error());
+    for (uint64_t n = 1;; n++) {
+        tg_rng_seed(&rng, 8);
+        tg_error_clear();
+        tg_alloc_fail_at(n);
+        int rc = tg_model_generate(&m, got, 6, pr, 2, &o, NULL, 0, &rng, &n_got);
+        tg_alloc_fail_at(0);
+        if (rc == 0) break;
+        failures++;
+        tu_assert_has(tg_error(), "out of memory");
+        cr_assert_lt(n, 10000);
+    }
+    cr_assert_gt(failures, 3);
+    cr_assert_eq(n_got, n_want);
+    cr_assert_eq(memcmp(got, want, sizeof want), 0);
+    tg_model_free(&m);
+    tg_params_free(p);
+}
+
 /* ---- a model built by hand from tg_blocks ---------------------------------- */
 
 typedef struct hand_model {
