@@ -147,6 +147,24 @@ for ((round = 1; round <= rounds; round++)); do
   done
 done
 
+echo "== charlm's default model (B 32 x T 64, d_model 128, 4 layers) next to its PyTorch twin, gpt2 and llama" >&2
+# charlm's own clock: the ms column of log.csv, steps 6..25 (the first 5 warm up)
+charlm_step() {
+  local dir=$build/charlm-$1
+  "$bin/charlm" train --arch "$1" --steps 25 --warmup 2 --eval-every 0 --save-every 0 --overwrite --out "$dir" \
+    >/dev/null 2>&1 || return 1
+  tail -n +7 "$dir/log.csv" | cut -d, -f5 | sort -g | awk -v a="$1" '{ ms[++n] = $1 }
+    END { printf "ROW bench=charlm impl=tapegrad tag=%s ms=%s min_ms=%s\n", a, n % 2 ? ms[(n + 1) / 2] : (ms[n / 2] + ms[n / 2 + 1]) / 2, ms[1] }'
+}
+if [ -x "$bin/charlm" ]; then
+  for round in $(seq "$rounds"); do
+    for a in gpt2 llama; do
+      run "tapegrad charlm $a step" charlm_step "$a"
+      [ $torch -eq 1 ] && run "torch charlm $a step" $py bench/torch/charlm_twin.py --step --arch "$a" --charlm "$bin/charlm"
+    done
+  done
+fi
+
 echo "== long sequences: seqtask copy at --max-len 250 and 500 (batch 8, 2 steps, 4 held-out examples)" >&2
 # The peak RSS of the whole run (/usr/bin/time), its second step's ms (log.csv)
 # and the wall time of `seqtask eval` on 4 held-out examples with the model it wrote.
@@ -386,6 +404,14 @@ END {
   row("GPT-2-style B=16 T=64 with RoPE (--pos rope) / learned positions - 1, 2 threads, ms",
       mr == "" ? "—" : sprintf("%s / %s (%+.1f%%)", fmt(mr), fmt(m), 100 * r), "", "", "< 3%",
       verdict(r, 0.03, 0))
+  # examples/charlm's default model, both families, against bench/torch/charlm_twin.py (same batches, same init)
+  split("gpt2:GPT-2 (tied head),llama:LLaMA-style (RMSNorm, SwiGLU, RoPE, 2 key/value heads)", C, ",")
+  for (i = 1; i <= 2; i++) {
+    split(C[i], s, ":"); k2 = "charlm|tapegrad|" s[1]; kp = "charlm|torch|" s[1]
+    best(kp, k2); sp = ratio(v[kp, "ms"], v[k2, "ms"])
+    row("charlm default step, " s[2] ", B=32 T=64 d_model 128, 4 layers, 2 threads, ms", fmt(v[k2, "ms"]), fmt(v[kp, "ms"]),
+        sp, "> 1x (faster than the twin)", sp == "" ? "not measured" : (sp + 0 > 1 ? "met" : sprintf("missed (%.2fx)", sp)))
+  }
   # CPU time per step (every thread of the process, user + system) next to wall time: a spinning pool shows
   split("step:toy-model step,gpt_b16:GPT-2-style B=16 T=64,gpt_b64:GPT-2-style B=64 T=32", G, ",")
   for (i = 1; i <= 3; i++) {

@@ -102,6 +102,20 @@ static int check_finite(const tg_params *p, const char *path, const char *what)
     return 0;
 }
 
+int sq_save_finish(tg_safetensors *s, const char *path, const tg_rng *rng, unsigned long long data_hash)
+{
+    char buf[64];
+    if (data_hash) {
+        snprintf(buf, sizeof buf, "%016llx", data_hash);
+        if (tg_st_set_meta(s, "data_hash", buf)) return -1;
+    }
+    if (rng) {
+        snprintf(buf, sizeof buf, "%" PRIu64 " %" PRIu64, rng->state, rng->inc);
+        if (tg_st_set_meta(s, "rng_dropout", buf)) return -1;
+    }
+    return tg_st_save(s, path, sizeof(tg_real) == 8 ? TG_F64 : TG_F32);
+}
+
 int sq_save(const char *path, const sq_config *c, const tg_params *p, const tg_optim *o,
             const tg_rng *rng, long step, double acc, unsigned long long data_hash)
 {
@@ -122,15 +136,7 @@ int sq_save(const char *path, const sq_config *c, const tg_params *p, const tg_o
         snprintf(buf, sizeof buf, "%.6f", acc);
         if (tg_st_set_meta(s, "eval_acc", buf)) goto fail;
     }
-    if (data_hash) {
-        snprintf(buf, sizeof buf, "%016llx", data_hash);
-        if (tg_st_set_meta(s, "data_hash", buf)) goto fail;
-    }
-    if (rng) {
-        snprintf(buf, sizeof buf, "%" PRIu64 " %" PRIu64, rng->state, rng->inc);
-        if (tg_st_set_meta(s, "rng_dropout", buf)) goto fail;
-    }
-    rc = tg_st_save(s, path, sizeof(tg_real) == 8 ? TG_F64 : TG_F32);
+    rc = sq_save_finish(s, path, rng, data_hash);
     tg_st_free(s);
     return rc;
 fail:

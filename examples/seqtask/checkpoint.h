@@ -41,6 +41,11 @@ void sq_model_destroy(tg_params *p, tg_model *m);
 int sq_save(const char *path, const sq_config *c, const tg_params *p, const tg_optim *o,
             const tg_rng *rng, long step, double acc, unsigned long long data_hash);
 
+/* The end of every save (sq_save, charlm's): "data_hash" (unless 0) and
+ * "rng_dropout" (unless rng is NULL) into s's metadata, then s written to
+ * path atomically in the build's precision. 0, or -1 with a message. */
+int sq_save_finish(tg_safetensors *s, const char *path, const tg_rng *rng, unsigned long long data_hash);
+
 /* Opens a file written by sq_save: reads the model and task flags from its
  * metadata into c (flags c's command line set keep their values; for a
  * resume the model and task flags must agree), builds the model and loads

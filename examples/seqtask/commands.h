@@ -22,5 +22,8 @@ int sq_cmd_heads(sq_config *c);     /* inspect.c */
 /* The heatmap of every layer and head of m for one token sequence
  * (tokens[0..L), L <= Tmax), tokens on both axes (inspect.c). */
 int sq_attention_png(const tg_model *m, const int32_t *tokens, int L, const char *path);
+/* The same with labels[i] naming token i (charlm's bytes). */
+int sq_attention_png_labelled(const tg_model *m, const int32_t *tokens, const char *const *labels, int L,
+                              const char *path);
 
 #endif

@@ -13,16 +13,15 @@
 #include "eval.h"
 #include "run.h"
 
-int sq_attention_png(const tg_model *m, const int32_t *tokens, int L, const char *path)
+int sq_attention_png_labelled(const tg_model *m, const int32_t *tokens, const char *const *labels, int L,
+                              const char *path)
 {
     int NL = m->cfg.n_layers, H = m->cfg.n_heads, rc = -1;
     size_t cell = (size_t)L * (size_t)L;
     tg_tape *t = tg_tape_new();
     tg_tensor **attn = tg_calloc((size_t)NL, sizeof *attn);
     tg_real *w = tg_malloc((size_t)NL * (size_t)H * cell * sizeof *w);
-    char *text = tg_malloc((size_t)L * 16);
-    const char **labels = tg_malloc((size_t)L * sizeof *labels);
-    if (!t || !attn || !w || !text || !labels) {
+    if (!t || !attn || !w) {
         tg_error_set("%s: out of memory", path);
         goto done;
     }
@@ -35,14 +34,26 @@ int sq_attention_png(const tg_model *m, const int32_t *tokens, int L, const char
     for (int l = 0; l < NL; l++) memcpy(w + (size_t)l * H * cell, attn[l]->data, (size_t)H * cell * sizeof *w);
     for (size_t k = 0; k < (size_t)NL * H * cell; k++)  /* the causal mask: key j > query i, drawn as masked */
         if ((int)(k % (size_t)L) > (int)(k / (size_t)L % (size_t)L)) w[k] = -INFINITY;
-    for (int i = 0; i < L; i++) labels[i] = sq_token_str(tokens[i], text + 16 * i, 16);
     rc = tg_heatmap_png_groups(path, w, NL, H, m->cfg.n_kv_heads, L, L, labels, labels);
 done:
-    tg_free(labels);
-    tg_free(text);
     tg_free(w);
     tg_free(attn);
     tg_tape_free(t);
+    return rc;
+}
+
+int sq_attention_png(const tg_model *m, const int32_t *tokens, int L, const char *path)
+{
+    char *text = tg_malloc((size_t)L * 16);
+    const char **labels = tg_malloc((size_t)L * sizeof *labels);
+    int rc = -1;
+    if (!text || !labels) tg_error_set("%s: out of memory", path);
+    else {
+        for (int i = 0; i < L; i++) labels[i] = sq_token_str(tokens[i], text + 16 * i, 16);
+        rc = sq_attention_png_labelled(m, tokens, labels, L, path);
+    }
+    tg_free(labels);
+    tg_free(text);
     return rc;
 }
 

@@ -176,7 +176,13 @@ static int log_write(sq_log *l, const char *buf, size_t n)
 
 int sq_log_open(sq_log *l, const char *path, long keep_upto)
 {
+    return sq_log_open_as(l, path, keep_upto, log_header);
+}
+
+int sq_log_open_as(sq_log *l, const char *path, long keep_upto, const char *header)
+{
     memset(l, 0, sizeof *l);
+    l->header = header;
     snprintf(l->path, sizeof l->path, "%s", path);
     char *kept = NULL;
     size_t kept_len = 0;
@@ -193,7 +199,7 @@ int sq_log_open(sq_log *l, const char *path, long keep_upto)
     }
     l->is_open = true;
     int rc = 0;
-    if (log_write(l, log_header, strlen(log_header)) || (kept_len && log_write(l, kept, kept_len)))
+    if (log_write(l, l->header, strlen(l->header)) || (kept_len && log_write(l, kept, kept_len)))
         rc = tg_error_set("%s: cannot write: %s", path, strerror(errno));
     tg_free(kept);
     return rc;
@@ -235,14 +241,21 @@ int sq_log_close(sq_log *l)
 
 int sq_log_plot(const sq_log *l, const char *path, const char *title)
 {
+    static const char *const eval[2] = {"held-out exact-sequence accuracy", "held-out token accuracy"};
+    return sq_log_plot_as(l, path, title, eval, (const bool[2]){true, true});
+}
+
+int sq_log_plot_as(const sq_log *l, const char *path, const char *title, const char *const eval[2],
+                   const bool right[2])
+{
     if (l->n == 0) {
         tg_error_set("%s: no steps to plot", path);
         return -1;
     }
     tg_plot_series s[3] = {
         {"train loss", l->step, l->loss, (int)l->n, false},
-        {"held-out exact-sequence accuracy", l->step, l->acc, (int)l->n, true},
-        {"held-out token accuracy", l->step, l->tacc, (int)l->n, true},
+        {eval[0], l->step, l->acc, (int)l->n, right[0]},
+        {eval[1], l->step, l->tacc, (int)l->n, right[1]},
     };
     return tg_plot_lines_png(path, title, "step", s, 3);
 }

@@ -48,6 +48,7 @@ typedef struct sq_log {
     bool is_open;
     off_t good;                  /* bytes of whole rows written */
     char path[1100];
+    const char *header;          /* the first line, with its '\n' */
     long n, cap;
     double *step, *loss, *acc, *tacc;  /* history, NaN where not evaluated */
 } sq_log;
@@ -56,6 +57,9 @@ typedef struct sq_log {
  * existing file up to that step are kept (and loaded into the history);
  * later rows are dropped. 0, or -1 with a message naming the file. */
 int sq_log_open(sq_log *l, const char *path, long keep_upto);
+/* The same with another header naming the last two columns (charlm's
+ * held-out loss and bits per byte instead of the accuracies). */
+int sq_log_open_as(sq_log *l, const char *path, long keep_upto, const char *header);
 /* acc / tacc NaN: not an evaluation step. 0, or -1 with a message naming
  * the file and the step (the file then ends with the row before). */
 int sq_log_row(sq_log *l, long step, double loss, double lr, double grad_norm, double ms, double acc,
@@ -65,5 +69,9 @@ int sq_log_row(sq_log *l, long step, double loss, double lr, double grad_norm, d
 int sq_log_close(sq_log *l);
 /* loss.png: the loss and the held-out accuracies against the step. */
 int sq_log_plot(const sq_log *l, const char *path, const char *title);
+/* The same with the two evaluation series named eval[0], eval[1]; right:
+ * each on the right axis. */
+int sq_log_plot_as(const sq_log *l, const char *path, const char *title, const char *const eval[2],
+                   const bool right[2]);
 
 #endif
