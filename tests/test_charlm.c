@@ -244,7 +244,7 @@ Test(charlm, sampling_is_reproducible_and_greedy_equals_whole_passes)
 /* The default command's first steps (of --arch gpt2, the default, and
  * llama) against the PyTorch twin from the same initial weights on the same
  * batches: |dloss| <= 2e-5 against the float32 twin (float32 rounding,
- * grown over 30 Adam steps; measured 7.6e-6 for gpt2, whose loss starts at
+ * grown over 30 Adam steps; measured 7.6e-6 for gpt2 when its loss started at
  * 82.6, 4.8e-7 for llama), <= 1e-9 for the double build
  * against a float64 twin. The sanitizer builds check 5 steps. */
 static void check_twin(const char *arch)

@@ -209,7 +209,7 @@ static int train_step(trainer *tr, double *loss, double *gnorm, double *lr)
         return tg_error_set("step %ld: the loss (%g) or the gradient norm (%g) is not finite; try a lower --lr",
                             tr->step + 1, *loss, *gnorm);
     *lr = tg_lr_at(&tr->sched, tr->step);
-    if (tg_optim_set_lr(tr->opt, *lr) || tg_optim_step(tr->opt))
+    if (tg_optim_schedule_lr(tr->opt, &tr->sched, tr->step) || tg_optim_step(tr->opt))
         return tg_error_set("step %ld: %s", tr->step + 1, tg_error());
     tr->step++;
     return 0;
@@ -240,7 +240,8 @@ static int train_loop(trainer *tr, long stop_after)
         double ms = 1000 * (sq_now() - t0);
         bool eval = (c->eval_every && tr->step % c->eval_every == 0) || tr->step == c->steps;
         if (eval && evaluate(tr)) return -1;
-        sq_log_row(&tr->log, tr->step, loss, lr, gnorm, ms, eval ? tr->val : NAN, eval ? tr->val / LN2 : NAN);
+        if (sq_log_row(&tr->log, tr->step, loss, lr, gnorm, ms, eval ? tr->val : NAN, eval ? tr->val / LN2 : NAN))
+            return -1;
         sq_progress_step(&tr->prog, tr->step, loss, lr, c->batch * c->context);
         if (sq_stop_requested()) return 1;
         if (c->save_every && tr->step % c->save_every == 0 && tr->step < c->steps && save_checkpoint(tr)) return -1;
@@ -260,7 +261,7 @@ static int finish(trainer *tr)
     static const char *const eval[2] = {"held-out loss (nats/byte)", "held-out bits per byte"};
     if (tr->log.n > 0 && sq_log_plot_as(&tr->log, png, title, eval, (const bool[2]){false, false}))
         fprintf(stderr, "warning: no loss.png: %s\n", tg_error());
-    return 0;
+    return sq_log_close(&tr->log);
 }
 
 int cl_cmd_train(cl_config *c) { return cl_train(c, c->steps); }
