@@ -47,12 +47,18 @@ int tg_model_init(tg_model *m, tg_params *p, const tg_model_config *cfg, tg_rng 
                  .dropout = c->dropout, .mode = c->mode},
         .d_ff = c->d_ff, .ff_dropout = c->dropout, .ln_eps = 1e-5, .norm = c->norm, .ff_act = c->ff_act,
         .no_bias = c->no_bias};
-    /* tied: GPT-2's N(0, 0.02), since N(0, 1) rows as the head's weight give
-     * logits of norm ~sqrt(D) and a first loss far above log V */
-    if (tg_embedding_init(&m->tok_emb, p, "tok_emb", c->vocab, c->d_model, c->tie_weights ? NULL : rng) ||
-        (c->pos == TG_POS_LEARNED && tg_embedding_init(&m->pos_emb, p, "pos_emb", c->max_len, c->d_model, rng)))
+    /* tied: both tables from GPT-2's N(0, 0.02) (nanoGPT's init), since N(0, 1)
+     * rows as the head's weight give logits of norm ~sqrt(D) and a first loss
+     * far above log V; the position table on the same scale keeps it from
+     * drowning the tokens */
+    tg_rng *emb_rng = c->tie_weights ? NULL : rng;
+    if (tg_embedding_init(&m->tok_emb, p, "tok_emb", c->vocab, c->d_model, emb_rng) ||
+        (c->pos == TG_POS_LEARNED && tg_embedding_init(&m->pos_emb, p, "pos_emb", c->max_len, c->d_model, emb_rng)))
         goto fail;
-    if (c->tie_weights && rng) tg_init_normal(m->tok_emb.weight, 0.0, 0.02, rng);
+    if (c->tie_weights && rng) {
+        tg_init_normal(m->tok_emb.weight, 0.0, 0.02, rng);
+        if (c->pos == TG_POS_LEARNED) tg_init_normal(m->pos_emb.weight, 0.0, 0.02, rng);
+    }
     m->blocks = tg_calloc((size_t)c->n_layers, sizeof *m->blocks);
     if (!m->blocks) {
         tg_error_set("tg_model: out of memory for %d blocks", c->n_layers);

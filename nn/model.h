@@ -30,7 +30,8 @@
  * A tied model stores tok_emb.weight only; tg_model_load also accepts a
  * file that has head.weight too (a PyTorch state_dict names the shared
  * tensor twice) when it equals tok_emb.weight (docs/FORMATS.md).
- * Init: PyTorch's defaults (nn/init.h); a tied tok_emb is N(0, 0.02), as GPT-2's.
+ * Init: PyTorch's defaults (nn/init.h); tied, tok_emb and pos_emb are N(0, 0.02)
+ * (GPT-2's scale, nanoGPT's init).
  */
 #ifndef TAPEGRAD_NN_MODEL_H
 #define TAPEGRAD_NN_MODEL_H
