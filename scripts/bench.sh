@@ -148,13 +148,17 @@ for ((round = 1; round <= rounds; round++)); do
 done
 
 echo "== charlm's default model (B 32 x T 64, d_model 128, 4 layers) next to its PyTorch twin, gpt2 and llama" >&2
-# charlm's own clock: the ms column of log.csv, steps 6..25 (the first 5 warm up)
+# log_ms_row BENCH TAG LOG: a ROW of the ms column of a training run's log.csv,
+# steps 6..25 (the first 5 warm up): the median and the best
+log_ms_row() {
+  tail -n +7 "$3" | cut -d, -f5 | sort -g | awk -v b="$1" -v a="$2" '{ ms[++n] = $1 }
+    END { printf "ROW bench=%s impl=tapegrad tag=%s ms=%s min_ms=%s\n", b, a, n % 2 ? ms[(n + 1) / 2] : (ms[n / 2] + ms[n / 2 + 1]) / 2, ms[1] }'
+}
 charlm_step() {
   local dir=$build/charlm-$1
   "$bin/charlm" train --arch "$1" --steps 25 --warmup 2 --eval-every 0 --save-every 0 --overwrite --out "$dir" \
     >/dev/null 2>&1 || return 1
-  tail -n +7 "$dir/log.csv" | cut -d, -f5 | sort -g | awk -v a="$1" '{ ms[++n] = $1 }
-    END { printf "ROW bench=charlm impl=tapegrad tag=%s ms=%s min_ms=%s\n", a, n % 2 ? ms[(n + 1) / 2] : (ms[n / 2] + ms[n / 2 + 1]) / 2, ms[1] }'
+  log_ms_row charlm "$1" "$dir/log.csv"
 }
 if [ -x "$bin/charlm" ]; then
   for round in $(seq "$rounds"); do
@@ -162,6 +166,18 @@ if [ -x "$bin/charlm" ]; then
       run "tapegrad charlm $a step" charlm_step "$a"
       [ $torch -eq 1 ] && run "torch charlm $a step" $py bench/torch/charlm_twin.py --step --arch "$a" --charlm "$bin/charlm"
     done
+  done
+fi
+
+echo "== cnn's default network (batch 64 of Fashion-MNIST) next to its PyTorch twin" >&2
+cnn_step() {
+  "$bin/cnn" --steps 25 --limit 2000 --overwrite --out "$build/cnn" >/dev/null 2>&1 || return 1
+  log_ms_row cnn default "$build/cnn/log.csv"
+}
+if [ -x "$bin/cnn" ]; then
+  for round in $(seq "$rounds"); do
+    run "tapegrad cnn step" cnn_step
+    [ $torch -eq 1 ] && run "torch cnn step" $py bench/torch/cnn_twin.py
   done
 fi
 
@@ -412,6 +428,11 @@ END {
     row("charlm default step, " s[2] ", B=32 T=64 d_model 128, 4 layers, 2 threads, ms", fmt(v[k2, "ms"]), fmt(v[kp, "ms"]),
         sp, "> 1x (faster than the twin)", sp == "" ? "not measured" : (sp + 0 > 1 ? "met" : sprintf("missed (%.2fx)", sp)))
   }
+  # examples/cnn's default network against bench/torch/cnn_twin.py (the same network, batch and optimizer)
+  k2 = "cnn|tapegrad|default"; kp = "cnn|torch|default"
+  best(kp, k2); sp = ratio(v[kp, "ms"], v[k2, "ms"])
+  row("cnn default step (two 5x5 convolutions, batch 64 of Fashion-MNIST, Adam), 2 threads, ms", fmt(v[k2, "ms"]),
+      fmt(v[kp, "ms"]), sp, "(reference)", "")
   # CPU time per step (every thread of the process, user + system) next to wall time: a spinning pool shows
   split("step:toy-model step,gpt_b16:GPT-2-style B=16 T=64,gpt_b64:GPT-2-style B=64 T=32", G, ",")
   for (i = 1; i <= 3; i++) {

@@ -2,7 +2,7 @@
 # Installs what tapegrad needs to build and test on Debian 12, and nothing
 # when everything is already present. Usage: scripts/setup.sh [extra packages]
 set -euo pipefail
-pkgs=(cmake make gcc g++ pkg-config libopenblas-dev libcriterion-dev libstb-dev libcjson-dev openmpi-bin libopenmpi-dev iproute2 "$@")
+pkgs=(cmake make gcc g++ pkg-config libopenblas-dev libcriterion-dev libstb-dev libcjson-dev openmpi-bin libopenmpi-dev iproute2 zlib1g-dev dataset-fashion-mnist "$@")
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
