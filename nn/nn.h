@@ -5,6 +5,7 @@
 #include "attention.h"
 #include "block.h"
 #include "check.h"
+#include "conv.h"
 #include "embedding.h"
 #include "ffn.h"
 #include "init.h"

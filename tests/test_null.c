@@ -686,3 +686,27 @@ Test(null, engine_io_optim_nn_viz)
     FAILS(NULL, tg_heatmap_png_groups("/tmp/x.png", NULL, 1, 1, 1, 1, 1, NULL, NULL), -1, "tg_heatmap_png_groups");
     tg_tape_free(t);
 }
+
+/* Convolution and pooling (core/ops/nn/conv.h) and their layers. */
+Test(null, conv)
+{
+    tg_tape *t = tg_tape_new();
+    tg_tensor *x = tg_tensor_zeros(t, 4, (int[]){1, 1, 2, 2});
+    tg_pool_opts po = TG_POOL_OPTS_DEFAULT(1, 1);
+    FAILS(NULL, tg_conv2d(NULL, x, x, NULL, NULL), NULL, "tg_conv2d");
+    FAILS(t, tg_conv2d(t, x, NULL, NULL, NULL), NULL, "tg_conv2d");
+    FAILS(t, tg_max_pool2d(t, NULL, &po), NULL, "tg_max_pool2d");
+    FAILS(t, tg_max_pool2d(t, x, NULL), NULL, "tg_max_pool2d");
+    FAILS(t, tg_max_pool1d(t, x, NULL), NULL, "tg_max_pool1d");
+    tg_params *p = tg_params_new();
+    tg_conv2d_layer c;
+    tg_conv2d_config cc = TG_CONV2D_CONFIG(1, 1, 1, 1);
+    REFUSES(tg_conv2d_init(NULL, p, "c", &cc, NULL), "tg_conv2d_init: the layer is NULL");
+    REFUSES(tg_conv2d_init(&c, NULL, "c", &cc, NULL), "tg_conv2d_init: the parameter store is NULL");
+    REFUSES(tg_conv2d_init(&c, p, "c", NULL, NULL), "tg_conv2d_init: the configuration is NULL");
+    REFUSES(tg_conv2d_forward(t, NULL, x), "tg_conv2d_forward: the layer is NULL");
+    cr_assert_eq(tg_conv2d_init(&c, p, "c", &cc, NULL), 0);
+    FAILS(t, tg_conv2d_forward(t, &c, NULL), NULL, "tg_conv2d");
+    tg_params_free(p);
+    tg_tape_free(t);
+}

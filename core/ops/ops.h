@@ -7,6 +7,7 @@
 
 #include "decode.h"
 #include "mask.h"
+#include "nn/conv.h"
 #include "../engine/op.h"
 #include "../engine/rng.h"
 #include "../engine/tape.h"

@@ -1,0 +1,58 @@
+/* tapegrad: convolution and pooling over images, NCHW (PyTorch's
+ * torch.nn.functional semantics and defaults). */
+#ifndef TAPEGRAD_OPS_NN_CONV_H
+#define TAPEGRAD_OPS_NN_CONV_H
+
+#include <stdbool.h>
+
+#include "../../engine/tape.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- convolution (core/ops/nn/conv.c) ----------------------------------------
+ * Index [0] is the height, [1] the width. stride and dilation must be > 0,
+ * padding >= 0; same: padding='same' (stride 1 only; dilation * (k - 1) split
+ * with the odd one on the bottom / right, as PyTorch), padding ignored. */
+typedef struct tg_conv_opts {
+    int stride[2];
+    int padding[2];
+    int dilation[2];
+    int groups;              /* > 0, dividing C_in and C_out */
+    bool same;
+} tg_conv_opts;
+#define TG_CONV_OPTS_DEFAULT {{1, 1}, {0, 0}, {1, 1}, 1, false}
+
+/* F.conv2d: x [N, C, H, W], w [O, C/groups, kh, kw], b [O] or NULL ->
+ * [N, O, Ho, Wo], Ho = (H + 2 p - d (kh - 1) - 1) / s + 1. opts NULL: the
+ * defaults. Through tg_gemm on im2col columns of one image and group at a
+ * time; backward recomputes the columns. */
+tg_tensor *tg_conv2d(tg_tape *t, tg_tensor *x, tg_tensor *w, tg_tensor *b, const tg_conv_opts *opts);
+
+/* ---- pooling (core/ops/nn/pool.c) ---------------------------------------------
+ * kernel > 0; stride 0: the kernel (PyTorch's stride=None); padding at most
+ * half the kernel; dilation > 0 (max pooling only: avg pooling needs 1).
+ * ceil_mode: the last window may start inside the right padding, not past it.
+ * count_include_pad (avg): padded zeros count in the divisor. */
+typedef struct tg_pool_opts {
+    int kernel[2];
+    int stride[2];
+    int padding[2];
+    int dilation[2];
+    bool ceil_mode;
+    bool count_include_pad;
+} tg_pool_opts;
+#define TG_POOL_OPTS_DEFAULT(kh, kw) {{(kh), (kw)}, {0, 0}, {0, 0}, {1, 1}, false, true}
+
+/* F.max_pool2d: x [N, C, H, W] (or [C, H, W]) -> [N, C, Ho, Wo]; the grad goes
+ * to the window's first maximum (a NaN wins, as PyTorch). */
+tg_tensor *tg_max_pool2d(tg_tape *t, tg_tensor *x, const tg_pool_opts *opts);
+/* F.max_pool1d: x [N, C, L] (or [C, L]) -> [N, C, Lo]; opts' index [0]. */
+tg_tensor *tg_max_pool1d(tg_tape *t, tg_tensor *x, const tg_pool_opts *opts);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,353 @@
+/* convolution and pooling (core/ops/nn/): PyTorch's outputs and grads
+ * (tests/fixtures/conv.safetensors, bench/torch/make_conv_fixtures.py), gradchecks,
+ * refusals, the nn.Conv2d layer, and the same bits on 1 and 2 threads. */
+#include <string.h>
+
+#include "fixture_util.h"
+#include "ops_util.h"
+
+/* ---- the fixture cases ---------------------------------------------------- */
+
+typedef struct conv_case {
+    const tg_safetensors *s;
+    char name[64];
+} conv_case;
+
+static const tg_tensor *case_get(const conv_case *c, const char *what)
+{
+    char key[160];
+    snprintf(key, sizeof key, "%s.%s", c->name, what);
+    return tg_st_get(c->s, key);
+}
+
+static int case_int(const conv_case *c, const char *what, int dflt)
+{
+    char key[160];
+    snprintf(key, sizeof key, "%s.%s", c->name, what);
+    const char *v = tg_st_meta(c->s, key);
+    return v ? atoi(v) : dflt;
+}
+
+/* "h,w" (or "l") parameter into v[2]; v unchanged when absent */
+static void case_pair(const conv_case *c, const char *what, int *v)
+{
+    char key[160];
+    snprintf(key, sizeof key, "%s.%s", c->name, what);
+    const char *s = tg_st_meta(c->s, key);
+    if (!s) return;
+    char *end;
+    v[0] = (int)strtol(s, &end, 10);
+    if (*end == ',') v[1] = (int)strtol(end + 1, NULL, 10);
+}
+
+/* an input of the case on t, differentiable iff the fixture has its grad */
+static tg_tensor *case_in(tg_tape *t, const conv_case *c, const char *what)
+{
+    const tg_tensor *x = case_get(c, what);
+    if (!x) return NULL;
+    tg_tensor *y = tg_tensor_from(t, x->data, x->ndim, x->shape);
+    cr_assert_not_null(y);
+    char g[64];
+    snprintf(g, sizeof g, "grad.%s", what);
+    y->requires_grad = case_get(c, g) != NULL;
+    return y;
+}
+
+static tg_conv_opts case_conv_opts(const conv_case *c)
+{
+    tg_conv_opts o = TG_CONV_OPTS_DEFAULT;
+    case_pair(c, "stride", o.stride);
+    case_pair(c, "padding", o.padding);
+    case_pair(c, "dilation", o.dilation);
+    o.groups = case_int(c, "groups", 1);
+    o.same = case_int(c, "same", 0) != 0;
+    return o;
+}
+
+static tg_pool_opts case_pool_opts(const conv_case *c)
+{
+    tg_pool_opts o = TG_POOL_OPTS_DEFAULT(0, 0);
+    case_pair(c, "kernel", o.kernel);
+    case_pair(c, "stride", o.stride);
+    case_pair(c, "padding", o.padding);
+    case_pair(c, "dilation", o.dilation);
+    o.ceil_mode = case_int(c, "ceil_mode", 0) != 0;
+    o.count_include_pad = case_int(c, "count_include_pad", 1) != 0;
+    return o;
+}
+
+/* op: make_conv_fixtures.py's OPS index */
+static tg_tensor *case_run(tg_tape *t, const conv_case *c, tg_tensor **in)
+{
+    in[0] = case_in(t, c, "x");
+    tg_conv_opts co = case_conv_opts(c);
+    tg_pool_opts po = case_pool_opts(c);
+    switch (case_int(c, "op", -1)) {
+    case 0:
+        in[1] = case_in(t, c, "weight"), in[2] = case_in(t, c, "bias");
+        return tg_conv2d(t, in[0], in[1], in[2], &co);
+    case 1: return tg_max_pool2d(t, in[0], &po);
+    default: cr_assert_fail("%s: unknown op %d", c->name, case_int(c, "op", -1)); return NULL;
+    }
+}
+
+static void check_case(const conv_case *c)
+{
+    tg_tape *t = tg_tape_new();
+    tg_tensor *in[4] = {0};
+    tg_tensor *out = case_run(t, c, in);
+    cr_assert_not_null(out, "%s: %s", c->name, tg_tape_error(t));
+    const tg_tensor *want = case_get(c, "out");
+    char s1[TG_SHAPE_STR], s2[TG_SHAPE_STR], what[96];
+    cr_assert(tg_shape_equal(out, want), "%s: output %s, PyTorch %s", c->name, tg_shape_str(out, s1),
+              tg_shape_str(want, s2));
+    snprintf(what, sizeof what, "%s.out", c->name);
+    assert_matches(out->data, out->size, want, what);
+    cr_assert_eq(tg_backward_seed(t, out, case_get(c, "w")->data), 0, "%s: %s", c->name, tg_tape_error(t));
+    static const char *names[] = {"x", "weight", "bias"};
+    for (int i = 0; i < 3; i++) {
+        char g[32];
+        snprintf(g, sizeof g, "grad.%s", names[i]);
+        const tg_tensor *gw = case_get(c, g);
+        if (!gw) continue;
+        cr_assert(in[i] && in[i]->grad, "%s: no %s", c->name, g);
+        snprintf(what, sizeof what, "%s.%s", c->name, g);
+        assert_matches(in[i]->grad, in[i]->size, gw, what);
+    }
+    tg_tape_free(t);
+}
+
+/* every case of the file whose name starts with prefix; how many */
+static int check_cases(const char *prefix)
+{
+    tg_safetensors *s = load_fixture("conv.safetensors");
+    const char *cases = tg_st_meta(s, "cases");
+    cr_assert_not_null(cases);
+    char *list = strdup(cases);
+    int n = 0;
+    for (char *save = NULL, *name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+        if (strncmp(name, prefix, strlen(prefix)) != 0 || name[strlen(prefix)] != '_') continue;
+        conv_case c = {s, ""};
+        snprintf(c.name, sizeof c.name, "%s", name);
+        check_case(&c);
+        n++;
+    }
+    free(list);
+    tg_st_free(s);
+    return n;
+}
+
+Test(conv, conv2d_matches_pytorch) { cr_assert_geq(check_cases("conv2d"), 15); }
+Test(conv, max_pool2d_matches_pytorch) { cr_assert_geq(check_cases("max_pool2d"), 7); }
+
+/* ---- gradchecks ------------------------------------------------------------ */
+
+typedef struct gc_conv {
+    tg_conv_opts o;
+    bool bias;
+} gc_conv;
+
+static tg_tensor *gc_conv2d(tg_tape *t, tg_tensor **in, void *ctx)
+{
+    const gc_conv *c = ctx;
+    return tg_conv2d(t, in[0], in[1], c->bias ? in[2] : NULL, &c->o);
+}
+
+Test(conv, gradcheck_conv2d)
+{
+    tg_rng rng;
+    tg_rng_seed(&rng, 11);
+    struct {
+        int x[4], w[4];
+        tg_conv_opts o;
+    } cases[] = {
+        {{2, 3, 5, 6}, {4, 3, 3, 2}, {{1, 1}, {0, 0}, {1, 1}, 1, false}},
+        {{1, 4, 7, 6}, {2, 2, 3, 3}, {{2, 1}, {1, 2}, {2, 1}, 2, false}},
+        {{2, 2, 5, 5}, {2, 1, 2, 3}, {{1, 1}, {0, 0}, {2, 1}, 2, true}},
+        {{2, 3, 4, 4}, {5, 3, 1, 1}, {{1, 1}, {0, 0}, {1, 1}, 1, false}},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        int O = cases[k].w[0];
+        tg_tensor *in[3] = {tu_rand(&rng, -1, 1, 4, cases[k].x), tu_rand(&rng, -1, 1, 4, cases[k].w),
+                            tu_rand(&rng, -1, 1, 1, &O)};
+        tu_gradcheck(gc_conv2d, (&(gc_conv){cases[k].o, true}), in, 3);
+        tu_gradcheck(gc_conv2d, (&(gc_conv){cases[k].o, false}), in, 2);
+        tu_free_all(in, 3);
+    }
+}
+
+static tg_tensor *gc_max_pool2d(tg_tape *t, tg_tensor **in, void *ctx)
+{
+    return tg_max_pool2d(t, in[0], ctx);
+}
+
+Test(conv, gradcheck_max_pool2d)
+{
+    tg_rng rng;
+    tg_rng_seed(&rng, 12);
+    tg_pool_opts os[] = {TG_POOL_OPTS_DEFAULT(2, 2), {{3, 2}, {2, 1}, {1, 1}, {1, 2}, true, true}};
+    for (size_t k = 0; k < sizeof os / sizeof *os; k++) {
+        tg_tensor *x = tu_rand(&rng, -1, 1, 4, (int[]){2, 2, 6, 7});
+        tu_gradcheck(gc_max_pool2d, &os[k], &x, 1);
+        tg_tensor_free(x);
+    }
+}
+
+/* ---- refusals -------------------------------------------------------------- */
+
+Test(conv, conv2d_rejects_bad_arguments)
+{
+    tg_tape *t = tg_tape_new();
+    tg_tensor *x = tg_tensor_zeros(t, 4, (int[]){2, 4, 5, 5}), *w = tg_tensor_zeros(t, 4, (int[]){6, 2, 3, 3});
+    tg_tensor *b6 = tg_tensor_zeros(t, 1, (int[]){6}), *b5 = tg_tensor_zeros(t, 1, (int[]){5});
+    tg_tensor *x2 = tg_tensor_zeros(t, 2, (int[]){4, 5}), *w3 = tg_tensor_zeros(t, 3, (int[]){6, 2, 3});
+    tg_conv_opts o = TG_CONV_OPTS_DEFAULT;
+    assert_fails(t, tg_conv2d(t, x, w, b6, &o), "tg_conv2d", "[2,4,5,5]", "[6,2,3,3]", "groups 1");
+    o.groups = 2;
+    cr_assert_not_null(tg_conv2d(t, x, w, b6, &o), "%s", tg_tape_error(t));
+    assert_fails(t, tg_conv2d(t, x, w, b5, &o), "tg_conv2d", "bias [5]", "[6]");
+    assert_fails(t, tg_conv2d(t, x2, w, NULL, &o), "tg_conv2d", "input [4,5]", "[N, C, H, W]");
+    assert_fails(t, tg_conv2d(t, x, w3, NULL, &o), "tg_conv2d", "weight [6,2,3]");
+    o.groups = 4;
+    assert_fails(t, tg_conv2d(t, x, w, NULL, &o), "tg_conv2d", "groups 4");
+    o.groups = 0;
+    assert_fails(t, tg_conv2d(t, x, w, NULL, &o), "tg_conv2d", "groups 0");
+    o = (tg_conv_opts)TG_CONV_OPTS_DEFAULT;
+    o.groups = 2, o.stride[1] = 0;
+    assert_fails(t, tg_conv2d(t, x, w, NULL, &o), "tg_conv2d", "stride [1,0]");
+    o.stride[1] = 1, o.padding[0] = -1;
+    assert_fails(t, tg_conv2d(t, x, w, NULL, &o), "tg_conv2d", "padding [-1,0]");
+    o.padding[0] = 0, o.dilation[0] = 3;
+    assert_fails(t, tg_conv2d(t, x, w, NULL, &o), "tg_conv2d", "give no output", "larger than the padded input");
+    o.dilation[0] = 1, o.stride[0] = 2, o.same = true;
+    assert_fails(t, tg_conv2d(t, x, w, NULL, &o), "tg_conv2d", "'same'", "stride 1");
+    assert_fails(t, tg_conv2d(t, x, NULL, NULL, NULL), "tg_conv2d", "NULL");
+    tg_tape_free(t);
+}
+
+Test(conv, max_pool2d_rejects_bad_arguments)
+{
+    tg_tape *t = tg_tape_new();
+    tg_tensor *x = tg_tensor_zeros(t, 4, (int[]){2, 4, 5, 5}), *x2 = tg_tensor_zeros(t, 2, (int[]){5, 5});
+    tg_pool_opts o = TG_POOL_OPTS_DEFAULT(2, 2);
+    cr_assert_not_null(tg_max_pool2d(t, x, &o));
+    assert_fails(t, tg_max_pool2d(t, x, NULL), "tg_max_pool2d", "opts is NULL");
+    assert_fails(t, tg_max_pool2d(t, x2, &o), "tg_max_pool2d", "input [5,5]");
+    o.kernel[1] = 0;
+    assert_fails(t, tg_max_pool2d(t, x, &o), "tg_max_pool2d", "kernel 0");
+    o.kernel[1] = 2, o.padding[0] = 2;
+    assert_fails(t, tg_max_pool2d(t, x, &o), "tg_max_pool2d", "padding 2", "half the kernel 2");
+    o.padding[0] = 0, o.kernel[0] = 6;
+    assert_fails(t, tg_max_pool2d(t, x, &o), "tg_max_pool2d", "too small", "kernel 6");
+    o.kernel[0] = 2, o.dilation[1] = -1;
+    assert_fails(t, tg_max_pool2d(t, x, &o), "tg_max_pool2d", "dilation -1");
+    tg_tape_free(t);
+}
+
+/* ---- values by hand ------------------------------------------------------ */
+
+Test(conv, max_pool2d_ties_and_nan_route_as_pytorch)
+{
+    tg_tape *t = tg_tape_new();
+    /* one 2x2 window per row pair: [1 3; 3 2] -> the first 3; [NaN 5; 1 NaN] -> NaN */
+    tg_tensor *x = mk(t, 4, (int[]){1, 1, 2, 4}, (tg_real[]){1, 3, NAN, 5, 3, 2, 1, NAN});
+    x->requires_grad = true;
+    tg_pool_opts o = TG_POOL_OPTS_DEFAULT(2, 2);
+    tg_tensor *y = tg_max_pool2d(t, x, &o);
+    cr_assert_not_null(y, "%s", tg_tape_error(t));
+    cr_assert(y->data[0] == 3 && isnan(y->data[1]));
+    cr_assert_eq(tg_backward_seed(t, y, (tg_real[]){10, 20}), 0);
+    tg_real want[8] = {0, 10, 0, 0, 0, 0, 0, 20};  /* PyTorch: a later NaN takes over */
+    for (int i = 0; i < 8; i++) cr_assert(x->grad[i] == want[i], "grad[%d] = %g, want %g", i, (double)x->grad[i], (double)want[i]);
+    tg_tape_free(t);
+}
+
+/* ---- the layer ------------------------------------------------------------- */
+
+Test(conv, conv2d_layer_names_init_and_forward)
+{
+    tg_params *p = tg_params_new();
+    tg_rng rng;
+    tg_rng_seed(&rng, 3);
+    tg_conv2d_layer l;
+    tg_conv2d_config cfg = TG_CONV2D_CONFIG(4, 6, 3, 2);
+    cfg.opts.groups = 2;
+    cfg.opts.padding[0] = 1;
+    cr_assert_eq(tg_conv2d_init(&l, p, "conv1", &cfg, &rng), 0, "%s", tg_error());
+    cr_assert_eq(tg_params_count(p), 2);
+    cr_assert_str_eq(tg_params_at(p, 0)->name, "conv1.weight");
+    cr_assert_str_eq(tg_params_at(p, 1)->name, "conv1.bias");
+    int want[4] = {6, 2, 3, 2};
+    for (int i = 0; i < 4; i++) cr_assert_eq(l.weight->shape[i], want[i]);
+    double bound = 1 / sqrt(2.0 * 3 * 2), lo = 1, hi = -1;  /* fan_in = in/groups * kh * kw */
+    for (int k = 0; k < 2; k++)
+        for (size_t i = 0; i < tg_params_at(p, k)->size; i++) {
+            double v = tg_params_at(p, k)->data[i];
+            lo = v < lo ? v : lo, hi = v > hi ? v : hi;
+        }
+    cr_assert(lo >= -bound && hi <= bound && lo < -0.8 * bound && hi > 0.8 * bound, "[%g, %g] vs %g", lo, hi, bound);
+    tg_tape *t = tg_tape_new();
+    tg_tensor *x = tu_rand(&rng, -1, 1, 4, (int[]){2, 4, 5, 5});
+    tg_tensor *y = tg_conv2d_forward(t, &l, x);
+    cr_assert_not_null(y, "%s", tg_tape_error(t));
+    int ys[4] = {2, 6, 5, 4};
+    for (int i = 0; i < 4; i++) cr_assert_eq(y->shape[i], ys[i]);
+    tg_tensor *y2 = tg_conv2d(t, x, l.weight, l.bias, &cfg.opts);
+    cr_assert(memcmp(y->data, y2->data, y->size * sizeof(tg_real)) == 0);
+    tg_tensor *x3 = tg_tensor_zeros(t, 4, (int[]){2, 3, 5, 5});
+    assert_fails(t, tg_conv2d_forward(t, &l, x3), "tg_conv2d", "[2,3,5,5]");
+    tg_conv2d_layer bad;
+    cfg.out = 5;
+    cr_assert_eq(tg_conv2d_init(&bad, p, "conv2", &cfg, &rng), -1);
+    tu_assert_has(tg_error(), "conv2");
+    tu_assert_has(tg_error(), "groups 2");
+    cr_assert_eq(tg_params_count(p), 2, "a failed init leaves nothing");
+    cfg.out = 6, cfg.opts.stride[0] = 0;
+    cr_assert_eq(tg_conv2d_init(&bad, p, "conv2", &cfg, &rng), -1);
+    tu_assert_has(tg_error(), "stride [0,1]");
+    cr_assert_null(tg_conv2d_forward(t, &bad, x));
+    tu_assert_has(tg_tape_error(t), "not initialised");
+    tg_tensor_free(x);
+    tg_tape_free(t);
+    tg_params_free(p);
+}
+
+/* ---- threads ---------------------------------------------------------------- */
+
+/* conv2d -> relu -> max_pool2d forward and backward on `threads` threads:
+ * the output and every grad, concatenated into a new buffer */
+static tg_real *conv_pool_run(int threads, size_t *n)
+{
+    tg_threads_set(threads);
+    tg_rng rng;
+    tg_rng_seed(&rng, 21);
+    tg_tensor *x = tu_rand(&rng, -1, 1, 4, (int[]){8, 3, 20, 20}), *w = tu_rand(&rng, -1, 1, 4, (int[]){16, 3, 3, 3});
+    tg_tensor *b = tu_rand(&rng, -1, 1, 1, (int[]){16});
+    tg_tape *t = tg_tape_new();
+    tg_conv_opts co = TG_CONV_OPTS_DEFAULT;
+    co.padding[0] = co.padding[1] = 1;
+    tg_pool_opts po = TG_POOL_OPTS_DEFAULT(2, 2);
+    tg_tensor *y = tg_max_pool2d(t, tg_relu(t, tg_conv2d(t, x, w, b, &co)), &po);
+    cr_assert_not_null(y, "%s", tg_tape_error(t));
+    cr_assert_eq(tg_backward(t, tg_sum(t, tg_mul(t, y, y))), 0);
+    *n = y->size + x->size + w->size + b->size;
+    tg_real *all = malloc(*n * sizeof *all), *p = all;
+    memcpy(p, y->data, y->size * sizeof *p), p += y->size;
+    memcpy(p, x->grad, x->size * sizeof *p), p += x->size;
+    memcpy(p, w->grad, w->size * sizeof *p), p += w->size;
+    memcpy(p, b->grad, b->size * sizeof *p);
+    tg_tape_free(t);
+    tg_tensor_free(x), tg_tensor_free(w), tg_tensor_free(b);
+    tg_threads_set(0);
+    return all;
+}
+
+Test(conv, same_bits_on_1_and_2_threads)
+{
+    if (!tu_same_bits()) cr_skip_test("OpenBLAS's GEMM: no bit-for-bit promise across thread counts");
+    size_t n1, n2;
+    tg_real *a = conv_pool_run(1, &n1), *b = conv_pool_run(2, &n2);
+    cr_assert_eq(n1, n2);
+    cr_assert(memcmp(a, b, n1 * sizeof *a) == 0, "1 and 2 threads differ");
+    free(a), free(b);
+}
