@@ -107,7 +107,7 @@ Test(cnn, missing_files_are_named)
     good_pair();
     expect_fail(at("none.gz"), at("lab.gz"), at("none.gz"), "No such file");
     expect_fail(at("img.gz"), at("none.gz"), at("none.gz"), "cannot open");
-    expect_fail(dir, at("lab.gz"), dir, "cannot read the header: Is a directory");
+    expect_fail(dir, at("lab.gz"), dir, "cannot read the magic number: Is a directory");
     cnn_set train, test;
     cr_assert_eq(cnn_data_load(at("nodir"), 0, &train, &test), -1);
     tu_assert_has(tg_error(), "nodir/train-images-idx3-ubyte.gz");
@@ -143,9 +143,11 @@ Test(cnn, truncated_and_trailing_bytes)
     write_idx("long.gz", 1, (long[]){3}, 4, (const uint8_t[]){0, 1, 2, 3});
     expect_fail(at("img.gz"), at("long.gz"), "long.gz: corrupt: bytes past the 3 items", "");
     write_raw("tiny", "\0\0\x08", 3);
-    expect_fail(at("tiny"), at("lab.gz"), "tiny: truncated: 3 of the 16 bytes of the header", "");
+    expect_fail(at("tiny"), at("lab.gz"), "tiny: truncated: 3 of the 4 bytes of the magic number", "");
     write_raw("empty", "", 0);
-    expect_fail(at("img.gz"), at("empty"), "empty: truncated: 0 of the 8 bytes of the header", "");
+    expect_fail(at("img.gz"), at("empty"), "empty: truncated: 0 of the 4 bytes of the magic number", "");
+    write_raw("nosizes", "\0\0\x08\x03\0\0", 6);
+    expect_fail(at("nosizes"), at("lab.gz"), "nosizes: truncated: 2 of the 12 bytes of the sizes", "");
 }
 
 /* A gzip stream cut in half, and one whose deflate data is garbage. */
@@ -206,7 +208,7 @@ Test(cnn, flags)
 {
     cnn_config c;
     cr_assert_eq(parse(&c, ""), 0);
-    cr_assert_eq(c.epochs, 2);
+    cr_assert_eq(c.epochs, 5);
     cr_assert_eq(c.batch, 64);
     cr_assert_str_eq(c.data, CNN_DATA_DIR);
     cr_assert_eq(parse(&c, "--epochs 3 --batch 32 --lr 3e-3 --out x --overwrite"), 0, "%s", tg_error());

@@ -22,10 +22,10 @@ typedef struct flag {
 #define OFF(f) offsetof(cnn_config, f)
 static const flag flags[] = {
     {"data", F_STR, OFF(data), 0, 0, CNN_DATA_DIR, "DIR", "the four idx .gz files of Fashion-MNIST"},
-    {"epochs", F_INT, OFF(epochs), 1, 1000, "2", "N", "passes over the training images"},
+    {"epochs", F_INT, OFF(epochs), 1, 1000, "5", "N", "passes over the training images"},
     {"steps", F_INT, OFF(steps), 0, 1e9, "0", "N", "optimizer steps instead (0: --epochs)"},
     {"batch", F_INT, OFF(batch), 1, 4096, "64", "N", "images per step"},
-    {"lr", F_REAL, OFF(lr), 0, 1, "0.001", "X", "Adam's learning rate"},
+    {"lr", F_REAL, OFF(lr), 0, 1, "0.001", "X", "Adam's peak learning rate (a cosine to 0 over the run)"},
     {"seed", F_INT, OFF(seed), 0, 4e18, "1", "N", "seed of the initialisation and the shuffling"},
     {"threads", F_INT, OFF(threads), 0, 256, "0", "N", "threads (0: one per core)"},
     {"limit", F_INT, OFF(limit), 0, 1e9, "0", "N", "use the first N images of each set (0: all)"},

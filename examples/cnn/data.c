@@ -48,12 +48,13 @@ static gzFile open_idx(const char *path, int ndim, long *dims /* [ndim] */)
     }
     gzbuffer(f, 1 << 17);
     uint8_t h[16];
-    if (read_exact(f, path, h, 4 + 4 * (size_t)ndim, "the header")) goto fail;
+    if (read_exact(f, path, h, 4, "the magic number")) goto fail;
     if (h[0] || h[1] || h[2] != 0x08 || h[3] != ndim) {
         tg_error_set("%s: not an idx%d-ubyte file (magic %02x %02x %02x %02x, expected 00 00 08 %02x)", path, ndim,
                      h[0], h[1], h[2], h[3], ndim);
         goto fail;
     }
+    if (read_exact(f, path, h + 4, 4 * (size_t)ndim, "the sizes")) goto fail;
     for (int d = 0; d < ndim; d++) {
         const uint8_t *b = h + 4 + 4 * d;
         dims[d] = (long)((uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3]);

@@ -12,8 +12,8 @@
 
 int cnn_model_init(cnn_model *m, tg_params *p, tg_rng *rng)
 {
-    tg_conv2d_config c1 = {.in = 1, .out = C1, .kernel = {K, K}, .padding = {K / 2, K / 2}, .bias = true};
-    tg_conv2d_config c2 = {.in = C1, .out = C2, .kernel = {K, K}, .padding = {K / 2, K / 2}, .bias = true};
+    tg_conv2d_config c1 = TG_CONV2D_CONFIG(1, C1, K, K), c2 = TG_CONV2D_CONFIG(C1, C2, K, K);
+    c1.opts.padding[0] = c1.opts.padding[1] = c2.opts.padding[0] = c2.opts.padding[1] = K / 2;  /* keeps 28 x 28 */
     tg_linear_config fc = {.in = C2 * 7 * 7, .out = CNN_CLASSES, .bias = true};
     return tg_conv2d_init(&m->conv1, p, "conv1", &c1, rng) || tg_conv2d_init(&m->conv2, p, "conv2", &c2, rng) ||
                    tg_linear_init(&m->fc, p, "fc", &fc, rng)
@@ -24,7 +24,7 @@ int cnn_model_init(cnn_model *m, tg_params *p, tg_rng *rng)
 /* x [B, 1, 28, 28] -> logits [B, 10] */
 tg_tensor *cnn_forward(tg_tape *t, const cnn_model *m, tg_tensor *x)
 {
-    const tg_pool_opts pool = {.kernel = {2, 2}, .stride = {2, 2}};
+    const tg_pool_opts pool = TG_POOL_OPTS_DEFAULT(2, 2);  /* stride: the kernel */
     int B = x ? x->shape[0] : 0;
     tg_tensor *h = tg_max_pool2d(t, tg_relu(t, tg_conv2d_forward(t, &m->conv1, x)), &pool);  /* [B, 16, 14, 14] */
     h = tg_max_pool2d(t, tg_relu(t, tg_conv2d_forward(t, &m->conv2, h)), &pool);             /* [B, 32, 7, 7] */

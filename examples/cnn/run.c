@@ -1,7 +1,8 @@
 /* cnn: a training run.
  *
  * One step: B images of the epoch's shuffled order -> forward -> mean
- * cross-entropy -> backward -> Adam. After every epoch (and at the last
+ * cross-entropy -> backward -> Adam, its rate on a cosine from --lr to 0
+ * over the run. After every epoch (and at the last
  * step) the whole test set is evaluated. The files of --out:
  *
  *   log.csv            step,loss,lr,grad_norm,ms,test_acc,test_loss (the last
@@ -33,6 +34,7 @@ typedef struct trainer {
     tg_params *p;
     cnn_model m;
     tg_optim *opt;
+    tg_schedule sched;
     tg_tape *tape;
     tg_rng shuffle;
     int *order;                  /* [train->n], the epoch's order */
@@ -62,7 +64,7 @@ static int prepare_out(trainer *tr)
     return 0;
 }
 
-static int setup(trainer *tr)
+static int setup(trainer *tr, long steps)
 {
     const cnn_config *c = tr->c;
     if (tr->train->n < 1 || tr->test->n < 1) return tg_error_set("no training or test images"), 2;
@@ -75,6 +77,8 @@ static int setup(trainer *tr)
     tg_optim_opts o = tg_optim_defaults(TG_ADAM);
     o.lr = c->lr;
     tr->opt = tg_optim_new(tr->p, &o);
+    tr->sched = tg_schedule_cosine(c->lr, 0, 0, steps);
+    if (tg_schedule_check(&tr->sched)) return 2;
     tr->tape = tg_tape_new();
     tr->order = malloc((size_t)tr->train->n * sizeof *tr->order);
     tr->y = malloc((size_t)c->batch * sizeof *tr->y);
@@ -104,7 +108,7 @@ static void shuffle(trainer *tr)
 }
 
 /* The images order[0..B): *loss their mean cross-entropy. 0, or -1. */
-static int train_step(trainer *tr, long step, const int *order, int B, double *loss, double *gnorm)
+static int train_step(trainer *tr, long step, const int *order, int B, double *loss, double *gnorm, double *lr)
 {
     tg_tape_reset(tr->tape);
     tg_tensor *x = tg_tensor_new(tr->tape, 4, (int[]){B, 1, CNN_SIDE, CNN_SIDE});
@@ -115,7 +119,10 @@ static int train_step(trainer *tr, long step, const int *order, int B, double *l
     *loss = (double)l->data[0];
     *gnorm = tg_grad_norm(tr->p);
     if (!isfinite(*loss)) return tg_error_set("step %ld: the loss is %g; try a lower --lr", step, *loss);
-    return tg_optim_step(tr->opt) ? tg_error_set("step %ld: %s", step, tg_error()) : 0;
+    *lr = tg_lr_at(&tr->sched, step - 1);
+    if (tg_optim_schedule_lr(tr->opt, &tr->sched, step - 1) || tg_optim_step(tr->opt))
+        return tg_error_set("step %ld: %s", step, tg_error());
+    return 0;
 }
 
 static int evaluate(trainer *tr, long step, cnn_result *r)
@@ -136,8 +143,8 @@ static int train_loop(trainer *tr, long steps, cnn_result *r)
     for (long step = 1; step <= steps; step++) {
         if (pos >= n) shuffle(tr), pos = 0;
         int B = n - pos < c->batch ? n - pos : (int)c->batch;  /* an epoch's last batch may be short */
-        double t0 = sq_now(), loss, gnorm;
-        if (train_step(tr, step, tr->order + pos, B, &loss, &gnorm)) return -1;
+        double t0 = sq_now(), loss = 0, gnorm = 0, lr = 0;
+        if (train_step(tr, step, tr->order + pos, B, &loss, &gnorm, &lr)) return -1;
         double ms = 1000 * (sq_now() - t0);
         pos += B;
         r->steps = step;
@@ -145,9 +152,9 @@ static int train_loop(trainer *tr, long steps, cnn_result *r)
         tail[(step - 1) % TAIL] = loss;
         bool stop = sq_stop_requested(), eval = pos >= n || step == steps || stop;
         if (eval && evaluate(tr, step, r)) return -1;
-        if (sq_log_row(&tr->log, step, loss, c->lr, gnorm, ms, eval ? r->accuracy : NAN, eval ? r->test_loss : NAN))
+        if (sq_log_row(&tr->log, step, loss, lr, gnorm, ms, eval ? r->accuracy : NAN, eval ? r->test_loss : NAN))
             return -1;
-        sq_progress_step(&tr->prog, step, loss, c->lr, B);
+        sq_progress_step(&tr->prog, step, loss, lr, B);
         if (stop) break;
     }
     long k = r->steps < TAIL ? r->steps : TAIL;
@@ -187,15 +194,15 @@ int cnn_run(const cnn_config *c, const cnn_set *train, const cnn_set *test, cnn_
 {
     trainer tr = {.c = c, .train = train, .test = test};
     memset(r, 0, sizeof *r);
-    int status = setup(&tr);
+    long per_epoch = (train->n + c->batch - 1) / c->batch, steps = c->steps ? c->steps : c->epochs * per_epoch;
+    int status = setup(&tr, steps);
     if (status) {
         trainer_free(&tr);
         return status;
     }
-    long per_epoch = (train->n + c->batch - 1) / c->batch, steps = c->steps ? c->steps : c->epochs * per_epoch;
     fprintf(stderr, "model    conv 1->16 5x5, pool, conv 16->32 5x5, pool, linear 1568->10: %zu parameters\n",
             tg_params_numel(tr.p));
-    fprintf(stderr, "training Adam lr %g, batch %ld, %ld steps (%.2f epochs of %d images; test: %d) -> %s\n", c->lr,
+    fprintf(stderr, "training Adam lr %g (cosine to 0), batch %ld, %ld steps (%.2f epochs of %d images; test: %d) -> %s\n", c->lr,
             c->batch, steps, (double)steps / per_epoch, train->n, test->n, c->out);
     sq_progress_init(&tr.prog, 1, steps, c->log_every);
     int loop = train_loop(&tr, steps, r);
