@@ -61,6 +61,7 @@ static tg_conv_opts case_conv_opts(const conv_case *c)
     case_pair(c, "dilation", o.dilation);
     o.groups = case_int(c, "groups", 1);
     o.same = case_int(c, "same", 0) != 0;
+    case_pair(c, "output_padding", o.output_padding);
     return o;
 }
 
@@ -87,6 +88,20 @@ static tg_tensor *case_run(tg_tape *t, const conv_case *c, tg_tensor **in)
         in[1] = case_in(t, c, "weight"), in[2] = case_in(t, c, "bias");
         return tg_conv2d(t, in[0], in[1], in[2], &co);
     case 1: return tg_max_pool2d(t, in[0], &po);
+    case 2:
+        in[1] = case_in(t, c, "weight"), in[2] = case_in(t, c, "bias");
+        return tg_conv1d(t, in[0], in[1], in[2], &co);
+    case 3: return tg_max_pool1d(t, in[0], &po);
+    case 4: return tg_avg_pool2d(t, in[0], &po);
+    case 5: return tg_avg_pool1d(t, in[0], &po);
+    case 6: {
+        int size[2] = {0, 0};
+        case_pair(c, "size", size);
+        return tg_adaptive_avg_pool2d(t, in[0], size[0], size[1]);
+    }
+    case 7:
+        in[1] = case_in(t, c, "weight"), in[2] = case_in(t, c, "bias");
+        return tg_conv_transpose2d(t, in[0], in[1], in[2], &co);
     default: cr_assert_fail("%s: unknown op %d", c->name, case_int(c, "op", -1)); return NULL;
     }
 }
@@ -139,6 +154,12 @@ static int check_cases(const char *prefix)
 
 Test(conv, conv2d_matches_pytorch) { cr_assert_geq(check_cases("conv2d"), 15); }
 Test(conv, max_pool2d_matches_pytorch) { cr_assert_geq(check_cases("max_pool2d"), 7); }
+Test(conv, conv1d_matches_pytorch) { cr_assert_geq(check_cases("conv1d"), 6); }
+Test(conv, conv_transpose2d_matches_pytorch) { cr_assert_geq(check_cases("conv_transpose2d"), 6); }
+Test(conv, max_pool1d_matches_pytorch) { cr_assert_geq(check_cases("max_pool1d"), 3); }
+Test(conv, avg_pool2d_matches_pytorch) { cr_assert_geq(check_cases("avg_pool2d"), 5); }
+Test(conv, avg_pool1d_matches_pytorch) { cr_assert_geq(check_cases("avg_pool1d"), 3); }
+Test(conv, adaptive_avg_pool2d_matches_pytorch) { cr_assert_geq(check_cases("adaptive_avg_pool2d"), 4); }
 
 /* ---- gradchecks ------------------------------------------------------------ */
 
@@ -161,10 +182,10 @@ Test(conv, gradcheck_conv2d)
         int x[4], w[4];
         tg_conv_opts o;
     } cases[] = {
-        {{2, 3, 5, 6}, {4, 3, 3, 2}, {{1, 1}, {0, 0}, {1, 1}, 1, false}},
-        {{1, 4, 7, 6}, {2, 2, 3, 3}, {{2, 1}, {1, 2}, {2, 1}, 2, false}},
-        {{2, 2, 5, 5}, {2, 1, 2, 3}, {{1, 1}, {0, 0}, {2, 1}, 2, true}},
-        {{2, 3, 4, 4}, {5, 3, 1, 1}, {{1, 1}, {0, 0}, {1, 1}, 1, false}},
+        {{2, 3, 5, 6}, {4, 3, 3, 2}, {{1, 1}, {0, 0}, {1, 1}, 1, false, {0, 0}}},
+        {{1, 4, 7, 6}, {2, 2, 3, 3}, {{2, 1}, {1, 2}, {2, 1}, 2, false, {0, 0}}},
+        {{2, 2, 5, 5}, {2, 1, 2, 3}, {{1, 1}, {0, 0}, {2, 1}, 2, true, {0, 0}}},
+        {{2, 3, 4, 4}, {5, 3, 1, 1}, {{1, 1}, {0, 0}, {1, 1}, 1, false, {0, 0}}},
     };
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
         int O = cases[k].w[0];
@@ -191,6 +212,100 @@ Test(conv, gradcheck_max_pool2d)
         tu_gradcheck(gc_max_pool2d, &os[k], &x, 1);
         tg_tensor_free(x);
     }
+}
+
+static tg_tensor *gc_conv1d(tg_tape *t, tg_tensor **in, void *ctx)
+{
+    const gc_conv *c = ctx;
+    return tg_conv1d(t, in[0], in[1], c->bias ? in[2] : NULL, &c->o);
+}
+
+Test(conv, gradcheck_conv1d)
+{
+    tg_rng rng;
+    tg_rng_seed(&rng, 13);
+    tg_tensor *in[3] = {tu_rand(&rng, -1, 1, 3, (int[]){2, 4, 9}), tu_rand(&rng, -1, 1, 3, (int[]){6, 2, 3}),
+                        tu_rand(&rng, -1, 1, 1, (int[]){6})};
+    tu_gradcheck(gc_conv1d, (&(gc_conv){{{2, 1}, {1, 0}, {2, 1}, 2, false, {0, 0}}, true}), in, 3);
+    tu_gradcheck(gc_conv1d, (&(gc_conv){{{1, 1}, {0, 0}, {1, 1}, 2, true, {0, 0}}, false}), in, 2);
+    tu_free_all(in, 3);
+}
+
+static tg_tensor *gc_conv_transpose2d(tg_tape *t, tg_tensor **in, void *ctx)
+{
+    const gc_conv *c = ctx;
+    return tg_conv_transpose2d(t, in[0], in[1], c->bias ? in[2] : NULL, &c->o);
+}
+
+Test(conv, gradcheck_conv_transpose2d)
+{
+    tg_rng rng;
+    tg_rng_seed(&rng, 14);
+    struct {
+        int x[4], w[4];
+        tg_conv_opts o;
+    } cases[] = {
+        {{2, 3, 4, 3}, {3, 2, 3, 2}, {{2, 1}, {1, 0}, {1, 1}, 1, false, {1, 0}}},
+        {{1, 4, 3, 4}, {4, 1, 2, 3}, {{2, 3}, {1, 1}, {2, 1}, 2, false, {1, 2}}},
+        {{2, 2, 3, 3}, {2, 3, 1, 1}, {{1, 1}, {0, 0}, {1, 1}, 1, false, {0, 0}}},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        int C = cases[k].w[1] * cases[k].o.groups;
+        tg_tensor *in[3] = {tu_rand(&rng, -1, 1, 4, cases[k].x), tu_rand(&rng, -1, 1, 4, cases[k].w),
+                            tu_rand(&rng, -1, 1, 1, &C)};
+        tu_gradcheck(gc_conv_transpose2d, (&(gc_conv){cases[k].o, true}), in, 3);
+        tu_gradcheck(gc_conv_transpose2d, (&(gc_conv){cases[k].o, false}), in, 2);
+        tu_free_all(in, 3);
+    }
+}
+
+typedef struct gc_pool_case {
+    tg_tensor *(*op)(tg_tape *, tg_tensor *, const tg_pool_opts *);
+    tg_pool_opts o;
+} gc_pool_case;
+
+static tg_tensor *gc_pool_op(tg_tape *t, tg_tensor **in, void *ctx)
+{
+    const gc_pool_case *c = ctx;
+    return c->op(t, in[0], &c->o);
+}
+
+Test(conv, gradcheck_avg_and_max_pool1d)
+{
+    tg_rng rng;
+    tg_rng_seed(&rng, 15);
+    gc_pool_case cs[] = {
+        {tg_avg_pool2d, TG_POOL_OPTS_DEFAULT(2, 3)},
+        {tg_avg_pool2d, {{3, 2}, {2, 1}, {1, 1}, {1, 1}, true, false}},
+        {tg_avg_pool2d, {{3, 3}, {2, 2}, {1, 1}, {1, 1}, true, true}},
+    };
+    tg_tensor *x = tu_rand(&rng, -1, 1, 4, (int[]){2, 2, 6, 7});
+    for (size_t k = 0; k < sizeof cs / sizeof *cs; k++) tu_gradcheck(gc_pool_op, &cs[k], &x, 1);
+    tg_tensor_free(x);
+    gc_pool_case c1[] = {
+        {tg_avg_pool1d, {{3, 0}, {2, 0}, {1, 0}, {1, 1}, true, false}},
+        {tg_avg_pool1d, {{4, 0}, {3, 0}, {2, 0}, {1, 1}, true, true}},
+        {tg_max_pool1d, {{3, 0}, {2, 0}, {1, 0}, {2, 1}, true, true}},
+    };
+    x = tu_rand(&rng, -1, 1, 3, (int[]){2, 3, 10});
+    for (size_t k = 0; k < sizeof c1 / sizeof *c1; k++) tu_gradcheck(gc_pool_op, &c1[k], &x, 1);
+    tg_tensor_free(x);
+}
+
+static tg_tensor *gc_adaptive(tg_tape *t, tg_tensor **in, void *ctx)
+{
+    const int *s = ctx;
+    return tg_adaptive_avg_pool2d(t, in[0], s[0], s[1]);
+}
+
+Test(conv, gradcheck_adaptive_avg_pool2d)
+{
+    tg_rng rng;
+    tg_rng_seed(&rng, 16);
+    tg_tensor *x = tu_rand(&rng, -1, 1, 4, (int[]){2, 2, 7, 5});
+    tu_gradcheck(gc_adaptive, ((int[]){3, 2}), &x, 1);
+    tu_gradcheck(gc_adaptive, ((int[]){9, 6}), &x, 1);  /* larger than the input: overlapping windows */
+    tg_tensor_free(x);
 }
 
 /* ---- refusals -------------------------------------------------------------- */
@@ -241,6 +356,36 @@ Test(conv, max_pool2d_rejects_bad_arguments)
     assert_fails(t, tg_max_pool2d(t, x, &o), "tg_max_pool2d", "too small", "kernel 6");
     o.kernel[0] = 2, o.dilation[1] = -1;
     assert_fails(t, tg_max_pool2d(t, x, &o), "tg_max_pool2d", "dilation -1");
+    tg_tape_free(t);
+}
+
+Test(conv, other_ops_reject_bad_arguments)
+{
+    tg_tape *t = tg_tape_new();
+    tg_tensor *x = tg_tensor_zeros(t, 4, (int[]){2, 4, 5, 5}), *w = tg_tensor_zeros(t, 4, (int[]){4, 3, 3, 3});
+    tg_tensor *x1 = tg_tensor_zeros(t, 3, (int[]){2, 4, 9}), *w1 = tg_tensor_zeros(t, 3, (int[]){3, 4, 3});
+    tg_conv_opts o = TG_CONV_OPTS_DEFAULT;
+    o.output_padding[1] = 1;
+    assert_fails(t, tg_conv2d(t, x, tg_tensor_zeros(t, 4, (int[]){3, 4, 3, 3}), NULL, &o), "tg_conv2d",
+                 "output_padding [0,1]", "transposed");
+    cr_assert_not_null(tg_conv_transpose2d(t, x, w, NULL, &(tg_conv_opts){{2, 2}, {0, 0}, {1, 1}, 1, false, {1, 1}}),
+                       "%s", tg_tape_error(t));
+    assert_fails(t, tg_conv_transpose2d(t, x, w, NULL, &o), "tg_conv_transpose2d", "output_padding [0,1]",
+                 "smaller than stride or dilation");
+    o.output_padding[1] = 0, o.same = true;
+    assert_fails(t, tg_conv_transpose2d(t, x, w, NULL, &o), "tg_conv_transpose2d", "'same'");
+    assert_fails(t, tg_conv_transpose2d(t, x, tg_tensor_zeros(t, 4, (int[]){3, 3, 3, 3}), NULL, NULL),
+                 "tg_conv_transpose2d", "[2,4,5,5]", "[3,3,3,3]", "weight's dim 0");
+    cr_assert_not_null(tg_conv1d(t, x1, w1, NULL, NULL), "%s", tg_tape_error(t));
+    assert_fails(t, tg_conv1d(t, x, w1, NULL, NULL), "tg_conv1d", "input [2,4,5,5]", "[N, C, L]");
+    assert_fails(t, tg_conv1d(t, x1, w, NULL, NULL), "tg_conv1d", "weight [4,3,3,3]", "[C_out, C_in/groups, k]");
+    tg_pool_opts po = TG_POOL_OPTS_DEFAULT(2, 2);
+    po.dilation[0] = 2;
+    assert_fails(t, tg_avg_pool2d(t, x, &po), "tg_avg_pool2d", "dilation 2");
+    assert_fails(t, tg_avg_pool1d(t, x, &po), "tg_avg_pool1d", "input [2,4,5,5]");
+    assert_fails(t, tg_max_pool1d(t, x, &po), "tg_max_pool1d", "input [2,4,5,5]");
+    assert_fails(t, tg_adaptive_avg_pool2d(t, x, 0, 3), "tg_adaptive_avg_pool2d", "output size 0x3");
+    assert_fails(t, tg_adaptive_avg_pool2d(t, tg_tensor_zeros(t, 2, (int[]){4, 9}), 2, 3), "tg_adaptive_avg_pool2d", "input [4,9]");
     tg_tape_free(t);
 }
 

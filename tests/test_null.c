@@ -698,6 +698,11 @@ Test(null, conv)
     FAILS(t, tg_max_pool2d(t, NULL, &po), NULL, "tg_max_pool2d");
     FAILS(t, tg_max_pool2d(t, x, NULL), NULL, "tg_max_pool2d");
     FAILS(t, tg_max_pool1d(t, x, NULL), NULL, "tg_max_pool1d");
+    FAILS(t, tg_avg_pool2d(t, NULL, &po), NULL, "tg_avg_pool2d");
+    FAILS(t, tg_avg_pool1d(t, x, NULL), NULL, "tg_avg_pool1d");
+    FAILS(t, tg_adaptive_avg_pool2d(t, NULL, 1, 1), NULL, "tg_adaptive_avg_pool2d");
+    FAILS(t, tg_conv1d(t, NULL, x, NULL, NULL), NULL, "tg_conv1d");
+    FAILS(t, tg_conv_transpose2d(t, x, NULL, NULL, NULL), NULL, "tg_conv_transpose2d");
     tg_params *p = tg_params_new();
     tg_conv2d_layer c;
     tg_conv2d_config cc = TG_CONV2D_CONFIG(1, 1, 1, 1);

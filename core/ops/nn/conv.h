@@ -11,24 +11,34 @@
 extern "C" {
 #endif
 
-/* ---- convolution (core/ops/nn/conv.c) ----------------------------------------
- * Index [0] is the height, [1] the width. stride and dilation must be > 0,
- * padding >= 0; same: padding='same' (stride 1 only; dilation * (k - 1) split
- * with the odd one on the bottom / right, as PyTorch), padding ignored. */
+/* ---- convolution (core/ops/nn/conv.c, conv_transpose.c) ------------------------
+ * Index [0] is the height, [1] the width (1-D ops read [0] only). stride and
+ * dilation must be > 0, padding >= 0; same: padding='same' (stride 1 only;
+ * dilation * (k - 1) split with the odd one on the bottom / right, as
+ * PyTorch), padding ignored. output_padding (transposed only, else 0) must be
+ * smaller than stride or dilation. */
 typedef struct tg_conv_opts {
     int stride[2];
     int padding[2];
     int dilation[2];
     int groups;              /* > 0, dividing C_in and C_out */
     bool same;
+    int output_padding[2];
 } tg_conv_opts;
-#define TG_CONV_OPTS_DEFAULT {{1, 1}, {0, 0}, {1, 1}, 1, false}
+#define TG_CONV_OPTS_DEFAULT {{1, 1}, {0, 0}, {1, 1}, 1, false, {0, 0}}
 
 /* F.conv2d: x [N, C, H, W], w [O, C/groups, kh, kw], b [O] or NULL ->
  * [N, O, Ho, Wo], Ho = (H + 2 p - d (kh - 1) - 1) / s + 1. opts NULL: the
  * defaults. Through tg_gemm on im2col columns of one image and group at a
  * time; backward recomputes the columns. */
 tg_tensor *tg_conv2d(tg_tape *t, tg_tensor *x, tg_tensor *w, tg_tensor *b, const tg_conv_opts *opts);
+/* F.conv1d: x [N, C, L] (or [C, L]), w [O, C/groups, k], b [O] or NULL -> [N, O, Lo]. */
+tg_tensor *tg_conv1d(tg_tape *t, tg_tensor *x, tg_tensor *w, tg_tensor *b, const tg_conv_opts *opts);
+/* F.conv_transpose2d: x [N, C_in, H, W] (or unbatched), w [C_in, C_out/groups,
+ * kh, kw], b [C_out] or NULL -> [N, C_out, Ho, Wo],
+ * Ho = (H - 1) s - 2 p + d (kh - 1) + output_padding + 1: the grad of
+ * tg_conv2d with respect to its input ('same' is refused). */
+tg_tensor *tg_conv_transpose2d(tg_tape *t, tg_tensor *x, tg_tensor *w, tg_tensor *b, const tg_conv_opts *opts);
 
 /* ---- pooling (core/ops/nn/pool.c) ---------------------------------------------
  * kernel > 0; stride 0: the kernel (PyTorch's stride=None); padding at most
@@ -50,6 +60,15 @@ typedef struct tg_pool_opts {
 tg_tensor *tg_max_pool2d(tg_tape *t, tg_tensor *x, const tg_pool_opts *opts);
 /* F.max_pool1d: x [N, C, L] (or [C, L]) -> [N, C, Lo]; opts' index [0]. */
 tg_tensor *tg_max_pool1d(tg_tape *t, tg_tensor *x, const tg_pool_opts *opts);
+/* F.avg_pool2d / F.avg_pool1d (ceil_mode, count_include_pad; no dilation):
+ * each window's mean; a window wholly in the padding gives 0. */
+tg_tensor *tg_avg_pool2d(tg_tape *t, tg_tensor *x, const tg_pool_opts *opts);
+tg_tensor *tg_avg_pool1d(tg_tape *t, tg_tensor *x, const tg_pool_opts *opts);
+
+/* F.adaptive_avg_pool2d (core/ops/nn/adaptive.c): x [N, C, H, W] (or
+ * [C, H, W]) -> [N, C, oh, ow], oh, ow > 0; output i averages inputs
+ * floor(i H / oh) to ceil((i + 1) H / oh) - 1 (and likewise along W). */
+tg_tensor *tg_adaptive_avg_pool2d(tg_tape *t, tg_tensor *x, int oh, int ow);
 
 #ifdef __cplusplus
 }
