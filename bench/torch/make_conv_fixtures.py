@@ -165,6 +165,50 @@ def gen(fx):
              lambda x, size=size: F.adaptive_avg_pool2d(x, size), size=pair(size))
 
 
+    # batch_norm: training moves the running statistics (kept as "running_mean_after" ...)
+    bns = [
+        ("train_4d", (4, 3, 5, 6), True, True, 0.1, 1e-5),
+        ("train_2d_noaffine", (6, 4), True, False, 0.3, 1e-3),
+        ("train_3d_mom1", (3, 2, 7), True, True, 1.0, 1e-5),
+        ("eval_4d", (2, 3, 4, 4), False, True, 0.1, 1e-5),
+        ("eval_noaffine", (2, 3, 5), False, False, 0.1, 1e-2),
+    ]
+    for name, xs, training, affine, momentum, eps in bns:
+        C = xs[1]
+        rm0, rv0 = r(C) * 0.5, torch.rand(C, dtype=D) + 0.5
+        rm, rv = rm0.clone(), rv0.clone()
+        inputs = {"x": r(*xs) * 2 + 0.5}
+        if affine:
+            inputs["weight"], inputs["bias"] = r(C) + 1, r(C)
+        case("batch_norm_" + name, "batch_norm", inputs,
+             lambda x, w=None, b=None, rm=rm, rv=rv, training=training, momentum=momentum, eps=eps:
+             F.batch_norm(x, rm, rv, w, b, training, momentum, eps),
+             training=int(training), momentum=momentum, eps=eps)
+        cn = "batch_norm_" + name
+        fx.tensors[cn + ".running_mean"], fx.tensors[cn + ".running_var"] = rm0, rv0
+        fx.tensors[cn + ".running_mean_after"], fx.tensors[cn + ".running_var_after"] = rm, rv
+
+    # interpolate: nearest and bilinear, by size and by scale
+    interps = [
+        ("nearest_size", (1, 2, 4, 5), dict(size=(7, 3), mode="nearest")),
+        ("nearest_scale", (2, 1, 3, 4), dict(scale_factor=(2.0, 1.5), mode="nearest")),
+        ("nearest_down", (1, 2, 9, 7), dict(size=(4, 3), mode="nearest")),
+        ("bilinear_size", (1, 2, 4, 5), dict(size=(7, 3), mode="bilinear", align_corners=False)),
+        ("bilinear_align", (2, 2, 4, 5), dict(size=(7, 9), mode="bilinear", align_corners=True)),
+        ("bilinear_scale", (1, 3, 5, 4), dict(scale_factor=(1.7, 0.6), mode="bilinear", align_corners=False)),
+        ("bilinear_align_1", (1, 1, 4, 5), dict(size=(1, 6), mode="bilinear", align_corners=True)),
+        ("scale2", (2, 3, 4, 4), dict(scale_factor=2.0, mode="bilinear", align_corners=False)),
+    ]
+    for name, xs, kw in interps:
+        size = kw.get("size", (0, 0))
+        sf = kw.get("scale_factor", (0.0, 0.0))
+        sf = (sf, sf) if isinstance(sf, float) else sf
+        case("interpolate_" + name, "interpolate", {"x": r(*xs)}, lambda x, kw=kw: F.interpolate(x, **kw),
+             size=pair(size),
+             scale_h=float(sf[0]), scale_w=float(sf[1]), bilinear=int(kw["mode"] == "bilinear"),
+             align_corners=int(kw.get("align_corners", False)))
+
+
 def main():
     os.makedirs(mf.OUT_DIR, exist_ok=True)
     torch.set_default_dtype(D)

@@ -1,10 +1,12 @@
-/* tapegrad: convolution and pooling over images, NCHW (PyTorch's
- * torch.nn.functional semantics and defaults). */
+/* tapegrad: the ops of convolutional networks over NCHW images:
+ * convolution, pooling, batch normalisation, channel dropout, resizing
+ * (PyTorch's torch.nn.functional semantics and defaults). */
 #ifndef TAPEGRAD_OPS_NN_CONV_H
 #define TAPEGRAD_OPS_NN_CONV_H
 
 #include <stdbool.h>
 
+#include "../../engine/rng.h"
 #include "../../engine/tape.h"
 
 #ifdef __cplusplus
@@ -69,6 +71,42 @@ tg_tensor *tg_avg_pool1d(tg_tape *t, tg_tensor *x, const tg_pool_opts *opts);
  * [C, H, W]) -> [N, C, oh, ow], oh, ow > 0; output i averages inputs
  * floor(i H / oh) to ceil((i + 1) H / oh) - 1 (and likewise along W). */
 tg_tensor *tg_adaptive_avg_pool2d(tg_tape *t, tg_tensor *x, int oh, int ow);
+
+/* ---- batch normalisation (core/ops/nn/batchnorm.c) -----------------------------
+ * F.batch_norm over dim 1 of x [N, C, ...] (2-D to 8-D): training normalises
+ * with the batch's mean and biased variance and, when running_mean and
+ * running_var ([C], both or neither) are given, moves them in place:
+ * r = (1 - momentum) r + momentum s, with the unbiased variance (PyTorch's).
+ * Evaluation normalises with the running statistics (required). weight and
+ * bias [C] may be NULL. Training needs more than one value per channel. */
+typedef struct tg_bn_opts {
+    bool training;
+    double momentum;         /* in [0, 1] */
+    double eps;              /* > 0 */
+} tg_bn_opts;
+#define TG_BN_OPTS_DEFAULT {false, 0.1, 1e-5}
+tg_tensor *tg_batch_norm(tg_tape *t, tg_tensor *x, tg_tensor *running_mean, tg_tensor *running_var,
+                         tg_tensor *weight, tg_tensor *bias, const tg_bn_opts *opts);
+
+/* F.dropout2d (core/ops/nn/dropout2d.c): x [N, C, H, W]; each channel kept
+ * whole (times 1 / (1 - p)) or zeroed whole, one rng draw per channel in
+ * (n, c) order. As tg_dropout: x itself when p == 0 or the tape is not
+ * training (rng may then be NULL); p in [0, 1). */
+tg_tensor *tg_dropout2d(tg_tape *t, tg_tensor *x, double p, tg_rng *rng);
+
+/* ---- resizing (core/ops/nn/interpolate.c) ---------------------------------------
+ * F.interpolate of x [N, C, H, W] to [N, C, Ho, Wo]: for each
+ * of H ([0]) and W ([1]) give size (> 0) or scale (> 0; Ho = floor(H scale),
+ * and the kernel maps with 1 / scale, PyTorch's recompute_scale_factor=None),
+ * exactly one. align_corners: bilinear only. */
+typedef enum tg_interp_mode { TG_INTERP_NEAREST, TG_INTERP_BILINEAR } tg_interp_mode;
+typedef struct tg_interp_opts {
+    int size[2];
+    double scale[2];
+    tg_interp_mode mode;
+    bool align_corners;
+} tg_interp_opts;
+tg_tensor *tg_interpolate(tg_tape *t, tg_tensor *x, const tg_interp_opts *opts);
 
 #ifdef __cplusplus
 }
