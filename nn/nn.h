@@ -3,6 +3,7 @@
 #define TAPEGRAD_NN_H
 
 #include "attention.h"
+#include "batchnorm.h"
 #include "block.h"
 #include "check.h"
 #include "conv.h"

@@ -28,6 +28,15 @@ static int case_int(const conv_case *c, const char *what, int dflt)
     return v ? atoi(v) : dflt;
 }
 
+static double case_real(const conv_case *c, const char *what)
+{
+    char key[160];
+    snprintf(key, sizeof key, "%s.%s", c->name, what);
+    const char *v = tg_st_meta(c->s, key);
+    cr_assert_not_null(v, "%s: no '%s'", c->name, what);
+    return strtod(v, NULL);
+}
+
 /* "h,w" (or "l") parameter into v[2]; v unchanged when absent */
 static void case_pair(const conv_case *c, const char *what, int *v)
 {
@@ -61,6 +70,7 @@ static tg_conv_opts case_conv_opts(const conv_case *c)
     case_pair(c, "dilation", o.dilation);
     o.groups = case_int(c, "groups", 1);
     o.same = case_int(c, "same", 0) != 0;
+    case_pair(c, "output_padding", o.output_padding);
     return o;
 }
 
@@ -87,6 +97,33 @@ static tg_tensor *case_run(tg_tape *t, const conv_case *c, tg_tensor **in)
         in[1] = case_in(t, c, "weight"), in[2] = case_in(t, c, "bias");
         return tg_conv2d(t, in[0], in[1], in[2], &co);
     case 1: return tg_max_pool2d(t, in[0], &po);
+    case 2:
+        in[1] = case_in(t, c, "weight"), in[2] = case_in(t, c, "bias");
+        return tg_conv1d(t, in[0], in[1], in[2], &co);
+    case 3: return tg_max_pool1d(t, in[0], &po);
+    case 4: return tg_avg_pool2d(t, in[0], &po);
+    case 5: return tg_avg_pool1d(t, in[0], &po);
+    case 6: {
+        int size[2] = {0, 0};
+        case_pair(c, "size", size);
+        return tg_adaptive_avg_pool2d(t, in[0], size[0], size[1]);
+    }
+    case 7:
+        in[1] = case_in(t, c, "weight"), in[2] = case_in(t, c, "bias");
+        return tg_conv_transpose2d(t, in[0], in[1], in[2], &co);
+    case 8: {
+        tg_interp_opts io = {{0, 0}, {case_real(c, "scale_h"), case_real(c, "scale_w")},
+                             case_int(c, "bilinear", 0) ? TG_INTERP_BILINEAR : TG_INTERP_NEAREST,
+                             case_int(c, "align_corners", 0) != 0};
+        case_pair(c, "size", io.size);
+        return tg_interpolate(t, in[0], &io);
+    }
+    case 9: {
+        in[1] = case_in(t, c, "weight"), in[2] = case_in(t, c, "bias");
+        in[3] = case_in(t, c, "running_mean"), in[4] = case_in(t, c, "running_var");
+        tg_bn_opts bo = {case_int(c, "training", -1) == 1, case_real(c, "momentum"), case_real(c, "eps")};
+        return tg_batch_norm(t, in[0], in[3], in[4], in[1], in[2], &bo);
+    }
     default: cr_assert_fail("%s: unknown op %d", c->name, case_int(c, "op", -1)); return NULL;
     }
 }
@@ -94,7 +131,7 @@ static tg_tensor *case_run(tg_tape *t, const conv_case *c, tg_tensor **in)
 static void check_case(const conv_case *c)
 {
     tg_tape *t = tg_tape_new();
-    tg_tensor *in[4] = {0};
+    tg_tensor *in[5] = {0};
     tg_tensor *out = case_run(t, c, in);
     cr_assert_not_null(out, "%s: %s", c->name, tg_tape_error(t));
     const tg_tensor *want = case_get(c, "out");
@@ -113,6 +150,13 @@ static void check_case(const conv_case *c)
         cr_assert(in[i] && in[i]->grad, "%s: no %s", c->name, g);
         snprintf(what, sizeof what, "%s.%s", c->name, g);
         assert_matches(in[i]->grad, in[i]->size, gw, what);
+    }
+    static const char *after[] = {"running_mean_after", "running_var_after"};
+    for (int i = 0; i < 2; i++) {  /* batch_norm's running statistics, moved in place */
+        const tg_tensor *want_after = case_get(c, after[i]);
+        if (!want_after) continue;
+        snprintf(what, sizeof what, "%s.%s", c->name, after[i]);
+        assert_matches(in[3 + i]->data, in[3 + i]->size, want_after, what);
     }
     tg_tape_free(t);
 }
@@ -139,6 +183,14 @@ static int check_cases(const char *prefix)
 
 Test(conv, conv2d_matches_pytorch) { cr_assert_geq(check_cases("conv2d"), 15); }
 Test(conv, max_pool2d_matches_pytorch) { cr_assert_geq(check_cases("max_pool2d"), 7); }
+Test(conv, conv1d_matches_pytorch) { cr_assert_geq(check_cases("conv1d"), 6); }
+Test(conv, conv_transpose2d_matches_pytorch) { cr_assert_geq(check_cases("conv_transpose2d"), 6); }
+Test(conv, max_pool1d_matches_pytorch) { cr_assert_geq(check_cases("max_pool1d"), 3); }
+Test(conv, avg_pool2d_matches_pytorch) { cr_assert_geq(check_cases("avg_pool2d"), 5); }
+Test(conv, avg_pool1d_matches_pytorch) { cr_assert_geq(check_cases("avg_pool1d"), 3); }
+Test(conv, adaptive_avg_pool2d_matches_pytorch) { cr_assert_geq(check_cases("adaptive_avg_pool2d"), 4); }
+Test(conv, interpolate_matches_pytorch) { cr_assert_geq(check_cases("interpolate"), 8); }
+Test(conv, batch_norm_matches_pytorch) { cr_assert_geq(check_cases("batch_norm"), 5); }
 
 /* ---- gradchecks ------------------------------------------------------------ */
 
@@ -161,10 +213,10 @@ Test(conv, gradcheck_conv2d)
         int x[4], w[4];
         tg_conv_opts o;
     } cases[] = {
-        {{2, 3, 5, 6}, {4, 3, 3, 2}, {{1, 1}, {0, 0}, {1, 1}, 1, false}},
-        {{1, 4, 7, 6}, {2, 2, 3, 3}, {{2, 1}, {1, 2}, {2, 1}, 2, false}},
-        {{2, 2, 5, 5}, {2, 1, 2, 3}, {{1, 1}, {0, 0}, {2, 1}, 2, true}},
-        {{2, 3, 4, 4}, {5, 3, 1, 1}, {{1, 1}, {0, 0}, {1, 1}, 1, false}},
+        {{2, 3, 5, 6}, {4, 3, 3, 2}, {{1, 1}, {0, 0}, {1, 1}, 1, false, {0, 0}}},
+        {{1, 4, 7, 6}, {2, 2, 3, 3}, {{2, 1}, {1, 2}, {2, 1}, 2, false, {0, 0}}},
+        {{2, 2, 5, 5}, {2, 1, 2, 3}, {{1, 1}, {0, 0}, {2, 1}, 2, true, {0, 0}}},
+        {{2, 3, 4, 4}, {5, 3, 1, 1}, {{1, 1}, {0, 0}, {1, 1}, 1, false, {0, 0}}},
     };
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
         int O = cases[k].w[0];
@@ -191,6 +243,191 @@ Test(conv, gradcheck_max_pool2d)
         tu_gradcheck(gc_max_pool2d, &os[k], &x, 1);
         tg_tensor_free(x);
     }
+}
+
+static tg_tensor *gc_conv1d(tg_tape *t, tg_tensor **in, void *ctx)
+{
+    const gc_conv *c = ctx;
+    return tg_conv1d(t, in[0], in[1], c->bias ? in[2] : NULL, &c->o);
+}
+
+Test(conv, gradcheck_conv1d)
+{
+    tg_rng rng;
+    tg_rng_seed(&rng, 13);
+    tg_tensor *in[3] = {tu_rand(&rng, -1, 1, 3, (int[]){2, 4, 9}), tu_rand(&rng, -1, 1, 3, (int[]){6, 2, 3}),
+                        tu_rand(&rng, -1, 1, 1, (int[]){6})};
+    tu_gradcheck(gc_conv1d, (&(gc_conv){{{2, 1}, {1, 0}, {2, 1}, 2, false, {0, 0}}, true}), in, 3);
+    tu_gradcheck(gc_conv1d, (&(gc_conv){{{1, 1}, {0, 0}, {1, 1}, 2, true, {0, 0}}, false}), in, 2);
+    tu_free_all(in, 3);
+}
+
+static tg_tensor *gc_conv_transpose2d(tg_tape *t, tg_tensor **in, void *ctx)
+{
+    const gc_conv *c = ctx;
+    return tg_conv_transpose2d(t, in[0], in[1], c->bias ? in[2] : NULL, &c->o);
+}
+
+Test(conv, gradcheck_conv_transpose2d)
+{
+    tg_rng rng;
+    tg_rng_seed(&rng, 14);
+    struct {
+        int x[4], w[4];
+        tg_conv_opts o;
+    } cases[] = {
+        {{2, 3, 4, 3}, {3, 2, 3, 2}, {{2, 1}, {1, 0}, {1, 1}, 1, false, {1, 0}}},
+        {{1, 4, 3, 4}, {4, 1, 2, 3}, {{2, 3}, {1, 1}, {2, 1}, 2, false, {1, 2}}},
+        {{2, 2, 3, 3}, {2, 3, 1, 1}, {{1, 1}, {0, 0}, {1, 1}, 1, false, {0, 0}}},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        int C = cases[k].w[1] * cases[k].o.groups;
+        tg_tensor *in[3] = {tu_rand(&rng, -1, 1, 4, cases[k].x), tu_rand(&rng, -1, 1, 4, cases[k].w),
+                            tu_rand(&rng, -1, 1, 1, &C)};
+        tu_gradcheck(gc_conv_transpose2d, (&(gc_conv){cases[k].o, true}), in, 3);
+        tu_gradcheck(gc_conv_transpose2d, (&(gc_conv){cases[k].o, false}), in, 2);
+        tu_free_all(in, 3);
+    }
+}
+
+typedef struct gc_pool_case {
+    tg_tensor *(*op)(tg_tape *, tg_tensor *, const tg_pool_opts *);
+    tg_pool_opts o;
+} gc_pool_case;
+
+static tg_tensor *gc_pool_op(tg_tape *t, tg_tensor **in, void *ctx)
+{
+    const gc_pool_case *c = ctx;
+    return c->op(t, in[0], &c->o);
+}
+
+Test(conv, gradcheck_avg_and_max_pool1d)
+{
+    tg_rng rng;
+    tg_rng_seed(&rng, 15);
+    gc_pool_case cs[] = {
+        {tg_avg_pool2d, TG_POOL_OPTS_DEFAULT(2, 3)},
+        {tg_avg_pool2d, {{3, 2}, {2, 1}, {1, 1}, {1, 1}, true, false}},
+        {tg_avg_pool2d, {{3, 3}, {2, 2}, {1, 1}, {1, 1}, true, true}},
+    };
+    tg_tensor *x = tu_rand(&rng, -1, 1, 4, (int[]){2, 2, 6, 7});
+    for (size_t k = 0; k < sizeof cs / sizeof *cs; k++) tu_gradcheck(gc_pool_op, &cs[k], &x, 1);
+    tg_tensor_free(x);
+    gc_pool_case c1[] = {
+        {tg_avg_pool1d, {{3, 0}, {2, 0}, {1, 0}, {1, 1}, true, false}},
+        {tg_avg_pool1d, {{4, 0}, {3, 0}, {2, 0}, {1, 1}, true, true}},
+        {tg_max_pool1d, {{3, 0}, {2, 0}, {1, 0}, {2, 1}, true, true}},
+    };
+    x = tu_rand(&rng, -1, 1, 3, (int[]){2, 3, 10});
+    for (size_t k = 0; k < sizeof c1 / sizeof *c1; k++) tu_gradcheck(gc_pool_op, &c1[k], &x, 1);
+    tg_tensor_free(x);
+}
+
+static tg_tensor *gc_adaptive(tg_tape *t, tg_tensor **in, void *ctx)
+{
+    const int *s = ctx;
+    return tg_adaptive_avg_pool2d(t, in[0], s[0], s[1]);
+}
+
+Test(conv, gradcheck_adaptive_avg_pool2d)
+{
+    tg_rng rng;
+    tg_rng_seed(&rng, 16);
+    tg_tensor *x = tu_rand(&rng, -1, 1, 4, (int[]){2, 2, 7, 5});
+    tu_gradcheck(gc_adaptive, ((int[]){3, 2}), &x, 1);
+    tu_gradcheck(gc_adaptive, ((int[]){9, 6}), &x, 1);  /* larger than the input: overlapping windows */
+    tg_tensor_free(x);
+}
+
+typedef struct gc_bn {
+    bool training, affine;
+    tg_tensor *rm, *rv;
+} gc_bn;
+
+static tg_tensor *gc_batch_norm(tg_tape *t, tg_tensor **in, void *ctx)
+{
+    const gc_bn *c = ctx;
+    tg_bn_opts o = {c->training, 0.1, 1e-5};
+    return tg_batch_norm(t, in[0], c->rm, c->rv, c->affine ? in[1] : NULL, c->affine ? in[2] : NULL, &o);
+}
+
+Test(conv, gradcheck_batch_norm)
+{
+    tg_rng rng;
+    tg_rng_seed(&rng, 17);
+    tg_tensor *in[3] = {tu_rand(&rng, -1, 2, 4, (int[]){3, 4, 3, 2}), tu_rand(&rng, 0.5, 1.5, 1, (int[]){4}),
+                        tu_rand(&rng, -0.5, 0.5, 1, (int[]){4})};
+    tg_tensor *rm = tu_rand(&rng, -0.5, 0.5, 1, (int[]){4}), *rv = tu_rand(&rng, 0.5, 1.5, 1, (int[]){4});
+    rm->requires_grad = rv->requires_grad = false;
+    tu_gradcheck(gc_batch_norm, (&(gc_bn){true, true, NULL, NULL}), in, 3);
+    tu_gradcheck(gc_batch_norm, (&(gc_bn){true, false, rm, rv}), in, 1);
+    tu_gradcheck(gc_batch_norm, (&(gc_bn){false, true, rm, rv}), in, 3);
+    tu_free_all(in, 3);
+    tg_tensor_free(rm), tg_tensor_free(rv);
+}
+
+static tg_tensor *gc_interpolate(tg_tape *t, tg_tensor **in, void *ctx)
+{
+    return tg_interpolate(t, in[0], ctx);
+}
+
+Test(conv, gradcheck_interpolate)
+{
+    tg_rng rng;
+    tg_rng_seed(&rng, 18);
+    tg_interp_opts os[] = {
+        {{5, 7}, {0, 0}, TG_INTERP_NEAREST, false},
+        {{0, 0}, {1.5, 0.5}, TG_INTERP_BILINEAR, false},
+        {{7, 3}, {0, 0}, TG_INTERP_BILINEAR, true},
+    };
+    tg_tensor *x = tu_rand(&rng, -1, 1, 4, (int[]){2, 2, 4, 5});
+    for (size_t k = 0; k < sizeof os / sizeof *os; k++) tu_gradcheck(gc_interpolate, &os[k], &x, 1);
+    tg_tensor_free(x);
+}
+
+static tg_tensor *gc_dropout2d(tg_tape *t, tg_tensor **in, void *ctx)
+{
+    tg_rng rng;  /* the same mask on every call */
+    tg_rng_seed(&rng, *(uint64_t *)ctx);
+    return tg_dropout2d(t, in[0], 0.5, &rng);
+}
+
+Test(conv, dropout2d_drops_whole_channels)
+{
+    tg_rng rng;
+    tg_rng_seed(&rng, 19);
+    tg_tensor *x = tu_rand(&rng, 0.5, 1.5, 4, (int[]){20, 10, 3, 4});
+    tg_tape *t = tg_tape_new();
+    tg_tensor *y = tg_dropout2d(t, x, 0.3, &rng);
+    cr_assert_not_null(y, "%s", tg_tape_error(t));
+    int dropped = 0;
+    for (int c = 0; c < 200; c++) {
+        bool zero = y->data[c * 12] == 0;
+        dropped += zero;
+        for (int i = 0; i < 12; i++) {
+            tg_real want = zero ? 0 : x->data[c * 12 + i] * (tg_real)(1 / 0.7);
+            cr_assert(y->data[c * 12 + i] == want, "channel %d: %g, want %g", c, (double)y->data[c * 12 + i], (double)want);
+        }
+    }
+    cr_assert(dropped > 40 && dropped < 80, "%d of 200 channels dropped at p = 0.3", dropped);
+    tg_tensor *ones = tg_tensor_zeros(t, 4, (int[]){20, 10, 3, 4});
+    for (size_t i = 0; i < ones->size; i++) ones->data[i] = 1;
+    cr_assert_eq(tg_backward_seed(t, y, ones->data), 0);
+    for (size_t i = 0; i < x->size; i++)
+        cr_assert(x->grad[i] == (y->data[i / 12 * 12] == 0 ? 0 : (tg_real)(1 / 0.7)), "grad[%zu]", i);
+    tg_tape_set_training(t, false);
+    cr_assert(tg_dropout2d(t, x, 0.3, NULL) == x, "evaluation: x itself");
+    tg_tape_set_training(t, true);
+    cr_assert(tg_dropout2d(t, x, 0, NULL) == x, "p = 0: x itself");
+    assert_fails(t, tg_dropout2d(t, x, 1, &rng), "tg_dropout2d", "p must be in [0, 1)");
+    assert_fails(t, tg_dropout2d(t, x, 0.5, NULL), "tg_dropout2d", "rng is NULL");
+    assert_fails(t, tg_dropout2d(t, tg_tensor_zeros(t, 3, (int[]){2, 3, 4}), 0.5, &rng), "tg_dropout2d",
+                 "[2,3,4]", "[N, C, H, W]");
+    tg_tape_free(t);
+    tg_tensor *in[1] = {tu_rand(&rng, -1, 1, 4, (int[]){2, 3, 2, 2})};
+    tu_gradcheck(gc_dropout2d, (&(uint64_t){5}), in, 1);
+    tg_tensor_free(in[0]);
+    tg_tensor_free(x);
 }
 
 /* ---- refusals -------------------------------------------------------------- */
@@ -241,6 +478,72 @@ Test(conv, max_pool2d_rejects_bad_arguments)
     assert_fails(t, tg_max_pool2d(t, x, &o), "tg_max_pool2d", "too small", "kernel 6");
     o.kernel[0] = 2, o.dilation[1] = -1;
     assert_fails(t, tg_max_pool2d(t, x, &o), "tg_max_pool2d", "dilation -1");
+    tg_tape_free(t);
+}
+
+Test(conv, other_ops_reject_bad_arguments)
+{
+    tg_tape *t = tg_tape_new();
+    tg_tensor *x = tg_tensor_zeros(t, 4, (int[]){2, 4, 5, 5}), *w = tg_tensor_zeros(t, 4, (int[]){4, 3, 3, 3});
+    tg_tensor *x1 = tg_tensor_zeros(t, 3, (int[]){2, 4, 9}), *w1 = tg_tensor_zeros(t, 3, (int[]){3, 4, 3});
+    tg_conv_opts o = TG_CONV_OPTS_DEFAULT;
+    o.output_padding[1] = 1;
+    assert_fails(t, tg_conv2d(t, x, tg_tensor_zeros(t, 4, (int[]){3, 4, 3, 3}), NULL, &o), "tg_conv2d",
+                 "output_padding [0,1]", "transposed");
+    cr_assert_not_null(tg_conv_transpose2d(t, x, w, NULL, &(tg_conv_opts){{2, 2}, {0, 0}, {1, 1}, 1, false, {1, 1}}),
+                       "%s", tg_tape_error(t));
+    assert_fails(t, tg_conv_transpose2d(t, x, w, NULL, &o), "tg_conv_transpose2d", "output_padding [0,1]",
+                 "smaller than stride or dilation");
+    o.output_padding[1] = 0, o.same = true;
+    assert_fails(t, tg_conv_transpose2d(t, x, w, NULL, &o), "tg_conv_transpose2d", "'same'");
+    assert_fails(t, tg_conv_transpose2d(t, x, tg_tensor_zeros(t, 4, (int[]){3, 3, 3, 3}), NULL, NULL),
+                 "tg_conv_transpose2d", "[2,4,5,5]", "[3,3,3,3]", "weight's dim 0");
+    cr_assert_not_null(tg_conv1d(t, x1, w1, NULL, NULL), "%s", tg_tape_error(t));
+    assert_fails(t, tg_conv1d(t, x, w1, NULL, NULL), "tg_conv1d", "input [2,4,5,5]", "[N, C, L]");
+    assert_fails(t, tg_conv1d(t, x1, w, NULL, NULL), "tg_conv1d", "weight [4,3,3,3]", "[C_out, C_in/groups, k]");
+    tg_pool_opts po = TG_POOL_OPTS_DEFAULT(2, 2);
+    po.dilation[0] = 2;
+    assert_fails(t, tg_avg_pool2d(t, x, &po), "tg_avg_pool2d", "dilation 2");
+    assert_fails(t, tg_avg_pool1d(t, x, &po), "tg_avg_pool1d", "input [2,4,5,5]");
+    assert_fails(t, tg_max_pool1d(t, x, &po), "tg_max_pool1d", "input [2,4,5,5]");
+    assert_fails(t, tg_adaptive_avg_pool2d(t, x, 0, 3), "tg_adaptive_avg_pool2d", "output size 0x3");
+    assert_fails(t, tg_adaptive_avg_pool2d(t, tg_tensor_zeros(t, 2, (int[]){4, 9}), 2, 3), "tg_adaptive_avg_pool2d", "input [4,9]");
+    tg_tape_free(t);
+}
+
+Test(conv, batch_norm_and_interpolate_reject_bad_arguments)
+{
+    tg_tape *t = tg_tape_new();
+    tg_tensor *x = tg_tensor_zeros(t, 4, (int[]){2, 3, 4, 4}), *v3 = tg_tensor_zeros(t, 1, (int[]){3});
+    tg_tensor *v4 = tg_tensor_zeros(t, 1, (int[]){4});
+    tg_bn_opts o = TG_BN_OPTS_DEFAULT;
+    assert_fails(t, tg_batch_norm(t, x, NULL, NULL, NULL, NULL, &o), "tg_batch_norm", "evaluation needs running_mean");
+    o.training = true;
+    cr_assert_not_null(tg_batch_norm(t, x, NULL, NULL, v3, v3, &o), "%s", tg_tape_error(t));
+    assert_fails(t, tg_batch_norm(t, x, NULL, NULL, v4, NULL, &o), "tg_batch_norm", "weight [4]", "[C] = [3]");
+    assert_fails(t, tg_batch_norm(t, x, v3, v4, NULL, NULL, &o), "tg_batch_norm", "running_var [4]");
+    assert_fails(t, tg_batch_norm(t, x, v3, NULL, NULL, NULL, &o), "tg_batch_norm", "both running_mean and running_var");
+    assert_fails(t, tg_batch_norm(t, tg_tensor_zeros(t, 1, (int[]){3}), NULL, NULL, NULL, NULL, &o), "tg_batch_norm",
+                 "input [3]", "[N, C, ...]");
+    assert_fails(t, tg_batch_norm(t, tg_tensor_zeros(t, 4, (int[]){1, 3, 1, 1}), NULL, NULL, NULL, NULL, &o),
+                 "tg_batch_norm", "more than 1 value per channel");
+    o.eps = 0;
+    assert_fails(t, tg_batch_norm(t, x, NULL, NULL, NULL, NULL, &o), "tg_batch_norm", "eps 0");
+    o.eps = 1e-5, o.momentum = 2;
+    assert_fails(t, tg_batch_norm(t, x, NULL, NULL, NULL, NULL, &o), "tg_batch_norm", "momentum 2");
+    tg_interp_opts io = {{4, 0}, {0, 2}, TG_INTERP_NEAREST, false};
+    cr_assert_not_null(tg_interpolate(t, x, &io), "%s", tg_tape_error(t));
+    io.scale[0] = 2;
+    assert_fails(t, tg_interpolate(t, x, &io), "tg_interpolate", "exactly one", "dim 0");
+    io.size[0] = 0, io.scale[0] = 0.1;
+    assert_fails(t, tg_interpolate(t, x, &io), "tg_interpolate", "output size 0");
+    io.scale[0] = 1, io.align_corners = true;
+    assert_fails(t, tg_interpolate(t, x, &io), "tg_interpolate", "align_corners", "bilinear only");
+    io.align_corners = false, io.mode = (tg_interp_mode)7;
+    assert_fails(t, tg_interpolate(t, x, &io), "tg_interpolate", "mode 7");
+    io.mode = TG_INTERP_BILINEAR;
+    assert_fails(t, tg_interpolate(t, tg_tensor_zeros(t, 3, (int[]){3, 4, 4}), &io), "tg_interpolate", "[3,4,4]",
+                 "[N, C, L]");
     tg_tape_free(t);
 }
 
@@ -310,6 +613,70 @@ Test(conv, conv2d_layer_names_init_and_forward)
     tg_tensor_free(x);
     tg_tape_free(t);
     tg_params_free(p);
+}
+
+Test(conv, batchnorm2d_layer_keys_running_stats_and_modes)
+{
+    tg_params *p = tg_params_new(), *bufs = tg_params_new();
+    tg_batchnorm2d l;
+    tg_batchnorm2d_config cfg = TG_BATCHNORM2D_CONFIG(3);
+    cr_assert_eq(tg_batchnorm2d_init(&l, p, bufs, "bn1", &cfg), 0, "%s", tg_error());
+    cr_assert_eq(tg_params_count(p), 2);
+    cr_assert_str_eq(tg_params_at(p, 0)->name, "bn1.weight");
+    cr_assert_str_eq(tg_params_at(p, 1)->name, "bn1.bias");
+    static const char *keys[] = {"bn1.running_mean", "bn1.running_var", "bn1.num_batches_tracked"};
+    cr_assert_eq(tg_params_count(bufs), 3);
+    for (int i = 0; i < 3; i++) cr_assert_str_eq(tg_params_at(bufs, i)->name, keys[i]);
+    cr_assert_eq(l.num_batches_tracked->ndim, 0);
+    for (int c = 0; c < 3; c++)
+        cr_assert(l.weight->data[c] == 1 && l.bias->data[c] == 0 && l.running_mean->data[c] == 0 &&
+                  l.running_var->data[c] == 1);
+    tg_rng rng;
+    tg_rng_seed(&rng, 20);
+    tg_tensor *x = tu_rand(&rng, -1, 3, 4, (int[]){4, 3, 2, 5});
+    tg_tape *t = tg_tape_new();
+    tg_tensor *y = tg_batchnorm2d_forward(t, &l, x);  /* training: batch statistics */
+    cr_assert_not_null(y, "%s", tg_tape_error(t));
+    cr_assert(l.num_batches_tracked->data[0] == 1);
+    for (int c = 0; c < 3; c++) {
+        double s = 0, v = 0;
+        for (int n = 0; n < 4; n++)
+            for (int i = 0; i < 10; i++) s += x->data[(n * 3 + c) * 10 + i];
+        for (int n = 0; n < 4; n++)
+            for (int i = 0; i < 10; i++) v += pow(x->data[(n * 3 + c) * 10 + i] - s / 40, 2);
+        tu_close(l.running_mean->data[c], 0.1 * s / 40, TU_TOL);
+        tu_close(l.running_var->data[c], 0.9 + 0.1 * v / 39, TU_TOL);  /* unbiased */
+    }
+    tg_tape_set_training(t, false);  /* evaluation: the running statistics, no count */
+    y = tg_batchnorm2d_forward(t, &l, x);
+    cr_assert_not_null(y);
+    cr_assert(l.num_batches_tracked->data[0] == 1);
+    tu_close(y->data[0], (x->data[0] - l.running_mean->data[0]) / sqrt(l.running_var->data[0] + 1e-5), TU_TOL);
+    assert_fails(t, tg_batchnorm2d_forward(t, &l, tg_tensor_zeros(t, 4, (int[]){4, 2, 2, 5})), "tg_batchnorm2d",
+                 "bn1", "[N, 3, H, W]");
+    tg_batchnorm2d bad;
+    cr_assert_eq(tg_batchnorm2d_init(&bad, p, p, "bn2", &cfg), -1);
+    tu_assert_has(tg_error(), "a buffer store of its own");
+    cr_assert_eq(tg_batchnorm2d_init(&bad, p, NULL, "bn2", &cfg), -1);
+    cfg.features = 0;
+    cr_assert_eq(tg_batchnorm2d_init(&bad, p, bufs, "bn2", &cfg), -1);
+    tu_assert_has(tg_error(), "num_features 0");
+    cr_assert_eq(tg_params_count(p), 2, "failed inits leave nothing");
+    cr_assert_eq(tg_params_count(bufs), 3);
+    cr_assert_eq(tg_batchnorm2d_init(&bad, p, bufs, "bn1", &(tg_batchnorm2d_config)TG_BATCHNORM2D_CONFIG(3)), -1);
+    cr_assert_eq(tg_params_count(bufs), 3, "a name taken: the buffers added are taken back");
+    cr_assert_null(tg_batchnorm2d_forward(t, &bad, x));
+    tu_assert_has(tg_tape_error(t), "not initialised");
+    /* without running statistics: batch statistics in evaluation too */
+    tg_batchnorm2d nb;
+    cfg = (tg_batchnorm2d_config){3, 1e-5, 0.1, false, false};
+    cr_assert_eq(tg_batchnorm2d_init(&nb, p, NULL, "bn3", &cfg), 0, "%s", tg_error());
+    tg_tape_reset(t);
+    cr_assert_not_null(y = tg_batchnorm2d_forward(t, &nb, x), "%s", tg_tape_error(t));
+    tg_tensor_free(x);
+    tg_tape_free(t);
+    tg_params_free(p);
+    tg_params_free(bufs);
 }
 
 /* ---- threads ---------------------------------------------------------------- */

@@ -574,7 +574,7 @@ Test(null, ops_shape)
     tg_tape_free(t);
 }
 
-/* The key/value cache and decoding step (core/ops/decode.h). */
+/* The key/value cache and decoding step (core/ops/nn/decode.h). */
 Test(null, decode)
 {
     tg_tape *t = tg_tape_new();
@@ -698,6 +698,15 @@ Test(null, conv)
     FAILS(t, tg_max_pool2d(t, NULL, &po), NULL, "tg_max_pool2d");
     FAILS(t, tg_max_pool2d(t, x, NULL), NULL, "tg_max_pool2d");
     FAILS(t, tg_max_pool1d(t, x, NULL), NULL, "tg_max_pool1d");
+    FAILS(t, tg_avg_pool2d(t, NULL, &po), NULL, "tg_avg_pool2d");
+    FAILS(t, tg_avg_pool1d(t, x, NULL), NULL, "tg_avg_pool1d");
+    FAILS(t, tg_adaptive_avg_pool2d(t, NULL, 1, 1), NULL, "tg_adaptive_avg_pool2d");
+    FAILS(t, tg_conv1d(t, NULL, x, NULL, NULL), NULL, "tg_conv1d");
+    FAILS(t, tg_conv_transpose2d(t, x, NULL, NULL, NULL), NULL, "tg_conv_transpose2d");
+    FAILS(t, tg_batch_norm(t, NULL, NULL, NULL, NULL, NULL, NULL), NULL, "tg_batch_norm");
+    FAILS(t, tg_dropout2d(t, NULL, 0.5, NULL), NULL, "tg_dropout2d");
+    FAILS(t, tg_interpolate(t, NULL, NULL), NULL, "tg_interpolate");
+    FAILS(t, tg_interpolate(t, x, NULL), NULL, "tg_interpolate");
     tg_params *p = tg_params_new();
     tg_conv2d_layer c;
     tg_conv2d_config cc = TG_CONV2D_CONFIG(1, 1, 1, 1);
@@ -707,6 +716,17 @@ Test(null, conv)
     REFUSES(tg_conv2d_forward(t, NULL, x), "tg_conv2d_forward: the layer is NULL");
     cr_assert_eq(tg_conv2d_init(&c, p, "c", &cc, NULL), 0);
     FAILS(t, tg_conv2d_forward(t, &c, NULL), NULL, "tg_conv2d");
+    tg_params *bufs = tg_params_new();
+    tg_batchnorm2d bn;
+    tg_batchnorm2d_config bc = TG_BATCHNORM2D_CONFIG(1);
+    REFUSES(tg_batchnorm2d_init(NULL, p, bufs, "bn", &bc), "tg_batchnorm2d_init: the layer is NULL");
+    REFUSES(tg_batchnorm2d_init(&bn, NULL, bufs, "bn", &bc), "tg_batchnorm2d_init: the parameter store is NULL");
+    REFUSES(tg_batchnorm2d_init(&bn, p, bufs, "bn", NULL), "tg_batchnorm2d_init: the configuration is NULL");
+    REFUSES(tg_batchnorm2d_init(&bn, p, NULL, "bn", &bc), "buffers is NULL");
+    REFUSES(tg_batchnorm2d_forward(t, NULL, x), "tg_batchnorm2d_forward: the layer is NULL");
+    cr_assert_eq(tg_batchnorm2d_init(&bn, p, bufs, "bn", &bc), 0);
+    FAILS(t, tg_batchnorm2d_forward(t, &bn, NULL), NULL, "tg_batchnorm2d");
+    tg_params_free(bufs);
     tg_params_free(p);
     tg_tape_free(t);
 }

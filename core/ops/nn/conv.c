@@ -133,6 +133,7 @@ done:
 }
 
 TG_OP(conv2d_op, "tg_conv2d", conv2d_backward, tg_conv_geom);
+TG_OP(conv1d_op, "tg_conv1d", conv2d_backward, tg_conv_geom);
 
 /* out [N, O, P] = conv of x [N, C, H, W] with w [O, Cg, kh, kw] + b (or NULL);
  * false on out of memory (scratch). */
@@ -161,16 +162,30 @@ bool tg_conv_forward(tg_tape *t, const tg_conv_geom *g, const char *op, const tg
     return true;
 }
 
-tg_tensor *tg_conv2d(tg_tape *t, tg_tensor *x, tg_tensor *w, tg_tensor *b, const tg_conv_opts *opts)
+/* nd = 2: out [N, O, Ho, Wo]; nd = 1: [N, O, Lo] (a height of 1) */
+static tg_tensor *conv(tg_tape *t, const tg_op *op, int nd, tg_tensor *x, tg_tensor *w, tg_tensor *b,
+                       const tg_conv_opts *opts)
 {
     tg_tensor *in[3] = {x, w, b};
-    if (!tg_inputs_check(t, &conv2d_op, in, 3, 2)) return NULL;
+    if (!tg_inputs_check(t, op, in, 3, 2)) return NULL;
     tg_conv_geom g;
-    if (!tg_conv_geom_make(t, "tg_conv2d", 2, false, x, w, b, opts, NULL, &g)) return NULL;
+    if (!tg_conv_geom_make(t, op->name, nd, false, x, w, b, opts, &g)) return NULL;
     int shape[4] = {g.N, g.O, g.Ho, g.Wo};
-    tg_tensor *out = tg_new(t, &conv2d_op, x->ndim, x->ndim == 4 ? shape : shape + 1);
+    if (nd == 1) shape[2] = g.Wo;
+    bool batched = x->ndim == nd + 2;
+    tg_tensor *out = tg_new(t, op, x->ndim, batched ? shape : shape + 1);
     if (!out) return NULL;
-    if (!tg_conv_forward(t, &g, "tg_conv2d", x->data, w->data, b ? b->data : NULL, out->data)) return NULL;
-    if (!tg_op_record(t, &conv2d_op, out, in, 3, &g)) return NULL;
-    return tg_op_done(t, &conv2d_op, out);
+    if (!tg_conv_forward(t, &g, op->name, x->data, w->data, b ? b->data : NULL, out->data)) return NULL;
+    if (!tg_op_record(t, op, out, in, 3, &g)) return NULL;
+    return tg_op_done(t, op, out);
+}
+
+tg_tensor *tg_conv2d(tg_tape *t, tg_tensor *x, tg_tensor *w, tg_tensor *b, const tg_conv_opts *opts)
+{
+    return conv(t, &conv2d_op, 2, x, w, b, opts);
+}
+
+tg_tensor *tg_conv1d(tg_tape *t, tg_tensor *x, tg_tensor *w, tg_tensor *b, const tg_conv_opts *opts)
+{
+    return conv(t, &conv1d_op, 1, x, w, b, opts);
 }

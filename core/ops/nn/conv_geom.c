@@ -14,8 +14,7 @@ static const char *pair_str(const int *v, int nd, char *s)
 }
 
 bool tg_conv_geom_make(tg_tape *t, const char *op, int nd, bool transposed, const tg_tensor *x,
-                       const tg_tensor *w, const tg_tensor *b, const tg_conv_opts *opts, const int *output_padding,
-                       tg_conv_geom *g)
+                       const tg_tensor *w, const tg_tensor *b, const tg_conv_opts *opts, tg_conv_geom *g)
 {
     static const tg_conv_opts dflt = TG_CONV_OPTS_DEFAULT;
     const tg_conv_opts *o = opts ? opts : &dflt;
@@ -31,17 +30,20 @@ bool tg_conv_geom_make(tg_tape *t, const char *op, int nd, bool transposed, cons
                            : (nd == 2 ? "[C_out, C_in/groups, kh, kw]" : "[C_out, C_in/groups, k]"));
         return false;
     }
+    const int *output_padding = o->output_padding;
     for (int i = 0; i < nd; i++) {
-        if (o->stride[i] <= 0 || o->dilation[i] <= 0 || o->padding[i] < 0 ||
-            (output_padding && output_padding[i] < 0)) {
-            tg_fail(t, "%s: stride %s and dilation %s must be > 0, padding %s%s >= 0", op,
-                    pair_str(o->stride, nd, s1), pair_str(o->dilation, nd, sb), pair_str(o->padding, nd, s2),
-                    output_padding ? " and output_padding" : "");
+        if (o->stride[i] <= 0 || o->dilation[i] <= 0 || o->padding[i] < 0) {
+            tg_fail(t, "%s: stride %s and dilation %s must be > 0, padding %s >= 0", op,
+                    pair_str(o->stride, nd, s1), pair_str(o->dilation, nd, sb), pair_str(o->padding, nd, s2));
             return false;
         }
-        if (output_padding && output_padding[i] >= o->stride[i] && output_padding[i] >= o->dilation[i]) {
-            tg_fail(t, "%s: output_padding %s must be smaller than stride %s or dilation %s", op,
-                    pair_str(output_padding, nd, s1), pair_str(o->stride, nd, s2), pair_str(o->dilation, nd, sb));
+        if (transposed ? output_padding[i] < 0 || (output_padding[i] >= o->stride[i] &&
+                                                   output_padding[i] >= o->dilation[i])
+                       : output_padding[i] != 0) {
+            tg_fail(t, "%s: output_padding %s must be %s (stride %s, dilation %s)", op,
+                    pair_str(output_padding, nd, s1),
+                    transposed ? ">= 0 and smaller than stride or dilation" : "0: it is for transposed convolutions",
+                    pair_str(o->stride, nd, s2), pair_str(o->dilation, nd, sb));
             return false;
         }
     }
@@ -88,7 +90,7 @@ bool tg_conv_geom_make(tg_tape *t, const char *op, int nd, bool transposed, cons
         s[i] = j < 0 ? 1 : o->stride[j];
         d[i] = j < 0 ? 1 : o->dilation[j];
         p[i] = j < 0 ? 0 : o->same ? d[i] * (k[i] - 1) / 2 : o->padding[j];
-        if (j >= 0 && output_padding) op_[i] = output_padding[j];
+        if (j >= 0 && transposed) op_[i] = output_padding[j];
         long span = (long)d[i] * (k[i] - 1) + 1;
         long n = transposed ? ((long)in[i] - 1) * s[i] - 2L * p[i] + span + op_[i]
                  : o->same ? in[i]

@@ -23,10 +23,9 @@ typedef struct tg_conv_geom {
  * the defaults) for op over nd = 1 or 2 spatial dims and fills g (a 1-D op
  * reads index [0] of opts' pairs, and its height is 1); false with "<op>: ..."
  * naming what was wrong. transposed: w is [C_in, C_out/groups, k...], x the
- * small side, output_padding [nd] (or NULL) adds to the output size. */
+ * small side, opts' output_padding adds to the output size. */
 bool tg_conv_geom_make(tg_tape *t, const char *op, int nd, bool transposed, const tg_tensor *x,
-                       const tg_tensor *w, const tg_tensor *b, const tg_conv_opts *opts, const int *output_padding,
-                       tg_conv_geom *g);
+                       const tg_tensor *w, const tg_tensor *b, const tg_conv_opts *opts, tg_conv_geom *g);
 
 /* col [C/groups * kh * kw, Ho * Wo] <- the windows of x [C/groups, H, W] */
 void tg_im2col(const tg_conv_geom *g, const tg_real *x, tg_real *col);

@@ -163,10 +163,95 @@ static tg_tensor *max_pool(tg_tape *t, const tg_op *op, int nd, tg_tensor *x, co
     int64_t *idx = NULL;
     if (tg_needs_grad(t, &x, 1) && !(idx = tg_arena_alloc(t, out->size * sizeof *idx + 1, op->name))) return NULL;
     pool_job j = {&g, x->data, NULL, out->data, NULL, idx};
-    tg_parallel_range(g.planes, 2.0 * (double)out->size / (g.planes ? g.planes : 1) * g.kh * g.kw, max_planes, &j);
+    tg_parallel_range(g.planes, 2.0 * g.kh * g.kw * g.Ho * g.Wo, max_planes, &j);
     g.idx = idx;
     if (!tg_op_record(t, op, out, &x, 1, &g)) return NULL;
     return tg_op_done(t, op, out);
+}
+
+/* avg: the window of (oh, ow) along one dim, [*a, *e) clipped to the input,
+ * and its length clipped to the padded input (count_include_pad's) */
+static void avg_window(int o, int s, int p, int k, int in, int *a, int *e, int *padded)
+{
+    int a0 = o * s - p, e0 = a0 + k < in + p ? a0 + k : in + p;
+    *padded = e0 - a0;
+    *a = a0 > 0 ? a0 : 0;
+    *e = e0 < in ? e0 : in;
+}
+
+/* the divisor of output (oh, ow) and its window [h0, h1) x [w0, w1) */
+static int avg_count(const pool_geom *g, int oh, int ow, int *h0, int *h1, int *w0, int *w1)
+{
+    int ph, pw;
+    avg_window(oh, g->sh, g->ph, g->kh, g->H, h0, h1, &ph);
+    avg_window(ow, g->sw, g->pw, g->kw, g->W, w0, w1, &pw);
+    return g->count_include_pad ? ph * pw : (*h1 - *h0) * (*w1 - *w0);
+}
+
+static void avg_planes(void *p, size_t begin, size_t end)
+{
+    const pool_job *j = p;
+    const pool_geom *g = j->g;
+    size_t HW = (size_t)g->H * g->W, P = (size_t)g->Ho * g->Wo;
+    for (size_t pl = begin; pl < end; pl++)
+        for (int oh = 0; oh < g->Ho; oh++)
+            for (int ow = 0; ow < g->Wo; ow++) {
+                int h0, h1, w0, w1, n = avg_count(g, oh, ow, &h0, &h1, &w0, &w1);
+                tg_real *o = (j->out ? j->out : j->dx) + pl * (j->out ? P : HW) + (j->out ? (size_t)oh * g->Wo + ow : 0);
+                if (h0 >= h1 || w0 >= w1) {  /* a window wholly in the padding: 0, no grad (PyTorch) */
+                    if (j->out) *o = 0;
+                    continue;
+                }
+                if (j->out) {  /* forward: the window's sum / n */
+                    double sum = 0;
+                    for (int ih = h0; ih < h1; ih++)
+                        for (int iw = w0; iw < w1; iw++) sum += j->x[pl * HW + (size_t)ih * g->W + iw];
+                    *o = (tg_real)(sum / n);
+                } else {       /* backward: dx += dout / n over the window */
+                    tg_real d = j->dout[pl * P + (size_t)oh * g->Wo + ow] / (tg_real)n;
+                    for (int ih = h0; ih < h1; ih++)
+                        for (int iw = w0; iw < w1; iw++) o[(size_t)ih * g->W + iw] += d;
+                }
+            }
+}
+
+/* out [planes, Ho, Wo] <- x [planes, H, W]: dx += dout / count over each window */
+TG_BACKWARD(avg_pool_backward, pool_geom)
+{
+    tg_real *dx = tg_grad(t, in[0]);
+    if (!dx) return;
+    pool_job j = {ctx, NULL, out->grad, NULL, dx, NULL};
+    tg_parallel_range(ctx->planes, 2.0 * ctx->kh * ctx->kw * ctx->Ho * ctx->Wo, avg_planes, &j);
+}
+
+TG_OP(avg_pool2d_op, "tg_avg_pool2d", avg_pool_backward, pool_geom);
+TG_OP(avg_pool1d_op, "tg_avg_pool1d", avg_pool_backward, pool_geom);
+
+static tg_tensor *avg_pool(tg_tape *t, const tg_op *op, int nd, tg_tensor *x, const tg_pool_opts *o)
+{
+    if (!tg_inputs_check(t, op, &x, 1, 1)) return NULL;
+    pool_geom g;
+    if (!pool_geom_make(t, op->name, nd, false, x, o, &g)) return NULL;
+    int shape[TG_MAX_DIMS];
+    memcpy(shape, x->shape, sizeof shape);
+    if (nd == 2) shape[x->ndim - 2] = g.Ho;
+    shape[x->ndim - 1] = g.Wo;
+    tg_tensor *out = tg_new(t, op, x->ndim, shape);
+    if (!out) return NULL;
+    pool_job j = {&g, x->data, NULL, out->data, NULL, NULL};
+    tg_parallel_range(g.planes, 2.0 * g.kh * g.kw * g.Ho * g.Wo, avg_planes, &j);
+    if (!tg_op_record(t, op, out, &x, 1, &g)) return NULL;
+    return tg_op_done(t, op, out);
+}
+
+tg_tensor *tg_avg_pool2d(tg_tape *t, tg_tensor *x, const tg_pool_opts *opts)
+{
+    return avg_pool(t, &avg_pool2d_op, 2, x, opts);
+}
+
+tg_tensor *tg_avg_pool1d(tg_tape *t, tg_tensor *x, const tg_pool_opts *opts)
+{
+    return avg_pool(t, &avg_pool1d_op, 1, x, opts);
 }
 
 tg_tensor *tg_max_pool2d(tg_tape *t, tg_tensor *x, const tg_pool_opts *opts)
