@@ -16,16 +16,6 @@
 
 static char dir[256];
 
-/* dir/rel, in one of a few rotating buffers. */
-static const char *tu_path(const char *d, const char *rel)
-{
-    static char buf[4][512];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", d, rel);
-    return buf[k];
-}
-
 static void setup(void)
 {
     setenv("OPENBLAS_NUM_THREADS", "1", 1);

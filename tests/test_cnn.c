@@ -24,15 +24,7 @@ static void teardown(void) { tu_tmpdir_remove(dir); }
 
 TestSuite(cnn, .init = setup, .fini = teardown);
 
-/* dir/name, in one of a few rotating buffers. */
-static const char *at(const char *name)
-{
-    static char buf[4][512];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
-    return buf[k];
-}
+static const char *at(const char *name) { return tu_path(dir, name); }
 
 /* An idx header: magic 00 00 08 ndim and the sizes, big-endian, into h. */
 static size_t header(uint8_t *h, int ndim, const long *dims)

@@ -110,6 +110,16 @@ static inline void tu_tmpdir_remove(const char *dir)
     if (dir[0] && system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
 }
 
+/* d/rel, in one of a few rotating buffers (four may be in use at once). */
+static inline const char *tu_path(const char *d, const char *rel)
+{
+    static char buf[4][512];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", d, rel);
+    return buf[k];
+}
+
 /* The entries of dir but . and .. (hidden ones are not counted either). */
 static inline int tu_dir_entries(const char *dir)
 {
