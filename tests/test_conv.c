@@ -679,6 +679,35 @@ Test(conv, batchnorm2d_layer_keys_running_stats_and_modes)
     tg_params_free(bufs);
 }
 
+/* ---- out of memory ---------------------------------------------------------- */
+
+/* every op of this file in one chain on x [1, 2, 5, 5], w [2, 2, 3, 3], wt [2, 1, 2, 2] */
+static tg_tensor *oom_chain(tg_tape *t, void *ctx)
+{
+    tg_tensor **in = ctx;
+    tg_conv_opts co = TG_CONV_OPTS_DEFAULT;
+    co.padding[0] = co.padding[1] = 1;
+    tg_pool_opts po = TG_POOL_OPTS_DEFAULT(2, 2);
+    tg_bn_opts bo = {true, 0.1, 1e-5};
+    tg_interp_opts io = {{3, 3}, {0, 0}, TG_INTERP_BILINEAR, false};
+    tg_tensor *y = tg_conv2d(t, in[0], in[1], NULL, &co);            /* [1, 2, 5, 5] */
+    y = tg_batch_norm(t, tg_max_pool2d(t, y, &po), NULL, NULL, NULL, NULL, &bo);  /* [1, 2, 2, 2] */
+    y = tg_conv_transpose2d(t, tg_interpolate(t, y, &io), in[2], NULL, NULL);     /* [1, 1, 4, 4] */
+    y = tg_avg_pool2d(t, tg_adaptive_avg_pool2d(t, y, 3, 3), &(tg_pool_opts)TG_POOL_OPTS_DEFAULT(2, 2));
+    return tg_conv1d(t, tg_reshape(t, y, 3, (int[]){1, 1, 1}), tg_reshape(t, in[3], 3, (int[]){1, 1, 1}), NULL,
+                     NULL);
+}
+
+Test(conv, out_of_memory_anywhere_is_an_error)
+{
+    tg_rng rng;
+    tg_rng_seed(&rng, 22);
+    tg_tensor *in[4] = {tu_rand(&rng, -1, 1, 4, (int[]){1, 2, 5, 5}), tu_rand(&rng, -1, 1, 4, (int[]){2, 2, 3, 3}),
+                        tu_rand(&rng, -1, 1, 4, (int[]){2, 1, 2, 2}), tu_rand(&rng, -1, 1, 1, (int[]){1})};
+    walk_out_of_memory(oom_chain, in, in, 4);
+    tu_free_all(in, 4);
+}
+
 /* ---- threads ---------------------------------------------------------------- */
 
 /* conv2d -> relu -> max_pool2d forward and backward on `threads` threads:
