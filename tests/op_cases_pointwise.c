@@ -18,9 +18,10 @@ BINARY(add)
 BINARY(sub)
 BINARY(mul)
 BINARY(div)
-/* a must be a temporary: a heap input is copied to one first (a tape
- * tensor, stale or of another tape, goes in as it is) */
-OC_BUILD(b_add_inplace, tg_add_inplace(t, x[0] && !x[0]->tape ? tg_scale(t, x[0], 1) : x[0], x[1]))
+/* a must be a temporary: the heap input (a leaf with a grad) is copied to
+ * one first; a bad one (stale, of another tape, freed) goes in as it is */
+OC_BUILD(b_add_inplace,
+         tg_add_inplace(t, x[0] && x[0]->requires_grad && !x[0]->tape ? tg_scale(t, x[0], 1) : x[0], x[1]))
 OC_BUILD(b_scale, tg_scale(t, x[0], -1.5))
 UNARY(neg)
 UNARY(abs)

@@ -153,7 +153,7 @@ Test(op_cases, gradcheck)
 static void expect_refused(const op_case *r, const tg_tensor *res, const char *msg, const char *what)
 {
     cr_expect(!res, "%s: %s gave a tensor", r->name, what);
-    cr_expect(msg && strstr(msg, r->name), "%s: %s: got \"%s\"", r->name, what, msg ? msg : "(none)");
+    cr_expect(msg && strstr(msg, r->name) && strstr(msg, "NULL"), "%s: %s: got \"%s\"", r->name, what, msg ? msg : "(none)");
 }
 
 Test(op_cases, null_refused)
@@ -188,26 +188,34 @@ Test(op_cases, null_refused)
     }
 }
 
-/* ---- misuse: a stale tensor, a tensor of another tape ------------------------------------------ */
+/* ---- misuse: a stale tensor, one of another tape, a freed one --------------------------------- */
 
-Test(op_cases, stale_and_foreign_inputs_refused)
+enum bad { BAD_STALE, BAD_FOREIGN, BAD_FREED, N_BAD };
+static const char *const bad_says[N_BAD] = {"is a tensor from before tg_tape_reset", "belongs to another tape",
+                                            "is not a live tensor"};
+
+Test(op_cases, stale_foreign_and_freed_inputs_refused)
 {
     FOR_ROWS(r) {
         tg_tensor *in[OC_MAXIN] = {NULL};
         inputs_make(r, in);
         for (int k = 0; k < r->n_in; k++)
-            for (int foreign = 0; foreign < 2; foreign++) {
+            for (int bad = 0; bad < N_BAD; bad++) {
                 tg_tape *t = tg_tape_new(), *u = tg_tape_new();
                 tg_tensor *keep = in[k];
-                in[k] = tg_tensor_from(foreign ? u : t, keep->data, keep->ndim, keep->shape);
-                cr_assert_not_null(in[k]);
-                if (!foreign) tg_tape_reset(t);
+                if (bad == BAD_FREED) {
+                    in[k] = tg_tensor_alloc(keep->ndim, keep->shape);
+                    tg_tensor_free(in[k]);
+                } else {
+                    in[k] = tg_tensor_from(bad == BAD_FOREIGN ? u : t, keep->data, keep->ndim, keep->shape);
+                    cr_assert_not_null(in[k]);
+                    if (bad == BAD_STALE) tg_tape_reset(t);
+                }
                 tg_tensor *y = row_call(r, t, in, -1);
                 /* the op's own input number may differ from the row's */
-                const char *want = foreign ? "belongs to another tape" : "is a tensor from before tg_tape_reset";
                 const char *e = tg_tape_error(t);
-                cr_expect(!y && e && strstr(e, r->name) && strstr(e, want), "%s: input %d: want \"%s\", got \"%s\"",
-                          r->name, k, want, e ? e : "(none)");
+                cr_expect(!y && e && strstr(e, r->name) && strstr(e, bad_says[bad]),
+                          "%s: input %d: want \"%s\", got \"%s\"", r->name, k, bad_says[bad], e ? e : "(none)");
                 in[k] = keep;
                 tg_tape_free(u);
                 tg_tape_free(t);
