@@ -52,6 +52,9 @@ enum {
     OC_NO_GRAD = 1,    /* its output never requires a grad (comparisons, creation, argmax,
                           detach, inference-only decode): checked instead of gradcheck */
     OC_NO_THREADS = 2, /* the thread-bits check does not apply (why says so) */
+    OC_GROWS = 4,      /* dim 0 of the inputs of in[0]'s rank can grow (the build reads no
+                          fixed ids or sizes along it): the thread-bits check grows it to
+                          sizes the pool splits */
 };
 
 typedef struct op_case {

@@ -14,8 +14,8 @@ static const op_case rows[] = {
     {"tg_matmul", b_matmul, 3, 2, 0, {OC_IN(-1, 1, 2, 3), OC_IN(-1, 1, 3, 2), OC_IN(-1, 1, 2)}, 0, "nn..", NULL},
     /* a [3, 2] read as a^T: its element 1 is a^T's [1, 0], row 1 of out */
     {"tg_matmul", b_matmul_t, 3, 2, 0, {OC_IN(-1, 1, 3, 2), OC_IN(-1, 1, 2, 3), OC_IN(-1, 1, 2)}, 0, "..nn", NULL},
-    {"tg_tril", b_tril, 1, 1, 0, {OC_IN(-1, 1, 2, 3)}, 0, "......", NULL},
-    {"tg_triu", b_triu, 1, 1, 0, {OC_IN(-1, 1, 2, 3)}, 0, OC_NAN_SAME, NULL},
+    {"tg_tril", b_tril, 1, 1, 0, {OC_IN(-1, 1, 2, 3)}, OC_GROWS, "......", NULL},
+    {"tg_triu", b_triu, 1, 1, 0, {OC_IN(-1, 1, 2, 3)}, OC_GROWS, OC_NAN_SAME, NULL},
     {"tg_diag", b_diag, 1, 1, 0, {OC_IN(-1, 1, 3)}, 0, "....n....", NULL},
     {"tg_diag", b_diag2, 1, 1, 0, {OC_IN(-1, 1, 3, 3)}, 0, "n.", NULL},
 };

@@ -44,15 +44,15 @@ static const op_case rows[] = {
     {"tg_cross_entropy_ex", b_cross_entropy_ex, 2, 1, 1, {LOGITS, OC_INK(OC_FIXED, 0.5, 2, 3)}, 0, OC_NAN_ALL, NULL},
     {"tg_cross_entropy_ex", b_cross_entropy_probs, 2, 2, 0, {LOGITS, OC_IN(0, 1, 2, 3)}, 0, "n.", NULL},
     {"tg_nll_loss", b_nll_loss, 2, 1, 1, {LOGITS, OC_INK(OC_FIXED, 0.5, 2, 3)}, 0, "n.", NULL},
-    {"tg_mse_loss", b_mse_loss, 2, 2, 0, {PAIR}, 0, OC_NAN_ALL, NULL},
-    {"tg_l1_loss", b_l1_loss, 2, 2, 0, {PAIR}, 0, OC_NAN_ALL, NULL},
-    {"tg_smooth_l1_loss", b_smooth_l1_loss, 2, 2, 0, {PAIR}, 0, OC_NAN_SAME, NULL},
-    {"tg_huber_loss", b_huber_loss, 2, 2, 0, {PAIR}, 0, OC_NAN_SAME, NULL},
+    {"tg_mse_loss", b_mse_loss, 2, 2, 0, {PAIR}, OC_GROWS, OC_NAN_ALL, NULL},
+    {"tg_l1_loss", b_l1_loss, 2, 2, 0, {PAIR}, OC_GROWS, OC_NAN_ALL, NULL},
+    {"tg_smooth_l1_loss", b_smooth_l1_loss, 2, 2, 0, {PAIR}, OC_GROWS, OC_NAN_SAME, NULL},
+    {"tg_huber_loss", b_huber_loss, 2, 2, 0, {PAIR}, OC_GROWS, OC_NAN_SAME, NULL},
     {"tg_binary_cross_entropy", b_binary_cross_entropy, 3, 2, 0,
-     {OC_IN(0.1, 0.9, 2, 3), OC_IN(0, 1, 2, 3), OC_INK(OC_FIXED, 0.5, 2, 3)}, 0, NULL,
+     {OC_IN(0.1, 0.9, 2, 3), OC_IN(0, 1, 2, 3), OC_INK(OC_FIXED, 0.5, 2, 3)}, OC_GROWS, NULL,
      "NaN: an input outside [0, 1] is an error (PyTorch's too)"},
     {"tg_binary_cross_entropy_with_logits", b_binary_cross_entropy_with_logits, 4, 2, 0,
-     {LOGITS, OC_IN(0, 1, 2, 3), OC_INK(OC_FIXED, 0.5, 2, 3), OC_INK(OC_FIXED, 0.5, 2, 3)}, 0, OC_NAN_SAME, NULL},
+     {LOGITS, OC_IN(0, 1, 2, 3), OC_INK(OC_FIXED, 0.5, 2, 3), OC_INK(OC_FIXED, 0.5, 2, 3)}, OC_GROWS, OC_NAN_SAME, NULL},
 };
 
 const oc_family oc_loss = {"loss", rows, sizeof rows / sizeof rows[0]};

@@ -44,14 +44,14 @@ OC_BUILD(b_embedding, tg_embedding(t, x[0], OC_PTR(c, 0, ((const int32_t[]){0, 3
  * (PyTorch masks with -inf first); dropout keeps a dropped NaN (PyTorch
  * multiplies by the mask); attention spoils the NaN query's output row. */
 static const op_case rows[] = {
-    {"tg_softmax", b_softmax, 1, 1, 0, {OC_IN(-2, 2, 2, 3)}, 0, "nnn...", NULL},
-    {"tg_log_softmax", b_log_softmax, 1, 1, 0, {OC_IN(-2, 2, 2, 3)}, 0, "nnn...", NULL},
+    {"tg_softmax", b_softmax, 1, 1, 0, {OC_IN(-2, 2, 2, 3)}, OC_GROWS, "nnn...", NULL},
+    {"tg_log_softmax", b_log_softmax, 1, 1, 0, {OC_IN(-2, 2, 2, 3)}, OC_GROWS, "nnn...", NULL},
     {"tg_softmax_masked", b_softmax_masked, 1, 1, 0, {OC_IN(-2, 2, 3, 3)}, 0, ".........", NULL},
     {"tg_softmax_masked", b_softmax_unmasked, 1, 1, 0, {OC_IN(-2, 2, 3, 3)}, 0, "nnn......", NULL},
-    {"tg_layernorm", b_layernorm, 3, 1, 0, {OC_IN(-1, 1, 2, 3), OC_IN(0.5, 1.5, 3), OC_IN(-1, 1, 3)}, 0, "nnn...",
+    {"tg_layernorm", b_layernorm, 3, 1, 0, {OC_IN(-1, 1, 2, 3), OC_IN(0.5, 1.5, 3), OC_IN(-1, 1, 3)}, OC_GROWS, "nnn...",
      NULL},
-    {"tg_rmsnorm", b_rmsnorm, 2, 1, 0, {OC_IN(-1, 1, 2, 3), OC_IN(0.5, 1.5, 3)}, 0, "nnn...", NULL},
-    {"tg_dropout", b_dropout, 1, 1, 1, {OC_IN(-1, 1, 2, 3)}, 0, OC_NAN_SAME, NULL},
+    {"tg_rmsnorm", b_rmsnorm, 2, 1, 0, {OC_IN(-1, 1, 2, 3), OC_IN(0.5, 1.5, 3)}, OC_GROWS, "nnn...", NULL},
+    {"tg_dropout", b_dropout, 1, 1, 1, {OC_IN(-1, 1, 2, 3)}, OC_GROWS, OC_NAN_SAME, NULL},
     {"tg_sdpa", b_sdpa, 3, 3, 0, {OC_IN(-1, 1, 1, 1, 3, 2), OC_IN(-1, 1, 1, 1, 3, 2), OC_IN(-1, 1, 1, 1, 3, 2)}, 0,
      "nn....", NULL},
     /* 2 query heads on 1 key/value head (grouped-query) */

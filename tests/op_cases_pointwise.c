@@ -9,10 +9,10 @@
 #define BINARY(fn) OC_BUILD(b_##fn, tg_##fn(t, x[0], x[1]))
 
 /* one input [2, 3] in [lo, hi) */
-#define ROW1(fn, lo, hi, nan_) {"tg_" #fn, b_##fn, 1, 1, 0, {OC_IN(lo, hi, 2, 3)}, 0, nan_, NULL}
+#define ROW1(fn, lo, hi, nan_) {"tg_" #fn, b_##fn, 1, 1, 0, {OC_IN(lo, hi, 2, 3)}, OC_GROWS, nan_, NULL}
 /* a [2, 3] and b [3] (broadcast) */
 #define ROW2(fn, lo, hi, blo, bhi, flags_, nan_) \
-    {"tg_" #fn, b_##fn, 2, 2, 0, {OC_IN(lo, hi, 2, 3), OC_IN(blo, bhi, 3)}, flags_, nan_, NULL}
+    {"tg_" #fn, b_##fn, 2, 2, 0, {OC_IN(lo, hi, 2, 3), OC_IN(blo, bhi, 3)}, (flags_) | OC_GROWS, nan_, NULL}
 
 BINARY(add)
 BINARY(sub)
@@ -113,7 +113,7 @@ static const op_case rows[] = {
     ROW1(erf, -1.5, 1.5, OC_NAN_SAME),
     ROW2(logaddexp, -1, 1, -1, 1, 0, OC_NAN_SAME),
     ROW2(pow_tensor, 0.5, 2, -1.5, 1.5, 0, OC_NAN_SAME),
-    {"tg_lerp", b_lerp, 3, 3, 0, {OC_IN(-1, 1, 2, 3), OC_IN(-1, 1, 3), OC_IN(-0.5, 1.5, 2, 3)}, 0, OC_NAN_SAME, NULL},
+    {"tg_lerp", b_lerp, 3, 3, 0, {OC_IN(-1, 1, 2, 3), OC_IN(-1, 1, 3), OC_IN(-0.5, 1.5, 2, 3)}, OC_GROWS, OC_NAN_SAME, NULL},
     ROW1(silu, -2, 2, OC_NAN_SAME),
     ROW1(softplus, -1, 1, OC_NAN_SAME),
     ROW1(leaky_relu, -1, 1, OC_NAN_SAME),
@@ -133,10 +133,10 @@ static const op_case rows[] = {
     ROW2(le, -1, 1, -1, 1, OC_NO_GRAD, "......"),
     ROW2(gt, -1, 1, -1, 1, OC_NO_GRAD, "......"),
     ROW2(ge, -1, 1, -1, 1, OC_NO_GRAD, "......"),
-    {"tg_where", b_where, 3, 3, 0, {OC_INK(OC_MASK, 0, 1, 2, 3), OC_IN(-1, 1, 2, 3), OC_IN(-1, 1, 3)}, 0, NULL,
+    {"tg_where", b_where, 3, 3, 0, {OC_INK(OC_MASK, 0, 1, 2, 3), OC_IN(-1, 1, 2, 3), OC_IN(-1, 1, 3)}, OC_GROWS, NULL,
      "NaN: cond is a bool tensor in PyTorch"},
     /* element 1 is masked (OC_MASK is 0, 1, 0, ...): its NaN is filled over */
-    {"tg_masked_fill", b_masked_fill, 2, 2, 0, {OC_IN(-1, 1, 2, 3), OC_INK(OC_MASK, 0, 1, 2, 3)}, 0, "......", NULL},
+    {"tg_masked_fill", b_masked_fill, 2, 2, 0, {OC_IN(-1, 1, 2, 3), OC_INK(OC_MASK, 0, 1, 2, 3)}, OC_GROWS, "......", NULL},
     ROW2(maximum, -1, 1, -1, 1, 0, OC_NAN_SAME),
     ROW2(minimum, -1, 1, -1, 1, 0, OC_NAN_SAME),
     ROW1(max, -1, 1, OC_NAN_ALL),

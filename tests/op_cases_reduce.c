@@ -4,7 +4,7 @@
 
 #include "op_cases.h"
 
-#define ROW(fn, lo, hi, flags_, nan_) {"tg_" #fn, b_##fn, 1, 1, 0, {OC_IN(lo, hi, 2, 3)}, flags_, nan_, NULL}
+#define ROW(fn, lo, hi, flags_, nan_) {"tg_" #fn, b_##fn, 1, 1, 0, {OC_IN(lo, hi, 2, 3)}, (flags_) | OC_GROWS, nan_, NULL}
 
 OC_BUILD(b_sum_dim, tg_sum_dim(t, x[0], 1, false))
 OC_BUILD(b_mean_dim, tg_mean_dim(t, x[0], 0, true))
@@ -46,14 +46,14 @@ static const op_case rows[] = {
     ROW(var_dim, -1, 1, 0, "n."),
     ROW(std_dim, -1, 1, 0, "n."),
     ROW(norm_dim, -1, 1, 0, "n."),
-    {"tg_norm_dim", b_norm1_dim, 1, 1, 0, {OC_IN(0.2, 1, 2, 3)}, 0, ".n.", NULL},
-    {"tg_norm_dim", b_norminf_dim, 1, 1, 0, {OC_IN(-1, 1, 2, 3)}, 0, "n.", NULL},
+    {"tg_norm_dim", b_norm1_dim, 1, 1, 0, {OC_IN(0.2, 1, 2, 3)}, OC_GROWS, ".n.", NULL},
+    {"tg_norm_dim", b_norminf_dim, 1, 1, 0, {OC_IN(-1, 1, 2, 3)}, OC_GROWS, "n.", NULL},
     ROW(argmax, -1, 1, OC_NO_GRAD, ".."),
     ROW(argmin, -1, 1, OC_NO_GRAD, ".."),
     ROW(cumsum, -1, 1, 0, ".nn..."),
     ROW(cumprod, 0.5, 1.5, 0, ".nn..."),
     ROW(sort, -1, 1, 0, "..n..."),
-    {"tg_topk", b_topk, 1, 1, 0, {OC_IN(-1, 1, 2, 3)}, 0, "n...", NULL},
+    {"tg_topk", b_topk, 1, 1, 0, {OC_IN(-1, 1, 2, 3)}, OC_GROWS, "n...", NULL},
 };
 
 const oc_family oc_reduce = {"reduce", rows, sizeof rows / sizeof rows[0]};

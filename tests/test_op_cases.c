@@ -19,8 +19,9 @@ static const oc_family *const families[] = {&oc_pointwise, &oc_reduce, &oc_shape
     for (int f_ = 0; f_ < N_FAMILIES; f_++)                              \
         for (const op_case *r = families[f_]->rows; r < families[f_]->rows + families[f_]->n; r++)
 
-/* A row's inputs, from a seed of its name (a new row moves no other's values). */
-static void inputs_make(const op_case *r, tg_tensor **in)
+/* A row's inputs, from a seed of its name (a new row moves no other's
+ * values); dim 0 times grow for an OC_GROWS row's inputs of in[0]'s rank. */
+static void inputs_make_grown(const op_case *r, tg_tensor **in, int grow)
 {
     uint64_t seed = 1469598103934665603ull;
     for (const char *s = r->name; *s; s++) seed = (seed ^ (unsigned char)*s) * 1099511628211ull;
@@ -28,13 +29,18 @@ static void inputs_make(const op_case *r, tg_tensor **in)
     tg_rng_seed(&rng, seed);
     for (int k = 0; k < r->n_in; k++) {
         const oc_in *d = &r->in[k];
-        in[k] = tg_tensor_alloc(d->ndim, d->shape);
+        int shape[4];
+        memcpy(shape, d->shape, sizeof shape);
+        if ((r->flags & OC_GROWS) && d->ndim > 0 && d->ndim == r->in[0].ndim) shape[0] *= grow;
+        in[k] = tg_tensor_alloc(d->ndim, shape);
         cr_assert_not_null(in[k], "%s: input %d", r->name, k);
         for (size_t i = 0; i < in[k]->size; i++)
             in[k]->data[i] = d->kind == OC_MASK ? (tg_real)(i % 2) : (tg_real)(d->lo + (d->hi - d->lo) * tg_rng_uniform(&rng));
         in[k]->requires_grad = d->kind == OC_X && !(r->flags & OC_NO_GRAD);
     }
 }
+
+static void inputs_make(const op_case *r, tg_tensor **in) { inputs_make_grown(r, in, 1); }
 
 /* The row's op on t, its rng reseeded (dropout draws the same mask every call). */
 static tg_tensor *row_call(const op_case *r, tg_tape *t, tg_tensor **in, int null_ptr)
@@ -258,12 +264,15 @@ Test(op_cases, nan_propagates_as_pytorch)
 
 /* ---- the same bits on 1 and 2 threads --------------------------------------------------------- */
 
+/* An OC_GROWS row's dim 0 in the thread check: [2, 3] becomes [16384, 3]. */
+#define THREAD_GROW 8192
+
 /* The row's output and its inputs' grads after a backward from a fixed seed,
  * into bits (malloc'd); their count in *n. */
 static tg_real *row_bits(const op_case *r, size_t *n)
 {
     tg_tensor *in[OC_MAXIN] = {NULL};
-    inputs_make(r, in);
+    inputs_make_grown(r, in, THREAD_GROW);
     tg_tape *t = tg_tape_new();
     tg_tensor *y = row_call(r, t, in, -1);
     cr_assert_not_null(y, "%s: %s", r->name, tg_tape_error(t));
