@@ -101,7 +101,8 @@ static bool ce_ex_check(tg_tape *t, const char *op, const tg_tensor *x, const in
         return tg_fail(t, "%s: logits must be [..., C] with C >= 1, got %s", op, tg_shape_str(x, sx)), false;
     if (!targets && !probs)  /* tg_nll_loss takes no probabilities */
         return tg_fail(t, "%s: the targets are NULL%s", op,
-                       strcmp(op, "tg_nll_loss") ? " (give class targets or probabilities)" : ""), false;
+                       strcmp(op, "tg_nll_loss") ? " (give class targets or probabilities, exactly one of them)" : ""),
+               false;
     if (targets && probs)
         return tg_fail(t, "%s: give class targets or probabilities, exactly one of them", op), false;
     if (probs && !tg_shape_equal(x, probs))
