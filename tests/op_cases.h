@@ -47,12 +47,12 @@ typedef struct oc_call {
         (void)x;                                            \
         return (expr);                                      \
     }
-/* What a row's op gives. */
+
+/* A row's flags. */
 enum {
     OC_NO_GRAD = 1,    /* its output never requires a grad (comparisons, creation, argmax,
                           detach, inference-only decode): checked instead of gradcheck */
-    OC_NO_THREADS = 2, /* the thread-bits check does not apply (why says so) */
-    OC_GROWS = 4,      /* dim 0 of the inputs of in[0]'s rank can grow (the build reads no
+    OC_GROWS = 2,      /* dim 0 of the inputs of in[0]'s rank can grow (the build reads no
                           fixed ids or sizes along it): the thread-bits check grows it to
                           sizes the pool splits */
 };
