@@ -1,5 +1,6 @@
-/* embedding lookup (core/ops/index.c): values, repeated ids accumulate,
- * bad arguments (its gradcheck: its op-case row, tests/op_cases_nn.c). */
+/* embedding lookup (core/ops/nn/embedding.c): values, repeated ids
+ * accumulate, bad arguments (its gradcheck: its op-case row,
+ * tests/op_cases_nn.c). */
 #include <string.h>
 
 #include "ops_util.h"

@@ -1,6 +1,7 @@
-/* Elementwise math and activations (core/ops/math.c, activation.c): values
- * and grads against formulas written here in double (each kind's gradcheck:
- * its op-case row, tests/op_cases_pointwise.c), tinygrad's test_ops.py shapes ((45, 65), 0-d)
+/* Elementwise math and activations (core/ops/pointwise/math.c, activation.c):
+ * values and grads against formulas written here in double (each kind's
+ * gradcheck: its op-case row, tests/op_cases_pointwise.c), tinygrad's
+ * test_ops.py shapes ((45, 65), 0-d)
  * and extremes (softplus on [-400, -300]), size-0 dims, large magnitudes,
  * NaN propagation and misuse. PyTorch's own numbers: tests/test_fixtures.c
  * ("math" family). */

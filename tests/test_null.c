@@ -388,7 +388,7 @@ Test(null, index_data_and_alibi)
     tg_tape_free(t);
 }
 
-/* The key/value cache (core/ops/decode.h). */
+/* The key/value cache (core/ops/nn/decode.h). */
 Test(null, decode)
 {
     tg_tape *t = tg_tape_new();
