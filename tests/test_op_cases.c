@@ -36,7 +36,7 @@ static void inputs_make_grown(const op_case *r, tg_tensor **in, int grow)
         cr_assert_not_null(in[k], "%s: input %d", r->name, k);
         for (size_t i = 0; i < in[k]->size; i++)
             in[k]->data[i] = d->kind == OC_MASK ? (tg_real)(i % 2) : (tg_real)(d->lo + (d->hi - d->lo) * tg_rng_uniform(&rng));
-        in[k]->requires_grad = d->kind == OC_X && !(r->flags & OC_NO_GRAD);
+        in[k]->requires_grad = d->kind == OC_X;  /* an OC_NO_GRAD op must not pass it on */
     }
 }
 
