@@ -52,9 +52,9 @@ typedef struct oc_call {
 enum {
     OC_NO_GRAD = 1,    /* its output never requires a grad (comparisons, creation, argmax,
                           detach, inference-only decode): checked instead of gradcheck */
-    OC_GROWS = 2,      /* dim 0 of the inputs of in[0]'s rank can grow (the build reads no
-                          fixed ids or sizes along it): the thread-bits check grows it to
-                          sizes the pool splits */
+    OC_GROWS = 2,      /* dim 0 of the inputs of in[0]'s rank and dim 0 can grow (the build
+                          reads no fixed ids or sizes along it): the thread-bits check grows
+                          it to sizes the pool splits */
 };
 
 typedef struct op_case {

@@ -11,7 +11,7 @@ OC_BUILD(b_diag2, tg_diag(t, x[0], 1))
 /* NaN: a NaN of a spoils its row of out (0 * NaN is NaN, as a BLAS GEMM);
  * tril zeroes it, as PyTorch (the triangle is selected, not multiplied). */
 static const op_case rows[] = {
-    {"tg_matmul", b_matmul, 3, 2, 0, {OC_IN(-1, 1, 2, 3), OC_IN(-1, 1, 3, 2), OC_IN(-1, 1, 2)}, 0, "nn..", NULL},
+    {"tg_matmul", b_matmul, 3, 2, 0, {OC_IN(-1, 1, 2, 3), OC_IN(-1, 1, 3, 2), OC_IN(-1, 1, 2)}, OC_GROWS, "nn..", NULL},
     /* a [3, 2] read as a^T: its element 1 is a^T's [1, 0], row 1 of out */
     {"tg_matmul", b_matmul_t, 3, 2, 0, {OC_IN(-1, 1, 3, 2), OC_IN(-1, 1, 2, 3), OC_IN(-1, 1, 2)}, 0, "..nn", NULL},
     {"tg_tril", b_tril, 1, 1, 0, {OC_IN(-1, 1, 2, 3)}, OC_GROWS, "......", NULL},

@@ -20,7 +20,8 @@ static const oc_family *const families[] = {&oc_pointwise, &oc_reduce, &oc_shape
         for (const op_case *r = families[f_]->rows; r < families[f_]->rows + families[f_]->n; r++)
 
 /* A row's inputs, from a seed of its name (a new row moves no other's
- * values); dim 0 times grow for an OC_GROWS row's inputs of in[0]'s rank. */
+ * values); dim 0 times grow for an OC_GROWS row's inputs of in[0]'s rank
+ * and dim 0. */
 static void inputs_make_grown(const op_case *r, tg_tensor **in, int grow)
 {
     uint64_t seed = 1469598103934665603ull;
@@ -31,7 +32,8 @@ static void inputs_make_grown(const op_case *r, tg_tensor **in, int grow)
         const oc_in *d = &r->in[k];
         int shape[4];
         memcpy(shape, d->shape, sizeof shape);
-        if ((r->flags & OC_GROWS) && d->ndim > 0 && d->ndim == r->in[0].ndim) shape[0] *= grow;
+        if ((r->flags & OC_GROWS) && d->ndim > 0 && d->ndim == r->in[0].ndim && d->shape[0] == r->in[0].shape[0])
+            shape[0] *= grow;
         in[k] = tg_tensor_alloc(d->ndim, shape);
         cr_assert_not_null(in[k], "%s: input %d", r->name, k);
         for (size_t i = 0; i < in[k]->size; i++)
