@@ -599,7 +599,7 @@ Test(conv, conv2d_layer_names_init_and_forward)
     tg_tensor *y2 = tg_conv2d(t, x, l.weight, l.bias, &cfg.opts);
     cr_assert(memcmp(y->data, y2->data, y->size * sizeof(tg_real)) == 0);
     tg_tensor *x3 = tg_tensor_zeros(t, 4, (int[]){2, 3, 5, 5});
-    assert_fails(t, tg_conv2d_forward(t, &l, x3), "tg_conv2d", "[2,3,5,5]");
+    assert_fails(t, tg_conv2d_forward(t, &l, x3), "tg_conv2d 'conv1'", "[2,3,5,5]", "[N, 4, H, W]");
     tg_conv2d_layer bad;
     cfg.out = 5;
     cr_assert_eq(tg_conv2d_init(&bad, p, "conv2", &cfg, &rng), -1);
