@@ -44,5 +44,10 @@ tg_tensor *tg_conv2d_forward(tg_tape *t, const tg_conv2d_layer *l, tg_tensor *x)
 {
     if (tg_nn_check_forward("tg_conv2d_forward", t, l, l && l->weight)) return NULL;
     if (!x) return tg_fail_null(t, "tg_conv2d");
+    if ((x->ndim != 4 && x->ndim != 3) || x->shape[x->ndim - 3] != l->in) {
+        char s[TG_SHAPE_STR];
+        return tg_fail(t, "tg_conv2d '%s': input %s must be [N, %d, H, W] or [%d, H, W]", l->name, tg_shape_str(x, s),
+                       l->in, l->in);
+    }
     return tg_conv2d(t, x, l->weight, l->bias, &l->opts);
 }

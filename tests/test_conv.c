@@ -517,12 +517,13 @@ Test(conv, batch_norm_and_interpolate_reject_bad_arguments)
     tg_tensor *x = tg_tensor_zeros(t, 4, (int[]){2, 3, 4, 4}), *v3 = tg_tensor_zeros(t, 1, (int[]){3});
     tg_tensor *v4 = tg_tensor_zeros(t, 1, (int[]){4});
     tg_bn_opts o = TG_BN_OPTS_DEFAULT;
-    assert_fails(t, tg_batch_norm(t, x, NULL, NULL, NULL, NULL, &o), "tg_batch_norm", "evaluation needs running_mean");
+    assert_fails(t, tg_batch_norm(t, x, NULL, NULL, NULL, NULL, &o), "tg_batch_norm", "evaluation needs them");
     o.training = true;
     cr_assert_not_null(tg_batch_norm(t, x, NULL, NULL, v3, v3, &o), "%s", tg_tape_error(t));
     assert_fails(t, tg_batch_norm(t, x, NULL, NULL, v4, NULL, &o), "tg_batch_norm", "weight [4]", "[C] = [3]");
     assert_fails(t, tg_batch_norm(t, x, v3, v4, NULL, NULL, &o), "tg_batch_norm", "running_var [4]");
-    assert_fails(t, tg_batch_norm(t, x, v3, NULL, NULL, NULL, &o), "tg_batch_norm", "both running_mean and running_var");
+    assert_fails(t, tg_batch_norm(t, x, v3, NULL, NULL, NULL, &o), "tg_batch_norm", "running_var is NULL",
+                 "give both running statistics or neither");
     assert_fails(t, tg_batch_norm(t, tg_tensor_zeros(t, 1, (int[]){3}), NULL, NULL, NULL, NULL, &o), "tg_batch_norm",
                  "input [3]", "[N, C, ...]");
     assert_fails(t, tg_batch_norm(t, tg_tensor_zeros(t, 4, (int[]){1, 3, 1, 1}), NULL, NULL, NULL, NULL, &o),
@@ -598,7 +599,7 @@ Test(conv, conv2d_layer_names_init_and_forward)
     tg_tensor *y2 = tg_conv2d(t, x, l.weight, l.bias, &cfg.opts);
     cr_assert(memcmp(y->data, y2->data, y->size * sizeof(tg_real)) == 0);
     tg_tensor *x3 = tg_tensor_zeros(t, 4, (int[]){2, 3, 5, 5});
-    assert_fails(t, tg_conv2d_forward(t, &l, x3), "tg_conv2d", "[2,3,5,5]");
+    assert_fails(t, tg_conv2d_forward(t, &l, x3), "tg_conv2d 'conv1'", "[2,3,5,5]", "[N, 4, H, W]");
     tg_conv2d_layer bad;
     cfg.out = 5;
     cr_assert_eq(tg_conv2d_init(&bad, p, "conv2", &cfg, &rng), -1);
@@ -679,32 +680,68 @@ Test(conv, batchnorm2d_layer_keys_running_stats_and_modes)
     tg_params_free(bufs);
 }
 
+/* ---- out of memory ---------------------------------------------------------- */
+
+/* every op of this file in one chain on x [1, 2, 5, 5], w [2, 2, 3, 3], wt [2, 1, 2, 2] */
+static tg_tensor *oom_chain(tg_tape *t, void *ctx)
+{
+    tg_tensor **in = ctx;
+    tg_conv_opts co = TG_CONV_OPTS_DEFAULT;
+    co.padding[0] = co.padding[1] = 1;
+    tg_pool_opts po = TG_POOL_OPTS_DEFAULT(2, 2);
+    tg_bn_opts bo = {true, 0.1, 1e-5};
+    tg_interp_opts io = {{3, 3}, {0, 0}, TG_INTERP_BILINEAR, false};
+    tg_tensor *y = tg_conv2d(t, in[0], in[1], NULL, &co);            /* [1, 2, 5, 5] */
+    y = tg_batch_norm(t, tg_max_pool2d(t, y, &po), NULL, NULL, NULL, NULL, &bo);  /* [1, 2, 2, 2] */
+    y = tg_conv_transpose2d(t, tg_interpolate(t, y, &io), in[2], NULL, NULL);     /* [1, 1, 4, 4] */
+    y = tg_avg_pool2d(t, tg_adaptive_avg_pool2d(t, y, 3, 3), &(tg_pool_opts)TG_POOL_OPTS_DEFAULT(2, 2));
+    return tg_conv1d(t, tg_reshape(t, y, 3, (int[]){1, 1, 1}), tg_reshape(t, in[3], 3, (int[]){1, 1, 1}), NULL,
+                     NULL);
+}
+
+Test(conv, out_of_memory_anywhere_is_an_error)
+{
+    tg_rng rng;
+    tg_rng_seed(&rng, 22);
+    tg_tensor *in[4] = {tu_rand(&rng, -1, 1, 4, (int[]){1, 2, 5, 5}), tu_rand(&rng, -1, 1, 4, (int[]){2, 2, 3, 3}),
+                        tu_rand(&rng, -1, 1, 4, (int[]){2, 1, 2, 2}), tu_rand(&rng, -1, 1, 1, (int[]){1})};
+    walk_out_of_memory(oom_chain, in, in, 4);
+    tu_free_all(in, 4);
+}
+
 /* ---- threads ---------------------------------------------------------------- */
 
-/* conv2d -> relu -> max_pool2d forward and backward on `threads` threads:
- * the output and every grad, concatenated into a new buffer */
+/* conv2d -> batch_norm -> relu -> max_pool2d -> interpolate ->
+ * conv_transpose2d -> adaptive_avg_pool2d -> avg_pool2d forward and backward on
+ * `threads` threads: the output and every grad, concatenated into a new buffer */
 static tg_real *conv_pool_run(int threads, size_t *n)
 {
     tg_threads_set(threads);
     tg_rng rng;
     tg_rng_seed(&rng, 21);
-    tg_tensor *x = tu_rand(&rng, -1, 1, 4, (int[]){8, 3, 20, 20}), *w = tu_rand(&rng, -1, 1, 4, (int[]){16, 3, 3, 3});
-    tg_tensor *b = tu_rand(&rng, -1, 1, 1, (int[]){16});
+    tg_tensor *p[6] = {tu_rand(&rng, -1, 1, 4, (int[]){8, 3, 20, 20}), tu_rand(&rng, -1, 1, 4, (int[]){16, 3, 3, 3}),
+                       tu_rand(&rng, -1, 1, 1, (int[]){16}), tu_rand(&rng, 0.5, 1.5, 1, (int[]){16}),
+                       tu_rand(&rng, -1, 1, 4, (int[]){16, 4, 3, 3}), tu_rand(&rng, -1, 1, 1, (int[]){4})};
     tg_tape *t = tg_tape_new();
-    tg_conv_opts co = TG_CONV_OPTS_DEFAULT;
+    tg_conv_opts co = TG_CONV_OPTS_DEFAULT, ct = TG_CONV_OPTS_DEFAULT;
     co.padding[0] = co.padding[1] = 1;
-    tg_pool_opts po = TG_POOL_OPTS_DEFAULT(2, 2);
-    tg_tensor *y = tg_max_pool2d(t, tg_relu(t, tg_conv2d(t, x, w, b, &co)), &po);
+    ct.stride[0] = ct.stride[1] = 2;
+    tg_pool_opts po = TG_POOL_OPTS_DEFAULT(2, 2), pa = {{3, 3}, {2, 2}, {1, 1}, {1, 1}, true, false};
+    tg_bn_opts bo = {true, 0.1, 1e-5};
+    tg_interp_opts io = {{15, 15}, {0, 0}, TG_INTERP_BILINEAR, false};
+    tg_tensor *y = tg_batch_norm(t, tg_conv2d(t, p[0], p[1], p[2], &co), NULL, NULL, p[3], p[2], &bo);
+    y = tg_interpolate(t, tg_max_pool2d(t, tg_relu(t, y), &po), &io);   /* [8, 16, 15, 15] */
+    y = tg_conv_transpose2d(t, y, p[4], p[5], &ct);                     /* [8, 4, 31, 31] */
+    y = tg_avg_pool2d(t, tg_adaptive_avg_pool2d(t, y, 9, 9), &pa);     /* [8, 4, 5, 5] */
     cr_assert_not_null(y, "%s", tg_tape_error(t));
     cr_assert_eq(tg_backward(t, tg_sum(t, tg_mul(t, y, y))), 0);
-    *n = y->size + x->size + w->size + b->size;
-    tg_real *all = malloc(*n * sizeof *all), *p = all;
-    memcpy(p, y->data, y->size * sizeof *p), p += y->size;
-    memcpy(p, x->grad, x->size * sizeof *p), p += x->size;
-    memcpy(p, w->grad, w->size * sizeof *p), p += w->size;
-    memcpy(p, b->grad, b->size * sizeof *p);
+    *n = y->size;
+    for (int i = 0; i < 6; i++) *n += p[i]->size;
+    tg_real *all = malloc(*n * sizeof *all), *q = all;
+    memcpy(q, y->data, y->size * sizeof *q), q += y->size;
+    for (int i = 0; i < 6; i++) memcpy(q, p[i]->grad, p[i]->size * sizeof *q), q += p[i]->size;
     tg_tape_free(t);
-    tg_tensor_free(x), tg_tensor_free(w), tg_tensor_free(b);
+    tu_free_all(p, 6);
     tg_threads_set(0);
     return all;
 }

@@ -129,10 +129,11 @@ tg_tensor *tg_batch_norm(tg_tape *t, tg_tensor *x, tg_tensor *running_mean, tg_t
         return tg_fail(t, "tg_batch_norm: eps %g must be > 0 and momentum %g in [0, 1] (input %s)", o->eps,
                        o->momentum, tg_shape_str(x, sx));
     if ((running_mean == NULL) != (running_var == NULL))
-        return tg_fail(t, "tg_batch_norm: give both running_mean and running_var or neither (input %s)",
+        return tg_fail(t, "tg_batch_norm: %s is NULL and %s is not: give both running statistics or neither (input %s)",
+                       running_mean ? "running_var" : "running_mean", running_mean ? "running_mean" : "running_var",
                        tg_shape_str(x, sx));
     if (!o->training && !running_mean)
-        return tg_fail(t, "tg_batch_norm: evaluation needs running_mean and running_var (input %s)",
+        return tg_fail(t, "tg_batch_norm: running_mean and running_var are NULL: evaluation needs them (input %s)",
                        tg_shape_str(x, sx));
     bn_ctx c = {(size_t)x->shape[0], x->size / ((size_t)x->shape[0] * (C ? C : 1)), C, o->training, NULL, NULL};
     if (x->shape[0] == 0) c.inner = 0;

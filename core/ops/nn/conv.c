@@ -29,7 +29,9 @@ static void conv_span(int n, int s, int off, int size, int *lo, int *hi)
     if (*hi < *lo) *hi = *lo;
 }
 
-void tg_im2col(const tg_conv_geom *g, const tg_real *x, tg_real *col)
+/* gather: col [K, P] <- the windows of x (0 in the padding); else
+ * x += col put back in its windows */
+static void cols_walk(const tg_conv_geom *g, tg_real *x, tg_real *col, bool gather)
 {
     size_t P = (size_t)g->Ho * g->Wo, HW = (size_t)g->H * g->W;
     for (int c = 0; c < g->C / g->groups; c++)
@@ -38,34 +40,27 @@ void tg_im2col(const tg_conv_geom *g, const tg_real *x, tg_real *col)
                 int off_h = i * g->dh - g->ph, off_w = j * g->dw - g->pw, h0, h1, w0, w1;
                 conv_span(g->Ho, g->sh, off_h, g->H, &h0, &h1);
                 conv_span(g->Wo, g->sw, off_w, g->W, &w0, &w1);
-                memset(col, 0, (size_t)h0 * g->Wo * sizeof *col);
+                if (gather) {
+                    memset(col, 0, (size_t)h0 * g->Wo * sizeof *col);
+                    memset(col + (size_t)h1 * g->Wo, 0, (size_t)(g->Ho - h1) * g->Wo * sizeof *col);
+                }
                 for (int oh = h0; oh < h1; oh++) {
-                    const tg_real *xr = x + c * HW + (size_t)(oh * g->sh + off_h) * g->W + off_w;
+                    tg_real *xr = x + c * HW + (size_t)(oh * g->sh + off_h) * g->W + off_w;
                     tg_real *row = col + (size_t)oh * g->Wo;
+                    if (!gather) {
+                        for (int ow = w0; ow < w1; ow++) xr[(size_t)ow * g->sw] += row[ow];
+                        continue;
+                    }
                     for (int ow = 0; ow < w0; ow++) row[ow] = 0;
                     for (int ow = w0; ow < w1; ow++) row[ow] = xr[(size_t)ow * g->sw];
                     for (int ow = w1; ow < g->Wo; ow++) row[ow] = 0;
                 }
-                memset(col + (size_t)h1 * g->Wo, 0, (size_t)(g->Ho - h1) * g->Wo * sizeof *col);
             }
 }
 
-void tg_col2im(const tg_conv_geom *g, const tg_real *col, tg_real *x)
-{
-    size_t P = (size_t)g->Ho * g->Wo, HW = (size_t)g->H * g->W;
-    for (int c = 0; c < g->C / g->groups; c++)
-        for (int i = 0; i < g->kh; i++)
-            for (int j = 0; j < g->kw; j++, col += P) {
-                int off_h = i * g->dh - g->ph, off_w = j * g->dw - g->pw, h0, h1, w0, w1;
-                conv_span(g->Ho, g->sh, off_h, g->H, &h0, &h1);
-                conv_span(g->Wo, g->sw, off_w, g->W, &w0, &w1);
-                for (int oh = h0; oh < h1; oh++) {
-                    tg_real *xr = x + c * HW + (size_t)(oh * g->sh + off_h) * g->W + off_w;
-                    const tg_real *row = col + (size_t)oh * g->Wo;
-                    for (int ow = w0; ow < w1; ow++) xr[(size_t)ow * g->sw] += row[ow];
-                }
-            }
-}
+void tg_im2col(const tg_conv_geom *g, const tg_real *x, tg_real *col) { cols_walk(g, (tg_real *)x, col, true); }
+
+void tg_col2im(const tg_conv_geom *g, const tg_real *col, tg_real *x) { cols_walk(g, x, (tg_real *)col, false); }
 
 bool tg_conv_geom_direct(const tg_conv_geom *g)
 {
@@ -73,8 +68,11 @@ bool tg_conv_geom_direct(const tg_conv_geom *g)
 }
 
 /* db [O] += the sums of dout [N, O, P] over N and P, in double */
-void tg_conv_bias_grad(const tg_real *dout, int N, int O, size_t P, tg_real *db)
+bool tg_conv_bias_grad(tg_tape *t, tg_tensor *b, const tg_real *dout, int N, int O, size_t P)
 {
+    if (!b || !b->requires_grad) return true;
+    tg_real *db = tg_grad(t, b);
+    if (!db) return false;
     for (int o = 0; o < O; o++) {
         double s = 0;
         for (int n = 0; n < N; n++) {
@@ -83,6 +81,7 @@ void tg_conv_bias_grad(const tg_real *dout, int N, int O, size_t P, tg_real *db)
         }
         db[o] += (tg_real)s;
     }
+    return true;
 }
 
 /* out [N, O, Ho, Wo] <- x [N, C, H, W], w [O, Cg, kh, kw], b [O] (in[2], or NULL) */
@@ -93,11 +92,7 @@ TG_BACKWARD(conv2d_backward, tg_conv_geom)
     const tg_real *dout = out->grad;
     int G = g->groups, Og = g->O / G, Cg = g->C / G, K = Cg * g->kh * g->kw;
     size_t P = (size_t)g->Ho * g->Wo, HW = (size_t)g->H * g->W;
-    if (b && b->requires_grad) {
-        tg_real *db = tg_grad(t, b);
-        if (!db) return;
-        tg_conv_bias_grad(dout, g->N, g->O, P, db);
-    }
+    if (!tg_conv_bias_grad(t, b, dout, g->N, g->O, P)) return;
     tg_real beta_w = 1;
     tg_real *dx = x->requires_grad ? tg_grad(t, x) : NULL;
     tg_real *dw = !w->requires_grad ? NULL : g->N > 0 ? tg_grad_write(t, w, &beta_w) : tg_grad(t, w);

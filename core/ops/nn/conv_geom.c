@@ -1,4 +1,5 @@
 /* tapegrad: the shape checks and output sizes of the convolutions (conv_geom.h). */
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -103,6 +104,13 @@ bool tg_conv_geom_make(tg_tape *t, const char *op, int nd, bool transposed, cons
             return false;
         }
         out[i] = (int)n;
+    }
+    long big = (long)(transposed ? out[0] : in[0]) * (transposed ? out[1] : in[1]);
+    long small = (long)(transposed ? in[0] : out[0]) * (transposed ? in[1] : out[1]);
+    if (big > INT_MAX || small > INT_MAX || (long)(transposed ? c_out : c_in) / G * k[0] * k[1] > INT_MAX) {
+        tg_fail(t, "%s: input %s and weight %s make a product too large for the GEMM's int sizes", op,
+                tg_shape_str(x, sx), tg_shape_str(w, sw));
+        return false;
     }
     /* the conv's view: C, H, W the big side (a transposed conv's output) */
     *g = (tg_conv_geom){.N = batched ? x->shape[0] : 1, .C = transposed ? c_out : c_in,

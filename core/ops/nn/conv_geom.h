@@ -36,7 +36,8 @@ bool tg_conv_geom_direct(const tg_conv_geom *g);
 /* out [N, O, Ho, Wo] = x [N, C, H, W] (*) w + b (b may be NULL); false on out of memory. */
 bool tg_conv_forward(tg_tape *t, const tg_conv_geom *g, const char *op, const tg_real *x, const tg_real *w,
                      const tg_real *b, tg_real *out);
-/* db [O] += the sums of dout [N, O, P] over N and P */
-void tg_conv_bias_grad(const tg_real *dout, int N, int O, size_t P, tg_real *db);
+/* b's grad [O] += the sums of dout [N, O, P] over N and P (nothing when b is
+ * NULL or needs no grad); false on out of memory. */
+bool tg_conv_bias_grad(tg_tape *t, tg_tensor *b, const tg_real *dout, int N, int O, size_t P);
 
 #endif

@@ -26,11 +26,7 @@ TG_BACKWARD(conv_transpose_backward, tg_conv_geom)
     const tg_real *dout = out->grad;
     int G = g->groups, Og = g->O / G, Cg = g->C / G, K = Cg * g->kh * g->kw;
     size_t P = (size_t)g->Ho * g->Wo, HW = (size_t)g->H * g->W;
-    if (b && b->requires_grad) {
-        tg_real *db = tg_grad(t, b);
-        if (!db) return;
-        tg_conv_bias_grad(dout, g->N, g->C, HW, db);
-    }
+    if (!tg_conv_bias_grad(t, b, dout, g->N, g->C, HW)) return;
     tg_real *dx = x->requires_grad ? tg_grad(t, x) : NULL;
     tg_real *dw = w->requires_grad ? tg_grad(t, w) : NULL;
     if ((x->requires_grad && !dx) || (w->requires_grad && !dw) || (!dx && !dw) || g->N == 0) return;

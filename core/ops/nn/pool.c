@@ -149,25 +149,6 @@ TG_BACKWARD(max_pool_backward, pool_geom)
 TG_OP(max_pool2d_op, "tg_max_pool2d", max_pool_backward, pool_geom);
 TG_OP(max_pool1d_op, "tg_max_pool1d", max_pool_backward, pool_geom);
 
-static tg_tensor *max_pool(tg_tape *t, const tg_op *op, int nd, tg_tensor *x, const tg_pool_opts *o)
-{
-    if (!tg_inputs_check(t, op, &x, 1, 1)) return NULL;
-    pool_geom g;
-    if (!pool_geom_make(t, op->name, nd, true, x, o, &g)) return NULL;
-    int shape[TG_MAX_DIMS];
-    memcpy(shape, x->shape, sizeof shape);
-    if (nd == 2) shape[x->ndim - 2] = g.Ho;
-    shape[x->ndim - 1] = g.Wo;
-    tg_tensor *out = tg_new(t, op, x->ndim, shape);
-    if (!out) return NULL;
-    int64_t *idx = NULL;
-    if (tg_needs_grad(t, &x, 1) && !(idx = tg_arena_alloc(t, out->size * sizeof *idx + 1, op->name))) return NULL;
-    pool_job j = {&g, x->data, NULL, out->data, NULL, idx};
-    tg_parallel_range(g.planes, 2.0 * g.kh * g.kw * g.Ho * g.Wo, max_planes, &j);
-    g.idx = idx;
-    if (!tg_op_record(t, op, out, &x, 1, &g)) return NULL;
-    return tg_op_done(t, op, out);
-}
 
 /* avg: the window of (oh, ow) along one dim, [*a, *e) clipped to the input,
  * and its length clipped to the padded input (count_include_pad's) */
@@ -227,39 +208,44 @@ TG_BACKWARD(avg_pool_backward, pool_geom)
 TG_OP(avg_pool2d_op, "tg_avg_pool2d", avg_pool_backward, pool_geom);
 TG_OP(avg_pool1d_op, "tg_avg_pool1d", avg_pool_backward, pool_geom);
 
-static tg_tensor *avg_pool(tg_tape *t, const tg_op *op, int nd, tg_tensor *x, const tg_pool_opts *o)
+/* max (or avg) pooling of x by o; the max keeps its indices when a grad is needed */
+static tg_tensor *pool(tg_tape *t, const tg_op *op, int nd, bool max, tg_tensor *x, const tg_pool_opts *o)
 {
     if (!tg_inputs_check(t, op, &x, 1, 1)) return NULL;
     pool_geom g;
-    if (!pool_geom_make(t, op->name, nd, false, x, o, &g)) return NULL;
+    if (!pool_geom_make(t, op->name, nd, max, x, o, &g)) return NULL;
     int shape[TG_MAX_DIMS];
     memcpy(shape, x->shape, sizeof shape);
     if (nd == 2) shape[x->ndim - 2] = g.Ho;
     shape[x->ndim - 1] = g.Wo;
     tg_tensor *out = tg_new(t, op, x->ndim, shape);
     if (!out) return NULL;
-    pool_job j = {&g, x->data, NULL, out->data, NULL, NULL};
-    tg_parallel_range(g.planes, 2.0 * g.kh * g.kw * g.Ho * g.Wo, avg_planes, &j);
+    int64_t *idx = NULL;
+    if (max && tg_needs_grad(t, &x, 1) && !(idx = tg_arena_alloc(t, out->size * sizeof *idx + 1, op->name)))
+        return NULL;
+    pool_job j = {&g, x->data, NULL, out->data, NULL, idx};
+    tg_parallel_range(g.planes, 2.0 * g.kh * g.kw * g.Ho * g.Wo, max ? max_planes : avg_planes, &j);
+    g.idx = idx;
     if (!tg_op_record(t, op, out, &x, 1, &g)) return NULL;
     return tg_op_done(t, op, out);
 }
 
 tg_tensor *tg_avg_pool2d(tg_tape *t, tg_tensor *x, const tg_pool_opts *opts)
 {
-    return avg_pool(t, &avg_pool2d_op, 2, x, opts);
+    return pool(t, &avg_pool2d_op, 2, false, x, opts);
 }
 
 tg_tensor *tg_avg_pool1d(tg_tape *t, tg_tensor *x, const tg_pool_opts *opts)
 {
-    return avg_pool(t, &avg_pool1d_op, 1, x, opts);
+    return pool(t, &avg_pool1d_op, 1, false, x, opts);
 }
 
 tg_tensor *tg_max_pool2d(tg_tape *t, tg_tensor *x, const tg_pool_opts *opts)
 {
-    return max_pool(t, &max_pool2d_op, 2, x, opts);
+    return pool(t, &max_pool2d_op, 2, true, x, opts);
 }
 
 tg_tensor *tg_max_pool1d(tg_tape *t, tg_tensor *x, const tg_pool_opts *opts)
 {
-    return max_pool(t, &max_pool1d_op, 1, x, opts);
+    return pool(t, &max_pool1d_op, 1, true, x, opts);
 }
