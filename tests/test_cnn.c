@@ -207,13 +207,13 @@ Test(cnn, flags)
     cr_assert(c.epochs == 3 && c.batch == 32 && c.lr == 3e-3 && c.overwrite && !strcmp(c.out, "x"));
     cr_assert_eq(parse(&c, "--help"), 1);
     static const char *const bad[][2] = {
-        {"--bogus", "unknown flag --bogus"},
-        {"--batch 0", "--batch '0' is not allowed: expected a whole number in [1, 4096]"},
+        {"--bogus", "cnn: unknown flag --bogus (cnn --help lists the flags)"},
+        {"--batch 0", "cnn: --batch '0' is not allowed: expected an integer in [1, 4096]"},
         {"--lr 0", "--lr '0' is not allowed: expected a number in (0, 1]"},
         {"--epochs 1.5", "--epochs '1.5' is not allowed"},
         {"--seed x", "--seed 'x' is not allowed"},
-        {"--steps", "--steps needs a value"},
-        {"overwrite", "unknown flag overwrite"},
+        {"--steps", "cnn: --steps needs a value"},
+        {"overwrite", "cnn: unexpected argument 'overwrite'"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         cr_assert_eq(parse(&c, bad[i][0]), -1, "%s", bad[i][0]);

@@ -72,15 +72,17 @@ int cnn_confusion_png(const char *path, const long confusion[CNN_CLASSES][CNN_CL
 int cnn_filters_png(const char *path, const tg_tensor *w);
 
 /* ---- cli.c ---- */
+#define CNN_MAX_FLAGS 16
 typedef struct cnn_config {
     char data[CNN_PATH_MAX], out[CNN_PATH_MAX];
     long epochs, steps, batch, seed, threads, limit, log_every;
     double lr;
     bool overwrite;
+    bool set[CNN_MAX_FLAGS];     /* which flags the command line gave */
 } cnn_config;
 
 /* argv[0] is the program. 0; 1 when --help was printed to out; -1 with a
- * message in tg_error(). */
+ * message in tg_error() that starts with "cnn: ". */
 int cnn_cli_parse(int argc, char **argv, cnn_config *c, FILE *out);
 
 /* ---- run.c ---- */

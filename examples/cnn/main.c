@@ -29,7 +29,7 @@ int main(int argc, char **argv)
     static cnn_config c;
     int rc = cnn_cli_parse(argc, argv, &c, stdout);
     if (rc) {
-        if (rc < 0) fprintf(stderr, "cnn: %s\n", tg_error());
+        if (rc < 0) fprintf(stderr, "%s\n", tg_error());
         return rc < 0 ? 2 : 0;
     }
     int threads = sq_set_threads(c.threads);

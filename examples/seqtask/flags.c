@@ -116,37 +116,35 @@ int fl_parse(const fl_table *t, unsigned cmd, const char *cmd_name, int argc,
     if (t->flags[i].def)
       fl_set(&t->flags[i], cfg, t->flags[i].def);
   }
-  const char *prog = t->prog;
-  char buf[160];
+  char who[96], buf[160]; /* "seqtask train", or "cnn" for a program without commands */
+  snprintf(who, sizeof who, "%s%s%s", t->prog, *cmd_name ? " " : "", cmd_name);
   for (int a = 1; a < argc; a++) {
     const char *arg = argv[a];
     if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0)
       return 1;
     if (strncmp(arg, "--", 2) != 0)
-      return tg_error_set("%s %s: unexpected argument '%s' (flags start with "
-                          "--; %s %s --help lists them)",
-                          prog, cmd_name, arg, prog, cmd_name);
+      return tg_error_set("%s: unexpected argument '%s' (flags start with "
+                          "--; %s --help lists them)",
+                          who, arg, who);
     const char *name = arg + 2, *eq = strchr(name, '=');
     int i = fl_find(t, name, eq ? (size_t)(eq - name) : strlen(name));
     if (i < 0 || !(t->flags[i].cmds & (1u << cmd)))
-      return tg_error_set(
-          "%s %s: unknown flag %.*s (%s %s --help lists the flags)", prog,
-          cmd_name, (int)(eq ? eq - arg : (long)strlen(arg)), arg, prog,
-          cmd_name);
+      return tg_error_set("%s: unknown flag %.*s (%s --help lists the flags)",
+                          who, (int)(eq ? eq - arg : (long)strlen(arg)), arg,
+                          who);
     const fl_flag *f = &t->flags[i];
     const char *value = eq ? eq + 1 : NULL;
     if (f->type == FL_BOOL && !value)
       value = "true";
     if (!value) {
       if (a + 1 >= argc)
-        return tg_error_set("%s %s: --%s needs a value: %s", prog, cmd_name,
-                            f->name, fl_allowed(f, buf, sizeof buf));
+        return tg_error_set("%s: --%s needs a value: %s", who, f->name,
+                            fl_allowed(f, buf, sizeof buf));
       value = argv[++a];
     }
     if (fl_set(f, cfg, value) != 0)
-      return tg_error_set("%s %s: --%s '%s' is not allowed: expected %s", prog,
-                          cmd_name, f->name, value,
-                          fl_allowed(f, buf, sizeof buf));
+      return tg_error_set("%s: --%s '%s' is not allowed: expected %s", who,
+                          f->name, value, fl_allowed(f, buf, sizeof buf));
     set[i] = true;
   }
   return 0;

@@ -83,7 +83,7 @@ void fl_get(const fl_flag *f, const void *cfg, char *buf, size_t len);
 
 /* Sets every default, then the flags of argv[1..argc) (`--name value`,
  * `--name=value`, a bare `--name` for a bool) that command `cmd` (called
- * `cmd_name`) takes, marking them in set[]. 0; 1 when argv asks for --help
+ * `cmd_name`; "" for a program without commands) takes, marking them in set[]. 0; 1 when argv asks for --help
  * (nothing printed); -1 with a message in tg_error() naming the command, the
  * flag, the value and what is allowed. */
 int fl_parse(const fl_table *t, unsigned cmd, const char *cmd_name, int argc,
