@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include <tapegrad/core/kernels/threads.h>
+#include "../core/kernels/spin.h"
 #include "../core/kernels/gemm.h"
 #include "test_util.h"
 
