@@ -148,7 +148,7 @@ static tg_tensor *c_reshape(tg_tape *t, tg_tensor **in, tg_rng *r)
     return tg_reshape(t, in[0], 1, (int[]){9});
 }
 static tg_tensor *c_rows_view(tg_tape *t, tg_tensor **in, tg_rng *r) { (void)r; return tg_rows_view(t, in[0], 1, 2); }
-static tg_tensor *c_permute(tg_tape *t, tg_tensor **in, tg_rng *r) { (void)r; return tg_permute(t, in[0], (int[]){1, 0}); }
+static tg_tensor *c_permute(tg_tape *t, tg_tensor **in, tg_rng *r) { (void)r; return tg_permute(t, in[0], (int[]){1, 0}, 2); }
 static tg_tensor *c_transpose(tg_tape *t, tg_tensor **in, tg_rng *r) { (void)r; return tg_transpose(t, in[0], 0, 1); }
 static tg_tensor *c_split(tg_tape *t, tg_tensor **in, tg_rng *r) { (void)r; return tg_split_heads(t, in[0], 3); }
 static tg_tensor *c_merge(tg_tape *t, tg_tensor **in, tg_rng *r) { (void)r; return tg_merge_heads(t, in[0]); }
@@ -169,12 +169,12 @@ static tg_tensor *c_layernorm(tg_tape *t, tg_tensor **in, tg_rng *r)
 static tg_tensor *c_embedding(tg_tape *t, tg_tensor **in, tg_rng *r)
 {
     (void)r;
-    return tg_embedding(t, in[0], (int32_t[]){0, 2}, 1, 2);
+    return tg_embedding(t, in[0], &(tg_index){.data = (int32_t[]){0, 2}, .ndim = 2, .shape = {1, 2}});
 }
 static tg_tensor *c_cross_entropy(tg_tape *t, tg_tensor **in, tg_rng *r)
 {
     (void)r;
-    return tg_cross_entropy(t, in[0], (int32_t[]){0, 1, 2}, TG_IGNORE);
+    return tg_cross_entropy(t, in[0], (int32_t[]){0, 1, 2}, 3, TG_IGNORE);
 }
 static tg_tensor *c_dropout(tg_tape *t, tg_tensor **in, tg_rng *r) { return tg_dropout(t, in[0], 0.5, r); }
 /* p = 0 returns the input itself: it is checked all the same */
