@@ -15,9 +15,10 @@ extern "C" {
 
 /* ---- losses (core/ops/loss/loss.c) ----------------------------------------------
  * Mean cross-entropy of logits [..., V] (rows N = all but the last dim) with
- * n int32 targets (n must be N: another count is an error naming both); targets equal to ignore_index are skipped; the mean is
- * over the others. When all are ignored the loss is 0 and logits get an
- * all-zero grad (PyTorch gives NaN). Fused log-softmax + NLL.
+ * n int32 targets (n must be N: another count is an error naming both);
+ * targets equal to ignore_index are skipped; the mean is over the others.
+ * When all are ignored the loss is 0 and logits get an all-zero grad
+ * (PyTorch gives NaN). Fused log-softmax + NLL.
  * tg_cross_entropy_sum is the sum instead (PyTorch's reduction='sum'). */
 #define TG_IGNORE (-100)
 tg_tensor *tg_cross_entropy(tg_tape *t, tg_tensor *logits, const int32_t *targets, int n, int ignore_index);
@@ -40,10 +41,10 @@ typedef struct tg_ce_opts {
 #define TG_CE_OPTS_DEFAULT {NULL, 0, TG_MEAN, TG_IGNORE, true}
 /* logits [..., C] (the class dim is the last; PyTorch's is dim 1), with n
  * class targets (int32, n = rows) or probabilities of logits' shape (with a
- * grad; targets NULL, n 0): exactly one of the two. opts NULL: the defaults. The mean divides by the
- * summed weights of the counted rows (class targets) or by the rows
- * (probabilities), as PyTorch; all rows ignored: 0 and zero grads (PyTorch:
- * NaN). TG_NONE gives [...] (logits' shape without C). */
+ * grad; targets NULL, n 0): exactly one of the two. opts NULL: the defaults.
+ * The mean divides by the summed weights of the counted rows (class targets)
+ * or by the rows (probabilities), as PyTorch; all rows ignored: 0 and zero
+ * grads (PyTorch: NaN). TG_NONE gives [...] (logits' shape without C). */
 tg_tensor *tg_cross_entropy_ex(tg_tape *t, tg_tensor *logits, const int32_t *targets, int n, tg_tensor *probs,
                                const tg_ce_opts *opts);
 /* nll_loss of log-probabilities [..., C] (weight, ignore_index, reduction; no smoothing) */

@@ -32,6 +32,11 @@ TG_BACKWARD(embedding_backward, embedding_ctx)
 
 TG_OP(embedding_op, "tg_embedding", embedding_backward, embedding_ctx);
 
+static int64_t id_at(const tg_index *ids, size_t i)
+{
+    return ids->i64 ? ((const int64_t *)ids->data)[i] : ((const int32_t *)ids->data)[i];
+}
+
 tg_tensor *tg_embedding(tg_tape *t, tg_tensor *weight, const tg_index *ids)
 {
     if (!tg_inputs_check(t, &embedding_op, &weight, 1, 1)) return NULL;
@@ -45,24 +50,26 @@ tg_tensor *tg_embedding(tg_tape *t, tg_tensor *weight, const tg_index *ids)
                        ids->ndim, TG_MAX_DIMS - 1, tg_shape_str(weight, sw));
     if (N && !ids->data) return tg_fail(t, "tg_embedding: ids' data is NULL (weight %s)", tg_shape_str(weight, sw));
     int V = weight->shape[0], D = weight->shape[1], shape[TG_MAX_DIMS];
-    memcpy(shape, ids->shape, (size_t)ids->ndim * sizeof *shape);
-    shape[ids->ndim] = D;
-    tg_tensor *out = tg_new(t, &embedding_op, ids->ndim + 1, shape);
-    if (!out) return NULL;
-    int32_t *id = tg_arena_alloc(t, (N ? N : 1) * sizeof *id, "tg_embedding saved ids");
-    if (!id) return NULL;
     for (size_t i = 0; i < N; i++) {
-        int64_t v = ids->i64 ? ((const int64_t *)ids->data)[i] : ((const int32_t *)ids->data)[i];
+        int64_t v = id_at(ids, i);
         if (v < 0 || v >= V) {
             tg_tensor h = {.ndim = ids->ndim};
             memcpy(h.shape, ids->shape, sizeof h.shape);
             return tg_fail(t, "tg_embedding: id %lld at position %zu is out of range [0, %d) (weight %s, ids %s)",
                            (long long)v, i, V, tg_shape_str(weight, sw), tg_shape_str(&h, si));
         }
-        id[i] = (int32_t)v;
     }
+    memcpy(shape, ids->shape, (size_t)ids->ndim * sizeof *shape);
+    shape[ids->ndim] = D;
+    tg_tensor *out = tg_new(t, &embedding_op, ids->ndim + 1, shape);
+    if (!out) return NULL;
     for (size_t i = 0; i < N; i++)
-        memcpy(out->data + i * D, weight->data + (size_t)id[i] * D, (size_t)D * sizeof(tg_real));
-    if (!tg_op_record(t, &embedding_op, out, &weight, 1, &(embedding_ctx){id, (int)N})) return NULL;
+        memcpy(out->data + i * D, weight->data + (size_t)id_at(ids, i) * D, (size_t)D * sizeof(tg_real));
+    if (tg_needs_grad(t, &weight, 1)) {
+        int32_t *saved = tg_arena_alloc(t, (N ? N : 1) * sizeof *saved, "tg_embedding saved ids");
+        if (!saved) return NULL;
+        for (size_t i = 0; i < N; i++) saved[i] = (int32_t)id_at(ids, i);
+        if (!tg_op_record(t, &embedding_op, out, &weight, 1, &(embedding_ctx){saved, (int)N})) return NULL;
+    }
     return tg_op_done(t, &embedding_op, out);
 }
