@@ -220,11 +220,20 @@ int tg_mha_copy_weights(tg_mha *dst, const tg_mha *src)
 
 /* ---- forward ------------------------------------------------------------------ */
 
-/* Scale 1/sqrt(d_head); tg_sdpa drops weights only while the tape trains. */
+/* What the layer's config adds to the scores of every call, a forward's
+ * and a decode's alike (ALiBi's slopes); scale 1/sqrt(d_head). */
+static tg_sdpa_opts score_opts(const tg_mha *m)
+{
+    return (tg_sdpa_opts){.alibi = m->cfg.alibi ? m->alibi : NULL};
+}
+
+/* A forward's: also the call's mask and bias, and dropout (tg_sdpa drops
+ * weights only while the tape trains). */
 static tg_sdpa_opts sdpa_opts(const tg_mha *m, const tg_mha_opts *o)
 {
-    return (tg_sdpa_opts){.mask = o->mask, .scale = 0, .dropout = m->cfg.dropout, .rng = o->rng, .bias = o->bias,
-                          .alibi = m->cfg.alibi ? m->alibi : NULL};
+    tg_sdpa_opts s = score_opts(m);
+    s.mask = o->mask, s.dropout = m->cfg.dropout, s.rng = o->rng, s.bias = o->bias;
+    return s;
 }
 
 /* x with RoPE on n heads of d_head columns from col (positions pos0[b] + ..),
@@ -489,8 +498,9 @@ tg_tensor *tg_mha_decode(tg_tape *t, const tg_mha *m, tg_tensor *x, tg_tensor *c
         return tg_fail(t, "tg_mha_decode '%s': no key/value cache with kdim, vdim, add_bias_kv or add_zero_attn",
                        m->name);
     tg_sdpa_layout lay = tg_mha_kv_layout(m);
+    tg_sdpa_opts so = score_opts(m);
     tg_tensor *qkv = rope_on(t, m, project(t, m, x, 0, 2), 0, m->cfg.n_heads + m->cfg.n_kv_heads, pos);
     if (!qkv || tg_kv_write(t, cache, qkv, &lay, pos)) return NULL;
-    tg_tensor *o = tg_sdpa_decode(t, qkv, cache, &lay, pos, &(tg_sdpa_opts){.alibi = m->cfg.alibi ? m->alibi : NULL});
+    tg_tensor *o = tg_sdpa_decode(t, qkv, cache, &lay, pos, &so);
     return tg_linear_forward(t, &m->out_proj, apply_head_mask(t, m, o, head_mask));
 }

@@ -1,4 +1,8 @@
-/* tapegrad: fused scaled-dot-product attention (tg_sdpa, tg_sdpa_heads).
+/* tapegrad: scaled-dot-product attention, one core for every caller:
+ * tg_sdpa, tg_sdpa_heads and tg_sdpa_decode (core/ops/decode.h) only lay
+ * out their tensors and checks; sdpa_run and its blocks do scores, the
+ * additive terms (tg_attn_bias_rows: mask, bias, ALiBi), the mask's rules,
+ * softmax, the weights, dropout and the product, and backward.
  *
  * For each (b, h), with q [Lq, dk], k [Lk, dk], v [Lk, dv]:
  *   S = scale * q k^T (+ additive)      one GEMM with k transposed in place
@@ -28,12 +32,15 @@
  * Nothing is read from the caller's mask arrays after the forward returns:
  * the node keeps arena copies.
  *
- * One core serves both ops: each of q, k, v and out is a layout, the (b, h)
- * plane [L, d] starting at off + b*sb + h*sh with rows ld apart, and every
- * GEMM takes those leading dimensions.
+ * Each of q, k, v and out is a layout, the (b, h) plane [L, d] starting at
+ * off + b*sb + h*sh with rows ld apart, and every GEMM takes those leading
+ * dimensions.
  *   tg_sdpa        [B, H, L, d] contiguous:   sb = H*L*d, sh = L*d, ld = d
  *   tg_sdpa_heads  [B, L, C] packed columns:  sb = L*C,   sh = d,   ld = C,
  *                                             off = col (q_col, k_col, v_col)
+ *   tg_sdpa_decode the cache [B, cap, Hkv*(dk + dv)]: keys transposed
+ *                  (trans, ld = cap), values ld = Hkv*dv; one query row
+ *                  per batch at position pos[b], a key_lens mask pos + 1
  *       row i of xkv:  | ... | k h0 | k h1 | ... | v h0 | v h1 | ... |
  *                            ^k_col  ^k_col+dk      ^v_col  ^v_col+dv
  * The grads of the inputs use the same layouts, so backward accumulates
