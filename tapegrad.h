@@ -14,7 +14,7 @@
 #include "core/engine/version.h"
 #include "core/io/io.h"
 #include "core/kernels/threads.h"
-#include "core/ops/mask.h"
+#include "core/ops/nn/mask.h"
 #include "core/ops/ops.h"
 #include "nn/nn.h"
 #include "optim/optim.h"

@@ -149,7 +149,7 @@ tg_tensor *tg_mha_forward(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor 
                           tg_tensor **weights);
 
 /* The layout of this layer's key/value cache for the core ops tg_kv_write,
- * tg_sdpa_decode and tg_kv_copy (core/ops/decode.h, which owns the cache's
+ * tg_sdpa_decode and tg_kv_copy (core/ops/nn/decode.h, which owns the cache's
  * layout): a cache is [B, cap, Hkv*(dk + dv)]; q_col, k_col and v_col are
  * where the packed | q | k | v | projection of one position holds them.
  * A NULL m gives all zeros, a layout those ops refuse. */

@@ -55,7 +55,7 @@ tg_tensor *tg_block_forward(tg_tape *t, const tg_block *b, tg_tensor *x, const t
  * tg_block_decode (on a tape that does not record: inference). */
 
 /* A zeroed cache of B rows of cap positions for this block's attention:
- * [B, cap, Hkv*(dk + dv)] as core/ops/decode.h lays it out (tg_mha_kv_layout;
+ * [B, cap, Hkv*(dk + dv)] as core/ops/nn/decode.h lays it out (tg_mha_kv_layout;
  * Hkv key/value heads, so grouped-query attention stores Hkv, not H, heads).
  * Free with tg_tensor_free. NULL with tg_error() naming what is wrong (a NULL
  * or uninitialised block, B or cap < 1, an attention without a cache:

@@ -113,7 +113,7 @@ tg_tensor *tg_model_forward(tg_tape *t, const tg_model *m, const int32_t *ids, i
 
 /* Keys and values of every layer for incremental decoding: n_layers tensors
  * [B, cap, Hkv*(dk + dv)], cap = the model's max_len positions per row, laid
- * out as core/ops/decode.h says (keys transposed, then values). */
+ * out as core/ops/nn/decode.h says (keys transposed, then values). */
 typedef struct tg_kv_cache {
     int B, cap, n_layers;
     tg_sdpa_layout lay;         /* every layer's (tg_mha_kv_layout) */

@@ -1,4 +1,4 @@
-/* Comparisons and selection (core/ops/compare.c): 0/1 masks without grads,
+/* Comparisons and selection (core/ops/pointwise/compare.c): 0/1 masks without grads,
  * where / masked_fill with grads to the chosen side (broadcasting),
  * maximum / minimum's half-and-half ties, max / min of every element with
  * the grad shared among ties, NaN handling, size-0 dims and misuse.

@@ -1,4 +1,4 @@
-/* Creation ops (core/ops/create.c): tinygrad's test_arange / test_linspace /
+/* Creation ops (core/ops/create/create.c): tinygrad's test_arange / test_linspace /
  * test_eye / test_zeros / test_ones / test_full / test_negative_dims cases,
  * the random ones against the tg_rng stream they draw, the same values on one
  * thread and on two, and their distributions. */

@@ -1,4 +1,4 @@
-/* The key/value cache and decode-step attention (core/ops/decode.h): writing
+/* The key/value cache and decode-step attention (core/ops/nn/decode.h): writing
  * a sequence's keys and values position by position (or in one prefill) and
  * stepping gives the rows of one causal tg_sdpa_heads pass (the same bits
  * with tapegrad's GEMMs), for multi-head, grouped-query and multi-query

@@ -1,4 +1,4 @@
-/* dropout (core/ops/dropout.c): identity cases, statistics, the backward
+/* dropout (core/ops/nn/dropout.c): identity cases, statistics, the backward
  * uses the forward's mask, gradcheck. */
 #include <string.h>
 

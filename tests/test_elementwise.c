@@ -1,4 +1,4 @@
-/* elementwise ops and reductions (core/ops/elementwise.c): values on
+/* elementwise ops and reductions (core/ops/pointwise/elementwise.c): values on
  * hand-computed cases, gradchecks, and rejection of bad shapes. */
 #include <string.h>
 

@@ -1,4 +1,4 @@
-/* gather, scatter_add, index_select and index_add (core/ops/gather.c) with
+/* gather, scatter_add, index_select and index_add (core/ops/shape/gather.c) with
  * int32 and int64 indices: tinygrad's test_gather / test_scatter cases and
  * PyTorch OpInfo-style ones element by element, forward and backward, then
  * gradchecks and the misuse tests (every bad index is named). */

@@ -1,4 +1,4 @@
-/* embedding lookup (core/ops/index.c): values, repeated ids accumulate, gradcheck. */
+/* embedding lookup (core/ops/nn/embedding.c): values, repeated ids accumulate, gradcheck. */
 #include <string.h>
 
 #include "ops_util.h"

@@ -1,4 +1,4 @@
-/* Losses with options (core/ops/cross_entropy.c, losses.c): gradchecks of
+/* Losses with options (core/ops/loss/cross_entropy.c, losses.c): gradchecks of
  * each reduction, PyTorch's definitions checked by hand on small cases
  * (label smoothing, class weights in the mean's divisor, probability
  * targets), agreement with tg_cross_entropy, stability at large logits,

@@ -1,4 +1,4 @@
-/* Elementwise math and activations (core/ops/math.c, activation.c): values
+/* Elementwise math and activations (core/ops/pointwise/math.c, activation.c): values
  * and grads against formulas written here in double, gradchecks of each
  * kind away from its kinks, tinygrad's test_ops.py shapes ((45, 65), 0-d)
  * and extremes (softplus on [-400, -300]), size-0 dims, large magnitudes,

@@ -1,4 +1,4 @@
-/* tg_matmul (core/ops/matmul.c): values on hand-computed cases for every
+/* tg_matmul (core/ops/linalg/matmul.c): values on hand-computed cases for every
  * transpose flag, bias and batches, empty sizes, gradchecks, and rejection of bad
  * shapes. */
 #include <string.h>

@@ -1,4 +1,4 @@
-/* The ops that move elements along any dim (core/ops/slice.c, cat.c,
+/* The ops that move elements along any dim (core/ops/shape/slice.c, cat.c,
  * layout.c, squeeze / unsqueeze; tril / triu / diag are in test_tri.c): every case of tinygrad's
  * test_ops.py for them (its shapes, size-0 and size-1 dims included) checked
  * element by element against an index reference, forward and backward

@@ -1,4 +1,4 @@
-/* layernorm and rmsnorm (core/ops/norm.c): values by hand, constant rows, gradcheck. */
+/* layernorm and rmsnorm (core/ops/nn/norm.c): values by hand, constant rows, gradcheck. */
 #include <string.h>
 
 #include <tapegrad/core/kernels/vmath.h>

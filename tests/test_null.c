@@ -574,7 +574,7 @@ Test(null, ops_shape)
     tg_tape_free(t);
 }
 
-/* The key/value cache and decoding step (core/ops/decode.h). */
+/* The key/value cache and decoding step (core/ops/nn/decode.h). */
 Test(null, decode)
 {
     tg_tape *t = tg_tape_new();

@@ -96,7 +96,7 @@ Test(parallel, logsumexp_dim_same_bits_on_1_and_2_threads) { same_bits_on_1_and_
 Test(parallel, max_dim_same_bits_on_1_and_2_threads) { same_bits_on_1_and_2_threads(5, "sigmoid, max_dim"); }
 Test(parallel, sum_dim_div_same_bits_on_1_and_2_threads) { same_bits_on_1_and_2_threads(6, "sum_dim, div, exp"); }
 
-/* sdpa cuts its batch loop into the pool's chunks (core/ops/attention.c) */
+/* sdpa cuts its batch loop into the pool's chunks (core/ops/nn/attention.c) */
 static void sdpa_once(int threads, tg_tensor *const qkv[3], tg_tensor *r, tg_real *out, tg_real *grads[3])
 {
     tg_threads_set(threads);

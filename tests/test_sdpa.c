@@ -1,4 +1,4 @@
-/* Scaled dot-product attention, tg_sdpa (core/ops/attention.c), against a
+/* Scaled dot-product attention, tg_sdpa (core/ops/nn/attention.c), against a
  * naive loop and the mask references of tests/mask_cases.h (self and cross,
  * fully masked rows, no keys, eval mode, dropout), gradchecks, the
  * recomputing backward against the materialised one, out of memory and

@@ -1,4 +1,4 @@
-/* tg_sdpa_heads (core/ops/attention.c): attention on heads read in place from
+/* tg_sdpa_heads (core/ops/nn/attention.c): attention on heads read in place from
  * packed projections. Equality with slice -> split_heads -> tg_sdpa ->
  * merge_heads (outputs, weights and every input grad; self on one shared
  * input, cross on two, dk != dv, offsets, overlapping blocks, every mask

@@ -1,4 +1,4 @@
-/* permute, transpose, split / merge heads, concat, slice and reshape (core/ops/shape.c):
+/* permute, transpose, split / merge heads, concat, slice and reshape (core/ops/shape/shape.c):
  * hand-computed values and backward, gradchecks, and bad arguments. */
 #include <string.h>
 

@@ -1,5 +1,5 @@
-/* softmax, log_softmax, masks and masked softmax (core/ops/softmax.c,
- * core/ops/mask.c): hand-computed values, every mask rule against an
+/* softmax, log_softmax, masks and masked softmax (core/ops/nn/softmax.c,
+ * core/ops/nn/mask.c): hand-computed values, every mask rule against an
  * independent reference (tests/mask_cases.h), fully masked rows, gradchecks
  * and errors. */
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* tril, triu and diag (core/ops/tri.c): tinygrad's and OpInfo's shapes and
+/* tril, triu and diag (core/ops/linalg/tri.c): tinygrad's and OpInfo's shapes and
  * diagonals element by element, forward and backward (map_util.h), and the
  * misuse messages. Their gradchecks are in test_move.c with the other maps. */
 #include "map_util.h"

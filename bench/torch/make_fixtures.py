@@ -152,7 +152,7 @@ def gen_log_softmax(fx):
 
 
 def visible(B, Lq, Lk, causal=False, key_lens=None, key_keep=None, window=0, keep=None, additive=None):
-    """[B, 1, Lq, Lk] bool, True = visible; the rules of core/ops/mask.h."""
+    """[B, 1, Lq, Lk] bool, True = visible; the rules of core/ops/nn/mask.h."""
     i = torch.arange(Lq).view(Lq, 1)
     j = torch.arange(Lk).view(1, Lk)
     vis = torch.ones(B, Lq, Lk, dtype=torch.bool)

@@ -5,19 +5,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "mask.h"
+#include "nn/mask.h"
 #include "../engine/op.h"
 #include "../engine/tape.h"
 #include "../kernels/threads.h"
 
-/* core/ops/mask.c: checks what can be checked of m for scores [B, ., Lq, Lk]:
+/* core/ops/nn/mask.c: checks what can be checked of m for scores [B, ., Lq, Lk]:
  * a negative window, keep_batched without keep, key_lens outside [0, Lk], and
  * NaN or +inf in additive (they would turn whole rows into NaN). On a problem
  * stores "<op>: mask ...: <shapes>" and returns false. */
 bool tg_mask_check(tg_tape *t, const tg_mask *m, int B, int Lq, int Lk, const char *op,
                    const char *shapes);
 
-/* core/ops/softmax.c: softmax of `rows` rows of n entries,
+/* core/ops/nn/softmax.c: softmax of `rows` rows of n entries,
  * y = softmax(x * scale + add) where vis allows (masked: exactly 0; a row
  * with nothing visible: all 0); x may equal y; vis is [rows, n] or NULL, add
  * has rows ld_add apart or is NULL. stats, when not NULL, receives per row
@@ -29,22 +29,22 @@ void tg_softmax_block(const tg_real *x, tg_real *y, size_t rows, int n, tg_real 
 void tg_softmax_block_redo(const tg_real *x, tg_real *y, size_t rows, int n, tg_real scale,
                            const uint8_t *vis, const tg_real *add, int ld_add, const tg_real *stats);
 
-/* core/ops/mask.c: rows [i0, i0 + rows) of batch element b's [Lq, Lk]
+/* core/ops/nn/mask.c: rows [i0, i0 + rows) of batch element b's [Lq, Lk]
  * visibility, the first n keys of each (n <= Lk), into vis [rows, n]. */
 void tg_mask_fill_rows(const tg_mask *m, int b, int Lq, int Lk, int i0, int rows, int n, uint8_t *vis);
-/* core/ops/mask.c: a bound past which no key is visible to queries 0..i of batch
+/* core/ops/nn/mask.c: a bound past which no key is visible to queries 0..i of batch
  * element b (Lk when only keep, key_keep or additive hide keys). */
 int tg_mask_keys_end(const tg_mask *m, int b, int i, int Lk);
 
-/* core/ops/attention.c, for tests and benchmarks: query rows per block
+/* core/ops/nn/attention.c, for tests and benchmarks: query rows per block
  * (0: the size rule) and materialise the weights for backward (1), recompute
  * them (0), or follow the size rule (-1). Process-wide. */
 void tg_sdpa_tune(int rows, int materialise);
-/* core/ops/attention.c: whether a recorded attention op of these dims keeps
+/* core/ops/nn/attention.c: whether a recorded attention op of these dims keeps
  * its weights [B, H, Lq, Lk] for backward (else it recomputes them). */
 bool tg_sdpa_materialises(int B, int H, int Lq, int Lk);
 
-/* core/ops/attn_bias.c: what is added to the scaled scores of plane (b, h)
+/* core/ops/nn/attn_bias.c: what is added to the scaled scores of plane (b, h)
  * of attention: the [Lq, Lk] additive mask, a bias [bias_b, H, Lq, Lk]
  * (bias_b 1: every batch element's), ALiBi slopes [H] (m_h * (j - i), i the
  * query's position pos0[b] + row, pos0 NULL: row). Each may be NULL. */
@@ -61,13 +61,13 @@ const tg_real *tg_attn_bias_rows(const tg_attn_bias *a, int b, int h, int i0, in
                                  int *ld);
 
 typedef struct tg_sdpa_layout tg_sdpa_layout;
-/* core/ops/decode.c: whether cache is [B >= rows, cap, Hkv*(dk + dv)] for
+/* core/ops/nn/decode.c: whether cache is [B >= rows, cap, Hkv*(dk + dv)] for
  * layout lay (a valid one); false with "<rec's name>: ..." set on the tape.
  * *n_kv receives Hkv. */
 bool tg_kv_check(tg_tape *t, const tg_op *rec, const tg_tensor *cache, const tg_sdpa_layout *lay, int rows,
                  int *n_kv);
 
-/* core/ops/move.c: a map from a walk shape n[nd] to an input and an output
+/* core/ops/shape/move.c: a map from a walk shape n[nd] to an input and an output
  * element each (strides in elements, 0 to stretch, negative to flip):
  *   out[out_off + i . out_st] <- in[in_off + i . in_st]. */
 #define TG_MAP_DIMS (2 * TG_MAX_DIMS)
@@ -119,7 +119,7 @@ static inline tg_real tg_row_sum(const tg_real *x, size_t n)
     return s[0];
 }
 
-/* ---- the elementwise engine (core/ops/pointwise.c) ---------------------- */
+/* ---- the elementwise engine (core/ops/pointwise/pointwise.c) ---------------------- */
 
 /* Elementwise functions of one to three broadcasting operands, written one
  * element at a time in double. The ops of math.c, activation.c and compare.c are each a kind: a value
@@ -152,7 +152,7 @@ void tg_pw_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void
  * operand's shape. */
 tg_tensor *tg_pw_apply(tg_tape *t, const tg_pw_kind *k, tg_tensor *const *in, const double *p);
 
-/* ---- the slice engine (core/ops/along.c) --------------------------------- */
+/* ---- the slice engine (core/ops/reduce/along.c) --------------------------------- */
 
 /* Ops that work along one dim of a tensor, slice by slice: min, prod, var,
  * std, norm, argmax (stats.c), cumsum, cumprod, sort, topk (scan.c). a is

@@ -1,0 +1,182 @@
+/* tapegrad: matmul, 2-D and batched, with transpose flags and optional bias.
+ *
+ * out = op(a) op(b) + bias. With op(a) [M,K], op(b) [K,N], dout [M,N]:
+ *   d op(a) = dout op(b)^T      d op(b) = op(a)^T dout      dbias = colsum(dout)
+ * and a transposed operand receives the transpose of its d op(.).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "../ops.h"
+#include "../../kernels/blas.h"
+#include "../../kernels/threads.h"
+
+/* The op's context: what its forward worked out from the shapes. */
+typedef struct mm_dims {
+    unsigned flags; /* TG_TRANS_A | TG_TRANS_B */
+    int batch;      /* product of a's leading dims */
+    int M, K, N;
+    bool b_batched; /* b has a's batch dims (else broadcast 2-D) */
+} mm_dims;
+
+static bool mm_shapes(tg_tape *t, const tg_tensor *a, const tg_tensor *b, const tg_tensor *bias,
+                      unsigned flags, mm_dims *d)
+{
+    char sa[TG_SHAPE_STR], sb[TG_SHAPE_STR], sc[TG_SHAPE_STR];
+    const char *ta = flags & TG_TRANS_A ? "^T" : "", *tb = flags & TG_TRANS_B ? "^T" : "";
+    if (a->ndim < 2 || b->ndim < 2) {
+        tg_fail(t, "tg_matmul: operands must have at least 2 dims: a %s @ b %s", tg_shape_str(a, sa),
+                tg_shape_str(b, sb));
+        return false;
+    }
+    int r0 = a->shape[a->ndim - 2], r1 = a->shape[a->ndim - 1];
+    int c0 = b->shape[b->ndim - 2], c1 = b->shape[b->ndim - 1];
+    d->M = flags & TG_TRANS_A ? r1 : r0;
+    d->K = flags & TG_TRANS_A ? r0 : r1;
+    int kb = flags & TG_TRANS_B ? c1 : c0;
+    d->N = flags & TG_TRANS_B ? c0 : c1;
+    d->batch = 1;
+    for (int i = 0; i + 2 < a->ndim; i++) d->batch *= a->shape[i];
+    d->b_batched = b->ndim > 2;
+    d->flags = flags;
+    if (d->K != kb) {
+        tg_fail(t, "tg_matmul: inner dimensions differ: a %s%s @ b %s%s", tg_shape_str(a, sa), ta,
+                tg_shape_str(b, sb), tb);
+        return false;
+    }
+    if (d->b_batched) {
+        bool same = b->ndim == a->ndim;
+        for (int i = 0; same && i + 2 < a->ndim; i++) same = a->shape[i] == b->shape[i];
+        if (!same) {
+            tg_fail(t, "tg_matmul: batch dimensions differ: a %s%s @ b %s%s (b must be 2-D or share a's batch dims)",
+                    tg_shape_str(a, sa), ta, tg_shape_str(b, sb), tb);
+            return false;
+        }
+    }
+    if (bias && (bias->ndim != 1 || bias->shape[0] != d->N)) {
+        tg_fail(t, "tg_matmul: bias %s does not match the output's last dim %d (a %s%s @ b %s%s)",
+                tg_shape_str(bias, sc), d->N, tg_shape_str(a, sa), ta, tg_shape_str(b, sb), tb);
+        return false;
+    }
+    return true;
+}
+
+/* dbias [N] += the column sums of dout [rows, N], cut into blocks of
+ * BIAS_COLS columns (whole cache lines of dbias per thread); each column is
+ * summed over the rows in order, so the bits do not depend on the cut. */
+#define BIAS_COLS 16
+typedef struct bias_job {
+    const tg_real *dout;
+    tg_real *dbias;
+    size_t rows;
+    int N;
+} bias_job;
+
+static void bias_cols(void *p, size_t begin, size_t end)
+{
+    const bias_job *j = p;
+    int c1 = (int)end * BIAS_COLS < j->N ? (int)end * BIAS_COLS : j->N;
+    for (int b0 = (int)begin * BIAS_COLS; b0 < c1; b0 += 4 * BIAS_COLS) {
+        /* up to 64 sums in registers, from dbias's values to the store: the
+         * same additions in the same order as adding into dbias row by row */
+        int n = c1 - b0 < 4 * BIAS_COLS ? c1 - b0 : 4 * BIAS_COLS;
+        tg_real acc[4 * BIAS_COLS];
+        for (int c = 0; c < n; c++) acc[c] = j->dbias[b0 + c];
+        for (size_t r = 0; r < j->rows; r++) {
+            const tg_real *row = j->dout + r * j->N + b0;
+            for (int c = 0; c < n; c++) acc[c] += row[c];
+        }
+        for (int c = 0; c < n; c++) j->dbias[b0 + c] = acc[c];
+    }
+}
+
+/* out [..., M, N] <- a, b, bias (in[2], NULL without) */
+TG_BACKWARD(matmul_backward, mm_dims)
+{
+    tg_tensor *a = in[0], *b = in[1], *bias = in[2];
+    const mm_dims d = *ctx;
+    bool ta = d.flags & TG_TRANS_A, tb = d.flags & TG_TRANS_B;
+    const tg_real *dout = out->grad;
+    tg_real *dbias = bias && bias->requires_grad ? tg_grad(t, bias) : NULL;
+    if (dbias) {
+        bias_job j = {dout, dbias, (size_t)d.batch * d.M, d.N};
+        size_t blocks = ((size_t)d.N + BIAS_COLS - 1) / BIAS_COLS;
+        /* a column sum costs as a reduction's element (core/ops/reduce/reduce.c) */
+        tg_parallel_range(blocks, 0.2 * (double)j.rows * BIAS_COLS, bias_cols, &j);
+    }
+    if (out->size == 0 || d.K == 0) {
+        /* every input that needs a grad gets one, zero where nothing flows (an
+         * empty product; BLAS rejects zero leading dims); NULL only when out of
+         * memory, which the tape reports after this node */
+        if (a->requires_grad) tg_grad(t, a);
+        if (b->requires_grad) tg_grad(t, b);
+        return;
+    }
+    /* The GEMMs below write all of da and db: a grad made here is stored
+     * (beta 0), not zeroed and added to. */
+    tg_real beta_a, beta_b;
+    tg_real *da = a->requires_grad ? tg_grad_write(t, a, &beta_a) : NULL;
+    tg_real *db = b->requires_grad ? tg_grad_write(t, b, &beta_b) : NULL;
+    size_t sa = (size_t)d.M * d.K, sb = (size_t)d.K * d.N, so = (size_t)d.M * d.N;
+    /* A broadcast b with an untransposed a: one GEMM over all batch * M rows, as forward. */
+    int steps = d.b_batched || ta ? d.batch : 1, M = steps == 1 ? d.batch * d.M : d.M;
+    if (da) {
+        for (int i = 0; i < steps; i++) {
+            const tg_real *bi = b->data + (d.b_batched ? i * sb : 0);
+            if (!ta) /* da [M,K] += dout [M,N] op(b)^T */
+                tg_gemm(0, !tb, M, d.K, d.N, 1, dout + i * so, bi, beta_a, da + i * sa);
+            else     /* da [K,M] += op(b) [K,N] dout^T */
+                tg_gemm(tb, 1, d.K, d.M, d.N, 1, bi, dout + i * so, beta_a, da + i * sa);
+        }
+    }
+    if (db) {
+        for (int i = 0; i < steps; i++) {
+            const tg_real *ai = a->data + i * sa, *gi = dout + i * so;
+            tg_real *dbi = db + (d.b_batched ? i * sb : 0);
+            tg_real beta = d.b_batched || i == 0 ? beta_b : 1;  /* a broadcast b sums the steps */
+            if (!tb) /* db [K,N] += op(a)^T [K,M] dout [M,N] */
+                tg_gemm(!ta, 0, d.K, d.N, M, 1, ai, gi, beta, dbi);
+            else     /* db [N,K] += dout^T [N,M] op(a) [M,K] */
+                tg_gemm(1, ta, d.N, d.K, M, 1, gi, ai, beta, dbi);
+        }
+    }
+}
+
+TG_OP(matmul_op, "tg_matmul", matmul_backward, mm_dims);
+
+tg_tensor *tg_matmul(tg_tape *t, tg_tensor *a, tg_tensor *b, tg_tensor *bias, unsigned flags)
+{
+    tg_tensor *in[3] = {a, b, bias};
+    if (!tg_inputs_check(t, &matmul_op, in, 3, 2)) return NULL;
+    mm_dims d;
+    if (!mm_shapes(t, a, b, bias, flags, &d)) return NULL;
+    int shape[TG_MAX_DIMS];
+    memcpy(shape, a->shape, sizeof shape);
+    shape[a->ndim - 2] = d.M;
+    shape[a->ndim - 1] = d.N;
+    tg_tensor *out = tg_new(t, &matmul_op, a->ndim, shape);
+    if (!out) return NULL;
+    bool ta = flags & TG_TRANS_A, tb = flags & TG_TRANS_B;
+    size_t sa = (size_t)d.M * d.K, sb = (size_t)d.K * d.N, so = (size_t)d.M * d.N;
+    bool one_gemm = !d.b_batched && !ta && out->size > 0 && d.K > 0;
+    tg_real beta = 0;
+    if (bias && !one_gemm) {
+        size_t rows = (size_t)d.batch * d.M;
+        for (size_t r = 0; r < rows; r++) memcpy(out->data + r * d.N, bias->data, d.N * sizeof(tg_real));
+        beta = 1;
+    }
+    if (d.K == 0 && !bias) memset(out->data, 0, out->size * sizeof(tg_real));
+    if (out->size == 0 || d.K == 0) {
+        /* BLAS rejects zero leading dimensions; the result is already set */
+    } else if (one_gemm) {
+        /* [batch*M, K] @ op(b): one GEMM, the bias added in its store */
+        if (bias) tg_gemm_bias(0, tb, d.batch * d.M, d.N, d.K, a->data, b->data, bias->data, out->data);
+        else tg_gemm(0, tb, d.batch * d.M, d.N, d.K, 1, a->data, b->data, 0, out->data);
+    } else {
+        for (int i = 0; i < d.batch; i++)
+            tg_gemm(ta, tb, d.M, d.N, d.K, 1, a->data + i * sa, b->data + (d.b_batched ? i * sb : 0),
+                    beta, out->data + i * so);
+    }
+    if (!tg_op_record(t, &matmul_op, out, in, 3, &d)) return NULL;
+    return tg_op_done(t, &matmul_op, out);
+}

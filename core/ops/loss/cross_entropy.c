@@ -1,0 +1,181 @@
+/* tapegrad: cross-entropy with every option of torch.nn.functional's
+ * (class weights, label smoothing, probability targets, reduction none /
+ * mean / sum, ignore_index) and nll_loss. tg_cross_entropy (loss.c) stays
+ * the model's fused fast path.
+ *
+ * Per row r of logits x [N, C] with logp = log_softmax(x_r), class weights
+ * w (1 without), smoothing e, the row's loss is -sum_c a_c logp_c with
+ *   class index y:      a_c = (1 - e) w_y [c == y] + e w_c / C
+ *   probabilities q:    a_c = w_c ((1 - e) q_c + e / C)
+ * (PyTorch's definition). mean divides the sum over rows by sum_r w_{y_r}
+ * over the rows not ignored (index targets) or by N (probabilities).
+ * With g the row's share of dloss:
+ *   dx_j = g (softmax_j sum_c a_c - a_j)        dq_c = -g (1 - e) w_c logp_c
+ * nll_loss of log-probabilities lp: row loss -w_y lp_y, d lp_y = -g w_y.
+ * With every row ignored the mean is 0 with zero grads (tg_cross_entropy's
+ * rule; PyTorch gives NaN).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../ops.h"
+
+typedef struct ce_ex_ctx {
+    const int32_t *targets;  /* [N] arena copy, or NULL (probabilities) */
+    const double *lse;       /* [N] */
+    tg_ce_opts o;
+    double div;              /* the mean's divisor (1 for sum and none); 0: nothing counted */
+    bool nll;
+} ce_ex_ctx;
+
+static double class_w(const tg_ce_opts *o, int c) { return o->weight ? (double)o->weight->data[c] : 1; }
+
+/* a_c of row r into a [C]; returns sum_c a_c */
+static double row_coeffs(const ce_ex_ctx *c, const tg_tensor *probs, size_t r, int C, double *a)
+{
+    double e = c->o.label_smoothing, sum = 0;
+    for (int j = 0; j < C; j++) {
+        double w = class_w(&c->o, j);
+        a[j] = probs ? w * ((1 - e) * (double)probs->data[r * (size_t)C + (size_t)j] + e / C) : e * w / C;
+    }
+    if (!probs) a[c->targets[r]] += (1 - e) * class_w(&c->o, c->targets[r]);
+    for (int j = 0; j < C; j++) sum += a[j];
+    return sum;
+}
+
+/* the share of dloss of row r */
+static double row_g(const ce_ex_ctx *c, const tg_tensor *out, size_t r)
+{
+    return c->o.reduction == TG_NONE ? (double)out->grad[r] : (double)out->grad[0] / c->div;
+}
+
+/* loss <- x [N, C] (and probs [N, C]) */
+TG_BACKWARD(ce_ex_backward, ce_ex_ctx)
+{
+    const ce_ex_ctx *c = ctx;
+    tg_tensor *x = in[0], *probs = in[1];
+    size_t N = tg_rows(x);
+    int C = tg_cols(x);
+    tg_real *dx = x->requires_grad ? tg_grad(t, x) : NULL;  /* zero when nothing counts */
+    tg_real *dq = probs && probs->requires_grad ? tg_grad(t, probs) : NULL;
+    if ((x->requires_grad && !dx) || (probs && probs->requires_grad && !dq) || c->div == 0) return;
+    double *a = tg_arena_scratch(t, (size_t)C * sizeof *a, "cross-entropy backward");
+    if (!a) return;
+    for (size_t r = 0; r < N; r++) {
+        if (c->targets && c->o.ignore && c->targets[r] == c->o.ignore_index) continue;
+        const tg_real *xr = x->data + r * (size_t)C;
+        double g = row_g(c, out, r);
+        if (c->nll) {
+            if (dx) dx[r * (size_t)C + (size_t)c->targets[r]] -= (tg_real)(g * class_w(&c->o, c->targets[r]));
+            continue;
+        }
+        double sa = row_coeffs(c, probs, r, C, a);
+        for (int j = 0; j < C; j++) {
+            double lp = (double)xr[j] - c->lse[r];
+            if (dx) dx[r * (size_t)C + (size_t)j] += (tg_real)(g * (exp(lp) * sa - a[j]));
+            if (dq) dq[r * (size_t)C + (size_t)j] -= (tg_real)(g * (1 - c->o.label_smoothing) * class_w(&c->o, j) * lp);
+        }
+    }
+    tg_arena_release(t, a, (size_t)C * sizeof *a);
+}
+
+TG_OP(ce_ex_op, "tg_cross_entropy_ex", ce_ex_backward, ce_ex_ctx);
+TG_OP(nll_op, "tg_nll_loss", ce_ex_backward, ce_ex_ctx);
+
+static double row_lse(const tg_real *x, int C)
+{
+    double mx = -INFINITY, s = 0;
+    for (int j = 0; j < C; j++) mx = (double)x[j] > mx || isnan((double)x[j]) ? (double)x[j] : mx;
+    if (isinf(mx)) return mx;
+    for (int j = 0; j < C; j++) s += exp((double)x[j] - mx);
+    return mx + log(s);
+}
+
+static bool ce_ex_check(tg_tape *t, const char *op, const tg_tensor *x, const int32_t *targets, const tg_tensor *probs,
+                        const tg_ce_opts *o)
+{
+    char sx[TG_SHAPE_STR], s2[TG_SHAPE_STR];
+    int C = x->ndim ? tg_cols(x) : 0;
+    if (x->ndim < 1 || C < 1)
+        return tg_fail(t, "%s: logits must be [..., C] with C >= 1, got %s", op, tg_shape_str(x, sx)), false;
+    if (!targets == !probs)
+        return tg_fail(t, "%s: give class targets or probabilities, exactly one of them", op), false;
+    if (probs && !tg_shape_equal(x, probs))
+        return tg_fail(t, "%s: probabilities %s must have the logits' shape %s", op, tg_shape_str(probs, s2),
+                       tg_shape_str(x, sx)), false;
+    if (o->weight && (o->weight->ndim != 1 || o->weight->shape[0] != C))
+        return tg_fail(t, "%s: weight %s must be [C] = [%d] (logits %s)", op, tg_shape_str(o->weight, s2), C,
+                       tg_shape_str(x, sx)), false;
+    if (!(o->label_smoothing >= 0 && o->label_smoothing <= 1))
+        return tg_fail(t, "%s: label_smoothing %g must be in [0, 1]", op, o->label_smoothing), false;
+    if (o->reduction != TG_MEAN && o->reduction != TG_SUM && o->reduction != TG_NONE)
+        return tg_fail(t, "%s: reduction %d is not TG_MEAN, TG_SUM or TG_NONE", op, (int)o->reduction), false;
+    size_t N = tg_rows(x);
+    for (size_t r = 0; targets && r < N; r++)
+        if (!(o->ignore && targets[r] == o->ignore_index) && (targets[r] < 0 || targets[r] >= C))
+            return tg_fail(t, "%s: target %d at position %zu is out of range [0, %d) (logits %s, %s %d)", op,
+                           (int)targets[r], r, C, tg_shape_str(x, sx), o->ignore ? "ignore_index" : "ignoring no",
+                           o->ignore_index), false;
+    return true;
+}
+
+static tg_tensor *ce_ex(tg_tape *t, const tg_op *op, tg_tensor *x, const int32_t *targets, tg_tensor *probs,
+                        const tg_ce_opts *opts)
+{
+    const char *name = op->name;
+    tg_ce_opts o = opts ? *opts : (tg_ce_opts)TG_CE_OPTS_DEFAULT;
+    tg_tensor *in[3] = {x, probs, o.weight};
+    if (!tg_inputs_check(t, op, in, 3, 1) || !ce_ex_check(t, name, x, targets, probs, &o)) return NULL;
+    bool nll = op == &nll_op;
+    if (nll && (probs || o.label_smoothing != 0))
+        return tg_fail(t, "%s: takes class targets and no label_smoothing (use tg_cross_entropy_ex)", name);
+    size_t N = tg_rows(x);
+    int C = tg_cols(x);
+    tg_tensor *out = o.reduction == TG_NONE ? tg_new(t, op, x->ndim - 1, x->shape) : tg_new(t, op, 0, NULL);
+    double *lse = tg_arena_alloc(t, (N ? N : 1) * sizeof *lse, name);
+    double *a = lse ? tg_arena_scratch(t, (size_t)C * sizeof *a, name) : NULL;
+    int32_t *tg = targets && a ? tg_arena_alloc(t, (N ? N : 1) * sizeof *tg, name) : NULL;
+    if (!out || !a || (targets && !tg)) return NULL;
+    if (targets) memcpy(tg, targets, N * sizeof *tg);
+    ce_ex_ctx c = {tg, lse, o, 0, nll};
+    double sum = 0, div = 0;
+    for (size_t r = 0; r < N; r++) {
+        const tg_real *xr = x->data + r * (size_t)C;
+        double l = 0;
+        if (targets && o.ignore && targets[r] == o.ignore_index) {
+            lse[r] = 0;
+        } else if (nll) {
+            l = -class_w(&o, targets[r]) * (double)xr[targets[r]];
+            div += class_w(&o, targets[r]);
+        } else {
+            lse[r] = row_lse(xr, C);
+            row_coeffs(&c, probs, r, C, a);
+            for (int j = 0; j < C; j++) l -= a[j] == 0 ? 0 : a[j] * ((double)xr[j] - lse[r]);
+            div += probs ? 1 : class_w(&o, targets[r]);
+        }
+        if (o.reduction == TG_NONE) out->data[r] = (tg_real)l;
+        sum += l;
+    }
+    tg_arena_release(t, a, (size_t)C * sizeof *a);
+    if (o.reduction == TG_MEAN) {
+        c.div = div;
+        out->data[0] = div != 0 ? (tg_real)(sum / div) : 0;
+    } else {
+        c.div = 1;
+        if (o.reduction == TG_SUM) out->data[0] = (tg_real)sum;
+    }
+    if (!tg_op_record(t, op, out, in, 2, &c)) return NULL;
+    return tg_op_done(t, op, out);
+}
+
+tg_tensor *tg_cross_entropy_ex(tg_tape *t, tg_tensor *logits, const int32_t *targets, tg_tensor *probs,
+                               const tg_ce_opts *opts)
+{
+    return ce_ex(t, &ce_ex_op, logits, targets, probs, opts);
+}
+
+tg_tensor *tg_nll_loss(tg_tape *t, tg_tensor *logp, const int32_t *targets, const tg_ce_opts *opts)
+{
+    return ce_ex(t, &nll_op, logp, targets, NULL, opts);
+}

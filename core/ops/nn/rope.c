@@ -1,0 +1,170 @@
+/* tapegrad: rotary position embeddings (tg_rope, core/ops/ops.h).
+ *
+ * Head h of x [B, L, C] is columns [col + h*d, col + (h+1)*d). Its first r
+ * (even) dims are r/2 pairs (x_2i, x_2i+1), LLaMA's apply_rotary_emb: pair i
+ * of position p turns by the angle p * w_i, w_i = 1 / base^(2i / r):
+ *     y_2i   = x_2i cos - x_2i+1 sin
+ *     y_2i+1 = x_2i sin + x_2i+1 cos
+ * Every other column of x is copied. A rotation's inverse is its transpose:
+ *     dx_2i   =  dy_2i cos + dy_2i+1 sin
+ *     dx_2i+1 = -dy_2i sin + dy_2i+1 cos
+ * The angle of (p, i) is computed the same way whatever the call (in double,
+ * then rounded), so a decoding step at position p rotates its query and key
+ * exactly as a whole pass does at p. A call tables cos and sin of its L
+ * positions once (LLaMA's freqs_cis; one table per batch row only when the
+ * rows start at different pos0) for every head of every row: a pass without
+ * pos0 computes L * r/2 of each instead of B * L * heads * r/2.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "../internal.h"
+#include "../ops.h"
+
+/* ns per column of a row, on one thread: the pool's size rule (tg_parallel_pays) */
+#define ROPE_NS_PER_COL 0.5
+
+typedef struct rope_ctx {
+    tg_rope_opts o;            /* pos0 copied into the arena */
+    int rot;                   /* r, resolved */
+} rope_ctx;
+
+/* cs [L, r/2, 2] <- cos and sin (sign -1: -sin) of the angles of positions
+ * p0 .. p0+L-1, each rounded to tg_real. */
+static void rope_table(tg_real *cs, int L, int r, double base, int p0, int sign)
+{
+    for (int l = 0; l < L; l++)
+        for (int i = 0; i < r / 2; i++) {
+            double a = (p0 + l) / pow(base, 2.0 * i / r);
+            cs[((size_t)l * (r / 2) + i) * 2] = (tg_real)cos(a);
+            cs[((size_t)l * (r / 2) + i) * 2 + 1] = (tg_real)(sign * sin(a));
+        }
+}
+
+/* Whether every batch row starts at the same position: one table serves all. */
+static bool one_table(const tg_rope_opts *o, int B)
+{
+    for (int b = 1; o->pos0 && b < B; b++)
+        if (o->pos0[b] != o->pos0[0]) return false;
+    return true;
+}
+
+/* The tables of x [B, L, .]'s positions (one, or one per batch row) into
+ * arena scratch [n, L, r/2, 2]; NULL with an error. */
+static tg_real *rope_tables(tg_tape *t, const tg_rope_opts *o, int B, int L, int r, int sign, size_t *bytes,
+                            const char *what)
+{
+    int n = one_table(o, B) ? 1 : B;
+    size_t per = (size_t)L * (size_t)r, all = per * (size_t)n;
+    *bytes = (all ? all : 1) * sizeof(tg_real);
+    tg_real *cs = tg_arena_scratch(t, *bytes, what);
+    double base = o->base > 0 ? o->base : 10000;
+    for (int b = 0; cs && b < n; b++) rope_table(cs + (size_t)b * per, L, r, base, o->pos0 ? o->pos0[b] : 0, sign);
+    return cs;
+}
+
+/* y = R x over one head's r dims (acc: y += R x), R's cos and sin in cs [r/2, 2]. */
+static void rotate(const tg_real *x, tg_real *y, const tg_real *cs, int r, bool acc)
+{
+    for (int i = 0; i < r / 2; i++) {
+        tg_real c = cs[2 * i], s = cs[2 * i + 1], x0 = x[2 * i], x1 = x[2 * i + 1];
+        tg_real y0 = x0 * c - x1 * s, y1 = x0 * s + x1 * c;
+        if (acc) {
+            y[2 * i] += y0;
+            y[2 * i + 1] += y1;
+        } else {
+            y[2 * i] = y0;
+            y[2 * i + 1] = y1;
+        }
+    }
+}
+
+/* y [n] = x (acc: y += x) */
+static void pass(const tg_real *x, tg_real *y, size_t n, bool acc)
+{
+    if (!acc) memcpy(y, x, n * sizeof *y);
+    else for (size_t i = 0; i < n; i++) y[i] += x[i];
+}
+
+typedef struct rope_job {
+    const tg_real *x, *cs;
+    tg_real *y;
+    const tg_rope_opts *o;
+    int L, C, r, n_tables;
+    bool acc;
+} rope_job;
+
+/* Rows [begin, end) of x [B*L, C] into y: heads rotated, other columns passed. */
+static void rope_piece(void *ctx, size_t begin, size_t end)
+{
+    const rope_job *j = ctx;
+    const tg_rope_opts *o = j->o;
+    for (size_t row = begin; row < end; row++) {
+        const tg_real *x = j->x + row * j->C, *cs = j->cs + (j->n_tables > 1 ? row : row % j->L) * j->r;
+        tg_real *y = j->y + row * j->C;
+        int at = o->col;
+        pass(x, y, (size_t)at, j->acc);
+        for (int h = 0; h < o->n_heads; h++, at += o->d_head) {
+            rotate(x + at, y + at, cs, j->r, j->acc);
+            pass(x + at + j->r, y + at + j->r, (size_t)(o->d_head - j->r), j->acc);
+        }
+        pass(x + at, y + at, (size_t)(j->C - at), j->acc);
+    }
+}
+
+/* y = rope(x) over x [B, L, C] (sign -1: y += the inverse); false with an
+ * error when the tables' scratch is out of memory. The rows are independent:
+ * any cut across the pool gives the same bits. */
+static bool rope_rows(tg_tape *t, const tg_real *x, tg_real *y, const int *shape, const tg_rope_opts *o, int r,
+                      int sign, const char *what)
+{
+    int B = shape[0], L = shape[1], C = shape[2];
+    size_t bytes;
+    tg_real *cs = rope_tables(t, o, B, L, r, sign, &bytes, what);
+    if (!cs) return false;
+    rope_job j = {x, cs, y, o, L, C, r, one_table(o, B) ? 1 : B, sign < 0};
+    tg_parallel_range((size_t)B * L, ROPE_NS_PER_COL * C, rope_piece, &j);
+    tg_arena_release(t, cs, bytes);
+    return true;
+}
+
+/* out [B, L, C] <- x: dx += R^T dout on the rotated dims, dout elsewhere */
+TG_BACKWARD(rope_backward, rope_ctx)
+{
+    const rope_ctx *c = ctx;
+    tg_tensor *x = in[0];
+    tg_real *dx = tg_grad(t, x);
+    if (dx) rope_rows(t, out->grad, dx, x->shape, &c->o, c->rot, -1, "tg_rope backward");
+}
+
+TG_OP(rope_op, "tg_rope", rope_backward, rope_ctx);
+
+tg_tensor *tg_rope(tg_tape *t, tg_tensor *x, const tg_rope_opts *opts)
+{
+    if (!tg_inputs_check(t, &rope_op, &x, 1, 1)) return NULL;
+    if (!opts) return tg_fail(t, "tg_rope: opts is NULL");
+    char sx[TG_SHAPE_STR];
+    tg_rope_opts o = *opts;
+    int r = o.rot ? o.rot : o.d_head;
+    if (x->ndim != 3) return tg_fail(t, "tg_rope: x must be [B, L, C], got %s", tg_shape_str(x, sx));
+    if (o.n_heads < 1 || o.d_head < 1 || o.col < 0 || (long long)o.col + (long long)o.n_heads * o.d_head > x->shape[2])
+        return tg_fail(t, "tg_rope: %d heads of %d columns from column %d do not fit in x %s", o.n_heads, o.d_head,
+                       o.col, tg_shape_str(x, sx));
+    if (r < 2 || r % 2 || r > o.d_head)
+        return tg_fail(t, "tg_rope: the rotated dims (%d of a head of %d) must be even, >= 2 and <= the head "
+                          "width (an odd head width needs rot < d_head)", r, o.d_head);
+    if (!isfinite(o.base) || o.base < 0) return tg_fail(t, "tg_rope: base %g must be finite and > 0 (0: 10000)", o.base);
+    int B = x->shape[0];
+    for (int b = 0; o.pos0 && b < B; b++)
+        if (o.pos0[b] < 0) return tg_fail(t, "tg_rope: pos0[%d] = %d is negative", b, (int)o.pos0[b]);
+    tg_tensor *out = tg_new_like(t, &rope_op, x);
+    if (!out || !rope_rows(t, x->data, out->data, x->shape, &o, r, 1, "tg_rope")) return NULL;
+    if (o.pos0 && tg_needs_grad(t, &x, 1)) {
+        int32_t *p = tg_arena_alloc(t, (size_t)B * sizeof *p, "tg_rope positions");
+        if (!p) return NULL;
+        memcpy(p, o.pos0, (size_t)B * sizeof *p);
+        o.pos0 = p;
+    }
+    if (!tg_op_record(t, &rope_op, out, &x, 1, &(rope_ctx){o, r})) return NULL;
+    return tg_op_done(t, &rope_op, out);
+}

@@ -1,0 +1,513 @@
+/* tapegrad: elementwise ops and full reductions.
+ *
+ * Binary ops (add, sub, mul, div) broadcast as NumPy and PyTorch do: shapes
+ * align from the last dim, a missing or size-1 dim stretches to the other
+ * operand's size, any other difference is an error naming both shapes; out
+ * has the broadcast shape. With g = dout:
+ *   add  da = g            db = g
+ *   sub  da = g            db = -g
+ *   mul  da = g * b        db = g * a
+ *   div  da = g / b        db = -g * a / b^2
+ * each summed over the dims where that operand was stretched. The loops walk
+ * the output as runs of its last merged dim (size-1 dims dropped, neighbours
+ * where both operands step alike merged): a bias add [R, C] + [C] is R runs of
+ * C contiguous elements, a same-shape add one run, both vectorized and cut
+ * across the pool.
+ *
+ * Unary ops y = f(x) keep the shape; each kind's forward and backward
+ * expressions sit side by side in unary_apply / unary_grad_acc. Domain errors
+ * follow PyTorch: log and sqrt of a negative number, and pow of a negative
+ * number to a non-integer power, are NaN (anomaly mode reports them); log(0)
+ * is -inf.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "../internal.h"
+#include "../ops.h"
+#include "../../kernels/vmath.h"
+
+/* libm's double function in the double build, its float version otherwise */
+#ifdef TAPEGRAD_DOUBLE
+#define R(fn) fn
+#else
+#define R(fn) fn##f
+#endif
+
+/* ---- binary, broadcasting ------------------------------------------------------- */
+
+enum { OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_BINARY_COUNT };
+
+/* out walked as runs of n[nd-1] elements; s[k][d] is operand k's element
+ * stride in merged dim d (0 where it is stretched). */
+typedef struct bcast {
+    int nd;
+    size_t n[TG_MAX_DIMS];
+    size_t s[2][TG_MAX_DIMS];
+} bcast;
+
+/* The broadcast shape of a and b into shape / *ndim and the merged walk;
+ * false when some dim differs and neither is 1. */
+static bool bcast_plan(const tg_tensor *a, const tg_tensor *b, int *ndim, int *shape, bcast *bc)
+{
+    int nd = a->ndim > b->ndim ? a->ndim : b->ndim;
+    size_t stride[2] = {1, 1}, full[2][TG_MAX_DIMS];
+    for (int d = nd - 1; d >= 0; d--) {  /* shapes padded on the left with 1s */
+        int da = d - (nd - a->ndim) >= 0 ? a->shape[d - (nd - a->ndim)] : 1;
+        int db = d - (nd - b->ndim) >= 0 ? b->shape[d - (nd - b->ndim)] : 1;
+        if (da != db && da != 1 && db != 1) return false;
+        shape[d] = da == 1 ? db : da;
+        int dk[2] = {da, db};
+        for (int k = 0; k < 2; k++) {
+            full[k][d] = dk[k] == 1 ? 0 : stride[k];
+            stride[k] *= (size_t)dk[k];
+        }
+    }
+    *ndim = nd;
+    /* drop size-1 dims, merge a dim into the next when both operands step alike */
+    bc->nd = 0;
+    for (int d = 0; d < nd; d++) {
+        if (shape[d] == 1) continue;
+        int m = bc->nd - 1;
+        if (m >= 0 && full[0][d] * (size_t)shape[d] == bc->s[0][m] && full[1][d] * (size_t)shape[d] == bc->s[1][m]) {
+            bc->n[m] *= (size_t)shape[d];
+            bc->s[0][m] = full[0][d];
+            bc->s[1][m] = full[1][d];
+            continue;
+        }
+        bc->n[++m] = (size_t)shape[d];
+        bc->s[0][m] = full[0][d];
+        bc->s[1][m] = full[1][d];
+        bc->nd = m + 1;
+    }
+    if (bc->nd == 0) {  /* one element */
+        bc->nd = 1;
+        bc->n[0] = 1;
+        bc->s[0][0] = bc->s[1][0] = 1;
+    }
+    return true;
+}
+
+/* Operand k's offset at the start of run r (runs count over all but the last merged dim). */
+static size_t run_offset(const bcast *bc, int k, size_t r)
+{
+    size_t off = 0;
+    for (int d = bc->nd - 2; d >= 0; d--) {
+        off += r % bc->n[d] * bc->s[k][d];
+        r /= bc->n[d];
+    }
+    return off;
+}
+
+static inline tg_real apply(int kind, tg_real x, tg_real y)
+{
+    switch (kind) {
+    case OP_ADD: return x + y;
+    case OP_SUB: return x - y;
+    case OP_MUL: return x * y;
+    default: return x / y;
+    }
+}
+
+/* y [n] = a (op) b, where a or b may be one element repeated (step 0) */
+static inline void apply_loop(int kind, tg_real *restrict y, const tg_real *restrict a, size_t sa,
+                              const tg_real *restrict b, size_t sb, size_t n)
+{
+    if (sa && sb)
+        for (size_t i = 0; i < n; i++) y[i] = apply(kind, a[i], b[i]);
+    else if (sa)
+        for (size_t i = 0; i < n; i++) y[i] = apply(kind, a[i], b[0]);
+    else
+        for (size_t i = 0; i < n; i++) y[i] = apply(kind, a[0], b[i]);
+}
+
+/* apply_loop with kind a constant in each call, so every loop is one vector
+ * expression (a switch inside the loop would keep it scalar). Memory-bound:
+ * unlike the unary loops, no AVX clones (they measured 10% slower here). */
+static void apply_run(int kind, tg_real *restrict y, const tg_real *restrict a, size_t sa,
+                      const tg_real *restrict b, size_t sb, size_t n)
+{
+    switch (kind) {
+    case OP_ADD: apply_loop(OP_ADD, y, a, sa, b, sb, n); break;
+    case OP_SUB: apply_loop(OP_SUB, y, a, sa, b, sb, n); break;
+    case OP_MUL: apply_loop(OP_MUL, y, a, sa, b, sb, n); break;
+    default: apply_loop(OP_DIV, y, a, sa, b, sb, n); break;
+    }
+}
+
+/* y [n] += b (b[0] repeated when sb is 0): a + b over a, the bits of
+ * apply_run's a + b */
+static void add_into(tg_real *restrict y, const tg_real *restrict b, size_t sb, size_t n)
+{
+    if (sb)
+        for (size_t i = 0; i < n; i++) y[i] += b[i];
+    else
+        for (size_t i = 0; i < n; i++) y[i] += b[0];
+}
+
+/* d out / d (operand `which`) times g */
+static inline tg_real grad_of(int kind, int which, tg_real g, tg_real a, tg_real b)
+{
+    switch (kind) {
+    case OP_ADD: return g;
+    case OP_SUB: return which ? -g : g;
+    case OP_MUL: return which ? g * a : g * b;
+    default: return which ? -g * a / (b * b) : g / b;
+    }
+}
+
+/* dx [n] += grad_of(g, a, b), or dx[0] += their sum when sx is 0; with store
+ * (a, b and dx all out's size, dx just made: tg_grad_write) dx = 0 + it, the
+ * same bits without zeroing dx first */
+static inline void grad_loop(int kind, int which, bool store, tg_real *restrict dx, size_t sx,
+                             const tg_real *restrict g, const tg_real *restrict a, size_t sa,
+                             const tg_real *restrict b, size_t sb, size_t n)
+{
+    if (store) {
+        for (size_t i = 0; i < n; i++) dx[i] = 0 + grad_of(kind, which, g[i], a[i], b[i]);
+    } else if (!sx) {
+        tg_real acc = 0;
+        for (size_t i = 0; i < n; i++) acc += grad_of(kind, which, g[i], a[i * sa], b[i * sb]);
+        dx[0] += acc;
+    } else if (sa && sb) {
+        for (size_t i = 0; i < n; i++) dx[i] += grad_of(kind, which, g[i], a[i], b[i]);
+    } else if (sa) {
+        for (size_t i = 0; i < n; i++) dx[i] += grad_of(kind, which, g[i], a[i], b[0]);
+    } else {
+        for (size_t i = 0; i < n; i++) dx[i] += grad_of(kind, which, g[i], a[0], b[i]);
+    }
+}
+
+/* grad_loop with constant kind and which (see apply_run) */
+static void grad_run(int kind, int which, bool st, tg_real *restrict dx, size_t sx, const tg_real *restrict g,
+                     const tg_real *restrict a, size_t sa, const tg_real *restrict b, size_t sb, size_t n)
+{
+    switch (kind * 2 + which) {
+    case OP_ADD * 2: case OP_ADD * 2 + 1: case OP_SUB * 2: grad_loop(OP_ADD, 0, st, dx, sx, g, a, sa, b, sb, n); break;
+    case OP_SUB * 2 + 1: grad_loop(OP_SUB, 1, st, dx, sx, g, a, sa, b, sb, n); break;
+    case OP_MUL * 2: grad_loop(OP_MUL, 0, st, dx, sx, g, a, sa, b, sb, n); break;
+    case OP_MUL * 2 + 1: grad_loop(OP_MUL, 1, st, dx, sx, g, a, sa, b, sb, n); break;
+    case OP_DIV * 2: grad_loop(OP_DIV, 0, st, dx, sx, g, a, sa, b, sb, n); break;
+    default: grad_loop(OP_DIV, 1, st, dx, sx, g, a, sa, b, sb, n); break;
+    }
+}
+
+/* One pass over out elements [begin, end): y = a op b (dx NULL), or
+ * dx += the grad of operand `which`. */
+typedef struct binary_job {
+    const bcast *bc;
+    int kind, which;
+    tg_real *y, *dx;
+    const tg_real *a, *b, *g;
+    bool store;  /* dx = instead of += (grad_loop) */
+} binary_job;
+
+/* One-thread time of an element (bench/bench_threads: add, 0.12 ns) */
+#define BINARY_NS 0.12
+
+static void binary_piece(void *ctx, size_t begin, size_t end)
+{
+    const binary_job *j = ctx;
+    const bcast *bc = j->bc;
+    int last = bc->nd - 1;
+    size_t n = bc->n[last], sa = bc->s[0][last], sb = bc->s[1][last];
+    for (size_t e = begin; e < end;) {
+        size_t r = e / n, i = e % n, len = n - i < end - e ? n - i : end - e;
+        const tg_real *a = j->a + run_offset(bc, 0, r) + i * sa, *b = j->b + run_offset(bc, 1, r) + i * sb;
+        if (j->dx) {
+            size_t sx = bc->s[j->which][last];
+            tg_real *dx = j->dx + run_offset(bc, j->which, r) + i * sx;
+            grad_run(j->kind, j->which, j->store, dx, sx, j->g + e, a, sa, b, sb, len);
+        } else if (j->y == j->a) { /* tg_add_inplace: a has out's shape, so its run is y's */
+            add_into(j->y + e, b, sb, len);
+        } else {
+            apply_run(j->kind, j->y + e, a, sa, b, sb, len);
+        }
+        e += len;
+    }
+}
+
+/* out = a op b, broadcast; each operand's grad summed over its stretched dims.
+ * An operand as large as out gets its grad element by element, cut across the
+ * pool; a stretched one sums many grads into each element, in one pass in
+ * order, so its bits do not depend on the thread count. */
+typedef struct binary_ctx {
+    int kind;  /* OP_ADD ... OP_DIV */
+} binary_ctx;
+
+TG_BACKWARD(binary_backward, binary_ctx)
+{
+    tg_tensor *const *x = in;
+    int kind = ctx->kind;
+    int nd, shape[TG_MAX_DIMS];
+    bcast bc;
+    bcast_plan(x[0], x[1], &nd, shape, &bc);
+    bool full = x[0]->size == out->size && x[1]->size == out->size;  /* no operand is stretched */
+    for (int k = 0; k < 2; k++) {
+        if (!x[k]->requires_grad) continue;
+        tg_real beta = 1;
+        tg_real *dx = full ? tg_grad_write(t, x[k], &beta) : tg_grad(t, x[k]);
+        if (!dx) return;
+        binary_job j = {&bc, kind, k, NULL, dx, x[0]->data, x[1]->data, out->grad, beta == 0};
+        if (x[k]->size == out->size)
+            tg_parallel_range(out->size, BINARY_NS, binary_piece, &j);
+        else
+            binary_piece(&j, 0, out->size);
+    }
+}
+
+#define BINARY_OP(name) {name, binary_backward, sizeof(binary_ctx)}
+static const tg_op binary_ops[] = {
+    [OP_ADD] = BINARY_OP("tg_add"),
+    [OP_SUB] = BINARY_OP("tg_sub"),
+    [OP_MUL] = BINARY_OP("tg_mul"),
+    [OP_DIV] = BINARY_OP("tg_div"),
+};
+_Static_assert(sizeof binary_ops / sizeof *binary_ops == OP_BINARY_COUNT, "a binary kind without its op");
+TG_OP(add_inplace_op, "tg_add_inplace", binary_backward, binary_ctx);
+
+static tg_tensor *binary(tg_tape *t, tg_tensor *a, tg_tensor *b, int kind)
+{
+    const tg_op *op = &binary_ops[kind];
+    tg_tensor *in[2] = {a, b};
+    if (!tg_inputs_check(t, op, in, 2, 2)) return NULL;
+    int nd, shape[TG_MAX_DIMS];
+    bcast bc;
+    if (!bcast_plan(a, b, &nd, shape, &bc)) {
+        char sa[TG_SHAPE_STR], sb[TG_SHAPE_STR];
+        return tg_fail(t, "%s: shapes do not broadcast: a %s, b %s (aligned from the last dim, each pair of dims must be equal or one of them 1)",
+                       op->name, tg_shape_str(a, sa), tg_shape_str(b, sb));
+    }
+    tg_tensor *out = tg_new(t, op, nd, shape);
+    if (!out) return NULL;
+    binary_job j = {&bc, kind, 0, out->data, NULL, a->data, b->data, NULL, false};
+    tg_parallel_range(out->size, BINARY_NS, binary_piece, &j);
+    if (!tg_op_record(t, op, out, in, 2, &(binary_ctx){kind})) return NULL;
+    return tg_op_done(t, op, out);
+}
+
+tg_tensor *tg_add(tg_tape *t, tg_tensor *a, tg_tensor *b) { return binary(t, a, b, OP_ADD); }
+
+/* Declared in core/ops/internal.h. The output is a new tensor whose data is
+ * a's; the backward is tg_add's (it reads no values). */
+tg_tensor *tg_add_inplace(tg_tape *t, tg_tensor *a, tg_tensor *b)
+{
+    const char *op = add_inplace_op.name;
+    tg_tensor *in[2] = {a, b};
+    if (!tg_inputs_check(t, &add_inplace_op, in, 2, 2)) return NULL;
+    char sa[TG_SHAPE_STR], sb[TG_SHAPE_STR];
+    int nd, shape[TG_MAX_DIMS];
+    bcast bc;
+    if (!bcast_plan(a, b, &nd, shape, &bc) || nd != a->ndim || memcmp(shape, a->shape, (size_t)nd * sizeof *shape))
+        return tg_fail(t, "%s: b must broadcast to a's shape: a %s, b %s", op, tg_shape_str(a, sa),
+                       tg_shape_str(b, sb));
+    if (!a->tape)
+        return tg_fail(t, "%s: a %s is a parameter or heap tensor, not a temporary", op, tg_shape_str(a, sa));
+    tg_tensor *out = tg_new_header(t, op);
+    if (!out) return NULL;
+    tg_tensor_set_shape(out, a->ndim, a->shape, a->size);
+    out->data = a->data;
+    binary_job j = {&bc, OP_ADD, 0, out->data, NULL, a->data, b->data, NULL, false};
+    tg_parallel_range(out->size, BINARY_NS, binary_piece, &j);
+    if (!tg_op_record(t, &add_inplace_op, out, in, 2, &(binary_ctx){OP_ADD})) return NULL;
+    return tg_op_done(t, &add_inplace_op, out);
+}
+
+tg_tensor *tg_sub(tg_tape *t, tg_tensor *a, tg_tensor *b) { return binary(t, a, b, OP_SUB); }
+tg_tensor *tg_mul(tg_tape *t, tg_tensor *a, tg_tensor *b) { return binary(t, a, b, OP_MUL); }
+tg_tensor *tg_div(tg_tape *t, tg_tensor *a, tg_tensor *b) { return binary(t, a, b, OP_DIV); }
+
+/* ---- unary ------------------------------------------------------------------ */
+
+enum { OP_SCALE, OP_RELU, OP_GELU, OP_TANH, OP_EXP, OP_LOG, OP_SQRT, OP_SIGMOID, OP_POW, OP_NEG, OP_ABS, OP_CLAMP,
+       OP_UNARY_COUNT };
+
+/* gelu(x) = x Phi(x);  gelu'(x) = Phi(x) + x phi(x) (core/kernels/vmath.h: vectorizable) */
+static inline tg_real gelu(tg_real x) { return x * tg_vnormal_cdf(x); }
+static inline tg_real gelu_grad(tg_real x) { return tg_vnormal_cdf(x) + x * tg_vnormal_pdf(x); }
+
+/* y [n] = f(x); s and s2: scale, power p, or clamp's lo and hi */
+TG_SIMD_BODY void unary_apply_body(int kind, tg_real *restrict y, const tg_real *restrict x, size_t n,
+                                       tg_real s, tg_real s2)
+{
+    switch (kind) {
+    case OP_SCALE: for (size_t i = 0; i < n; i++) y[i] = s * x[i]; break;
+    case OP_RELU: for (size_t i = 0; i < n; i++) y[i] = x[i] <= 0 ? 0 : x[i]; break;  /* NaN stays NaN */
+    case OP_GELU: for (size_t i = 0; i < n; i++) y[i] = gelu(x[i]); break;
+    case OP_TANH: for (size_t i = 0; i < n; i++) y[i] = (tg_real)tanh(x[i]); break;
+    case OP_EXP: for (size_t i = 0; i < n; i++) y[i] = tg_vexp(x[i]); break;
+    case OP_LOG: for (size_t i = 0; i < n; i++) y[i] = R(log)(x[i]); break;
+    case OP_SQRT: for (size_t i = 0; i < n; i++) y[i] = R(sqrt)(x[i]); break;
+    case OP_SIGMOID: for (size_t i = 0; i < n; i++) y[i] = tg_vsigmoid(x[i]); break;
+    case OP_POW: for (size_t i = 0; i < n; i++) y[i] = R(pow)(x[i], s); break;
+    case OP_NEG: for (size_t i = 0; i < n; i++) y[i] = -x[i]; break;
+    case OP_ABS: for (size_t i = 0; i < n; i++) y[i] = R(fabs)(x[i]); break;
+    case OP_CLAMP: /* min(max(x, lo), hi) as PyTorch: NaN stays NaN, lo > hi gives hi */
+        for (size_t i = 0; i < n; i++) {
+            tg_real v = x[i] < s ? s : x[i];
+            y[i] = v > s2 ? s2 : v;
+        }
+        break;
+    }
+}
+TG_SIMD_CLONES(static, unary_apply,
+               (int kind, tg_real *restrict y, const tg_real *restrict x, size_t n, tg_real s, tg_real s2),
+               (kind, y, x, n, s, s2))
+
+/* dx += g f'(x), or dx = 0 + g f'(x) (the same bits) when store: dx was just
+ * made and holds garbage (tg_grad_write), which saves zeroing it first. Two
+ * loops, so that each vectorises. */
+#define UNARY_GRAD(expr)                                                  \
+    do {                                                                  \
+        if (store) for (size_t i = 0; i < n; i++) dx[i] = 0 + (expr);     \
+        else for (size_t i = 0; i < n; i++) dx[i] += (expr);              \
+    } while (0)
+
+/* dx [n] (+)= dy * f'(x), written with x or y = f(x), whichever is cheaper */
+TG_SIMD_BODY void unary_grad_acc_body(int kind, bool store, tg_real *restrict dx, const tg_real *restrict g,
+                                          const tg_real *restrict x, const tg_real *restrict y, size_t n,
+                                          tg_real s, tg_real s2)
+{
+    switch (kind) {
+    case OP_SCALE: UNARY_GRAD(s * g[i]); break;
+    case OP_RELU: UNARY_GRAD(x[i] <= 0 ? 0 : g[i]); break;  /* passes at NaN, as PyTorch */
+    case OP_GELU: UNARY_GRAD(g[i] * gelu_grad(x[i])); break;
+    case OP_TANH: UNARY_GRAD(g[i] * (1 - y[i] * y[i])); break;
+    case OP_EXP: UNARY_GRAD(g[i] * y[i]); break;
+    case OP_LOG: UNARY_GRAD(g[i] / x[i]); break;
+    case OP_SQRT: UNARY_GRAD(g[i] / (2 * y[i])); break;
+    case OP_SIGMOID: UNARY_GRAD(g[i] * y[i] * (1 - y[i])); break;
+    case OP_POW: /* p x^(p-1); p = 0 gives exactly 0, as PyTorch */
+        UNARY_GRAD(s != 0 ? g[i] * s * R(pow)(x[i], s - 1) : 0);
+        break;
+    case OP_NEG: UNARY_GRAD(-g[i]); break;
+    case OP_ABS: UNARY_GRAD(x[i] > 0 ? g[i] : x[i] < 0 ? -g[i] : 0); break;
+    case OP_CLAMP: /* passes where lo <= x <= hi (both ends included, as PyTorch) */
+        UNARY_GRAD(x[i] >= s && x[i] <= s2 ? g[i] : 0);
+        break;
+    }
+}
+TG_SIMD_CLONES(static, unary_grad_acc,
+               (int kind, bool store, tg_real *restrict dx, const tg_real *restrict g,
+                const tg_real *restrict x, const tg_real *restrict y, size_t n, tg_real s, tg_real s2),
+               (kind, store, dx, g, x, y, n, s, s2))
+#undef UNARY_GRAD
+
+/* One elementwise pass, cut across the pool (core/kernels/parallel.c) when
+ * large: apply (y = f(x)) when dx is NULL, else dx += g * f'(x). */
+typedef struct unary_job {
+    int kind;
+    tg_real *y, *dx, s, s2;
+    const tg_real *x, *g;
+    bool store;  /* dx was just made: store, do not add (unary_grad_acc) */
+} unary_job;
+
+static void unary_piece(void *ctx, size_t begin, size_t end)
+{
+    const unary_job *j = ctx;
+    size_t n = end - begin;
+    if (j->dx)
+        unary_grad_acc(j->kind, j->store, j->dx + begin, j->g + begin, j->x + begin, j->y + begin, n, j->s, j->s2);
+    else
+        unary_apply(j->kind, j->y + begin, j->x + begin, n, j->s, j->s2);
+}
+
+typedef struct unary_ctx {
+    int kind;      /* OP_SCALE ... OP_CLAMP */
+    double s, s2;  /* scale's factor, pow's exponent, clamp's bounds */
+} unary_ctx;
+
+static double unary_ns(int kind);  /* from the table below */
+
+/* out = f(a), same shape */
+TG_BACKWARD(unary_backward, unary_ctx)
+{
+    const unary_ctx *c = ctx;
+    tg_tensor *a = in[0];
+    tg_real beta;
+    tg_real *dx = tg_grad_write(t, a, &beta);
+    if (!dx) return;
+    unary_job j = {c->kind, out->data, dx, (tg_real)c->s, (tg_real)c->s2, a->data, out->grad, beta == 0};
+    tg_parallel_range(a->size, unary_ns(c->kind), unary_piece, &j);
+}
+
+/* Each kind's op and its one-thread time per element (bench/bench_threads):
+ * 0.9 ns for the transcendental ones (gelu), 0.1 for the rest (relu). */
+static const struct unary_kind {
+    tg_op op;
+    double ns;
+} unary_kinds[] = {
+#define UNARY(kind, name, ns) [kind] = {{name, unary_backward, sizeof(unary_ctx)}, ns}
+    UNARY(OP_SCALE, "tg_scale", 0.1),     UNARY(OP_RELU, "tg_relu", 0.1),   UNARY(OP_GELU, "tg_gelu", 0.9),
+    UNARY(OP_TANH, "tg_tanh", 0.9),       UNARY(OP_EXP, "tg_exp", 0.9),     UNARY(OP_LOG, "tg_log", 0.9),
+    UNARY(OP_SQRT, "tg_sqrt", 0.1),       UNARY(OP_SIGMOID, "tg_sigmoid", 0.9), UNARY(OP_POW, "tg_pow", 0.9),
+    UNARY(OP_NEG, "tg_neg", 0.1),         UNARY(OP_ABS, "tg_abs", 0.1),     UNARY(OP_CLAMP, "tg_clamp", 0.1),
+#undef UNARY
+};
+_Static_assert(sizeof unary_kinds / sizeof *unary_kinds == OP_UNARY_COUNT, "a unary kind without its op");
+
+static double unary_ns(int kind) { return unary_kinds[kind].ns; }
+
+static tg_tensor *unary(tg_tape *t, tg_tensor *a, int kind, double s, double s2)
+{
+    const tg_op *op = &unary_kinds[kind].op;
+    if (!tg_inputs_check(t, op, &a, 1, 1)) return NULL;
+    tg_tensor *out = tg_new_like(t, op, a);
+    if (!out) return NULL;
+    unary_job j = {kind, out->data, NULL, (tg_real)s, (tg_real)s2, a->data, NULL, false};
+    tg_parallel_range(a->size, unary_ns(kind), unary_piece, &j);
+    if (!tg_op_record(t, op, out, &a, 1, &(unary_ctx){kind, s, s2})) return NULL;
+    return tg_op_done(t, op, out);
+}
+
+tg_tensor *tg_scale(tg_tape *t, tg_tensor *a, double s) { return unary(t, a, OP_SCALE, s, 0); }
+tg_tensor *tg_relu(tg_tape *t, tg_tensor *a) { return unary(t, a, OP_RELU, 0, 0); }
+tg_tensor *tg_gelu(tg_tape *t, tg_tensor *a) { return unary(t, a, OP_GELU, 0, 0); }
+tg_tensor *tg_tanh(tg_tape *t, tg_tensor *a) { return unary(t, a, OP_TANH, 0, 0); }
+tg_tensor *tg_exp(tg_tape *t, tg_tensor *a) { return unary(t, a, OP_EXP, 0, 0); }
+tg_tensor *tg_log(tg_tape *t, tg_tensor *a) { return unary(t, a, OP_LOG, 0, 0); }
+tg_tensor *tg_sqrt(tg_tape *t, tg_tensor *a) { return unary(t, a, OP_SQRT, 0, 0); }
+tg_tensor *tg_sigmoid(tg_tape *t, tg_tensor *a) { return unary(t, a, OP_SIGMOID, 0, 0); }
+tg_tensor *tg_pow(tg_tape *t, tg_tensor *a, double p) { return unary(t, a, OP_POW, p, 0); }
+tg_tensor *tg_neg(tg_tape *t, tg_tensor *a) { return unary(t, a, OP_NEG, 0, 0); }
+tg_tensor *tg_abs(tg_tape *t, tg_tensor *a) { return unary(t, a, OP_ABS, 0, 0); }
+
+tg_tensor *tg_clamp(tg_tape *t, tg_tensor *a, double lo, double hi)
+{
+    if (t && (isnan(lo) || isnan(hi))) return tg_fail(t, "tg_clamp: bounds must not be NaN (lo %g, hi %g)", lo, hi);
+    return unary(t, a, OP_CLAMP, lo, hi);
+}
+
+/* ---- reductions ------------------------------------------------------------------ */
+
+typedef struct sum_ctx {
+    double s;  /* 1 for sum, 1/n for mean */
+} sum_ctx;
+
+/* out = s * sum(a), 0-d: da += s * dout */
+TG_BACKWARD(sum_backward, sum_ctx)
+{
+    tg_tensor *a = in[0];
+    tg_real *da = tg_grad(t, a);
+    if (!da) return;
+    tg_real g = (tg_real)(ctx->s * out->grad[0]);
+    for (size_t i = 0; i < a->size; i++) da[i] += g;
+}
+
+TG_OP(sum_op, "tg_sum", sum_backward, sum_ctx);
+TG_OP(mean_op, "tg_mean", sum_backward, sum_ctx);
+
+static tg_tensor *scaled_sum(tg_tape *t, tg_tensor *a, const tg_op *op, bool mean)
+{
+    if (!tg_inputs_check(t, op, &a, 1, 1)) return NULL;
+    tg_tensor *out = tg_new(t, op, 0, NULL);
+    if (!out) return NULL;
+    double s = mean ? (a->size ? 1.0 / (double)a->size : 0) : 1, acc = 0;
+    for (size_t i = 0; i < a->size; i++) acc += a->data[i];
+    out->data[0] = (tg_real)(s * acc);
+    if (!tg_op_record(t, op, out, &a, 1, &(sum_ctx){s})) return NULL;
+    return tg_op_done(t, op, out);
+}
+
+tg_tensor *tg_sum(tg_tape *t, tg_tensor *a) { return scaled_sum(t, a, &sum_op, false); }
+tg_tensor *tg_mean(tg_tape *t, tg_tensor *a) { return scaled_sum(t, a, &mean_op, true); }

@@ -1,0 +1,136 @@
+/* tapegrad: the elementwise engine of math.c, activation.c and compare.c.
+ *
+ * out has the broadcast shape of the operands (NumPy's rule, as tg_add);
+ * operand k's element for out element e is found through its strides in
+ * out's dims (0 where it is stretched). Values are computed in double and
+ * rounded once. Backward, with g = dout:
+ *   d in_k [e_k] += g[e] * df(k, v(e), y[e])
+ * summed over every out element e that reads e_k, in out's order (one pass,
+ * one thread: the same bits on any thread count). A single operand as large
+ * as out is cut across the pool in both directions.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../internal.h"
+#include "../ops.h"
+
+/* out's shape and each operand's stride along each of out's dims */
+typedef struct pw_plan {
+    int nd, n_in;
+    bool flat;  /* every operand has out's shape: operand offsets are e */
+    int shape[TG_MAX_DIMS];
+    size_t stride[TG_PW_MAX_IN][TG_MAX_DIMS];
+} pw_plan;
+
+static bool pw_plan_make(tg_tensor *const *in, int n_in, pw_plan *pl)
+{
+    int nd = 0;
+    for (int k = 0; k < n_in; k++)
+        if (in[k]->ndim > nd) nd = in[k]->ndim;
+    pl->nd = nd;
+    pl->n_in = n_in;
+    pl->flat = true;
+    for (int d = 0; d < nd; d++) pl->shape[d] = 1;
+    for (int k = 0; k < n_in; k++) {
+        size_t s = 1;
+        int off = nd - in[k]->ndim;
+        for (int d = nd - 1; d >= 0; d--) {
+            int n = d >= off ? in[k]->shape[d - off] : 1;
+            if (n != 1 && pl->shape[d] != 1 && pl->shape[d] != n) return false;
+            if (n != 1) pl->shape[d] = n;
+            pl->stride[k][d] = n == 1 ? 0 : s;
+            s *= (size_t)n;
+        }
+    }
+    for (int k = 0; k < n_in; k++) pl->flat &= in[k]->ndim == nd;
+    for (int d = 0; d < nd; d++)
+        for (int k = 0; k < n_in; k++) pl->flat &= in[k]->shape[d] == pl->shape[d];
+    return true;
+}
+
+/* operand offsets of out element e */
+static void pw_offsets(const pw_plan *pl, size_t e, size_t *off)
+{
+    for (int k = 0; k < pl->n_in; k++) off[k] = pl->flat ? e : 0;
+    if (pl->flat) return;
+    for (int d = pl->nd - 1; d >= 0; d--) {
+        size_t i = e % (size_t)pl->shape[d];
+        e /= (size_t)pl->shape[d];
+        for (int k = 0; k < pl->n_in; k++) off[k] += i * pl->stride[k][d];
+    }
+}
+
+typedef struct pw_job {
+    const pw_plan *pl;
+    const tg_pw_kind *kind;
+    const double *p;
+    tg_tensor *const *in;
+    tg_real *y;
+    const tg_real *g;
+    int which;             /* backward: the operand whose grad is made */
+    tg_real *dx;
+} pw_job;
+
+static void pw_piece(void *ctx, size_t begin, size_t end)
+{
+    const pw_job *j = ctx;
+    const tg_pw_kind *k = j->kind;
+    size_t off[TG_PW_MAX_IN];
+    double v[TG_PW_MAX_IN];
+    for (size_t e = begin; e < end; e++) {
+        pw_offsets(j->pl, e, off);
+        for (int i = 0; i < k->n_in; i++) v[i] = (double)j->in[i]->data[off[i]];
+        if (!j->dx) {
+            j->y[e] = (tg_real)k->f(v, j->p);
+        } else {
+            double g = (double)j->g[e];
+            /* g times the slope even where g is 0 (0 * inf is NaN), as PyTorch */
+            j->dx[off[j->which]] += (tg_real)(g * k->df(j->which, v, (double)j->y[e], j->p));
+        }
+    }
+}
+
+/* 1 ns an element: a libm call */
+#define PW_NS 1.0
+
+TG_BACKWARD_SHARED(tg_pw_backward, tg_pw_ctx)
+{
+    pw_plan pl;
+    pw_plan_make(in, ctx->kind->n_in, &pl);
+    for (int k = 0; k < ctx->kind->n_in; k++) {
+        if (!(ctx->kind->grads >> k & 1) || !in[k]->requires_grad) continue;
+        tg_real *dx = tg_grad(t, in[k]);
+        if (!dx) return;
+        pw_job j = {&pl, ctx->kind, ctx->p, in, out->data, out->grad, k, dx};
+        if (in[k]->size == out->size)
+            tg_parallel_range(out->size, PW_NS, pw_piece, &j);
+        else
+            pw_piece(&j, 0, out->size);
+    }
+}
+
+tg_tensor *tg_pw_apply(tg_tape *t, const tg_pw_kind *k, tg_tensor *const *in, const double *p)
+{
+    const char *op = k->op.name;
+    if (!tg_inputs_check(t, &k->op, in, k->n_in, k->n_in)) return NULL;
+    pw_plan pl;
+    if (!pw_plan_make(in, k->n_in, &pl)) {
+        char s[TG_PW_MAX_IN][TG_SHAPE_STR];
+        for (int i = 0; i < k->n_in; i++) tg_shape_str(in[i], s[i]);
+        return tg_fail(t, "%s: shapes do not broadcast: %s%s%s%s%s (aligned from the last dim, each pair of dims must be equal or one of them 1)",
+                       op, s[0], k->n_in > 1 ? ", " : "", k->n_in > 1 ? s[1] : "", k->n_in > 2 ? ", " : "",
+                       k->n_in > 2 ? s[2] : "");
+    }
+    tg_tensor *out = tg_new(t, &k->op, pl.nd, pl.shape);
+    if (!out) return NULL;
+    tg_pw_ctx c = {k, {0}};
+    if (p) memcpy(c.p, p, sizeof c.p);
+    pw_job j = {&pl, k, c.p, in, out->data, NULL, 0, NULL};
+    tg_parallel_range(out->size, PW_NS, pw_piece, &j);
+    bool diff = false;
+    for (int i = 0; i < k->n_in; i++) diff |= (k->grads >> i & 1) && in[i]->requires_grad;
+    if (diff && !tg_op_record(t, &k->op, out, in, k->n_in, &c)) return NULL;
+    return tg_op_done(t, &k->op, out);
+}

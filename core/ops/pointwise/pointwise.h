@@ -1,0 +1,112 @@
+/* tapegrad core ops, elementwise ops: arithmetic with broadcasting, math, activations, comparisons and selection.
+ * The conventions of every op are in core/ops/ops.h. */
+#ifndef TAPEGRAD_OPS_POINTWISE_H
+#define TAPEGRAD_OPS_POINTWISE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../../engine/op.h"
+#include "../../engine/tape.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- elementwise (core/ops/pointwise/elementwise.c) --------------------------------
+ * add/sub/mul/div broadcast as NumPy / PyTorch: shapes align from the last
+ * dim and each pair of dims is equal or one of them 1 (or missing), which
+ * stretches; out has the broadcast shape, and a stretched operand's grad is
+ * summed over the dims it was stretched along. Anything else is an error
+ * naming both shapes. x / 0 is +-inf, 0 / 0 NaN (IEEE, as PyTorch). */
+tg_tensor *tg_add(tg_tape *t, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_sub(tg_tape *t, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_mul(tg_tape *t, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_div(tg_tape *t, tg_tensor *a, tg_tensor *b);
+/* a + b written over a's memory (b broadcasts to a's shape; the bits of
+ * tg_add): the result shares a's data, and a holds the sum afterwards. Only for a temporary whose values nothing reads again:
+ * no op has read it yet, and the op that made it never reads its output in
+ * backward (matmul, embedding, dropout, add do not; exp, tanh, softmax do).
+ * The transformer block's residual adds write over the branch's output,
+ * which saves one [B, T, D] buffer per add. */
+tg_tensor *tg_add_inplace(tg_tape *t, tg_tensor *a, tg_tensor *b);
+/* Elementwise, out has a's shape. Domain errors give what PyTorch gives, not
+ * an error: log(x < 0), sqrt(x < 0), pow(x < 0, non-integer p) are NaN,
+ * log(0) = -inf (anomaly mode reports them). */
+tg_tensor *tg_scale(tg_tape *t, tg_tensor *a, double s);  /* s * a */
+tg_tensor *tg_neg(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_abs(tg_tape *t, tg_tensor *a);              /* grad sign(a), 0 at 0 */
+tg_tensor *tg_exp(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_log(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_sqrt(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_pow(tg_tape *t, tg_tensor *a, double p);    /* a^p; p = 0: grad 0 */
+tg_tensor *tg_sigmoid(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_tanh(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_relu(tg_tape *t, tg_tensor *a);
+/* GELU, erf form (PyTorch's default approximate='none'). */
+tg_tensor *tg_gelu(tg_tape *t, tg_tensor *a);
+/* min(max(a, lo), hi) as torch.clamp (NaN stays NaN, lo > hi gives hi); the
+ * grad passes where lo <= a <= hi. Pass -INFINITY or INFINITY for one side.
+ * NaN bounds are an error. */
+tg_tensor *tg_clamp(tg_tape *t, tg_tensor *a, double lo, double hi);
+
+/* ---- elementwise math and activations (core/ops/pointwise/math.c, activation.c) -----
+ * Out has a's shape; values are computed in double and rounded once. The
+ * binary and ternary ones broadcast as tg_add. NaN in gives NaN out;
+ * domain edges give PyTorch's values (log2(0) = -inf, rsqrt(0) = inf,
+ * sign(NaN) = 0). Derivatives: core/ops/pointwise/math.c, activation.c. */
+tg_tensor *tg_sin(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_cos(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_exp2(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_log2(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_log10(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_log1p(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_expm1(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_sign(tg_tape *t, tg_tensor *a);        /* grad 0 */
+tg_tensor *tg_reciprocal(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_rsqrt(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_square(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_erf(tg_tape *t, tg_tensor *a);
+/* log(e^a + e^b), stable */
+tg_tensor *tg_logaddexp(tg_tape *t, tg_tensor *a, tg_tensor *b);
+/* a^b with b a tensor (torch.pow(a, b)); tg_pow takes a number */
+tg_tensor *tg_pow_tensor(tg_tape *t, tg_tensor *a, tg_tensor *b);
+/* a + w (b - a); w a tensor (a 0-d one for a number) */
+tg_tensor *tg_lerp(tg_tape *t, tg_tensor *a, tg_tensor *b, tg_tensor *w);
+/* torch.nn.functional's; PyTorch's defaults: softplus beta 1 threshold 20,
+ * leaky_relu 0.01, elu / celu alpha 1, hardtanh -1 and 1 */
+tg_tensor *tg_silu(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_softplus(tg_tape *t, tg_tensor *a, double beta, double threshold);
+tg_tensor *tg_leaky_relu(tg_tape *t, tg_tensor *a, double negative_slope);
+tg_tensor *tg_elu(tg_tape *t, tg_tensor *a, double alpha);
+tg_tensor *tg_selu(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_celu(tg_tape *t, tg_tensor *a, double alpha);
+tg_tensor *tg_mish(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_hardswish(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_hardsigmoid(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_hardtanh(tg_tape *t, tg_tensor *a, double min_val, double max_val);
+tg_tensor *tg_softsign(tg_tape *t, tg_tensor *a);
+/* GELU, tanh form (PyTorch's approximate='tanh') */
+tg_tensor *tg_gelu_tanh(tg_tape *t, tg_tensor *a);
+
+/* ---- comparisons and selection (core/ops/pointwise/compare.c) -------------------------
+ * Broadcast as tg_add. eq ... ge give a 0/1 mask and never a grad. A cond or
+ * mask is true where nonzero. where's grads go to a and b (cond gets none);
+ * masked_fill broadcasts a and mask (PyTorch's out-of-place form). maximum / minimum propagate
+ * NaN and split the grad half and half on ties (PyTorch). */
+tg_tensor *tg_eq(tg_tape *t, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_ne(tg_tape *t, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_lt(tg_tape *t, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_le(tg_tape *t, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_gt(tg_tape *t, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_ge(tg_tape *t, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_where(tg_tape *t, tg_tensor *cond, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_masked_fill(tg_tape *t, tg_tensor *a, tg_tensor *mask, double value);
+tg_tensor *tg_maximum(tg_tape *t, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_minimum(tg_tape *t, tg_tensor *a, tg_tensor *b);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

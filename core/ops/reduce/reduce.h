@@ -1,0 +1,73 @@
+/* tapegrad core ops, reductions: of every element, along a dim, statistics, scans, sort and topk.
+ * The conventions of every op are in core/ops/ops.h. */
+#ifndef TAPEGRAD_OPS_REDUCE_H
+#define TAPEGRAD_OPS_REDUCE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../../engine/op.h"
+#include "../../engine/tape.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Sum / mean of all elements: a 0-d tensor. */
+tg_tensor *tg_sum(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_mean(tg_tape *t, tg_tensor *a);
+
+/* ---- reductions along a dim (core/ops/reduce/reduce.c) ----------------------------
+ * Reduce dim `dim` of a (negative counts from the end: -1 is the last); out
+ * is a's shape without that dim, or with it as 1 when keepdim (a 0-d a takes
+ * dim 0 or -1 and gives itself). As PyTorch: sum over an empty dim is 0,
+ * mean NaN, logsumexp -inf; max needs a non-empty dim. */
+tg_tensor *tg_sum_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
+tg_tensor *tg_mean_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
+/* The values of torch.max(a, dim): NaN if any element is NaN; the gradient
+ * goes to the first maximum (the first NaN) only. */
+tg_tensor *tg_max_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
+/* log sum exp, stable (max subtracted); a slice that is all -inf gives -inf
+ * and zero grad (PyTorch: NaN grad). */
+tg_tensor *tg_logsumexp_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
+
+/* torch.max(a) / torch.min(a) of every element: 0-d; their grad is shared
+ * evenly among the elements equal to the result (PyTorch); an empty a is an error. */
+tg_tensor *tg_max(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_min(tg_tape *t, tg_tensor *a);
+
+/* ---- more reductions along a dim (core/ops/reduce/stats.c) ------------------------
+ * dim and keepdim as tg_sum_dim. Empty dims as PyTorch: prod 1, var / std
+ * NaN, norm 1 and 2 give 0; min, argmax, argmin and the inf norm are an
+ * error. min is torch.min(a, dim).values (grad to the first minimum, NaN
+ * wins); var / std divide by n - correction (1: Bessel's, 0: population);
+ * std's grad is 0 where std is 0. norm is torch.linalg.vector_norm with ord
+ * 1, 2 or INFINITY (its grad at ties of the inf norm is shared evenly, at a
+ * zero 2-norm 0). argmax / argmin give the index of the first extreme (the
+ * first NaN) as a value of a tensor (tapegrad has one dtype), never a grad.
+ * For every element, reshape a to [-1] and reduce dim 0. */
+tg_tensor *tg_min_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
+tg_tensor *tg_prod_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
+tg_tensor *tg_var_dim(tg_tape *t, tg_tensor *a, int dim, double correction, bool keepdim);
+tg_tensor *tg_std_dim(tg_tape *t, tg_tensor *a, int dim, double correction, bool keepdim);
+tg_tensor *tg_norm_dim(tg_tape *t, tg_tensor *a, double ord, int dim, bool keepdim);
+tg_tensor *tg_argmax(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
+tg_tensor *tg_argmin(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
+
+/* ---- scans, sort, topk along a dim (core/ops/reduce/scan.c) ------------------------
+ * Out has a's shape (topk: k along dim). cumprod's grad is exact with zeros.
+ * sort / topk: values with grads (each goes back to where it came from);
+ * *indices, when not NULL, gets the source indices as a tensor of out's
+ * shape without a grad. NaN sorts above every number (PyTorch); equal
+ * values keep their order (PyTorch's stable=True; its topk leaves the order
+ * of ties unspecified). topk's out is always sorted; k in [0, n]. */
+tg_tensor *tg_cumsum(tg_tape *t, tg_tensor *a, int dim);
+tg_tensor *tg_cumprod(tg_tape *t, tg_tensor *a, int dim);
+tg_tensor *tg_sort(tg_tape *t, tg_tensor *a, int dim, bool descending, tg_tensor **indices);
+tg_tensor *tg_topk(tg_tape *t, tg_tensor *a, int k, int dim, bool largest, tg_tensor **indices);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

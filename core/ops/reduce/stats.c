@@ -1,0 +1,203 @@
+/* tapegrad: reductions along a dim beyond sum / mean / max / logsumexp
+ * (torch.min(a, dim), prod, var, std, linalg.vector_norm, argmax, argmin).
+ * A slice x of n elements gives y; with g = dy and m = mean(x):
+ *   min        y = min_k x_k (NaN if any)          dx = g at the first minimum (first NaN)
+ *   prod       y = prod_k x_k (n = 0: 1)           dx_i = g prod_{k != i} x_k (g y / x_i without
+ *                                                  zeros; exact with zeros, as PyTorch)
+ *   var        y = sum (x - m)^2 / (n - c)         dx_i = g 2 (x_i - m) / (n - c)
+ *   std        y = sqrt(var)                       dx_i = g (x_i - m) / ((n - c) y); 0 where y = 0
+ *   norm p=1   y = sum |x|                         dx = g sign(x)
+ *   norm p=2   y = sqrt(sum x^2)                   dx = g x / y; 0 where y = 0
+ *   norm p=inf y = max |x|                         dx = g sign(x) / k at the k elements with |x| = y
+ *   argmax     index of the first maximum (first NaN); no grad
+ * c is the correction (1: Bessel's); n - c <= 0 divides by 0 (inf or NaN,
+ * as PyTorch). Sums are in double. The zero-grad rules are PyTorch's.
+ */
+#include <math.h>
+#include <stdio.h>
+
+#include "../internal.h"
+#include "../ops.h"
+
+#define X(i) ((double)x[(i) * s])
+
+/* index of the first minimum (max: maximum) of the slice, the first NaN if any */
+static size_t first_extreme(const tg_real *x, size_t n, size_t s, bool max)
+{
+    size_t at = 0;
+    for (size_t i = 1; i < n && !isnan(X(at)); i++)
+        if (isnan(X(i)) || (max ? X(i) > X(at) : X(i) < X(at))) at = i;
+    return at;
+}
+
+static void min_fwd(const tg_real *x, size_t n, size_t m, size_t s, tg_real *y, int64_t *idx, const double *p,
+                    void *w)
+{
+    (void)w;
+    (void)m, (void)p;
+    size_t at = first_extreme(x, n, s, false);
+    y[0] = x[at * s];
+    if (idx) idx[0] = (int64_t)at;
+}
+static void min_bwd(const tg_real *x, size_t n, size_t m, size_t s, const tg_real *y, const tg_real *g,
+                    const int64_t *idx, tg_real *dx, const double *p)
+{
+    (void)x, (void)n, (void)m, (void)y, (void)p;
+    dx[(size_t)idx[0] * s] += g[0];
+}
+
+static void prod_fwd(const tg_real *x, size_t n, size_t m, size_t s, tg_real *y, int64_t *idx, const double *p,
+                     void *w)
+{
+    (void)w;
+    (void)m, (void)idx, (void)p;
+    double r = 1;
+    for (size_t i = 0; i < n; i++) r *= X(i);
+    y[0] = (tg_real)r;
+}
+/* dx_i = g prod_{k != i} x_k, as PyTorch: g y / x_i without a zero; with one
+ * zero only it gets a grad (the product of the others); with two, none does */
+static void prod_bwd(const tg_real *x, size_t n, size_t m, size_t s, const tg_real *y, const tg_real *g,
+                     const int64_t *idx, tg_real *dx, const double *p)
+{
+    (void)m, (void)y, (void)idx, (void)p;
+    double others = 1, gy = (double)g[0];
+    size_t zeros = 0, z = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (X(i) == 0) zeros++, z = i;
+        else others *= X(i);
+    }
+    if (zeros == 0)
+        for (size_t i = 0; i < n; i++) dx[i * s] += (tg_real)(gy * others / X(i));
+    else if (zeros == 1)
+        dx[z * s] += (tg_real)(gy * others);
+}
+
+static double slice_mean(const tg_real *x, size_t n, size_t s)
+{
+    double acc = 0;
+    for (size_t i = 0; i < n; i++) acc += X(i);
+    return acc / (double)n;
+}
+
+/* p = {correction, 1 for std} */
+static void var_fwd(const tg_real *x, size_t n, size_t m, size_t s, tg_real *y, int64_t *idx, const double *p,
+                    void *w)
+{
+    (void)w;
+    (void)m, (void)idx;
+    double mu = slice_mean(x, n, s), acc = 0, div = fmax(0, (double)n - p[0]);
+    for (size_t i = 0; i < n; i++) acc += (X(i) - mu) * (X(i) - mu);
+    y[0] = (tg_real)(p[1] != 0 ? sqrt(acc / div) : acc / div);
+}
+static void var_bwd(const tg_real *x, size_t n, size_t m, size_t s, const tg_real *y, const tg_real *g,
+                    const int64_t *idx, tg_real *dx, const double *p)
+{
+    (void)m, (void)idx;
+    double mu = slice_mean(x, n, s), div = fmax(0, (double)n - p[0]);
+    double f = p[1] != 0 ? (y[0] == 0 ? 0 : (double)g[0] / (div * (double)y[0])) : 2 * (double)g[0] / div;
+    for (size_t i = 0; i < n; i++) dx[i * s] += (tg_real)(f * (X(i) - mu));
+}
+
+/* p = {ord} */
+static void norm_fwd(const tg_real *x, size_t n, size_t m, size_t s, tg_real *y, int64_t *idx, const double *p,
+                     void *w)
+{
+    (void)w;
+    (void)m, (void)idx;
+    double acc = 0;
+    for (size_t i = 0; i < n; i++) {
+        double a = fabs(X(i));
+        if (isinf(p[0])) {
+            if (isnan(acc)) break;
+            if (isnan(a) || a > acc) acc = a;
+        } else {
+            acc += p[0] == 1 ? a : a * a;
+        }
+    }
+    y[0] = (tg_real)(p[0] == 2 ? sqrt(acc) : acc);
+}
+static void norm_bwd(const tg_real *x, size_t n, size_t m, size_t s, const tg_real *y, const tg_real *g,
+                     const int64_t *idx, tg_real *dx, const double *p)
+{
+    (void)m, (void)idx;
+    double gy = (double)g[0], yv = (double)y[0];
+    size_t k = 0;
+    if (isinf(p[0]))
+        for (size_t i = 0; i < n; i++) k += fabs(X(i)) == yv || (isnan(yv) && isnan(X(i)));
+    for (size_t i = 0; i < n; i++) {
+        double v = X(i), sg = (double)((0 < v) - (v < 0)), d;
+        if (p[0] == 1)
+            d = sg;
+        else if (p[0] == 2)
+            d = yv == 0 ? 0 : v / yv;
+        else
+            d = fabs(v) == yv || (isnan(yv) && isnan(v)) ? sg / (double)k : 0;
+        dx[i * s] += (tg_real)(gy * d);
+    }
+}
+
+/* p = {1 for argmax} */
+static void arg_fwd(const tg_real *x, size_t n, size_t m, size_t s, tg_real *y, int64_t *idx, const double *p,
+                    void *w)
+{
+    (void)w;
+    (void)m, (void)idx;
+    y[0] = (tg_real)first_extreme(x, n, s, p[0] != 0);
+}
+
+static const tg_along_kind min_k = {TG_ALONG_OP("tg_min_dim"), true, 0, min_fwd, min_bwd};
+static const tg_along_kind prod_k = {TG_ALONG_OP("tg_prod_dim"), false, 0, prod_fwd, prod_bwd};
+static const tg_along_kind var_k = {TG_ALONG_OP("tg_var_dim"), false, 0, var_fwd, var_bwd};
+static const tg_along_kind std_k = {TG_ALONG_OP("tg_std_dim"), false, 0, var_fwd, var_bwd};
+static const tg_along_kind norm_k = {TG_ALONG_OP("tg_norm_dim"), false, 0, norm_fwd, norm_bwd};
+static const tg_along_kind argmax_k = {{"tg_argmax", NULL, 0}, false, 0, arg_fwd, NULL};
+static const tg_along_kind argmin_k = {{"tg_argmin", NULL, 0}, false, 0, arg_fwd, NULL};
+
+/* one value per slice; empty_ok false: an empty dim is an error (`what`: no minimum ...) */
+static tg_tensor *reduce(tg_tape *t, const tg_along_kind *k, tg_tensor *a, int dim, bool keepdim, double p0,
+                         double p1, const char *empty_err)
+{
+    const char *op = k->op.name;
+    if (!tg_inputs_check(t, &k->op, &a, 1, 1)) return NULL;
+    int d;
+    if (!tg_along_dim(t, op, a, dim, &d)) return NULL;
+    if (empty_err && a->ndim && a->shape[d] == 0) {
+        char sa[TG_SHAPE_STR];
+        return tg_fail(t, "%s: dim %d of a %s has size 0: %s", op, dim, tg_shape_str(a, sa), empty_err);
+    }
+    return tg_along_apply(t, k, a, d, 1, keepdim, (double[TG_ALONG_PARAMS]){p0, p1}, NULL);
+}
+
+tg_tensor *tg_min_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim)
+{
+    return reduce(t, &min_k, a, dim, keepdim, 0, 0, "no minimum");
+}
+tg_tensor *tg_prod_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim)
+{
+    return reduce(t, &prod_k, a, dim, keepdim, 0, 0, NULL);
+}
+tg_tensor *tg_var_dim(tg_tape *t, tg_tensor *a, int dim, double correction, bool keepdim)
+{
+    if (t && !(correction >= 0)) return tg_fail(t, "tg_var_dim: correction %g must be >= 0", correction);
+    return reduce(t, &var_k, a, dim, keepdim, correction, 0, NULL);
+}
+tg_tensor *tg_std_dim(tg_tape *t, tg_tensor *a, int dim, double correction, bool keepdim)
+{
+    if (t && !(correction >= 0)) return tg_fail(t, "tg_std_dim: correction %g must be >= 0", correction);
+    return reduce(t, &std_k, a, dim, keepdim, correction, 1, NULL);
+}
+tg_tensor *tg_norm_dim(tg_tape *t, tg_tensor *a, double ord, int dim, bool keepdim)
+{
+    if (t && ord != 1 && ord != 2 && ord != INFINITY)
+        return tg_fail(t, "tg_norm_dim: ord %g is not supported (1, 2 or INFINITY)", ord);
+    return reduce(t, &norm_k, a, dim, keepdim, ord, 0, isinf(ord) ? "the inf norm has no identity" : NULL);
+}
+tg_tensor *tg_argmax(tg_tape *t, tg_tensor *a, int dim, bool keepdim)
+{
+    return reduce(t, &argmax_k, a, dim, keepdim, 1, 0, "no maximum");
+}
+tg_tensor *tg_argmin(tg_tape *t, tg_tensor *a, int dim, bool keepdim)
+{
+    return reduce(t, &argmin_k, a, dim, keepdim, 0, 0, "no minimum");
+}

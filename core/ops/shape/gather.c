@@ -1,0 +1,290 @@
+/* tapegrad: indexing along a dim with integer index arrays (tg_index:
+ * int32 or int64). With g = d out:
+ *   gather(a, d, ix)          out[i] = a[i with i_d = ix[i]]            d a[i with i_d = ix[i]] += g[i]
+ *   scatter_add(a, d, ix, s)  out = a; out[i with i_d = ix[i]] += s[i]  d a = g; d s[i] += g[i with i_d = ix[i]]
+ *   index_select(a, d, ix)    out[.., j, ..] = a[.., ix[j], ..]         d a[.., ix[j], ..] += g[.., j, ..]
+ *   index_add(a, d, ix, s, α) out = a; out[.., ix[j], ..] += α s[.., j, ..]
+ *                             d a = g; d s[.., j, ..] += α g[.., ix[j], ..]
+ * Every index is checked against its dim before anything is written; an
+ * error names the index, its position and the dim. gather and scatter_add
+ * save one offset per index element, index_select and index_add a copy of
+ * the indices, so the caller may reuse its arrays at once. Repeated indices
+ * accumulate, in index order (the bits do not depend on threads).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../internal.h"
+#include "../ops.h"
+
+static int64_t index_at(const tg_index *ix, size_t i)
+{
+    return ix->i64 ? ((const int64_t *)ix->data)[i] : ((const int32_t *)ix->data)[i];
+}
+
+/* ix's shape valid and data present; its element count in *n. */
+static bool index_valid(tg_tape *t, const char *op, const tg_index *ix, size_t *n)
+{
+    if (!ix) return tg_fail(t, "%s: the index is NULL", op), false;
+    if (!tg_shape_size(ix->ndim, ix->shape, n))
+        return tg_fail(t, "%s: the index has an invalid shape (%d dims, at most %d, sizes >= 0)", op, ix->ndim,
+                       TG_MAX_DIMS), false;
+    if (*n && !ix->data) return tg_fail(t, "%s: the index's data is NULL", op), false;
+    return true;
+}
+
+/* "[2,3]" of an index */
+static const char *index_shape(const tg_index *ix, char *buf)
+{
+    tg_tensor h = {.ndim = ix->ndim};
+    memcpy(h.shape, ix->shape, sizeof h.shape);
+    return tg_shape_str(&h, buf);
+}
+
+/* For gather and scatter_add: per index element i (row-major over ix's
+ * shape), xoff[i] = its element of x (i with i_d = ix[i]) and, when soff is
+ * not NULL, soff[i] = its element of src (i itself in src's shape). Checks
+ * ix's dims against x (and src) and every index against x's dim d. */
+static bool index_offsets(tg_tape *t, const char *op, const tg_index *ix0, int d, const tg_tensor *x0,
+                          const tg_tensor *src0, size_t *xoff, size_t *soff)
+{
+    char sx[TG_SHAPE_STR], si[TG_SHAPE_STR], ss[TG_SHAPE_STR];
+    /* a 0-d a, src or index is read as [1] (PyTorch's gather and scatter_add) */
+    tg_index ix1 = *ix0;
+    tg_tensor x1 = *x0, s1 = src0 ? *src0 : x1;
+    if (!ix1.ndim) ix1.ndim = 1, ix1.shape[0] = 1;
+    if (!x1.ndim) x1.ndim = 1, x1.shape[0] = 1;
+    if (!s1.ndim) s1.ndim = 1, s1.shape[0] = 1;
+    const tg_index *ix = &ix1;
+    const tg_tensor *x = &x1, *src = src0 ? &s1 : NULL;
+    bool fits = ix->ndim == x->ndim && (!src || src->ndim == x->ndim);
+    for (int k = 0; fits && k < ix->ndim; k++)
+        fits = (k == d || ix->shape[k] <= x->shape[k]) && (!src || ix->shape[k] <= src->shape[k]);
+    if (!fits)
+        return tg_fail(t, "%s: index %s does not fit a %s%s%s (same number of dims, no larger than a but along "
+                          "dim %d%s)", op, index_shape(ix0, si), tg_shape_str(x0, sx), src ? " and src " : "",
+                       src ? tg_shape_str(src0, ss) : "", d, src ? ", no larger than src" : ""), false;
+    ptrdiff_t xst[TG_MAX_DIMS], sst[TG_MAX_DIMS];
+    tg_strides(x->ndim, x->shape, xst);
+    if (src) tg_strides(src->ndim, src->shape, sst);
+    int i_k[TG_MAX_DIMS] = {0};
+    size_t n;
+    tg_shape_size(ix->ndim, ix->shape, &n);
+    size_t xo = 0, so = 0;  /* offsets of i without the d term in x; of i in src */
+    for (size_t i = 0; i < n; i++) {
+        int64_t v = index_at(ix, i);
+        if (v < 0 || v >= x->shape[d])
+            return tg_fail(t, "%s: index %" PRId64 " at position %zu is out of range for dim %d (size %d) of a %s",
+                           op, v, i, d, x->shape[d], tg_shape_str(x0, sx)), false;
+        xoff[i] = xo + (size_t)v * (size_t)xst[d];
+        if (soff) soff[i] = so;
+        for (int k = ix->ndim - 1; k >= 0; k--) {  /* next i, row-major */
+            if (k != d) xo += (size_t)xst[k];
+            if (src) so += (size_t)sst[k];
+            if (++i_k[k] < ix->shape[k]) break;
+            if (k != d) xo -= (size_t)xst[k] * (size_t)ix->shape[k];
+            if (src) so -= (size_t)sst[k] * (size_t)ix->shape[k];
+            i_k[k] = 0;
+        }
+    }
+    return true;
+}
+
+typedef struct offsets_ctx {
+    const size_t *xoff, *soff;  /* [n] arena: a's (x's) and src's element per index element */
+    size_t n;
+} offsets_ctx;
+
+/* d a += d out for an op that adds to a copy of a (a has out's shape);
+ * false on out of memory. */
+static bool grad_through(tg_tape *t, const tg_tensor *out, tg_tensor *a)
+{
+    if (!a->requires_grad) return true;
+    tg_real *da = tg_grad(t, a);
+    if (!da) return false;
+    for (size_t i = 0; i < out->size; i++) da[i] += out->grad[i];
+    return true;
+}
+
+/* out [ix's shape] <- a: d a[xoff[i]] += g[i] */
+TG_BACKWARD(gather_backward, offsets_ctx)
+{
+    const offsets_ctx *c = ctx;
+    tg_real *da = tg_grad(t, in[0]);
+    if (!da) return;
+    for (size_t i = 0; i < c->n; i++) da[c->xoff[i]] += out->grad[i];
+}
+
+/* out [a's shape] <- a, src: d a += g; d src[soff[i]] += g[xoff[i]] */
+TG_BACKWARD(scatter_add_backward, offsets_ctx)
+{
+    const offsets_ctx *c = ctx;
+    if (!grad_through(t, out, in[0])) return;
+    if (in[1]->requires_grad) {
+        tg_real *ds = tg_grad(t, in[1]);
+        if (!ds) return;
+        for (size_t i = 0; i < c->n; i++) ds[c->soff[i]] += out->grad[c->xoff[i]];
+    }
+}
+
+TG_OP(gather_op, "tg_gather", gather_backward, offsets_ctx);
+TG_OP(scatter_add_op, "tg_scatter_add", scatter_add_backward, offsets_ctx);
+
+/* Arena offsets for n index elements (soff too when want_soff); NULL on OOM. */
+static size_t *offsets_alloc(tg_tape *t, const char *op, size_t n, size_t **soff)
+{
+    size_t *x = tg_arena_alloc(t, (n ? n : 1) * sizeof *x * (soff ? 2 : 1), op);
+    if (x && soff) *soff = x + n;
+    return x;
+}
+
+tg_tensor *tg_gather(tg_tape *t, tg_tensor *a, int dim, const tg_index *ix)
+{
+    const char *op = gather_op.name;
+    if (!tg_inputs_check(t, &gather_op, &a, 1, 1)) return NULL;
+    int d;
+    size_t n;
+    if (!index_valid(t, op, ix, &n) || !tg_dim_resolve(t, op, a, dim, a->ndim ? a->ndim : 1, &d)) return NULL;
+    size_t *xoff = offsets_alloc(t, op, n, NULL);
+    if (!xoff || !index_offsets(t, op, ix, d, a, NULL, xoff, NULL)) return NULL;
+    tg_tensor *out = tg_new(t, &gather_op, ix->ndim, ix->shape);
+    if (!out) return NULL;
+    for (size_t i = 0; i < n; i++) out->data[i] = a->data[xoff[i]];
+    if (!tg_op_record(t, &gather_op, out, &a, 1, &(offsets_ctx){xoff, NULL, n})) return NULL;
+    return tg_op_done(t, &gather_op, out);
+}
+
+tg_tensor *tg_scatter_add(tg_tape *t, tg_tensor *a, int dim, const tg_index *ix, tg_tensor *src)
+{
+    const char *op = scatter_add_op.name;
+    tg_tensor *in[2] = {a, src};
+    if (!tg_inputs_check(t, &scatter_add_op, in, 2, 2)) return NULL;
+    int d;
+    size_t n;
+    if (!index_valid(t, op, ix, &n) || !tg_dim_resolve(t, op, a, dim, a->ndim ? a->ndim : 1, &d)) return NULL;
+    size_t *soff, *xoff = offsets_alloc(t, op, n, &soff);
+    if (!xoff || !index_offsets(t, op, ix, d, a, src, xoff, soff)) return NULL;
+    tg_tensor *out = tg_new_like(t, &scatter_add_op, a);
+    if (!out) return NULL;
+    memcpy(out->data, a->data, a->size * sizeof *a->data);
+    for (size_t i = 0; i < n; i++) out->data[xoff[i]] += src->data[soff[i]];
+    if (!tg_op_record(t, &scatter_add_op, out, in, 2, &(offsets_ctx){xoff, soff, n})) return NULL;
+    return tg_op_done(t, &scatter_add_op, out);
+}
+
+/* ---- index_select / index_add: whole slices along dim --------------------- */
+
+typedef struct slices_ctx {
+    const int64_t *ix;  /* [n] arena copy */
+    int n, dim;
+    double alpha;
+} slices_ctx;
+
+/* a as [outer, N, inner] around dim d */
+static void around(const tg_tensor *a, int d, size_t *outer, size_t *inner)
+{
+    *outer = *inner = 1;
+    for (int k = 0; k < a->ndim; k++) {
+        if (k < d) *outer *= (size_t)a->shape[k];
+        if (k > d) *inner *= (size_t)a->shape[k];
+    }
+}
+
+/* y[o, j, :] (+)= alpha x[o, ix[j], :] (to_ix false) or y[o, ix[j], :] += alpha x[o, j, :] (to_ix) */
+static void slices_move(const slices_ctx *c, const tg_tensor *big, tg_real *y, const tg_real *x, bool to_ix, bool acc)
+{
+    size_t outer, inner, N = (size_t)big->shape[c->dim];
+    around(big, c->dim, &outer, &inner);
+    tg_real al = (tg_real)c->alpha;
+    for (size_t o = 0; o < outer; o++)
+        for (int j = 0; j < c->n; j++) {
+            size_t bi = (o * N + (size_t)c->ix[j]) * inner, si = (o * (size_t)c->n + (size_t)j) * inner;
+            tg_real *dst = y + (to_ix ? bi : si);
+            const tg_real *src = x + (to_ix ? si : bi);
+            if (!acc)
+                memcpy(dst, src, inner * sizeof *dst);
+            else
+                for (size_t k = 0; k < inner; k++) dst[k] += al * src[k];
+        }
+}
+
+/* out [.., n, ..] <- a [.., N, ..]: d a[.., ix[j], ..] += g[.., j, ..] */
+TG_BACKWARD(index_select_backward, slices_ctx)
+{
+    tg_real *da = tg_grad(t, in[0]);
+    if (da) slices_move(ctx, in[0], da, out->grad, true, true);
+}
+
+/* out [.., N, ..] <- a, src [.., n, ..]: d a += g; d src[.., j, ..] += alpha g[.., ix[j], ..] */
+TG_BACKWARD(index_add_backward, slices_ctx)
+{
+    if (!grad_through(t, out, in[0])) return;
+    if (in[1]->requires_grad) {
+        tg_real *ds = tg_grad(t, in[1]);
+        if (ds) slices_move(ctx, in[0], ds, out->grad, false, true);
+    }
+}
+
+TG_OP(index_select_op, "tg_index_select", index_select_backward, slices_ctx);
+TG_OP(index_add_op, "tg_index_add", index_add_backward, slices_ctx);
+
+/* Checks a 0-d or 1-D ix against dim d of a and copies it into the arena. */
+static bool slices_plan(tg_tape *t, const char *op, tg_tensor *a, int dim, const tg_index *ix, slices_ctx *c)
+{
+    char sa[TG_SHAPE_STR], si[TG_SHAPE_STR];
+    size_t n;
+    if (!index_valid(t, op, ix, &n) || !tg_dim_resolve(t, op, a, dim, a->ndim ? a->ndim : 1, &c->dim)) return false;
+    if (a->ndim == 0) return tg_fail(t, "%s: a %s has no dim to index", op, tg_shape_str(a, sa)), false;
+    if (ix->ndim > 1 || n > INT32_MAX)
+        return tg_fail(t, "%s: the index %s must be 1-D (a %s)", op, index_shape(ix, si), tg_shape_str(a, sa)), false;
+    int64_t *copy = tg_arena_alloc(t, (n ? n : 1) * sizeof *copy, op);
+    if (!copy) return false;
+    for (size_t j = 0; j < n; j++) {
+        copy[j] = index_at(ix, j);
+        if (copy[j] < 0 || copy[j] >= a->shape[c->dim])
+            return tg_fail(t, "%s: index %" PRId64 " at position %zu is out of range for dim %d (size %d) of a %s", op,
+                           copy[j], j, c->dim, a->shape[c->dim], tg_shape_str(a, sa)), false;
+    }
+    c->ix = copy;
+    c->n = (int)n;
+    return true;
+}
+
+tg_tensor *tg_index_select(tg_tape *t, tg_tensor *a, int dim, const tg_index *ix)
+{
+    const char *op = index_select_op.name;
+    if (!tg_inputs_check(t, &index_select_op, &a, 1, 1)) return NULL;
+    slices_ctx c = {.alpha = 1};
+    if (!slices_plan(t, op, a, dim, ix, &c)) return NULL;
+    int shape[TG_MAX_DIMS];
+    memcpy(shape, a->shape, sizeof shape);
+    shape[c.dim] = c.n;
+    tg_tensor *out = tg_new(t, &index_select_op, a->ndim, shape);
+    if (!out) return NULL;
+    slices_move(&c, a, out->data, a->data, false, false);
+    if (!tg_op_record(t, &index_select_op, out, &a, 1, &c)) return NULL;
+    return tg_op_done(t, &index_select_op, out);
+}
+
+tg_tensor *tg_index_add(tg_tape *t, tg_tensor *a, int dim, const tg_index *ix, tg_tensor *src, double alpha)
+{
+    const char *op = index_add_op.name;
+    tg_tensor *in[2] = {a, src};
+    if (!tg_inputs_check(t, &index_add_op, in, 2, 2)) return NULL;
+    slices_ctx c = {.alpha = alpha};
+    if (!slices_plan(t, op, a, dim, ix, &c)) return NULL;
+    bool fits = src->ndim == a->ndim;
+    for (int k = 0; fits && k < a->ndim; k++) fits = src->shape[k] == (k == c.dim ? c.n : a->shape[k]);
+    if (!fits) {
+        char sa[TG_SHAPE_STR], ss[TG_SHAPE_STR];
+        return tg_fail(t, "%s: src %s must be a %s with dim %d of size %d (the index's length)", op,
+                       tg_shape_str(src, ss), tg_shape_str(a, sa), c.dim, c.n);
+    }
+    tg_tensor *out = tg_new_like(t, &index_add_op, a);
+    if (!out) return NULL;
+    memcpy(out->data, a->data, a->size * sizeof *a->data);
+    slices_move(&c, a, out->data, src->data, true, true);
+    if (!tg_op_record(t, &index_add_op, out, in, 2, &c)) return NULL;
+    return tg_op_done(t, &index_add_op, out);
+}
