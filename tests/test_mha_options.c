@@ -224,7 +224,8 @@ Test(mha_options, combine_with_gqa_rope_alibi)
 
 /* kdim = vdim = d_model given explicitly is the default layer: the same
  * parameters, the same bits, with RoPE, ALiBi and grouped heads too (it was
- * refused with them), and a key/value cache. */
+ * refused with them); it fills a key/value cache and decodes from it: the
+ * last row of a whole pass. */
 Test(mha_options, explicit_kdim_vdim_d_model_is_the_default)
 {
     for (int mode = 0; mode < 2; mode++) {
@@ -232,23 +233,31 @@ Test(mha_options, explicit_kdim_vdim_d_model_is_the_default)
                            .mode = mode ? TG_MHA_PER_HEAD : TG_MHA_FUSED};
         tg_params *p[2] = {tg_params_new(), tg_params_new()};
         tg_mha m[2];
-        tg_tensor *out[2], *w[2];
-        tg_tensor *x = tu_rand(&R, -1, 1, 3, (int[]){2, 5, 8});
-        tg_tensor *cache = tg_tensor_alloc(3, (int[]){2, 5, 2 * 2 * 2});  /* 2 Ekv */
+        tg_tensor *out[2], *w[2], *dec[2];
+        tg_tensor *x = tu_rand(&R, -1, 1, 3, (int[]){2, 6, 8}), *x5 = tg_narrow(T, x, 1, 0, 5);
+        tg_tensor *x1 = tg_narrow(T, x, 1, 5, 1), *cache = tg_tensor_alloc(3, (int[]){2, 6, 2 * 2 * 2});  /* 2 Ekv */
         tg_mask mask = {.causal = true};
         for (int i = 0; i < 2; i++) {
             tg_rng rng;
             tg_rng_seed(&rng, 9);
             c.kdim = c.vdim = i ? 8 : 0;
             cr_assert_eq(tg_mha_init(&m[i], p[i], "attn", &c, &rng), 0, "%s", tg_error());
-            out[i] = tg_mha_forward(T, &m[i], x, x, &(tg_mha_opts){.mask = &mask, .cache = i ? cache : NULL},
-                                    &w[i]);
+            out[i] = tg_mha_forward(T, &m[i], x, x, &(tg_mha_opts){.mask = &mask}, &w[i]);
             cr_assert_not_null(out[i], "%s", tg_tape_error(T));
+            bool prev = tg_no_grad_begin(T);
+            cr_assert_not_null(tg_mha_forward(T, &m[i], x5, x5, &(tg_mha_opts){.mask = &mask, .cache = cache}, NULL),
+                               "%s", tg_tape_error(T));
+            dec[i] = tg_mha_decode(T, &m[i], x1, cache, (int32_t[]){5, 5}, NULL);
+            cr_assert_not_null(dec[i], "%s", tg_tape_error(T));
+            tg_no_grad_end(T, prev);
         }
         cr_assert_eq(tg_params_count(p[0]), tg_params_count(p[1]));
         cr_assert_eq(memcmp(tg_params_data(p[0]), tg_params_data(p[1]), tg_params_numel(p[0]) * sizeof(tg_real)), 0);
         cr_assert_eq(memcmp(out[0]->data, out[1]->data, out[0]->size * sizeof(tg_real)), 0);
         cr_assert_eq(memcmp(w[0]->data, w[1]->data, w[0]->size * sizeof(tg_real)), 0);
+        cr_assert_eq(memcmp(dec[0]->data, dec[1]->data, dec[0]->size * sizeof(tg_real)), 0);
+        for (int b = 0; b < 2; b++)
+            for (int j = 0; j < 8; j++) tu_close(dec[1]->data[b * 8 + j], out[1]->data[(b * 6 + 5) * 8 + j], TU_TOL);
         tg_tensor_free(x);
         tg_tensor_free(cache);
         tg_params_free(p[0]);
