@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Every function of the installed headers is called by tests/test_null.c,
-# which gives each one NULL for a pointer it needs: a function added without
-# a NULL check fails here, by name. Usage: null_coverage.sh CC SOURCE_DIR
-# (CC a GCC: its -aux-info lists the prototypes the headers declare).
+# Every function of the installed headers is given NULL for a pointer it
+# needs: the ops (every tg_tensor *tg_xxx( of core/ops' headers, which
+# tests/test_op_cases.c requires a row for, and what a row calls) by the
+# op-case rows, every other function by tests/test_null.c. A function added
+# without a NULL check fails here, by name. Usage: null_coverage.sh CC
+# SOURCE_DIR (CC a GCC: its -aux-info lists the prototypes the headers declare).
 set -euo pipefail
 cc=$1
 src=$(cd "$2" && pwd)
@@ -50,11 +52,14 @@ mapfile -t names < <(grep -F "/* $src/" "$tmp/aux" | grep -o '\btg_[a-z0-9_]* ('
 declare -A declared ok
 for n in "${names[@]}"; do declared[$n]=1; done
 for a in "${allowed[@]}"; do ok[$a]=1; done
+# the ops: test_op_cases fails for an op without a row
+while IFS= read -r n; do ok[$n]=1; done < <(
+  find "$src/core/ops" -name '*.h' ! -name internal.h -exec grep -ho '^tg_tensor \*tg_[a-z0-9_]*(' {} + | sed 's/^tg_tensor \*//; s/($//')
 missing=0
 for n in "${names[@]}"; do
   [ -n "${ok[$n]:-}" ] && continue
-  if ! grep -q "\b$n(" "$src/tests/test_null.c"; then
-    echo "null_coverage: $n is not called by tests/test_null.c"
+  if ! grep -q "\b$n(" "$src/tests/test_null.c" "$src"/tests/op_cases_*.c; then
+    echo "null_coverage: $n is not called by tests/test_null.c nor by an op-case row"
     missing=$((missing + 1))
   fi
 done

@@ -138,20 +138,6 @@ Test(compare, full_max_min_share_the_grad_among_ties)
     cr_assert(a->grad[0] == 0 && a->grad[1] == 0.5 && a->grad[2] == 0 && a->grad[3] == 0.5);
 }
 
-static tg_tensor *f_max(tg_tape *t, tg_tensor **in, void *ctx)
-{
-    return ctx ? tg_min(t, in[0]) : tg_max(t, in[0]);
-}
-
-Test(compare, full_max_gradcheck)
-{
-    for (int k = 0; k < 2; k++) {
-        tg_tensor *x = tu_rand(&R, -2, 2, 3, (int[]){3, 4, 5});
-        tu_gradcheck(f_max, k ? (void *)1 : NULL, &x, 1);
-        tg_tensor_free(x);
-    }
-}
-
 Test(compare, size_zero_and_misuse)
 {
     tg_tensor *e = tg_tensor_zeros(T, 2, (int[]){3, 0}), *b = mk(T, 1, (int[]){1}, (tg_real[]){1});

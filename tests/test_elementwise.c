@@ -1,41 +1,13 @@
-/* elementwise ops and reductions (core/ops/pointwise/elementwise.c): values on
- * hand-computed cases, gradchecks, and rejection of bad shapes. */
+/* elementwise ops and reductions (core/ops/pointwise/elementwise.c): values
+ * on hand-computed cases, add_inplace's gradcheck, and rejection of bad
+ * shapes (the others' gradchecks: their op-case rows,
+ * tests/op_cases_pointwise.c). */
 #include <string.h>
 
 #include "test_util.h"
 #include "../core/ops/internal.h"
 
 TU_SUITE(elementwise, 42);
-
-static tg_tensor *f_add(tg_tape *t, tg_tensor **in, void *c) { (void)c; return tg_add(t, in[0], in[1]); }
-static tg_tensor *f_sub(tg_tape *t, tg_tensor **in, void *c) { (void)c; return tg_sub(t, in[0], in[1]); }
-static tg_tensor *f_mul(tg_tape *t, tg_tensor **in, void *c) { (void)c; return tg_mul(t, in[0], in[1]); }
-static tg_tensor *f_scale(tg_tape *t, tg_tensor **in, void *c) { (void)c; return tg_scale(t, in[0], -2.5); }
-static tg_tensor *f_relu(tg_tape *t, tg_tensor **in, void *c) { (void)c; return tg_relu(t, in[0]); }
-static tg_tensor *f_gelu(tg_tape *t, tg_tensor **in, void *c) { (void)c; return tg_gelu(t, in[0]); }
-static tg_tensor *f_tanh(tg_tape *t, tg_tensor **in, void *c) { (void)c; return tg_tanh(t, in[0]); }
-static tg_tensor *f_sum(tg_tape *t, tg_tensor **in, void *c) { (void)c; return tg_sum(t, tg_mul(t, in[0], in[0])); }
-static tg_tensor *f_mean(tg_tape *t, tg_tensor **in, void *c) { (void)c; return tg_mean(t, tg_tanh(t, in[0])); }
-
-Test(elementwise, gradcheck_elementwise)
-{
-    tg_gradcheck_fn binary[] = {f_add, f_sub, f_mul};
-    for (int k = 0; k < 3; k++)
-        for (int bcast = 0; bcast < 2; bcast++) {
-            tg_tensor *in[2] = {tu_rand(&R, -1, 1, 3, (int[]){2, 3, 4}),
-                                bcast ? tu_rand(&R, -1, 1, 1, (int[]){4}) : tu_rand(&R, -1, 1, 3, (int[]){2, 3, 4})};
-            tu_gradcheck(binary[k], NULL, in, 2);
-            tu_free_all(in, 2);
-        }
-    tg_gradcheck_fn unary[] = {f_scale, f_relu, f_gelu, f_tanh, f_sum, f_mean};
-    for (int k = 0; k < 6; k++) {
-        tg_tensor *x = tu_rand(&R, -2, 2, 2, (int[]){3, 5});
-        for (size_t i = 0; i < x->size; i++)  /* keep relu away from its kink at 0 */
-            if (fabs((double)x->data[i]) < 0.1) x->data[i] = 0.5;
-        tu_gradcheck(unary[k], NULL, &x, 1);
-        tg_tensor_free(x);
-    }
-}
 
 Test(elementwise, elementwise_values)
 {

@@ -1,12 +1,9 @@
-/* embedding lookup (core/ops/nn/embedding.c): values, repeated ids accumulate, gradcheck. */
+/* embedding lookup (core/ops/nn/embedding.c): values, repeated ids
+ * accumulate, bad arguments (its gradcheck: its op-case row,
+ * tests/op_cases_nn.c). */
 #include <string.h>
 
 #include "ops_util.h"
-
-static tg_tensor *gc_embedding(tg_tape *t, tg_tensor **in, void *ctx)
-{
-    return tg_embedding(t, in[0], ctx, 2, 4);
-}
 
 Test(index, embedding_values_and_repeated_ids_accumulate)
 {
@@ -27,16 +24,6 @@ Test(index, embedding_values_and_repeated_ids_accumulate)
     for (int i = 0; i < 8; i++) cr_assert_eq(w->grad[i], want[i], "dW[%d] = %g", i, (double)w->grad[i]);
     tg_tensor_free(w);
     tg_tape_free(t);
-}
-
-Test(index, gradcheck_embedding)
-{
-    tg_rng rng;
-    tg_rng_seed(&rng, 6);
-    tg_tensor *w = tu_rand(&rng, -1, 1, 2, (int[]){5, 3});
-    int32_t ids[8] = {4, 1, 1, 0, 4, 2, 1, 4};
-    tu_gradcheck(gc_embedding, ids, &w, 1);
-    tg_tensor_free(w);
 }
 
 Test(index, rejects_bad_arguments)

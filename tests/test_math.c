@@ -1,6 +1,7 @@
-/* Elementwise math and activations (core/ops/pointwise/math.c, activation.c): values
- * and grads against formulas written here in double, gradchecks of each
- * kind away from its kinks, tinygrad's test_ops.py shapes ((45, 65), 0-d)
+/* Elementwise math and activations (core/ops/pointwise/math.c, activation.c):
+ * values and grads against formulas written here in double (each kind's
+ * gradcheck: its op-case row, tests/op_cases_pointwise.c), tinygrad's
+ * test_ops.py shapes ((45, 65), 0-d)
  * and extremes (softplus on [-400, -300]), size-0 dims, large magnitudes,
  * NaN propagation and misuse. PyTorch's own numbers: tests/test_fixtures.c
  * ("math" family). */
@@ -151,19 +152,6 @@ Test(math, values_and_grads_against_formulas_tinygrad_shapes)
             check_against_ref(k, x);
             tg_tensor_free(x);
         }
-    }
-}
-
-static tg_tensor *f_kind(tg_tape *t, tg_tensor **in, void *ctx) { return apply(t, in[0], *(int *)ctx); }
-
-Test(math, gradcheck_each_kind)
-{
-    for (int k = 0; k < N_KINDS; k++) {
-        tg_tensor *x = tu_rand(&R, kinds[k].lo, kinds[k].hi, 3, (int[]){2, 3, 4});
-        away_from_kinks(x, k);
-        tg_gradcheck_result r = tg_gradcheck(f_kind, &k, &x, 1, NULL);
-        cr_assert(r.ok, "%s: %s", kinds[k].name, tg_error());
-        tg_tensor_free(x);
     }
 }
 

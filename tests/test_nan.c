@@ -1,7 +1,9 @@
-/* NaN propagates through every op as in PyTorch: an output is NaN exactly
- * where PyTorch's is (so a NaN input never yields a finite loss), checked per
- * op with one NaN placed in an otherwise finite input. Expected patterns and
- * grads are PyTorch 1.13's. */
+/* NaN propagates as in PyTorch beyond what an op-case row says (each row of
+ * tests/op_cases_*.c gives its op's NaN pattern for one NaN in its first
+ * input): grads at a NaN, NaN at every position of max_dim, in later inputs
+ * (a bias, keys, values), in ignored or masked places, and on the larger
+ * sizes the vectorised and blocked paths take. Expected patterns and grads
+ * are PyTorch 1.13's. */
 #include <stdio.h>
 #include <string.h>
 
@@ -29,38 +31,11 @@ static void assert_nans(const char *op, const tg_tensor *y, const char *want)
                      (double)y->data[i], want[i] == 'n' ? "NaN" : "a number");
 }
 
-/* Elementwise ops: the NaN's own output is NaN, and nothing else (log and
- * sqrt are left out: they make NaN of negative numbers too). */
-static void elementwise(const char *op, tg_tensor *(*f)(tg_tensor *))
-{
-    tg_tensor *x = input(2, 4, 5);
-    tg_tensor *y = f(x);
-    assert_nans(op, y, ".....n..");
-    tg_tensor_free(x);
-}
-
 static tg_tensor *relu(tg_tensor *x) { return tg_relu(T, x); }
-static tg_tensor *gelu(tg_tensor *x) { return tg_gelu(T, x); }
 static tg_tensor *tanh_(tg_tensor *x) { return tg_tanh(T, x); }
-static tg_tensor *sigmoid(tg_tensor *x) { return tg_sigmoid(T, x); }
-static tg_tensor *exp_(tg_tensor *x) { return tg_exp(T, x); }
 static tg_tensor *abs_(tg_tensor *x) { return tg_abs(T, x); }
-static tg_tensor *neg(tg_tensor *x) { return tg_neg(T, x); }
-static tg_tensor *scale(tg_tensor *x) { return tg_scale(T, x, 0); }  /* 0 * NaN is NaN */
 static tg_tensor *pow0(tg_tensor *x) { return tg_pow(T, x, 0); }
-static tg_tensor *pow2(tg_tensor *x) { return tg_pow(T, x, 2); }
 static tg_tensor *clamp(tg_tensor *x) { return tg_clamp(T, x, -0.25, 0.25); }
-
-Test(nan, relu) { elementwise("tg_relu", relu); }
-Test(nan, gelu) { elementwise("tg_gelu", gelu); }
-Test(nan, tanh) { elementwise("tg_tanh", tanh_); }
-Test(nan, sigmoid) { elementwise("tg_sigmoid", sigmoid); }
-Test(nan, exp) { elementwise("tg_exp", exp_); }
-Test(nan, abs) { elementwise("tg_abs", abs_); }
-Test(nan, neg) { elementwise("tg_neg", neg); }
-Test(nan, scale_by_zero) { elementwise("tg_scale", scale); }
-Test(nan, pow) { elementwise("tg_pow", pow2); }
-Test(nan, clamp) { elementwise("tg_clamp", clamp); }
 
 /* torch.pow(nan, 0) is 1 */
 Test(nan, pow_zero_is_one)
@@ -85,28 +60,6 @@ Test(nan, relu_grad_passes) { grad_at_nan(relu, 1); }
 Test(nan, clamp_grad_is_zero) { grad_at_nan(clamp, 0); }
 Test(nan, abs_grad_is_zero) { grad_at_nan(abs_, 0); }
 Test(nan, tanh_grad_is_nan) { grad_at_nan(tanh_, NAN); }
-
-Test(nan, binary_ops)
-{
-    tg_tensor *a = input(2, 4, 2), *b = input(1, 4, -1), *zero = tg_tensor_alloc(1, (int[]){4});
-    assert_nans("tg_add", tg_add(T, a, b), "..n.....");
-    assert_nans("tg_sub", tg_sub(T, b, a), "..n.....");
-    assert_nans("tg_mul by 0", tg_mul(T, a, zero), "..n.....");
-    assert_nans("tg_div", tg_div(T, zero, a), "..n....n");  /* 0/0 as well */
-    tu_free_all((tg_tensor *[]){a, b, zero}, 3);
-}
-
-Test(nan, reductions)
-{
-    tg_tensor *x = input(2, 4, 6);
-    assert_nans("tg_sum", tg_sum(T, x), "n");
-    assert_nans("tg_mean", tg_mean(T, x), "n");
-    assert_nans("tg_sum_dim 1", tg_sum_dim(T, x, 1, false), ".n");
-    assert_nans("tg_mean_dim 0", tg_mean_dim(T, x, 0, false), "..n.");
-    assert_nans("tg_logsumexp_dim 1", tg_logsumexp_dim(T, x, 1, false), ".n");
-    assert_nans("tg_logsumexp_dim 0", tg_logsumexp_dim(T, x, 0, false), "..n.");
-    tg_tensor_free(x);
-}
 
 /* max over a dim is NaN where the NaN is, whatever is larger around it, and
  * its grad goes to the NaN's position (PyTorch's index). */
@@ -158,33 +111,28 @@ Test(nan, softmax_masked)
     tg_tensor_free(x);
 }
 
-Test(nan, layernorm)
+Test(nan, layernorm_bias)
 {
-    tg_tensor *x = input(2, 4, 1), *w = tg_tensor_alloc(1, (int[]){4}), *b = tg_tensor_alloc(1, (int[]){4});
+    tg_tensor *w = tg_tensor_alloc(1, (int[]){4}), *b = tg_tensor_alloc(1, (int[]){4});
     tg_tensor_fill(w, 1);
     b->data[3] = NAN;
-    assert_nans("tg_layernorm x", tg_layernorm(T, x, NULL, NULL, 1e-5), "nnnn....");
     tg_tensor *x2 = input(2, 4, -1);
     assert_nans("tg_layernorm bias", tg_layernorm(T, x2, w, b, 1e-5), "...n...n");
-    tu_free_all((tg_tensor *[]){x, x2, w, b}, 4);
+    tu_free_all((tg_tensor *[]){x2, w, b}, 3);
 }
 
-Test(nan, cross_entropy)
+Test(nan, cross_entropy_ignored_row)
 {
     tg_tensor *x = input(2, 3, 4);  /* row 1, not its target */
-    int32_t y[2] = {0, 0};
-    assert_nans("tg_cross_entropy", tg_cross_entropy(T, x, y, TG_IGNORE), "n");
-    assert_nans("tg_cross_entropy_sum", tg_cross_entropy_sum(T, x, y, TG_IGNORE), "n");
     /* a NaN only in an ignored row does not count, as PyTorch */
-    y[1] = TG_IGNORE;
+    int32_t y[2] = {0, TG_IGNORE};
     assert_nans("tg_cross_entropy ignored", tg_cross_entropy(T, x, y, TG_IGNORE), ".");
     tg_tensor_free(x);
 }
 
-Test(nan, embedding_and_matmul)
+Test(nan, matmul)
 {
     tg_tensor *w = input(3, 2, 2);  /* row 1 */
-    assert_nans("tg_embedding", tg_embedding(T, w, (int32_t[]){0, 1, 2}, 1, 3), "..n...");
     /* zeros @ a NaN: 0 * NaN is NaN (as a BLAS GEMM) */
     tg_tensor *z = tg_tensor_alloc(2, (int[]){2, 3});
     assert_nans("tg_matmul", tg_matmul(T, z, w, NULL, 0), "n.n.");
@@ -236,33 +184,4 @@ Test(nan, sdpa)
             tu_free_all(x, 3);
             tg_tensor_free(pk);
         }
-}
-
-/* log and sqrt of a NaN (the other inputs positive) */
-Test(nan, log_and_sqrt)
-{
-    tg_tensor *x = input(2, 4, 5);
-    for (size_t i = 0; i < x->size; i++)
-        if (i != 5) x->data[i] = (tg_real)(i + 1);
-    assert_nans("tg_log", tg_log(T, x), ".....n..");
-    assert_nans("tg_sqrt", tg_sqrt(T, x), ".....n..");
-    tg_tensor_free(x);
-}
-
-/* Shape ops move the NaN with its element. */
-Test(nan, shape_ops)
-{
-    tg_tensor *x = input(2, 4, 1);  /* [0, 1] */
-    assert_nans("tg_reshape", tg_reshape(T, x, 2, (int[]){4, 2}), ".n......");
-    assert_nans("tg_transpose", tg_transpose(T, x, 0, 1), "..n.....");
-    assert_nans("tg_permute", tg_permute(T, x, (int[]){1, 0}), "..n.....");
-    assert_nans("tg_concat", tg_concat(T, (tg_tensor *[]){x, x}, 2), ".n...n.." "........");  /* last dim */
-    assert_nans("tg_slice", tg_slice(T, x, 1, 1), "n.");  /* column 1 */
-    assert_nans("tg_rows_view", tg_rows_view(T, x, 1, 1), "....");
-    tg_tensor *h = tg_tensor_alloc(3, (int[]){1, 2, 4});
-    h->data[5] = NAN;  /* position 1, column 1: head 0 with 2 heads of 2 */
-    tg_tensor *s = tg_split_heads(T, h, 2);
-    assert_nans("tg_split_heads", s, "...n....");
-    assert_nans("tg_merge_heads", tg_merge_heads(T, s), ".....n..");
-    tu_free_all((tg_tensor *[]){x, h}, 2);
 }

@@ -32,7 +32,7 @@ int main(int argc, char **argv)
     int rc = cl_cli_parse((cl_command)cmd, argc - 1, argv + 1, &c, stdout);
     if (rc == 1) return 0;
     if (rc) {
-        fprintf(stderr, "charlm %s: %s\n", argv[1], tg_error());
+        fprintf(stderr, "%s\n", tg_error());
         return SQ_EXIT_USAGE;
     }
     return cmd == CL_CMD_TRAIN ? cl_cmd_train(&c) : cl_cmd_sample(&c);

@@ -1,15 +1,13 @@
 /* seqtask: the flag table, parsing, --help, and configuration <-> metadata. */
 #include "cli.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "flags.h"
 #include "task.h"
-
-typedef enum { F_INT, F_REAL, F_CHOICE, F_STR, F_BOOL } ftype;
 
 #define C_TRAIN (1u << SQ_CMD_TRAIN)
 #define C_EVAL (1u << SQ_CMD_EVAL)
@@ -20,19 +18,7 @@ typedef enum { F_INT, F_REAL, F_CHOICE, F_STR, F_BOOL } ftype;
 #define M_MODEL SQ_META_MODEL
 #define M_TASK SQ_META_TASK
 #define M_TRAIN SQ_META_TRAIN
-#define M_LATER 0x100u  /* model metadata that older files lack: their value is the default */
-
-typedef struct flag {
-    const char *name;            /* without "--" */
-    ftype type;
-    size_t off, size;            /* field of sq_config; size for strings */
-    double lo, hi;               /* F_INT / F_REAL range */
-    bool lo_open, hi_open;       /* F_REAL: exclusive bounds */
-    const char *const *choices;  /* F_CHOICE, NULL-terminated */
-    const char *def;             /* default, parsed like a command-line value */
-    unsigned cmds, meta;
-    const char *group, *metavar, *help;
-} flag;
+#define M_LATER FL_META_LATER  /* model metadata that older files lack: their value is the default */
 
 static const char *const task_choices[] = {"copy", "reverse", "sort", NULL};
 static const char *const mode_choices[] = {"fused", "per-head", NULL};
@@ -42,19 +28,13 @@ static const char *const ffn_choices[] = {"gelu", "silu", "swiglu", "geglu", NUL
 static const char *const sched_choices[] = {"constant", "cosine", "linear", NULL};
 static const char *const optim_choices[] = {"adam", "adamw", "sgd", NULL};
 
-#define OFF(f) offsetof(sq_config, f)
-#define INT(n, f, lo, hi, def, cmds, meta, grp, mv, help) \
-    {n, F_INT, OFF(f), 0, lo, hi, false, false, NULL, def, cmds, meta, grp, mv, help}
-#define REAL(n, f, lo, lo_open, hi, hi_open, def, cmds, meta, grp, mv, help) \
-    {n, F_REAL, OFF(f), 0, lo, hi, lo_open, hi_open, NULL, def, cmds, meta, grp, mv, help}
-#define CHOICE(n, f, ch, def, cmds, meta, grp, help) \
-    {n, F_CHOICE, OFF(f), 0, 0, 0, false, false, ch, def, cmds, meta, grp, NULL, help}
-#define STR(n, f, def, cmds, meta, grp, mv, help) \
-    {n, F_STR, OFF(f), sizeof(((sq_config *)0)->f), 0, 0, false, false, NULL, def, cmds, meta, grp, mv, help}
-#define BOOL(n, f, cmds, meta, grp, help) \
-    {n, F_BOOL, OFF(f), 0, 0, 0, false, false, NULL, "false", cmds, meta, grp, NULL, help}
+#define INT(...) FL_INT_(sq_config, __VA_ARGS__)
+#define REAL(...) FL_REAL_(sq_config, __VA_ARGS__)
+#define CHOICE(...) FL_CHOICE_(sq_config, __VA_ARGS__)
+#define STR(...) FL_STR_(sq_config, __VA_ARGS__)
+#define BOOL(...) FL_BOOL_(sq_config, __VA_ARGS__)
 
-static const flag flags[] = {
+static const fl_flag flags[] = {
     STR("model", model, "", C_EVAL | C_GEN | C_ATTN | C_HEADS, 0, "input", "FILE",
         "model.safetensors or checkpoint.safetensors (required)"),
     STR("input", input, "", C_GEN | C_ATTN, 0, "input", "\"S S ..\"",
@@ -145,6 +125,7 @@ static const flag flags[] = {
 };
 #define N_FLAGS ((int)(sizeof flags / sizeof flags[0]))
 _Static_assert(sizeof flags / sizeof flags[0] <= SQ_MAX_FLAGS, "raise SQ_MAX_FLAGS");
+static const fl_table table = {"seqtask", flags, N_FLAGS};
 
 #define CMD_ROW_(id, nm, run, sum, hlp) [id] = {nm, sum, hlp},
 static const struct {
@@ -168,84 +149,6 @@ void sq_usage(FILE *f)
     fprintf(f, "\nexample: seqtask train --task reverse --out out/reverse\n");
 }
 
-/* "an integer in [1, 64]" / "one of fused, per-head" ... into buf. */
-static const char *allowed(const flag *fl, char *buf, size_t len)
-{
-    switch (fl->type) {
-    case F_INT: snprintf(buf, len, "an integer in [%.0f, %.0f]", fl->lo, fl->hi); break;
-    case F_REAL:
-        snprintf(buf, len, "a number in %c%g, %g%c", fl->lo_open ? '(' : '[', fl->lo, fl->hi,
-                 fl->hi_open ? ')' : ']');
-        break;
-    case F_CHOICE: {
-        size_t n = (size_t)snprintf(buf, len, "one of ");
-        for (int i = 0; fl->choices[i] && n < len; i++)
-            n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? ", " : "", fl->choices[i]);
-        break;
-    }
-    case F_STR: snprintf(buf, len, "a string of fewer than %zu bytes", fl->size); break;
-    case F_BOOL: snprintf(buf, len, "true or false"); break;
-    }
-    return buf;
-}
-
-/* Stores value into c's field; -1 (nothing stored) when it is not allowed. */
-static int set_value(const flag *fl, sq_config *c, const char *value)
-{
-    char *p = (char *)c + fl->off, *end;
-    errno = 0;
-    switch (fl->type) {
-    case F_INT: {
-        long long v = strtoll(value, &end, 10);
-        if (end == value || *end || errno || (double)v < fl->lo || (double)v > fl->hi) return -1;
-        *(long *)p = (long)v;
-        return 0;
-    }
-    case F_REAL: {
-        double v = strtod(value, &end);
-        if (end == value || *end || errno || !isfinite(v)) return -1;
-        if (v < fl->lo || v > fl->hi || (fl->lo_open && v == fl->lo) || (fl->hi_open && v == fl->hi))
-            return -1;
-        *(double *)p = v;
-        return 0;
-    }
-    case F_CHOICE:
-        for (int i = 0; fl->choices[i]; i++)
-            if (strcmp(value, fl->choices[i]) == 0) {
-                *(int *)p = i;
-                return 0;
-            }
-        return -1;
-    case F_STR:
-        if (strlen(value) >= fl->size) return -1;
-        strcpy(p, value);
-        return 0;
-    case F_BOOL:
-        if (strcmp(value, "true") != 0 && strcmp(value, "false") != 0) return -1;
-        *(bool *)p = value[0] == 't';
-        return 0;
-    }
-    return -1;
-}
-
-/* The value of c's field as text (the inverse of set_value). */
-static void get_value(const flag *fl, const sq_config *c, char *buf, size_t len)
-{
-    const char *p = (const char *)c + fl->off;
-    switch (fl->type) {
-    case F_INT: snprintf(buf, len, "%ld", *(const long *)p); break;
-    case F_REAL: /* the shortest text that reads back as the same double */
-        for (int prec = 15; prec <= 17; prec++) {
-            snprintf(buf, len, "%.*g", prec, *(const double *)p);
-            if (strtod(buf, NULL) == *(const double *)p) break;
-        }
-        break;
-    case F_CHOICE: snprintf(buf, len, "%s", fl->choices[*(const int *)p]); break;
-    case F_STR: snprintf(buf, len, "%s", p); break;
-    case F_BOOL: snprintf(buf, len, "%s", *(const bool *)p ? "true" : "false"); break;
-    }
-}
-
 /* The flags that read differently for the commands that open a trained
  * model: the group and help line they have there. */
 static const struct {
@@ -261,10 +164,8 @@ static const struct {
      "read --model without verifying its checksums (at your risk)"},
 };
 
-static void flag_help(const flag *fl, sq_command cmd, const char **group, const char **help)
+static void flag_help(const fl_flag *fl, unsigned cmd, const char **group, const char **help)
 {
-    *group = fl->group;
-    *help = fl->help;
     for (size_t i = 0; i < sizeof model_help / sizeof model_help[0]; i++)
         if ((model_help[i].cmds & (1u << cmd)) && strcmp(model_help[i].name, fl->name) == 0) {
             *group = model_help[i].group;
@@ -272,142 +173,28 @@ static void flag_help(const flag *fl, sq_command cmd, const char **group, const 
         }
 }
 
-#define HELP_COL 30    /* where a flag's text starts */
-#define HELP_WIDTH 100 /* no help line is longer */
-
-/* "  --name VALUE   text", the text word-wrapped at HELP_WIDTH and starting
- * on the next line when the flag reaches into its column. */
-static void print_flag(FILE *f, const char *left, const char *text)
-{
-    int col = fprintf(f, "  %s", left);
-    if (col >= HELP_COL) {
-        fputc('\n', f);
-        col = 0;
-    }
-    while (*text) {
-        int w = (int)strcspn(text, " ");
-        if (col > HELP_COL && col + 1 + w > HELP_WIDTH) {
-            fputc('\n', f);
-            col = 0;
-        }
-        col += col < HELP_COL ? fprintf(f, "%*s", HELP_COL - col, "") : fprintf(f, " ");
-        col += fprintf(f, "%.*s", w, text);
-        text += w;
-        text += strspn(text, " ");
-    }
-    fputc('\n', f);
-}
-
-/* The command's flags group by group, groups in the order the table first
- * uses them. */
-static void print_help(sq_command cmd, FILE *f)
-{
-    fprintf(f, "usage: seqtask %s [flags]\n\n%s\n", commands[cmd].name, commands[cmd].help);
-    const char *groups[N_FLAGS];
-    int n_groups = 0;
-    for (int i = 0; i < N_FLAGS; i++) {
-        const char *group, *help;
-        if (!(flags[i].cmds & (1u << cmd))) continue;
-        flag_help(&flags[i], cmd, &group, &help);
-        int g = 0;
-        while (g < n_groups && strcmp(groups[g], group) != 0) g++;
-        if (g == n_groups) groups[n_groups++] = group;
-    }
-    char value[128], left[160], text[320];
-    for (int g = 0; g < n_groups; g++) {
-        fprintf(f, "\n%s:\n", groups[g]);
-        for (int i = 0; i < N_FLAGS; i++) {
-            const flag *fl = &flags[i];
-            const char *group, *help;
-            if (!(fl->cmds & (1u << cmd))) continue;
-            flag_help(fl, cmd, &group, &help);
-            if (strcmp(group, groups[g]) != 0) continue;
-            if (fl->type == F_CHOICE) {
-                size_t n = 0;
-                for (int k = 0; fl->choices[k]; k++)
-                    n += (size_t)snprintf(value + n, sizeof value - n, "%s%s", k ? "|" : "", fl->choices[k]);
-            } else {
-                snprintf(value, sizeof value, "%s", fl->metavar ? fl->metavar : "");
-            }
-            snprintf(left, sizeof left, "--%s %s", fl->name, value);
-            if (cmd != SQ_CMD_TRAIN && (fl->meta & M_TASK)) snprintf(text, sizeof text, "%s [the model's]", help);
-            else if (fl->type != F_BOOL && fl->def && fl->def[0]) snprintf(text, sizeof text, "%s [%s]", help, fl->def);
-            else snprintf(text, sizeof text, "%s", help);
-            print_flag(f, left, text);
-        }
-    }
-    fputc('\n', f);
-    print_flag(f, "--help", "this text");
-}
-
-static const flag *find_flag(const char *name, size_t len, int *index)
-{
-    for (int i = 0; i < N_FLAGS; i++)
-        if (strlen(flags[i].name) == len && strncmp(flags[i].name, name, len) == 0) {
-            *index = i;
-            return &flags[i];
-        }
-    return NULL;
-}
-
 int sq_cli_parse(sq_command cmd, int argc, char **argv, sq_config *c, FILE *out)
 {
     memset(c, 0, sizeof *c);
     c->cmd = cmd;
-    for (int i = 0; i < N_FLAGS; i++)
-        if (flags[i].def) set_value(&flags[i], c, flags[i].def);
-    const char *cn = commands[cmd].name;
-    char buf[160];
-    for (int a = 1; a < argc; a++) {
-        const char *arg = argv[a];
-        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
-            print_help(cmd, out);
-            return 1;
-        }
-        if (strncmp(arg, "--", 2) != 0) {
-            tg_error_set("seqtask %s: unexpected argument '%s' (flags start with --; "
-                         "seqtask %s --help lists them)", cn, arg, cn);
-            return -1;
-        }
-        const char *name = arg + 2, *eq = strchr(name, '=');
-        int idx;
-        const flag *fl = find_flag(name, eq ? (size_t)(eq - name) : strlen(name), &idx);
-        if (!fl || !(fl->cmds & (1u << cmd))) {
-            tg_error_set("seqtask %s: unknown flag %.*s (seqtask %s --help lists the flags)",
-                         cn, (int)(eq ? eq - arg : (long)strlen(arg)), arg, cn);
-            return -1;
-        }
-        const char *value = eq ? eq + 1 : NULL;
-        if (fl->type == F_BOOL && !value) value = "true";
-        if (!value) {
-            if (a + 1 >= argc) {
-                tg_error_set("seqtask %s: --%s needs a value: %s", cn, fl->name,
-                             allowed(fl, buf, sizeof buf));
-                return -1;
-            }
-            value = argv[++a];
-        }
-        if (set_value(fl, c, value) != 0) {
-            tg_error_set("seqtask %s: --%s '%s' is not allowed: expected %s", cn, fl->name,
-                         value, allowed(fl, buf, sizeof buf));
-            return -1;
-        }
-        c->set[idx] = true;
+    int rc = fl_parse(&table, cmd, commands[cmd].name, argc, argv, c, c->set);
+    if (rc == 1) {
+        fprintf(out, "usage: seqtask %s [flags]\n\n%s\n", commands[cmd].name, commands[cmd].help);
+        fl_print_help(out, &table, cmd, cmd != SQ_CMD_TRAIN ? M_TASK : 0, flag_help);
     }
-    return 0;
+    return rc;
 }
 
 const char *sq_cli_choice(const sq_config *c, const char *name)
 {
-    int index;
-    const flag *fl = find_flag(name, strlen(name), &index);
-    return fl && fl->type == F_CHOICE ? fl->choices[*(const int *)((const char *)c + fl->off)] : NULL;
+    int i = fl_find(&table, name, strlen(name));
+    return i >= 0 && flags[i].type == FL_CHOICE ? flags[i].choices[*(const int *)((const char *)c + flags[i].off)] : NULL;
 }
 
 bool sq_cli_was_set(const sq_config *c, const char *name)
 {
-    int idx;
-    return find_flag(name, strlen(name), &idx) && c->set[idx];
+    int i = fl_find(&table, name, strlen(name));
+    return i >= 0 && c->set[i];
 }
 
 static int check_train(const sq_config *c)
@@ -475,58 +262,15 @@ int sq_cli_check_values(sq_config *c)
     return 0;
 }
 
-/* "d-model" -> "d_model" */
-static void meta_key(const flag *fl, char *key, size_t len)
-{
-    snprintf(key, len, "%s", fl->name);
-    for (char *s = key; *s; s++)
-        if (*s == '-') *s = '_';
-}
-
 int sq_config_to_meta(const sq_config *c, unsigned mask, sq_meta_put put, void *ctx)
 {
-    char key[64], value[SQ_INPUT_MAX];
-    for (int i = 0; i < N_FLAGS; i++) {
-        if (!(flags[i].meta & mask)) continue;
-        meta_key(&flags[i], key, sizeof key);
-        get_value(&flags[i], c, value, sizeof value);
-        if (put(ctx, key, value) != 0) return -1;
-    }
-    return 0;
+    return fl_to_meta(&table, c, mask, put, ctx);
 }
 
 int sq_config_from_meta(sq_config *c, unsigned mask, unsigned must_match, sq_meta_get get,
                         void *ctx, const char *what)
 {
-    char key[64], buf[160], mine[SQ_INPUT_MAX], theirs[SQ_INPUT_MAX];
-    sq_config tmp = *c;
-    for (int i = 0; i < N_FLAGS; i++) {
-        const flag *fl = &flags[i];
-        if (!(fl->meta & mask)) continue;
-        meta_key(fl, key, sizeof key);
-        const char *v = get(ctx, key);
-        if (!v && (fl->meta & M_LATER)) v = fl->def;
-        if (!v) {
-            tg_error_set("%s: the metadata has no '%s' (not written by seqtask train?)", what,
-                         key);
-            return -1;
-        }
-        if (set_value(fl, &tmp, v) != 0) {
-            tg_error_set("%s: metadata '%s' = '%.64s' is not allowed: expected %s", what, key,
-                         v, allowed(fl, buf, sizeof buf));
-            return -1;
-        }
-        if (!c->set[i]) continue;
-        get_value(fl, c, mine, sizeof mine);
-        get_value(fl, &tmp, theirs, sizeof theirs);
-        if ((fl->meta & must_match) && strcmp(mine, theirs) != 0) {
-            tg_error_set("--%s %s differs from %s's %s (a resumed run keeps the model and "
-                         "task of its checkpoint)", fl->name, mine, what, theirs);
-            return -1;
-        }
-        set_value(fl, &tmp, mine);  /* the command line wins */
-    }
-    *c = tmp;
+    if (fl_from_meta(&table, c, sizeof *c, c->set, mask, must_match, get, ctx, what)) return -1;
     c->merged = true;
     return 0;
 }

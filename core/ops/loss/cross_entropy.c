@@ -99,7 +99,11 @@ static bool ce_ex_check(tg_tape *t, const char *op, const tg_tensor *x, const in
     int C = x->ndim ? tg_cols(x) : 0;
     if (x->ndim < 1 || C < 1)
         return tg_fail(t, "%s: logits must be [..., C] with C >= 1, got %s", op, tg_shape_str(x, sx)), false;
-    if (!targets == !probs)
+    if (!targets && !probs)  /* tg_nll_loss takes no probabilities */
+        return tg_fail(t, "%s: the targets are NULL%s", op,
+                       strcmp(op, "tg_nll_loss") ? " (give class targets or probabilities, exactly one of them)" : ""),
+               false;
+    if (targets && probs)
         return tg_fail(t, "%s: give class targets or probabilities, exactly one of them", op), false;
     if (probs && !tg_shape_equal(x, probs))
         return tg_fail(t, "%s: probabilities %s must have the logits' shape %s", op, tg_shape_str(probs, s2),

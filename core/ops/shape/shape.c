@@ -33,8 +33,9 @@ static const char *ints_str(const int *v, int n, char *buf)
 static bool reshape_dims(tg_tape *t, const tg_tensor *a, int ndim, const int *shape, int *out)
 {
     char sa[TG_SHAPE_STR], ss[TG_SHAPE_STR];
-    if (ndim < 0 || ndim > TG_MAX_DIMS || (ndim > 0 && !shape)) {
-        tg_fail(t, "tg_reshape: target must have 0..%d dims and a shape array, got %d dims (a %s)",
+    if (ndim > 0 && !shape) return tg_fail(t, "tg_reshape: the shape is NULL (a %s)", tg_shape_str(a, sa)), false;
+    if (ndim < 0 || ndim > TG_MAX_DIMS) {
+        tg_fail(t, "tg_reshape: target must have 0..%d dims, got %d dims (a %s)",
                 TG_MAX_DIMS, ndim, tg_shape_str(a, sa));
         return false;
     }
