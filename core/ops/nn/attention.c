@@ -360,7 +360,7 @@ static tg_tensor *sdpa_run(tg_tape *t, const tg_op *sop, sdpa_plan *p, tg_tensor
     /* key_lens alone needs no visibility array: a block stops at key_lens[b] */
     p->rules = o->mask && (o->mask->causal || o->mask->key_keep || o->mask->window > 0 || o->mask->keep);
     if (drop) p->rng = *o->rng;
-    snprintf(what, sizeof what, "%s mask", op);
+    if (grad) snprintf(what, sizeof what, "%s mask", op);  /* names only what is allocated (a decode: scratch) */
     p->mask = o->mask ? *o->mask : (tg_mask){0};
     if (grad && !mask_keep(t, what, &p->mask, &d)) return NULL;
     p->ab = (tg_attn_bias){.additive = p->mask.additive, .alibi = o->alibi, .pos0 = p->qpos, .H = d.H, .Lq = d.Lq,
@@ -373,10 +373,10 @@ static tg_tensor *sdpa_run(tg_tape *t, const tg_op *sop, sdpa_plan *p, tg_tensor
     }
     p->bias_in = o->bias ? n - 1 : -1;  /* the bias is the last input */
     if (o->bias) p->ab.bias = o->bias->data, p->ab.bias_b = o->bias->shape[0];
-    snprintf(what, sizeof what, "%s weights", op);
+    if (mat || weights) snprintf(what, sizeof what, "%s weights", op);
     tg_tensor *A = mat ? tg_new_named(t, what, 4, shape) : NULL, *W = weights ? tg_new_named(t, what, 4, shape) : NULL;
     if ((mat && !A) || (weights && !W)) return NULL;
-    snprintf(what, sizeof what, "%s row stats", op);
+    if (grad) snprintf(what, sizeof what, "%s row stats", op);
     tg_tensor *st = grad ? tg_new_named(t, what, 4, (int[]){d.B, d.H, d.Lq, 2}) : NULL;
     if (grad && !st) return NULL;
     sdpa_fwd c = {.p = p, .q = in[p->q.in]->data, .k = in[p->k.in]->data, .v = in[p->v.in]->data,
