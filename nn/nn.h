@@ -3,8 +3,10 @@
 #define TAPEGRAD_NN_H
 
 #include "attention.h"
+#include "batchnorm.h"
 #include "block.h"
 #include "check.h"
+#include "conv.h"
 #include "embedding.h"
 #include "ffn.h"
 #include "init.h"

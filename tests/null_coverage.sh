@@ -39,7 +39,7 @@ headers=("$src/tapegrad.h" "$src/dist/dist.h")
 while IFS= read -r h; do headers+=("$h"); done < <(
   find "$src/core" "$src/nn" "$src/optim" "$src/viz" -name '*.h' \
     ! -name blas.h ! -name gemm.h ! -name vmath.h ! -name internal.h \
-    ! -name json.h ! -name dtype.h ! -name named.h | sort)
+    ! -name json.h ! -name dtype.h ! -name named.h ! -name conv_geom.h | sort)
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -89,6 +89,6 @@ typedef struct oc_family {
     int n;
 } oc_family;
 
-extern const oc_family oc_pointwise, oc_reduce, oc_shape, oc_linalg, oc_create, oc_nn, oc_loss;
+extern const oc_family oc_pointwise, oc_reduce, oc_shape, oc_linalg, oc_create, oc_nn, oc_conv, oc_loss;
 
 #endif

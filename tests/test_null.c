@@ -493,3 +493,32 @@ Test(null, engine_io_optim_nn_viz)
     FAILS(NULL, tg_heatmap_png_groups("/tmp/x.png", NULL, 1, 1, 1, 1, 1, NULL, NULL), -1, "tg_heatmap_png_groups");
     tg_tape_free(t);
 }
+
+/* The convolutional layers (their ops: the op-case rows). */
+Test(null, conv_layers)
+{
+    tg_tape *t = tg_tape_new();
+    tg_tensor *x = tg_tensor_zeros(t, 4, (int[]){1, 1, 2, 2});
+    tg_params *p = tg_params_new();
+    tg_conv2d_layer c;
+    tg_conv2d_config cc = TG_CONV2D_CONFIG(1, 1, 1, 1);
+    REFUSES(tg_conv2d_init(NULL, p, "c", &cc, NULL), "tg_conv2d_init: the layer is NULL");
+    REFUSES(tg_conv2d_init(&c, NULL, "c", &cc, NULL), "tg_conv2d_init: the parameter store is NULL");
+    REFUSES(tg_conv2d_init(&c, p, "c", NULL, NULL), "tg_conv2d_init: the configuration is NULL");
+    REFUSES(tg_conv2d_forward(t, NULL, x), "tg_conv2d_forward: the layer is NULL");
+    cr_assert_eq(tg_conv2d_init(&c, p, "c", &cc, NULL), 0);
+    FAILS(t, tg_conv2d_forward(t, &c, NULL), NULL, "tg_conv2d");
+    tg_params *bufs = tg_params_new();
+    tg_batchnorm2d bn;
+    tg_batchnorm2d_config bc = TG_BATCHNORM2D_CONFIG(1);
+    REFUSES(tg_batchnorm2d_init(NULL, p, bufs, "bn", &bc), "tg_batchnorm2d_init: the layer is NULL");
+    REFUSES(tg_batchnorm2d_init(&bn, NULL, bufs, "bn", &bc), "tg_batchnorm2d_init: the parameter store is NULL");
+    REFUSES(tg_batchnorm2d_init(&bn, p, bufs, "bn", NULL), "tg_batchnorm2d_init: the configuration is NULL");
+    REFUSES(tg_batchnorm2d_init(&bn, p, NULL, "bn", &bc), "buffers is NULL");
+    REFUSES(tg_batchnorm2d_forward(t, NULL, x), "tg_batchnorm2d_forward: the layer is NULL");
+    cr_assert_eq(tg_batchnorm2d_init(&bn, p, bufs, "bn", &bc), 0);
+    FAILS(t, tg_batchnorm2d_forward(t, &bn, NULL), NULL, "tg_batchnorm2d");
+    tg_params_free(bufs);
+    tg_params_free(p);
+    tg_tape_free(t);
+}

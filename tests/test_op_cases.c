@@ -13,7 +13,7 @@
 #include "op_cases.h"
 
 static const oc_family *const families[] = {&oc_pointwise, &oc_reduce, &oc_shape, &oc_linalg,
-                                            &oc_create,    &oc_nn,     &oc_loss};
+                                            &oc_create,    &oc_nn,     &oc_conv,  &oc_loss};
 #define N_FAMILIES ((int)(sizeof families / sizeof families[0]))
 #define FOR_ROWS(r)                                                      \
     for (int f_ = 0; f_ < N_FAMILIES; f_++)                              \

@@ -4,7 +4,8 @@
  *   reduce/     reductions of every element and along a dim, statistics, scans, sort
  *   shape/      views, moves, joins and splits, slicing, gather / scatter / index
  *   create/     constants, ranges and random tensors
- *   nn/         softmax, masks, normalisation, embedding, dropout, attention, RoPE, ALiBi
+ *   nn/         softmax, masks, normalisation, embedding, dropout, attention, RoPE, ALiBi;
+ *               conv.h: convolution, pooling, batch norm, channel dropout, resizing
  *   loss/       losses
  * Each op returns its output (a new arena tensor, or a view where said), or
  * NULL with the tape's error set; a NULL input gives NULL and keeps the first
@@ -16,6 +17,7 @@
 #include "create/create.h"
 #include "linalg/linalg.h"
 #include "loss/loss.h"
+#include "nn/conv.h"
 #include "nn/nn.h"
 #include "pointwise/pointwise.h"
 #include "reduce/reduce.h"

@@ -1,0 +1,59 @@
+/* Rows of the convolutional network ops: convolution, pooling, batch norm,
+ * channel dropout, resizing (tests/op_cases.h). Element 1 of the first input
+ * is the NaN; the patterns are PyTorch's (the windows that hold it). */
+#include "op_cases.h"
+
+static const tg_conv_opts pad1 = {{1, 1}, {1, 1}, {1, 1}, 1, false, {0, 0}};
+static const tg_conv_opts grouped = {{2, 2}, {0, 0}, {2, 1}, 2, false, {0, 0}};
+static const tg_conv_opts stride2 = {{2, 2}, {0, 0}, {1, 1}, 1, false, {0, 0}};
+static const tg_pool_opts k2 = TG_POOL_OPTS_DEFAULT(2, 2), k3s2p1 = {{3, 0}, {2, 0}, {1, 0}, {1, 1}, false, true};
+static const tg_pool_opts k3p1 = {{3, 3}, {1, 1}, {1, 1}, {1, 1}, false, false};
+static const tg_bn_opts train = {true, 0.1, 1e-5}, eval = TG_BN_OPTS_DEFAULT;
+static const tg_interp_opts nearest = {{4, 5}, {0, 0}, TG_INTERP_NEAREST, false};
+static const tg_interp_opts bilinear = {{5, 4}, {0, 0}, TG_INTERP_BILINEAR, true};
+
+OC_BUILD(b_conv2d, tg_conv2d(t, x[0], x[1], x[2], &pad1))
+OC_BUILD(b_conv2d_grouped, tg_conv2d(t, x[0], x[1], NULL, &grouped))
+OC_BUILD(b_conv1d, tg_conv1d(t, x[0], x[1], x[2], &pad1))
+OC_BUILD(b_conv_transpose2d, tg_conv_transpose2d(t, x[0], x[1], x[2], &stride2))
+OC_BUILD(b_max_pool2d, tg_max_pool2d(t, x[0], OC_PTR(c, 0, &k2)))
+OC_BUILD(b_max_pool1d, tg_max_pool1d(t, x[0], OC_PTR(c, 0, &k3s2p1)))
+OC_BUILD(b_avg_pool2d, tg_avg_pool2d(t, x[0], OC_PTR(c, 0, &k3p1)))
+OC_BUILD(b_avg_pool1d, tg_avg_pool1d(t, x[0], OC_PTR(c, 0, &k2)))
+OC_BUILD(b_adaptive, tg_adaptive_avg_pool2d(t, x[0], 3, 3))
+OC_BUILD(b_batch_norm_train, tg_batch_norm(t, x[0], NULL, NULL, x[1], x[2], &train))
+OC_BUILD(b_batch_norm_eval, tg_batch_norm(t, x[0], x[1], x[2], NULL, NULL, &eval))
+OC_BUILD(b_dropout2d, tg_dropout2d(t, x[0], 0.5, OC_PTR(c, 0, c->rng)))
+OC_BUILD(b_nearest, tg_interpolate(t, x[0], OC_PTR(c, 0, &nearest)))
+OC_BUILD(b_bilinear, tg_interpolate(t, x[0], OC_PTR(c, 0, &bilinear)))
+
+static const op_case rows[] = {
+    {"tg_conv2d", b_conv2d, 3, 2, 0, {OC_IN(-1, 1, 1, 2, 3, 3), OC_IN(-1, 1, 2, 2, 2, 2), OC_IN(-1, 1, 2)}, OC_GROWS,
+     ".nn..nn..........nn..nn.........", NULL},
+    {"tg_conv2d", b_conv2d_grouped, 2, 2, 0, {OC_IN(-1, 1, 1, 4, 5, 5), OC_IN(-1, 1, 2, 2, 2, 2)}, OC_GROWS, "n.......",
+     NULL},
+    {"tg_conv1d", b_conv1d, 3, 2, 0, {OC_IN(-1, 1, 1, 2, 5), OC_IN(-1, 1, 3, 2, 3), OC_IN(-1, 1, 3)}, OC_GROWS,
+     "nnn..nnn..nnn..", NULL},
+    {"tg_conv_transpose2d", b_conv_transpose2d, 3, 2, 0,
+     {OC_IN(-1, 1, 1, 2, 2, 3), OC_IN(-1, 1, 2, 2, 2, 2), OC_IN(-1, 1, 2)}, OC_GROWS,
+     "..nn....nn................nn....nn..............", NULL},
+    {"tg_max_pool2d", b_max_pool2d, 1, 1, 1, {OC_IN(-1, 1, 1, 2, 4, 4)}, OC_GROWS, "n.......", NULL},
+    {"tg_max_pool1d", b_max_pool1d, 1, 1, 1, {OC_IN(-1, 1, 1, 2, 6)}, OC_GROWS, "nn....", NULL},
+    {"tg_avg_pool2d", b_avg_pool2d, 1, 1, 1, {OC_IN(-1, 1, 1, 2, 4, 4)}, OC_GROWS, "nnn.nnn.........................",
+     NULL},
+    {"tg_avg_pool1d", b_avg_pool1d, 1, 1, 1, {OC_IN(-1, 1, 1, 2, 6)}, OC_GROWS, "n.....", NULL},
+    {"tg_adaptive_avg_pool2d", b_adaptive, 1, 1, 0, {OC_IN(-1, 1, 1, 2, 5, 4)}, OC_GROWS, "nn................",
+     NULL},
+    {"tg_batch_norm", b_batch_norm_train, 3, 1, 0, {OC_IN(-1, 2, 4, 3), OC_IN(0.5, 1.5, 3), OC_IN(-1, 1, 3)}, 0,
+     ".n..n..n..n.", NULL},
+    /* evaluation: the running statistics, no grad */
+    {"tg_batch_norm", b_batch_norm_eval, 3, 3, 0,
+     {OC_IN(-1, 2, 2, 3, 2), OC_INK(OC_FIXED, -0.5, 0.5, 3), OC_INK(OC_FIXED, 0.5, 1.5, 3)}, OC_GROWS, OC_NAN_SAME,
+     NULL},
+    {"tg_dropout2d", b_dropout2d, 1, 1, 1, {OC_IN(-1, 1, 2, 3, 2, 2)}, OC_GROWS, OC_NAN_SAME, NULL},
+    {"tg_interpolate", b_nearest, 1, 1, 1, {OC_IN(-1, 1, 1, 1, 3, 3)}, OC_GROWS, "..nn...nn...........", NULL},
+    {"tg_interpolate", b_bilinear, 1, 1, 1, {OC_IN(-1, 1, 1, 2, 3, 3)}, OC_GROWS,
+     "nnn.nnn.................................", NULL},
+};
+
+const oc_family oc_conv = {"conv", rows, sizeof rows / sizeof rows[0]};
