@@ -12,14 +12,14 @@
  *   state   = 4 * P * sizeof(tg_real)   (parameters, grads, Adam m and v)
  *   act     = what backward must read:   x [B,L,D], q k v 3x[B,L,E], the
  *             merged heads [B,L,E], attention's row stats [B,H,L,2] and,
- *             only where attention keeps them (tg_sdpa_materialises: per op,
- *             so per head in per-head mode), its weights [B,H,L,L]
+ *             only where attention keeps them (tg_sdpa_materialises: one op
+ *             for all heads in either mode), its weights [B,H,L,L]
  *   flight  = the activation grads backward must hold at once: an op needs
  *             its output's grad while it writes its inputs'. Fused, the
  *             most is attention's d merged [B,L,E] with d qkv [B,L,3E];
- *             per head, the concat's d merged with the H head grads
- *             [B,L,E] (the first head's d q, d k, d v with them where H < 3;
- *             out_proj's d out [B,L,D] with d merged where D > E)
+ *             per head, d qkv with the grads of the 3H projections it
+ *             joins, [B,L,3E] (out_proj's d out [B,L,D] with d merged
+ *             where D is larger)
  *   need    = state + act + flight, compared with the peak RSS growth over a
  *             baseline taken after OpenBLAS's first GEMM (rss_ratio, target
  *             <= 1.3); arena_mib is what the tape's arena really holds.
@@ -142,10 +142,10 @@ int main(int argc, char **argv)
     int E = c.m.cfg.n_heads * c.m.cfg.d_head;
     double P = (double)tg_params_numel(c.p), sz = sizeof(tg_real), mib = 1024.0 * 1024.0;
     double state = 4 * P * sz / mib;
-    double weights = tg_sdpa_materialises(B, per_head ? 1 : H, L, L) ? (double)B * H * L * L : 0;
+    double weights = tg_sdpa_materialises(B, H, L, L) ? (double)B * H * L * L : 0;
     double act = ((double)B * L * D + 4.0 * B * L * E + weights + 2.0 * B * H * L) * sz / mib;
     double BL = (double)B * L, out_grads = BL * (D + E);
-    double attn_grads = per_head ? BL * E * (H < 3 ? 1 + 3.0 / H : 2) : 4 * BL * E;
+    double attn_grads = per_head ? 6 * BL * E : 4 * BL * E;
     double flight = (out_grads > attn_grads ? out_grads : attn_grads) * sz / mib;
     double peak = bu_peak_rss_mib(), delta = peak - base_rss;
     double gflops = gemm_flops(B, L, D, H, E) / (r.median_ms * 1e-3) / 1e9;

@@ -33,9 +33,9 @@
  * residual stream's grad lives through a whole block), each [B,T,.]:
  *   FFN:        d x (D) + d GELU output and d fc1 output (2 d_ff)
  *   attention:  fused, d x and d ln1 output (2D) + d qkv (3E), or d x (D) +
- *               d merged (E) + d qkv (3E); per head, d x (D) + d merged and
- *               the H head grads (2E), or d x and d ln1 output (2D) + the
- *               head grads (E) + the first head's d q, d k, d v (3E / H)
+ *               d merged (E) + d qkv (3E); per head, d x (D) + d qkv and
+ *               the grads of the projections it joins (6E), or d x and d
+ *               ln1 output (2D) + those projections' grads (3E)
  *   head:       d logits (V) + d ln_f output (D), or d ln_f output + d x (2D)
  * need = state + act + flight (dropout 0: with dropout the FFN also holds
  * its mask's output grad).
@@ -197,15 +197,14 @@ int main(int argc, char **argv)
     const tg_model_config *k = &c.m.cfg;
     double BT = (double)B * c.T, D = k->d_model, E = (double)k->n_heads * k->d_head;
     bool per_head = mc.mode == TG_MHA_PER_HEAD;
-    double weights = tg_sdpa_materialises(B, per_head ? 1 : k->n_heads, c.T, c.T)
-                         ? (double)B * k->n_heads * c.T * c.T : 0;
+    double weights = tg_sdpa_materialises(B, k->n_heads, c.T, c.T) ? (double)B * k->n_heads * c.T * c.T : 0;
     double per_layer = BT * (4 * D + 4 * E + 2.0 * k->d_ff) + weights + 2.0 * B * k->n_heads * c.T;
     /* GEMM flops as bench_mha counts them (full T x T products), times 3 for backward */
     double gflop = 3 * (k->n_layers * (2 * BT * D * (4 * E + 2.0 * k->d_ff) + 4.0 * B * k->n_heads * c.T * c.T * k->d_head) +
                         2 * BT * D * k->vocab) / 1e9;
     double act_elems = k->n_layers * per_layer + BT * (2 * D + k->vocab);
     double ffn = D + 2.0 * k->d_ff, head = D + (k->vocab > D ? k->vocab : D);
-    double attn = per_head ? fmax(D + 2 * E, 2 * D + E + 3 * E / k->n_heads) : fmax(2 * D + 3 * E, D + 4 * E);
+    double attn = per_head ? fmax(D + 6 * E, 2 * D + 3 * E) : fmax(2 * D + 3 * E, D + 4 * E);
     double flight_elems = BT * fmax(ffn, fmax(attn, head));
     double P = (double)tg_params_numel(c.p), sz = sizeof(tg_real), mib = 1024.0 * 1024.0;
     double state = 4 * P * sz / mib, act = act_elems * sz / mib, flight = flight_elems * sz / mib;

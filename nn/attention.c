@@ -21,10 +21,11 @@ static int check_config(const tg_mha_config *c, const char *name)
     else if (c->rope && !(c->rope_frac >= 0 && c->rope_frac <= 1)) why = "rope_frac must be in [0, 1] (0: 1)";
     else if (c->mode != TG_MHA_FUSED && c->mode != TG_MHA_PER_HEAD) why = "mode must be TG_MHA_FUSED or TG_MHA_PER_HEAD";
     else if (c->kdim < 0 || c->vdim < 0) why = "kdim and vdim must be >= 0 (0: d_model)";
-    else if ((c->kdim || c->vdim || c->add_bias_kv || c->add_zero_attn) &&
-             ((c->n_kv_heads && c->n_kv_heads != c->n_heads) || c->rope || c->alibi))
-        why = "kdim, vdim, add_bias_kv and add_zero_attn (nn.MultiheadAttention's) do not combine with "
-              "n_kv_heads < n_heads, rope or alibi";
+    else if ((c->add_bias_kv || c->add_zero_attn) && (c->rope || c->alibi))
+        why = "add_bias_kv and add_zero_attn do not combine with rope or alibi (the appended keys have no position)";
+    else if (c->add_bias_kv && c->n_kv_heads && c->n_kv_heads != c->n_heads)
+        why = "add_bias_kv does not combine with n_kv_heads < n_heads (its key and value are "
+              "nn.MultiheadAttention's [1, 1, n_heads * d_head])";
     if (!why) return 0;
     return tg_error_set("tg_mha '%s': %s (n_heads %d, n_kv_heads %d, d_model %d, d_head %d, dropout %g)", name,
                         why, c->n_heads, c->n_kv_heads, c->d_model, c->d_head, c->dropout);
@@ -42,6 +43,13 @@ static int width_of(const tg_mha_config *c, int s)
     return s == 0 ? c->d_model : s == 1 ? c->kdim : c->vdim;
 }
 
+/* The first row of projection s (0 q, 1 k, 2 v; 3: the end) in the packed
+ * | q heads | k heads | v heads | order: 0, E, E + Ekv, E + 2Ekv. */
+static int row_of(const tg_mha_config *c, int s)
+{
+    return (s == 0 ? 0 : c->n_heads + (s - 1) * c->n_kv_heads) * c->d_head;
+}
+
 /* The [d_head, D] block of projection s (0 q, 1 k, 2 v) of head h (a key/value
  * head for s > 0), or its [d_head] bias (NULL without biases), in either
  * storage mode. Packed rows: n_heads query heads, then n_kv_heads key heads,
@@ -55,7 +63,7 @@ static tg_real *proj_block(const tg_mha *m, int s, int h, bool bias)
                             : (s == 0 ? hd->wq : s == 1 ? hd->wk : hd->wv);
         return x ? x->data : NULL;
     }
-    size_t row = ((size_t)(s == 0 ? 0 : s == 1 ? c->n_heads : c->n_heads + c->n_kv_heads) + (size_t)h) * c->d_head;
+    size_t row = (size_t)row_of(c, s) + (size_t)h * c->d_head;
     if (bias) return m->in_proj_bias ? m->in_proj_bias->data + row : NULL;
     if (!m->in_proj_weight) return m->qkv_proj[s]->data + (size_t)h * c->d_head * width_of(c, s);
     return m->in_proj_weight->data + row * c->d_model;
@@ -91,7 +99,9 @@ static int add_params(tg_mha *m, tg_params *p, const char *prefix)
         static const char *const sep[3] = {"q_proj_weight", "k_proj_weight", "v_proj_weight"};
         int E = c->n_heads * c->d_head;
         for (int s = 0; s < 3 && (c->kdim != c->d_model || c->vdim != c->d_model); s++)
-            if (!(m->qkv_proj[s] = tg_nn_param(p, prefix, sep[s], 2, (int[]){E, width_of(c, s)}))) return -1;
+            if (!(m->qkv_proj[s] = tg_nn_param(p, prefix, sep[s], 2, (int[]){row_of(c, s + 1) - row_of(c, s),
+                                                                              width_of(c, s)})))
+                return -1;
         if (!m->qkv_proj[0] && !(m->in_proj_weight = tg_nn_param(p, prefix, "in_proj_weight", 2, (int[]){R, c->d_model})))
             return -1;
         if (c->bias && !(m->in_proj_bias = tg_nn_param(p, prefix, "in_proj_bias", 1, (int[]){R}))) return -1;
@@ -158,13 +168,13 @@ int tg_mha_init(tg_mha *m, tg_params *p, const char *prefix, const tg_mha_config
         return tg_nn_init_undo(m, sizeof *m, m->name, p, n0);
     if (!rng) return 0;
     /* xavier_uniform_ over the packed [(H + 2 Hkv) dh, D] matrix (or over each
-     * of q, k, v_proj_weight when kdim or vdim differ), drawn row by row: in
-     * per-head mode too, so both modes get the same numbers */
+     * of q, k, v_proj_weight [E or Ekv, width] when kdim or vdim differ), drawn
+     * row by row: in per-head mode too, so both modes get the same numbers */
     bool packed = m->cfg.kdim == D && m->cfg.vdim == D;
     for (int s = 0; s < 3; s++) {
         int w_in = width_of(&m->cfg, s);
         double bound = packed ? tg_xavier_bound(D, (m->cfg.n_heads + 2 * m->cfg.n_kv_heads) * dh)
-                              : tg_xavier_bound(w_in, E);
+                              : tg_xavier_bound(w_in, row_of(&m->cfg, s + 1) - row_of(&m->cfg, s));
         for (int h = 0; h < heads_of(&m->cfg, s); h++) {
             tg_real *w = proj_block(m, s, h, false);
             for (size_t i = 0; i < (size_t)dh * w_in; i++) w[i] = (tg_real)(bound * (2 * tg_rng_uniform(rng) - 1));
@@ -210,11 +220,20 @@ int tg_mha_copy_weights(tg_mha *dst, const tg_mha *src)
 
 /* ---- forward ------------------------------------------------------------------ */
 
-/* Scale 1/sqrt(d_head); tg_sdpa drops weights only while the tape trains. */
+/* What the layer's config adds to the scores of every call, a forward's
+ * and a decode's alike (ALiBi's slopes); scale 1/sqrt(d_head). */
+static tg_sdpa_opts score_opts(const tg_mha *m)
+{
+    return (tg_sdpa_opts){.alibi = m->cfg.alibi ? m->alibi : NULL};
+}
+
+/* A forward's: also the call's mask and bias, and dropout (tg_sdpa drops
+ * weights only while the tape trains). */
 static tg_sdpa_opts sdpa_opts(const tg_mha *m, const tg_mha_opts *o)
 {
-    return (tg_sdpa_opts){.mask = o->mask, .scale = 0, .dropout = m->cfg.dropout, .rng = o->rng, .bias = o->bias,
-                          .alibi = m->cfg.alibi ? m->alibi : NULL};
+    tg_sdpa_opts s = score_opts(m);
+    s.mask = o->mask, s.dropout = m->cfg.dropout, s.rng = o->rng, s.bias = o->bias;
+    return s;
 }
 
 /* x with RoPE on n heads of d_head columns from col (positions pos0[b] + ..),
@@ -293,104 +312,73 @@ static bool widen_mask(tg_tape *t, const tg_mha *m, const tg_mask **mask, int B,
     return true;
 }
 
-/* Fused with nn.MultiheadAttention's options: q, k, v from xq, xk, xv (the
- * in_proj rows, or q/k/v_proj_weight when kdim or vdim differ), extra keys
- * appended, then one tg_sdpa_heads on q and | k | v |. */
-static tg_tensor *fused_options(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor *xk, tg_tensor *xv,
-                                tg_sdpa_opts *o, tg_tensor **weights)
+/* x [B, L, W] through projections s0..s1 -> their heads side by side,
+ * | s0 heads | .. | s1 heads | [B, L, row_of(s1 + 1) - row_of(s0)]: the one
+ * tensor every path of the layer reads heads from, whatever the mode.
+ * Fused: one GEMM on in_proj's rows (or q/k/v_proj_weight, one per
+ * projection); per-head: one GEMM per head, joined. */
+static tg_tensor *project(tg_tape *t, const tg_mha *m, tg_tensor *x, int s0, int s1)
 {
-    int E = m->cfg.n_heads * m->cfg.d_head;
-    tg_tensor *x[3] = {xq, xk, xv}, *y[3];
-    for (int s = 0; s < 3; s++) {
-        tg_tensor *w = m->in_proj_weight ? tg_rows_view(t, m->in_proj_weight, s * E, E) : m->qkv_proj[s];
-        tg_tensor *b = m->in_proj_bias ? tg_rows_view(t, m->in_proj_bias, s * E, E) : NULL;
-        y[s] = tg_matmul(t, x[s], w, b, TG_TRANS_B);
+    const tg_mha_config *c = &m->cfg;
+    tg_tensor *parts[3 * TG_MHA_MAX_HEADS], *b = m->in_proj_bias;
+    int n = 0, r0 = row_of(c, s0), rows = row_of(c, s1 + 1) - r0;
+    if (c->mode == TG_MHA_FUSED && m->in_proj_weight) {
+        if (s0 == 0 && s1 == 2) return tg_matmul(t, x, m->in_proj_weight, b, TG_TRANS_B);
+        return tg_matmul(t, x, tg_rows_view(t, m->in_proj_weight, r0, rows), b ? tg_rows_view(t, b, r0, rows) : NULL,
+                         TG_TRANS_B);
     }
-    append_kv(t, m, &y[1], &y[2], m->bias_k, m->bias_v);
-    tg_sdpa_layout lay = {.n_heads = m->cfg.n_heads, .dk = m->cfg.d_head, .dv = m->cfg.d_head, .v_col = E};
-    return tg_sdpa_heads(t, y[0], tg_concat(t, &y[1], 2), &lay, o, weights);
+    for (int s = s0; s <= s1; s++) {
+        if (c->mode == TG_MHA_FUSED) {  /* q/k/v_proj_weight */
+            int r = row_of(c, s), w = row_of(c, s + 1) - r;
+            parts[n++] = tg_matmul(t, x, m->qkv_proj[s], b ? tg_rows_view(t, b, r, w) : NULL, TG_TRANS_B);
+            continue;
+        }
+        for (int h = 0; h < heads_of(c, s); h++) {  /* key/value head h: its group's first query head's */
+            const tg_mha_head *hd = &m->heads[s ? h * (c->n_heads / c->n_kv_heads) : h];
+            parts[n++] = tg_matmul(t, x, s == 0 ? hd->wq : s == 1 ? hd->wk : hd->wv,
+                                   s == 0 ? hd->bq : s == 1 ? hd->bk : hd->bv, TG_TRANS_B);
+        }
+    }
+    return n == 1 ? parts[0] : tg_concat(t, parts, n);
 }
 
-/* Fused: packed projections, then one tg_sdpa_heads reading the heads in
- * place from their column blocks -> [B, Lq, E] (no slice/split/merge copies).
- * cache: NULL, or (self-attention) receives | k | v | of every position. */
-static tg_tensor *fused_heads(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor *xkv, tg_tensor *xv,
-                              const tg_mha_opts *mo, const tg_mask *mask, tg_tensor **weights)
+/* add_bias_kv's learned key (s 1) or value (s 2), [E] in either mode. */
+static tg_tensor *kv_bias(tg_tape *t, const tg_mha *m, int s)
 {
-    tg_tensor *cache = mo->cache;
-    int E = m->cfg.n_heads * m->cfg.d_head, Ekv = m->cfg.n_kv_heads * m->cfg.d_head;
+    tg_tensor *parts[TG_MHA_MAX_HEADS];
+    if (!m->cfg.add_bias_kv) return NULL;
+    if (m->cfg.mode == TG_MHA_FUSED) return s == 1 ? m->bias_k : m->bias_v;
+    for (int h = 0; h < m->cfg.n_heads; h++) parts[h] = s == 1 ? m->heads[h].bias_k : m->heads[h].bias_v;
+    return m->cfg.n_heads == 1 ? parts[0] : tg_concat(t, parts, m->cfg.n_heads);
+}
+
+/* The heads of q, k, v in packed tensors, RoPE on q and k, the appended keys,
+ * then ONE tg_sdpa_heads for every head -> [B, Lq, E]. Self-attention
+ * projects | q | k | v | with one call (cache: NULL, or receives | k | v | of
+ * every position); otherwise q [B, Lq, E] and | k | v | [B, Lk', 2Ekv]. */
+static tg_tensor *attend(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor *xkv, tg_tensor *xv,
+                         const tg_mha_opts *mo, const tg_mask *mask, tg_tensor **weights)
+{
+    int H = m->cfg.n_heads, Hkv = m->cfg.n_kv_heads;
     tg_sdpa_opts o = sdpa_opts(m, mo);
     tg_sdpa_layout lay = tg_mha_kv_layout(m);
     o.mask = mask;
-    if (!m->in_proj_weight || xv != xkv || extra_keys(m)) return fused_options(t, m, xq, xkv, xv, &o, weights);
-    if (xq == xkv) {  /* self-attention: one GEMM, qkv [B, L, E + 2Ekv] = | q | k | v | */
-        tg_tensor *qkv = tg_matmul(t, xq, m->in_proj_weight, m->in_proj_bias, TG_TRANS_B);
-        qkv = rope_on(t, m, qkv, 0, m->cfg.n_heads + m->cfg.n_kv_heads, NULL);  /* q and k heads */
-        if (cache && (!qkv || tg_kv_write(t, cache, qkv, &lay, NULL))) return NULL;
+    if (xq == xkv && xv == xkv && !extra_keys(m)) {  /* self-attention: qkv [B, L, E + 2Ekv] */
+        tg_tensor *qkv = rope_on(t, m, project(t, m, xq, 0, 2), 0, H + Hkv, NULL);  /* q and k heads */
+        if (mo->cache && (!qkv || tg_kv_write(t, mo->cache, qkv, &lay, NULL))) return NULL;
         return tg_sdpa_heads(t, qkv, qkv, &lay, &o, weights);
     }
-    /* cross: Q rows on xq -> [B, Lq, E], K/V rows on xkv -> [B, Lk, 2Ekv] = | k | v | */
-    tg_tensor *b = m->in_proj_bias;
-    tg_tensor *q = tg_matmul(t, xq, tg_rows_view(t, m->in_proj_weight, 0, E),
-                             b ? tg_rows_view(t, b, 0, E) : NULL, TG_TRANS_B);
-    tg_tensor *kv = tg_matmul(t, xkv, tg_rows_view(t, m->in_proj_weight, E, 2 * Ekv),
-                              b ? tg_rows_view(t, b, E, 2 * Ekv) : NULL, TG_TRANS_B);
+    tg_tensor *q = rope_on(t, m, project(t, m, xq, 0, 0), 0, H, NULL), *kv;
+    if (xv == xkv && !extra_keys(m)) {
+        kv = rope_on(t, m, project(t, m, xkv, 1, 2), 0, Hkv, NULL);
+    } else {
+        tg_tensor *k[2] = {rope_on(t, m, project(t, m, xkv, 1, 1), 0, Hkv, NULL), project(t, m, xv, 2, 2)};
+        append_kv(t, m, &k[0], &k[1], kv_bias(t, m, 1), kv_bias(t, m, 2));
+        kv = tg_concat(t, k, 2);
+    }
     lay.k_col = 0;
-    lay.v_col = Ekv;
-    q = rope_on(t, m, q, 0, m->cfg.n_heads, NULL);
-    kv = rope_on(t, m, kv, 0, m->cfg.n_kv_heads, NULL);
+    lay.v_col = Hkv * m->cfg.d_head;
     return tg_sdpa_heads(t, q, kv, &lay, &o, weights);
-}
-
-/* Per-head: H x (a [B, Lq, dh] GEMM for q; per key/value head, two [B, Lk,
- * dh] GEMMs for k, v -> sdpa on [B, 1, L, dh]) -> concat [B, Lq, E] */
-static tg_tensor *per_head(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor *xkv, tg_tensor *xv,
-                           const tg_mha_opts *mo, const tg_mask *mask, tg_tensor **weights)
-{
-    tg_tensor *cache = mo->cache, *bias = mo->bias;
-    int H = m->cfg.n_heads, Hkv = m->cfg.n_kv_heads, group = H / Hkv, dh = m->cfg.d_head;
-    int B = xq->shape[0], Lq = xq->shape[1], Lk = xkv->shape[1] + extra_keys(m);
-    tg_tensor *outs[TG_MHA_MAX_HEADS], *ws[TG_MHA_MAX_HEADS], *kv[2 * TG_MHA_MAX_HEADS];
-    tg_sdpa_opts o = sdpa_opts(m, mo);
-    o.mask = mask;
-    int Bb = bias ? bias->shape[0] : 1;
-    if (bias && Bb > 1) bias = tg_permute(t, bias, (int[]){1, 0, 2, 3}, 4);  /* [H, B, Lq, Lk]: heads outermost */
-    for (int h = 0; h < H; h++) {
-        const tg_mha_head *hd = &m->heads[h];
-        int g = h / group;
-        o.alibi = m->cfg.alibi ? &m->alibi[h] : NULL;
-        if (bias) {  /* head h's [Bb, 1, Lq, Lk], a view */
-            tg_tensor *rows = tg_reshape(t, bias, 2, (int[]){H, -1});
-            o.bias = tg_reshape(t, tg_rows_view(t, rows, h, 1), 4, (int[]){Bb, 1, Lq, Lk});
-            if (!o.bias) return NULL;
-        }
-        if (h % group == 0) {  /* the group's key/value head, once */
-            kv[g] = rope_on(t, m, tg_matmul(t, xkv, hd->wk, hd->bk, TG_TRANS_B), 0, 1, NULL);
-            kv[Hkv + g] = tg_matmul(t, xv, hd->wv, hd->bv, TG_TRANS_B);
-            append_kv(t, m, &kv[g], &kv[Hkv + g], hd->bias_k, hd->bias_v);
-        }
-        tg_tensor *q = rope_on(t, m, tg_matmul(t, xq, hd->wq, hd->bq, TG_TRANS_B), 0, 1, NULL);
-        q = tg_reshape(t, q, 4, (int[]){B, 1, Lq, dh});
-        tg_tensor *k = tg_reshape(t, kv[g], 4, (int[]){B, 1, Lk, dh});
-        tg_tensor *v = tg_reshape(t, kv[Hkv + g], 4, (int[]){B, 1, Lk, dh});
-        tg_tensor *w = NULL;
-        tg_tensor *a = tg_sdpa(t, q, k, v, &o, weights ? &w : NULL);
-        outs[h] = tg_reshape(t, a, 3, (int[]){B, Lq, dh});
-        if (weights) ws[h] = tg_reshape(t, w, 2, (int[]){B, Lq * Lk});
-        if (!outs[h]) return NULL;
-    }
-    if (cache) {  /* | k heads | v heads | [B, L, 2Ekv] into the cache */
-        tg_sdpa_layout lay = tg_mha_kv_layout(m);
-        lay.k_col = 0;
-        lay.v_col = Hkv * dh;
-        tg_tensor *kvs = tg_concat(t, kv, 2 * Hkv);
-        if (!kvs || tg_kv_write(t, cache, kvs, &lay, NULL)) return NULL;
-    }
-    if (weights) {  /* H x [B, Lq*Lk] -> [B, H*Lq*Lk] = [B, H, Lq, Lk] */
-        *weights = tg_reshape(t, tg_concat(t, ws, H), 4, (int[]){B, H, Lq, Lk});
-        if (!*weights) return NULL;
-    }
-    return tg_concat(t, outs, H);
 }
 
 /* [B, Lq, E] * (per column: head_mask of its head) when some head is off */
@@ -479,30 +467,13 @@ tg_tensor *tg_mha_forward(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor 
     tg_mask wide;
     const tg_mask *mask = o.mask;
     if (!widen_mask(t, m, &mask, xq->shape[0], xq->shape[1], xkv->shape[1], &wide)) return NULL;
-    tg_tensor *h = m->cfg.mode == TG_MHA_FUSED ? fused_heads(t, m, xq, xkv, xv, &o, mask, weights)
-                                               : per_head(t, m, xq, xkv, xv, &o, mask, weights);
-    h = apply_head_mask(t, m, h, o.head_mask);
+    tg_tensor *h = apply_head_mask(t, m, attend(t, m, xq, xkv, xv, &o, mask, weights), o.head_mask);
     tg_tensor *out = tg_linear_forward(t, &m->out_proj, h);
     if (!out && weights) *weights = NULL;
     return out;
 }
 
 /* ---- decoding ------------------------------------------------------------------ */
-
-/* x [B, L, D] -> | q heads | k heads | v heads | [B, L, E + 2Ekv], either mode. */
-static tg_tensor *project_qkv(tg_tape *t, const tg_mha *m, tg_tensor *x)
-{
-    int H = m->cfg.n_heads, Hkv = m->cfg.n_kv_heads, group = H / Hkv;
-    if (m->cfg.mode == TG_MHA_FUSED) return tg_matmul(t, x, m->in_proj_weight, m->in_proj_bias, TG_TRANS_B);
-    tg_tensor *parts[3 * TG_MHA_MAX_HEADS];
-    for (int h = 0; h < H; h++) parts[h] = tg_matmul(t, x, m->heads[h].wq, m->heads[h].bq, TG_TRANS_B);
-    for (int g = 0; g < Hkv; g++) {
-        const tg_mha_head *hd = &m->heads[g * group];
-        parts[H + g] = tg_matmul(t, x, hd->wk, hd->bk, TG_TRANS_B);
-        parts[H + Hkv + g] = tg_matmul(t, x, hd->wv, hd->bv, TG_TRANS_B);
-    }
-    return tg_concat(t, parts, H + 2 * Hkv);
-}
 
 tg_sdpa_layout tg_mha_kv_layout(const tg_mha *m)
 {
@@ -527,8 +498,9 @@ tg_tensor *tg_mha_decode(tg_tape *t, const tg_mha *m, tg_tensor *x, tg_tensor *c
         return tg_fail(t, "tg_mha_decode '%s': no key/value cache with kdim, vdim, add_bias_kv or add_zero_attn",
                        m->name);
     tg_sdpa_layout lay = tg_mha_kv_layout(m);
-    tg_tensor *qkv = rope_on(t, m, project_qkv(t, m, x), 0, m->cfg.n_heads + m->cfg.n_kv_heads, pos);
+    tg_sdpa_opts so = score_opts(m);
+    tg_tensor *qkv = rope_on(t, m, project(t, m, x, 0, 2), 0, m->cfg.n_heads + m->cfg.n_kv_heads, pos);
     if (!qkv || tg_kv_write(t, cache, qkv, &lay, pos)) return NULL;
-    tg_tensor *o = tg_sdpa_decode(t, qkv, cache, &lay, pos, &(tg_sdpa_opts){.alibi = m->cfg.alibi ? m->alibi : NULL});
+    tg_tensor *o = tg_sdpa_decode(t, qkv, cache, &lay, pos, &so);
     return tg_linear_forward(t, &m->out_proj, apply_head_mask(t, m, o, head_mask));
 }

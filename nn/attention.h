@@ -10,14 +10,15 @@
  *   TG_MHA_FUSED     "<prefix>.in_proj_weight" [3E, D], "<prefix>.in_proj_bias"
  *                    [3E] (rows: all heads' Q, then K, then V; head h owns rows
  *                    h*d_head .. of each third: torch.nn.MultiheadAttention's
- *                    layout). Self-attention is one GEMM for Q, K and V
- *                    ([B, L, 3E]); tg_sdpa_heads then reads every head's q, k
- *                    and v in place from their column blocks (no split or
- *                    merge copies) and writes [B, Lq, E].
+ *                    layout). Self-attention is one GEMM for Q, K and V.
  *   TG_MHA_PER_HEAD  "<prefix>.heads.<h>.{q,k,v}_proj.weight" [d_head, D] and
- *                    ".bias" [d_head]: each head computed on its own (tg_sdpa on
- *                    [B, 1, L, d_head]), then tg_concat. A head can be read,
- *                    frozen or pruned alone.
+ *                    ".bias" [d_head]: one GEMM per head, joined (tg_concat).
+ *                    A head can be read, frozen or pruned alone.
+ * Only the projections differ: both produce the same packed tensors, head h
+ * of q in columns [h*d_head, (h+1)*d_head) of | q | k | v | [B, L, E + 2Ekv]
+ * (self-attention) or of q [B, Lq, E] and | k | v | [B, Lk, 2Ekv], and from
+ * there one path serves both (RoPE, the appended keys, the cache, then one
+ * tg_sdpa_heads reading every head in place and writing [B, Lq, E]).
  * Both: "<prefix>.out_proj.weight" [D, E], "<prefix>.out_proj.bias" [D].
  * bias = false drops all four kinds of bias.
  *
@@ -36,8 +37,7 @@
  *
  * ALiBi (alibi = true): head h adds m_h * (j - i) to the scaled score of
  * query i and key j (a decode: i = pos[b]); tg_mha_opts.bias adds any
- * [B or 1, H, Lq, Lk] tensor there and takes its gradient (per-head mode
- * hands head h its [., 1, Lq, Lk] slice).
+ * [B or 1, H, Lq, Lk] tensor there and takes its gradient.
  *
  * Init (PyTorch's nn.MultiheadAttention): the packed [3E, D] Q/K/V weight ~
  * xavier_uniform_, Q/K/V biases 0, out_proj.weight as nn.Linear (U(+-1/sqrt(E))),
@@ -53,8 +53,8 @@
  * zero gradient (its attention weights are still computed and returned).
  * A query row with every key masked gets all-zero weights and a zero head
  * output (so out = b^O there), never NaN; PyTorch gives NaN.
- * Dropout: the two modes draw different random masks, so they agree only
- * without dropout (or with the tape not training).
+ * Dropout: one stream over the weights in (b, h, i, j) order, so the two
+ * modes draw the same masks and agree with dropout on too.
  */
 #ifndef TAPEGRAD_NN_ATTENTION_H
 #define TAPEGRAD_NN_ATTENTION_H
@@ -85,11 +85,13 @@ typedef struct tg_mha_config {
     double rope_base;   /* 0: 10000 */
     double rope_frac;   /* share of each head's dims rotated, rounded down to even; 0: 1 */
     bool alibi;         /* ALiBi: head h adds m_h * (j - i) to its scores (tg_alibi_slopes) */
-    /* torch.nn.MultiheadAttention's options (multi-head only: not with
-     * n_kv_heads < n_heads, rope or alibi; no key/value cache): */
-    int kdim, vdim;     /* widths of the key and value inputs; 0: d_model */
-    bool add_bias_kv;   /* a learned key and value appended to every sequence */
-    bool add_zero_attn; /* a zero key and value appended (after add_bias_kv's) */
+    /* torch.nn.MultiheadAttention's options: */
+    int kdim, vdim;     /* widths of the key and value inputs; 0: d_model (no key/value
+                           cache unless both are d_model) */
+    bool add_bias_kv;   /* a learned key and value appended to every sequence (not with
+                           n_kv_heads < n_heads, rope or alibi: the keys have no position) */
+    bool add_zero_attn; /* a zero key and value appended (after add_bias_kv's; not with
+                           rope or alibi) */
     bool bias;          /* biases on Q, K, V and out_proj */
     double dropout;     /* on the attention weights while training, in [0, 1) */
     tg_mha_mode mode;
@@ -107,7 +109,7 @@ typedef struct tg_mha {
     tg_mha_config cfg;          /* d_head resolved (never 0) */
     tg_tensor *in_proj_weight;  /* fused: [E + 2Ekv, D] (NULL when kdim or vdim != D) */
     tg_tensor *in_proj_bias;    /* fused: [E + 2Ekv] or NULL */
-    tg_tensor *qkv_proj[3];     /* fused with kdim or vdim != D: [E, D], [E, kdim], [E, vdim] */
+    tg_tensor *qkv_proj[3];     /* fused with kdim or vdim != D: [E, D], [Ekv, kdim], [Ekv, vdim] */
     tg_tensor *bias_k, *bias_v; /* fused with add_bias_kv: [1, 1, E] */
     tg_mha_head heads[TG_MHA_MAX_HEADS];  /* per-head: n_heads used */
     tg_linear out_proj;         /* [D, E] (+ [D]) */

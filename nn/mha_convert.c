@@ -91,9 +91,9 @@ static int split_heads(tg_safetensors *dst, const tg_safetensors *src, const tg_
     return 0;
 }
 
-/* "<prefix>q_proj_weight" [E, D] with k_proj_weight [E, kdim] and
- * v_proj_weight [E, vdim] (nn.MultiheadAttention when kdim or vdim != D; and
- * in_proj_bias [3E]) -> per-head tensors in dst */
+/* "<prefix>q_proj_weight" [E, D] with k_proj_weight [Ekv, kdim] and
+ * v_proj_weight [Ekv, vdim] (nn.MultiheadAttention when kdim or vdim != D,
+ * Ekv = E there; and in_proj_bias [E + 2Ekv]) -> per-head tensors in dst */
 static int split_separate(tg_safetensors *dst, const tg_safetensors *src, const tg_tensor *wq, size_t plen,
                           const conv_heads *c)
 {
@@ -102,17 +102,18 @@ static int split_separate(tg_safetensors *dst, const tg_safetensors *src, const 
     const tg_tensor *w[3], *b;
     part_name(name, wq->name, plen, c, -1, 0, "in_proj_bias");
     b = tg_st_get(src, name);
+    int dh = wq->shape[0] / c->H;
     for (int s = 0; s < 3; s++) {
         part_name(name, wq->name, plen, c, -1, 0, sep[s]);
         w[s] = tg_st_get(src, name);
-        if (!w[s] || w[s]->ndim != 2 || w[s]->shape[0] != wq->shape[0] || c->Hkv != c->H || wq->shape[0] % c->H)
-            return convert_fail(name, w[s], w[s] ? "is not [n_heads * d_head, width] like q_proj_weight" : "is missing");
+        if (!w[s] || w[s]->ndim != 2 || w[s]->shape[0] != (s ? c->Hkv : c->H) * dh || wq->shape[0] % c->H)
+            return convert_fail(name, w[s], w[s] ? "is not [(n_heads or n_kv_heads) * d_head, width], d_head as "
+                                                   "q_proj_weight's" : "is missing");
     }
-    int dh = wq->shape[0] / c->H;
-    if (b && (b->ndim != 1 || b->shape[0] != 3 * wq->shape[0]))
-        return convert_fail(b->name, b, "is not [3 * n_heads * d_head]");
+    if (b && (b->ndim != 1 || b->shape[0] != (c->H + 2 * c->Hkv) * dh))
+        return convert_fail(b->name, b, "is not [(n_heads + 2 n_kv_heads) * d_head]");
     for (int h = 0; h < c->H; h++)
-        for (int s = 0; s < 3; s++) {
+        for (int s = 0; s < 3 && h < (s ? c->Hkv : c->H); s++) {
             int W = w[s]->shape[1];
             part_name(name, wq->name, plen, c, h, s, "weight");
             if (tg_st_add_data(dst, name, w[s]->data + (size_t)h * dh * W, 2, (int[]){dh, W})) return -1;
@@ -171,7 +172,8 @@ static int join_heads(tg_safetensors *dst, const tg_safetensors *src, const char
     tg_tensor *ws[3] = {NULL, NULL, NULL};  /* packed: in_proj_weight; else q, k, v_proj_weight [E, W] */
     for (int s = 0; s < (packed ? 1 : 3); s++) {
         part_name(name, prefix, plen, c, -1, 0, packed ? "in_proj_weight" : sep[s]);
-        if (!(ws[s] = tg_st_add_zeros(dst, name, 2, packed ? (int[]){R, D} : (int[]){c->H * dh, W[s]}))) return -1;
+        if (!(ws[s] = tg_st_add_zeros(dst, name, 2, packed ? (int[]){R, D} : (int[]){(s ? c->Hkv : c->H) * dh, W[s]})))
+            return -1;
     }
     part_name(name, prefix, plen, c, -1, 0, "in_proj_bias");
     tg_tensor *b = bias ? tg_st_add_zeros(dst, name, 1, (int[]){R}) : NULL;

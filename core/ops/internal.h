@@ -47,17 +47,25 @@ bool tg_sdpa_materialises(int B, int H, int Lq, int Lk);
 /* core/ops/nn/attn_bias.c: what is added to the scaled scores of plane (b, h)
  * of attention: the [Lq, Lk] additive mask, a bias [bias_b, H, Lq, Lk]
  * (bias_b 1: every batch element's), ALiBi slopes [H] (m_h * (j - i), i the
- * query's position pos0 + row). Each may be NULL. */
+ * query's position pos0[b] + row, pos0 NULL: row). Each may be NULL. */
 typedef struct tg_attn_bias {
     const tg_real *additive, *bias;
     const double *alibi;
-    int bias_b, H, Lq, Lk, pos0;
+    const int32_t *pos0;
+    int bias_b, H, Lq, Lk;
 } tg_attn_bias;
 /* The terms of rows [i0, i0 + nr), keys [0, n), *ld apart: NULL when none,
  * a pointer into a single term's array, or their sum written to scratch
  * [nr, n] (the same bits whoever asks: forward, backward, a decoding step). */
 const tg_real *tg_attn_bias_rows(const tg_attn_bias *a, int b, int h, int i0, int nr, int n, tg_real *scratch,
                                  int *ld);
+
+typedef struct tg_sdpa_layout tg_sdpa_layout;
+/* core/ops/nn/decode.c: whether cache is [B >= rows, cap, Hkv*(dk + dv)] for
+ * layout lay (a valid one); false with "<rec's name>: ..." set on the tape.
+ * *n_kv receives Hkv. */
+bool tg_kv_check(tg_tape *t, const tg_op *rec, const tg_tensor *cache, const tg_sdpa_layout *lay, int rows,
+                 int *n_kv);
 
 /* core/ops/shape/move.c: a map from a walk shape n[nd] to an input and an output
  * element each (strides in elements, 0 to stretch, negative to flip):

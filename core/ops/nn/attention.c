@@ -1,4 +1,8 @@
-/* tapegrad: fused scaled-dot-product attention (tg_sdpa, tg_sdpa_heads).
+/* tapegrad: scaled-dot-product attention, one core for every caller:
+ * tg_sdpa, tg_sdpa_heads and tg_sdpa_decode (core/ops/nn/decode.h) only lay
+ * out their tensors and checks; sdpa_run and its blocks do scores, the
+ * additive terms (tg_attn_bias_rows: mask, bias, ALiBi), the mask's rules,
+ * softmax, the weights, dropout and the product, and backward.
  *
  * For each (b, h), with q [Lq, dk], k [Lk, dk], v [Lk, dv]:
  *   S = scale * q k^T (+ additive)      one GEMM with k transposed in place
@@ -28,12 +32,15 @@
  * Nothing is read from the caller's mask arrays after the forward returns:
  * the node keeps arena copies.
  *
- * One core serves both ops: each of q, k, v and out is a layout, the (b, h)
- * plane [L, d] starting at off + b*sb + h*sh with rows ld apart, and every
- * GEMM takes those leading dimensions.
+ * Each of q, k, v and out is a layout, the (b, h) plane [L, d] starting at
+ * off + b*sb + h*sh with rows ld apart, and every GEMM takes those leading
+ * dimensions.
  *   tg_sdpa        [B, H, L, d] contiguous:   sb = H*L*d, sh = L*d, ld = d
  *   tg_sdpa_heads  [B, L, C] packed columns:  sb = L*C,   sh = d,   ld = C,
  *                                             off = col (q_col, k_col, v_col)
+ *   tg_sdpa_decode the cache [B, cap, Hkv*(dk + dv)]: keys transposed
+ *                  (trans, ld = cap), values ld = Hkv*dv; one query row
+ *                  per batch at position pos[b], a key_lens mask pos + 1
  *       row i of xkv:  | ... | k h0 | k h1 | ... | v h0 | v h1 | ... |
  *                            ^k_col  ^k_col+dk      ^v_col  ^v_col+dv
  * The grads of the inputs use the same layouts, so backward accumulates
@@ -59,12 +66,14 @@ typedef struct sdpa_dims {
 } sdpa_dims;
 
 /* The [L, d] plane of (b, h) in its tensor: element (i, c) at
- * off + b*sb + (h / group)*sh + i*ld + c; `in` is the node input that holds
- * it. group > 1: grouped-query attention's keys and values, one plane shared
- * by `group` query heads. */
+ * off + b*sb + (h / group)*sh + i*ld + c (trans: at ... + c*ld + i, the
+ * cache's keys); `in` is the node input that holds it. group > 1:
+ * grouped-query attention's keys and values, one plane shared by `group`
+ * query heads. */
 typedef struct sdpa_lay {
     size_t off, sb, sh;
     int ld, in, group;
+    bool trans;
 } sdpa_lay;
 
 /* Everything both passes need besides the tensors. */
@@ -74,10 +83,13 @@ typedef struct sdpa_plan {
     double scale, p;          /* p: the dropout applied (0 when none) */
     int rows;                 /* query rows per block */
     tg_mask mask;             /* the rules (backward: arrays copied into the arena) */
-    bool rules;               /* a rule that needs a visibility array */
+    bool rules;               /* a rule that needs a visibility array (not key_lens alone) */
     tg_rng rng;               /* with p > 0: the dropout stream at the forward's start */
     tg_attn_bias ab;          /* the additive terms (bias: the data of node input bias_in) */
     int bias_in;              /* -1: no bias tensor */
+    const int32_t *qpos;      /* [B]: batch b's query row i is at position qpos[b] + i (NULL: i);
+                                 a decode's, never recorded */
+    double pairs;             /* query-key pairs per head for the thread rule (0: B*Lq*Lk) */
 } sdpa_plan;
 
 static inline size_t lay_at(const sdpa_lay *l, int b, int h)
@@ -259,7 +271,7 @@ static void fwd_block(const sdpa_fwd *c, int b, int h, int i0, int nr, sdpa_scr 
     size_t bh = (size_t)b * d->H + h;
     int n = block_keys(p, b, i0, nr, s);
     const tg_real *P = s->S;
-    gemm_ld(0, 1, nr, n, d->dk, (tg_real)p->scale, c->q + lay_at(&p->q, b, h) + (size_t)i0 * p->q.ld,
+    gemm_ld(0, !p->k.trans, nr, n, d->dk, (tg_real)p->scale, c->q + lay_at(&p->q, b, h) + (size_t)i0 * p->q.ld,
             p->q.ld, c->k + lay_at(&p->k, b, h), p->k.ld, 0, s->S, n);
     int ld_add;
     const tg_real *add = tg_attn_bias_rows(&p->ab, b, h, i0, nr, n, s->Add, &ld_add);
@@ -279,9 +291,10 @@ static void fwd_block(const sdpa_fwd *c, int b, int h, int i0, int nr, sdpa_scr 
  * planes pay for it (tg_parallel_pays; one-thread time 0.1 ns per query-key
  * pair and head dim, bench/bench_threads), else 1. Batches write disjoint
  * rows of every output and grad, so the result does not depend on the cut. */
-static int pieces_for(const sdpa_dims *d)
+static int pieces_for(const sdpa_plan *p)
 {
-    double ns = 0.1 * d->B * d->H * d->Lq * d->Lk * (d->dk + d->dv);
+    const sdpa_dims *d = &p->d;
+    double pairs = p->pairs > 0 ? p->pairs : (double)d->B * d->Lq * d->Lk, ns = 0.1 * pairs * d->H * (d->dk + d->dv);
     return d->B < 2 || !tg_parallel_pays(ns) ? 1 : tg_parallel_chunks(d->B);
 }
 
@@ -344,13 +357,14 @@ static tg_tensor *sdpa_run(tg_tape *t, const tg_op *sop, sdpa_plan *p, tg_tensor
     int shape[4] = {d.B, d.H, d.Lq, d.Lk};
     p->rows = rows_for(&d);
     p->p = drop ? o->dropout : 0;
-    p->rules = o->mask && (o->mask->causal || o->mask->key_lens || o->mask->key_keep ||
-                           o->mask->window > 0 || o->mask->keep);
+    /* key_lens alone needs no visibility array: a block stops at key_lens[b] */
+    p->rules = o->mask && (o->mask->causal || o->mask->key_keep || o->mask->window > 0 || o->mask->keep);
     if (drop) p->rng = *o->rng;
-    snprintf(what, sizeof what, "%s mask", op);
+    if (grad) snprintf(what, sizeof what, "%s mask", op);  /* names only what is allocated (a decode: scratch) */
     p->mask = o->mask ? *o->mask : (tg_mask){0};
     if (grad && !mask_keep(t, what, &p->mask, &d)) return NULL;
-    p->ab = (tg_attn_bias){.additive = p->mask.additive, .alibi = o->alibi, .H = d.H, .Lq = d.Lq, .Lk = d.Lk};
+    p->ab = (tg_attn_bias){.additive = p->mask.additive, .alibi = o->alibi, .pos0 = p->qpos, .H = d.H, .Lq = d.Lq,
+                           .Lk = d.Lk};
     if (grad && o->alibi) {  /* the slopes, for backward */
         double *sl = tg_arena_alloc(t, (size_t)d.H * sizeof *sl, what);
         if (!sl) return NULL;
@@ -359,17 +373,17 @@ static tg_tensor *sdpa_run(tg_tape *t, const tg_op *sop, sdpa_plan *p, tg_tensor
     }
     p->bias_in = o->bias ? n - 1 : -1;  /* the bias is the last input */
     if (o->bias) p->ab.bias = o->bias->data, p->ab.bias_b = o->bias->shape[0];
-    snprintf(what, sizeof what, "%s weights", op);
+    if (mat || weights) snprintf(what, sizeof what, "%s weights", op);
     tg_tensor *A = mat ? tg_new_named(t, what, 4, shape) : NULL, *W = weights ? tg_new_named(t, what, 4, shape) : NULL;
     if ((mat && !A) || (weights && !W)) return NULL;
-    snprintf(what, sizeof what, "%s row stats", op);
+    if (grad) snprintf(what, sizeof what, "%s row stats", op);
     tg_tensor *st = grad ? tg_new_named(t, what, 4, (int[]){d.B, d.H, d.Lq, 2}) : NULL;
     if (grad && !st) return NULL;
     sdpa_fwd c = {.p = p, .q = in[p->q.in]->data, .k = in[p->k.in]->data, .v = in[p->v.in]->data,
                   .out = out->data, .stats = st ? st->data : NULL, .A = A ? A->data : NULL,
                   .W = W ? W->data : NULL, .rng = drop ? o->rng : NULL};
     /* batches are independent, except for the dropout stream: one piece then */
-    c.pieces = drop ? 1 : pieces_for(&d);
+    c.pieces = drop ? 1 : pieces_for(p);
     snprintf(what, sizeof what, "%s scratch", op);
     size_t scr = (size_t)c.pieces * scr_bytes(p);
     if (!(c.scr = tg_arena_scratch(t, scr, what))) return NULL;
@@ -487,7 +501,7 @@ TG_BACKWARD(sdpa_backward, sdpa_ctx)
     tg_tensor *bias = p->bias_in >= 0 ? in[p->bias_in] : NULL;
     if (bias && bias->requires_grad && !(c.dbias = tg_grad(t, bias))) return;
     /* dropout: the forward's one stream; a bias shared by the batch: one writer */
-    c.pieces = p->p > 0 || (c.dbias && p->ab.bias_b == 1) ? 1 : pieces_for(&p->d);
+    c.pieces = p->p > 0 || (c.dbias && p->ab.bias_b == 1) ? 1 : pieces_for(p);
     size_t scr = (size_t)c.pieces * scr_bytes(p);
     if (!(c.scr = tg_arena_scratch(t, scr, "tg_sdpa backward scratch"))) return;
     tg_parallel_for(c.pieces, bwd_piece, &c);
@@ -638,4 +652,52 @@ tg_tensor *tg_sdpa_heads(tg_tape *t, tg_tensor *xq, tg_tensor *xkv, const tg_sdp
     tg_tensor *out = tg_new(t, &sdpa_heads_op, 3, (int[]){d->B, d->Lq, E});
     if (!out) return NULL;
     return sdpa_run(t, &sdpa_heads_op, &p, in, n, out, o, weights);
+}
+
+/* ---- tg_sdpa_decode: one query row per batch against the cache (core/ops/nn/decode.h) -------- */
+
+TG_OP_NO_GRAD(sdpa_decode_op, "tg_sdpa_decode");
+
+/* Batch b's query, at position pos[b], sees the keys [0, pos[b]] of cache row
+ * b: a key_lens mask of pos + 1 and ALiBi's query positions pos. The keys
+ * are read transposed in place ([Hkv*dk, cap]), the values as [cap, Hkv*dv]. */
+tg_tensor *tg_sdpa_decode(tg_tape *t, tg_tensor *xq, tg_tensor *cache, const tg_sdpa_layout *lay,
+                          const int32_t *pos, const tg_sdpa_opts *opts)
+{
+    char sx[TG_SHAPE_STR];
+    int Hkv;
+    if (!tg_inputs_check(t, &sdpa_decode_op, (tg_tensor *const[]){xq, cache}, 2, 2)) return NULL;
+    if (!pos) return tg_fail(t, "tg_sdpa_decode: pos is NULL");
+    if (tg_tape_recording(t)) return tg_fail(t, "tg_sdpa_decode: decoding only: the tape must not record");
+    if (opts && (opts->mask || opts->bias || opts->dropout != 0 || !isfinite(opts->scale)))
+        return tg_fail(t, "tg_sdpa_decode: takes a finite scale and ALiBi slopes only (no mask, bias or dropout)");
+    if (xq->ndim != 3 || xq->shape[1] != 1) return tg_fail(t, "tg_sdpa_decode: xq must be [B, 1, C], got %s",
+                                                           tg_shape_str(xq, sx));
+    int B = xq->shape[0];
+    if (!tg_kv_check(t, &sdpa_decode_op, cache, lay, B, &Hkv)) return NULL;
+    int H = lay->n_heads, dk = lay->dk, dv = lay->dv, cap = cache->shape[1];
+    if (lay->q_col < 0 || lay->q_col + H * dk > xq->shape[2])
+        return tg_fail(t, "tg_sdpa_decode: query columns [%d, %d) are outside xq %s", lay->q_col, lay->q_col + H * dk,
+                       tg_shape_str(xq, sx));
+    sdpa_plan p = {.d = {B, H, 1, cap, dk, dv}, .qpos = pos};
+    for (int b = 0; b < B; b++) {
+        if (pos[b] < 0 || pos[b] >= cap)
+            return tg_fail(t, "tg_sdpa_decode: pos[%d] = %d is outside the cache [0, %d)", b, (int)pos[b], cap);
+        p.pairs += pos[b] + 1;
+    }
+    int32_t *lens = tg_arena_alloc(t, (size_t)B * sizeof *lens, "tg_sdpa_decode key lengths");
+    if (!lens) return NULL;
+    for (int b = 0; b < B; b++) lens[b] = pos[b] + 1;
+    tg_sdpa_opts o = {.mask = &(tg_mask){.key_lens = lens}, .alibi = opts ? opts->alibi : NULL};
+    if (!bias_check(t, sdpa_decode_op.name, &o, &p.d, "the decode's ALiBi slopes")) return NULL;
+    p.scale = opts && opts->scale > 0 ? opts->scale : 1 / sqrt((double)dk);
+    size_t row = (size_t)cap * Hkv * (dk + dv);  /* cache row b: keys [Hkv*dk, cap], values [cap, Hkv*dv] */
+    p.q = lay_packed(1, xq->shape[2], lay->q_col, dk, 0, 1);
+    p.k = (sdpa_lay){.sb = row, .sh = (size_t)dk * cap, .ld = cap, .in = 1, .group = H / Hkv, .trans = true};
+    p.v = (sdpa_lay){.off = (size_t)Hkv * dk * cap, .sb = row, .sh = (size_t)dv, .ld = Hkv * dv, .in = 1,
+                     .group = H / Hkv};
+    p.o = lay_packed(1, H * dv, 0, dv, -1, 1);
+    tg_tensor *out = tg_new(t, &sdpa_decode_op, 3, (int[]){B, 1, H * dv});
+    if (!out) return NULL;
+    return sdpa_run(t, &sdpa_decode_op, &p, (tg_tensor *[]){xq, cache}, 2, out, &o, NULL);
 }

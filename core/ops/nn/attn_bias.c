@@ -32,6 +32,7 @@ const tg_real *tg_attn_bias_rows(const tg_attn_bias *a, int b, int h, int i0, in
     if (terms == 0) return NULL;
     if (terms == 1 && a->additive) return a->additive + (size_t)i0 * a->Lk;
     if (terms == 1 && plane) return plane + (size_t)i0 * a->Lk;
+    int i = (a->pos0 ? a->pos0[b] : 0) + i0;  /* the position of row 0 */
     *ld = n;  /* the sum, in this order, in scratch [nr, n] */
     for (int r = 0; r < nr; r++) {
         tg_real *y = scratch + (size_t)r * n;
@@ -39,7 +40,7 @@ const tg_real *tg_attn_bias_rows(const tg_attn_bias *a, int b, int h, int i0, in
         for (int j = 0; j < n; j++) {
             tg_real v = a->additive ? a->additive[row + j] : 0;
             if (plane) v += plane[row + j];
-            if (a->alibi) v += (tg_real)(a->alibi[h] * (double)(j - (a->pos0 + i0 + r)));
+            if (a->alibi) v += (tg_real)(a->alibi[h] * (double)(j - (i + r)));
             y[j] = v;
         }
     }

@@ -1,5 +1,5 @@
 /* tapegrad: the key/value cache of one attention layer, and one decoded position
- * of attention over it (core/ops/nn/decode.c).
+ * of attention over it (core/ops/nn/decode.c; the step: core/ops/nn/attention.c).
  *
  * For a tg_sdpa_layout with Hkv key/value heads (n_kv_heads, 0: n_heads) of
  * widths dk and dv, a cache is [B, cap, Hkv*(dk + dv)]. Row b holds its keys
@@ -33,8 +33,8 @@ int tg_kv_write(tg_tape *t, tg_tensor *cache, const tg_tensor *x, const tg_sdpa_
 /* One decoded position, for inference (the tape must not record): query head h
  * of row b, columns [q_col + h*dk, + dk) of xq [B, 1, Cq], attends to
  * positions 0..pos[b] of key/value head h / (H / Hkv) in cache rows [0, B).
- * It is the last row of tg_sdpa_heads under a causal mask, with the same
- * products and softmax (the same bits with tapegrad's GEMMs). opts may give
+ * It is the last row of tg_sdpa_heads under a causal mask, run by the same
+ * core (core/ops/nn/attention.c; the same bits with tapegrad's GEMMs). opts may give
  * the scale (<= 0: 1/sqrt(dk)) and ALiBi slopes (head h adds
  * alibi[h] * (j - pos[b])); a mask, a bias tensor or dropout is refused.
  * -> [B, 1, H*dv], head h in columns [h*dv, (h+1)*dv). */
