@@ -35,17 +35,17 @@ TG_OP(embedding_op, "tg_embedding", embedding_backward, embedding_ctx);
 tg_tensor *tg_embedding(tg_tape *t, tg_tensor *weight, const int32_t *ids, int B, int T)
 {
     if (!tg_inputs_check(t, &embedding_op, &weight, 1, 1)) return NULL;
-    if (!ids) return tg_fail_null(t, "tg_embedding");
+    if (!ids) return tg_fail_null(t, embedding_op.name);
     char sw[TG_SHAPE_STR];
     if (weight->ndim != 2)
-        return tg_fail(t, "tg_embedding: weight must be [V, D], got %s", tg_shape_str(weight, sw));
+        return tg_op_fail(t, &embedding_op, "weight must be [V, D], got %s", tg_shape_str(weight, sw));
     if (B < 0 || T < 0 || (T > 0 && B > INT_MAX / T))
-        return tg_fail(t, "tg_embedding: bad ids shape B %d, T %d (weight %s)", B, T, tg_shape_str(weight, sw));
+        return tg_op_fail(t, &embedding_op, "bad ids shape B %d, T %d (weight %s)", B, T, tg_shape_str(weight, sw));
     int V = weight->shape[0], D = weight->shape[1], N = B * T;
     for (int i = 0; i < N; i++)
         if (ids[i] < 0 || ids[i] >= V)
-            return tg_fail(t, "tg_embedding: id %d at position %d (b %d, t %d) is out of range [0, %d) (weight %s, ids [%d,%d])",
-                           (int)ids[i], i, i / T, i % T, V, tg_shape_str(weight, sw), B, T);
+            return tg_op_fail(t, &embedding_op, "id %d at position %d (b %d, t %d) is out of range [0, %d) (weight %s, ids [%d,%d])",
+                              (int)ids[i], i, i / T, i % T, V, tg_shape_str(weight, sw), B, T);
     tg_tensor *out = tg_new(t, &embedding_op, 3, (int[]){B, T, D});
     if (!out) return NULL;
     for (int i = 0; i < N; i++)

@@ -137,18 +137,18 @@ tg_tensor *tg_silu(tg_tape *t, tg_tensor *a) { return act(t, &silu_k, a, 0, 0, 0
 tg_tensor *tg_softplus(tg_tape *t, tg_tensor *a, double beta, double threshold)
 {
     if (t && (!(beta != 0) || isnan(threshold)))
-        return tg_fail(t, "tg_softplus: beta must be nonzero and threshold not NaN (beta %g, threshold %g)", beta,
-                       threshold);
+        return tg_op_fail(t, &softplus_k.op, "beta must be nonzero and threshold not NaN (beta %g, threshold %g)", beta,
+                          threshold);
     return act(t, &softplus_k, a, beta, threshold, 0);
 }
 tg_tensor *tg_leaky_relu(tg_tape *t, tg_tensor *a, double negative_slope)
 {
-    if (t && isnan(negative_slope)) return tg_fail(t, "tg_leaky_relu: negative_slope is NaN");
+    if (t && isnan(negative_slope)) return tg_op_fail(t, &leaky_k.op, "negative_slope is NaN");
     return act(t, &leaky_k, a, negative_slope, 0, 0);
 }
 tg_tensor *tg_elu(tg_tape *t, tg_tensor *a, double alpha)
 {
-    if (t && isnan(alpha)) return tg_fail(t, "tg_elu: alpha is NaN");
+    if (t && isnan(alpha)) return tg_op_fail(t, &elu_k.op, "alpha is NaN");
     return act(t, &elu_k, a, alpha, 1, 1);
 }
 tg_tensor *tg_selu(tg_tape *t, tg_tensor *a)
@@ -157,7 +157,7 @@ tg_tensor *tg_selu(tg_tape *t, tg_tensor *a)
 }
 tg_tensor *tg_celu(tg_tape *t, tg_tensor *a, double alpha)
 {
-    if (t && !(alpha != 0)) return tg_fail(t, "tg_celu: alpha must be nonzero (got %g): celu divides by it", alpha);
+    if (t && !(alpha != 0)) return tg_op_fail(t, &celu_k.op, "alpha must be nonzero (got %g): celu divides by it", alpha);
     return act(t, &celu_k, a, alpha, 1, 1 / alpha);
 }
 tg_tensor *tg_mish(tg_tape *t, tg_tensor *a) { return act(t, &mish_k, a, 0, 0, 0); }
@@ -166,7 +166,7 @@ tg_tensor *tg_hardsigmoid(tg_tape *t, tg_tensor *a) { return act(t, &hsigmoid_k,
 tg_tensor *tg_hardtanh(tg_tape *t, tg_tensor *a, double min_val, double max_val)
 {
     if (t && !(min_val <= max_val))
-        return tg_fail(t, "tg_hardtanh: min_val %g must not exceed max_val %g (nor be NaN)", min_val, max_val);
+        return tg_op_fail(t, &htanh_k.op, "min_val %g must not exceed max_val %g (nor be NaN)", min_val, max_val);
     return act(t, &htanh_k, a, min_val, max_val, 0);
 }
 tg_tensor *tg_softsign(tg_tape *t, tg_tensor *a) { return act(t, &softsign_k, a, 0, 0, 0); }

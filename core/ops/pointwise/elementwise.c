@@ -474,7 +474,7 @@ tg_tensor *tg_abs(tg_tape *t, tg_tensor *a) { return unary(t, a, OP_ABS, 0, 0); 
 
 tg_tensor *tg_clamp(tg_tape *t, tg_tensor *a, double lo, double hi)
 {
-    if (t && (isnan(lo) || isnan(hi))) return tg_fail(t, "tg_clamp: bounds must not be NaN (lo %g, hi %g)", lo, hi);
+    if (t && (isnan(lo) || isnan(hi))) return tg_op_fail(t, &unary_kinds[OP_CLAMP].op, "bounds must not be NaN (lo %g, hi %g)", lo, hi);
     return unary(t, a, OP_CLAMP, lo, hi);
 }
 

@@ -179,18 +179,18 @@ tg_tensor *tg_prod_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim)
 }
 tg_tensor *tg_var_dim(tg_tape *t, tg_tensor *a, int dim, double correction, bool keepdim)
 {
-    if (t && !(correction >= 0)) return tg_fail(t, "tg_var_dim: correction %g must be >= 0", correction);
+    if (t && !(correction >= 0)) return tg_op_fail(t, &var_k.op, "correction %g must be >= 0", correction);
     return reduce(t, &var_k, a, dim, keepdim, correction, 0, NULL);
 }
 tg_tensor *tg_std_dim(tg_tape *t, tg_tensor *a, int dim, double correction, bool keepdim)
 {
-    if (t && !(correction >= 0)) return tg_fail(t, "tg_std_dim: correction %g must be >= 0", correction);
+    if (t && !(correction >= 0)) return tg_op_fail(t, &std_k.op, "correction %g must be >= 0", correction);
     return reduce(t, &std_k, a, dim, keepdim, correction, 1, NULL);
 }
 tg_tensor *tg_norm_dim(tg_tape *t, tg_tensor *a, double ord, int dim, bool keepdim)
 {
     if (t && ord != 1 && ord != 2 && ord != INFINITY)
-        return tg_fail(t, "tg_norm_dim: ord %g is not supported (1, 2 or INFINITY)", ord);
+        return tg_op_fail(t, &norm_k.op, "ord %g is not supported (1, 2 or INFINITY)", ord);
     return reduce(t, &norm_k, a, dim, keepdim, ord, 0, isinf(ord) ? "the inf norm has no identity" : NULL);
 }
 tg_tensor *tg_argmax(tg_tape *t, tg_tensor *a, int dim, bool keepdim)
