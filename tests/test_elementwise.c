@@ -1,5 +1,6 @@
-/* elementwise ops and reductions (core/ops/pointwise/elementwise.c): values on
- * hand-computed cases, gradchecks, and rejection of bad shapes. */
+/* elementwise ops and reductions (core/ops/pointwise/binary.c, math.c,
+ * activation.c, core/ops/reduce/all.c): values on hand-computed cases,
+ * gradchecks, and rejection of bad shapes. */
 #include <string.h>
 
 #include "test_util.h"

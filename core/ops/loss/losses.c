@@ -93,12 +93,12 @@ static double bcel_d(int k, const double *v, double y, const double *p)
     return pw * softplus1(-A) - softplus1(A);
 }
 
-static const tg_pw_kind mse_k = {TG_PW_OP("tg_mse_loss"), 2, 3, mse_f, mse_d};
-static const tg_pw_kind l1_k = {TG_PW_OP("tg_l1_loss"), 2, 3, l1_f, l1_d};
-static const tg_pw_kind smooth_l1_k = {TG_PW_OP("tg_smooth_l1_loss"), 2, 3, smooth_l1_f, smooth_l1_d};
-static const tg_pw_kind huber_k = {TG_PW_OP("tg_huber_loss"), 2, 3, huber_f, huber_d};
-static const tg_pw_kind bce_k = {TG_PW_OP("tg_binary_cross_entropy"), 3, 3, bce_f, bce_d};
-static const tg_pw_kind bcel_k = {TG_PW_OP("tg_binary_cross_entropy_with_logits"), 3, 3, bcel_f, bcel_d};
+static const tg_pw_kind mse_k = TG_PW_KIND("tg_mse_loss", 2, 3, mse_f, mse_d);
+static const tg_pw_kind l1_k = TG_PW_KIND("tg_l1_loss", 2, 3, l1_f, l1_d);
+static const tg_pw_kind smooth_l1_k = TG_PW_KIND("tg_smooth_l1_loss", 2, 3, smooth_l1_f, smooth_l1_d);
+static const tg_pw_kind huber_k = TG_PW_KIND("tg_huber_loss", 2, 3, huber_f, huber_d);
+static const tg_pw_kind bce_k = TG_PW_KIND("tg_binary_cross_entropy", 3, 3, bce_f, bce_d);
+static const tg_pw_kind bcel_k = TG_PW_KIND("tg_binary_cross_entropy_with_logits", 3, 3, bcel_f, bcel_d);
 
 /* the elementwise loss of kind k over in (in[0] and in[1] of one shape), reduced */
 static tg_tensor *loss(tg_tape *t, const tg_pw_kind *k, tg_tensor **in, tg_tensor *weight, double p0, tg_reduction red)

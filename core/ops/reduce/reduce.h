@@ -13,9 +13,14 @@
 extern "C" {
 #endif
 
-/* Sum / mean of all elements: a 0-d tensor. */
+/* ---- of every element (core/ops/reduce/all.c) -------------------------------------
+ * A 0-d tensor. max / min: torch.max(a) / torch.min(a); their grad is shared
+ * evenly among the elements equal to the result (PyTorch); an empty a is an
+ * error. */
 tg_tensor *tg_sum(tg_tape *t, tg_tensor *a);
 tg_tensor *tg_mean(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_max(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_min(tg_tape *t, tg_tensor *a);
 
 /* ---- reductions along a dim (core/ops/reduce/reduce.c) ----------------------------
  * Reduce dim `dim` of a (negative counts from the end: -1 is the last); out
@@ -30,11 +35,6 @@ tg_tensor *tg_max_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
 /* log sum exp, stable (max subtracted); a slice that is all -inf gives -inf
  * and zero grad (PyTorch: NaN grad). */
 tg_tensor *tg_logsumexp_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
-
-/* torch.max(a) / torch.min(a) of every element: 0-d; their grad is shared
- * evenly among the elements equal to the result (PyTorch); an empty a is an error. */
-tg_tensor *tg_max(tg_tape *t, tg_tensor *a);
-tg_tensor *tg_min(tg_tape *t, tg_tensor *a);
 
 /* ---- more reductions along a dim (core/ops/reduce/stats.c) ------------------------
  * dim and keepdim as tg_sum_dim. Empty dims as PyTorch: prod 1, var / std
