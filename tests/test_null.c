@@ -443,6 +443,10 @@ Test(null, ops_math)
     FAILS(t, tg_rsqrt(t, NULL), NULL, "tg_rsqrt");
     FAILS(t, tg_square(t, NULL), NULL, "tg_square");
     FAILS(t, tg_erf(t, NULL), NULL, "tg_erf");
+    FAILS(t, tg_floor(t, NULL), NULL, "tg_floor");
+    FAILS(t, tg_ceil(t, NULL), NULL, "tg_ceil");
+    FAILS(t, tg_trunc(t, NULL), NULL, "tg_trunc");
+    FAILS(t, tg_round(t, NULL), NULL, "tg_round");
     FAILS(t, tg_logaddexp(t, x, NULL), NULL, "tg_logaddexp");
     FAILS(t, tg_pow_tensor(t, NULL, x), NULL, "tg_pow_tensor");
     FAILS(t, tg_lerp(t, x, x, NULL), NULL, "tg_lerp");
@@ -480,6 +484,8 @@ Test(null, ops_math)
     FAILS(t, tg_std_dim(t, NULL, 0, 1, false), NULL, "tg_std_dim");
     FAILS(t, tg_norm_dim(t, NULL, 2, 0, false), NULL, "tg_norm_dim");
     FAILS(t, tg_logsumexp_dim(t, NULL, 0, false), NULL, "tg_logsumexp_dim");
+    FAILS(t, tg_amax(t, NULL, 0, false), NULL, "tg_amax");
+    FAILS(t, tg_amin(t, NULL, 0, false), NULL, "tg_amin");
     FAILS(t, tg_argmax(t, NULL, 0, false), NULL, "tg_argmax");
     FAILS(t, tg_argmin(t, NULL, 0, false), NULL, "tg_argmin");
     FAILS(t, tg_cumsum(t, NULL, 0), NULL, "tg_cumsum");

@@ -15,6 +15,7 @@
  *   log1p  1 / (1 + x)        expm1  y + 1              sign   0
  *   reciprocal  -y^2          rsqrt  -y^3 / 2           square 2x
  *   erf    2 / sqrt(pi) exp(-x^2)
+ *   floor, ceil, trunc, round (halves to even)  0, as PyTorch
  * and of two or three operands (broadcasting):
  *   logaddexp(a, b) = log(e^a + e^b)   da = 1 / (1 + e^(b - a))   db = 1 / (1 + e^(a - b))
  *   pow(a, b) = a^b                    da = b a^(b-1) (0 where b = 0)
@@ -112,6 +113,11 @@ static double rsqrt_f(const double *v, const double *p) { (void)p; return 1 / sq
 static double rsqrt_d(int k, const double *v, double y, const double *p) { UNUSED, (void)v; return -0.5 * y * y * y; }
 static double square_f(const double *v, const double *p) { (void)p; return X * X; }
 static double square_d(int k, const double *v, double y, const double *p) { UNUSED, (void)y; return 2 * X; }
+/* PyTorch's: zero grad; round halves to even (nearbyint's default mode) */
+static double floor_f(const double *v, const double *p) { (void)p; return floor(X); }
+static double ceil_f(const double *v, const double *p) { (void)p; return ceil(X); }
+static double trunc_f(const double *v, const double *p) { (void)p; return trunc(X); }
+static double round_f(const double *v, const double *p) { (void)p; return nearbyint(X); }
 static double erf_f(const double *v, const double *p) { (void)p; return erf(X); }
 static double erf_d(int k, const double *v, double y, const double *p) { UNUSED, (void)y; return TWO_OVER_SQRT_PI * exp(-X * X); }
 
@@ -157,7 +163,9 @@ static const tg_pw_kind sin_k = KIND1("tg_sin", sin_f, sin_d), cos_k = KIND1("tg
                         log10_k = KIND1("tg_log10", log10_f, log10_d), log1p_k = KIND1("tg_log1p", log1p_f, log1p_d),
                         expm1_k = KIND1("tg_expm1", expm1_f, expm1_d), sign_k = KIND1("tg_sign", sign_f, zero_d),
                         recip_k = KIND1("tg_reciprocal", recip_f, recip_d), rsqrt_k = KIND1("tg_rsqrt", rsqrt_f, rsqrt_d),
-                        square_k = KIND1("tg_square", square_f, square_d), erf_k = KIND1("tg_erf", erf_f, erf_d);
+                        square_k = KIND1("tg_square", square_f, square_d), erf_k = KIND1("tg_erf", erf_f, erf_d),
+                        floor_k = KIND1("tg_floor", floor_f, zero_d), ceil_k = KIND1("tg_ceil", ceil_f, zero_d),
+                        trunc_k = KIND1("tg_trunc", trunc_f, zero_d), round_k = KIND1("tg_round", round_f, zero_d);
 static const tg_pw_kind logaddexp_k = TG_PW_KIND("tg_logaddexp", 2, 3, logaddexp_f, logaddexp_d);
 static const tg_pw_kind pow_k = TG_PW_KIND("tg_pow_tensor", 2, 3, pow_f, pow_d);
 static const tg_pw_kind lerp_k = TG_PW_KIND("tg_lerp", 3, 7, lerp_f, lerp_d);
@@ -174,6 +182,10 @@ tg_tensor *tg_reciprocal(tg_tape *t, tg_tensor *a) { return tg_pw_apply(t, &reci
 tg_tensor *tg_rsqrt(tg_tape *t, tg_tensor *a) { return tg_pw_apply(t, &rsqrt_k, &a, NULL); }
 tg_tensor *tg_square(tg_tape *t, tg_tensor *a) { return tg_pw_apply(t, &square_k, &a, NULL); }
 tg_tensor *tg_erf(tg_tape *t, tg_tensor *a) { return tg_pw_apply(t, &erf_k, &a, NULL); }
+tg_tensor *tg_floor(tg_tape *t, tg_tensor *a) { return tg_pw_apply(t, &floor_k, &a, NULL); }
+tg_tensor *tg_ceil(tg_tape *t, tg_tensor *a) { return tg_pw_apply(t, &ceil_k, &a, NULL); }
+tg_tensor *tg_trunc(tg_tape *t, tg_tensor *a) { return tg_pw_apply(t, &trunc_k, &a, NULL); }
+tg_tensor *tg_round(tg_tape *t, tg_tensor *a) { return tg_pw_apply(t, &round_k, &a, NULL); }
 
 tg_tensor *tg_logaddexp(tg_tape *t, tg_tensor *a, tg_tensor *b)
 {

@@ -60,6 +60,11 @@ tg_tensor *tg_reciprocal(tg_tape *t, tg_tensor *a);
 tg_tensor *tg_rsqrt(tg_tape *t, tg_tensor *a);
 tg_tensor *tg_square(tg_tape *t, tg_tensor *a);
 tg_tensor *tg_erf(tg_tape *t, tg_tensor *a);
+/* to an integer; grad 0 (PyTorch's); round halves to even as torch.round */
+tg_tensor *tg_floor(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_ceil(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_trunc(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_round(tg_tape *t, tg_tensor *a);
 /* log(e^a + e^b), stable */
 tg_tensor *tg_logaddexp(tg_tape *t, tg_tensor *a, tg_tensor *b);
 /* a^b with b a tensor (torch.pow(a, b)); tg_pow takes a number */

@@ -38,12 +38,13 @@ tg_tensor *tg_logsumexp_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
 
 /* ---- more reductions along a dim (core/ops/reduce/stats.c) ------------------------
  * dim and keepdim as tg_sum_dim. Empty dims as PyTorch: prod 1, var / std
- * NaN, norm 1 and 2 give 0; min, argmax, argmin and the inf norm are an
- * error. min is torch.min(a, dim).values (grad to the first minimum, NaN
+ * NaN, norm 1 and 2 give 0; min, amax, amin, argmax, argmin and the inf norm
+ * are an error. min is torch.min(a, dim).values (grad to the first minimum, NaN
  * wins); var / std divide by n - correction (1: Bessel's, 0: population);
  * std's grad is 0 where std is 0. norm is torch.linalg.vector_norm with ord
  * 1, 2 or INFINITY (its grad at ties of the inf norm is shared evenly, at a
- * zero 2-norm 0). argmax / argmin give the index of the first extreme (the
+ * zero 2-norm 0). amax / amin are torch.amax / amin: NaN if any, the grad
+ * shared evenly among the elements equal to the result. argmax / argmin give the index of the first extreme (the
  * first NaN) as a value of a tensor (tapegrad has one dtype), never a grad.
  * For every element, reshape a to [-1] and reduce dim 0. */
 tg_tensor *tg_min_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
@@ -51,6 +52,8 @@ tg_tensor *tg_prod_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
 tg_tensor *tg_var_dim(tg_tape *t, tg_tensor *a, int dim, double correction, bool keepdim);
 tg_tensor *tg_std_dim(tg_tape *t, tg_tensor *a, int dim, double correction, bool keepdim);
 tg_tensor *tg_norm_dim(tg_tape *t, tg_tensor *a, double ord, int dim, bool keepdim);
+tg_tensor *tg_amax(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
+tg_tensor *tg_amin(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
 tg_tensor *tg_argmax(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
 tg_tensor *tg_argmin(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
 
