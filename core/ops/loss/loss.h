@@ -13,7 +13,7 @@
 extern "C" {
 #endif
 
-/* ---- losses (core/ops/loss/loss.c) ----------------------------------------------
+/* ---- cross-entropy (core/ops/loss/cross_entropy.c) ---------------------------------
  * Mean cross-entropy of logits [..., V] (rows N = all but the last dim) with
  * int32 targets [N]; targets equal to ignore_index are skipped; the mean is
  * over the others. When all are ignored the loss is 0 and logits get an
@@ -23,7 +23,7 @@ extern "C" {
 tg_tensor *tg_cross_entropy(tg_tape *t, tg_tensor *logits, const int32_t *targets, int ignore_index);
 tg_tensor *tg_cross_entropy_sum(tg_tape *t, tg_tensor *logits, const int32_t *targets, int ignore_index);
 
-/* ---- losses with options (core/ops/loss/cross_entropy.c, losses.c) ---------------
+/* ---- with options (core/ops/loss/cross_entropy.c; elementwise ones: losses.c) ----
  * torch.nn.functional's, reduction TG_MEAN (0, the default), TG_SUM or
  * TG_NONE (one loss per element, or per row for cross-entropy). */
 typedef enum tg_reduction { TG_MEAN, TG_SUM, TG_NONE } tg_reduction;
