@@ -1,7 +1,7 @@
 /* Where splitting an op across the pool pays: each loop the pool runs, timed
  * on 1 and on 2 threads over a range of sizes. The size rule
  * (tg_parallel_pays, core/kernels/parallel.c) and the per-element costs the
- * call sites give it (core/kernels/gemm.c, core/ops/pointwise/elementwise.c, norm.c,
+ * call sites give it (core/kernels/gemm.c, core/ops/pointwise/binary.c, norm.c,
  * reduce.c, attention.c) rest on these numbers (docs/PERF.md, "Threads").
  * To see where splitting pays rather than what the rule does, build with the
  * rule off (PAR_MIN_NS and PAR_MIN_NS_ASLEEP 0 in core/kernels/parallel.c).

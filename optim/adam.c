@@ -59,7 +59,7 @@ static void adam_piece(void *ctx, size_t begin, size_t end)
 }
 
 /* One-thread time per element: four streams and a square root and a
- * division, as the transcendental unary ops (core/ops/pointwise/elementwise.c). */
+ * division, as the transcendental unary ops (core/ops/pointwise/math.c). */
 #define ADAM_NS 0.9
 
 /* buf: the moments m, v. */

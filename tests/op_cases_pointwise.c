@@ -44,6 +44,10 @@ UNARY(log10)
 UNARY(log1p)
 UNARY(expm1)
 UNARY(sign)
+UNARY(floor)
+UNARY(ceil)
+UNARY(trunc)
+UNARY(round)
 UNARY(reciprocal)
 UNARY(rsqrt)
 UNARY(square)
@@ -107,6 +111,10 @@ static const op_case rows[] = {
     ROW1(log1p, -0.5, 1, OC_NAN_SAME),
     ROW1(expm1, -1, 1, OC_NAN_SAME),
     ROW1(sign, -1, 1, "......"),  /* torch.sign(NaN) is 0 */
+    ROW1(floor, -2.5, 2.5, OC_NAN_SAME),  /* grad 0 everywhere, as PyTorch */
+    ROW1(ceil, -2.5, 2.5, OC_NAN_SAME),
+    ROW1(trunc, -2.5, 2.5, OC_NAN_SAME),
+    ROW1(round, -2.5, 2.5, OC_NAN_SAME),
     ROW1(reciprocal, 0.5, 2, OC_NAN_SAME),
     ROW1(rsqrt, 0.5, 2, OC_NAN_SAME),
     ROW1(square, -1, 1, OC_NAN_SAME),

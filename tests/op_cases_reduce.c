@@ -11,6 +11,8 @@ OC_BUILD(b_mean_dim, tg_mean_dim(t, x[0], 0, true))
 OC_BUILD(b_max_dim, tg_max_dim(t, x[0], -1, false))
 OC_BUILD(b_logsumexp_dim, tg_logsumexp_dim(t, x[0], 1, false))
 OC_BUILD(b_min_dim, tg_min_dim(t, x[0], 1, true))
+OC_BUILD(b_amax, tg_amax(t, x[0], -1, false))
+OC_BUILD(b_amin, tg_amin(t, x[0], 1, true))
 OC_BUILD(b_prod_dim, tg_prod_dim(t, x[0], 1, false))
 OC_BUILD(b_var_dim, tg_var_dim(t, x[0], 1, 1, false))
 OC_BUILD(b_std_dim, tg_std_dim(t, x[0], -1, 0, false))
@@ -42,6 +44,8 @@ static const op_case rows[] = {
     ROW(max_dim, -1, 1, 0, "n."),
     ROW(logsumexp_dim, -1, 1, 0, "n."),
     ROW(min_dim, -1, 1, 0, "n."),
+    ROW(amax, -1, 1, 0, "n."),
+    ROW(amin, -1, 1, 0, "n."),
     ROW(prod_dim, 0.5, 1.5, 0, "n."),
     ROW(var_dim, -1, 1, 0, "n."),
     ROW(std_dim, -1, 1, 0, "n."),

@@ -1,7 +1,7 @@
-/* elementwise ops and reductions (core/ops/pointwise/elementwise.c): values
- * on hand-computed cases, add_inplace's gradcheck, and rejection of bad
- * shapes (the others' gradchecks: their op-case rows,
- * tests/op_cases_pointwise.c). */
+/* elementwise ops and reductions (core/ops/pointwise/binary.c, math.c,
+ * activation.c, core/ops/reduce/all.c): values on hand-computed cases,
+ * add_inplace's gradcheck, and rejection of bad shapes (the others'
+ * gradchecks: their op-case rows, tests/op_cases_pointwise.c). */
 #include <string.h>
 
 #include "test_util.h"

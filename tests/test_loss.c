@@ -1,4 +1,4 @@
-/* cross-entropy (core/ops/loss/loss.c): against a double reference with ignored
+/* cross-entropy (core/ops/loss/cross_entropy.c): against a double reference with ignored
  * targets, gradcheck. */
 #include <string.h>
 

@@ -11,7 +11,7 @@
 
 TU_SUITE(math, 23);
 
-enum { SIN, COS, EXP2, LOG2, LOG10, LOG1P, EXPM1, SIGN, RECIP, RSQRT, SQUARE, ERF, SILU, SOFTPLUS, SOFTPLUS3,
+enum { SIN, COS, EXP2, LOG2, LOG10, LOG1P, EXPM1, SIGN, RECIP, RSQRT, SQUARE, ERF, FLOOR, CEIL, TRUNC, ROUND, SILU, SOFTPLUS, SOFTPLUS3,
        LEAKY, ELU, SELU, CELU, MISH, HSWISH, HSIGMOID, HTANH, SOFTSIGN, GELU_TANH, N_KINDS };
 
 typedef struct kind {
@@ -27,6 +27,8 @@ static const kind kinds[N_KINDS] = {
     [EXPM1] = {"expm1", -3, 3, {NAN, NAN}},      [SIGN] = {"sign", -2, 2, {0, NAN}},
     [RECIP] = {"reciprocal", 0.3, 3, {NAN, NAN}}, [RSQRT] = {"rsqrt", 0.3, 3, {NAN, NAN}},
     [SQUARE] = {"square", -2, 2, {NAN, NAN}},    [ERF] = {"erf", -2.5, 2.5, {NAN, NAN}},
+    [FLOOR] = {"floor", -1.9, -1.1, {NAN, NAN}}, [CEIL] = {"ceil", 1.1, 1.9, {NAN, NAN}},
+    [TRUNC] = {"trunc", -1.9, -1.1, {NAN, NAN}}, [ROUND] = {"round", 2.1, 2.9, {2.5, NAN}},
     [SILU] = {"silu", -6, 6, {NAN, NAN}},        [SOFTPLUS] = {"softplus", -6, 6, {NAN, NAN}},
     [SOFTPLUS3] = {"softplus beta 3 threshold 4", -3, 3, {4.0 / 3, NAN}},
     [LEAKY] = {"leaky_relu 0.1", -2, 2, {0, NAN}}, [ELU] = {"elu 0.7", -3, 3, {0, NAN}},
@@ -51,6 +53,10 @@ static tg_tensor *apply(tg_tape *t, tg_tensor *x, int k)
     case RSQRT: return tg_rsqrt(t, x);
     case SQUARE: return tg_square(t, x);
     case ERF: return tg_erf(t, x);
+    case FLOOR: return tg_floor(t, x);
+    case CEIL: return tg_ceil(t, x);
+    case TRUNC: return tg_trunc(t, x);
+    case ROUND: return tg_round(t, x);
     case SILU: return tg_silu(t, x);
     case SOFTPLUS: return tg_softplus(t, x, 1, 20);
     case SOFTPLUS3: return tg_softplus(t, x, 3, 4);
@@ -85,6 +91,10 @@ static double ref(int k, double x, double *d)
     case RSQRT: *d = -0.5 * pow(x, -1.5); return pow(x, -0.5);
     case SQUARE: *d = 2 * x; return x * x;
     case ERF: *d = 2 / sqrt(3.14159265358979323846) * exp(-x * x); return erf(x);
+    case FLOOR: *d = 0; return floor(x);
+    case CEIL: *d = 0; return ceil(x);
+    case TRUNC: *d = 0; return trunc(x);
+    case ROUND: *d = 0; return x < 2.5 ? 2 : 3;
     case SILU: *d = s + x * s * (1 - s); return x * s;
     case SOFTPLUS: *d = s; return sp;
     case SOFTPLUS3:
@@ -183,6 +193,18 @@ Test(math, nan_propagates)
             cr_assert(isnan(y->data[0]), "%s(NaN) = %g", kinds[k].name, (double)y->data[0]);
         tg_tape_reset(T);
     }
+}
+
+/* torch.round halves to even; floor, ceil, trunc of halves and negatives */
+Test(math, rounding_at_halves)
+{
+    tg_tensor *x = mk(T, 1, (int[]){5}, (tg_real[]){0.5, 1.5, 2.5, -0.5, -2.5});
+    tg_tensor *r = tg_round(T, x), *f = tg_floor(T, x), *c = tg_ceil(T, x), *tr = tg_trunc(T, x);
+    const tg_real want_r[5] = {0, 2, 2, 0, -2}, want_f[5] = {0, 1, 2, -1, -3}, want_c[5] = {1, 2, 3, 0, -2},
+                  want_t[5] = {0, 1, 2, 0, -2};
+    for (int i = 0; i < 5; i++)
+        cr_assert(r->data[i] == want_r[i] && f->data[i] == want_f[i] && c->data[i] == want_c[i] &&
+                      tr->data[i] == want_t[i], "at %g", (double)x->data[i]);
 }
 
 /* tinygrad's extremes and the log/exp stability points */

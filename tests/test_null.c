@@ -418,6 +418,10 @@ Test(null, engine_io_optim_nn_viz)
     tg_tape_clear_error(t);
     FAILS(NULL, tg_fail_null(t, "my_op"), NULL, "my_op: input is NULL");
     FAILS(NULL, tg_fail_null(NULL, NULL), NULL, "tg_fail_null");
+    FAILS(NULL, tg_op_fail(NULL, NULL, "%s", "a message"), NULL, "tg_op_fail");
+    static const tg_op named = {"my_op", NULL, 0};
+    cr_expect_null(tg_op_fail(NULL, &named, "bad %s", "thing"));
+    cr_expect_str_eq(tg_error(), "my_op: bad thing");
     FAILS(NULL, tg_tensor_str(x, NULL, 8), 0, "tg_tensor_str");
     cr_expect_gt(tg_tensor_str(x, NULL, 0), 0);  /* snprintf's rule: no buffer, the length */
     cr_expect_eq(tg_tensor_str(NULL, buf, sizeof buf), 12);  /* a NULL tensor prints as one */

@@ -9,8 +9,8 @@
 
 TU_SUITE(stats, 31);
 
-enum { MIN, PROD, VAR, STD, NORM1, NORM2, NORMINF, CUMSUM, CUMPROD, SORT, SORTD, TOPK, TOPKS, N_OPS };
-static const char *const names[N_OPS] = {"min", "prod", "var", "std", "norm1", "norm2", "norminf", "cumsum",
+enum { MIN, AMAX, AMIN, PROD, VAR, STD, NORM1, NORM2, NORMINF, CUMSUM, CUMPROD, SORT, SORTD, TOPK, TOPKS, N_OPS };
+static const char *const names[N_OPS] = {"min", "amax", "amin", "prod", "var", "std", "norm1", "norm2", "norminf", "cumsum",
                                          "cumprod", "sort", "sort descending", "topk", "topk smallest"};
 
 typedef struct op_ctx {
@@ -22,6 +22,8 @@ static tg_tensor *apply(tg_tape *t, tg_tensor *x, const op_ctx *c)
 {
     switch (c->op) {
     case MIN: return tg_min_dim(t, x, c->dim, c->keep);
+    case AMAX: return tg_amax(t, x, c->dim, c->keep);
+    case AMIN: return tg_amin(t, x, c->dim, c->keep);
     case PROD: return tg_prod_dim(t, x, c->dim, c->keep);
     case VAR: return tg_var_dim(t, x, c->dim, 1, c->keep);
     case STD: return tg_std_dim(t, x, c->dim, 0, c->keep);
@@ -124,6 +126,16 @@ Test(stats, argmax_argmin_first_index_and_nan)
     tie->requires_grad = true;
     cr_assert_eq(tg_backward(T, tg_sum(T, tg_min_dim(T, tie, 0, false))), 0);
     cr_assert(tie->grad[1] == 1 && tie->grad[2] == 0);
+    tg_tape_reset(T);
+    /* amax / amin share the grad among ties (torch.amax); NaN wins */
+    tie = mk(T, 2, (int[]){2, 4}, (tg_real[]){4, -1, 4, -1, 2, NAN, 3, NAN});
+    tie->requires_grad = true;
+    tg_tensor *ax = tg_amax(T, tie, 1, false), *an = tg_amin(T, tie, -1, true);
+    cr_assert(ax->data[0] == 4 && isnan(ax->data[1]) && an->data[0] == -1 && isnan(an->data[1]));
+    cr_assert(an->ndim == 2 && an->shape[1] == 1);
+    cr_assert_eq(tg_backward(T, tg_sum(T, tg_add(T, tg_scale(T, ax, 2), tg_reshape(T, an, 1, (int[]){2})))), 0);
+    cr_assert(tie->grad[0] == 1 && tie->grad[2] == 1 && tie->grad[1] == 0.5 && tie->grad[3] == 0.5);
+    cr_assert(tie->grad[4] == 0 && tie->grad[5] == 1.5 && tie->grad[6] == 0 && tie->grad[7] == 1.5);
 }
 
 Test(stats, zeros_in_prod_and_cumprod_zero_std_and_norm)
@@ -187,6 +199,8 @@ Test(stats, empty_dims)
     cr_assert(tg_prod_dim(T, e, 0, false)->size == 0);
     assert_fails(T, tg_min_dim(T, e, 1, false), "tg_min_dim", "dim 1 of a [3,0] has size 0");
     assert_fails(T, tg_argmax(T, e, -1, false), "tg_argmax", "size 0");
+    assert_fails(T, tg_amax(T, e, 1, false), "tg_amax", "dim 1 of a [3,0] has size 0: no maximum");
+    assert_fails(T, tg_amin(T, e, 1, false), "tg_amin", "no minimum");
     assert_fails(T, tg_norm_dim(T, e, INFINITY, 1, false), "tg_norm_dim", "no identity");
 }
 

@@ -75,6 +75,10 @@ typedef struct tg_op {
  * these and when t or op is NULL. */
 bool tg_inputs_check(tg_tape *t, const tg_op *op, tg_tensor *const *in, int n, int n_required);
 
+/* tg_fail with the op's name in front: stores "<op->name>: <fmt...>" and
+ * returns NULL. The name is written once, in the op's record. */
+tg_tensor *tg_op_fail(tg_tape *t, const tg_op *op, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* True when t records and a non-NULL in[k] requires a grad: the forward then
  * saves what its backward needs. */
 bool tg_needs_grad(const tg_tape *t, tg_tensor *const *in, int n);

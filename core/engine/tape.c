@@ -418,6 +418,17 @@ static const char *misuse(const tg_tape *t, const tg_tensor *x)
 }
 
 
+tg_tensor *tg_op_fail(tg_tape *t, const tg_op *op, const char *fmt, ...)
+{
+    char msg[TG_ERROR_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (!op) return tg_fail(t, "tg_op_fail: the op is NULL (message: %s)", msg);
+    return tg_fail(t, "%s: %s", op->name, msg);
+}
+
 bool tg_inputs_check(tg_tape *t, const tg_op *rec, tg_tensor *const *in, int n, int n_required)
 {
     if (!rec) {

@@ -119,12 +119,15 @@ static inline tg_real tg_row_sum(const tg_real *x, size_t n)
     return s[0];
 }
 
-/* ---- the elementwise engine (core/ops/pointwise/pointwise.c) ---------------------- */
+/* ---- the pointwise table's engine (core/ops/pointwise/pointwise.c) ---------------- */
 
-/* Elementwise functions of one to three broadcasting operands, written one
- * element at a time in double. The ops of math.c, activation.c and compare.c are each a kind: a value
- * function and its partial derivatives side by side. Not for the hot paths
- * (relu, gelu, add, mul keep their vectorised loops in elementwise.c). */
+/* Elementwise functions of one to three broadcasting operands. Each op of
+ * math.c, activation.c, compare.c and the elementwise losses is a row, a
+ * tg_pw_kind: its value and its partial derivatives side by side, either
+ * written one element at a time in double (f, df: broadcasting, any number
+ * of operands) or, for the hot one-operand kinds (exp, tanh, gelu, relu ...),
+ * as vectorised loops over tg_real (vf, vdf, made by TG_PW_VEC). add / sub /
+ * mul / div keep their own broadcasting loops (binary.c). */
 
 #define TG_PW_MAX_IN 3
 
@@ -136,6 +139,12 @@ typedef struct tg_pw_kind {
     double (*f)(const double *v, const double *p);
     /* d y / d v[k] at v, with y = f(v) */
     double (*df)(int k, const double *v, double y, const double *p);
+    /* or, one operand: y [n] = f(x) and dx [n] += g f'(x) (= when store: dx
+     * was just made, tg_grad_write), s and s2 the parameters p[0], p[1] */
+    void (*vf)(tg_real *y, const tg_real *x, size_t n, tg_real s, tg_real s2);
+    void (*vdf)(bool store, tg_real *dx, const tg_real *g, const tg_real *x, const tg_real *y, size_t n, tg_real s,
+                tg_real s2);
+    double ns;         /* vf's one-thread time per element (bench/bench_threads) */
 } tg_pw_kind;
 
 #define TG_PW_PARAMS 3
@@ -146,6 +155,35 @@ typedef struct tg_pw_ctx {
 
 void tg_pw_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx);
 #define TG_PW_OP(name) {name, tg_pw_backward, sizeof(tg_pw_ctx)}
+/* A row computed in double: n_in operands, grads its differentiable ones. */
+#define TG_PW_KIND(name, n_in, grads, f, df) {TG_PW_OP(name), n_in, grads, f, df, NULL, NULL, 0}
+
+/* The vectorised loops name_vf and name_vdf of a one-operand kind from the
+ * expressions of element i: y[i] = fwd, dx[i] += grad (x[i], y[i], g[i], s
+ * and s2 in scope), each cloned per SIMD level (core/kernels/vmath.h, which
+ * the using file includes). TG_PW_VEC_KIND is its row. */
+#define TG_PW_VEC(name, fwd, grad)                                                                              \
+    TG_SIMD_BODY void name##_vf_body(tg_real *restrict y, const tg_real *restrict x, size_t n, tg_real s,        \
+                                     tg_real s2)                                                                \
+    {                                                                                                           \
+        (void)s, (void)s2;                                                                                      \
+        for (size_t i = 0; i < n; i++) y[i] = (fwd);                                                            \
+    }                                                                                                           \
+    TG_SIMD_CLONES(static, name##_vf, (tg_real *restrict y, const tg_real *restrict x, size_t n, tg_real s,     \
+                                       tg_real s2), (y, x, n, s, s2))                                           \
+    /* two loops, so that each vectorises; 0 + grad has the bits of 0 += grad */                                \
+    TG_SIMD_BODY void name##_vdf_body(bool store, tg_real *restrict dx, const tg_real *restrict g,              \
+                                      const tg_real *restrict x, const tg_real *restrict y, size_t n,           \
+                                      tg_real s, tg_real s2)                                                    \
+    {                                                                                                           \
+        (void)x, (void)y, (void)s, (void)s2;                                                                    \
+        if (store) for (size_t i = 0; i < n; i++) dx[i] = 0 + (grad);                                           \
+        else for (size_t i = 0; i < n; i++) dx[i] += (grad);                                                    \
+    }                                                                                                           \
+    TG_SIMD_CLONES(static, name##_vdf, (bool store, tg_real *restrict dx, const tg_real *restrict g,            \
+                                        const tg_real *restrict x, const tg_real *restrict y, size_t n,         \
+                                        tg_real s, tg_real s2), (store, dx, g, x, y, n, s, s2))
+#define TG_PW_VEC_KIND(opname, name, ns) {TG_PW_OP(opname), 1, 1, NULL, NULL, name##_vf, name##_vdf, ns}
 
 /* out = f(in...) broadcast as tg_add (shapes aligned from the last dim); p
  * has TG_PW_PARAMS entries or is NULL. The error names the op and every

@@ -19,14 +19,14 @@ typedef struct mm_dims {
     bool b_batched; /* b has a's batch dims (else broadcast 2-D) */
 } mm_dims;
 
-static bool mm_shapes(tg_tape *t, const tg_tensor *a, const tg_tensor *b, const tg_tensor *bias,
-                      unsigned flags, mm_dims *d)
+static bool mm_shapes(tg_tape *t, const tg_op *op, const tg_tensor *a, const tg_tensor *b,
+                      const tg_tensor *bias, unsigned flags, mm_dims *d)
 {
     char sa[TG_SHAPE_STR], sb[TG_SHAPE_STR], sc[TG_SHAPE_STR];
     const char *ta = flags & TG_TRANS_A ? "^T" : "", *tb = flags & TG_TRANS_B ? "^T" : "";
     if (a->ndim < 2 || b->ndim < 2) {
-        tg_fail(t, "tg_matmul: operands must have at least 2 dims: a %s @ b %s", tg_shape_str(a, sa),
-                tg_shape_str(b, sb));
+        tg_op_fail(t, op, "operands must have at least 2 dims: a %s @ b %s", tg_shape_str(a, sa),
+                   tg_shape_str(b, sb));
         return false;
     }
     int r0 = a->shape[a->ndim - 2], r1 = a->shape[a->ndim - 1];
@@ -40,22 +40,22 @@ static bool mm_shapes(tg_tape *t, const tg_tensor *a, const tg_tensor *b, const 
     d->b_batched = b->ndim > 2;
     d->flags = flags;
     if (d->K != kb) {
-        tg_fail(t, "tg_matmul: inner dimensions differ: a %s%s @ b %s%s", tg_shape_str(a, sa), ta,
-                tg_shape_str(b, sb), tb);
+        tg_op_fail(t, op, "inner dimensions differ: a %s%s @ b %s%s", tg_shape_str(a, sa), ta,
+                   tg_shape_str(b, sb), tb);
         return false;
     }
     if (d->b_batched) {
         bool same = b->ndim == a->ndim;
         for (int i = 0; same && i + 2 < a->ndim; i++) same = a->shape[i] == b->shape[i];
         if (!same) {
-            tg_fail(t, "tg_matmul: batch dimensions differ: a %s%s @ b %s%s (b must be 2-D or share a's batch dims)",
-                    tg_shape_str(a, sa), ta, tg_shape_str(b, sb), tb);
+            tg_op_fail(t, op, "batch dimensions differ: a %s%s @ b %s%s (b must be 2-D or share a's batch dims)",
+                       tg_shape_str(a, sa), ta, tg_shape_str(b, sb), tb);
             return false;
         }
     }
     if (bias && (bias->ndim != 1 || bias->shape[0] != d->N)) {
-        tg_fail(t, "tg_matmul: bias %s does not match the output's last dim %d (a %s%s @ b %s%s)",
-                tg_shape_str(bias, sc), d->N, tg_shape_str(a, sa), ta, tg_shape_str(b, sb), tb);
+        tg_op_fail(t, op, "bias %s does not match the output's last dim %d (a %s%s @ b %s%s)",
+                   tg_shape_str(bias, sc), d->N, tg_shape_str(a, sa), ta, tg_shape_str(b, sb), tb);
         return false;
     }
     return true;
@@ -149,7 +149,7 @@ tg_tensor *tg_matmul(tg_tape *t, tg_tensor *a, tg_tensor *b, tg_tensor *bias, un
     tg_tensor *in[3] = {a, b, bias};
     if (!tg_inputs_check(t, &matmul_op, in, 3, 2)) return NULL;
     mm_dims d;
-    if (!mm_shapes(t, a, b, bias, flags, &d)) return NULL;
+    if (!mm_shapes(t, &matmul_op, a, b, bias, flags, &d)) return NULL;
     int shape[TG_MAX_DIMS];
     memcpy(shape, a->shape, sizeof shape);
     shape[a->ndim - 2] = d.M;

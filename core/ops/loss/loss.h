@@ -13,7 +13,7 @@
 extern "C" {
 #endif
 
-/* ---- losses (core/ops/loss/loss.c) ----------------------------------------------
+/* ---- cross-entropy (core/ops/loss/cross_entropy.c) ---------------------------------
  * Mean cross-entropy of logits [..., V] (rows N = all but the last dim) with
  * n int32 targets (n must be N: another count is an error naming both);
  * targets equal to ignore_index are skipped; the mean is over the others.
@@ -24,7 +24,7 @@ extern "C" {
 tg_tensor *tg_cross_entropy(tg_tape *t, tg_tensor *logits, const int32_t *targets, int n, int ignore_index);
 tg_tensor *tg_cross_entropy_sum(tg_tape *t, tg_tensor *logits, const int32_t *targets, int n, int ignore_index);
 
-/* ---- losses with options (core/ops/loss/cross_entropy.c, losses.c) ---------------
+/* ---- with options (core/ops/loss/cross_entropy.c; elementwise ones: losses.c) ----
  * torch.nn.functional's, reduction TG_MEAN (0, the default), TG_SUM or
  * TG_NONE (one loss per element, or per row for cross-entropy). */
 typedef enum tg_reduction { TG_MEAN, TG_SUM, TG_NONE } tg_reduction;

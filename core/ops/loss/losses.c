@@ -93,12 +93,12 @@ static double bcel_d(int k, const double *v, double y, const double *p)
     return pw * softplus1(-A) - softplus1(A);
 }
 
-static const tg_pw_kind mse_k = {TG_PW_OP("tg_mse_loss"), 2, 3, mse_f, mse_d};
-static const tg_pw_kind l1_k = {TG_PW_OP("tg_l1_loss"), 2, 3, l1_f, l1_d};
-static const tg_pw_kind smooth_l1_k = {TG_PW_OP("tg_smooth_l1_loss"), 2, 3, smooth_l1_f, smooth_l1_d};
-static const tg_pw_kind huber_k = {TG_PW_OP("tg_huber_loss"), 2, 3, huber_f, huber_d};
-static const tg_pw_kind bce_k = {TG_PW_OP("tg_binary_cross_entropy"), 3, 3, bce_f, bce_d};
-static const tg_pw_kind bcel_k = {TG_PW_OP("tg_binary_cross_entropy_with_logits"), 3, 3, bcel_f, bcel_d};
+static const tg_pw_kind mse_k = TG_PW_KIND("tg_mse_loss", 2, 3, mse_f, mse_d);
+static const tg_pw_kind l1_k = TG_PW_KIND("tg_l1_loss", 2, 3, l1_f, l1_d);
+static const tg_pw_kind smooth_l1_k = TG_PW_KIND("tg_smooth_l1_loss", 2, 3, smooth_l1_f, smooth_l1_d);
+static const tg_pw_kind huber_k = TG_PW_KIND("tg_huber_loss", 2, 3, huber_f, huber_d);
+static const tg_pw_kind bce_k = TG_PW_KIND("tg_binary_cross_entropy", 3, 3, bce_f, bce_d);
+static const tg_pw_kind bcel_k = TG_PW_KIND("tg_binary_cross_entropy_with_logits", 3, 3, bcel_f, bcel_d);
 
 /* the elementwise loss of kind k over in (in[0] and in[1] of one shape), reduced */
 static tg_tensor *loss(tg_tape *t, const tg_pw_kind *k, tg_tensor **in, tg_tensor *weight, double p0, tg_reduction red)
@@ -135,13 +135,13 @@ tg_tensor *tg_l1_loss(tg_tape *t, tg_tensor *input, tg_tensor *target, tg_reduct
 }
 tg_tensor *tg_smooth_l1_loss(tg_tape *t, tg_tensor *input, tg_tensor *target, tg_reduction reduction, double beta)
 {
-    if (t && !(beta >= 0)) return tg_fail(t, "tg_smooth_l1_loss: beta %g must be >= 0", beta);
+    if (t && !(beta >= 0)) return tg_op_fail(t, &smooth_l1_k.op, "beta %g must be >= 0", beta);
     if (beta == 0) return loss(t, &l1_k, (tg_tensor *[]){input, target}, NULL, 0, reduction);
     return loss(t, &smooth_l1_k, (tg_tensor *[]){input, target}, NULL, beta, reduction);
 }
 tg_tensor *tg_huber_loss(tg_tape *t, tg_tensor *input, tg_tensor *target, tg_reduction reduction, double delta)
 {
-    if (t && !(delta > 0)) return tg_fail(t, "tg_huber_loss: delta %g must be > 0", delta);
+    if (t && !(delta > 0)) return tg_op_fail(t, &huber_k.op, "delta %g must be > 0", delta);
     return loss(t, &huber_k, (tg_tensor *[]){input, target}, NULL, delta, reduction);
 }
 
@@ -150,13 +150,12 @@ static tg_tensor *one(tg_tape *t) { return tg_tensor_from(t, (tg_real[]){1}, 0, 
 tg_tensor *tg_binary_cross_entropy(tg_tape *t, tg_tensor *input, tg_tensor *target, tg_tensor *weight,
                                    tg_reduction reduction)
 {
-    const char *op = bce_k.op.name;
     tg_tensor *in[3] = {input, target, weight};
     if (!tg_inputs_check(t, &bce_k.op, in, 3, 2)) return NULL;
     for (size_t i = 0; i < input->size; i++)
         if (!(input->data[i] >= 0 && input->data[i] <= 1))
-            return tg_fail(t, "%s: input[%zu] = %g is not in [0, 1] (probabilities; "
-                           "tg_binary_cross_entropy_with_logits takes logits)", op, i, (double)input->data[i]);
+            return tg_op_fail(t, &bce_k.op, "input[%zu] = %g is not in [0, 1] (probabilities; %s takes logits)", i,
+                              (double)input->data[i], bcel_k.op.name);
     if (!weight && !(in[2] = one(t))) return NULL;
     return loss(t, &bce_k, in, NULL, 0, reduction);
 }

@@ -40,10 +40,10 @@ tg_tensor *tg_dropout(tg_tape *t, tg_tensor *a, double p, tg_rng *rng)
     if (!tg_inputs_check(t, &dropout_op, &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR];
     if (!(p >= 0 && p < 1))
-        return tg_fail(t, "tg_dropout: p must be in [0, 1), got %g (a %s)", p, tg_shape_str(a, sa));
+        return tg_op_fail(t, &dropout_op, "p must be in [0, 1), got %g (a %s)", p, tg_shape_str(a, sa));
     if (p == 0 || !tg_tape_training(t)) return a;
     if (!rng)
-        return tg_fail(t, "tg_dropout: rng is NULL with p = %g while training (a %s)", p, tg_shape_str(a, sa));
+        return tg_op_fail(t, &dropout_op, "rng is NULL with p = %g while training (a %s)", p, tg_shape_str(a, sa));
     tg_tensor *out = tg_new_like(t, &dropout_op, a);
     if (!out) return NULL;
     bool need = tg_needs_grad(t, &a, 1);

@@ -40,22 +40,22 @@ static int64_t id_at(const tg_index *ids, size_t i)
 tg_tensor *tg_embedding(tg_tape *t, tg_tensor *weight, const tg_index *ids)
 {
     if (!tg_inputs_check(t, &embedding_op, &weight, 1, 1)) return NULL;
-    if (!ids) return tg_fail_null(t, "tg_embedding");
+    if (!ids) return tg_fail_null(t, embedding_op.name);
     char sw[TG_SHAPE_STR], si[TG_SHAPE_STR];
     if (weight->ndim != 2)
-        return tg_fail(t, "tg_embedding: weight must be [V, D], got %s", tg_shape_str(weight, sw));
+        return tg_op_fail(t, &embedding_op, "weight must be [V, D], got %s", tg_shape_str(weight, sw));
     size_t N;
     if (ids->ndim >= TG_MAX_DIMS || !tg_shape_size(ids->ndim, ids->shape, &N) || N > INT_MAX)
-        return tg_fail(t, "tg_embedding: ids has an invalid shape (%d dims, at most %d, sizes >= 0; weight %s)",
+        return tg_op_fail(t, &embedding_op, "ids has an invalid shape (%d dims, at most %d, sizes >= 0; weight %s)",
                        ids->ndim, TG_MAX_DIMS - 1, tg_shape_str(weight, sw));
-    if (N && !ids->data) return tg_fail(t, "tg_embedding: ids' data is NULL (weight %s)", tg_shape_str(weight, sw));
+    if (N && !ids->data) return tg_op_fail(t, &embedding_op, "ids' data is NULL (weight %s)", tg_shape_str(weight, sw));
     int V = weight->shape[0], D = weight->shape[1], shape[TG_MAX_DIMS];
     for (size_t i = 0; i < N; i++) {
         int64_t v = id_at(ids, i);
         if (v < 0 || v >= V) {
             tg_tensor h = {.ndim = ids->ndim};
             memcpy(h.shape, ids->shape, sizeof h.shape);
-            return tg_fail(t, "tg_embedding: id %lld at position %zu is out of range [0, %d) (weight %s, ids %s)",
+            return tg_op_fail(t, &embedding_op, "id %lld at position %zu is out of range [0, %d) (weight %s, ids %s)",
                            (long long)v, i, V, tg_shape_str(weight, sw), tg_shape_str(&h, si));
         }
     }

@@ -168,7 +168,7 @@ TG_BACKWARD(layernorm_backward, ln_ctx)
 
 /* x [..., C], w and b [C] or NULL; eps finite, >= 0 (> 0 when eps_positive:
  * RMSNorm of a zero row divides by sqrt(eps)). */
-static bool norm_check(tg_tape *t, const char *fn, const tg_tensor *x, const tg_tensor *w, const tg_tensor *b,
+static bool norm_check(tg_tape *t, const tg_op *op, const tg_tensor *x, const tg_tensor *w, const tg_tensor *b,
                        double eps, bool eps_positive)
 {
     char sx[TG_SHAPE_STR], sw[TG_SHAPE_STR], sb[TG_SHAPE_STR];
@@ -183,8 +183,8 @@ static bool norm_check(tg_tape *t, const char *fn, const tg_tensor *x, const tg_
     else if (!(eps >= 0) || !isfinite(eps) || (eps_positive && eps == 0))
         bad = eps_positive ? "eps must be finite and > 0" : "eps must be finite and >= 0";
     if (!bad) return true;
-    tg_fail(t, "%s: %s: x %s, weight %s, bias %s, eps %g", fn, bad, tg_shape_str(x, sx),
-            tg_shape_str(w, sw), tg_shape_str(b, sb), eps);
+    tg_op_fail(t, op, "%s: x %s, weight %s, bias %s, eps %g", bad, tg_shape_str(x, sx), tg_shape_str(w, sw),
+               tg_shape_str(b, sb), eps);
     return false;
 }
 
@@ -194,7 +194,7 @@ tg_tensor *tg_layernorm(tg_tape *t, tg_tensor *x, tg_tensor *weight, tg_tensor *
 {
     tg_tensor *in[3] = {x, weight, bias};
     if (!tg_inputs_check(t, &layernorm_op, in, 3, 1)) return NULL;
-    if (!norm_check(t, "tg_layernorm", x, weight, bias, eps, false)) return NULL;
+    if (!norm_check(t, &layernorm_op, x, weight, bias, eps, false)) return NULL;
     tg_tensor *out = tg_new_like(t, &layernorm_op, x);
     if (!out) return NULL;
     size_t rows = tg_rows(x);
@@ -258,7 +258,7 @@ tg_tensor *tg_rmsnorm(tg_tape *t, tg_tensor *x, tg_tensor *weight, double eps)
 {
     tg_tensor *in[2] = {x, weight};
     if (!tg_inputs_check(t, &rmsnorm_op, in, 2, 1)) return NULL;
-    if (!norm_check(t, "tg_rmsnorm", x, weight, NULL, eps, true)) return NULL;
+    if (!norm_check(t, &rmsnorm_op, x, weight, NULL, eps, true)) return NULL;
     tg_tensor *out = tg_new_like(t, &rmsnorm_op, x);
     if (!out) return NULL;
     size_t rows = tg_rows(x);

@@ -142,23 +142,23 @@ TG_OP(rope_op, "tg_rope", rope_backward, rope_ctx);
 tg_tensor *tg_rope(tg_tape *t, tg_tensor *x, const tg_rope_opts *opts)
 {
     if (!tg_inputs_check(t, &rope_op, &x, 1, 1)) return NULL;
-    if (!opts) return tg_fail(t, "tg_rope: opts is NULL");
+    if (!opts) return tg_op_fail(t, &rope_op, "opts is NULL");
     char sx[TG_SHAPE_STR];
     tg_rope_opts o = *opts;
     int r = o.rot ? o.rot : o.d_head;
-    if (x->ndim != 3) return tg_fail(t, "tg_rope: x must be [B, L, C], got %s", tg_shape_str(x, sx));
+    if (x->ndim != 3) return tg_op_fail(t, &rope_op, "x must be [B, L, C], got %s", tg_shape_str(x, sx));
     if (o.n_heads < 1 || o.d_head < 1 || o.col < 0 || (long long)o.col + (long long)o.n_heads * o.d_head > x->shape[2])
-        return tg_fail(t, "tg_rope: %d heads of %d columns from column %d do not fit in x %s", o.n_heads, o.d_head,
-                       o.col, tg_shape_str(x, sx));
+        return tg_op_fail(t, &rope_op, "%d heads of %d columns from column %d do not fit in x %s", o.n_heads, o.d_head,
+                          o.col, tg_shape_str(x, sx));
     if (r < 2 || r % 2 || r > o.d_head)
-        return tg_fail(t, "tg_rope: the rotated dims (%d of a head of %d) must be even, >= 2 and <= the head "
+        return tg_op_fail(t, &rope_op, "the rotated dims (%d of a head of %d) must be even, >= 2 and <= the head "
                           "width (an odd head width needs rot < d_head)", r, o.d_head);
-    if (!isfinite(o.base) || o.base < 0) return tg_fail(t, "tg_rope: base %g must be finite and > 0 (0: 10000)", o.base);
+    if (!isfinite(o.base) || o.base < 0) return tg_op_fail(t, &rope_op, "base %g must be finite and > 0 (0: 10000)", o.base);
     int B = x->shape[0];
     for (int b = 0; o.pos0 && b < B; b++)
-        if (o.pos0[b] < 0) return tg_fail(t, "tg_rope: pos0[%d] = %d is negative", b, (int)o.pos0[b]);
+        if (o.pos0[b] < 0) return tg_op_fail(t, &rope_op, "pos0[%d] = %d is negative", b, (int)o.pos0[b]);
     tg_tensor *out = tg_new_like(t, &rope_op, x);
-    if (!out || !rope_rows(t, x->data, out->data, x->shape, &o, r, 1, "tg_rope")) return NULL;
+    if (!out || !rope_rows(t, x->data, out->data, x->shape, &o, r, 1, rope_op.name)) return NULL;
     if (o.pos0 && tg_needs_grad(t, &x, 1)) {
         int32_t *p = tg_arena_alloc(t, (size_t)B * sizeof *p, "tg_rope positions");
         if (!p) return NULL;

@@ -197,12 +197,12 @@ tg_tensor *tg_softmax_masked(tg_tape *t, tg_tensor *a, const tg_mask *mask, doub
     char sa[TG_SHAPE_STR], what[TG_SHAPE_STR + 8];
     snprintf(what, sizeof what, "a %s", tg_shape_str(a, sa));
     if (a->ndim < 2 || a->ndim > 4)
-        return tg_fail(t, "tg_softmax_masked: scores must be 2-D to 4-D [B,H,Lq,Lk]: %s", what);
+        return tg_op_fail(t, &softmax_masked_op, "scores must be 2-D to 4-D [B,H,Lq,Lk]: %s", what);
     if (!isfinite(scale))
-        return tg_fail(t, "tg_softmax_masked: scale %g is not finite: %s", scale, what);
+        return tg_op_fail(t, &softmax_masked_op, "scale %g is not finite: %s", scale, what);
     int nd = a->ndim, Lq = a->shape[nd - 2], Lk = a->shape[nd - 1];
     int B = nd >= 3 ? a->shape[0] : 1, H = nd == 4 ? a->shape[1] : 1;
-    if (!tg_mask_check(t, mask, B, Lq, Lk, "tg_softmax_masked", what)) return NULL;
+    if (!tg_mask_check(t, mask, B, Lq, Lk, softmax_masked_op.name, what)) return NULL;
     tg_tensor *out = tg_new_like(t, &softmax_masked_op, a);
     if (!out) return NULL;
     bool rules = !tg_mask_empty(mask) &&

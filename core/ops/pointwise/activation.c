@@ -1,6 +1,12 @@
-/* tapegrad: activations beyond relu / gelu / sigmoid / tanh (PyTorch's
- * torch.nn.functional names and defaults). Each kind's value and derivative
- * sit side by side; the engine is core/ops/pointwise/pointwise.c. With s = sigmoid(x),
+/* tapegrad: activations (PyTorch's torch.nn.functional names and defaults),
+ * rows of the pointwise table: each kind's value and derivative sit side by
+ * side; the engine is core/ops/pointwise/pointwise.c. The hot ones are
+ * vectorised loops over tg_real:
+ *   relu      x > 0 ? x : 0 (NaN stays NaN)     g where x > 0 (and at NaN, as PyTorch)
+ *   gelu      x Phi(x) (erf form)                Phi(x) + x phi(x)
+ *   tanh      tanh x                             1 - y^2
+ *   sigmoid   1 / (1 + e^-x)                     y (1 - y)
+ * the others are computed in double and rounded once. With s = sigmoid(x),
  * sp = softplus(x):
  *   silu         x s                         s (1 + x (1 - s))
  *   softplus     log(1 + e^(bx)) / b         e^(bx) / (1 + e^(bx)); x itself
@@ -22,6 +28,30 @@
 
 #include "../internal.h"
 #include "../ops.h"
+#include "../../kernels/vmath.h"
+
+/* ---- vectorised --------------------------------------------------------------- */
+
+/* gelu(x) = x Phi(x);  gelu'(x) = Phi(x) + x phi(x) (core/kernels/vmath.h: vectorizable) */
+static inline tg_real gelu1(tg_real x) { return x * tg_vnormal_cdf(x); }
+static inline tg_real gelu_grad1(tg_real x) { return tg_vnormal_cdf(x) + x * tg_vnormal_pdf(x); }
+
+TG_PW_VEC(relu, x[i] <= 0 ? 0 : x[i], x[i] <= 0 ? 0 : g[i])
+TG_PW_VEC(gelu, gelu1(x[i]), g[i] * gelu_grad1(x[i]))
+TG_PW_VEC(tanh, (tg_real)tanh(x[i]), g[i] * (1 - y[i] * y[i]))
+TG_PW_VEC(sigmoid, tg_vsigmoid(x[i]), g[i] * y[i] * (1 - y[i]))
+
+/* one-thread time per element (bench/bench_threads) */
+static const tg_pw_kind relu_k = TG_PW_VEC_KIND("tg_relu", relu, 0.1), gelu_k = TG_PW_VEC_KIND("tg_gelu", gelu, 0.9),
+                        tanh_k = TG_PW_VEC_KIND("tg_tanh", tanh, 0.9),
+                        sigmoid_k = TG_PW_VEC_KIND("tg_sigmoid", sigmoid, 0.9);
+
+tg_tensor *tg_relu(tg_tape *t, tg_tensor *a) { return tg_pw_apply(t, &relu_k, &a, NULL); }
+tg_tensor *tg_gelu(tg_tape *t, tg_tensor *a) { return tg_pw_apply(t, &gelu_k, &a, NULL); }
+tg_tensor *tg_tanh(tg_tape *t, tg_tensor *a) { return tg_pw_apply(t, &tanh_k, &a, NULL); }
+tg_tensor *tg_sigmoid(tg_tape *t, tg_tensor *a) { return tg_pw_apply(t, &sigmoid_k, &a, NULL); }
+
+/* ---- in double ------------------------------------------------------------------ */
 
 #define X v[0]
 
@@ -117,7 +147,7 @@ static double gelu_tanh_d(int k, const double *v, double y, const double *p)
     return 0.5 * (1 + th) + 0.5 * X * (1 - th * th) * GELU_C * (1 + 3 * GELU_K * X * X);
 }
 
-#define KIND1(nm, f, d) {TG_PW_OP(nm), 1, 1, f, d}
+#define KIND1(nm, f, d) TG_PW_KIND(nm, 1, 1, f, d)
 static const tg_pw_kind silu_k = KIND1("tg_silu", silu_f, silu_d),
                         softplus_k = KIND1("tg_softplus", softplus_f, softplus_d),
                         leaky_k = KIND1("tg_leaky_relu", leaky_f, leaky_d), elu_k = KIND1("tg_elu", elu_f, elu_d),
@@ -137,18 +167,18 @@ tg_tensor *tg_silu(tg_tape *t, tg_tensor *a) { return act(t, &silu_k, a, 0, 0, 0
 tg_tensor *tg_softplus(tg_tape *t, tg_tensor *a, double beta, double threshold)
 {
     if (t && (!(beta != 0) || isnan(threshold)))
-        return tg_fail(t, "tg_softplus: beta must be nonzero and threshold not NaN (beta %g, threshold %g)", beta,
-                       threshold);
+        return tg_op_fail(t, &softplus_k.op, "beta must be nonzero and threshold not NaN (beta %g, threshold %g)", beta,
+                          threshold);
     return act(t, &softplus_k, a, beta, threshold, 0);
 }
 tg_tensor *tg_leaky_relu(tg_tape *t, tg_tensor *a, double negative_slope)
 {
-    if (t && isnan(negative_slope)) return tg_fail(t, "tg_leaky_relu: negative_slope is NaN");
+    if (t && isnan(negative_slope)) return tg_op_fail(t, &leaky_k.op, "negative_slope is NaN");
     return act(t, &leaky_k, a, negative_slope, 0, 0);
 }
 tg_tensor *tg_elu(tg_tape *t, tg_tensor *a, double alpha)
 {
-    if (t && isnan(alpha)) return tg_fail(t, "tg_elu: alpha is NaN");
+    if (t && isnan(alpha)) return tg_op_fail(t, &elu_k.op, "alpha is NaN");
     return act(t, &elu_k, a, alpha, 1, 1);
 }
 tg_tensor *tg_selu(tg_tape *t, tg_tensor *a)
@@ -157,7 +187,7 @@ tg_tensor *tg_selu(tg_tape *t, tg_tensor *a)
 }
 tg_tensor *tg_celu(tg_tape *t, tg_tensor *a, double alpha)
 {
-    if (t && !(alpha != 0)) return tg_fail(t, "tg_celu: alpha must be nonzero (got %g): celu divides by it", alpha);
+    if (t && !(alpha != 0)) return tg_op_fail(t, &celu_k.op, "alpha must be nonzero (got %g): celu divides by it", alpha);
     return act(t, &celu_k, a, alpha, 1, 1 / alpha);
 }
 tg_tensor *tg_mish(tg_tape *t, tg_tensor *a) { return act(t, &mish_k, a, 0, 0, 0); }
@@ -166,7 +196,7 @@ tg_tensor *tg_hardsigmoid(tg_tape *t, tg_tensor *a) { return act(t, &hsigmoid_k,
 tg_tensor *tg_hardtanh(tg_tape *t, tg_tensor *a, double min_val, double max_val)
 {
     if (t && !(min_val <= max_val))
-        return tg_fail(t, "tg_hardtanh: min_val %g must not exceed max_val %g (nor be NaN)", min_val, max_val);
+        return tg_op_fail(t, &htanh_k.op, "min_val %g must not exceed max_val %g (nor be NaN)", min_val, max_val);
     return act(t, &htanh_k, a, min_val, max_val, 0);
 }
 tg_tensor *tg_softsign(tg_tape *t, tg_tensor *a) { return act(t, &softsign_k, a, 0, 0, 0); }

@@ -1,5 +1,5 @@
 /* tapegrad: comparisons and selection (torch.eq ... torch.where,
- * masked_fill, maximum / minimum, and max / min of every element).
+ * masked_fill, maximum / minimum).
  *
  * Comparisons give a 0/1 mask of the broadcast shape and no grad (IEEE: any
  * comparison with NaN is false, except ne). A mask is read as true where it
@@ -9,8 +9,6 @@
  *   maximum(a, b)          da = g where a > b, g/2 where a == b (PyTorch's
  *                          tie rule), 0 where a < b; db mirrored. NaN in
  *                          either gives NaN out and the full g to both.
- *   max(a) (every element) g / k to each of the k elements equal to the
- *                          result (NaN: to each NaN), as PyTorch
  */
 #include <math.h>
 #include <stdio.h>
@@ -71,14 +69,14 @@ static double minimum_d(int k, const double *v, double y, const double *p)
 }
 
 enum { CMP_EQ, CMP_NE, CMP_LT, CMP_LE, CMP_GT, CMP_GE, CMP_COUNT };
-#define CMP(kind, nm, f) [kind] = {TG_PW_OP(nm), 2, 0, f, none_d}
+#define CMP(kind, nm, f) [kind] = TG_PW_KIND(nm, 2, 0, f, none_d)
 static const tg_pw_kind cmp_k[] = {CMP(CMP_EQ, "tg_eq", eq_f), CMP(CMP_NE, "tg_ne", ne_f), CMP(CMP_LT, "tg_lt", lt_f),
                                    CMP(CMP_LE, "tg_le", le_f), CMP(CMP_GT, "tg_gt", gt_f), CMP(CMP_GE, "tg_ge", ge_f)};
 _Static_assert(sizeof cmp_k / sizeof *cmp_k == CMP_COUNT, "a comparison without its kind");
-static const tg_pw_kind where_k = {TG_PW_OP("tg_where"), 3, 6, where_f, where_d};
-static const tg_pw_kind fill_k = {TG_PW_OP("tg_masked_fill"), 2, 1, fill_f, fill_d};
-static const tg_pw_kind maximum_k = {TG_PW_OP("tg_maximum"), 2, 3, maximum_f, maximum_d};
-static const tg_pw_kind minimum_k = {TG_PW_OP("tg_minimum"), 2, 3, minimum_f, minimum_d};
+static const tg_pw_kind where_k = TG_PW_KIND("tg_where", 3, 6, where_f, where_d);
+static const tg_pw_kind fill_k = TG_PW_KIND("tg_masked_fill", 2, 1, fill_f, fill_d);
+static const tg_pw_kind maximum_k = TG_PW_KIND("tg_maximum", 2, 3, maximum_f, maximum_d);
+static const tg_pw_kind minimum_k = TG_PW_KIND("tg_minimum", 2, 3, minimum_f, minimum_d);
 
 static tg_tensor *pw2(tg_tape *t, const tg_pw_kind *k, tg_tensor *a, tg_tensor *b, const double *p)
 {
@@ -104,48 +102,3 @@ tg_tensor *tg_masked_fill(tg_tape *t, tg_tensor *a, tg_tensor *mask, double valu
 {
     return pw2(t, &fill_k, a, mask, (double[TG_PW_PARAMS]){value});
 }
-
-/* ---- max / min of every element -------------------------------------------- */
-
-/* out [] = max(a): da += g / k at each of the k elements equal to out (each
- * NaN when out is NaN) */
-static void extreme_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)
-{
-    (void)ctx;
-    tg_tensor *a = in[0];
-    tg_real *da = tg_grad(t, a), y = out->data[0];
-    if (!da) return;
-    bool nan = isnan(y);
-    size_t k = 0;
-    for (size_t i = 0; i < a->size; i++) k += nan ? isnan(a->data[i]) : a->data[i] == y;
-    tg_real g = out->grad[0] / (tg_real)k;
-    for (size_t i = 0; i < a->size; i++)
-        if (nan ? isnan(a->data[i]) : a->data[i] == y) da[i] += g;
-}
-
-TG_OP_NO_CTX(max_op, "tg_max", extreme_backward);
-TG_OP_NO_CTX(min_op, "tg_min", extreme_backward);
-
-static tg_tensor *extreme(tg_tape *t, tg_tensor *a, bool max)
-{
-    const tg_op *op = max ? &max_op : &min_op;
-    if (!tg_inputs_check(t, op, &a, 1, 1)) return NULL;
-    if (a->size == 0) {
-        char sa[TG_SHAPE_STR];
-        return tg_fail(t, "%s: a %s is empty: no %s (give a dim-wise reduction a default instead)", op->name,
-                       tg_shape_str(a, sa), max ? "maximum" : "minimum");
-    }
-    tg_tensor *out = tg_new(t, op, 0, NULL);
-    if (!out) return NULL;
-    tg_real y = a->data[0];
-    for (size_t i = 1; i < a->size && !isnan(y); i++) {
-        tg_real v = a->data[i];
-        if (isnan(v) || (max ? v > y : v < y)) y = v;
-    }
-    out->data[0] = y;
-    if (!tg_op_record(t, op, out, &a, 1, NULL)) return NULL;
-    return tg_op_done(t, op, out);
-}
-
-tg_tensor *tg_max(tg_tape *t, tg_tensor *a) { return extreme(t, a, true); }
-tg_tensor *tg_min(tg_tape *t, tg_tensor *a) { return extreme(t, a, false); }

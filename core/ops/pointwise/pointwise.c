@@ -1,6 +1,9 @@
-/* tapegrad: the elementwise engine of math.c, activation.c and compare.c.
+/* tapegrad: the engine of the pointwise table (the rows of math.c,
+ * activation.c, compare.c and the elementwise losses; core/ops/internal.h).
  *
- * out has the broadcast shape of the operands (NumPy's rule, as tg_add);
+ * A row with vectorised loops (vf, vdf) has one operand: out has its shape,
+ * and both directions run the loops over pieces cut across the pool. For
+ * the others, out has the broadcast shape of the operands (NumPy's rule, as tg_add);
  * operand k's element for out element e is found through its strides in
  * out's dims (0 where it is stretched). Values are computed in double and
  * rounded once. Backward, with g = dout:
@@ -95,8 +98,36 @@ static void pw_piece(void *ctx, size_t begin, size_t end)
 /* 1 ns an element: a libm call */
 #define PW_NS 1.0
 
+/* One pass of a vectorised row over [begin, end): y = f(x) when dx is NULL,
+ * else dx (+)= g f'(x). */
+typedef struct vec_job {
+    const tg_pw_kind *kind;
+    tg_real *y, *dx, s, s2;
+    const tg_real *x, *g;
+    bool store;  /* dx was just made: store, do not add */
+} vec_job;
+
+static void vec_piece(void *ctx, size_t begin, size_t end)
+{
+    const vec_job *j = ctx;
+    size_t n = end - begin;
+    if (j->dx)
+        j->kind->vdf(j->store, j->dx + begin, j->g + begin, j->x + begin, j->y + begin, n, j->s, j->s2);
+    else
+        j->kind->vf(j->y + begin, j->x + begin, n, j->s, j->s2);
+}
+
 TG_BACKWARD_SHARED(tg_pw_backward, tg_pw_ctx)
 {
+    if (ctx->kind->vdf) {
+        tg_tensor *a = in[0];
+        tg_real beta;
+        tg_real *dx = tg_grad_write(t, a, &beta);
+        if (!dx) return;
+        vec_job j = {ctx->kind, out->data, dx, (tg_real)ctx->p[0], (tg_real)ctx->p[1], a->data, out->grad, beta == 0};
+        tg_parallel_range(a->size, ctx->kind->ns, vec_piece, &j);
+        return;
+    }
     pw_plan pl;
     pw_plan_make(in, ctx->kind->n_in, &pl);
     for (int k = 0; k < ctx->kind->n_in; k++) {
@@ -115,6 +146,16 @@ tg_tensor *tg_pw_apply(tg_tape *t, const tg_pw_kind *k, tg_tensor *const *in, co
 {
     const char *op = k->op.name;
     if (!tg_inputs_check(t, &k->op, in, k->n_in, k->n_in)) return NULL;
+    tg_pw_ctx c = {k, {0}};
+    if (p) memcpy(c.p, p, sizeof c.p);
+    if (k->vf) {
+        tg_tensor *a = in[0], *out = tg_new_like(t, &k->op, a);
+        if (!out) return NULL;
+        vec_job j = {k, out->data, NULL, (tg_real)c.p[0], (tg_real)c.p[1], a->data, NULL, false};
+        tg_parallel_range(a->size, k->ns, vec_piece, &j);
+        if (!tg_op_record(t, &k->op, out, in, 1, &c)) return NULL;
+        return tg_op_done(t, &k->op, out);
+    }
     pw_plan pl;
     if (!pw_plan_make(in, k->n_in, &pl)) {
         char s[TG_PW_MAX_IN][TG_SHAPE_STR];
@@ -125,8 +166,6 @@ tg_tensor *tg_pw_apply(tg_tape *t, const tg_pw_kind *k, tg_tensor *const *in, co
     }
     tg_tensor *out = tg_new(t, &k->op, pl.nd, pl.shape);
     if (!out) return NULL;
-    tg_pw_ctx c = {k, {0}};
-    if (p) memcpy(c.p, p, sizeof c.p);
     pw_job j = {&pl, k, c.p, in, out->data, NULL, 0, NULL};
     tg_parallel_range(out->size, PW_NS, pw_piece, &j);
     bool diff = false;

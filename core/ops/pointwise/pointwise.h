@@ -1,4 +1,4 @@
-/* tapegrad core ops, elementwise ops: arithmetic with broadcasting, math, activations, comparisons and selection.
+/* tapegrad core ops, pointwise: binary arithmetic with broadcasting, math, activations, comparisons and selection.
  * The conventions of every op are in core/ops/ops.h. */
 #ifndef TAPEGRAD_OPS_POINTWISE_H
 #define TAPEGRAD_OPS_POINTWISE_H
@@ -13,7 +13,7 @@
 extern "C" {
 #endif
 
-/* ---- elementwise (core/ops/pointwise/elementwise.c) --------------------------------
+/* ---- binary arithmetic (core/ops/pointwise/binary.c) -------------------------------
  * add/sub/mul/div broadcast as NumPy / PyTorch: shapes align from the last
  * dim and each pair of dims is equal or one of them 1 (or missing), which
  * stretches; out has the broadcast shape, and a stretched operand's grad is
@@ -30,9 +30,13 @@ tg_tensor *tg_div(tg_tape *t, tg_tensor *a, tg_tensor *b);
  * The transformer block's residual adds write over the branch's output,
  * which saves one [B, T, D] buffer per add. */
 tg_tensor *tg_add_inplace(tg_tape *t, tg_tensor *a, tg_tensor *b);
-/* Elementwise, out has a's shape. Domain errors give what PyTorch gives, not
- * an error: log(x < 0), sqrt(x < 0), pow(x < 0, non-integer p) are NaN,
- * log(0) = -inf (anomaly mode reports them). */
+
+/* ---- math (core/ops/pointwise/math.c) -----------------------------------------------
+ * Out has a's shape; the binary and ternary ones broadcast as tg_add.
+ * Domain errors give what PyTorch gives, not an error: log(x < 0),
+ * sqrt(x < 0), pow(x < 0, non-integer p) are NaN, log(0) = log2(0) = -inf,
+ * rsqrt(0) = inf, sign(NaN) = 0 (anomaly mode reports NaN and inf). NaN in
+ * gives NaN out. Derivatives: core/ops/pointwise/math.c. */
 tg_tensor *tg_scale(tg_tape *t, tg_tensor *a, double s);  /* s * a */
 tg_tensor *tg_neg(tg_tape *t, tg_tensor *a);
 tg_tensor *tg_abs(tg_tape *t, tg_tensor *a);              /* grad sign(a), 0 at 0 */
@@ -40,21 +44,10 @@ tg_tensor *tg_exp(tg_tape *t, tg_tensor *a);
 tg_tensor *tg_log(tg_tape *t, tg_tensor *a);
 tg_tensor *tg_sqrt(tg_tape *t, tg_tensor *a);
 tg_tensor *tg_pow(tg_tape *t, tg_tensor *a, double p);    /* a^p; p = 0: grad 0 */
-tg_tensor *tg_sigmoid(tg_tape *t, tg_tensor *a);
-tg_tensor *tg_tanh(tg_tape *t, tg_tensor *a);
-tg_tensor *tg_relu(tg_tape *t, tg_tensor *a);
-/* GELU, erf form (PyTorch's default approximate='none'). */
-tg_tensor *tg_gelu(tg_tape *t, tg_tensor *a);
 /* min(max(a, lo), hi) as torch.clamp (NaN stays NaN, lo > hi gives hi); the
  * grad passes where lo <= a <= hi. Pass -INFINITY or INFINITY for one side.
  * NaN bounds are an error. */
 tg_tensor *tg_clamp(tg_tape *t, tg_tensor *a, double lo, double hi);
-
-/* ---- elementwise math and activations (core/ops/pointwise/math.c, activation.c) -----
- * Out has a's shape; values are computed in double and rounded once. The
- * binary and ternary ones broadcast as tg_add. NaN in gives NaN out;
- * domain edges give PyTorch's values (log2(0) = -inf, rsqrt(0) = inf,
- * sign(NaN) = 0). Derivatives: core/ops/pointwise/math.c, activation.c. */
 tg_tensor *tg_sin(tg_tape *t, tg_tensor *a);
 tg_tensor *tg_cos(tg_tape *t, tg_tensor *a);
 tg_tensor *tg_exp2(tg_tape *t, tg_tensor *a);
@@ -67,14 +60,26 @@ tg_tensor *tg_reciprocal(tg_tape *t, tg_tensor *a);
 tg_tensor *tg_rsqrt(tg_tape *t, tg_tensor *a);
 tg_tensor *tg_square(tg_tape *t, tg_tensor *a);
 tg_tensor *tg_erf(tg_tape *t, tg_tensor *a);
+/* to an integer; grad 0 (PyTorch's); round halves to even as torch.round */
+tg_tensor *tg_floor(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_ceil(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_trunc(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_round(tg_tape *t, tg_tensor *a);
 /* log(e^a + e^b), stable */
 tg_tensor *tg_logaddexp(tg_tape *t, tg_tensor *a, tg_tensor *b);
 /* a^b with b a tensor (torch.pow(a, b)); tg_pow takes a number */
 tg_tensor *tg_pow_tensor(tg_tape *t, tg_tensor *a, tg_tensor *b);
 /* a + w (b - a); w a tensor (a 0-d one for a number) */
 tg_tensor *tg_lerp(tg_tape *t, tg_tensor *a, tg_tensor *b, tg_tensor *w);
-/* torch.nn.functional's; PyTorch's defaults: softplus beta 1 threshold 20,
- * leaky_relu 0.01, elu / celu alpha 1, hardtanh -1 and 1 */
+
+/* ---- activations (core/ops/pointwise/activation.c) ----------------------------------
+ * torch.nn.functional's; out has a's shape. PyTorch's defaults: softplus
+ * beta 1 threshold 20, leaky_relu 0.01, elu / celu alpha 1, hardtanh -1 and 1 */
+tg_tensor *tg_relu(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_sigmoid(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_tanh(tg_tape *t, tg_tensor *a);
+/* GELU, erf form (PyTorch's default approximate='none'). */
+tg_tensor *tg_gelu(tg_tape *t, tg_tensor *a);
 tg_tensor *tg_silu(tg_tape *t, tg_tensor *a);
 tg_tensor *tg_softplus(tg_tape *t, tg_tensor *a, double beta, double threshold);
 tg_tensor *tg_leaky_relu(tg_tape *t, tg_tensor *a, double negative_slope);

@@ -1,5 +1,5 @@
-/* tapegrad: reductions along one dim (tg_sum and tg_mean of every element
- * are in elementwise.c).
+/* tapegrad: sum, mean, max and logsumexp along one dim (of every element:
+ * all.c; min, prod, var ... along a dim: stats.c).
  *
  * Along dim d, a is read as [outer, n, inner] (n = a.shape[d]) and out is
  * [outer, inner]: a's shape without dim d, or with it as 1 when keepdim.

@@ -13,9 +13,14 @@
 extern "C" {
 #endif
 
-/* Sum / mean of all elements: a 0-d tensor. */
+/* ---- of every element (core/ops/reduce/all.c) -------------------------------------
+ * A 0-d tensor. max / min: torch.max(a) / torch.min(a); their grad is shared
+ * evenly among the elements equal to the result (PyTorch); an empty a is an
+ * error. */
 tg_tensor *tg_sum(tg_tape *t, tg_tensor *a);
 tg_tensor *tg_mean(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_max(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_min(tg_tape *t, tg_tensor *a);
 
 /* ---- reductions along a dim (core/ops/reduce/reduce.c) ----------------------------
  * Reduce dim `dim` of a (negative counts from the end: -1 is the last); out
@@ -31,19 +36,15 @@ tg_tensor *tg_max_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
  * and zero grad (PyTorch: NaN grad). */
 tg_tensor *tg_logsumexp_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
 
-/* torch.max(a) / torch.min(a) of every element: 0-d; their grad is shared
- * evenly among the elements equal to the result (PyTorch); an empty a is an error. */
-tg_tensor *tg_max(tg_tape *t, tg_tensor *a);
-tg_tensor *tg_min(tg_tape *t, tg_tensor *a);
-
 /* ---- more reductions along a dim (core/ops/reduce/stats.c) ------------------------
  * dim and keepdim as tg_sum_dim. Empty dims as PyTorch: prod 1, var / std
- * NaN, norm 1 and 2 give 0; min, argmax, argmin and the inf norm are an
- * error. min is torch.min(a, dim).values (grad to the first minimum, NaN
+ * NaN, norm 1 and 2 give 0; min, amax, amin, argmax, argmin and the inf norm
+ * are an error. min is torch.min(a, dim).values (grad to the first minimum, NaN
  * wins); var / std divide by n - correction (1: Bessel's, 0: population);
  * std's grad is 0 where std is 0. norm is torch.linalg.vector_norm with ord
  * 1, 2 or INFINITY (its grad at ties of the inf norm is shared evenly, at a
- * zero 2-norm 0). argmax / argmin give the index of the first extreme (the
+ * zero 2-norm 0). amax / amin are torch.amax / amin: NaN if any, the grad
+ * shared evenly among the elements equal to the result. argmax / argmin give the index of the first extreme (the
  * first NaN) as a value of a tensor (tapegrad has one dtype), never a grad.
  * For every element, reshape a to [-1] and reduce dim 0. */
 tg_tensor *tg_min_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
@@ -51,6 +52,8 @@ tg_tensor *tg_prod_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
 tg_tensor *tg_var_dim(tg_tape *t, tg_tensor *a, int dim, double correction, bool keepdim);
 tg_tensor *tg_std_dim(tg_tape *t, tg_tensor *a, int dim, double correction, bool keepdim);
 tg_tensor *tg_norm_dim(tg_tape *t, tg_tensor *a, double ord, int dim, bool keepdim);
+tg_tensor *tg_amax(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
+tg_tensor *tg_amin(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
 tg_tensor *tg_argmax(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
 tg_tensor *tg_argmin(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
 

@@ -143,7 +143,7 @@ tg_tensor *tg_topk(tg_tape *t, tg_tensor *a, int k, int dim, bool largest, tg_te
     int n = a->ndim ? a->shape[d] : 1;
     if (k < 0 || k > n) {
         char sa[TG_SHAPE_STR];
-        return tg_fail(t, "tg_topk: k %d is out of range [0, %d] for dim %d of a %s", k, n, dim, tg_shape_str(a, sa));
+        return tg_op_fail(t, &topk_k.op, "k %d is out of range [0, %d] for dim %d of a %s", k, n, dim, tg_shape_str(a, sa));
     }
     return tg_along_apply(t, &topk_k, a, d, (size_t)k, true, (double[TG_ALONG_PARAMS]){largest}, indices);
 }

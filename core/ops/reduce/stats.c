@@ -1,5 +1,6 @@
 /* tapegrad: reductions along a dim beyond sum / mean / max / logsumexp
- * (torch.min(a, dim), prod, var, std, linalg.vector_norm, argmax, argmin).
+ * (torch.min(a, dim), prod, var, std, linalg.vector_norm, amax, amin, argmax,
+ * argmin).
  * A slice x of n elements gives y; with g = dy and m = mean(x):
  *   min        y = min_k x_k (NaN if any)          dx = g at the first minimum (first NaN)
  *   prod       y = prod_k x_k (n = 0: 1)           dx_i = g prod_{k != i} x_k (g y / x_i without
@@ -9,6 +10,7 @@
  *   norm p=1   y = sum |x|                         dx = g sign(x)
  *   norm p=2   y = sqrt(sum x^2)                   dx = g x / y; 0 where y = 0
  *   norm p=inf y = max |x|                         dx = g sign(x) / k at the k elements with |x| = y
+ *   amax       y = max_k x_k (NaN if any)          dx = g / k at the k elements equal to y (amin alike)
  *   argmax     index of the first maximum (first NaN); no grad
  * c is the correction (1: Bessel's); n - c <= 0 divides by 0 (inf or NaN,
  * as PyTorch). Sums are in double. The zero-grad rules are PyTorch's.
@@ -146,11 +148,33 @@ static void arg_fwd(const tg_real *x, size_t n, size_t m, size_t s, tg_real *y, 
     y[0] = (tg_real)first_extreme(x, n, s, p[0] != 0);
 }
 
+/* p = {1 for amax}: the extreme (NaN if any); its grad is shared evenly
+ * among the k elements equal to it (each NaN when it is NaN), as torch.amax */
+static void amax_fwd(const tg_real *x, size_t n, size_t m, size_t s, tg_real *y, int64_t *idx, const double *p,
+                     void *w)
+{
+    (void)w, (void)m, (void)idx;
+    y[0] = x[first_extreme(x, n, s, p[0] != 0) * s];
+}
+static void amax_bwd(const tg_real *x, size_t n, size_t m, size_t s, const tg_real *y, const tg_real *g,
+                     const int64_t *idx, tg_real *dx, const double *p)
+{
+    (void)m, (void)idx, (void)p;
+    bool nan = isnan(y[0]);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) k += nan ? isnan(X(i)) : x[i * s] == y[0];
+    tg_real gk = g[0] / (tg_real)k;
+    for (size_t i = 0; i < n; i++)
+        if (nan ? isnan(X(i)) : x[i * s] == y[0]) dx[i * s] += gk;
+}
+
 static const tg_along_kind min_k = {TG_ALONG_OP("tg_min_dim"), true, 0, min_fwd, min_bwd};
 static const tg_along_kind prod_k = {TG_ALONG_OP("tg_prod_dim"), false, 0, prod_fwd, prod_bwd};
 static const tg_along_kind var_k = {TG_ALONG_OP("tg_var_dim"), false, 0, var_fwd, var_bwd};
 static const tg_along_kind std_k = {TG_ALONG_OP("tg_std_dim"), false, 0, var_fwd, var_bwd};
 static const tg_along_kind norm_k = {TG_ALONG_OP("tg_norm_dim"), false, 0, norm_fwd, norm_bwd};
+static const tg_along_kind amax_k = {TG_ALONG_OP("tg_amax"), false, 0, amax_fwd, amax_bwd};
+static const tg_along_kind amin_k = {TG_ALONG_OP("tg_amin"), false, 0, amax_fwd, amax_bwd};
 static const tg_along_kind argmax_k = {{"tg_argmax", NULL, 0}, false, 0, arg_fwd, NULL};
 static const tg_along_kind argmin_k = {{"tg_argmin", NULL, 0}, false, 0, arg_fwd, NULL};
 
@@ -179,19 +203,27 @@ tg_tensor *tg_prod_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim)
 }
 tg_tensor *tg_var_dim(tg_tape *t, tg_tensor *a, int dim, double correction, bool keepdim)
 {
-    if (t && !(correction >= 0)) return tg_fail(t, "tg_var_dim: correction %g must be >= 0", correction);
+    if (t && !(correction >= 0)) return tg_op_fail(t, &var_k.op, "correction %g must be >= 0", correction);
     return reduce(t, &var_k, a, dim, keepdim, correction, 0, NULL);
 }
 tg_tensor *tg_std_dim(tg_tape *t, tg_tensor *a, int dim, double correction, bool keepdim)
 {
-    if (t && !(correction >= 0)) return tg_fail(t, "tg_std_dim: correction %g must be >= 0", correction);
+    if (t && !(correction >= 0)) return tg_op_fail(t, &std_k.op, "correction %g must be >= 0", correction);
     return reduce(t, &std_k, a, dim, keepdim, correction, 1, NULL);
 }
 tg_tensor *tg_norm_dim(tg_tape *t, tg_tensor *a, double ord, int dim, bool keepdim)
 {
     if (t && ord != 1 && ord != 2 && ord != INFINITY)
-        return tg_fail(t, "tg_norm_dim: ord %g is not supported (1, 2 or INFINITY)", ord);
+        return tg_op_fail(t, &norm_k.op, "ord %g is not supported (1, 2 or INFINITY)", ord);
     return reduce(t, &norm_k, a, dim, keepdim, ord, 0, isinf(ord) ? "the inf norm has no identity" : NULL);
+}
+tg_tensor *tg_amax(tg_tape *t, tg_tensor *a, int dim, bool keepdim)
+{
+    return reduce(t, &amax_k, a, dim, keepdim, 1, 0, "no maximum");
+}
+tg_tensor *tg_amin(tg_tape *t, tg_tensor *a, int dim, bool keepdim)
+{
+    return reduce(t, &amin_k, a, dim, keepdim, 0, 0, "no minimum");
 }
 tg_tensor *tg_argmax(tg_tape *t, tg_tensor *a, int dim, bool keepdim)
 {

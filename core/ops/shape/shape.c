@@ -29,14 +29,20 @@ static const char *ints_str(const int *v, int n, char *buf)
 
 /* ---- reshape (view) -------------------------------------------------------- */
 
+TG_OP_NO_GRAD(reshape_op, "tg_reshape");
+TG_OP_NO_GRAD(rows_view_op, "tg_rows_view");
+TG_OP_NO_GRAD(detach_op, "tg_detach");
+TG_OP_NO_GRAD(unsqueeze_op, "tg_unsqueeze");
+TG_OP_NO_GRAD(squeeze_op, "tg_squeeze");
+
 /* Fills out[ndim] from shape, inferring one -1 dim; false with an error. */
 static bool reshape_dims(tg_tape *t, const tg_tensor *a, int ndim, const int *shape, int *out)
 {
     char sa[TG_SHAPE_STR], ss[TG_SHAPE_STR];
-    if (ndim > 0 && !shape) return tg_fail(t, "tg_reshape: the shape is NULL (a %s)", tg_shape_str(a, sa)), false;
+    if (ndim > 0 && !shape) return tg_op_fail(t, &reshape_op, "the shape is NULL (a %s)", tg_shape_str(a, sa)), false;
     if (ndim < 0 || ndim > TG_MAX_DIMS) {
-        tg_fail(t, "tg_reshape: target must have 0..%d dims, got %d dims (a %s)",
-                TG_MAX_DIMS, ndim, tg_shape_str(a, sa));
+        tg_op_fail(t, &reshape_op, "target must have 0..%d dims, got %d dims (a %s)", TG_MAX_DIMS, ndim,
+                   tg_shape_str(a, sa));
         return false;
     }
     int infer = -1;
@@ -44,8 +50,8 @@ static bool reshape_dims(tg_tape *t, const tg_tensor *a, int ndim, const int *sh
     for (int i = 0; i < ndim; i++) {
         bool bad = shape[i] < -1 || (shape[i] == -1 && infer >= 0);
         if (bad) {
-            tg_fail(t, "tg_reshape: bad target shape %s for a %s (one -1 at most, other dims >= 0)",
-                    ints_str(shape, ndim, ss), tg_shape_str(a, sa));
+            tg_op_fail(t, &reshape_op, "bad target shape %s for a %s (one -1 at most, other dims >= 0)",
+                       ints_str(shape, ndim, ss), tg_shape_str(a, sa));
             return false;
         }
         if (shape[i] == -1) {
@@ -57,16 +63,16 @@ static bool reshape_dims(tg_tape *t, const tg_tensor *a, int ndim, const int *sh
     }
     if (infer >= 0) {
         if (known == 0 || a->size % known != 0 || a->size / known > (size_t)INT_MAX) {
-            tg_fail(t, "tg_reshape: cannot infer the -1 in %s from a %s (%zu elements)",
-                    ints_str(shape, ndim, ss), tg_shape_str(a, sa), a->size);
+            tg_op_fail(t, &reshape_op, "cannot infer the -1 in %s from a %s (%zu elements)",
+                       ints_str(shape, ndim, ss), tg_shape_str(a, sa), a->size);
             return false;
         }
         out[infer] = (int)(a->size / known);
     }
     size_t size;
     if (!tg_shape_size(ndim, out, &size) || size != a->size) {
-        tg_fail(t, "tg_reshape: cannot reshape a %s (%zu elements) into %s", tg_shape_str(a, sa), a->size,
-                ints_str(shape, ndim, ss));
+        tg_op_fail(t, &reshape_op, "cannot reshape a %s (%zu elements) into %s", tg_shape_str(a, sa), a->size,
+                   ints_str(shape, ndim, ss));
         return false;
     }
     return true;
@@ -96,12 +102,6 @@ static tg_tensor *view(tg_tape *t, const tg_op *op, tg_tensor *a, int ndim, cons
     return tg_op_done(t, op, v);
 }
 
-TG_OP_NO_GRAD(reshape_op, "tg_reshape");
-TG_OP_NO_GRAD(rows_view_op, "tg_rows_view");
-TG_OP_NO_GRAD(detach_op, "tg_detach");
-TG_OP_NO_GRAD(unsqueeze_op, "tg_unsqueeze");
-TG_OP_NO_GRAD(squeeze_op, "tg_squeeze");
-
 tg_tensor *tg_reshape(tg_tape *t, tg_tensor *a, int ndim, const int *shape)
 {
     if (!tg_inputs_check(t, &reshape_op, &a, 1, 1)) return NULL;
@@ -115,10 +115,10 @@ tg_tensor *tg_rows_view(tg_tape *t, tg_tensor *a, int start, int len)
     if (!tg_inputs_check(t, &rows_view_op, &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR];
     if (a->ndim < 1)
-        return tg_fail(t, "tg_rows_view: a %s has no first dim", tg_shape_str(a, sa));
+        return tg_op_fail(t, &rows_view_op, "a %s has no first dim", tg_shape_str(a, sa));
     if (start < 0 || len < 0 || start > a->shape[0] || len > a->shape[0] - start)
-        return tg_fail(t, "tg_rows_view: rows start %d, len %d do not fit the first dim %d of a %s", start,
-                       len, a->shape[0], tg_shape_str(a, sa));
+        return tg_op_fail(t, &rows_view_op, "rows start %d, len %d do not fit the first dim %d of a %s", start,
+                          len, a->shape[0], tg_shape_str(a, sa));
     int shape[TG_MAX_DIMS];
     memcpy(shape, a->shape, sizeof shape);
     shape[0] = len;
@@ -146,8 +146,8 @@ tg_tensor *tg_unsqueeze(tg_tape *t, tg_tensor *a, int dim)
     if (!tg_inputs_check(t, &unsqueeze_op, &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR];
     if (a->ndim == TG_MAX_DIMS)
-        return tg_fail(t, "tg_unsqueeze: a %s already has %d dims, the most a tensor has", tg_shape_str(a, sa),
-                       TG_MAX_DIMS);
+        return tg_op_fail(t, &unsqueeze_op, "a %s already has %d dims, the most a tensor has", tg_shape_str(a, sa),
+                          TG_MAX_DIMS);
     int d, shape[TG_MAX_DIMS];
     if (!tg_dim_resolve(t, unsqueeze_op.name, a, dim, a->ndim + 1, &d)) return NULL;
     for (int k = 0, j = 0; k <= a->ndim; k++) shape[k] = k == d ? 1 : a->shape[j++];
@@ -193,16 +193,16 @@ tg_tensor *tg_permute(tg_tape *t, tg_tensor *a, const int *perm, int n)
     if (!tg_inputs_check(t, &permute_rec, &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR], sp[TG_SHAPE_STR];
     if (n != a->ndim)
-        return tg_fail(t, "tg_permute: perm has %d entries for the %d dims of a %s", n, a->ndim, tg_shape_str(a, sa));
+        return tg_op_fail(t, &permute_rec, "perm has %d entries for the %d dims of a %s", n, a->ndim, tg_shape_str(a, sa));
     if (a->ndim > 0 && !perm)
-        return tg_fail(t, "tg_permute: perm is NULL for a %s", tg_shape_str(a, sa));
+        return tg_op_fail(t, &permute_rec, "perm is NULL for a %s", tg_shape_str(a, sa));
     bool seen[TG_MAX_DIMS] = {false};
     int p[TG_MAX_DIMS];
     for (int k = 0; k < a->ndim; k++) {
         p[k] = perm[k] < 0 ? perm[k] + a->ndim : perm[k];
         if (p[k] < 0 || p[k] >= a->ndim || seen[p[k]])
-            return tg_fail(t, "tg_permute: perm %s is not a permutation of the %d dims of a %s (dims %d to %d)",
-                           ints_str(perm, a->ndim, sp), a->ndim, tg_shape_str(a, sa), -a->ndim, a->ndim - 1);
+            return tg_op_fail(t, &permute_rec, "perm %s is not a permutation of the %d dims of a %s (dims %d to %d)",
+                              ints_str(perm, a->ndim, sp), a->ndim, tg_shape_str(a, sa), -a->ndim, a->ndim - 1);
         seen[p[k]] = true;
     }
     return permute_op(t, &permute_rec, a, p);
@@ -215,7 +215,7 @@ tg_tensor *tg_transpose(tg_tape *t, tg_tensor *a, int d0, int d1)
     char sa[TG_SHAPE_STR];
     int e0 = d0 < 0 ? d0 + a->ndim : d0, e1 = d1 < 0 ? d1 + a->ndim : d1;
     if (e0 < 0 || e0 >= a->ndim || e1 < 0 || e1 >= a->ndim)
-        return tg_fail(t, "tg_transpose: dims (%d, %d) out of range for a %s", d0, d1, tg_shape_str(a, sa));
+        return tg_op_fail(t, &transpose_rec, "dims (%d, %d) out of range for a %s", d0, d1, tg_shape_str(a, sa));
     int perm[TG_MAX_DIMS];
     for (int k = 0; k < TG_MAX_DIMS; k++) perm[k] = k;
     perm[e0] = e1;
@@ -267,10 +267,10 @@ tg_tensor *tg_split_heads(tg_tape *t, tg_tensor *x, int n_heads)
     if (!tg_inputs_check(t, &split_heads_op, &x, 1, 1)) return NULL;
     char sx[TG_SHAPE_STR];
     if (x->ndim != 3)
-        return tg_fail(t, "tg_split_heads: x must be [B, L, H*dk], got %s", tg_shape_str(x, sx));
+        return tg_op_fail(t, &split_heads_op, "x must be [B, L, H*dk], got %s", tg_shape_str(x, sx));
     if (n_heads <= 0 || x->shape[2] % n_heads != 0)
-        return tg_fail(t, "tg_split_heads: last dim of x %s is not divisible into %d heads",
-                       tg_shape_str(x, sx), n_heads);
+        return tg_op_fail(t, &split_heads_op, "last dim of x %s is not divisible into %d heads",
+                          tg_shape_str(x, sx), n_heads);
     int B = x->shape[0], L = x->shape[1], dk = x->shape[2] / n_heads;
     tg_tensor *out = tg_new(t, &split_heads_op, 4, (int[]){B, n_heads, L, dk});
     if (!out) return NULL;
@@ -284,10 +284,10 @@ tg_tensor *tg_merge_heads(tg_tape *t, tg_tensor *x)
     if (!tg_inputs_check(t, &merge_heads_op, &x, 1, 1)) return NULL;
     char sx[TG_SHAPE_STR];
     if (x->ndim != 4)
-        return tg_fail(t, "tg_merge_heads: x must be [B, H, L, dk], got %s", tg_shape_str(x, sx));
+        return tg_op_fail(t, &merge_heads_op, "x must be [B, H, L, dk], got %s", tg_shape_str(x, sx));
     int B = x->shape[0], H = x->shape[1], L = x->shape[2], dk = x->shape[3];
     if ((long long)H * dk > INT_MAX)
-        return tg_fail(t, "tg_merge_heads: H*dk overflows an int for x %s", tg_shape_str(x, sx));
+        return tg_op_fail(t, &merge_heads_op, "H*dk overflows an int for x %s", tg_shape_str(x, sx));
     tg_tensor *out = tg_new(t, &merge_heads_op, 3, (int[]){B, L, H * dk});
     if (!out) return NULL;
     heads_swap(x->data, out->data, B, H, L, dk, false);
