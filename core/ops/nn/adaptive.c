@@ -71,10 +71,10 @@ tg_tensor *tg_adaptive_avg_pool2d(tg_tape *t, tg_tensor *x, int oh, int ow)
     if (!tg_inputs_check(t, &adaptive_op, &x, 1, 1)) return NULL;
     char sx[TG_SHAPE_STR];
     if (x->ndim != 3 && x->ndim != 4)
-        return tg_fail(t, "tg_adaptive_avg_pool2d: input %s must be [N, C, H, W] or [C, H, W]", tg_shape_str(x, sx));
+        return tg_op_fail(t, &adaptive_op, "input %s must be [N, C, H, W] or [C, H, W]", tg_shape_str(x, sx));
     int H = x->shape[x->ndim - 2], W = x->shape[x->ndim - 1];
     if (oh <= 0 || ow <= 0 || H == 0 || W == 0)
-        return tg_fail(t, "tg_adaptive_avg_pool2d: output size %dx%d must be > 0 and the input %s non-empty in H and W",
+        return tg_op_fail(t, &adaptive_op, "output size %dx%d must be > 0 and the input %s non-empty in H and W",
                        oh, ow, tg_shape_str(x, sx));
     adaptive_ctx c = {x->size / ((size_t)H * W), H, W, oh, ow};
     int shape[TG_MAX_DIMS];

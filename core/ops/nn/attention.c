@@ -517,23 +517,23 @@ static bool sdpa_check(tg_tape *t, const tg_tensor *q, const tg_tensor *k, const
     snprintf(what, sizeof what, "q %s k %s v %s", tg_shape_str(q, sq), tg_shape_str(k, sk),
              tg_shape_str(v, sv));
     if (q->ndim != 4 || k->ndim != 4 || v->ndim != 4) {
-        tg_fail(t, "tg_sdpa: q, k and v must be 4-D [B,H,L,d]: %s", what);
+        tg_op_fail(t, &sdpa_op, "q, k and v must be 4-D [B,H,L,d]: %s", what);
         return false;
     }
     if (k->shape[0] != q->shape[0] || v->shape[0] != q->shape[0] || v->shape[1] != k->shape[1]) {
-        tg_fail(t, "tg_sdpa: batch dims, or k's and v's head dims, differ: %s", what);
+        tg_op_fail(t, &sdpa_op, "batch dims, or k's and v's head dims, differ: %s", what);
         return false;
     }
     if (k->shape[1] != q->shape[1] && (k->shape[1] < 1 || q->shape[1] % k->shape[1])) {
-        tg_fail(t, "tg_sdpa: k's and v's heads must divide q's (grouped-query attention): %s", what);
+        tg_op_fail(t, &sdpa_op, "k's and v's heads must divide q's (grouped-query attention): %s", what);
         return false;
     }
     if (k->shape[3] != q->shape[3]) {
-        tg_fail(t, "tg_sdpa: q and k head sizes (dk) differ: %s", what);
+        tg_op_fail(t, &sdpa_op, "q and k head sizes (dk) differ: %s", what);
         return false;
     }
     if (v->shape[2] != k->shape[2]) {
-        tg_fail(t, "tg_sdpa: k and v lengths (Lk) differ: %s", what);
+        tg_op_fail(t, &sdpa_op, "k and v lengths (Lk) differ: %s", what);
         return false;
     }
     if (!opts_check(t, sdpa_op.name, o, what)) return false;
@@ -579,7 +579,7 @@ static bool cols_check(tg_tape *t, const char *name, int col, int H, int w, int 
 {
     long long end = (long long)col + (long long)H * w;
     if (col >= 0 && end <= C) return true;
-    tg_fail(t, "tg_sdpa_heads: %s columns [%d, %lld) are outside [0, %d): %s", name, col, end, C, what);
+    tg_op_fail(t, &sdpa_heads_op, "%s columns [%d, %lld) are outside [0, %d): %s", name, col, end, C, what);
     return false;
 }
 
@@ -591,24 +591,24 @@ static bool heads_check(tg_tape *t, const tg_tensor *xq, const tg_tensor *xkv, c
              "v_col %d)", tg_shape_str(xq, sq), tg_shape_str(xkv, sk), l->n_heads, l->n_kv_heads, l->dk, l->dv,
              l->q_col, l->k_col, l->v_col);
     if (xq->ndim != 3 || xkv->ndim != 3) {
-        tg_fail(t, "tg_sdpa_heads: xq and xkv must be 3-D [B,L,C]: %s", what);
+        tg_op_fail(t, &sdpa_heads_op, "xq and xkv must be 3-D [B,L,C]: %s", what);
         return false;
     }
     if (xkv->shape[0] != xq->shape[0]) {
-        tg_fail(t, "tg_sdpa_heads: batch dims differ: %s", what);
+        tg_op_fail(t, &sdpa_heads_op, "batch dims differ: %s", what);
         return false;
     }
     if (l->n_heads < 1 || l->dk < 1 || l->dv < 1) {
-        tg_fail(t, "tg_sdpa_heads: n_heads, dk and dv must be >= 1: %s", what);
+        tg_op_fail(t, &sdpa_heads_op, "n_heads, dk and dv must be >= 1: %s", what);
         return false;
     }
     if (l->n_kv_heads < 0 || (l->n_kv_heads && l->n_heads % l->n_kv_heads)) {
-        tg_fail(t, "tg_sdpa_heads: n_kv_heads must divide n_heads (0: n_heads): %s", what);
+        tg_op_fail(t, &sdpa_heads_op, "n_kv_heads must divide n_heads (0: n_heads): %s", what);
         return false;
     }
     int hkv = l->n_kv_heads ? l->n_kv_heads : l->n_heads;
     if ((long long)l->n_heads * l->dv > INT_MAX) {
-        tg_fail(t, "tg_sdpa_heads: n_heads*dv overflows an int: %s", what);
+        tg_op_fail(t, &sdpa_heads_op, "n_heads*dv overflows an int: %s", what);
         return false;
     }
     if (!cols_check(t, "q", l->q_col, l->n_heads, l->dk, xq->shape[2], what) ||
@@ -667,22 +667,22 @@ tg_tensor *tg_sdpa_decode(tg_tape *t, tg_tensor *xq, tg_tensor *cache, const tg_
     char sx[TG_SHAPE_STR];
     int Hkv;
     if (!tg_inputs_check(t, &sdpa_decode_op, (tg_tensor *const[]){xq, cache}, 2, 2)) return NULL;
-    if (!pos) return tg_fail(t, "tg_sdpa_decode: pos is NULL");
-    if (tg_tape_recording(t)) return tg_fail(t, "tg_sdpa_decode: decoding only: the tape must not record");
+    if (!pos) return tg_op_fail(t, &sdpa_decode_op, "pos is NULL");
+    if (tg_tape_recording(t)) return tg_op_fail(t, &sdpa_decode_op, "decoding only: the tape must not record");
     if (opts && (opts->mask || opts->bias || opts->dropout != 0 || !isfinite(opts->scale)))
-        return tg_fail(t, "tg_sdpa_decode: takes a finite scale and ALiBi slopes only (no mask, bias or dropout)");
-    if (xq->ndim != 3 || xq->shape[1] != 1) return tg_fail(t, "tg_sdpa_decode: xq must be [B, 1, C], got %s",
+        return tg_op_fail(t, &sdpa_decode_op, "takes a finite scale and ALiBi slopes only (no mask, bias or dropout)");
+    if (xq->ndim != 3 || xq->shape[1] != 1) return tg_op_fail(t, &sdpa_decode_op, "xq must be [B, 1, C], got %s",
                                                            tg_shape_str(xq, sx));
     int B = xq->shape[0];
     if (!tg_kv_check(t, &sdpa_decode_op, cache, lay, B, &Hkv)) return NULL;
     int H = lay->n_heads, dk = lay->dk, dv = lay->dv, cap = cache->shape[1];
     if (lay->q_col < 0 || lay->q_col + H * dk > xq->shape[2])
-        return tg_fail(t, "tg_sdpa_decode: query columns [%d, %d) are outside xq %s", lay->q_col, lay->q_col + H * dk,
+        return tg_op_fail(t, &sdpa_decode_op, "query columns [%d, %d) are outside xq %s", lay->q_col, lay->q_col + H * dk,
                        tg_shape_str(xq, sx));
     sdpa_plan p = {.d = {B, H, 1, cap, dk, dv}, .qpos = pos};
     for (int b = 0; b < B; b++) {
         if (pos[b] < 0 || pos[b] >= cap)
-            return tg_fail(t, "tg_sdpa_decode: pos[%d] = %d is outside the cache [0, %d)", b, (int)pos[b], cap);
+            return tg_op_fail(t, &sdpa_decode_op, "pos[%d] = %d is outside the cache [0, %d)", b, (int)pos[b], cap);
         p.pairs += pos[b] + 1;
     }
     int32_t *lens = tg_arena_alloc(t, (size_t)B * sizeof *lens, "tg_sdpa_decode key lengths");

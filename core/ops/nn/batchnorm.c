@@ -106,7 +106,7 @@ static bool bn_vec(tg_tape *t, const tg_tensor *v, const char *what, int C, cons
 {
     if (!v || (v->ndim == 1 && v->shape[0] == C)) return true;
     char s1[TG_SHAPE_STR], s2[TG_SHAPE_STR];
-    tg_fail(t, "tg_batch_norm: %s %s must be [C] = [%d] (input %s)", what, tg_shape_str(v, s1), C,
+    tg_op_fail(t, &batch_norm_op, "%s %s must be [C] = [%d] (input %s)", what, tg_shape_str(v, s1), C,
             tg_shape_str(x, s2));
     return false;
 }
@@ -120,25 +120,25 @@ tg_tensor *tg_batch_norm(tg_tape *t, tg_tensor *x, tg_tensor *running_mean, tg_t
     const tg_bn_opts *o = opts ? opts : &dflt;
     char sx[TG_SHAPE_STR];
     if (x->ndim < 2)
-        return tg_fail(t, "tg_batch_norm: input %s must be [N, C, ...] (2-D to 8-D)", tg_shape_str(x, sx));
+        return tg_op_fail(t, &batch_norm_op, "input %s must be [N, C, ...] (2-D to 8-D)", tg_shape_str(x, sx));
     int C = x->shape[1];
     if (!bn_vec(t, weight, "weight", C, x) || !bn_vec(t, bias, "bias", C, x) ||
         !bn_vec(t, running_mean, "running_mean", C, x) || !bn_vec(t, running_var, "running_var", C, x))
         return NULL;
     if (!(o->eps > 0) || !(o->momentum >= 0 && o->momentum <= 1))
-        return tg_fail(t, "tg_batch_norm: eps %g must be > 0 and momentum %g in [0, 1] (input %s)", o->eps,
+        return tg_op_fail(t, &batch_norm_op, "eps %g must be > 0 and momentum %g in [0, 1] (input %s)", o->eps,
                        o->momentum, tg_shape_str(x, sx));
     if ((running_mean == NULL) != (running_var == NULL))
-        return tg_fail(t, "tg_batch_norm: %s is NULL and %s is not: give both running statistics or neither (input %s)",
+        return tg_op_fail(t, &batch_norm_op, "%s is NULL and %s is not: give both running statistics or neither (input %s)",
                        running_mean ? "running_var" : "running_mean", running_mean ? "running_mean" : "running_var",
                        tg_shape_str(x, sx));
     if (!o->training && !running_mean)
-        return tg_fail(t, "tg_batch_norm: running_mean and running_var are NULL: evaluation needs them (input %s)",
+        return tg_op_fail(t, &batch_norm_op, "running_mean and running_var are NULL: evaluation needs them (input %s)",
                        tg_shape_str(x, sx));
     bn_ctx c = {(size_t)x->shape[0], x->size / ((size_t)x->shape[0] * (C ? C : 1)), C, o->training, NULL, NULL};
     if (x->shape[0] == 0) c.inner = 0;
     if (o->training && c.N * c.inner <= 1)
-        return tg_fail(t, "tg_batch_norm: training needs more than 1 value per channel (input %s)",
+        return tg_op_fail(t, &batch_norm_op, "training needs more than 1 value per channel (input %s)",
                        tg_shape_str(x, sx));
     tg_tensor *out = tg_new_like(t, &batch_norm_op, x);
     if (!out) return NULL;

@@ -62,17 +62,17 @@ int tg_kv_write(tg_tape *t, tg_tensor *cache, const tg_tensor *x, const tg_sdpa_
     kv_dims d;
     if (!cache || !x) return tg_fail_null(t, "tg_kv_write"), -1;
     if (!tg_inputs_check(t, &kv_write_op, (tg_tensor *const[]){(tg_tensor *)x}, 1, 1)) return -1;
-    if (x->ndim != 3) return tg_fail(t, "tg_kv_write: x must be [B, L, C], got %s", tg_shape_str(x, sx)), -1;
+    if (x->ndim != 3) return tg_op_fail(t, &kv_write_op, "x must be [B, L, C], got %s", tg_shape_str(x, sx)), -1;
     int B = x->shape[0], L = x->shape[1], C = x->shape[2];
     if (!cache_check(t, &kv_write_op, cache, lay, B, &d)) return -1;
     int cap = cache->shape[1], kw = d.Hkv * d.dk, vw = d.Hkv * d.dv;
     if (lay->k_col < 0 || lay->k_col + kw > C || lay->v_col < 0 || lay->v_col + vw > C)
-        return tg_fail(t, "tg_kv_write: key columns [%d, %d) or value columns [%d, %d) are outside x %s",
+        return tg_op_fail(t, &kv_write_op, "key columns [%d, %d) or value columns [%d, %d) are outside x %s",
                        lay->k_col, lay->k_col + kw, lay->v_col, lay->v_col + vw, tg_shape_str(x, sx)), -1;
     for (int b = 0; b < B; b++) {
         int p0 = at ? at[b] : 0;
         if (p0 < 0 || p0 + L > cap)
-            return tg_fail(t, "tg_kv_write: row %d's positions [%d, %d) are outside the cache [0, %d)", b, p0,
+            return tg_op_fail(t, &kv_write_op, "row %d's positions [%d, %d) are outside the cache [0, %d)", b, p0,
                            p0 + L, cap), -1;
     }
     for (int b = 0; b < B; b++) {

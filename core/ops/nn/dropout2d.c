@@ -35,13 +35,13 @@ tg_tensor *tg_dropout2d(tg_tape *t, tg_tensor *x, double p, tg_rng *rng)
     if (!tg_inputs_check(t, &dropout2d_op, &x, 1, 1)) return NULL;
     char sx[TG_SHAPE_STR];
     if (!(p >= 0 && p < 1))
-        return tg_fail(t, "tg_dropout2d: p must be in [0, 1), got %g (x %s)", p, tg_shape_str(x, sx));
+        return tg_op_fail(t, &dropout2d_op, "p must be in [0, 1), got %g (x %s)", p, tg_shape_str(x, sx));
     if (x->ndim != 4)
-        return tg_fail(t, "tg_dropout2d: input %s must be [N, C, H, W] (PyTorch reads a 3-D input as [N, C, L])",
+        return tg_op_fail(t, &dropout2d_op, "input %s must be [N, C, H, W] (PyTorch reads a 3-D input as [N, C, L])",
                        tg_shape_str(x, sx));
     if (p == 0 || !tg_tape_training(t)) return x;
     if (!rng)
-        return tg_fail(t, "tg_dropout2d: rng is NULL with p = %g while training (x %s)", p, tg_shape_str(x, sx));
+        return tg_op_fail(t, &dropout2d_op, "rng is NULL with p = %g while training (x %s)", p, tg_shape_str(x, sx));
     tg_tensor *out = tg_new_like(t, &dropout2d_op, x);
     if (!out) return NULL;
     size_t channels = (size_t)x->shape[0] * x->shape[1], plane = (size_t)x->shape[2] * x->shape[3];

@@ -102,24 +102,24 @@ tg_tensor *tg_interpolate(tg_tape *t, tg_tensor *x, const tg_interp_opts *opts)
 {
     if (!tg_inputs_check(t, &interpolate_op, &x, 1, 1)) return NULL;
     char sx[TG_SHAPE_STR];
-    if (!opts) return tg_fail(t, "tg_interpolate: opts is NULL (the size or scale has no default)");
+    if (!opts) return tg_op_fail(t, &interpolate_op, "opts is NULL (the size or scale has no default)");
     if (x->ndim != 4)
-        return tg_fail(t, "tg_interpolate: input %s must be [N, C, H, W] (PyTorch reads a 3-D input as [N, C, L])",
+        return tg_op_fail(t, &interpolate_op, "input %s must be [N, C, H, W] (PyTorch reads a 3-D input as [N, C, L])",
                        tg_shape_str(x, sx));
     if (opts->mode != TG_INTERP_NEAREST && opts->mode != TG_INTERP_BILINEAR)
-        return tg_fail(t, "tg_interpolate: mode %d is not TG_INTERP_NEAREST or TG_INTERP_BILINEAR", (int)opts->mode);
+        return tg_op_fail(t, &interpolate_op, "mode %d is not TG_INTERP_NEAREST or TG_INTERP_BILINEAR", (int)opts->mode);
     if (opts->align_corners && opts->mode == TG_INTERP_NEAREST)
-        return tg_fail(t, "tg_interpolate: align_corners is for bilinear only (as PyTorch)");
+        return tg_op_fail(t, &interpolate_op, "align_corners is for bilinear only (as PyTorch)");
     int in[2] = {x->shape[x->ndim - 2], x->shape[x->ndim - 1]}, out[2];
     for (int i = 0; i < 2; i++) {
         double sf = opts->scale[i];
         bool by_size = opts->size[i] != 0;
         if (by_size == (sf != 0))
-            return tg_fail(t, "tg_interpolate: give size or scale for dim %d, exactly one (size %d, scale %g)", i,
+            return tg_op_fail(t, &interpolate_op, "give size or scale for dim %d, exactly one (size %d, scale %g)", i,
                            opts->size[i], sf);
         double n = by_size ? opts->size[i] : floor(in[i] * sf);
         if (!(n >= 1 && n <= (1 << 30)) || in[i] == 0)
-            return tg_fail(t, "tg_interpolate: output size %g along dim %d of input %s must be in [1, 2^30] "
+            return tg_op_fail(t, &interpolate_op, "output size %g along dim %d of input %s must be in [1, 2^30] "
                            "(size %d, scale %g)", n, i, tg_shape_str(x, sx), opts->size[i], sf);
         out[i] = (int)n;
     }
