@@ -352,6 +352,21 @@ static tg_tensor *run_diagonal(fx *f)
     }
 }
 
+/* op = make_multi_fixtures.py's MULTI_OPS index; dims "" is every dim (n = 0) */
+static tg_tensor *run_multi(fx *f)
+{
+    int dims[8], n = P("n");
+    if (n) cr_assert_eq(fx_list(f, "dims", dims, 8), n);
+    bool keep = P("keepdim") != 0;
+    double corr = fx_param(f, "correction", NAN);
+    switch (fx_op(f, 4)) {
+    case 0: return tg_mean_dims(f->t, fx_in(f, "x"), dims, n, keep);
+    case 1: return tg_var_dims(f->t, fx_in(f, "x"), dims, n, corr, keep);
+    case 2: return tg_std_dims(f->t, fx_in(f, "x"), dims, n, corr, keep);
+    default: return tg_norm_dims(f->t, fx_in(f, "x"), fx_param(f, "ord", NAN), dims, n, keep);
+    }
+}
+
 /* Add attention / toy-model families here with their runner. */
 static const struct {
     const char *family;
@@ -379,6 +394,7 @@ static const struct {
     {"masked_select", run_masked_select},
     {"scatter_reduce", run_scatter_reduce},
     {"diagonal", run_diagonal},
+    {"multi", run_multi},
 };
 
 /* ---- comparison --------------------------------------------------------- */
@@ -478,3 +494,4 @@ Test(fixtures, index) { check_family("index"); }
 Test(fixtures, masked_select) { check_family("masked_select"); }
 Test(fixtures, scatter_reduce) { check_family("scatter_reduce"); }
 Test(fixtures, diagonal) { check_family("diagonal"); }
+Test(fixtures, multi) { check_family("multi"); }
