@@ -208,7 +208,7 @@ int main(int argc, char **argv)
     for (long step = 0; step < steps; step++) {
         fill(&train, &rng, BATCH, false);
         tg_tape_reset(t);
-        tg_tensor *loss = tg_cross_entropy(t, forward(t, &m, &train), train.labels, TG_IGNORE);
+        tg_tensor *loss = tg_cross_entropy(t, forward(t, &m, &train), train.labels, train.n, TG_IGNORE);
         tg_optim_zero_grad(opt);
         if (tg_backward(t, loss) || tg_optim_schedule_lr(opt, &lr, step) || tg_optim_step(opt))
             return fprintf(stderr, "classify: step %ld: %s\n", step, tg_error()), 1;

@@ -238,8 +238,8 @@ static tg_tensor *append_position(tg_tape *t, tg_tensor *x, tg_tensor *vec)
     if (!col) return NULL;
     memset(col->data, 0, col->size * sizeof *col->data);
     if (vec) col = tg_add(t, col, tg_reshape(t, vec, 2, (int[]){W, 1}));
-    tg_tensor *parts[2] = {tg_permute(t, x, (int[]){0, 2, 1}), col};  /* [B, W, L] | [B, W, 1] */
-    return tg_permute(t, tg_concat(t, parts, 2), (int[]){0, 2, 1});
+    tg_tensor *parts[2] = {tg_permute(t, x, (int[]){0, 2, 1}, 3), col};  /* [B, W, L] | [B, W, 1] */
+    return tg_permute(t, tg_concat(t, parts, 2), (int[]){0, 2, 1}, 3);
 }
 
 /* k, v [B, Lk, W] with add_bias_kv's (bk, bv), then add_zero_attn's zeros,
@@ -354,7 +354,7 @@ static tg_tensor *per_head(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor
     tg_sdpa_opts o = sdpa_opts(m, mo);
     o.mask = mask;
     int Bb = bias ? bias->shape[0] : 1;
-    if (bias && Bb > 1) bias = tg_permute(t, bias, (int[]){1, 0, 2, 3});  /* [H, B, Lq, Lk]: heads outermost */
+    if (bias && Bb > 1) bias = tg_permute(t, bias, (int[]){1, 0, 2, 3}, 4);  /* [H, B, Lq, Lk]: heads outermost */
     for (int h = 0; h < H; h++) {
         const tg_mha_head *hd = &m->heads[h];
         int g = h / group;

@@ -30,5 +30,5 @@ tg_tensor *tg_embedding_forward(tg_tape *t, const tg_embedding_layer *e, const i
 {
     if (tg_nn_check_forward("tg_embedding_forward", t, e, e && e->weight)) return NULL;
     if (!ids) return tg_fail(t, "tg_embedding '%s': ids is NULL", e->name);
-    return tg_embedding(t, e->weight, ids, B, T);
+    return tg_embedding(t, e->weight, &(tg_index){.data = ids, .ndim = 2, .shape = {B, T}});
 }

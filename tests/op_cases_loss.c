@@ -4,24 +4,24 @@
 
 static const int32_t targets[2] = {1, 2};
 
-OC_BUILD(b_cross_entropy, tg_cross_entropy(t, x[0], OC_PTR(c, 0, targets), TG_IGNORE))
-OC_BUILD(b_cross_entropy_sum, tg_cross_entropy_sum(t, x[0], OC_PTR(c, 0, targets), TG_IGNORE))
+OC_BUILD(b_cross_entropy, tg_cross_entropy(t, x[0], OC_PTR(c, 0, targets), 2, TG_IGNORE))
+OC_BUILD(b_cross_entropy_sum, tg_cross_entropy_sum(t, x[0], OC_PTR(c, 0, targets), 2, TG_IGNORE))
 /* class weights, label smoothing, one ignored row */
 static tg_tensor *b_cross_entropy_ex(const oc_call *c)
 {
     tg_ce_opts o = {c->in[1], 0.1, TG_MEAN, 2, true};
-    return tg_cross_entropy_ex(c->t, c->in[0], OC_PTR(c, 0, targets), NULL, &o);
+    return tg_cross_entropy_ex(c->t, c->in[0], OC_PTR(c, 0, targets), 2, NULL, &o);
 }
 /* probabilities as targets, a loss per row */
 static tg_tensor *b_cross_entropy_probs(const oc_call *c)
 {
     tg_ce_opts o = {NULL, 0.2, TG_NONE, 0, false};
-    return tg_cross_entropy_ex(c->t, c->in[0], NULL, c->in[1], &o);
+    return tg_cross_entropy_ex(c->t, c->in[0], NULL, 0, c->in[1], &o);
 }
 static tg_tensor *b_nll_loss(const oc_call *c)
 {
     tg_ce_opts o = {c->in[1], 0, TG_NONE, TG_IGNORE, true};
-    return tg_nll_loss(c->t, c->in[0], OC_PTR(c, 0, targets), &o);
+    return tg_nll_loss(c->t, c->in[0], OC_PTR(c, 0, targets), 2, &o);
 }
 OC_BUILD(b_mse_loss, tg_mse_loss(t, x[0], x[1], TG_MEAN))
 OC_BUILD(b_l1_loss, tg_l1_loss(t, x[0], x[1], TG_SUM))

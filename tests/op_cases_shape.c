@@ -10,7 +10,7 @@ static const int64_t ix_add[2] = {2, 0};
 
 OC_BUILD(b_reshape, tg_reshape(t, x[0], 2, OC_PTR(c, 0, ((const int[]){3, -1}))))
 OC_BUILD(b_rows_view, tg_rows_view(t, x[0], 1, 1))
-OC_BUILD(b_permute, tg_permute(t, x[0], OC_PTR(c, 0, ((const int[]){1, 0}))))
+OC_BUILD(b_permute, tg_permute(t, x[0], OC_PTR(c, 0, ((const int[]){1, 0})), 2))
 OC_BUILD(b_transpose, tg_transpose(t, x[0], 0, 1))
 OC_BUILD(b_split_heads, tg_split_heads(t, x[0], 2))
 OC_BUILD(b_merge_heads, tg_merge_heads(t, x[0]))

@@ -112,7 +112,7 @@ static int step(rig *r, tg_tape *t, const setup *s, const char *path, tg_real *l
     tg_tape_reset(t);
     tg_tensor *logits = tg_model_forward(t, &r->m, s->ids, s->B, s->T,
                                          &(tg_model_opts){.lens = s->lens, .rng = &r->rng}, NULL);
-    tg_tensor *loss = tg_cross_entropy(t, logits, s->targets, TG_IGNORE);
+    tg_tensor *loss = tg_cross_entropy(t, logits, s->targets, s->B * s->T, TG_IGNORE);
     if (!loss) return PH_FORWARD;
     *loss_out = loss->data[0];
     tg_params_zero_grad(r->p);
@@ -548,13 +548,13 @@ Test(alloc_fail, out_of_memory_names_the_op)
             tg_alloc_fail_at(at);
             tg_tensor *r = NULL;
             switch (k) {
-            case 0: r = tg_permute(t, x, (int[]){1, 0, 2}); break;
+            case 0: r = tg_permute(t, x, (int[]){1, 0, 2}, 3); break;
             case 1: r = tg_split_heads(t, x, 2); break;
             case 2: r = tg_concat(t, (tg_tensor *[]){x, x}, 2); break;
             case 3: r = tg_slice(t, x, 1, 2); break;
             case 4: r = tg_layernorm(t, x, NULL, NULL, 1e-5); break;
-            case 5: r = tg_embedding(t, x, ids, 2, 3); break;  /* x as [V, D]: see below */
-            case 6: r = tg_cross_entropy(t, x, ids, TG_IGNORE); break;
+            case 5: r = tg_embedding(t, x, &(tg_index){.data = ids, .ndim = 2, .shape = {2, 3}}); break;  /* x as [V, D]: see below */
+            case 6: r = tg_cross_entropy(t, x, ids, 6, TG_IGNORE); break;
             case 7: r = tg_dropout(t, x, 0.5, &rng); break;
             case 8:  /* without requires_grad: only the view itself is allocated */
                 x->requires_grad = false;

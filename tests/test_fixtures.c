@@ -136,14 +136,16 @@ static tg_tensor *run_embedding(fx *f)
     tg_tensor *ids;
     const int32_t *v = fx_ints(f, "ids", false, &ids);
     cr_assert(v && ids->ndim == 2, "%s/%s: ids must be [B, T]", f->family, f->cas);
-    return tg_embedding(f->t, fx_in(f, "weight"), v, ids->shape[0], ids->shape[1]);
+    return tg_embedding(f->t, fx_in(f, "weight"), &(tg_index){.data = v, .ndim = 2, .shape = {ids->shape[0], ids->shape[1]}});
 }
 
 static tg_tensor *run_cross_entropy(fx *f)
 {
-    const int32_t *targets = fx_ints(f, "targets", false, NULL);
+    tg_tensor *tt;
+    const int32_t *targets = fx_ints(f, "targets", false, &tt);
     cr_assert(targets, "%s/%s: no targets", f->family, f->cas);
-    return tg_cross_entropy(f->t, fx_in(f, "logits"), targets, (int)fx_param(f, "ignore_index", TG_IGNORE));
+    return tg_cross_entropy(f->t, fx_in(f, "logits"), targets, (int)tt->size,
+                            (int)fx_param(f, "ignore_index", TG_IGNORE));
 }
 
 /* The case's parameter "op" picks one of fns (an index the generator wrote). */
@@ -243,10 +245,13 @@ static tg_tensor *run_losses(fx *f)
     o.reduction = red;
     o.label_smoothing = fx_param(f, "smoothing", 0);
     o.ignore_index = (int)fx_param(f, "ignore_index", TG_IGNORE);
+    tg_tensor *yt;
+    const int32_t *y = fx_ints(f, "t", false, &yt);
+    int n_y = yt ? (int)yt->size : 0;
     switch (op) {
-    case 0: return tg_cross_entropy_ex(f->t, x, fx_ints(f, "t", false, NULL), NULL, &o);
-    case 1: return tg_cross_entropy_ex(f->t, x, NULL, fx_in(f, "q"), &o);
-    case 2: return tg_nll_loss(f->t, x, fx_ints(f, "t", false, NULL), &o);
+    case 0: return tg_cross_entropy_ex(f->t, x, y, n_y, NULL, &o);
+    case 1: return tg_cross_entropy_ex(f->t, x, NULL, 0, fx_in(f, "q"), &o);
+    case 2: return tg_nll_loss(f->t, x, y, n_y, &o);
     case 3: return tg_binary_cross_entropy(f->t, x, fx_in(f, "y"), o.weight, red);
     case 4: return tg_binary_cross_entropy_with_logits(f->t, x, fx_in(f, "y"), o.weight, fx_opt(f, "pw"), red);
     case 5: return tg_mse_loss(f->t, x, fx_in(f, "y"), red);

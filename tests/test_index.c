@@ -10,7 +10,7 @@ Test(index, embedding_values_and_repeated_ids_accumulate)
     tg_tape *t = tg_tape_new();
     tg_tensor *w = iota(2, (int[]){4, 2});
     int32_t ids[6] = {1, 3, 1, 1, 0, 3};
-    tg_tensor *out = tg_embedding(t, w, ids, 2, 3);
+    tg_tensor *out = tg_embedding(t, w, &(tg_index){.data = ids, .ndim = 2, .shape = {2, 3}});
     cr_assert_not_null(out);
     cr_assert(out->ndim == 3 && out->shape[0] == 2 && out->shape[1] == 3 && out->shape[2] == 2);
     for (int i = 0; i < 6; i++)
@@ -26,18 +26,43 @@ Test(index, embedding_values_and_repeated_ids_accumulate)
     tg_tape_free(t);
 }
 
+/* ids of any shape, int32 or int64 (F.embedding): out is ids' shape + [D] */
+Test(index, embedding_takes_an_index_of_any_shape)
+{
+    tg_tape *t = tg_tape_new();
+    tg_tensor *w = iota(2, (int[]){4, 2});
+    const int64_t ids[6] = {3, 0, 2, 2, 1, 3};
+    tg_tensor *out = tg_embedding(t, w, &(tg_index){.data = ids, .i64 = true, .ndim = 3, .shape = {1, 2, 3}});
+    cr_assert_not_null(out, "%s", tg_tape_error(t));
+    cr_assert(out->ndim == 4 && out->shape[0] == 1 && out->shape[1] == 2 && out->shape[2] == 3 && out->shape[3] == 2);
+    for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 2; j++) cr_assert_eq(out->data[i * 2 + j], ids[i] * 2 + j);
+    tg_tensor *one = tg_embedding(t, w, &(tg_index){.data = (int32_t[]){2}, .ndim = 0});
+    cr_assert(one && one->ndim == 1 && one->shape[0] == 2 && one->data[0] == 4 && one->data[1] == 5);
+    tg_tensor_free(w);
+    tg_tape_free(t);
+}
+
 Test(index, rejects_bad_arguments)
 {
     tg_tape *t = tg_tape_new();
     tg_tensor *w4 = tg_tensor_zeros(t, 1, (int[]){4});
     tg_tensor *emb = tg_tensor_zeros(t, 2, (int[]){10, 3});
     int32_t ids[6] = {0, 9, 3, 10, 11, 2};
-    assert_fails(t, tg_embedding(t, emb, ids, 2, 3), "tg_embedding", "id 10", "position 3", "[0, 10)", "[10,3]");
+    tg_index ix = {.data = ids, .ndim = 2, .shape = {2, 3}};
+    assert_fails(t, tg_embedding(t, emb, &ix), "tg_embedding", "id 10", "position 3", "[0, 10)", "[10,3]", "ids [2,3]");
     ids[3] = 4;
     ids[4] = 5;
     ids[5] = -1;
-    assert_fails(t, tg_embedding(t, emb, ids, 2, 3), "tg_embedding", "id -1", "position 5", "[0, 10)");
-    assert_fails(t, tg_embedding(t, w4, ids, 2, 3), "tg_embedding", "[4]");
-    assert_fails(t, tg_embedding(t, emb, ids, -1, 3), "tg_embedding", "B -1", "[10,3]");
+    assert_fails(t, tg_embedding(t, emb, &ix), "tg_embedding", "id -1", "position 5", "[0, 10)");
+    assert_fails(t, tg_embedding(t, w4, &ix), "tg_embedding", "[4]");
+    const int64_t big[1] = {(int64_t)1 << 33};
+    assert_fails(t, tg_embedding(t, emb, &(tg_index){.data = big, .i64 = true, .ndim = 1, .shape = {1}}),
+                 "tg_embedding", "id 8589934592", "[0, 10)");
+    assert_fails(t, tg_embedding(t, emb, &(tg_index){.data = ids, .ndim = 2, .shape = {-1, 3}}), "tg_embedding",
+                 "invalid shape", "[10,3]");
+    assert_fails(t, tg_embedding(t, emb, &(tg_index){.data = ids, .ndim = TG_MAX_DIMS, .shape = {1}}),
+                 "tg_embedding", "8 dims", "at most 7");
+    assert_fails(t, tg_embedding(t, emb, &(tg_index){.ndim = 1, .shape = {2}}), "tg_embedding", "data is NULL");
     tg_tape_free(t);
 }

@@ -342,7 +342,7 @@ Test(null, null_inputs_keep_the_first_message)
             tg_tensor *r = NULL;
             switch (k) {
             case 0: r = tg_reshape(t, NULL, 1, (int[]){-1}); break;
-            case 1: r = tg_permute(t, NULL, (int[]){0}); break;
+            case 1: r = tg_permute(t, NULL, (int[]){0}, 1); break;
             case 2: r = tg_transpose(t, NULL, 0, 1); break;
             case 3: r = tg_split_heads(t, NULL, 2); break;
             case 4: r = tg_merge_heads(t, NULL); break;
@@ -350,10 +350,10 @@ Test(null, null_inputs_keep_the_first_message)
             case 6: r = tg_concat(t, NULL, 2); break;
             case 7: r = tg_slice(t, NULL, 0, 1); break;
             case 8: r = tg_layernorm(t, NULL, NULL, NULL, 1e-5); break;
-            case 9: r = tg_embedding(t, NULL, ids, 1, 2); break;
-            case 10: r = tg_embedding(t, x, NULL, 1, 2); break;
-            case 11: r = tg_cross_entropy(t, NULL, ids, TG_IGNORE); break;
-            case 12: r = tg_cross_entropy(t, x, NULL, TG_IGNORE); break;
+            case 9: r = tg_embedding(t, NULL, &(tg_index){.data = ids, .ndim = 2, .shape = {1, 2}}); break;
+            case 10: r = tg_embedding(t, x, NULL); break;
+            case 11: r = tg_cross_entropy(t, NULL, ids, 2, TG_IGNORE); break;
+            case 12: r = tg_cross_entropy(t, x, NULL, 6, TG_IGNORE); break;
             case 13: r = tg_dropout(t, NULL, 0.5, &rng); break;
             }
             cr_assert_null(r, "case %d", k);
@@ -366,7 +366,7 @@ Test(null, null_inputs_keep_the_first_message)
         }
     }
     /* no tape: NULL, nothing to report to */
-    cr_assert_null(tg_permute(NULL, x, (int[]){0, 1, 2}));
+    cr_assert_null(tg_permute(NULL, x, (int[]){0, 1, 2}, 3));
     cr_assert_null(tg_dropout(NULL, x, 0.5, &rng));
     tg_tape_free(t);
 }

@@ -6,7 +6,7 @@
 
 static tg_tensor *gc_permute(tg_tape *t, tg_tensor **in, void *ctx)
 {
-    return tg_permute(t, in[0], ctx);
+    return tg_permute(t, in[0], ctx, in[0]->ndim);
 }
 
 static tg_tensor *gc_transpose(tg_tape *t, tg_tensor **in, void *ctx)
@@ -42,7 +42,7 @@ static tg_tensor *gc_reshape(tg_tape *t, tg_tensor **in, void *ctx)
 {
     (void)ctx;
     tg_tensor *v = tg_reshape(t, in[0], 3, (int[]){3, -1, 2});       /* [2,6] -> [3,2,2] */
-    tg_tensor *p = tg_permute(t, v, (int[]){2, 0, 1});               /* [2,3,2] */
+    tg_tensor *p = tg_permute(t, v, (int[]){2, 0, 1}, 3);               /* [2,3,2] */
     tg_tensor *f = tg_reshape(t, p, 2, (int[]){-1, 4});              /* [3,4] */
     return tg_slice(t, f, 1, 2);
 }
@@ -51,7 +51,7 @@ Test(shape, permute_and_transpose_values)
 {
     tg_tape *t = tg_tape_new();
     tg_tensor *x = iota(3, (int[]){2, 3, 4});
-    tg_tensor *p = tg_permute(t, x, (int[]){2, 0, 1});
+    tg_tensor *p = tg_permute(t, x, (int[]){2, 0, 1}, 3);
     cr_assert_not_null(p);
     cr_assert(p->ndim == 3 && p->shape[0] == 4 && p->shape[1] == 2 && p->shape[2] == 3);
     for (int k = 0; k < 4; k++)
@@ -243,9 +243,10 @@ Test(shape, rejects_bad_arguments)
     assert_fails(t, tg_reshape(t, x, 2, NULL), "tg_reshape", "[2,3,4]");
     tg_tensor *e = tg_tensor_zeros(t, 2, (int[]){0, 3});
     assert_fails(t, tg_reshape(t, e, 2, (int[]){0, -1}), "tg_reshape", "[0,3]", "{0,-1}");
-    assert_fails(t, tg_permute(t, x, (int[]){0, 0, 1}), "tg_permute", "[2,3,4]", "{0,0,1}");
-    assert_fails(t, tg_permute(t, x, (int[]){0, 1, 3}), "tg_permute", "[2,3,4]", "{0,1,3}");
-    assert_fails(t, tg_permute(t, x, NULL), "tg_permute", "[2,3,4]");
+    assert_fails(t, tg_permute(t, x, (int[]){0, 0, 1}, 3), "tg_permute", "[2,3,4]", "{0,0,1}");
+    assert_fails(t, tg_permute(t, x, (int[]){0, 1, 3}, 3), "tg_permute", "[2,3,4]", "{0,1,3}");
+    assert_fails(t, tg_permute(t, x, NULL, 3), "tg_permute", "[2,3,4]");
+    assert_fails(t, tg_permute(t, x, (int[]){1, 0}, 2), "tg_permute", "2 entries", "3 dims", "[2,3,4]");
     assert_fails(t, tg_transpose(t, x, 0, 3), "tg_transpose", "[2,3,4]", "(0, 3)");
     assert_fails(t, tg_transpose(t, x, -4, 1), "tg_transpose", "[2,3,4]");
     assert_fails(t, tg_split_heads(t, s0, 2), "tg_split_heads", "[]");

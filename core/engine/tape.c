@@ -1,6 +1,6 @@
 /* tapegrad: the tape, its arena, its nodes and its error slot (see
  * core/engine/tape.h and core/engine/op.h). */
-#include "tape.h"
+#include "op.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -10,7 +10,7 @@
 
 #include "alloc.h"
 #include "headers.h"
-#include "op.h"
+#include "tape.h"
 
 #define ARENA_ALIGN 64
 #define ARENA_MIN_CHUNK ((size_t)1 << 20)

@@ -8,7 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "io.h"
+#include "types.h"
+#include "../engine/tensor.h"
 
 /* "F32", "BF16", ...: false when name is not one tapegrad reads. */
 bool tg_st_dtype_parse(const char *name, tg_dtype *out);

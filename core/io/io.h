@@ -66,14 +66,11 @@
 
 #include "../engine/params.h"
 #include "../engine/tensor.h"
+#include "types.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* The safetensors dtypes tapegrad reads; it writes the four float ones. */
-typedef enum tg_dtype { TG_F32, TG_F64, TG_F16, TG_BF16, TG_I32, TG_I64, TG_U8, TG_BOOL } tg_dtype;
-const char *tg_dtype_name(tg_dtype dt); /* "F32", "BF16", ...; "?" for no dtype */
 
 /* An in-memory set of named tensors (heap copies) and string metadata. */
 typedef struct tg_safetensors tg_safetensors;
@@ -119,15 +116,6 @@ const int64_t *tg_st_ints(const tg_safetensors *s, const char *name);
 int tg_st_save(const tg_safetensors *s, const char *path, tg_dtype dtype);
 /* The same bytes in memory: *buf (tg_malloc'ed, free with tg_free), *len. */
 int tg_st_to_bytes(const tg_safetensors *s, tg_dtype dtype, uint8_t **buf, size_t *len);
-/* What a read verifies of the checksums ("tapegrad.crc32", above). */
-typedef enum tg_st_verify {
-    TG_ST_VERIFY_AUTO,     /* the table if present; refused without one when
-                              the metadata says tapegrad wrote the file; other
-                              files (PyTorch's) load unchecked */
-    TG_ST_VERIFY_REQUIRED, /* every file must carry a valid table (files this
-                              program wrote) */
-    TG_ST_VERIFY_OFF,      /* nothing: a damaged file, at the caller's risk */
-} tg_st_verify;
 
 /* Reads and parses a whole file; messages name path. *out is NULL on
  * failure. tg_st_load is tg_st_load_verify(path, TG_ST_VERIFY_AUTO, out). */

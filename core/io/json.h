@@ -8,7 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "io.h"
+#include "types.h"
+#include "../engine/tensor.h"
 
 #define TG_ST_MAX_HEADER 100000000u /* the reference's limit on the header length N */
 

@@ -1,5 +1,6 @@
 /* tapegrad internal: the size rule, and element and row loops split across the pool. */
 #include "threads.h"
+#include "spin.h"
 
 #include "../engine/error.h"
 

@@ -13,6 +13,7 @@
  */
 #define _GNU_SOURCE /* sched_getcpu */
 #include "threads.h"
+#include "spin.h"
 
 #include <cblas.h>
 #include <pthread.h>

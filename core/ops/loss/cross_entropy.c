@@ -92,8 +92,8 @@ static double row_lse(const tg_real *x, int C)
     return mx + log(s);
 }
 
-static bool ce_ex_check(tg_tape *t, const char *op, const tg_tensor *x, const int32_t *targets, const tg_tensor *probs,
-                        const tg_ce_opts *o)
+static bool ce_ex_check(tg_tape *t, const char *op, const tg_tensor *x, const int32_t *targets, int n,
+                        const tg_tensor *probs, const tg_ce_opts *o)
 {
     char sx[TG_SHAPE_STR], s2[TG_SHAPE_STR];
     int C = x->ndim ? tg_cols(x) : 0;
@@ -116,6 +116,10 @@ static bool ce_ex_check(tg_tape *t, const char *op, const tg_tensor *x, const in
     if (o->reduction != TG_MEAN && o->reduction != TG_SUM && o->reduction != TG_NONE)
         return tg_fail(t, "%s: reduction %d is not TG_MEAN, TG_SUM or TG_NONE", op, (int)o->reduction), false;
     size_t N = tg_rows(x);
+    if (targets && (n < 0 || (size_t)n != N))
+        return tg_fail(t, "%s: %d targets for the %zu rows of logits %s", op, n, N, tg_shape_str(x, sx)), false;
+    if (!targets && n != 0)
+        return tg_fail(t, "%s: %d targets counted but targets is NULL (logits %s)", op, n, tg_shape_str(x, sx)), false;
     for (size_t r = 0; targets && r < N; r++)
         if (!(o->ignore && targets[r] == o->ignore_index) && (targets[r] < 0 || targets[r] >= C))
             return tg_fail(t, "%s: target %d at position %zu is out of range [0, %d) (logits %s, %s %d)", op,
@@ -124,13 +128,13 @@ static bool ce_ex_check(tg_tape *t, const char *op, const tg_tensor *x, const in
     return true;
 }
 
-static tg_tensor *ce_ex(tg_tape *t, const tg_op *op, tg_tensor *x, const int32_t *targets, tg_tensor *probs,
+static tg_tensor *ce_ex(tg_tape *t, const tg_op *op, tg_tensor *x, const int32_t *targets, int n, tg_tensor *probs,
                         const tg_ce_opts *opts)
 {
     const char *name = op->name;
     tg_ce_opts o = opts ? *opts : (tg_ce_opts)TG_CE_OPTS_DEFAULT;
     tg_tensor *in[3] = {x, probs, o.weight};
-    if (!tg_inputs_check(t, op, in, 3, 1) || !ce_ex_check(t, name, x, targets, probs, &o)) return NULL;
+    if (!tg_inputs_check(t, op, in, 3, 1) || !ce_ex_check(t, name, x, targets, n, probs, &o)) return NULL;
     bool nll = op == &nll_op;
     if (nll && (probs || o.label_smoothing != 0))
         return tg_fail(t, "%s: takes class targets and no label_smoothing (use tg_cross_entropy_ex)", name);
@@ -173,13 +177,13 @@ static tg_tensor *ce_ex(tg_tape *t, const tg_op *op, tg_tensor *x, const int32_t
     return tg_op_done(t, op, out);
 }
 
-tg_tensor *tg_cross_entropy_ex(tg_tape *t, tg_tensor *logits, const int32_t *targets, tg_tensor *probs,
+tg_tensor *tg_cross_entropy_ex(tg_tape *t, tg_tensor *logits, const int32_t *targets, int n, tg_tensor *probs,
                                const tg_ce_opts *opts)
 {
-    return ce_ex(t, &ce_ex_op, logits, targets, probs, opts);
+    return ce_ex(t, &ce_ex_op, logits, targets, n, probs, opts);
 }
 
-tg_tensor *tg_nll_loss(tg_tape *t, tg_tensor *logp, const int32_t *targets, const tg_ce_opts *opts)
+tg_tensor *tg_nll_loss(tg_tape *t, tg_tensor *logp, const int32_t *targets, int n, const tg_ce_opts *opts)
 {
-    return ce_ex(t, &nll_op, logp, targets, NULL, opts);
+    return ce_ex(t, &nll_op, logp, targets, n, NULL, opts);
 }

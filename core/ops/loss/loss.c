@@ -60,7 +60,8 @@ static double row_lse(const tg_real *x, int V)
     return (double)mx + log(s);
 }
 
-static bool ce_check(tg_tape *t, const char *op, const tg_tensor *x, const int32_t *targets, int ignore_index)
+static bool ce_check(tg_tape *t, const char *op, const tg_tensor *x, const int32_t *targets, int n,
+                     int ignore_index)
 {
     char sx[TG_SHAPE_STR];
     if (x->ndim < 1 || tg_cols(x) < 1) {
@@ -68,6 +69,10 @@ static bool ce_check(tg_tape *t, const char *op, const tg_tensor *x, const int32
         return false;
     }
     size_t rows = tg_rows(x);
+    if (n < 0 || (size_t)n != rows) {
+        tg_fail(t, "%s: %d targets for the %zu rows of logits %s", op, n, rows, tg_shape_str(x, sx));
+        return false;
+    }
     int V = tg_cols(x);
     for (size_t r = 0; r < rows; r++) {
         int32_t y = targets[r];
@@ -83,14 +88,14 @@ static bool ce_check(tg_tape *t, const char *op, const tg_tensor *x, const int32
 TG_OP(cross_entropy_op, "tg_cross_entropy", cross_entropy_backward, ce_ctx);
 TG_OP(cross_entropy_sum_op, "tg_cross_entropy_sum", cross_entropy_backward, ce_ctx);
 
-static tg_tensor *cross_entropy(tg_tape *t, tg_tensor *logits, const int32_t *targets, int ignore_index,
+static tg_tensor *cross_entropy(tg_tape *t, tg_tensor *logits, const int32_t *targets, int n, int ignore_index,
                                 const tg_op *op)
 {
     const char *name = op->name;
     bool mean = op == &cross_entropy_op;
     if (!tg_inputs_check(t, op, &logits, 1, 1)) return NULL;
     if (!targets) return tg_fail_null(t, name);
-    if (!ce_check(t, name, logits, targets, ignore_index)) return NULL;
+    if (!ce_check(t, name, logits, targets, n, ignore_index)) return NULL;
     tg_tensor *out = tg_new(t, op, 0, NULL);
     if (!out) return NULL;
     size_t rows = tg_rows(logits);
@@ -124,12 +129,12 @@ static tg_tensor *cross_entropy(tg_tape *t, tg_tensor *logits, const int32_t *ta
     return tg_op_done(t, op, out);
 }
 
-tg_tensor *tg_cross_entropy(tg_tape *t, tg_tensor *logits, const int32_t *targets, int ignore_index)
+tg_tensor *tg_cross_entropy(tg_tape *t, tg_tensor *logits, const int32_t *targets, int n, int ignore_index)
 {
-    return cross_entropy(t, logits, targets, ignore_index, &cross_entropy_op);
+    return cross_entropy(t, logits, targets, n, ignore_index, &cross_entropy_op);
 }
 
-tg_tensor *tg_cross_entropy_sum(tg_tape *t, tg_tensor *logits, const int32_t *targets, int ignore_index)
+tg_tensor *tg_cross_entropy_sum(tg_tape *t, tg_tensor *logits, const int32_t *targets, int n, int ignore_index)
 {
-    return cross_entropy(t, logits, targets, ignore_index, &cross_entropy_sum_op);
+    return cross_entropy(t, logits, targets, n, ignore_index, &cross_entropy_sum_op);
 }

@@ -15,13 +15,14 @@ extern "C" {
 
 /* ---- losses (core/ops/loss/loss.c) ----------------------------------------------
  * Mean cross-entropy of logits [..., V] (rows N = all but the last dim) with
- * int32 targets [N]; targets equal to ignore_index are skipped; the mean is
- * over the others. When all are ignored the loss is 0 and logits get an
- * all-zero grad (PyTorch gives NaN). Fused log-softmax + NLL.
+ * n int32 targets (n must be N: another count is an error naming both);
+ * targets equal to ignore_index are skipped; the mean is over the others.
+ * When all are ignored the loss is 0 and logits get an all-zero grad
+ * (PyTorch gives NaN). Fused log-softmax + NLL.
  * tg_cross_entropy_sum is the sum instead (PyTorch's reduction='sum'). */
 #define TG_IGNORE (-100)
-tg_tensor *tg_cross_entropy(tg_tape *t, tg_tensor *logits, const int32_t *targets, int ignore_index);
-tg_tensor *tg_cross_entropy_sum(tg_tape *t, tg_tensor *logits, const int32_t *targets, int ignore_index);
+tg_tensor *tg_cross_entropy(tg_tape *t, tg_tensor *logits, const int32_t *targets, int n, int ignore_index);
+tg_tensor *tg_cross_entropy_sum(tg_tape *t, tg_tensor *logits, const int32_t *targets, int n, int ignore_index);
 
 /* ---- losses with options (core/ops/loss/cross_entropy.c, losses.c) ---------------
  * torch.nn.functional's, reduction TG_MEAN (0, the default), TG_SUM or
@@ -38,16 +39,16 @@ typedef struct tg_ce_opts {
     bool ignore;
 } tg_ce_opts;
 #define TG_CE_OPTS_DEFAULT {NULL, 0, TG_MEAN, TG_IGNORE, true}
-/* logits [..., C] (the class dim is the last; PyTorch's is dim 1), with class
- * targets [rows] (int32) or probabilities of logits' shape (with a grad):
- * exactly one of the two. opts NULL: the defaults. The mean divides by the
- * summed weights of the counted rows (class targets) or by the rows
- * (probabilities), as PyTorch; all rows ignored: 0 and zero grads (PyTorch:
- * NaN). TG_NONE gives [...] (logits' shape without C). */
-tg_tensor *tg_cross_entropy_ex(tg_tape *t, tg_tensor *logits, const int32_t *targets, tg_tensor *probs,
+/* logits [..., C] (the class dim is the last; PyTorch's is dim 1), with n
+ * class targets (int32, n = rows) or probabilities of logits' shape (with a
+ * grad; targets NULL, n 0): exactly one of the two. opts NULL: the defaults.
+ * The mean divides by the summed weights of the counted rows (class targets)
+ * or by the rows (probabilities), as PyTorch; all rows ignored: 0 and zero
+ * grads (PyTorch: NaN). TG_NONE gives [...] (logits' shape without C). */
+tg_tensor *tg_cross_entropy_ex(tg_tape *t, tg_tensor *logits, const int32_t *targets, int n, tg_tensor *probs,
                                const tg_ce_opts *opts);
 /* nll_loss of log-probabilities [..., C] (weight, ignore_index, reduction; no smoothing) */
-tg_tensor *tg_nll_loss(tg_tape *t, tg_tensor *logp, const int32_t *targets, const tg_ce_opts *opts);
+tg_tensor *tg_nll_loss(tg_tape *t, tg_tensor *logp, const int32_t *targets, int n, const tg_ce_opts *opts);
 /* target has input's shape; grads flow to both */
 tg_tensor *tg_mse_loss(tg_tape *t, tg_tensor *input, tg_tensor *target, tg_reduction reduction);
 tg_tensor *tg_l1_loss(tg_tape *t, tg_tensor *input, tg_tensor *target, tg_reduction reduction);

@@ -1,6 +1,6 @@
 /* tapegrad: embedding lookup.
  *
- * out [B, T, D] = weight [V, D] rows picked by ids [B*T].
+ * out [..., D] = weight [V, D] rows picked by ids [...] (a tg_index, int32 or int64).
  * Backward scatter-adds: dweight[ids[i]] += dout[i] (a repeated id gets the
  * sum of its rows' grads).
  */
@@ -15,7 +15,7 @@ typedef struct embedding_ctx {
     int n;
 } embedding_ctx;
 
-/* out [B,T,D] <- weight [V,D] at ids */
+/* out [..., D] <- weight [V, D] at ids [...] */
 TG_BACKWARD(embedding_backward, embedding_ctx)
 {
     const embedding_ctx *c = ctx;
@@ -32,29 +32,44 @@ TG_BACKWARD(embedding_backward, embedding_ctx)
 
 TG_OP(embedding_op, "tg_embedding", embedding_backward, embedding_ctx);
 
-tg_tensor *tg_embedding(tg_tape *t, tg_tensor *weight, const int32_t *ids, int B, int T)
+static int64_t id_at(const tg_index *ids, size_t i)
+{
+    return ids->i64 ? ((const int64_t *)ids->data)[i] : ((const int32_t *)ids->data)[i];
+}
+
+tg_tensor *tg_embedding(tg_tape *t, tg_tensor *weight, const tg_index *ids)
 {
     if (!tg_inputs_check(t, &embedding_op, &weight, 1, 1)) return NULL;
     if (!ids) return tg_fail_null(t, "tg_embedding");
-    char sw[TG_SHAPE_STR];
+    char sw[TG_SHAPE_STR], si[TG_SHAPE_STR];
     if (weight->ndim != 2)
         return tg_fail(t, "tg_embedding: weight must be [V, D], got %s", tg_shape_str(weight, sw));
-    if (B < 0 || T < 0 || (T > 0 && B > INT_MAX / T))
-        return tg_fail(t, "tg_embedding: bad ids shape B %d, T %d (weight %s)", B, T, tg_shape_str(weight, sw));
-    int V = weight->shape[0], D = weight->shape[1], N = B * T;
-    for (int i = 0; i < N; i++)
-        if (ids[i] < 0 || ids[i] >= V)
-            return tg_fail(t, "tg_embedding: id %d at position %d (b %d, t %d) is out of range [0, %d) (weight %s, ids [%d,%d])",
-                           (int)ids[i], i, i / T, i % T, V, tg_shape_str(weight, sw), B, T);
-    tg_tensor *out = tg_new(t, &embedding_op, 3, (int[]){B, T, D});
+    size_t N;
+    if (ids->ndim >= TG_MAX_DIMS || !tg_shape_size(ids->ndim, ids->shape, &N) || N > INT_MAX)
+        return tg_fail(t, "tg_embedding: ids has an invalid shape (%d dims, at most %d, sizes >= 0; weight %s)",
+                       ids->ndim, TG_MAX_DIMS - 1, tg_shape_str(weight, sw));
+    if (N && !ids->data) return tg_fail(t, "tg_embedding: ids' data is NULL (weight %s)", tg_shape_str(weight, sw));
+    int V = weight->shape[0], D = weight->shape[1], shape[TG_MAX_DIMS];
+    for (size_t i = 0; i < N; i++) {
+        int64_t v = id_at(ids, i);
+        if (v < 0 || v >= V) {
+            tg_tensor h = {.ndim = ids->ndim};
+            memcpy(h.shape, ids->shape, sizeof h.shape);
+            return tg_fail(t, "tg_embedding: id %lld at position %zu is out of range [0, %d) (weight %s, ids %s)",
+                           (long long)v, i, V, tg_shape_str(weight, sw), tg_shape_str(&h, si));
+        }
+    }
+    memcpy(shape, ids->shape, (size_t)ids->ndim * sizeof *shape);
+    shape[ids->ndim] = D;
+    tg_tensor *out = tg_new(t, &embedding_op, ids->ndim + 1, shape);
     if (!out) return NULL;
-    for (int i = 0; i < N; i++)
-        memcpy(out->data + (size_t)i * D, weight->data + (size_t)ids[i] * D, (size_t)D * sizeof(tg_real));
+    for (size_t i = 0; i < N; i++)
+        memcpy(out->data + i * D, weight->data + (size_t)id_at(ids, i) * D, (size_t)D * sizeof(tg_real));
     if (tg_needs_grad(t, &weight, 1)) {
-        int32_t *saved = tg_arena_alloc(t, (size_t)N * sizeof *saved, "tg_embedding saved ids");
+        int32_t *saved = tg_arena_alloc(t, (N ? N : 1) * sizeof *saved, "tg_embedding saved ids");
         if (!saved) return NULL;
-        memcpy(saved, ids, (size_t)N * sizeof *saved);
-        if (!tg_op_record(t, &embedding_op, out, &weight, 1, &(embedding_ctx){saved, N})) return NULL;
+        for (size_t i = 0; i < N; i++) saved[i] = (int32_t)id_at(ids, i);
+        if (!tg_op_record(t, &embedding_op, out, &weight, 1, &(embedding_ctx){saved, (int)N})) return NULL;
     }
     return tg_op_done(t, &embedding_op, out);
 }

@@ -4,12 +4,12 @@
  * batch element; tg_mask_check validates a mask against the shapes of the op
  * about to use it (internal: shared by tg_softmax_masked and tg_sdpa).
  */
-#include "mask.h"
+#include "../internal.h"
 
 #include <math.h>
 #include <string.h>
 
-#include "../internal.h"
+#include "mask.h"
 #include "../../engine/tape.h"
 
 bool tg_mask_empty(const tg_mask *m)

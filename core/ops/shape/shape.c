@@ -188,10 +188,12 @@ static tg_tensor *permute_op(tg_tape *t, const tg_op *op, tg_tensor *a, const in
     return tg_map_op(t, op, a, a->ndim, out_shape, &c, NULL);
 }
 
-tg_tensor *tg_permute(tg_tape *t, tg_tensor *a, const int *perm)
+tg_tensor *tg_permute(tg_tape *t, tg_tensor *a, const int *perm, int n)
 {
     if (!tg_inputs_check(t, &permute_rec, &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR], sp[TG_SHAPE_STR];
+    if (n != a->ndim)
+        return tg_fail(t, "tg_permute: perm has %d entries for the %d dims of a %s", n, a->ndim, tg_shape_str(a, sa));
     if (a->ndim > 0 && !perm)
         return tg_fail(t, "tg_permute: perm is NULL for a %s", tg_shape_str(a, sa));
     bool seen[TG_MAX_DIMS] = {false};

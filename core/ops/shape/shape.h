@@ -21,9 +21,9 @@ extern "C" {
 tg_tensor *tg_reshape(tg_tape *t, tg_tensor *a, int ndim, const int *shape);
 /* a[start : start + len] along the first dim (PyTorch's a.narrow(0, start, len)) */
 tg_tensor *tg_rows_view(tg_tape *t, tg_tensor *a, int start, int len);
-/* out.shape[i] = a.shape[perm[i]]; perm has a->ndim entries, negative ones
- * counting from the end (-1 is the last dim). */
-tg_tensor *tg_permute(tg_tape *t, tg_tensor *a, const int *perm);
+/* out.shape[i] = a.shape[perm[i]]; perm has n = a->ndim entries (another
+ * n is an error), negative ones counting from the end (-1 is the last dim). */
+tg_tensor *tg_permute(tg_tape *t, tg_tensor *a, const int *perm, int n);
 tg_tensor *tg_transpose(tg_tape *t, tg_tensor *a, int d0, int d1);
 /* [B, L, H*dk] -> [B, H, L, dk] and back. */
 tg_tensor *tg_split_heads(tg_tape *t, tg_tensor *x, int n_heads);

@@ -1,0 +1,29 @@
+/* tapegrad: the types of safetensors files that core/io/io.h's readers and
+ * writers and their internal helpers (dtype.h, json.h) share: below them all,
+ * so that no two of them include each other. */
+#ifndef TAPEGRAD_IO_TYPES_H
+#define TAPEGRAD_IO_TYPES_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The safetensors dtypes tapegrad reads; it writes the four float ones. */
+typedef enum tg_dtype { TG_F32, TG_F64, TG_F16, TG_BF16, TG_I32, TG_I64, TG_U8, TG_BOOL } tg_dtype;
+const char *tg_dtype_name(tg_dtype dt); /* "F32", "BF16", ...; "?" for no dtype */
+
+/* What a read verifies of the checksums ("tapegrad.crc32", core/io/io.h). */
+typedef enum tg_st_verify {
+    TG_ST_VERIFY_AUTO,     /* the table if present; refused without one when
+                              the metadata says tapegrad wrote the file; other
+                              files (PyTorch's) load unchecked */
+    TG_ST_VERIFY_REQUIRED, /* every file must carry a valid table (files this
+                              program wrote) */
+    TG_ST_VERIFY_OFF,      /* nothing: a damaged file, at the caller's risk */
+} tg_st_verify;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
