@@ -53,8 +53,6 @@ tg_tensor *tg_masked_select(tg_tape *t, tg_tensor *a, tg_tensor *mask)
         return tg_fail(t, "%s: mask %s does not broadcast with a %s", op, tg_shape_str(mask, sm),
                        tg_shape_str(a, sa));
     }
-    tg_tensor full = {.ndim = nd};
-    memcpy(full.shape, shape, sizeof full.shape);
     size_t size;
     tg_shape_size(nd, shape, &size);
     tg_tensor *x = a;
