@@ -7,6 +7,8 @@ OC_BUILD(b_tril, tg_tril(t, x[0], 0))
 OC_BUILD(b_triu, tg_triu(t, x[0], 0))
 OC_BUILD(b_diag, tg_diag(t, x[0], 0))
 OC_BUILD(b_diag2, tg_diag(t, x[0], 1))
+OC_BUILD(b_diagonal, tg_diagonal(t, x[0], 1, -2, -1))
+OC_BUILD(b_diag_embed, tg_diag_embed(t, x[0], 0, -2, -1))
 
 /* NaN: a NaN of a spoils its row of out (0 * NaN is NaN, as a BLAS GEMM);
  * tril zeroes it, as PyTorch (the triangle is selected, not multiplied). */
@@ -18,6 +20,10 @@ static const op_case rows[] = {
     {"tg_triu", b_triu, 1, 1, 0, {OC_IN(-1, 1, 2, 3)}, OC_GROWS, OC_NAN_SAME, NULL},
     {"tg_diag", b_diag, 1, 1, 0, {OC_IN(-1, 1, 3)}, 0, "....n....", NULL},
     {"tg_diag", b_diag2, 1, 1, 0, {OC_IN(-1, 1, 3, 3)}, 0, "n.", NULL},
+    /* out[b, j] = a[b, j, j + 1]: a[0, 0, 1] is out[0, 0] */
+    {"tg_diagonal", b_diagonal, 1, 1, 0, {OC_IN(-1, 1, 2, 2, 3)}, OC_GROWS, "n...", NULL},
+    /* a[0, 1] goes to out[0, 1, 1] */
+    {"tg_diag_embed", b_diag_embed, 1, 1, 0, {OC_IN(-1, 1, 2, 3)}, OC_GROWS, "....n.............", NULL},
 };
 
 const oc_family oc_linalg = {"linalg", rows, sizeof rows / sizeof rows[0]};

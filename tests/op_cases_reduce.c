@@ -19,6 +19,17 @@ OC_BUILD(b_std_dim, tg_std_dim(t, x[0], -1, 0, false))
 OC_BUILD(b_norm_dim, tg_norm_dim(t, x[0], 2, 1, false))
 OC_BUILD(b_norm1_dim, tg_norm_dim(t, x[0], 1, 0, false))
 OC_BUILD(b_norminf_dim, tg_norm_dim(t, x[0], INFINITY, 1, false))
+#define DIMS02 OC_PTR(c, 0, ((const int[]){0, -1})), 2
+OC_BUILD(b_mean_dims, tg_mean_dims(t, x[0], DIMS02, false))
+OC_BUILD(b_var_dims, tg_var_dims(t, x[0], DIMS02, 1, true))
+OC_BUILD(b_std_dims, tg_std_dims(t, x[0], DIMS02, 0, false))
+OC_BUILD(b_norm_dims, tg_norm_dims(t, x[0], 2, DIMS02, false))
+OC_BUILD(b_norm3_dims, tg_norm_dims(t, x[0], 3, DIMS02, false))
+OC_BUILD(b_norm1_5_dims, tg_norm_dims(t, x[0], 1.5, DIMS02, false))
+OC_BUILD(b_norm_half_dims, tg_norm_dims(t, x[0], 0.5, DIMS02, false))
+OC_BUILD(b_norm0_dims, tg_norm_dims(t, x[0], 0, DIMS02, false))
+OC_BUILD(b_norminf_dims, tg_norm_dims(t, x[0], INFINITY, DIMS02, false))
+OC_BUILD(b_normninf_dims, tg_norm_dims(t, x[0], -INFINITY, DIMS02, false))
 OC_BUILD(b_argmax, tg_argmax(t, x[0], 1, false))
 OC_BUILD(b_argmin, tg_argmin(t, x[0], 1, false))
 OC_BUILD(b_cumsum, tg_cumsum(t, x[0], 1))
@@ -38,7 +49,20 @@ static tg_tensor *b_topk(const oc_call *c)
  * inputs are away from 0. NaN: a reduction is NaN where a NaN was reduced;
  * argmax / argmin give the NaN's index (a number); sort puts a NaN last and
  * topk first (NaN is the largest, as PyTorch). */
+/* a [2, 3, 2] over dims 0 and 2: element 1 (a[0, 0, 1]) goes to out[0]; the count of nonzeros counts a NaN
+ * (NaN != 0); p < 1 and -inf inputs stay away from 0 */
+#define MROW(fn, b, lo, hi, nan_) {"tg_" #fn, b, 1, 1, 1, {OC_IN(lo, hi, 2, 3, 2)}, OC_GROWS, nan_, NULL}
 static const op_case rows[] = {
+    MROW(mean_dims, b_mean_dims, -1, 1, "n.."),
+    MROW(var_dims, b_var_dims, -1, 1, "n.."),
+    MROW(std_dims, b_std_dims, -1, 1, "n.."),
+    MROW(norm_dims, b_norm_dims, -1, 1, "n.."),
+    MROW(norm_dims, b_norm3_dims, -1, 1, "n.."),
+    MROW(norm_dims, b_norm1_5_dims, -1, 1, "n.."),
+    MROW(norm_dims, b_norm_half_dims, 0.2, 1, "n.."),
+    {"tg_norm_dims", b_norm0_dims, 1, 1, 1, {OC_IN(-1, 1, 2, 3, 2)}, OC_GROWS, "...", NULL},
+    MROW(norm_dims, b_norminf_dims, -1, 1, "n.."),
+    MROW(norm_dims, b_normninf_dims, 0.2, 1, "n.."),
     ROW(sum_dim, -1, 1, 0, "n."),
     ROW(mean_dim, -1, 1, 0, ".n."),
     ROW(max_dim, -1, 1, 0, "n."),

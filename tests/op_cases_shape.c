@@ -25,12 +25,22 @@ OC_BUILD(b_unsqueeze, tg_unsqueeze(t, x[0], 1))
 OC_BUILD(b_squeeze, tg_squeeze(t, x[0], 1))
 OC_BUILD(b_flip, tg_flip(t, x[0], OC_PTR(c, 0, ((const int[]){0, 1})), 2))
 OC_BUILD(b_roll, tg_roll(t, x[0], 1, 1))
+OC_BUILD(b_roll_dims, tg_roll_dims(t, x[0], OC_PTR(c, 0, ((const int[]){1, 1})), OC_PTR(c, 1, ((const int[]){0, -1})), 2))
 OC_BUILD(b_pad, tg_pad(t, x[0], OC_PTR(c, 0, ((const int[]){1, 0})), 2, 0.5))
 OC_BUILD(b_repeat, tg_repeat(t, x[0], OC_PTR(c, 0, ((const int[]){1, 2})), 2))
 OC_BUILD(b_expand, tg_expand(t, x[0], 2, OC_PTR(c, 0, ((const int[]){2, -1}))))
 OC_BUILD(b_gather, tg_gather(t, x[0], 1, OC_PTR(c, 0, (&(tg_index){ix_gather, false, 2, {2, 2}}))))
 OC_BUILD(b_scatter_add, tg_scatter_add(t, x[0], 1, OC_PTR(c, 0, (&(tg_index){ix_gather, false, 2, {2, 2}})), x[1]))
 OC_BUILD(b_index_select, tg_index_select(t, x[0], 1, OC_PTR(c, 0, (&(tg_index){ix_select, false, 1, {2}}))))
+#define SCATTER_REDUCE(r, self) \
+    tg_scatter_reduce(t, x[0], 1, OC_PTR(c, 0, (&(tg_index){ix_gather, false, 2, {2, 2}})), x[1], r, self)
+OC_BUILD(b_scatter_reduce_sum, SCATTER_REDUCE(TG_SCATTER_SUM, true))
+OC_BUILD(b_scatter_reduce_prod, SCATTER_REDUCE(TG_SCATTER_PROD, true))
+OC_BUILD(b_scatter_reduce_mean, SCATTER_REDUCE(TG_SCATTER_MEAN, false))
+OC_BUILD(b_scatter_reduce_amax, SCATTER_REDUCE(TG_SCATTER_AMAX, true))
+OC_BUILD(b_scatter_reduce_amin, SCATTER_REDUCE(TG_SCATTER_AMIN, false))
+OC_BUILD(b_masked_select, tg_masked_select(t, x[0], x[1]))
+OC_BUILD(b_nonzero, tg_nonzero(t, x[0]))
 OC_BUILD(b_index_add, tg_index_add(t, x[0], 1, OC_PTR(c, 0, (&(tg_index){ix_add, true, 1, {2}})), x[1], 0.5))
 
 /* The splits give their pieces joined again in another order, so that each
@@ -54,6 +64,9 @@ static tg_tensor *b_chunk(const oc_call *c)
     return n == 2 ? tg_cat(c->t, (tg_tensor *[]){p[1], p[0]}, 2, 1) : NULL;
 }
 
+#define SCATTER_ROW(r, nan_) \
+    {"tg_scatter_reduce", b_scatter_reduce_##r, 2, 2, 1, {OC_IN(-1, 1, 2, 3), OC_IN(-1, 1, 2, 2)}, 0, nan_, NULL}
+
 static const op_case rows[] = {
     ROW(reshape, 1, OC_NAN_SAME),
     ROW(rows_view, 0, "..."),
@@ -75,6 +88,7 @@ static const op_case rows[] = {
     {"tg_squeeze", b_squeeze, 1, 1, 0, {OC_IN(-1, 1, 2, 1, 3)}, OC_GROWS, OC_NAN_SAME, NULL},
     ROW(flip, 1, "....n."),
     ROW(roll, 0, "..n..."),
+    ROW(roll_dims, 2, ".....n"),
     ROW(pad, 1, "..n....."),
     ROW(repeat, 1, ".n..n......."),
     {"tg_expand", b_expand, 1, 1, 1, {OC_IN(-1, 1, 1, 3)}, 0, ".n..n.", NULL},
@@ -82,6 +96,17 @@ static const op_case rows[] = {
     {"tg_scatter_add", b_scatter_add, 2, 2, 1, {OC_IN(-1, 1, 2, 3), OC_IN(-1, 1, 2, 2)}, 0, OC_NAN_SAME, NULL},
     {"tg_index_select", b_index_select, 1, 1, 1, {OC_IN(-1, 1, 2, 3)}, 0, ".n..", NULL},
     {"tg_index_add", b_index_add, 2, 2, 1, {OC_IN(-1, 1, 2, 3), OC_IN(-1, 1, 2, 2)}, 0, OC_NAN_SAME, NULL},
+    /* ix_gather names a[0, 1], a[0, 0] and a[1, 2] twice; with include_self a[0, 1]'s NaN stays, without it
+     * a[0, 1] is replaced */
+    SCATTER_ROW(sum, OC_NAN_SAME),
+    SCATTER_ROW(prod, OC_NAN_SAME),
+    SCATTER_ROW(mean, "......"),
+    SCATTER_ROW(amax, OC_NAN_SAME),
+    SCATTER_ROW(amin, "......"),
+    /* mask [3] (0, 1, 0) broadcasts over a's rows: a[0, 1] (the NaN) and a[1, 1] */
+    {"tg_masked_select", b_masked_select, 2, 2, 0, {OC_IN(-1, 1, 2, 3), OC_INK(OC_MASK, 0, 1, 3)}, OC_GROWS, "n.", NULL},
+    /* NaN is nonzero: every index of the [2, 3] comes out */
+    {"tg_nonzero", b_nonzero, 1, 1, 0, {OC_IN(0.5, 1, 2, 3)}, OC_NO_GRAD | OC_GROWS, "............", NULL},
 };
 
 const oc_family oc_shape = {"shape", rows, sizeof rows / sizeof rows[0]};

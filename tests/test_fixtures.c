@@ -301,8 +301,8 @@ static tg_tensor *run_shape(fx *f)
     }
 }
 
-/* op = make_shape_fixtures.py's INDEX_OPS index; the index as int64 when i64 */
-static tg_tensor *run_index(fx *f)
+/* The case's "ix" as a tg_index: int64 when its i64 parameter is 1, else int32. */
+static tg_index fx_index(fx *f)
 {
     tg_tensor *x;
     int32_t *i32 = fx_ints(f, "ix", false, &x);
@@ -312,11 +312,63 @@ static tg_tensor *run_index(fx *f)
     f->scratch[f->n_scratch++] = i64;
     tg_index ix = {P("i64") ? (const void *)i64 : (const void *)i32, P("i64") != 0, x->ndim, {0}};
     memcpy(ix.shape, x->shape, sizeof ix.shape);
+    return ix;
+}
+
+/* op = make_shape_fixtures.py's INDEX_OPS index */
+static tg_tensor *run_index(fx *f)
+{
+    tg_index ix = fx_index(f);
     switch (fx_op(f, 4)) {
     case 0: return tg_gather(f->t, fx_in(f, "x"), P("dim"), &ix);
     case 1: return tg_scatter_add(f->t, fx_in(f, "a"), P("dim"), &ix, fx_in(f, "src"));
     case 2: return tg_index_select(f->t, fx_in(f, "x"), P("dim"), &ix);
     default: return tg_index_add(f->t, fx_in(f, "a"), P("dim"), &ix, fx_in(f, "src"), fx_param(f, "alpha", NAN));
+    }
+}
+
+/* make_select_fixtures.py: the mask as a tensor (no grad) */
+static tg_tensor *run_masked_select(fx *f)
+{
+    tg_tensor *mask = fx_get(f, "mask");
+    cr_assert(mask);
+    return tg_masked_select(f->t, fx_in(f, "x"), mask);
+}
+
+/* make_select_fixtures.py: reduce is tg_scatter_reduce_mode */
+static tg_tensor *run_scatter_reduce(fx *f)
+{
+    tg_index ix = fx_index(f);
+    return tg_scatter_reduce(f->t, fx_in(f, "a"), P("dim"), &ix, fx_in(f, "src"), (tg_scatter_reduce_mode)P("reduce"),
+                             P("include_self") != 0);
+}
+
+/* op = make_shape_fixtures.py's DIAGONAL_OPS index */
+static tg_tensor *run_diagonal(fx *f)
+{
+    int shifts[8], dims[8], n;
+    switch (fx_op(f, 3)) {
+    case 0:
+        n = fx_list(f, "shifts", shifts, 8);
+        cr_assert_eq(fx_list(f, "dims", dims, 8), n);
+        return tg_roll_dims(f->t, fx_in(f, "x"), shifts, dims, n);
+    case 1: return tg_diagonal(f->t, fx_in(f, "x"), P("offset"), P("dim1"), P("dim2"));
+    default: return tg_diag_embed(f->t, fx_in(f, "x"), P("offset"), P("dim1"), P("dim2"));
+    }
+}
+
+/* op = make_multi_fixtures.py's MULTI_OPS index; dims "" is every dim (n = 0) */
+static tg_tensor *run_multi(fx *f)
+{
+    int dims[8], n = P("n");
+    if (n) cr_assert_eq(fx_list(f, "dims", dims, 8), n);
+    bool keep = P("keepdim") != 0;
+    double corr = fx_param(f, "correction", NAN);
+    switch (fx_op(f, 4)) {
+    case 0: return tg_mean_dims(f->t, fx_in(f, "x"), dims, n, keep);
+    case 1: return tg_var_dims(f->t, fx_in(f, "x"), dims, n, corr, keep);
+    case 2: return tg_std_dims(f->t, fx_in(f, "x"), dims, n, corr, keep);
+    default: return tg_norm_dims(f->t, fx_in(f, "x"), fx_param(f, "ord", NAN), dims, n, keep);
     }
 }
 
@@ -344,6 +396,10 @@ static const struct {
     {"losses", run_losses},
     {"shape", run_shape},
     {"index", run_index},
+    {"masked_select", run_masked_select},
+    {"scatter_reduce", run_scatter_reduce},
+    {"diagonal", run_diagonal},
+    {"multi", run_multi},
 };
 
 /* ---- comparison --------------------------------------------------------- */
@@ -440,3 +496,7 @@ Test(fixtures, along) { check_family("along"); }
 Test(fixtures, losses) { check_family("losses"); }
 Test(fixtures, shape) { check_family("shape"); }
 Test(fixtures, index) { check_family("index"); }
+Test(fixtures, masked_select) { check_family("masked_select"); }
+Test(fixtures, scatter_reduce) { check_family("scatter_reduce"); }
+Test(fixtures, diagonal) { check_family("diagonal"); }
+Test(fixtures, multi) { check_family("multi"); }

@@ -190,6 +190,11 @@ Test(null, nn)
     REFUSES(tg_init_normal(NULL, 0, 1, NULL), "tg_init_normal");
     REFUSES(tg_init_const(NULL, 0), "tg_init_const");
     REFUSES(tg_init_linear(NULL, NULL, NULL), "tg_init_linear");
+    REFUSES(tg_init_fans(NULL, &(long long){0}, &(long long){0}), "tg_init_fans");
+    REFUSES(tg_init_kaiming_uniform(NULL, 0, TG_FAN_IN, TG_GAIN_RELU, NULL), "tg_init_kaiming_uniform");
+    REFUSES(tg_init_kaiming_normal(NULL, 0, TG_FAN_IN, TG_GAIN_RELU, NULL), "tg_init_kaiming_normal");
+    REFUSES(tg_init_xavier_uniform(NULL, 1, NULL), "tg_init_xavier_uniform");
+    REFUSES(tg_init_xavier_normal(NULL, 1, NULL), "tg_init_xavier_normal");
     tg_model_free(NULL);
     tg_params_free(p);
     tg_tape_free(t);

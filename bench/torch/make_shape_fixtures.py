@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """PyTorch reference fixtures for the shape and indexing ops (tests/test_fixtures.c,
-families "shape" and "index"). Same file layout as make_fixtures.py, whose
+families "shape", "index" and "diagonal"). Same file layout as make_fixtures.py, whose
 Fixture class writes them. Run by hand (CI only reads the committed files):
 
     /usr/bin/python3 bench/torch/make_shape_fixtures.py
@@ -79,10 +79,31 @@ def gen_index(fx):
          lambda a, s, i: a.index_add(0, i, s, alpha=-1.5), dim=0, alpha=-1.5, i64=0)
 
 
+DIAGONAL_OPS = ["roll_dims", "diagonal", "diag_embed"]
+
+
+def gen_diagonal(fx):
+    def case(name, op, x, forward, **params):
+        fx.case(name, lambda: forward(x), {"x": x}, params={"op": DIAGONAL_OPS.index(op), **params})
+
+    r = mf.randn
+    case("roll_2", "roll_dims", r(3, 4, 5), lambda x: torch.roll(x, (2, -7), (0, 2)), shifts="2,-7", dims="0,2")
+    case("roll_same_dim", "roll_dims", r(4, 5), lambda x: torch.roll(x, (1, 2, -1), (1, -1, 0)), shifts="1,2,-1",
+         dims="1,-1,0")
+    # OpInfo's sample_inputs_diagonal_diag_embed: offsets 0, 1, -2 and dim pairs (0, 1), (-2, -1), (2, 0)
+    for k, (off, d1, d2) in enumerate([(0, -2, -1), (1, 0, 1), (-2, 2, 0), (3, 1, 2), (5, -1, -2)]):
+        case(f"diagonal_{k}", "diagonal", r(3, 4, 5), lambda x, o=off, a=d1, b=d2: torch.diagonal(x, o, a, b),
+             offset=off, dim1=d1, dim2=d2)
+    for k, (shape, off, d1, d2) in enumerate([((2, 3), 0, -2, -1), ((2, 3), 1, 0, 2), ((4,), -2, 0, 1),
+                                               ((2, 3, 2), 2, -1, 1)]):
+        case(f"diag_embed_{k}", "diag_embed", r(*shape), lambda x, o=off, a=d1, b=d2: torch.diag_embed(x, o, a, b),
+             offset=off, dim1=d1, dim2=d2)
+
+
 def main():
     os.makedirs(mf.OUT_DIR, exist_ok=True)
     torch.set_default_dtype(D)
-    for name, gen in (("shape", gen_shape), ("index", gen_index)):
+    for name, gen in (("shape", gen_shape), ("index", gen_index), ("diagonal", gen_diagonal)):
         torch.manual_seed(mf.SEED)
         fx = mf.Fixture(name)
         fx.meta["generator"] = "bench/torch/make_shape_fixtures.py"

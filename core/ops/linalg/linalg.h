@@ -32,6 +32,14 @@ tg_tensor *tg_triu(tg_tape *t, tg_tensor *a, int diagonal);
 /* torch.diag: a 1-D a [n] gives the [n+|k|, n+|k|] matrix with a on
  * diagonal k; a 2-D a gives its diagonal k (length 0 when k is off the matrix). */
 tg_tensor *tg_diag(tg_tape *t, tg_tensor *a, int diagonal);
+/* Batched diagonals (core/ops/linalg/diagonal.c). torch.diagonal(a, offset,
+ * dim1, dim2): out drops dims dim1 and dim2 of a and appends their diagonal
+ * offset (> 0 above the main) as its last dim (length 0 when it is off the
+ * plane); -2, -1 take the matrices of a batch. torch.diag_embed(a, offset,
+ * dim1, dim2): out has a's last dim as a diagonal of dims dim1 and dim2
+ * (both of size n + |offset|, counted in out's dims), 0 elsewhere. */
+tg_tensor *tg_diagonal(tg_tape *t, tg_tensor *a, int offset, int dim1, int dim2);
+tg_tensor *tg_diag_embed(tg_tape *t, tg_tensor *a, int offset, int dim1, int dim2);
 
 #ifdef __cplusplus
 }

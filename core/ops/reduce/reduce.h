@@ -69,6 +69,17 @@ tg_tensor *tg_cumprod(tg_tape *t, tg_tensor *a, int dim);
 tg_tensor *tg_sort(tg_tape *t, tg_tensor *a, int dim, bool descending, tg_tensor **indices);
 tg_tensor *tg_topk(tg_tape *t, tg_tensor *a, int k, int dim, bool largest, tg_tensor **indices);
 
+/* ---- reductions over several dims at once (core/ops/reduce/multi.c) ----------------
+ * PyTorch's dim=(d0, d1, ..): n distinct dims (negative count from the
+ * end); n = 0 reduces every dim (dim=None). keepdim keeps them as size 1.
+ * var / std divide by max(N - correction, 0) (N the count reduced); norm is
+ * torch.linalg.vector_norm(a, ord, dims): any ord, inf / -inf the max / min
+ * of |a| (grad shared among ties), 0 the count of nonzeros (no grad). */
+tg_tensor *tg_mean_dims(tg_tape *t, tg_tensor *a, const int *dims, int n, bool keepdim);
+tg_tensor *tg_var_dims(tg_tape *t, tg_tensor *a, const int *dims, int n, double correction, bool keepdim);
+tg_tensor *tg_std_dims(tg_tape *t, tg_tensor *a, const int *dims, int n, double correction, bool keepdim);
+tg_tensor *tg_norm_dims(tg_tape *t, tg_tensor *a, double ord, const int *dims, int n, bool keepdim);
+
 #ifdef __cplusplus
 }
 #endif

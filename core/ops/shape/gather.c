@@ -24,7 +24,7 @@ static int64_t index_at(const tg_index *ix, size_t i)
 }
 
 /* ix's shape valid and data present; its element count in *n. */
-static bool index_valid(tg_tape *t, const char *op, const tg_index *ix, size_t *n)
+bool tg_index_valid(tg_tape *t, const char *op, const tg_index *ix, size_t *n)
 {
     if (!ix) return tg_fail(t, "%s: the index is NULL", op), false;
     if (!tg_shape_size(ix->ndim, ix->shape, n))
@@ -46,7 +46,7 @@ static const char *index_shape(const tg_index *ix, char *buf)
  * shape), xoff[i] = its element of x (i with i_d = ix[i]) and, when soff is
  * not NULL, soff[i] = its element of src (i itself in src's shape). Checks
  * ix's dims against x (and src) and every index against x's dim d. */
-static bool index_offsets(tg_tape *t, const char *op, const tg_index *ix0, int d, const tg_tensor *x0,
+bool tg_index_offsets(tg_tape *t, const char *op, const tg_index *ix0, int d, const tg_tensor *x0,
                           const tg_tensor *src0, size_t *xoff, size_t *soff)
 {
     char sx[TG_SHAPE_STR], si[TG_SHAPE_STR], ss[TG_SHAPE_STR];
@@ -145,9 +145,9 @@ tg_tensor *tg_gather(tg_tape *t, tg_tensor *a, int dim, const tg_index *ix)
     if (!tg_inputs_check(t, &gather_op, &a, 1, 1)) return NULL;
     int d;
     size_t n;
-    if (!index_valid(t, op, ix, &n) || !tg_dim_resolve(t, op, a, dim, a->ndim ? a->ndim : 1, &d)) return NULL;
+    if (!tg_index_valid(t, op, ix, &n) || !tg_dim_resolve(t, op, a, dim, a->ndim ? a->ndim : 1, &d)) return NULL;
     size_t *xoff = offsets_alloc(t, op, n, NULL);
-    if (!xoff || !index_offsets(t, op, ix, d, a, NULL, xoff, NULL)) return NULL;
+    if (!xoff || !tg_index_offsets(t, op, ix, d, a, NULL, xoff, NULL)) return NULL;
     tg_tensor *out = tg_new(t, &gather_op, ix->ndim, ix->shape);
     if (!out) return NULL;
     for (size_t i = 0; i < n; i++) out->data[i] = a->data[xoff[i]];
@@ -162,9 +162,9 @@ tg_tensor *tg_scatter_add(tg_tape *t, tg_tensor *a, int dim, const tg_index *ix,
     if (!tg_inputs_check(t, &scatter_add_op, in, 2, 2)) return NULL;
     int d;
     size_t n;
-    if (!index_valid(t, op, ix, &n) || !tg_dim_resolve(t, op, a, dim, a->ndim ? a->ndim : 1, &d)) return NULL;
+    if (!tg_index_valid(t, op, ix, &n) || !tg_dim_resolve(t, op, a, dim, a->ndim ? a->ndim : 1, &d)) return NULL;
     size_t *soff, *xoff = offsets_alloc(t, op, n, &soff);
-    if (!xoff || !index_offsets(t, op, ix, d, a, src, xoff, soff)) return NULL;
+    if (!xoff || !tg_index_offsets(t, op, ix, d, a, src, xoff, soff)) return NULL;
     tg_tensor *out = tg_new_like(t, &scatter_add_op, a);
     if (!out) return NULL;
     memcpy(out->data, a->data, a->size * sizeof *a->data);
@@ -234,7 +234,7 @@ static bool slices_plan(tg_tape *t, const char *op, tg_tensor *a, int dim, const
 {
     char sa[TG_SHAPE_STR], si[TG_SHAPE_STR];
     size_t n;
-    if (!index_valid(t, op, ix, &n) || !tg_dim_resolve(t, op, a, dim, a->ndim ? a->ndim : 1, &c->dim)) return false;
+    if (!tg_index_valid(t, op, ix, &n) || !tg_dim_resolve(t, op, a, dim, a->ndim ? a->ndim : 1, &c->dim)) return false;
     if (a->ndim == 0) return tg_fail(t, "%s: a %s has no dim to index", op, tg_shape_str(a, sa)), false;
     if (ix->ndim > 1 || n > INT32_MAX)
         return tg_fail(t, "%s: the index %s must be 1-D (a %s)", op, index_shape(ix, si), tg_shape_str(a, sa)), false;

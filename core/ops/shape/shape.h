@@ -80,6 +80,9 @@ tg_tensor *tg_flip(tg_tape *t, tg_tensor *a, const int *dims, int n);
  * dim 0 or -1. */
 #define TG_ROLL_FLAT INT32_MIN
 tg_tensor *tg_roll(tg_tape *t, tg_tensor *a, int shift, int dim);
+/* torch.roll(a, shifts, dims): n >= 1 shifts, shifts[i] along dims[i]
+ * (core/ops/shape/roll_dims.c, one tg_roll per dim). */
+tg_tensor *tg_roll_dims(tg_tape *t, tg_tensor *a, const int *shifts, const int *dims, int n);
 /* F.pad(a, pads, mode='constant', value): pads[2i], pads[2i+1] go before
  * and after dim ndim-1-i (the last dim first); negative pads crop. */
 tg_tensor *tg_pad(tg_tape *t, tg_tensor *a, const int *pads, int n_pads, double value);
@@ -110,6 +113,26 @@ tg_tensor *tg_index_select(tg_tape *t, tg_tensor *a, int dim, const tg_index *ix
 /* a.index_add(dim, ix, src, alpha=alpha): out = a, then out's slice ix[j]
  * += alpha * src's slice j; src is a with dim of size n. */
 tg_tensor *tg_index_add(tg_tape *t, tg_tensor *a, int dim, const tg_index *ix, tg_tensor *src, double alpha);
+/* a.scatter_reduce(dim, ix, src, reduce, include_self=include_self)
+ * (core/ops/shape/scatter_reduce.c): ix and src as tg_scatter_add; each
+ * position an index names reduces the src values sent to it, with a's value
+ * when include_self (else a's value is dropped there); other positions keep
+ * a. amax / amin propagate NaN; their grads are shared evenly among ties,
+ * prod's grad handles zeros as PyTorch's scatter_reduce_backward. */
+typedef enum tg_scatter_reduce_mode {
+    TG_SCATTER_SUM, TG_SCATTER_PROD, TG_SCATTER_MEAN, TG_SCATTER_AMAX, TG_SCATTER_AMIN
+} tg_scatter_reduce_mode;
+tg_tensor *tg_scatter_reduce(tg_tape *t, tg_tensor *a, int dim, const tg_index *ix, tg_tensor *src,
+                             tg_scatter_reduce_mode reduce, bool include_self);
+
+/* ---- selection by a mask (core/ops/shape/select.c) ------------------------------
+ * torch.masked_select: a and mask broadcast as tg_add; out is 1-D, the
+ * elements of a (broadcast) where mask != 0, in row-major order; the grad
+ * goes back to those elements (summed over a's stretched dims). */
+tg_tensor *tg_masked_select(tg_tape *t, tg_tensor *a, tg_tensor *mask);
+/* torch.nonzero: out [n, a->ndim] holds, as values, the index of each of a's
+ * n nonzero elements in row-major order (NaN is nonzero). Never a grad. */
+tg_tensor *tg_nonzero(tg_tape *t, tg_tensor *a);
 
 #ifdef __cplusplus
 }
