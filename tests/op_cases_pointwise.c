@@ -54,6 +54,8 @@ UNARY(square)
 UNARY(erf)
 BINARY(logaddexp)
 BINARY(pow_tensor)
+BINARY(remainder)
+BINARY(fmod)
 OC_BUILD(b_lerp, tg_lerp(t, x[0], x[1], x[2]))
 UNARY(silu)
 OC_BUILD(b_softplus, tg_softplus(t, x[0], 2, 1))  /* both branches: beta x > 1 past the threshold */
@@ -121,6 +123,9 @@ static const op_case rows[] = {
     ROW1(erf, -1.5, 1.5, OC_NAN_SAME),
     ROW2(logaddexp, -1, 1, -1, 1, 0, OC_NAN_SAME),
     ROW2(pow_tensor, 0.5, 2, -1.5, 1.5, 0, OC_NAN_SAME),
+    /* a / b in (-1.82, -1.21), off the integers where the grads jump: floor -2, trunc -1 */
+    ROW2(remainder, 1.7, 2, -1.4, -1.1, 0, OC_NAN_SAME),
+    ROW2(fmod, -2, -1.7, 1.1, 1.4, 0, OC_NAN_SAME),
     {"tg_lerp", b_lerp, 3, 3, 0, {OC_IN(-1, 1, 2, 3), OC_IN(-1, 1, 3), OC_IN(-0.5, 1.5, 2, 3)}, OC_GROWS, OC_NAN_SAME, NULL},
     ROW1(silu, -2, 2, OC_NAN_SAME),
     ROW1(softplus, -1, 1, OC_NAN_SAME),

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""PyTorch reference fixtures for the elementwise math, activation,
+"""PyTorch reference fixtures for the elementwise math, rounding, activation,
 comparison/selection, reduction and loss ops, read by tests/test_fixtures.c.
 
 Run by hand from the repository root (CI needs no PyTorch):
@@ -28,11 +28,11 @@ def U(lo, hi, *shape):
     return torch.rand(shape, dtype=D) * (hi - lo) + lo
 
 
-def case(fx, name, fn, grads, consts=None, **params):
+def case(fx, name, fn, grads, consts=None, finite=True, **params):
     """fx.case with fresh leaves: fn(**grads, **consts) -> output."""
     grads = {k: v.detach().clone() for k, v in grads.items()}
     consts = consts or {}
-    fx.case(name, lambda: fn(**grads, **consts), grads, consts=consts, params=params)
+    fx.case(name, lambda: fn(**grads, **consts), grads, consts=consts, params=params, finite=finite)
 
 
 def away(x, kinks, gap=0.05):
@@ -166,6 +166,36 @@ def gen_along(fx):
         case(fx, f"opinfo_cumprod_{len(shape)}d", lambda x: torch.cumprod(x, 0), {"x": U(-1, 1, *shape)}, op=6, dim=0)
 
 
+ROUNDING = [torch.floor, torch.ceil, torch.trunc, torch.round]  # op 0..3; remainder 4, fmod 5
+
+
+def gen_rounding(fx):
+    """floor, ceil, trunc, round (halves to even) on negatives, exact halves
+    and integers and on (6, 7) off them; remainder (the divisor's sign) and
+    fmod (the dividend's) with divisors of both signs, broadcasting with
+    a / b off the integers (where d/db jumps) and exact multiples; x % 0 is
+    NaN, its d/db -floor(a / 0) = -+inf (NaN for 0 / 0)."""
+    T = lambda *v: torch.tensor(v, dtype=D)  # noqa: E731
+    edges = T(-3.5, -2.5, -1.5, -0.5, -0.0, 0.5, 1.5, 2.5, 3.5, -2.7, -2.3, -1.0, -0.3, 0.3, 1.0, 2.3, 2.7, 4.0)
+    for k, fn in enumerate(ROUNDING):
+        name = fn.__name__
+        case(fx, f"{name}_edges", fn, {"input": edges}, op=k)
+        steps = [h / 2 for h in range(-10, 11)]  # integers and halves: rounding in float32 moves none
+        case(fx, name, fn, {"input": away(U(-5, 5, 6, 7), steps)}, op=k)
+    a = T(5.5, -5.5, 5.5, -5.5, 7, -7, 7, -7, 6, -6, 0.75, -0.75, 0.0)
+    b = T(2, 2, -2, -2, 3, 3, -3, -3, 3, 3, 0.5, 0.5, 1.5)
+    z = T(3, -3, 0, 0.5)
+    pairs = (((6, 7), (6, 7)), ((4, 1, 5), (1, 3, 1)), ((3, 1), (2, 1, 4)))
+    for op, fn in ((4, torch.remainder), (5, torch.fmod)):
+        name = fn.__name__
+        case(fx, f"{name}_signs", fn, {"input": a, "other": b}, op=op)
+        case(fx, f"{name}_zero", fn, {"input": z, "other": torch.zeros(4, dtype=D)}, finite=False, op=op)
+        for i, (sa, sb) in enumerate(pairs):
+            d = U(1.1, 1.6, *sb) * torch.sign(U(-1, 1, *sb))
+            q = away(U(-4, 4, *sa) / d, range(-4, 5), 0.1)  # a / b off the integers
+            case(fx, f"{name}_{i}", fn, {"input": q * d, "other": d}, op=op)
+
+
 RED = ["mean", "sum", "none"]  # tg_reduction's order
 
 
@@ -223,7 +253,8 @@ def gen_losses(fx):
          {"t": ti}, op=0, reduction=0, ignore_index=1)
 
 
-FAMILIES = {"math": gen_math, "select": gen_select, "along": gen_along, "losses": gen_losses}
+FAMILIES = {"math": gen_math, "select": gen_select, "along": gen_along, "losses": gen_losses,
+            "rounding": gen_rounding}
 
 
 if __name__ == "__main__":

@@ -21,10 +21,12 @@
  *   pow(a, b) = a^b                    da = b a^(b-1) (0 where b = 0)
  *                                      db = y ln a   (0 where a = 0 and b >= 0)
  *   lerp(a, b, w) = a + w (b - a)      da = 1 - w   db = w   dw = b - a
+ *   remainder(a, b), sign of b         da = 1       db = -floor(a / b)
+ *   fmod(a, b), sign of a (C's fmod)   da = 1       db = -trunc(a / b)
  * Domain edges give PyTorch's values: log2(0) = -inf, log1p(-2) NaN,
  * rsqrt(0) = inf, sign(NaN) = 0; NaN in gives NaN out elsewhere; log and
  * sqrt of a negative number, and pow of a negative number to a non-integer
- * power, are NaN, log(0) is -inf (anomaly mode reports them). A clamp with
+ * power, and x % 0, are NaN, log(0) is -inf (anomaly mode reports them). A clamp with
  * lo > hi gives hi; NaN stays NaN.
  */
 #include <math.h>
@@ -144,6 +146,25 @@ static double pow_d(int k, const double *v, double y, const double *p)
     return a == 0 && b >= 0 ? 0 : y * log(a);
 }
 
+/* PyTorch's: fmod, moved into b's sign when the signs differ */
+static double remainder_f(const double *v, const double *p)
+{
+    (void)p;
+    double r = fmod(v[0], v[1]);
+    return r != 0 && (r < 0) != (v[1] < 0) ? r + v[1] : r;
+}
+static double remainder_d(int k, const double *v, double y, const double *p)
+{
+    (void)p, (void)y;
+    return k == 0 ? 1 : -floor(v[0] / v[1]);
+}
+static double fmod_f(const double *v, const double *p) { (void)p; return fmod(v[0], v[1]); }
+static double fmod_d(int k, const double *v, double y, const double *p)
+{
+    (void)p, (void)y;
+    return k == 0 ? 1 : -trunc(v[0] / v[1]);
+}
+
 /* PyTorch's two-sided form: exact at w = 0 and w = 1 */
 static double lerp_f(const double *v, const double *p)
 {
@@ -168,6 +189,8 @@ static const tg_pw_kind sin_k = KIND1("tg_sin", sin_f, sin_d), cos_k = KIND1("tg
                         trunc_k = KIND1("tg_trunc", trunc_f, zero_d), round_k = KIND1("tg_round", round_f, zero_d);
 static const tg_pw_kind logaddexp_k = TG_PW_KIND("tg_logaddexp", 2, 3, logaddexp_f, logaddexp_d);
 static const tg_pw_kind pow_k = TG_PW_KIND("tg_pow_tensor", 2, 3, pow_f, pow_d);
+static const tg_pw_kind remainder_k = TG_PW_KIND("tg_remainder", 2, 3, remainder_f, remainder_d);
+static const tg_pw_kind fmod_k = TG_PW_KIND("tg_fmod", 2, 3, fmod_f, fmod_d);
 static const tg_pw_kind lerp_k = TG_PW_KIND("tg_lerp", 3, 7, lerp_f, lerp_d);
 
 tg_tensor *tg_sin(tg_tape *t, tg_tensor *a) { return tg_pw_apply(t, &sin_k, &a, NULL); }
@@ -194,6 +217,14 @@ tg_tensor *tg_logaddexp(tg_tape *t, tg_tensor *a, tg_tensor *b)
 tg_tensor *tg_pow_tensor(tg_tape *t, tg_tensor *a, tg_tensor *b)
 {
     return tg_pw_apply(t, &pow_k, (tg_tensor *[]){a, b}, NULL);
+}
+tg_tensor *tg_remainder(tg_tape *t, tg_tensor *a, tg_tensor *b)
+{
+    return tg_pw_apply(t, &remainder_k, (tg_tensor *[]){a, b}, NULL);
+}
+tg_tensor *tg_fmod(tg_tape *t, tg_tensor *a, tg_tensor *b)
+{
+    return tg_pw_apply(t, &fmod_k, (tg_tensor *[]){a, b}, NULL);
 }
 tg_tensor *tg_lerp(tg_tape *t, tg_tensor *a, tg_tensor *b, tg_tensor *w)
 {

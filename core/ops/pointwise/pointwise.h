@@ -69,6 +69,11 @@ tg_tensor *tg_round(tg_tape *t, tg_tensor *a);
 tg_tensor *tg_logaddexp(tg_tape *t, tg_tensor *a, tg_tensor *b);
 /* a^b with b a tensor (torch.pow(a, b)); tg_pow takes a number */
 tg_tensor *tg_pow_tensor(tg_tape *t, tg_tensor *a, tg_tensor *b);
+/* a mod b as torch.remainder (Python's %: the sign of b) and torch.fmod
+ * (C's fmod: the sign of a); x mod 0 is NaN. Grads 1 and -floor(a / b) /
+ * -trunc(a / b), as PyTorch. */
+tg_tensor *tg_remainder(tg_tape *t, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_fmod(tg_tape *t, tg_tensor *a, tg_tensor *b);
 /* a + w (b - a); w a tensor (a 0-d one for a number) */
 tg_tensor *tg_lerp(tg_tape *t, tg_tensor *a, tg_tensor *b, tg_tensor *w);
 
