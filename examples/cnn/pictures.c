@@ -78,8 +78,9 @@ int cnn_filters_png(const char *path, const tg_tensor *w)
     tg_canvas_text(c, gap, 16, title, 2, BLACK);
     for (int o = 0; o < O; o++) {
         const tg_real *f = w->data + (size_t)o * kh * kw;
-        double big = 0;
-        for (int i = 0; i < kh * kw; i++) big = fmax(big, fabs((double)f[i]));
+        double big = 0;  /* the largest |weight|; a compare, not fmax: GCC 12's aarch64 vectoriser fails on that */
+        for (int i = 0; i < kh * kw; i++)
+            if (fabs((double)f[i]) > big) big = fabs((double)f[i]);
         int x0 = 2 * gap + (o % cols) * (kw * s + gap), y0 = top + (o / cols) * (kh * s + th + 4 + gap);
         char name[16];
         snprintf(name, sizeof name, "%d", o);
