@@ -12,7 +12,7 @@ time its training step next to tapegrad's.
 
 The network (examples/cnn/model.c): conv 1->16 5x5 pad 2, ReLU, max-pool 2;
 conv 16->32 5x5 pad 2, ReLU, max-pool 2; flatten; linear 1568->10; mean
-cross-entropy; Adam lr 1e-3 (betas 0.9, 0.999, eps 1e-8). Pixels / 255,
+cross-entropy; Adam lr 2e-3 (betas 0.9, 0.999, eps 1e-8). Pixels / 255,
 normalised with mean 0.2860 and deviation 0.3530 as the example does.
 """
 import argparse
@@ -91,7 +91,7 @@ def main():
         return test_accuracy(a.eval)
     torch.manual_seed(1)
     net = Net()
-    opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+    opt = torch.optim.Adam(net.parameters(), lr=2e-3)
     x = images(a.batch * 4)
     y = torch.randint(0, 10, (a.batch * 4,))
     times = []

@@ -12,10 +12,10 @@
 static const fl_flag flags[] = {
     STR("data", data, CNN_DATA_DIR, "data", "DIR", "the four idx .gz files of Fashion-MNIST"),
     INT("limit", limit, 0, 1e9, "0", "data", "N", "use the first N images of each set (0: all)"),
-    INT("epochs", epochs, 1, 1000, "5", "training", "N", "passes over the training images"),
+    INT("epochs", epochs, 1, 1000, "3", "training", "N", "passes over the training images"),
     INT("steps", steps, 0, 1e9, "0", "training", "N", "optimizer steps instead (0: --epochs)"),
     INT("batch", batch, 1, 4096, "64", "training", "N", "images per step"),
-    FL_REAL_(cnn_config, "lr", lr, 0, true, 1, false, "0.001", 1u, 0, "training", "X",
+    FL_REAL_(cnn_config, "lr", lr, 0, true, 1, false, "0.002", 1u, 0, "training", "X",
              "Adam's peak learning rate (a cosine to 0 over the run)"),
     INT("seed", seed, 0, 4e18, "1", "training", "N", "seed of the initialisation and the shuffling"),
     INT("threads", threads, 0, 256, "0", "training", "N", "threads (0: one per core)"),

@@ -129,6 +129,7 @@ static int evaluate(trainer *tr, long step, cnn_result *r)
 {
     double t0 = sq_now();
     if (cnn_evaluate(tr->tape, &tr->m, tr->test, &r->accuracy, &r->test_loss, r->confusion)) return -1;
+    tr->prog.acc = r->accuracy;
     sq_progress_note(&tr->prog, "step %ld (epoch %.2f): test accuracy %.2f%%, test loss %.4f (%.1f s)", step,
                      (double)step * tr->c->batch / tr->train->n, 100 * r->accuracy, r->test_loss, sq_now() - t0);
     return 0;
@@ -205,6 +206,8 @@ int cnn_run(const cnn_config *c, const cnn_set *train, const cnn_set *test, cnn_
     fprintf(stderr, "training Adam lr %g (cosine to 0), batch %ld, %ld steps (%.2f epochs of %d images; test: %d) -> %s\n", c->lr,
             c->batch, steps, (double)steps / per_epoch, train->n, test->n, c->out);
     sq_progress_init(&tr.prog, 1, steps, c->log_every);
+    tr.prog.acc_name = "test acc";  /* the last epoch's */
+    tr.prog.unit = "images";
     int loop = train_loop(&tr, steps, r);
     sq_progress_end(&tr.prog);
     status = loop || write_files(&tr, r) ? 1 : 0;

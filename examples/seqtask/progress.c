@@ -30,6 +30,8 @@ void sq_progress_init(sq_progress *p, long first_step, long total, long log_ever
     p->log_every = log_every;
     p->t0 = sq_now();
     p->acc = NAN;
+    p->acc_name = "acc";
+    p->unit = "tok";
 }
 
 static void fmt_duration(double s, char *buf, size_t len)
@@ -54,12 +56,12 @@ void sq_progress_step(sq_progress *p, long step, double loss, double lr, long to
     fmt_duration(eta, etas, sizeof etas);
     fmt_duration(el, els, sizeof els);
     if (p->tty) {
-        fprintf(stderr, "\r\033[Kstep %ld/%ld  loss %.4f  acc %s  %.1fk tok/s  ETA %s", step, p->total,
-                loss, acc, tps / 1000, etas);
+        fprintf(stderr, "\r\033[Kstep %ld/%ld  loss %.4f  %s %s  %.1fk %s/s  ETA %s", step, p->total, loss,
+                p->acc_name, acc, tps / 1000, p->unit, etas);
         p->live = true;
     } else {
-        fprintf(stderr, "step %ld/%ld  loss %.4f  lr %.2e  acc %s  %.1fk tok/s  elapsed %s  ETA %s\n",
-                step, p->total, loss, lr, acc, tps / 1000, els, etas);
+        fprintf(stderr, "step %ld/%ld  loss %.4f  lr %.2e  %s %s  %.1fk %s/s  elapsed %s  ETA %s\n", step,
+                p->total, loss, lr, p->acc_name, acc, tps / 1000, p->unit, els, etas);
     }
     fflush(stderr);
 }

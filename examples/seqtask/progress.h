@@ -2,7 +2,7 @@
  * that record it.
  *
  * Progress goes to stderr. On a terminal it is one live line redrawn in place
- * (step/total, loss, last accuracy, tokens/s, ETA), at most ten times a
+ * (step/total, loss, last accuracy, tokens/s or another unit's, ETA), at most ten times a
  * second; otherwise a plain line every --log-every steps. Notes (evaluations,
  * saves) print on lines of their own either way.
  *
@@ -32,6 +32,8 @@ typedef struct sq_progress {
     long first, total, log_every;
     double t0, last_draw, tokens;
     double acc;                  /* last evaluation, NaN before the first */
+    const char *acc_name;        /* its label: "acc" unless set after init */
+    const char *unit;            /* what the step's count counts: "tok" unless set after init */
     bool live;                   /* a live line is on the screen */
 } sq_progress;
 

@@ -52,7 +52,9 @@ static void cols_walk(const tg_conv_geom *g, tg_real *x, tg_real *col, bool gath
                         continue;
                     }
                     for (int ow = 0; ow < w0; ow++) row[ow] = 0;
-                    for (int ow = w0; ow < w1; ow++) row[ow] = xr[(size_t)ow * g->sw];
+                    if (g->sw == 1) memcpy(row + w0, xr + w0, (size_t)(w1 - w0) * sizeof *row);
+                    else
+                        for (int ow = w0; ow < w1; ow++) row[ow] = xr[(size_t)ow * g->sw];
                     for (int ow = w1; ow < g->Wo; ow++) row[ow] = 0;
                 }
             }

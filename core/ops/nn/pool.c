@@ -108,13 +108,48 @@ typedef struct pool_job {
     int64_t *idx;
 } pool_job;
 
+/* Every window inside the plane with dilation 1: no padding, no ceil_mode
+ * window past the edge. */
+static bool windows_inside(const pool_geom *g)
+{
+    return g->ph == 0 && g->pw == 0 && g->dh == 1 && g->dw == 1 && (g->Ho - 1) * g->sh + g->kh <= g->H &&
+           (g->Wo - 1) * g->sw + g->kw <= g->W;
+}
+
+/* One plane's maxima when windows_inside: the same taps in the same order
+ * as max_planes' loop, with kh and kw constants where the call gives them
+ * (2 x 2), so the taps unroll. */
+static inline __attribute__((always_inline)) void max_plane_inside(const pool_geom *g, const tg_real *x,
+                                                                   tg_real *out, int64_t *idx, int kh, int kw)
+{
+    for (int oh = 0; oh < g->Ho; oh++)
+        for (int ow = 0; ow < g->Wo; ow++) {
+            size_t at = (size_t)oh * g->sh * g->W + (size_t)ow * g->sw, first = at;
+            tg_real m = -INFINITY;
+            for (int ih = 0; ih < kh; ih++)
+                for (int iw = 0; iw < kw; iw++) {
+                    tg_real v = x[first + (size_t)ih * g->W + iw];
+                    if (v > m || isnan(v)) m = v, at = first + (size_t)ih * g->W + iw;  /* PyTorch's rule */
+                }
+            *out++ = m;
+            if (idx) *idx++ = (int64_t)at;
+        }
+}
+
 static void max_planes(void *p, size_t begin, size_t end)
 {
     const pool_job *j = p;
     const pool_geom *g = j->g;
     size_t HW = (size_t)g->H * g->W, P = (size_t)g->Ho * g->Wo;
+    bool inside = windows_inside(g);
     for (size_t pl = begin; pl < end; pl++) {
         const tg_real *x = j->x + pl * HW;
+        if (inside) {
+            int64_t *idx = j->idx ? j->idx + pl * P : NULL;
+            if (g->kh == 2 && g->kw == 2) max_plane_inside(g, x, j->out + pl * P, idx, 2, 2);
+            else max_plane_inside(g, x, j->out + pl * P, idx, g->kh, g->kw);
+            continue;
+        }
         for (int oh = 0; oh < g->Ho; oh++) {
             int h0, h1;
             window(oh, g->sh, g->ph, g->kh, g->dh, g->H, &h0, &h1);
@@ -141,9 +176,10 @@ TG_BACKWARD(max_pool_backward, pool_geom)
 {
     tg_real *dx = tg_grad(t, in[0]);
     if (!dx) return;
-    size_t n = ctx->planes * ctx->Ho * ctx->Wo, HW = (size_t)ctx->H * ctx->W, P = (size_t)ctx->Ho * ctx->Wo;
-    for (size_t o = 0; o < n; o++)
-        if (ctx->idx[o] >= 0) dx[o / P * HW + (size_t)ctx->idx[o]] += out->grad[o];
+    size_t HW = (size_t)ctx->H * ctx->W, P = (size_t)ctx->Ho * ctx->Wo;
+    for (size_t pl = 0; pl < ctx->planes; pl++)
+        for (size_t o = pl * P; o < (pl + 1) * P; o++)
+            if (ctx->idx[o] >= 0) dx[pl * HW + (size_t)ctx->idx[o]] += out->grad[o];
 }
 
 TG_OP(max_pool2d_op, "tg_max_pool2d", max_pool_backward, pool_geom);
