@@ -348,7 +348,8 @@ static tg_tensor *gc_batch_norm(tg_tape *t, tg_tensor **in, void *ctx)
 {
     const gc_bn *c = ctx;
     tg_bn_opts o = {c->training, 0.1, 1e-5};
-    return tg_batch_norm(t, in[0], c->rm, c->rv, c->affine ? in[1] : NULL, c->affine ? in[2] : NULL, &o);
+    return tg_batch_norm(t, in[0], tu_like(t, c->rm, in[0]), tu_like(t, c->rv, in[0]), c->affine ? in[1] : NULL,
+                         c->affine ? in[2] : NULL, &o);
 }
 
 Test(conv, gradcheck_batch_norm)

@@ -21,7 +21,7 @@ shift $(( $# > 0 ? 1 : 0 ))
 target=${TARGET:-safetensors}
 case $target in
   safetensors) out=${FUZZ_OUT:-/tmp/tapegrad-fuzz}
-    srcs=(core/io/read.c core/io/json.c core/io/write.c core/engine/error.c core/engine/alloc.c core/engine/tensor.c core/engine/params.c core/engine/named.c core/io/checksum.c core/io/dtype.c core/engine/version.c)
+    srcs=(core/io/read.c core/io/json.c core/io/write.c core/engine/error.c core/engine/alloc.c core/engine/tensor.c core/engine/params.c core/engine/named.c core/io/checksum.c core/io/elements.c core/engine/version.c)
     extra=(-dict="$here/safetensors.dict") ;;
   data) out=${FUZZ_OUT:-/tmp/tapegrad-fuzz-data}
     srcs=(examples/seqtask/data.c core/engine/alloc.c core/engine/error.c core/engine/version.c)

@@ -48,7 +48,7 @@ if [ $kind = shared ] && readelf -d "$libdir/libtapegrad.so.0" | grep -q 'libmpi
 # Headers: only include/tapegrad, no internal header, each one self-contained
 # in C and C++, and every one that declares something inside extern "C".
 [ "$(ls "$prefix/include")" = tapegrad ] || fail "include/ holds more than tapegrad/"
-for h in blas.h gemm.h vmath.h internal.h json.h dtype.h named.h spin.h; do
+for h in blas.h gemm.h vmath.h internal.h json.h elements.h named.h spin.h; do
   [ -z "$(find "$prefix/include" -name "$h")" ] || fail "internal header $h installed"
 done
 cflags=$(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --cflags tapegrad)
