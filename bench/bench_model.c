@@ -4,7 +4,7 @@
  *               [--symbols 16 --min-len 4 --max-len 12 --layers 2 --d-model 64
  *                --heads 4 --d-head 0 --d-ff 0 --mode fused|per-head --pos learned|rope|none --batch 64
  *                --lr 0.003 --warmup 50 --steps 3000 --schedule cosine
- *                --optimizer adamw|adam|sgd --weight-decay 0.01 --clip 1 --seed 1]
+ *                --optimizer adamw (any tg_optim kind, by name) --weight-decay 0.01 --clip 1 --seed 1]
  *               [--threads T (0: one per core)] [--tag step]
  *
  * The model flags take seqtask train's names and defaults; scripts/bench.sh
@@ -119,7 +119,7 @@ int main(int argc, char **argv)
         fputs("usage: bench_model [--reps 30] [--burn-in 3] [--budget 10] [--task reverse|copy]\n"
               "  [--symbols 16 --min-len 4 --max-len 12 --layers 2 --d-model 64 --heads 4 --d-head 0\n"
               "   --d-ff 0 --mode fused|per-head --pos learned|rope|none --dropout 0 --batch 64 --lr 0.003 --warmup W --steps 3000\n"
-              "   --schedule cosine|linear|constant --optimizer adamw|adam|sgd --weight-decay 0.01\n"
+              "   --schedule cosine|linear|constant --optimizer adamw (any tg_optim kind, by name) --weight-decay 0.01\n"
               "   --clip 1 --seed 1 --materialise -1] [--threads T (0: one per core)] [--tag step]\n"
               "One training step of the toy model, timed; prints a ROW line (see the header of\n"
               "bench/bench_model.c). --warmup is the learning-rate warmup (min(50, steps / 10)),\n"
@@ -147,6 +147,11 @@ int main(int argc, char **argv)
                     .budget_s = bu_opt_double(argc, argv, "--budget", 10.0)};
     if (plan.warmup < 1) plan.warmup = 1;
     bool copy = strcmp(task, "copy") == 0;
+    int kind = tg_optim_kind_parse(optim);
+    if (kind < 0) {
+        fprintf(stderr, "bench_model: --optimizer: %s\n", tg_error());
+        return 2;
+    }
     if (B < 1 || B > 4096 || min_len < 1 || max_len < min_len || max_len > 4096 || n_sym < 1 ||
         (!copy && strcmp(task, "reverse") != 0) ||
         (mc.pos == TG_POS_LEARNED && strcmp(pos, "learned") != 0)) {
@@ -173,18 +178,14 @@ int main(int argc, char **argv)
     c.lens = tg_malloc((size_t)B * sizeof *c.lens);
     if (!c.t || !c.p || !c.ids || !c.targets || !c.lens) goto done;
     if (tg_model_init(&c.m, c.p, &mc, &rng)) goto done;
-    /* seqtask's options (examples/seqtask/checkpoint.c, sq_optim_opts) */
-    tg_optim_opts oo = tg_optim_defaults(strcmp(optim, "sgd") == 0    ? TG_SGD
-                                         : strcmp(optim, "adam") == 0 ? TG_ADAM
-                                                                      : TG_ADAMW);
+    /* seqtask's options (examples/seqtask/checkpoint.c, sq_optim_opts): any kind
+     * by its name, tuned as seqtask tunes it */
+    tg_optim_opts oo = tg_optim_defaults((tg_optim_kind)kind);
     oo.lr = lr;
     oo.weight_decay = bu_opt_double(argc, argv, "--weight-decay", 0.01);
-    if (oo.kind == TG_SGD) {
-        oo.momentum = 0.9;
-    } else {
-        oo.beta2 = 0.98;
-        oo.no_decay_1d = oo.kind == TG_ADAMW;
-    }
+    if (oo.kind == TG_SGD) oo.momentum = 0.9;
+    if (oo.kind == TG_ADAM || oo.kind == TG_ADAMW) oo.beta2 = 0.98;
+    oo.no_decay_1d = oo.kind == TG_ADAMW;
     if (!(c.opt = tg_optim_new(c.p, &oo))) goto done;
     if (strcmp(sched, "constant") == 0) c.sched = tg_schedule_constant(lr, warm_steps);
     else if (strcmp(sched, "linear") == 0) c.sched = tg_schedule_linear(lr, lr / 10, warm_steps, steps);

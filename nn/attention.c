@@ -316,29 +316,37 @@ static bool widen_mask(tg_tape *t, const tg_mha *m, const tg_mask **mask, int B,
  * | s0 heads | .. | s1 heads | [B, L, row_of(s1 + 1) - row_of(s0)]: the one
  * tensor every path of the layer reads heads from, whatever the mode.
  * Fused: one GEMM on in_proj's rows (or q/k/v_proj_weight, one per
- * projection); per-head: one GEMM per head, joined. */
+ * projection); per-head: one GEMM per head, joined. The per-head GEMMs are
+ * made head by head, a group's key and value before its first query, so
+ * backward adds their parts of x's grad in the order one attention op per
+ * head did (docs/ATTENTION.md, "Two modes, one function"). */
 static tg_tensor *project(tg_tape *t, const tg_mha *m, tg_tensor *x, int s0, int s1)
 {
     const tg_mha_config *c = &m->cfg;
     tg_tensor *parts[3 * TG_MHA_MAX_HEADS], *b = m->in_proj_bias;
-    int n = 0, r0 = row_of(c, s0), rows = row_of(c, s1 + 1) - r0;
+    int n = 0, r0 = row_of(c, s0), rows = row_of(c, s1 + 1) - r0, group = c->n_heads / c->n_kv_heads;
     if (c->mode == TG_MHA_FUSED && m->in_proj_weight) {
         if (s0 == 0 && s1 == 2) return tg_matmul(t, x, m->in_proj_weight, b, TG_TRANS_B);
         return tg_matmul(t, x, tg_rows_view(t, m->in_proj_weight, r0, rows), b ? tg_rows_view(t, b, r0, rows) : NULL,
                          TG_TRANS_B);
     }
-    for (int s = s0; s <= s1; s++) {
-        if (c->mode == TG_MHA_FUSED) {  /* q/k/v_proj_weight */
+    if (c->mode == TG_MHA_FUSED) {  /* q/k/v_proj_weight */
+        for (int s = s0; s <= s1; s++) {
             int r = row_of(c, s), w = row_of(c, s + 1) - r;
             parts[n++] = tg_matmul(t, x, m->qkv_proj[s], b ? tg_rows_view(t, b, r, w) : NULL, TG_TRANS_B);
-            continue;
         }
-        for (int h = 0; h < heads_of(c, s); h++) {  /* key/value head h: its group's first query head's */
-            const tg_mha_head *hd = &m->heads[s ? h * (c->n_heads / c->n_kv_heads) : h];
-            parts[n++] = tg_matmul(t, x, s == 0 ? hd->wq : s == 1 ? hd->wk : hd->wv,
-                                   s == 0 ? hd->bq : s == 1 ? hd->bk : hd->bv, TG_TRANS_B);
-        }
+        return n == 1 ? parts[0] : tg_concat(t, parts, n);
     }
+    for (int h = 0; h < c->n_heads; h++)
+        for (int i = 0; i < 3; i++) {
+            int s = (i + 1) % 3, hh = s ? h / group : h;  /* k, v, q; key/value head h / group */
+            if (s < s0 || s > s1 || (s && h % group)) continue;
+            const tg_mha_head *hd = &m->heads[s ? hh * group : h];  /* its group's first query head's */
+            parts[(row_of(c, s) - r0) / c->d_head + hh] = tg_matmul(t, x, s == 0 ? hd->wq : s == 1 ? hd->wk : hd->wv,
+                                                                    s == 0 ? hd->bq : s == 1 ? hd->bk : hd->bv,
+                                                                    TG_TRANS_B);
+            n++;
+        }
     return n == 1 ? parts[0] : tg_concat(t, parts, n);
 }
 

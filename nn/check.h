@@ -18,7 +18,8 @@ extern "C" {
 #endif
 
 /* 0, or -1 with "<fn>: the layer is NULL" (or the parameter store, or the
- * configuration: pass cfg = layer when there is none) in tg_error(). */
+ * configuration: pass p = layer for a layer without parameters, cfg = layer
+ * when there is no configuration) in tg_error(). */
 int tg_nn_check_init(const char *fn, const void *layer, const tg_params *p, const void *cfg);
 
 /* 0, or -1 with "<fn>: the tape is NULL", "<fn>: the layer is NULL" or,

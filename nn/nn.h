@@ -7,6 +7,7 @@
 #include "block.h"
 #include "check.h"
 #include "conv.h"
+#include "dropout.h"
 #include "embedding.h"
 #include "ffn.h"
 #include "init.h"
@@ -14,6 +15,7 @@
 #include "linear.h"
 #include "model.h"
 #include "names.h"
+#include "pool.h"
 #include "rmsnorm.h"
 #include "sample.h"
 

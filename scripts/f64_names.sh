@@ -29,7 +29,6 @@ trap 'rm -f "$tmp"' EXIT
   echo " * TAPEGRAD_DOUBLE calls the float64 copies by the same names. */"
   echo "#ifndef TAPEGRAD_F64_NAMES_H"
   echo "#define TAPEGRAD_F64_NAMES_H"
-  echo "#include \"dtype.h\""
   nm -g --defined-only -P "${objs[@]}" 2>/dev/null | awk 'NF >= 2 && $2 ~ /^[TDRBV]$/ {print $1}' | sort -u |
     awk '{printf "#define %s %s__f64\n", $1, $1}'
   echo "#endif"

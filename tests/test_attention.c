@@ -2,7 +2,8 @@
  * kind (w.r.t. the inputs and every parameter, d_head != d_model / n_heads in
  * half the cases); per-head and fused agree given the same weights (outputs
  * and every gradient); head mask; fully masked rows; returned weights;
- * errors naming the layer. */
+ * errors naming the layer; per-head mode has the bits of one tg_sdpa per
+ * head. */
 #include <string.h>
 
 #include <tapegrad/nn/nn.h>
@@ -204,6 +205,66 @@ static void check_modes_agree(bool cross, int d_head)
 Test(mha, agree_self) { check_modes_agree(false, 0); }
 Test(mha, agree_self_wide_heads) { check_modes_agree(false, 5); }
 Test(mha, agree_cross) { check_modes_agree(true, 3); }
+
+/* Per-head mode as one tg_sdpa per head (what the layer ran before its one
+ * attention path), written out: a group's key and value projections, then
+ * each query's, head by head -> out_proj of the joined outputs. */
+static tg_tensor *per_head_ops(tg_tape *t, const tg_mha *m, tg_tensor *x, const tg_mask *mask)
+{
+    int H = m->cfg.n_heads, group = H / m->cfg.n_kv_heads, dh = m->cfg.d_head, nb = x->shape[0], L = x->shape[1];
+    tg_tensor *outs[TG_MHA_MAX_HEADS], *k = NULL, *v = NULL;
+    for (int h = 0; h < H; h++) {
+        const tg_mha_head *hd = &m->heads[h];
+        if (h % group == 0) k = tg_matmul(t, x, hd->wk, hd->bk, TG_TRANS_B), v = tg_matmul(t, x, hd->wv, hd->bv, TG_TRANS_B);
+        tg_tensor *q = tg_matmul(t, x, hd->wq, hd->bq, TG_TRANS_B);
+        tg_tensor *o = tg_sdpa(t, tg_reshape(t, q, 4, (int[]){nb, 1, L, dh}), tg_reshape(t, k, 4, (int[]){nb, 1, L, dh}),
+                               tg_reshape(t, v, 4, (int[]){nb, 1, L, dh}), &(tg_sdpa_opts){.mask = mask}, NULL);
+        outs[h] = tg_reshape(t, o, 3, (int[]){nb, L, dh});
+    }
+    return tg_linear_forward(t, &m->out_proj, tg_concat(t, outs, H));
+}
+
+/* Per-head mode's grads have the bits of one tg_sdpa per head: project()
+ * makes its GEMMs in that order, so x's grad sums the heads' terms as those
+ * ops did (docs/ATTENTION.md "Two modes, one function"; a key/value head of
+ * 2 query heads and one row block, whose sum has one order). */
+Test(mha, per_head_grads_have_the_bits_of_one_sdpa_per_head)
+{
+    enum { NB = 3, L = 9, DM = 16 };
+    for (int kv = 4; kv >= 2; kv -= 2) {
+        tg_rng rng;
+        tg_rng_seed(&rng, 5);
+        tg_params *p = tg_params_new();
+        tg_mha m;
+        tg_mha_config c = {.n_heads = 4, .n_kv_heads = kv, .d_model = DM, .bias = true, .mode = TG_MHA_PER_HEAD};
+        init_mha(&m, p, &c, 31);
+        tg_tensor *x = tu_rand(&rng, -1, 1, 3, (int[]){NB, L, DM}), *w = tu_rand(&rng, -1, 1, 3, (int[]){NB, L, DM});
+        size_t np = tg_params_numel(p);
+        tg_real y[2][NB * L * DM], dx[2][NB * L * DM], dp[2][4 * DM * DM * 2 + 8 * DM];
+        cr_assert_leq(np, sizeof dp[0] / sizeof dp[0][0]);
+        tg_mask causal = {.causal = true};
+        tg_tape *t = tg_tape_new();
+        for (int way = 0; way < 2; way++) {
+            if (x->grad) memset(x->grad, 0, x->size * sizeof *x->grad);
+            tg_params_zero_grad(p);
+            tg_tensor *out = way ? per_head_ops(t, &m, x, &causal)
+                                 : tg_mha_forward(t, &m, x, x, &(tg_mha_opts){.mask = &causal}, NULL);
+            cr_assert_not_null(out, "%s", tg_tape_error(t));
+            cr_assert_eq(tg_backward(t, tg_sum(t, tg_mul(t, out, w))), 0, "%s", tg_tape_error(t));
+            memcpy(y[way], out->data, sizeof y[way]);
+            memcpy(dx[way], x->grad, sizeof dx[way]);
+            memcpy(dp[way], tg_params_grad(p), np * sizeof(tg_real));
+            tg_tape_reset(t);
+        }
+        cr_expect(memcmp(y[0], y[1], sizeof y[0]) == 0, "%d key/value heads: outputs differ", kv);
+        cr_expect(memcmp(dx[0], dx[1], sizeof dx[0]) == 0, "%d key/value heads: x's grads differ", kv);
+        cr_expect(memcmp(dp[0], dp[1], np * sizeof(tg_real)) == 0, "%d key/value heads: parameter grads differ", kv);
+        tg_tape_free(t);
+        tg_tensor_free(x);
+        tg_tensor_free(w);
+        tg_params_free(p);
+    }
+}
 
 Test(mha, same_seed_same_init)
 {

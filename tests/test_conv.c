@@ -1,6 +1,9 @@
-/* convolution and pooling (core/ops/nn/): PyTorch's outputs and grads
- * (tests/fixtures/conv.safetensors, bench/torch/make_conv_fixtures.py), gradchecks,
- * refusals, the nn.Conv2d layer, and the same bits on 1 and 2 threads. */
+/* convolution, pooling, batch norm, channel dropout and resizing
+ * (core/ops/nn/): PyTorch's outputs and grads (tests/fixtures/conv.safetensors,
+ * bench/torch/make_conv_fixtures.py), values by hand, refusals, the
+ * nn.Conv2d and nn.BatchNorm2d layers, and out of memory. Gradchecks, NaN,
+ * NULL and the same bits on 1 and 2 threads: the op-case rows
+ * (tests/op_cases_conv.c). */
 #include <string.h>
 
 #include "fixture_util.h"
@@ -192,206 +195,7 @@ Test(conv, adaptive_avg_pool2d_matches_pytorch) { cr_assert_geq(check_cases("ada
 Test(conv, interpolate_matches_pytorch) { cr_assert_geq(check_cases("interpolate"), 8); }
 Test(conv, batch_norm_matches_pytorch) { cr_assert_geq(check_cases("batch_norm"), 5); }
 
-/* ---- gradchecks ------------------------------------------------------------ */
-
-typedef struct gc_conv {
-    tg_conv_opts o;
-    bool bias;
-} gc_conv;
-
-static tg_tensor *gc_conv2d(tg_tape *t, tg_tensor **in, void *ctx)
-{
-    const gc_conv *c = ctx;
-    return tg_conv2d(t, in[0], in[1], c->bias ? in[2] : NULL, &c->o);
-}
-
-Test(conv, gradcheck_conv2d)
-{
-    tg_rng rng;
-    tg_rng_seed(&rng, 11);
-    struct {
-        int x[4], w[4];
-        tg_conv_opts o;
-    } cases[] = {
-        {{2, 3, 5, 6}, {4, 3, 3, 2}, {{1, 1}, {0, 0}, {1, 1}, 1, false, {0, 0}}},
-        {{1, 4, 7, 6}, {2, 2, 3, 3}, {{2, 1}, {1, 2}, {2, 1}, 2, false, {0, 0}}},
-        {{2, 2, 5, 5}, {2, 1, 2, 3}, {{1, 1}, {0, 0}, {2, 1}, 2, true, {0, 0}}},
-        {{2, 3, 4, 4}, {5, 3, 1, 1}, {{1, 1}, {0, 0}, {1, 1}, 1, false, {0, 0}}},
-    };
-    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
-        int O = cases[k].w[0];
-        tg_tensor *in[3] = {tu_rand(&rng, -1, 1, 4, cases[k].x), tu_rand(&rng, -1, 1, 4, cases[k].w),
-                            tu_rand(&rng, -1, 1, 1, &O)};
-        tu_gradcheck(gc_conv2d, (&(gc_conv){cases[k].o, true}), in, 3);
-        tu_gradcheck(gc_conv2d, (&(gc_conv){cases[k].o, false}), in, 2);
-        tu_free_all(in, 3);
-    }
-}
-
-static tg_tensor *gc_max_pool2d(tg_tape *t, tg_tensor **in, void *ctx)
-{
-    return tg_max_pool2d(t, in[0], ctx);
-}
-
-Test(conv, gradcheck_max_pool2d)
-{
-    tg_rng rng;
-    tg_rng_seed(&rng, 12);
-    tg_pool_opts os[] = {TG_POOL_OPTS_DEFAULT(2, 2), {{3, 2}, {2, 1}, {1, 1}, {1, 2}, true, true}};
-    for (size_t k = 0; k < sizeof os / sizeof *os; k++) {
-        tg_tensor *x = tu_rand(&rng, -1, 1, 4, (int[]){2, 2, 6, 7});
-        tu_gradcheck(gc_max_pool2d, &os[k], &x, 1);
-        tg_tensor_free(x);
-    }
-}
-
-static tg_tensor *gc_conv1d(tg_tape *t, tg_tensor **in, void *ctx)
-{
-    const gc_conv *c = ctx;
-    return tg_conv1d(t, in[0], in[1], c->bias ? in[2] : NULL, &c->o);
-}
-
-Test(conv, gradcheck_conv1d)
-{
-    tg_rng rng;
-    tg_rng_seed(&rng, 13);
-    tg_tensor *in[3] = {tu_rand(&rng, -1, 1, 3, (int[]){2, 4, 9}), tu_rand(&rng, -1, 1, 3, (int[]){6, 2, 3}),
-                        tu_rand(&rng, -1, 1, 1, (int[]){6})};
-    tu_gradcheck(gc_conv1d, (&(gc_conv){{{2, 1}, {1, 0}, {2, 1}, 2, false, {0, 0}}, true}), in, 3);
-    tu_gradcheck(gc_conv1d, (&(gc_conv){{{1, 1}, {0, 0}, {1, 1}, 2, true, {0, 0}}, false}), in, 2);
-    tu_free_all(in, 3);
-}
-
-static tg_tensor *gc_conv_transpose2d(tg_tape *t, tg_tensor **in, void *ctx)
-{
-    const gc_conv *c = ctx;
-    return tg_conv_transpose2d(t, in[0], in[1], c->bias ? in[2] : NULL, &c->o);
-}
-
-Test(conv, gradcheck_conv_transpose2d)
-{
-    tg_rng rng;
-    tg_rng_seed(&rng, 14);
-    struct {
-        int x[4], w[4];
-        tg_conv_opts o;
-    } cases[] = {
-        {{2, 3, 4, 3}, {3, 2, 3, 2}, {{2, 1}, {1, 0}, {1, 1}, 1, false, {1, 0}}},
-        {{1, 4, 3, 4}, {4, 1, 2, 3}, {{2, 3}, {1, 1}, {2, 1}, 2, false, {1, 2}}},
-        {{2, 2, 3, 3}, {2, 3, 1, 1}, {{1, 1}, {0, 0}, {1, 1}, 1, false, {0, 0}}},
-    };
-    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
-        int C = cases[k].w[1] * cases[k].o.groups;
-        tg_tensor *in[3] = {tu_rand(&rng, -1, 1, 4, cases[k].x), tu_rand(&rng, -1, 1, 4, cases[k].w),
-                            tu_rand(&rng, -1, 1, 1, &C)};
-        tu_gradcheck(gc_conv_transpose2d, (&(gc_conv){cases[k].o, true}), in, 3);
-        tu_gradcheck(gc_conv_transpose2d, (&(gc_conv){cases[k].o, false}), in, 2);
-        tu_free_all(in, 3);
-    }
-}
-
-typedef struct gc_pool_case {
-    tg_tensor *(*op)(tg_tape *, tg_tensor *, const tg_pool_opts *);
-    tg_pool_opts o;
-} gc_pool_case;
-
-static tg_tensor *gc_pool_op(tg_tape *t, tg_tensor **in, void *ctx)
-{
-    const gc_pool_case *c = ctx;
-    return c->op(t, in[0], &c->o);
-}
-
-Test(conv, gradcheck_avg_and_max_pool1d)
-{
-    tg_rng rng;
-    tg_rng_seed(&rng, 15);
-    gc_pool_case cs[] = {
-        {tg_avg_pool2d, TG_POOL_OPTS_DEFAULT(2, 3)},
-        {tg_avg_pool2d, {{3, 2}, {2, 1}, {1, 1}, {1, 1}, true, false}},
-        {tg_avg_pool2d, {{3, 3}, {2, 2}, {1, 1}, {1, 1}, true, true}},
-    };
-    tg_tensor *x = tu_rand(&rng, -1, 1, 4, (int[]){2, 2, 6, 7});
-    for (size_t k = 0; k < sizeof cs / sizeof *cs; k++) tu_gradcheck(gc_pool_op, &cs[k], &x, 1);
-    tg_tensor_free(x);
-    gc_pool_case c1[] = {
-        {tg_avg_pool1d, {{3, 0}, {2, 0}, {1, 0}, {1, 1}, true, false}},
-        {tg_avg_pool1d, {{4, 0}, {3, 0}, {2, 0}, {1, 1}, true, true}},
-        {tg_max_pool1d, {{3, 0}, {2, 0}, {1, 0}, {2, 1}, true, true}},
-    };
-    x = tu_rand(&rng, -1, 1, 3, (int[]){2, 3, 10});
-    for (size_t k = 0; k < sizeof c1 / sizeof *c1; k++) tu_gradcheck(gc_pool_op, &c1[k], &x, 1);
-    tg_tensor_free(x);
-}
-
-static tg_tensor *gc_adaptive(tg_tape *t, tg_tensor **in, void *ctx)
-{
-    const int *s = ctx;
-    return tg_adaptive_avg_pool2d(t, in[0], s[0], s[1]);
-}
-
-Test(conv, gradcheck_adaptive_avg_pool2d)
-{
-    tg_rng rng;
-    tg_rng_seed(&rng, 16);
-    tg_tensor *x = tu_rand(&rng, -1, 1, 4, (int[]){2, 2, 7, 5});
-    tu_gradcheck(gc_adaptive, ((int[]){3, 2}), &x, 1);
-    tu_gradcheck(gc_adaptive, ((int[]){9, 6}), &x, 1);  /* larger than the input: overlapping windows */
-    tg_tensor_free(x);
-}
-
-typedef struct gc_bn {
-    bool training, affine;
-    tg_tensor *rm, *rv;
-} gc_bn;
-
-static tg_tensor *gc_batch_norm(tg_tape *t, tg_tensor **in, void *ctx)
-{
-    const gc_bn *c = ctx;
-    tg_bn_opts o = {c->training, 0.1, 1e-5};
-    return tg_batch_norm(t, in[0], tu_like(t, c->rm, in[0]), tu_like(t, c->rv, in[0]), c->affine ? in[1] : NULL,
-                         c->affine ? in[2] : NULL, &o);
-}
-
-Test(conv, gradcheck_batch_norm)
-{
-    tg_rng rng;
-    tg_rng_seed(&rng, 17);
-    tg_tensor *in[3] = {tu_rand(&rng, -1, 2, 4, (int[]){3, 4, 3, 2}), tu_rand(&rng, 0.5, 1.5, 1, (int[]){4}),
-                        tu_rand(&rng, -0.5, 0.5, 1, (int[]){4})};
-    tg_tensor *rm = tu_rand(&rng, -0.5, 0.5, 1, (int[]){4}), *rv = tu_rand(&rng, 0.5, 1.5, 1, (int[]){4});
-    rm->requires_grad = rv->requires_grad = false;
-    tu_gradcheck(gc_batch_norm, (&(gc_bn){true, true, NULL, NULL}), in, 3);
-    tu_gradcheck(gc_batch_norm, (&(gc_bn){true, false, rm, rv}), in, 1);
-    tu_gradcheck(gc_batch_norm, (&(gc_bn){false, true, rm, rv}), in, 3);
-    tu_free_all(in, 3);
-    tg_tensor_free(rm), tg_tensor_free(rv);
-}
-
-static tg_tensor *gc_interpolate(tg_tape *t, tg_tensor **in, void *ctx)
-{
-    return tg_interpolate(t, in[0], ctx);
-}
-
-Test(conv, gradcheck_interpolate)
-{
-    tg_rng rng;
-    tg_rng_seed(&rng, 18);
-    tg_interp_opts os[] = {
-        {{5, 7}, {0, 0}, TG_INTERP_NEAREST, false},
-        {{0, 0}, {1.5, 0.5}, TG_INTERP_BILINEAR, false},
-        {{7, 3}, {0, 0}, TG_INTERP_BILINEAR, true},
-    };
-    tg_tensor *x = tu_rand(&rng, -1, 1, 4, (int[]){2, 2, 4, 5});
-    for (size_t k = 0; k < sizeof os / sizeof *os; k++) tu_gradcheck(gc_interpolate, &os[k], &x, 1);
-    tg_tensor_free(x);
-}
-
-static tg_tensor *gc_dropout2d(tg_tape *t, tg_tensor **in, void *ctx)
-{
-    tg_rng rng;  /* the same mask on every call */
-    tg_rng_seed(&rng, *(uint64_t *)ctx);
-    return tg_dropout2d(t, in[0], 0.5, &rng);
-}
+/* ---- values by hand ------------------------------------------------------ */
 
 Test(conv, dropout2d_drops_whole_channels)
 {
@@ -425,10 +229,23 @@ Test(conv, dropout2d_drops_whole_channels)
     assert_fails(t, tg_dropout2d(t, tg_tensor_zeros(t, 3, (int[]){2, 3, 4}), 0.5, &rng), "tg_dropout2d",
                  "[2,3,4]", "[N, C, H, W]");
     tg_tape_free(t);
-    tg_tensor *in[1] = {tu_rand(&rng, -1, 1, 4, (int[]){2, 3, 2, 2})};
-    tu_gradcheck(gc_dropout2d, (&(uint64_t){5}), in, 1);
-    tg_tensor_free(in[0]);
     tg_tensor_free(x);
+}
+
+Test(conv, max_pool2d_ties_and_nan_route_as_pytorch)
+{
+    tg_tape *t = tg_tape_new();
+    /* one 2x2 window per row pair: [1 3; 3 2] -> the first 3; [NaN 5; 1 NaN] -> NaN */
+    tg_tensor *x = mk(t, 4, (int[]){1, 1, 2, 4}, (tg_real[]){1, 3, NAN, 5, 3, 2, 1, NAN});
+    x->requires_grad = true;
+    tg_pool_opts o = TG_POOL_OPTS_DEFAULT(2, 2);
+    tg_tensor *y = tg_max_pool2d(t, x, &o);
+    cr_assert_not_null(y, "%s", tg_tape_error(t));
+    cr_assert(y->data[0] == 3 && isnan(y->data[1]));
+    cr_assert_eq(tg_backward_seed(t, y, (tg_real[]){10, 20}), 0);
+    tg_real want[8] = {0, 10, 0, 0, 0, 0, 0, 20};  /* PyTorch: a later NaN takes over */
+    for (int i = 0; i < 8; i++) cr_assert(x->grad[i] == want[i], "grad[%d] = %g, want %g", i, (double)x->grad[i], (double)want[i]);
+    tg_tape_free(t);
 }
 
 /* ---- refusals -------------------------------------------------------------- */
@@ -546,24 +363,6 @@ Test(conv, batch_norm_and_interpolate_reject_bad_arguments)
     io.mode = TG_INTERP_BILINEAR;
     assert_fails(t, tg_interpolate(t, tg_tensor_zeros(t, 3, (int[]){3, 4, 4}), &io), "tg_interpolate", "[3,4,4]",
                  "[N, C, L]");
-    tg_tape_free(t);
-}
-
-/* ---- values by hand ------------------------------------------------------ */
-
-Test(conv, max_pool2d_ties_and_nan_route_as_pytorch)
-{
-    tg_tape *t = tg_tape_new();
-    /* one 2x2 window per row pair: [1 3; 3 2] -> the first 3; [NaN 5; 1 NaN] -> NaN */
-    tg_tensor *x = mk(t, 4, (int[]){1, 1, 2, 4}, (tg_real[]){1, 3, NAN, 5, 3, 2, 1, NAN});
-    x->requires_grad = true;
-    tg_pool_opts o = TG_POOL_OPTS_DEFAULT(2, 2);
-    tg_tensor *y = tg_max_pool2d(t, x, &o);
-    cr_assert_not_null(y, "%s", tg_tape_error(t));
-    cr_assert(y->data[0] == 3 && isnan(y->data[1]));
-    cr_assert_eq(tg_backward_seed(t, y, (tg_real[]){10, 20}), 0);
-    tg_real want[8] = {0, 10, 0, 0, 0, 0, 0, 20};  /* PyTorch: a later NaN takes over */
-    for (int i = 0; i < 8; i++) cr_assert(x->grad[i] == want[i], "grad[%d] = %g, want %g", i, (double)x->grad[i], (double)want[i]);
     tg_tape_free(t);
 }
 
@@ -708,51 +507,4 @@ Test(conv, out_of_memory_anywhere_is_an_error)
                         tu_rand(&rng, -1, 1, 4, (int[]){2, 1, 2, 2}), tu_rand(&rng, -1, 1, 1, (int[]){1})};
     walk_out_of_memory(oom_chain, in, in, 4);
     tu_free_all(in, 4);
-}
-
-/* ---- threads ---------------------------------------------------------------- */
-
-/* conv2d -> batch_norm -> relu -> max_pool2d -> interpolate ->
- * conv_transpose2d -> adaptive_avg_pool2d -> avg_pool2d forward and backward on
- * `threads` threads: the output and every grad, concatenated into a new buffer */
-static tg_real *conv_pool_run(int threads, size_t *n)
-{
-    tg_threads_set(threads);
-    tg_rng rng;
-    tg_rng_seed(&rng, 21);
-    tg_tensor *p[6] = {tu_rand(&rng, -1, 1, 4, (int[]){8, 3, 20, 20}), tu_rand(&rng, -1, 1, 4, (int[]){16, 3, 3, 3}),
-                       tu_rand(&rng, -1, 1, 1, (int[]){16}), tu_rand(&rng, 0.5, 1.5, 1, (int[]){16}),
-                       tu_rand(&rng, -1, 1, 4, (int[]){16, 4, 3, 3}), tu_rand(&rng, -1, 1, 1, (int[]){4})};
-    tg_tape *t = tg_tape_new();
-    tg_conv_opts co = TG_CONV_OPTS_DEFAULT, ct = TG_CONV_OPTS_DEFAULT;
-    co.padding[0] = co.padding[1] = 1;
-    ct.stride[0] = ct.stride[1] = 2;
-    tg_pool_opts po = TG_POOL_OPTS_DEFAULT(2, 2), pa = {{3, 3}, {2, 2}, {1, 1}, {1, 1}, true, false};
-    tg_bn_opts bo = {true, 0.1, 1e-5};
-    tg_interp_opts io = {{15, 15}, {0, 0}, TG_INTERP_BILINEAR, false};
-    tg_tensor *y = tg_batch_norm(t, tg_conv2d(t, p[0], p[1], p[2], &co), NULL, NULL, p[3], p[2], &bo);
-    y = tg_interpolate(t, tg_max_pool2d(t, tg_relu(t, y), &po), &io);   /* [8, 16, 15, 15] */
-    y = tg_conv_transpose2d(t, y, p[4], p[5], &ct);                     /* [8, 4, 31, 31] */
-    y = tg_avg_pool2d(t, tg_adaptive_avg_pool2d(t, y, 9, 9), &pa);     /* [8, 4, 5, 5] */
-    cr_assert_not_null(y, "%s", tg_tape_error(t));
-    cr_assert_eq(tg_backward(t, tg_sum(t, tg_mul(t, y, y))), 0);
-    *n = y->size;
-    for (int i = 0; i < 6; i++) *n += p[i]->size;
-    tg_real *all = malloc(*n * sizeof *all), *q = all;
-    memcpy(q, y->data, y->size * sizeof *q), q += y->size;
-    for (int i = 0; i < 6; i++) memcpy(q, p[i]->grad, p[i]->size * sizeof *q), q += p[i]->size;
-    tg_tape_free(t);
-    tu_free_all(p, 6);
-    tg_threads_set(0);
-    return all;
-}
-
-Test(conv, same_bits_on_1_and_2_threads)
-{
-    if (!tu_same_bits()) cr_skip_test("OpenBLAS's GEMM: no bit-for-bit promise across thread counts");
-    size_t n1, n2;
-    tg_real *a = conv_pool_run(1, &n1), *b = conv_pool_run(2, &n2);
-    cr_assert_eq(n1, n2);
-    cr_assert(memcmp(a, b, n1 * sizeof *a) == 0, "1 and 2 threads differ");
-    free(a), free(b);
 }

@@ -76,6 +76,8 @@ Test(null, dtypes)
     tg_tape_reset(t);
     REFUSES(tg_grad_fresh(t, NULL, TG_F64, NULL), "tg_grad_fresh: fresh is NULL");
     REFUSES(tg_data(NULL, TG_I64), "tg_data: the tensor is NULL");
+    cr_expect_eq(tg_dtype_promoted(NULL, 2), TG_DTYPE_COUNT, "no tensors: no float type");
+    cr_expect_eq(tg_dtype_promoted((tg_tensor *const[]){NULL, NULL}, 2), TG_DTYPE_COUNT);
     REFUSES(tg_dtype_load(TG_F32, NULL, 0), "tg_dtype_load: the data is NULL");
     REFUSES(tg_dtype_store(TG_F32, NULL, 0, 1), "tg_dtype_store: the data is NULL");
     REFUSES(tg_params_dtype(NULL), "tg_params_dtype: the parameter store is NULL");
@@ -531,7 +533,7 @@ Test(null, engine_io_optim_nn_viz)
     tg_tape_free(t);
 }
 
-/* The convolutional layers (their ops: the op-case rows). */
+/* The convolutional layers, pooling and Dropout2d (their ops: the op-case rows). */
 Test(null, conv_layers)
 {
     tg_tape *t = tg_tape_new();
@@ -555,6 +557,29 @@ Test(null, conv_layers)
     REFUSES(tg_batchnorm2d_forward(t, NULL, x), "tg_batchnorm2d_forward: the layer is NULL");
     cr_assert_eq(tg_batchnorm2d_init(&bn, p, bufs, "bn", &bc), 0);
     FAILS(t, tg_batchnorm2d_forward(t, &bn, NULL), NULL, "tg_batchnorm2d");
+    tg_pool_opts po = TG_POOL_OPTS_DEFAULT(1, 1);
+    tg_max_pool2d_layer mp;
+    REFUSES(tg_max_pool2d_init(NULL, "mp", &po), "tg_max_pool2d_init: the layer is NULL");
+    REFUSES(tg_max_pool2d_init(&mp, "mp", NULL), "tg_max_pool2d_init: the configuration is NULL");
+    REFUSES(tg_max_pool2d_forward(t, NULL, x), "tg_max_pool2d_forward: the layer is NULL");
+    cr_assert_eq(tg_max_pool2d_init(&mp, NULL, &po), 0);
+    FAILS(t, tg_max_pool2d_forward(t, &mp, NULL), NULL, "tg_max_pool2d");
+    tg_avg_pool2d_layer ap;
+    REFUSES(tg_avg_pool2d_init(NULL, "ap", &po), "tg_avg_pool2d_init: the layer is NULL");
+    REFUSES(tg_avg_pool2d_init(&ap, "ap", NULL), "tg_avg_pool2d_init: the configuration is NULL");
+    REFUSES(tg_avg_pool2d_forward(t, NULL, x), "tg_avg_pool2d_forward: the layer is NULL");
+    cr_assert_eq(tg_avg_pool2d_init(&ap, NULL, &po), 0);
+    FAILS(t, tg_avg_pool2d_forward(t, &ap, NULL), NULL, "tg_avg_pool2d");
+    tg_adaptive_avg_pool2d_layer aa;
+    REFUSES(tg_adaptive_avg_pool2d_init(NULL, "aa", 1, 1), "tg_adaptive_avg_pool2d_init: the layer is NULL");
+    REFUSES(tg_adaptive_avg_pool2d_forward(t, NULL, x), "tg_adaptive_avg_pool2d_forward: the layer is NULL");
+    cr_assert_eq(tg_adaptive_avg_pool2d_init(&aa, NULL, 1, 1), 0);
+    FAILS(t, tg_adaptive_avg_pool2d_forward(t, &aa, NULL), NULL, "tg_adaptive_avg_pool2d");
+    tg_dropout2d_layer d;
+    REFUSES(tg_dropout2d_init(NULL, "d", 0.5), "tg_dropout2d_init: the layer is NULL");
+    REFUSES(tg_dropout2d_forward(t, NULL, x, NULL), "tg_dropout2d_forward: the layer is NULL");
+    cr_assert_eq(tg_dropout2d_init(&d, NULL, 0.5), 0);
+    FAILS(t, tg_dropout2d_forward(t, &d, NULL, NULL), NULL, "tg_dropout2d");
     tg_params_free(bufs);
     tg_params_free(p);
     tg_tape_free(t);

@@ -129,23 +129,24 @@ static const char *value_for(const char *metavar)
     return "f";
 }
 
-static const char *const commands[] = {"train", "eval", "generate", "attn", "heads"};
-
-/* Each command's --help: no line longer than 100 columns, and every flag
- * it prints is one the command accepts, with a value of the kind shown. */
+/* Each command's --help (every row of SQ_COMMANDS): no line longer than
+ * 100 columns, and every flag it prints is one the command accepts, with a
+ * value of the kind shown. */
 Test(cli, every_flag_in_help_is_accepted)
 {
-    const int at_least[] = {32, 6, 3, 4, 6};
-    for (int k = 0; k < 5; k++) {
+    const int at_least[SQ_CMD_COUNT] = {[SQ_CMD_TRAIN] = 32, [SQ_CMD_EVAL] = 6, [SQ_CMD_GENERATE] = 3,
+                                        [SQ_CMD_ATTN] = 4, [SQ_CMD_HEADS] = 6};
+    for (int k = 0; k < SQ_CMD_COUNT; k++) {
+        const char *cmd = sq_command_name((sq_command)k);
         char *text = NULL;
         size_t len = 0;
         FILE *f = open_memstream(&text, &len);
-        char *argv[] = {(char *)commands[k], "--help", NULL};
+        char *argv[] = {(char *)cmd, "--help", NULL};
         cr_assert_eq(sq_cli_parse((sq_command)k, 2, argv, &cfg, f), 1);
         fclose(f);
         int flags = 0;
         for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
-            cr_expect_leq(strlen(line), 100, "seqtask %s --help: a line of %zu columns:\n%s", commands[k],
+            cr_expect_leq(strlen(line), 100, "seqtask %s --help: a line of %zu columns:\n%s", cmd,
                           strlen(line), line);
             if (strncmp(line, "  --", 4) != 0 || strncmp(line, "  --help", 8) == 0) continue;
             /* "  --name METAVAR   text": the flag ends at two spaces */
@@ -154,14 +155,14 @@ Test(cli, every_flag_in_help_is_accepted)
             int n = end ? (int)(end - left) : (int)strlen(left), sp = (int)strcspn(left, " ");
             snprintf(name, sizeof name, "%.*s", sp < n ? sp : n, left);
             snprintf(metavar, sizeof metavar, "%.*s", sp < n ? n - sp - 1 : 0, sp < n ? left + sp + 1 : "");
-            char *args[] = {(char *)commands[k], name, (char *)value_for(metavar), NULL};
+            char *args[] = {(char *)cmd, name, (char *)value_for(metavar), NULL};
             int argc = metavar[0] ? 3 : 2;
             cr_expect_eq(sq_cli_parse((sq_command)k, argc, args, &cfg, NULL), 0,
-                         "seqtask %s --help lists %s %s, which it refuses: %s", commands[k], name,
+                         "seqtask %s --help lists %s %s, which it refuses: %s", cmd, name,
                          metavar, tg_error());
             flags++;
         }
-        cr_expect_geq(flags, at_least[k], "seqtask %s --help lists %d flags", commands[k], flags);
+        cr_expect_geq(flags, at_least[k], "seqtask %s --help lists %d flags", cmd, flags);
         free(text);
     }
 }

@@ -1,4 +1,4 @@
-/* Reductions, scans, sort and topk along a dim (core/ops/reduce/stats.c, scan.c):
+/* Reductions, scans, sort and topk along a dim (core/ops/reduce/stats.c, scan.c; min: reduce.c):
  * gradchecks of each along every dim, PyTorch's edge rules (ties, NaN,
  * zeros in prod / cumprod, zero std / norm, empty and size-1 dims), the
  * indices of argmax / argmin / sort / topk, and misuse. Shapes after

@@ -6,9 +6,10 @@
  * TAPEGRAD_DOUBLE calls the float64 copies by the same names. */
 #ifndef TAPEGRAD_F64_NAMES_H
 #define TAPEGRAD_F64_NAMES_H
-#include "dtype.h"
 #define tg_abs tg_abs__f64
 #define tg_adaptive_avg_pool2d tg_adaptive_avg_pool2d__f64
+#define tg_adaptive_avg_pool2d_forward tg_adaptive_avg_pool2d_forward__f64
+#define tg_adaptive_avg_pool2d_init tg_adaptive_avg_pool2d_init__f64
 #define tg_add tg_add__f64
 #define tg_add_inplace tg_add_inplace__f64
 #define tg_alibi_slopes tg_alibi_slopes__f64
@@ -23,6 +24,8 @@
 #define tg_attn_bias_rows tg_attn_bias_rows__f64
 #define tg_avg_pool1d tg_avg_pool1d__f64
 #define tg_avg_pool2d tg_avg_pool2d__f64
+#define tg_avg_pool2d_forward tg_avg_pool2d_forward__f64
+#define tg_avg_pool2d_init tg_avg_pool2d_init__f64
 #define tg_batch_norm tg_batch_norm__f64
 #define tg_batchnorm2d_forward tg_batchnorm2d_forward__f64
 #define tg_batchnorm2d_init tg_batchnorm2d_init__f64
@@ -74,6 +77,8 @@
 #define tg_div tg_div__f64
 #define tg_dropout tg_dropout__f64
 #define tg_dropout2d tg_dropout2d__f64
+#define tg_dropout2d_forward tg_dropout2d_forward__f64
+#define tg_dropout2d_init tg_dropout2d_init__f64
 #define tg_elu tg_elu__f64
 #define tg_embedding tg_embedding__f64
 #define tg_embedding_forward tg_embedding_forward__f64
@@ -162,6 +167,8 @@
 #define tg_max_dim tg_max_dim__f64
 #define tg_max_pool1d tg_max_pool1d__f64
 #define tg_max_pool2d tg_max_pool2d__f64
+#define tg_max_pool2d_forward tg_max_pool2d_forward__f64
+#define tg_max_pool2d_init tg_max_pool2d_init__f64
 #define tg_maximum tg_maximum__f64
 #define tg_mean tg_mean__f64
 #define tg_mean_dim tg_mean_dim__f64

@@ -212,7 +212,7 @@ tg_tensor *tg_pw_apply(tg_tape *t, const tg_pw_kind *k, tg_tensor *const *in, co
 
 typedef struct tg_along_kind {
     tg_op op;          /* name and tg_along_backward (or NULL: no grad, as argmax) */
-    bool keeps_index;  /* fwd writes idx[j * s] (sort, topk, min): saved for backward */
+    bool keeps_index;  /* fwd writes idx[j * s] (sort, topk): saved for backward */
     size_t scratch;    /* bytes of scratch fwd needs per slice element (sort's keys) */
     /* y[j * s], j < m, from x[i * s], i < n; idx may be NULL when !keeps_index;
      * w: scratch * n bytes of the slice's own */

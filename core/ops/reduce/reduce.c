@@ -1,5 +1,5 @@
-/* tapegrad: sum, mean, max and logsumexp along one dim (of every element:
- * all.c; min, prod, var ... along a dim: stats.c).
+/* tapegrad: sum, mean, max, min and logsumexp along one dim (of every
+ * element: all.c; prod, var, amax ... along a dim: stats.c).
  *
  * Along dim d, a is read as [outer, n, inner] (n = a.shape[d]) and out is
  * [outer, inner]: a's shape without dim d, or with it as 1 when keepdim.
@@ -8,6 +8,7 @@
  *   sum        y = sum_k x_k                    dx_k = g
  *   mean       y = sum_k x_k / n                dx_k = g / n      (n = 0: NaN)
  *   max        y = max_k x_k (NaN if any)       dx_k = g at the first maximum, 0 elsewhere
+ *   min        y = min_k x_k (NaN if any)       dx_k = g at the first minimum, 0 elsewhere
  *   logsumexp  y = m + log sum_k exp(x_k - m)   dx_k = g exp(x_k - y)
  *              (m = max_k x_k; all -inf gives y = -inf and zero grad)
  * Each output element is one sum in a fixed order (8 lanes along a row, or
@@ -22,7 +23,7 @@
 #include "../ops.h"
 #include "../../kernels/vmath.h"
 
-enum { R_SUM, R_MEAN, R_MAX, R_LSE, R_COUNT };
+enum { R_SUM, R_MEAN, R_MAX, R_MIN, R_LSE, R_COUNT };
 
 /* a as [outer, n, inner]; out [outer, inner] */
 typedef struct red_dims {
@@ -72,17 +73,29 @@ static inline tg_real row_sum_exp(const tg_real *x, size_t n, tg_real m)
     return s[0];
 }
 
-/* Column max of x [n, stride] over columns [0, len) into y [len], with the
- * index of the first maximum in at [len]; a NaN wins (the first one), as in
- * PyTorch; n = 0 gives -inf. */
-static void col_max(const tg_real *x, size_t n, size_t stride, size_t len, tg_real *y, int32_t *at)
+/* Column max (min: column min) of x [n, stride] over columns [0, len) into
+ * y [len], with the index of the first maximum (minimum) in at [len]; a NaN
+ * wins (the first one), as in PyTorch; n = 0 gives -inf (inf). Inlined with
+ * min a constant: one loop each. */
+static inline void col_extreme(const tg_real *x, size_t n, size_t stride, size_t len, tg_real *y, int32_t *at,
+                               bool min)
 {
-    for (size_t c = 0; c < len; c++) y[c] = -INFINITY, at[c] = 0;
+    for (size_t c = 0; c < len; c++) y[c] = min ? INFINITY : -INFINITY, at[c] = 0;
     for (size_t k = 0; k < n; k++)
         for (size_t c = 0; c < len; c++) {
             tg_real v = x[k * stride + c];
-            if (v > y[c] || (v != v && y[c] == y[c])) y[c] = v, at[c] = (int32_t)k;
+            if ((min ? v < y[c] : v > y[c]) || (v != v && y[c] == y[c])) y[c] = v, at[c] = (int32_t)k;
         }
+}
+
+static void col_max(const tg_real *x, size_t n, size_t stride, size_t len, tg_real *y, int32_t *at)
+{
+    col_extreme(x, n, stride, len, y, at, false);
+}
+
+static void col_min(const tg_real *x, size_t n, size_t stride, size_t len, tg_real *y, int32_t *at)
+{
+    col_extreme(x, n, stride, len, y, at, true);
 }
 
 typedef struct red_job {
@@ -90,7 +103,7 @@ typedef struct red_job {
     red_dims r;
     const tg_real *x, *g, *y;
     tg_real *out, *dx;
-    int32_t *at;           /* max: index of the first maximum per output element */
+    int32_t *at;           /* max, min: index of the first extreme per output element */
 } red_job;
 
 #define RED_COLS 256       /* columns reduced together (a stack block for logsumexp) */
@@ -99,6 +112,11 @@ typedef struct red_job {
 static void reduce_cols(const red_job *j, const tg_real *x, tg_real *y, int32_t *at, size_t len)
 {
     size_t n = j->r.n, inner = j->r.inner;
+    if (j->kind == R_MIN) {
+        int32_t tmp[RED_COLS];
+        col_min(x, n, inner, len, y, at ? at : tmp);
+        return;
+    }
     if (j->kind == R_MAX || j->kind == R_LSE) {
         int32_t tmp[RED_COLS];
         col_max(x, n, inner, len, y, at ? at : tmp);
@@ -123,6 +141,11 @@ static void reduce_row(const red_job *j, const tg_real *x, tg_real *y, int32_t *
     switch (j->kind) {
     case R_SUM: *y = tg_row_sum(x, n); break;
     case R_MEAN: *y = tg_row_sum(x, n) / (tg_real)n; break;
+    case R_MIN: {
+        int32_t tmp;
+        col_min(x, n, 1, 1, y, at ? at : &tmp);
+        break;
+    }
     default: {
         int32_t tmp;
         col_max(x, n, 1, 1, y, at ? at : &tmp);
@@ -136,7 +159,7 @@ static void grad_cols(const red_job *j, const tg_real *x, tg_real *dx, const tg_
                       const int32_t *at, size_t len)
 {
     size_t n = j->r.n, inner = j->r.inner;
-    if (j->kind == R_MAX) {
+    if (j->kind == R_MAX || j->kind == R_MIN) {
         for (size_t c = 0; c < len; c++) dx[(size_t)at[c] * inner + c] += g[c];
     } else if (j->kind == R_LSE) {
         for (size_t k = 0; k < n; k++)
@@ -178,7 +201,7 @@ static double red_ns(const red_dims *r) { return 0.2 * (double)(r->n + 1); }
 typedef struct reduce_ctx {
     int kind;         /* R_SUM ... */
     int dim;          /* the reduced dim, >= 0 */
-    int32_t *at;      /* tg_max_dim: where each maximum was [out->size] (arena), else NULL */
+    int32_t *at;      /* tg_max_dim, tg_min_dim: where each extreme was [out->size] (arena), else NULL */
 } reduce_ctx;
 
 /* out = reduction of a along dim */
@@ -198,6 +221,7 @@ static const tg_op reduce_ops[] = {
     [R_SUM] = REDUCE_OP("tg_sum_dim"),
     [R_MEAN] = REDUCE_OP("tg_mean_dim"),
     [R_MAX] = REDUCE_OP("tg_max_dim"),
+    [R_MIN] = REDUCE_OP("tg_min_dim"),
     [R_LSE] = REDUCE_OP("tg_logsumexp_dim"),
 };
 _Static_assert(sizeof reduce_ops / sizeof *reduce_ops == R_COUNT, "a reduction without its op");
@@ -210,16 +234,18 @@ static tg_tensor *reduce_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim, in
     int d, nd, shape[TG_MAX_DIMS];
     if (!red_plan(t, op, a, dim, keepdim, &d, &nd, shape)) return NULL;
     red_dims r = red_dims_of(a, d);
-    if (kind == R_MAX && r.n == 0) {
+    bool extreme = kind == R_MAX || kind == R_MIN;
+    if (extreme && r.n == 0) {
         char sa[TG_SHAPE_STR];
-        return tg_fail(t, "%s: dim %d of a %s has size 0: no maximum", op, dim, tg_shape_str(a, sa));
+        return tg_fail(t, "%s: dim %d of a %s has size 0: no %s", op, dim, tg_shape_str(a, sa),
+                       kind == R_MAX ? "maximum" : "minimum");
     }
     tg_tensor *out = tg_new(t, rec, nd, shape);
     if (!out) return NULL;
     bool need = tg_needs_grad(t, &a, 1);
     int32_t *at = NULL;
-    if (kind == R_MAX && need && !(at = tg_arena_alloc(t, out->size * sizeof *at, "tg_max_dim indices")))
-        return NULL;
+    const char *what = kind == R_MAX ? "tg_max_dim indices" : "tg_min_dim indices";
+    if (extreme && need && !(at = tg_arena_alloc(t, out->size * sizeof *at, what))) return NULL;
     red_job j = {.kind = kind, .r = r, .x = a->data, .out = out->data, .at = at};
     tg_parallel_range(out->size, red_ns(&r), red_piece, &j);
     if (!tg_op_record(t, rec, out, &a, 1, &(reduce_ctx){kind, d, at})) return NULL;
@@ -240,6 +266,11 @@ tg_tensor *tg_max_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim)
 {
     TG_DISPATCH(tg_max_dim, a, (t, a, dim, keepdim));
     return reduce_dim(t, a, dim, keepdim, R_MAX);
+}
+tg_tensor *tg_min_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim)
+{
+    TG_DISPATCH(tg_min_dim, a, (t, a, dim, keepdim));
+    return reduce_dim(t, a, dim, keepdim, R_MIN);
 }
 tg_tensor *tg_logsumexp_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim)
 {

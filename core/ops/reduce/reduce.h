@@ -26,28 +26,28 @@ tg_tensor *tg_min(tg_tape *t, tg_tensor *a);
  * Reduce dim `dim` of a (negative counts from the end: -1 is the last); out
  * is a's shape without that dim, or with it as 1 when keepdim (a 0-d a takes
  * dim 0 or -1 and gives itself). As PyTorch: sum over an empty dim is 0,
- * mean NaN, logsumexp -inf; max needs a non-empty dim. */
+ * mean NaN, logsumexp -inf; max and min need a non-empty dim. */
 tg_tensor *tg_sum_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
 tg_tensor *tg_mean_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
-/* The values of torch.max(a, dim): NaN if any element is NaN; the gradient
- * goes to the first maximum (the first NaN) only. */
+/* The values of torch.max(a, dim) and torch.min(a, dim): NaN if any
+ * element is NaN; the gradient goes to the first maximum (minimum; the
+ * first NaN) only. */
 tg_tensor *tg_max_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
+tg_tensor *tg_min_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
 /* log sum exp, stable (max subtracted); a slice that is all -inf gives -inf
  * and zero grad (PyTorch: NaN grad). */
 tg_tensor *tg_logsumexp_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
 
 /* ---- more reductions along a dim (core/ops/reduce/stats.c) ------------------------
  * dim and keepdim as tg_sum_dim. Empty dims as PyTorch: prod 1, var / std
- * NaN, norm 1 and 2 give 0; min, amax, amin, argmax, argmin and the inf norm
- * are an error. min is torch.min(a, dim).values (grad to the first minimum, NaN
- * wins); var / std divide by n - correction (1: Bessel's, 0: population);
+ * NaN, norm 1 and 2 give 0; amax, amin, argmax, argmin and the inf norm
+ * are an error. var / std divide by n - correction (1: Bessel's, 0: population);
  * std's grad is 0 where std is 0. norm is torch.linalg.vector_norm with ord
  * 1, 2 or INFINITY (its grad at ties of the inf norm is shared evenly, at a
  * zero 2-norm 0). amax / amin are torch.amax / amin: NaN if any, the grad
  * shared evenly among the elements equal to the result. argmax / argmin give the index of the first extreme (the
  * first NaN) as a value of a tensor (tapegrad has one dtype), never a grad.
  * For every element, reshape a to [-1] and reduce dim 0. */
-tg_tensor *tg_min_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
 tg_tensor *tg_prod_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
 tg_tensor *tg_var_dim(tg_tape *t, tg_tensor *a, int dim, double correction, bool keepdim);
 tg_tensor *tg_std_dim(tg_tape *t, tg_tensor *a, int dim, double correction, bool keepdim);

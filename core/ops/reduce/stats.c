@@ -1,8 +1,6 @@
-/* tapegrad: reductions along a dim beyond sum / mean / max / logsumexp
- * (torch.min(a, dim), prod, var, std, linalg.vector_norm, amax, amin, argmax,
- * argmin).
+/* tapegrad: reductions along a dim beyond sum / mean / max / min / logsumexp
+ * (reduce.c): prod, var, std, linalg.vector_norm, amax, amin, argmax, argmin.
  * A slice x of n elements gives y; with g = dy and m = mean(x):
- *   min        y = min_k x_k (NaN if any)          dx = g at the first minimum (first NaN)
  *   prod       y = prod_k x_k (n = 0: 1)           dx_i = g prod_{k != i} x_k (g y / x_i without
  *                                                  zeros; exact with zeros, as PyTorch)
  *   var        y = sum (x - m)^2 / (n - c)         dx_i = g 2 (x_i - m) / (n - c)
@@ -30,22 +28,6 @@ static size_t first_extreme(const tg_real *x, size_t n, size_t s, bool max)
     for (size_t i = 1; i < n && !isnan(X(at)); i++)
         if (isnan(X(i)) || (max ? X(i) > X(at) : X(i) < X(at))) at = i;
     return at;
-}
-
-static void min_fwd(const tg_real *x, size_t n, size_t m, size_t s, tg_real *y, int64_t *idx, const double *p,
-                    void *w)
-{
-    (void)w;
-    (void)m, (void)p;
-    size_t at = first_extreme(x, n, s, false);
-    y[0] = x[at * s];
-    if (idx) idx[0] = (int64_t)at;
-}
-static void min_bwd(const tg_real *x, size_t n, size_t m, size_t s, const tg_real *y, const tg_real *g,
-                    const int64_t *idx, tg_real *dx, const double *p)
-{
-    (void)x, (void)n, (void)m, (void)y, (void)p;
-    dx[(size_t)idx[0] * s] += g[0];
 }
 
 static void prod_fwd(const tg_real *x, size_t n, size_t m, size_t s, tg_real *y, int64_t *idx, const double *p,
@@ -168,7 +150,6 @@ static void amax_bwd(const tg_real *x, size_t n, size_t m, size_t s, const tg_re
         if (nan ? isnan(X(i)) : x[i * s] == y[0]) dx[i * s] += gk;
 }
 
-static const tg_along_kind min_k = {TG_ALONG_OP("tg_min_dim"), true, 0, min_fwd, min_bwd};
 static const tg_along_kind prod_k = {TG_ALONG_OP("tg_prod_dim"), false, 0, prod_fwd, prod_bwd};
 static const tg_along_kind var_k = {TG_ALONG_OP("tg_var_dim"), false, 0, var_fwd, var_bwd};
 static const tg_along_kind std_k = {TG_ALONG_OP("tg_std_dim"), false, 0, var_fwd, var_bwd};
@@ -193,11 +174,6 @@ static tg_tensor *reduce(tg_tape *t, const tg_along_kind *k, tg_tensor *a, int d
     return tg_along_apply(t, k, a, d, 1, keepdim, (double[TG_ALONG_PARAMS]){p0, p1}, NULL);
 }
 
-tg_tensor *tg_min_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim)
-{
-    TG_DISPATCH(tg_min_dim, a, (t, a, dim, keepdim));
-    return reduce(t, &min_k, a, dim, keepdim, 0, 0, "no minimum");
-}
 tg_tensor *tg_prod_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim)
 {
     TG_DISPATCH(tg_prod_dim, a, (t, a, dim, keepdim));
