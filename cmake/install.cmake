@@ -43,7 +43,7 @@ install(FILES tapegrad.h DESTINATION include/tapegrad COMPONENT dev)
 foreach(dir ${TAPEGRAD_DIRS})
   install(DIRECTORY ${dir}/ DESTINATION include/tapegrad/${dir} COMPONENT dev FILES_MATCHING PATTERN "*.h"
     PATTERN "blas.h" EXCLUDE PATTERN "gemm.h" EXCLUDE PATTERN "vmath.h" EXCLUDE
-    PATTERN "internal.h" EXCLUDE PATTERN "conv_geom.h" EXCLUDE PATTERN "json.h" EXCLUDE PATTERN "dtype.h" EXCLUDE PATTERN "named.h" EXCLUDE
+    PATTERN "internal.h" EXCLUDE PATTERN "conv_geom.h" EXCLUDE PATTERN "json.h" EXCLUDE PATTERN "elements.h" EXCLUDE PATTERN "named.h" EXCLUDE
     PATTERN "spin.h" EXCLUDE)
 endforeach()
 install(FILES dist/dist.h DESTINATION include/tapegrad/dist COMPONENT distdev)
@@ -69,9 +69,6 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/tapegradConfig.cmake
 # pkg-config: tapegrad.pc and tapegrad-dist.pc. A static library needs its
 # dependencies on the link line of every program: the plain `pkg-config
 # --libs` must list them, not only `--static`. A shared one carries them.
-if(TAPEGRAD_DOUBLE)
-  set(TAPEGRAD_PC_CFLAGS "-DTAPEGRAD_DOUBLE")
-endif()
 set(deps_public "openblas")
 set(deps "libcjson stb")
 set(libs "-lm -pthread")

@@ -8,12 +8,6 @@
 #include <stdlib.h>
 #include <time.h>
 
-#ifdef TAPEGRAD_DOUBLE
-#define TG_MPI_REAL MPI_DOUBLE
-#else
-#define TG_MPI_REAL MPI_FLOAT
-#endif
-
 static bool joined;  /* MPI_Init done: started by a launcher */
 static int rank_, size_ = 1;
 
@@ -180,13 +174,18 @@ static int collective(int rc, const char *what)
 /* MPI counts are int: large buffers go in pieces. */
 #define PIECE (INT_MAX / 2)
 
-/* v [n] broadcast from rank 0, or (sum) summed in place over the ranks. */
-static int in_pieces(tg_real *v, size_t n, bool sum, const char *what)
+/* The store's flat data (or grad) [numel] broadcast from rank 0, or (sum)
+ * summed in place over the ranks. */
+static int in_pieces(const tg_params *p, bool sum, const char *what)
 {
-    for (size_t i = 0; i < n; i += PIECE) {
+    tg_dtype dt = tg_params_dtype(p);
+    MPI_Datatype type = dt == TG_F64 ? MPI_DOUBLE : MPI_FLOAT;
+    unsigned char *v = tg_params_flat(p, dt, sum);
+    for (size_t i = 0, n = tg_params_numel(p); i < n; i += PIECE) {
         int k = (int)(n - i < PIECE ? n - i : PIECE);
-        int rc = sum ? MPI_Iallreduce(MPI_IN_PLACE, v + i, k, TG_MPI_REAL, MPI_SUM, MPI_COMM_WORLD, reqs)
-                     : MPI_Ibcast(v + i, k, TG_MPI_REAL, 0, MPI_COMM_WORLD, reqs);
+        unsigned char *at = v + i * tg_dtype_size(dt);
+        int rc = sum ? MPI_Iallreduce(MPI_IN_PLACE, at, k, type, MPI_SUM, MPI_COMM_WORLD, reqs)
+                     : MPI_Ibcast(at, k, type, 0, MPI_COMM_WORLD, reqs);
         if (collective(rc, what)) return -1;
     }
     return 0;
@@ -196,14 +195,14 @@ int tg_dist_bcast_params(tg_params *p)
 {
     TG_REFUSE_NULL(p, "the parameter store", -1);
     if (size_ == 1) return 0;
-    return in_pieces(tg_params_data(p), tg_params_numel(p), false, "broadcast of the parameters");
+    return in_pieces(p, false, "broadcast of the parameters");
 }
 
 int tg_dist_allreduce_grads(tg_params *p)
 {
     TG_REFUSE_NULL(p, "the parameter store", -1);
     if (size_ == 1) return 0;
-    return in_pieces(tg_params_grad(p), tg_params_numel(p), true, "all-reduce of the gradients");
+    return in_pieces(p, true, "all-reduce of the gradients");
 }
 
 int tg_dist_sum(double *v, int n)
@@ -232,9 +231,9 @@ int tg_dist_params_agree(const tg_params *p, bool *same)
     TG_REFUSE_NULL(same, "same", -1);
     *same = true;
     if (size_ == 1) return 0;
-    const unsigned char *b = (const unsigned char *)tg_params_data(p);
+    const unsigned char *b = tg_params_flat(p, tg_params_dtype(p), false);
     uint64_t h = 1469598103934665603ull;  /* FNV-1a */
-    for (size_t i = 0, n = tg_params_numel(p) * sizeof(tg_real); i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+    for (size_t i = 0, n = tg_params_numel(p) * tg_dtype_size(tg_params_dtype(p)); i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
     uint64_t hash[2] = {h, ~h};  /* the max of h and of ~h: every rank's h is the same when max = ~min */
     if (collective(MPI_Iallreduce(MPI_IN_PLACE, hash, 2, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD, reqs), "all-reduce"))
         return -1;

@@ -13,14 +13,17 @@ typedef struct sigmoid_ctx {
     double slope;
 } sigmoid_ctx;
 
-/* out = sigmoid(slope * x), same shape: dx += dout * slope * out * (1 - out) */
+/* out = sigmoid(slope * x), same shape: dx += dout * slope * out * (1 - out).
+ * Elements go through tg_dtype_load / tg_dtype_store (as doubles), so the op
+ * runs in every float dtype: tg_gradcheck runs it in float64. */
 TG_BACKWARD(sigmoid_backward, sigmoid_ctx)
 {
-    tg_real *dx = tg_grad(t, in[0]);
+    tg_dtype dt = out->dtype;
+    void *dx = tg_grad_as(t, in[0], dt);
     if (!dx) return;
     for (size_t i = 0; i < out->size; i++) {
-        tg_real y = out->data[i];
-        dx[i] += out->grad[i] * (tg_real)ctx->slope * y * (1 - y);
+        double y = tg_dtype_load(dt, out->data, i), dy = tg_dtype_load(dt, out->grad, i);
+        tg_dtype_store(dt, dx, i, tg_dtype_load(dt, dx, i) + dy * ctx->slope * y * (1 - y));
     }
 }
 
@@ -29,10 +32,13 @@ TG_OP(sigmoid_op, "my_sigmoid", sigmoid_backward, sigmoid_ctx);
 
 static tg_tensor *my_sigmoid(tg_tape *t, tg_tensor *x, double slope)
 {
-    if (!tg_inputs_check(t, &sigmoid_op, &x, 1, 1)) return NULL;  /* NULL, freed, stale, foreign */
+    /* NULL, freed, stale, foreign; not a float type */
+    tg_dtype dt = x && tg_dtype_is_float(x->dtype) ? x->dtype : TG_REAL_DTYPE;
+    if (!tg_inputs_check_dtype(t, &sigmoid_op, dt, &x, 1, 1)) return NULL;
     tg_tensor *out = tg_new_like(t, &sigmoid_op, x);
     if (!out) return NULL;
-    for (size_t i = 0; i < x->size; i++) out->data[i] = (tg_real)(1 / (1 + exp(-slope * x->data[i])));
+    for (size_t i = 0; i < x->size; i++)
+        tg_dtype_store(dt, out->data, i, 1 / (1 + exp(-slope * tg_dtype_load(dt, x->data, i))));
     if (!tg_op_record(t, &sigmoid_op, out, &x, 1, &(sigmoid_ctx){slope})) return NULL;
     return tg_op_done(t, &sigmoid_op, out);
 }

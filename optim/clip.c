@@ -5,6 +5,7 @@
 
 double tg_grad_norm(const tg_params *p)
 {
+    TG_DISPATCH_ON(tg_grad_norm, p && tg_params_dtype(p) == TG_OTHER_DTYPE, (p));
     if (!p) return tg_error_set("tg_grad_norm: the parameter store is NULL");
     const tg_real *g = tg_params_grad(p);
     size_t n = tg_params_numel(p);
@@ -21,6 +22,7 @@ double tg_grad_norm(const tg_params *p)
 
 double tg_clip_grad_norm(tg_params *p, double max_norm)
 {
+    TG_DISPATCH_ON(tg_clip_grad_norm, p && tg_params_dtype(p) == TG_OTHER_DTYPE, (p, max_norm));
     if (!p) return tg_error_set("tg_clip_grad_norm: the parameter store is NULL");
     if (!(max_norm >= 0)) return tg_error_set("tg_clip_grad_norm: max_norm = %g must be >= 0", max_norm);
     double norm = tg_grad_norm(p);

@@ -89,6 +89,7 @@ int tg_optim_check(const tg_optim_opts *o)
 
 tg_optim *tg_optim_new(tg_params *p, const tg_optim_opts *opts)
 {
+    TG_DISPATCH_ON(tg_optim_new, p && tg_params_dtype(p) == TG_OTHER_DTYPE, (p, opts));
     if (!p) {
         tg_error_set("tg_optim_new: the parameter store is NULL");
         return NULL;
@@ -139,6 +140,7 @@ static int check_store(const tg_optim *o, const char *what)
 
 int tg_optim_step(tg_optim *o)
 {
+    TG_DISPATCH_ON(tg_optim_step, o && o->p && tg_params_dtype(o->p) == TG_OTHER_DTYPE, (o));
     if (!o) return tg_error_set("tg_optim_step: the optimizer is NULL");
     if (check_store(o, "tg_optim_step")) return -1;
     o->t++;
@@ -207,6 +209,7 @@ static int state_key(char *key, const char *prefix, const tg_tensor *x, const ch
 
 int tg_optim_state_save(const tg_optim *o, tg_safetensors *s)
 {
+    TG_DISPATCH_ON(tg_optim_state_save, o && o->p && tg_params_dtype(o->p) == TG_OTHER_DTYPE, (o, s));
     const char *what = "tg_optim_state_save";
     char key[KEY_MAX], val[32];
     if (!o || !s) return tg_error_set("%s: NULL argument", what);
@@ -246,6 +249,7 @@ static int load_step(const tg_safetensors *s, const char *key, long *step, const
 
 int tg_optim_state_load(tg_optim *o, const tg_safetensors *s)
 {
+    TG_DISPATCH_ON(tg_optim_state_load, o && o->p && tg_params_dtype(o->p) == TG_OTHER_DTYPE, (o, s));
     const char *what = "tg_optim_state_load";
     char key[KEY_MAX], have[TG_SHAPE_STR], want[TG_SHAPE_STR];
     long t = 0;

@@ -18,8 +18,8 @@
 # calls, so it cannot hide a tapegrad leak.
 #
 # Usage: scripts/valgrind.sh [build-dir] [test-name-regex]
-#   build-dir defaults to build/valgrind; TAPEGRAD_DOUBLE=ON in the
-#   environment builds the double flavour; TAPEGRAD_EXAMPLES=OFF skips the
+#   build-dir defaults to build/valgrind (the suites as float32 and float64
+#   programs, test_x and test_x_f64); TAPEGRAD_EXAMPLES=OFF skips the
 #   examples (test_train then skips its runs of the seqtask binary, which
 #   otherwise run under valgrind too). Exit status 0 only if clean.
 set -uo pipefail
@@ -34,11 +34,10 @@ command -v valgrind >/dev/null || {
   if [ "$(id -u)" -eq 0 ]; then apt-get install -y valgrind; else sudo apt-get install -y valgrind; fi
 } || { echo "cannot install valgrind"; exit 1; }
 
-echo "== configure and build $dir (Debug, no sanitizers, double=${TAPEGRAD_DOUBLE:-OFF}," \
-  "examples=${TAPEGRAD_EXAMPLES:-ON})"
+echo "== configure and build $dir (Debug, no sanitizers, examples=${TAPEGRAD_EXAMPLES:-ON})"
 mkdir -p "$dir"
 cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DTAPEGRAD_SANITIZE=OFF -DTAPEGRAD_EXAMPLES="${TAPEGRAD_EXAMPLES:-ON}" \
-  -DTAPEGRAD_DOUBLE="${TAPEGRAD_DOUBLE:-OFF}" >"$dir/valgrind.configure.log" 2>&1 ||
+  >"$dir/valgrind.configure.log" 2>&1 ||
   { cat "$dir/valgrind.configure.log"; exit 1; }
 cmake --build "$dir" -j"$jobs" >"$dir/valgrind.build.log" 2>&1 ||
   { tail -40 "$dir/valgrind.build.log"; exit 1; }

@@ -14,7 +14,8 @@ src=$(cd "$2" && pwd)
 allowed=(
   # no pointer argument
   tg_malloc tg_calloc tg_pages_map tg_alloc_count tg_alloc_fail_at
-  tg_gradcheck_defaults tg_version tg_dtype_name
+  tg_gradcheck_defaults tg_gradcheck_defaults_for tg_version tg_dtype_name tg_dtype_size tg_dtype_is_float
+  tg_half_to_double tg_half_from_double tg_params_new_dtype tg_st_dtype_name
   tg_threads_set tg_threads_get tg_parallel_chunks tg_parallel_pays
   tg_linear_init_bound tg_xavier_bound tg_calculate_gain tg_schedule_constant tg_schedule_cosine tg_schedule_linear
   tg_optim_kind_name tg_text_height tg_viridis tg_heatmap_label_step
@@ -38,7 +39,7 @@ headers=("$src/tapegrad.h" "$src/dist/dist.h")
 while IFS= read -r h; do headers+=("$h"); done < <(
   find "$src/core" "$src/nn" "$src/optim" "$src/viz" -name '*.h' \
     ! -name blas.h ! -name gemm.h ! -name vmath.h ! -name internal.h \
-    ! -name json.h ! -name dtype.h ! -name named.h ! -name conv_geom.h ! -name spin.h | sort)
+    ! -name json.h ! -name elements.h ! -name named.h ! -name conv_geom.h ! -name spin.h | sort)
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -23,6 +23,8 @@ BINARY(div)
 OC_BUILD(b_add_inplace,
          tg_add_inplace(t, x[0] && x[0]->requires_grad && !x[0]->tape ? tg_scale(t, x[0], 1) : x[0], x[1]))
 OC_BUILD(b_scale, tg_scale(t, x[0], -1.5))
+/* through float64 and back (exact from either float type): the grad flows back converted */
+OC_BUILD(b_to, tg_to(t, tg_to(t, x[0], TG_F64), x[0] ? x[0]->dtype : TG_REAL_DTYPE))
 UNARY(neg)
 UNARY(abs)
 UNARY(exp)
@@ -93,6 +95,7 @@ static const op_case rows[] = {
     ROW2(add_inplace, -1, 1, -1, 1, 0, OC_NAN_SAME),
     ROW1(scale, -1, 1, OC_NAN_SAME),
     ROW1(neg, -1, 1, OC_NAN_SAME),
+    ROW1(to, -1, 1, OC_NAN_SAME),
     ROW1(abs, -1, 1, OC_NAN_SAME),
     ROW1(exp, -1, 1, OC_NAN_SAME),
     ROW1(log, 0.5, 2, OC_NAN_SAME),

@@ -81,18 +81,18 @@ static void refusing_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, 
 static void nan_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx)
 {
     (void)out, (void)ctx;
-    tg_real *g = tg_grad(t, in[0]);
-    if (g) g[0] = (tg_real)NAN;
+    void *g = tg_grad_as(t, in[0], in[0]->dtype);
+    if (g) tg_dtype_store(in[0]->dtype, g, 0, NAN);
 }
 
 /* identity forward, backward as given */
 static tg_tensor *my_op(tg_tape *t, tg_tensor *x, tg_backward_fn bw)
 {
     const tg_op op = {"my_op", bw, 0};
-    if (!tg_inputs_check(t, &op, &x, 1, 1)) return NULL;
+    if (!tg_inputs_check_dtype(t, &op, x ? x->dtype : TG_REAL_DTYPE, &x, 1, 1)) return NULL;
     tg_tensor *out = tg_new_like(t, &op, x);
     if (!out) return NULL;
-    memcpy(out->data, x->data, x->size * sizeof(tg_real));
+    memcpy(out->data, x->data, x->size * tg_dtype_size(x->dtype));
     if (!tg_op_record(t, &op, out, &x, 1, NULL)) return NULL;
     return tg_op_done(t, &op, out);
 }
@@ -134,14 +134,16 @@ Test(custom_op, gradcheck_reports_why_it_could_not_check)
 }
 
 /* Every allocation of tg_gradcheck's set-up fails in turn: input grad, tape,
- * the forward's arena, the weighting; each is named. */
+ * the forward's arena, the weighting, the float64 copies of float32 inputs;
+ * each is named. */
 Test(custom_op, gradcheck_out_of_memory)
 {
     tg_rng rng;
     tg_rng_seed(&rng, 2);
     const char *want[] = {"out of memory for an input's grad", "out of memory for the tape",
-                          "the forward pass failed: out of memory", "out of memory for the weighting"};
-    bool seen[4] = {false};
+                          "the forward pass failed: out of memory", "out of memory for the weighting",
+                          "out of memory for the inputs' float64 copies"};
+    bool seen[5] = {false};
     bool ok = false;
     for (uint64_t n = 1; n < 20 && !ok; n++) {
         tg_tensor *x = tu_rand(&rng, -1, 1, 1, (int[]){3});  /* no grad yet */
@@ -150,13 +152,13 @@ Test(custom_op, gradcheck_out_of_memory)
         tg_alloc_fail_at(0);
         ok = r.ok;
         int k = 0;
-        while (!ok && k < 4 && !strstr(tg_error(), want[k])) k++;
-        cr_assert(ok || k < 4, "allocation %d: %s", (int)n, tg_error());
+        while (!ok && k < 5 && !strstr(tg_error(), want[k])) k++;
+        cr_assert(ok || k < 5, "allocation %d: %s", (int)n, tg_error());
         if (!ok) seen[k] = true;
         tg_tensor_free(x);
     }
     cr_assert(ok);
-    for (int k = 0; k < 4; k++) cr_assert(seen[k], "never saw: %s", want[k]);
+    for (int k = 0; k < 5; k++) cr_assert(seen[k] || (k == 4 && TG_REAL_DTYPE == TG_F64), "never saw: %s", want[k]);
 }
 
 Test(custom_op, backward_seed_null_and_anomaly_in_a_backward)

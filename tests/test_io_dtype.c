@@ -32,7 +32,7 @@ static void assert_dtype(const tg_safetensors *s, const char *name, tg_dtype wan
 {
     tg_dtype dt;
     cr_assert_eq(tg_st_dtype(s, name, &dt), 0, "%s", tg_error());
-    cr_assert_eq(dt, want, "%s: dtype %s, want %s", name, tg_dtype_name(dt), tg_dtype_name(want));
+    cr_assert_eq(dt, want, "%s: dtype %s, want %s", name, tg_st_dtype_name(dt), tg_st_dtype_name(want));
 }
 
 /* x (loaded from its dtype) equals PyTorch's float64 of it rounded to tg_real,
@@ -139,7 +139,7 @@ Test(io_dtype, misuse)
     size_t len = 0;
     cr_assert_eq(tg_st_to_bytes(s, TG_I64, &buf, &len), -1);
     cr_assert(strstr(tg_error(), "dtype I64 cannot be written"), "%s", tg_error());
-    cr_assert_str_eq(tg_dtype_name((tg_dtype)99), "?");
+    cr_assert_str_eq(tg_st_dtype_name((tg_dtype)99), "?");
     /* a tensor added in memory has tg_real's dtype and no integers */
     cr_assert_eq(tg_st_add_data(s, "mine", NULL, 1, (int[]){2}), 0, "%s", tg_error());
     assert_dtype(s, "mine", sizeof(tg_real) == 8 ? TG_F64 : TG_F32);
@@ -183,7 +183,7 @@ Test(io_dtype, write_f16_bf16_rounds_as_pytorch)
         cr_assert_eq(w->size, ref->size);
         for (size_t i = 0; i < w->size; i++)
             cr_assert(w->data[i] == ref->data[i] && signbit(w->data[i]) == signbit(ref->data[i]),
-                      "%s[%zu]: %.9g written as %.9g, PyTorch rounds to %.9g", tg_dtype_name(dts[k]), i,
+                      "%s[%zu]: %.9g written as %.9g, PyTorch rounds to %.9g", tg_st_dtype_name(dts[k]), i,
                       (double)src->data[i], (double)w->data[i], (double)ref->data[i]);
         tg_free(buf);
         tg_st_free(back);

@@ -20,13 +20,14 @@ static tg_tensor *f_loss(tg_tape *t, tg_tensor **in, void *ctx)
 {
     const loss_ctx *c = ctx;
     tg_ce_opts o = TG_CE_OPTS_DEFAULT;
-    o.weight = c->cw, o.reduction = c->red, o.label_smoothing = 0.15;
+    tg_tensor *cw = tu_like(t, c->cw, in[0]);
+    o.weight = cw, o.reduction = c->red, o.label_smoothing = 0.15;
     switch (c->op) {
     case 0: return tg_cross_entropy_ex(t, in[0], TARGETS, 6, NULL, &o);
     case 1: return tg_cross_entropy_ex(t, in[0], NULL, 0, tg_softmax(t, in[1]), &o);
     case 2: o.label_smoothing = 0; return tg_nll_loss(t, tg_log_softmax(t, in[0]), TARGETS, 6, &o);
-    case 3: return tg_binary_cross_entropy(t, tg_sigmoid(t, in[0]), tg_sigmoid(t, in[1]), c->cw, c->red);
-    case 4: return tg_binary_cross_entropy_with_logits(t, in[0], tg_sigmoid(t, in[1]), c->cw, c->cw, c->red);
+    case 3: return tg_binary_cross_entropy(t, tg_sigmoid(t, in[0]), tg_sigmoid(t, in[1]), cw, c->red);
+    case 4: return tg_binary_cross_entropy_with_logits(t, in[0], tg_sigmoid(t, in[1]), cw, cw, c->red);
     case 5: return tg_mse_loss(t, in[0], in[1], c->red);
     case 6: return tg_l1_loss(t, in[0], in[1], c->red);
     case 7: return tg_smooth_l1_loss(t, in[0], in[1], c->red, 0.8);

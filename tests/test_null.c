@@ -55,6 +55,36 @@ Test(null, tape)
     tg_tape_free(t);
 }
 
+/* Tensors of a given dtype and the dtype helpers (core/engine/dtype.h). */
+Test(null, dtypes)
+{
+    tg_tape *t = tg_tape_new();
+    static const tg_op my_op = {"my_op", NULL, 0};
+    bool fresh;
+    REFUSES(tg_tensor_alloc_dtype(TG_I64, 2, NULL), "tg_tensor_alloc: the shape is NULL");
+    REFUSES(tg_tensor_new_dtype(NULL, TG_F64, 1, (int[]){2}), "tg_tensor_new: the tape is NULL");
+    REFUSES(tg_tensor_zeros_dtype(NULL, TG_F64, 1, (int[]){2}), "tg_tensor_zeros: the tape is NULL");
+    REFUSES(tg_tensor_from_dtype(t, TG_F64, NULL, 1, (int[]){1}), "tg_tensor_from");
+    tg_tape_reset(t);
+    REFUSES(tg_new_dtype(NULL, "my_buffer", TG_I32, 1, (int[]){2}), "my_buffer: the tape is NULL");
+    REFUSES(tg_new_op(t, NULL, TG_F32, 1, (int[]){2}), "tg_new: the op is NULL");
+    tg_tape_reset(t);
+    REFUSES(tg_inputs_check_dtype(NULL, &my_op, TG_F64, NULL, 1, 1), "my_op: the tape is NULL");
+    REFUSES(tg_grad_as(t, NULL, TG_F64), "tg_grad: the tensor is NULL");
+    tg_tape_reset(t);
+    REFUSES(tg_grad_fresh(t, NULL, TG_F64, &fresh), "tg_grad: the tensor is NULL");
+    tg_tape_reset(t);
+    REFUSES(tg_grad_fresh(t, NULL, TG_F64, NULL), "tg_grad_fresh: fresh is NULL");
+    REFUSES(tg_data(NULL, TG_I64), "tg_data: the tensor is NULL");
+    cr_expect_eq(tg_dtype_promoted(NULL, 2), TG_DTYPE_COUNT, "no tensors: no float type");
+    cr_expect_eq(tg_dtype_promoted((tg_tensor *const[]){NULL, NULL}, 2), TG_DTYPE_COUNT);
+    REFUSES(tg_dtype_load(TG_F32, NULL, 0), "tg_dtype_load: the data is NULL");
+    REFUSES(tg_dtype_store(TG_F32, NULL, 0, 1), "tg_dtype_store: the data is NULL");
+    REFUSES(tg_params_dtype(NULL), "tg_params_dtype: the parameter store is NULL");
+    REFUSES(tg_params_flat(NULL, TG_F32, false), "tg_params_data: the parameter store is NULL");
+    tg_tape_free(t);
+}
+
 /* The helpers op authors call (core/engine/op.h). */
 Test(null, op_helpers)
 {

@@ -28,13 +28,25 @@ static inline tg_tensor *tu_rand(tg_rng *rng, double lo, double hi, int ndim, co
 }
 
 
-/* Runs tg_gradcheck with the precision's default tolerances and fails the
- * test with the worst element when the check fails. */
-#define tu_gradcheck(f, ctx, inputs, n)                                                    \
-    do {                                                                                   \
-        tg_gradcheck_result r_ = tg_gradcheck((f), (ctx), (inputs), (n), NULL);            \
-        cr_assert(r_.ok, "%s", tg_error());                                                \
+/* Runs tg_gradcheck with the default tolerances and fails the test with the
+ * worst element when the check fails: in the inputs' own dtype (the float32
+ * kernels, at float32's tolerances) and, for float32 inputs, in float64 too. */
+#define tu_gradcheck(f, ctx, inputs, n)                                                                  \
+    do {                                                                                                 \
+        tg_gradcheck_result r_ = tg_gradcheck((f), (ctx), (inputs), (n), &(tg_gradcheck_opts){.same_dtype = true}); \
+        cr_assert(r_.ok, "same dtype: %s", tg_error());                                                  \
+        if (TG_REAL_DTYPE == TG_F32) {                                                                   \
+            r_ = tg_gradcheck((f), (ctx), (inputs), (n), NULL);                                          \
+            cr_assert(r_.ok, "float64: %s", tg_error());                                                 \
+        }                                                                                                \
     } while (0)
+
+/* x in like's dtype: a function under tg_gradcheck (which runs in float64)
+ * converts the float32 constants it captured. NULL stays NULL. */
+static inline tg_tensor *tu_like(tg_tape *t, tg_tensor *x, const tg_tensor *like)
+{
+    return x && like && x->dtype != like->dtype ? tg_to(t, x, like->dtype) : x;
+}
 
 static inline void tu_free_all(tg_tensor **xs, int n)
 {

@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../core/engine/dtype.h" /* the float64 copy's names */
+
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "../core/engine/dtype.h" /* the float64 copy's names */
+
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -11,6 +11,17 @@
  * Inputs are caller-owned tensors (tg_tensor_alloc or a tg_params store);
  * their data is restored exactly after each perturbation, their grad is
  * overwritten.
+ *
+ * The check runs in float64 whatever the inputs' dtype, as PyTorch's does:
+ * float32 heap inputs are replaced by float64 copies for its duration (the
+ * ops f calls then run their float64 copies), and get their grads back rounded
+ * to float32. A float32 rounding leaves a central difference good to about
+ * 1e-3 only, too coarse to tell a 1% wrong backward from a right one. With
+ * same_dtype, or when a float32 input lives in a tg_params store (its data
+ * cannot be swapped), the check runs in the inputs' own dtype: that is how
+ * the float32 kernels themselves are checked. f must build everything it
+ * mixes with the inputs from them (or in float64): an op refuses operands of
+ * two float types.
  */
 #ifndef TAPEGRAD_GRADCHECK_H
 #define TAPEGRAD_GRADCHECK_H
@@ -29,17 +40,20 @@ typedef tg_tensor *(*tg_gradcheck_fn)(tg_tape *t, tg_tensor **inputs, void *ctx)
 typedef struct tg_gradcheck_opts {
     double eps, atol, rtol;  /* 0 for each: the precision's default */
     unsigned long long seed; /* weighting of a non-scalar output */
+    bool same_dtype;         /* check float32 inputs in float32 (its kernels), not float64 */
 } tg_gradcheck_opts;
 
-/* Gradcheck is meant for the double build, whose defaults are PyTorch's
+/* Gradcheck is meant for float64, whose defaults are PyTorch's
  * torch.autograd.gradcheck: eps 1e-6, atol 1e-5, rtol 1e-3. The numeric
  * estimate itself is off by rounding (about 1e-16 |L| / eps) plus truncation
  * (about eps^2 times the third derivative), so much tighter tolerances fail
- * correct composites. The float build's defaults, eps 1e-3, atol 1e-3,
+ * correct composites. float32's defaults, eps 1e-3, atol 1e-3,
  * rtol 1e-2, are a smoke test: float rounding leaves the estimate good to
  * about 1e-3, enough to catch a wrong sign, a missing term or a swapped
  * index, not a subtle error. */
-tg_gradcheck_opts tg_gradcheck_defaults(void);
+tg_gradcheck_opts tg_gradcheck_defaults_for(tg_dtype dt);
+/* float64's: the check runs in float64 unless same_dtype. */
+static inline tg_gradcheck_opts tg_gradcheck_defaults(void) { return tg_gradcheck_defaults_for(TG_F64); }
 
 typedef struct tg_gradcheck_result {
     bool ok;

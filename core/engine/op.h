@@ -73,7 +73,13 @@ typedef struct tg_op {
  * "<op->name>: input is NULL"; a freed tensor, one from before tg_tape_reset
  * or one of another tape stores "<op->name>: input <k> ...". false on any of
  * these and when t or op is NULL. */
-bool tg_inputs_check(tg_tape *t, const tg_op *op, tg_tensor *const *in, int n, int n_required);
+bool tg_inputs_check_dtype(tg_tape *t, const tg_op *op, tg_dtype dt, tg_tensor *const *in, int n, int n_required);
+/* ... and every input must have the including file's dtype (its tg_real). */
+static inline bool tg_inputs_check(tg_tape *t, const tg_op *op, tg_tensor *const *in, int n, int n_required)
+{
+    return tg_inputs_check_dtype(t, op, TG_REAL_DTYPE, in, n, n_required);
+}
+
 
 /* tg_fail with the op's name in front: stores "<op->name>: <fmt...>" and
  * returns NULL. The name is written once, in the op's record. */
@@ -95,14 +101,22 @@ bool tg_op_record(tg_tape *t, const tg_op *op, tg_tensor *out, tg_tensor *const 
  * out, or NULL with an error naming op->name. */
 tg_tensor *tg_op_done(tg_tape *t, const tg_op *op, tg_tensor *out);
 
-/* An arena tensor for op's output ("out of memory: 4.0 MiB for tg_softmax
- * output"). NULL with an error when t, op or the shape is. */
-tg_tensor *tg_new(tg_tape *t, const tg_op *op, int ndim, const int *shape);
+/* An arena tensor of dtype dt named by what it holds ("out of memory: 4.0
+ * MiB for tg_softmax output"): creation ops, an op's saved buffers ("tg_sdpa
+ * weights"). NULL with an error when t, what, dt or the shape is bad. */
+tg_tensor *tg_new_dtype(tg_tape *t, const char *what, tg_dtype dt, int ndim, const int *shape);
+/* The same of the including file's tg_real (an op compiled for float32 makes
+ * float32 outputs), for op's output; tg_new_like: x's shape and dtype. */
+tg_tensor *tg_new_op(tg_tape *t, const tg_op *op, tg_dtype dt, int ndim, const int *shape);
+static inline tg_tensor *tg_new(tg_tape *t, const tg_op *op, int ndim, const int *shape)
+{
+    return tg_new_op(t, op, TG_REAL_DTYPE, ndim, shape);
+}
+static inline tg_tensor *tg_new_named(tg_tape *t, const char *what, int ndim, const int *shape)
+{
+    return tg_new_dtype(t, what, TG_REAL_DTYPE, ndim, shape);
+}
 tg_tensor *tg_new_like(tg_tape *t, const tg_op *op, const tg_tensor *x);
-/* tg_new for a tensor named by what it holds rather than by an op's record:
- * creation ops, tg_tensor_new & co., an op's saved buffers ("tg_sdpa
- * weights"). */
-tg_tensor *tg_new_named(tg_tape *t, const char *what, int ndim, const int *shape);
 /* A zeroed arena tensor header without data, for views (tg_reshape). */
 tg_tensor *tg_new_header(tg_tape *t, const char *op);
 /* Raw, 64-byte aligned arena memory, valid until tg_tape_reset; NULL with an
@@ -117,13 +131,22 @@ void *tg_arena_scratch(tg_tape *t, size_t bytes, const char *op);
  * tg_tape_reset: the arena may hand it out again. NULL does nothing. */
 void tg_arena_release(tg_tape *t, void *p, size_t bytes);
 /* x->grad, allocated zeroed from the arena if still NULL (a view's is a
- * slice of its base's). NULL on OOM. */
-tg_real *tg_grad(tg_tape *t, tg_tensor *x);
+ * slice of its base's). NULL on OOM, and when x is not of dtype dt (tg_grad:
+ * the including file's tg_real). */
+void *tg_grad_as(tg_tape *t, tg_tensor *x, tg_dtype dt);
+static inline tg_real *tg_grad(tg_tape *t, tg_tensor *x) { return (tg_real *)tg_grad_as(t, x, TG_REAL_DTYPE); }
 /* x->grad for a backward that writes every element of it: when it is still
  * NULL (and x is neither a view nor owns its data) it comes from the arena
  * unzeroed and *beta is 0, the backward stores; else *beta is 1, it adds
  * (tg_grad). Saves zeroing a grad that a GEMM then overwrites. NULL on OOM. */
-tg_real *tg_grad_write(tg_tape *t, tg_tensor *x, tg_real *beta);
+void *tg_grad_fresh(tg_tape *t, tg_tensor *x, tg_dtype dt, bool *fresh);
+static inline tg_real *tg_grad_write(tg_tape *t, tg_tensor *x, tg_real *beta)
+{
+    bool fresh;
+    tg_real *g = (tg_real *)tg_grad_fresh(t, x, TG_REAL_DTYPE, &fresh);
+    *beta = fresh ? 0 : 1;
+    return g;
+}
 
 #ifdef __cplusplus
 }

@@ -9,11 +9,27 @@
 
 struct tg_params {
     tg_named list;         /* the tensors: headers owned here, data in the flat buffers */
-    tg_real *data, *grad;  /* flat buffers, numel each */
+    unsigned char *data, *grad;  /* flat buffers, numel elements of dtype each */
     size_t numel;
+    tg_dtype dtype;
 };
 
-tg_params *tg_params_new(void) { return tg_calloc(1, sizeof(tg_params)); }
+tg_params *tg_params_new_dtype(tg_dtype dt)
+{
+    if (!tg_dtype_is_float(dt)) {
+        tg_error_set("tg_params_new: parameters are float tensors, not %s", tg_dtype_name(dt));
+        return NULL;
+    }
+    tg_params *p = tg_calloc(1, sizeof(tg_params));
+    if (p) p->dtype = dt;
+    return p;
+}
+
+tg_dtype tg_params_dtype(const tg_params *p)
+{
+    TG_REFUSE_NULL(p, "the parameter store", TG_F32);
+    return p->dtype;
+}
 
 static void free_header(tg_tensor *x) { tg_free(x); }
 
@@ -44,22 +60,19 @@ size_t tg_params_numel(const tg_params *p)
     return p->numel;
 }
 
-tg_real *tg_params_data(const tg_params *p)
+void *tg_params_flat(const tg_params *p, tg_dtype dt, bool grad)
 {
-    TG_REFUSE_NULL(p, "the parameter store", NULL);
-    return p->data;
-}
-
-tg_real *tg_params_grad(const tg_params *p)
-{
-    TG_REFUSE_NULL(p, "the parameter store", NULL);
-    return p->grad;
+    if (!p) return tg_error_set("tg_params_%s: the parameter store is NULL", grad ? "grad" : "data"), NULL;
+    if (dt != p->dtype)
+        return tg_error_set("tg_params_%s: the store holds %s, not %s", grad ? "grad" : "data",
+                            tg_dtype_name(p->dtype), tg_dtype_name(dt)), NULL;
+    return grad ? p->grad : p->data;
 }
 
 void tg_params_zero_grad(tg_params *p)
 {
     TG_REFUSE_NULL(p, "the parameter store", );
-    if (p->grad) memset(p->grad, 0, p->numel * sizeof(tg_real));
+    if (p->grad) memset(p->grad, 0, p->numel * tg_dtype_size(p->dtype));
 }
 
 tg_tensor *tg_params_get(const tg_params *p, const char *name)
@@ -80,20 +93,20 @@ void tg_params_truncate(tg_params *p, int count)
 /* Points every tensor at its slice of the flat buffers. */
 static void repoint(tg_params *p)
 {
-    size_t off = 0;
+    size_t off = 0, es = tg_dtype_size(p->dtype);
     for (int i = 0; i < p->list.count; i++) {
         tg_tensor *x = p->list.items[i];
-        x->data = p->data + off;
-        x->grad = p->grad + off;
+        x->data = (void *)(p->data + off * es);
+        x->grad = (void *)(p->grad + off * es);
         off += x->size;
     }
 }
 
-/* Grows a flat buffer to n values, zero-filling the new tail. */
-static tg_real *grow(tg_real *buf, size_t old_n, size_t n)
+/* Grows a flat buffer to n elements of es bytes, zero-filling the new tail. */
+static unsigned char *grow(unsigned char *buf, size_t old_n, size_t n, size_t es)
 {
-    tg_real *b = tg_realloc(buf, (n ? n : 1) * sizeof(tg_real));
-    if (b) memset(b + old_n, 0, (n - old_n) * sizeof(tg_real));
+    unsigned char *b = tg_realloc(buf, (n ? n : 1) * es);
+    if (b) memset(b + old_n * es, 0, (n - old_n) * es);
     return b;
 }
 
@@ -109,15 +122,16 @@ tg_tensor *tg_params_add(tg_params *p, const char *name, int ndim, const int *sh
         tg_error_set("tg_params_add: '%s' already exists", name);
         return NULL;
     }
-    if (!tg_shape_size(ndim, shape, &size) || size > SIZE_MAX / sizeof(tg_real) - p->numel) {
+    if (!tg_shape_size(ndim, shape, &size) || size > SIZE_MAX / 8 - p->numel) {
         tg_error_set("tg_params_add: '%s' has an invalid shape", name);
         return NULL;
     }
     if (tg_named_reserve(&p->list)) goto oom;
-    tg_real *data = grow(p->data, p->numel, p->numel + size);
+    size_t es = tg_dtype_size(p->dtype);
+    unsigned char *data = grow(p->data, p->numel, p->numel + size, es);
     if (!data) goto oom;
     p->data = data;
-    tg_real *grad = grow(p->grad, p->numel, p->numel + size);
+    unsigned char *grad = grow(p->grad, p->numel, p->numel + size, es);
     if (grad) p->grad = grad;
     repoint(p);  /* the buffers may have moved, whatever fails next */
     if (!grad) goto oom;
@@ -127,6 +141,7 @@ tg_tensor *tg_params_add(tg_params *p, const char *name, int ndim, const int *sh
         goto oom;
     }
     tg_tensor_set_shape(x, ndim, shape, size);
+    x->dtype = p->dtype;
     x->requires_grad = true;
     x->magic = TG_TENSOR_LIVE;
     p->numel += size;

@@ -12,6 +12,7 @@
 #ifndef TAPEGRAD_PARAMS_H
 #define TAPEGRAD_PARAMS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "tensor.h"
@@ -22,8 +23,11 @@ extern "C" {
 
 typedef struct tg_params tg_params;
 
-/* NULL only when out of memory. */
-tg_params *tg_params_new(void);
+/* A store of parameters of dtype dt (float32 or float64); tg_params_new: of
+ * the program's default dtype. NULL when out of memory or dt is no float type. */
+tg_params *tg_params_new_dtype(tg_dtype dt);
+static inline tg_params *tg_params_new(void) { return tg_params_new_dtype(TG_REAL_DTYPE); }
+tg_dtype tg_params_dtype(const tg_params *p);
 void tg_params_free(tg_params *p);
 
 /* A new zero-filled parameter (requires_grad, zero grad). NULL when the name
@@ -38,9 +42,12 @@ int tg_params_count(const tg_params *p);           /* number of tensors */
 tg_tensor *tg_params_at(const tg_params *p, int i); /* in insertion order */
 size_t tg_params_numel(const tg_params *p);         /* number of scalars */
 
-/* The flat views: numel values each, parameters in insertion order. */
-tg_real *tg_params_data(const tg_params *p);
-tg_real *tg_params_grad(const tg_params *p);
+/* The flat views: numel elements each, parameters in insertion order. The
+ * data (grad when grad is true) when the store holds dtype dt, else NULL and
+ * tg_error() naming both. tg_params_data / _grad: as the program's tg_real. */
+void *tg_params_flat(const tg_params *p, tg_dtype dt, bool grad);
+static inline tg_real *tg_params_data(const tg_params *p) { return (tg_real *)tg_params_flat(p, TG_REAL_DTYPE, false); }
+static inline tg_real *tg_params_grad(const tg_params *p) { return (tg_real *)tg_params_flat(p, TG_REAL_DTYPE, true); }
 void tg_params_zero_grad(tg_params *p);
 
 #ifdef __cplusplus

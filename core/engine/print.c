@@ -50,7 +50,7 @@ static void each_shown(const tg_tensor *x, bool summarize, void (*f)(double, voi
     for (size_t i = 0; i < x->size; i++) {
         bool ok = true;
         for (int d = 0; ok && d < x->ndim; d++) ok = shown(x, d, idx[d], summarize);
-        if (ok) f(x->data[i], ctx);
+        if (ok) f(tg_dtype_load(x->dtype, x->data, i), ctx);
         for (int d = x->ndim - 1; d >= 0 && ++idx[d] == x->shape[d]; d--) idx[d] = 0;
     }
 }
@@ -99,7 +99,7 @@ static void nest(out *o, const tg_tensor *x, const style *st, int d, size_t off,
 {
     char s[64];
     if (d == x->ndim) {
-        number(s, sizeof s, x->data[off], st->kind);
+        number(s, sizeof s, tg_dtype_load(x->dtype, x->data, off), st->kind);
         for (int k = (int)strlen(s); k < st->width; k++) put(o, " ");
         put(o, s);
         return;

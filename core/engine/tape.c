@@ -157,7 +157,7 @@ tg_tensor *tg_fail(tg_tape *t, const char *fmt, ...)
     va_end(ap);
     tg_error_set("%s", msg);
     if (t && !t->has_error) {
-        memcpy(t->error, msg, sizeof msg);
+        snprintf(t->error, sizeof t->error, "%s", tg_error());  /* as tg_error_set wrote it */
         t->has_error = true;
     }
     return NULL;
@@ -258,53 +258,55 @@ tg_tensor *tg_new_header(tg_tape *t, const char *op)
     return x;
 }
 
-tg_tensor *tg_new_named(tg_tape *t, const char *op, int ndim, const int *shape)
+tg_tensor *tg_new_dtype(tg_tape *t, const char *op, tg_dtype dt, int ndim, const int *shape)
 {
     size_t size;
     if (!op) return tg_fail(t, "tg_new_named: the name is NULL");
     if (!t) return tg_fail(NULL, "%s: the tape is NULL", op);
+    if (!tg_dtype_size(dt)) return tg_fail(t, "%s: %d is not a dtype", op, (int)dt);
     if (ndim > 0 && !shape) return tg_fail(t, "%s: the shape is NULL", op);
     if (!tg_shape_size(ndim, shape, &size))
         return tg_fail(t, "%s: invalid shape (%d dims)", op, ndim);
     tg_tensor *x = tg_new_header(t, op);
     if (!x) return NULL;
     tg_tensor_set_shape(x, ndim, shape, size);
+    x->dtype = dt;
     char what[96];
     snprintf(what, sizeof what, "%s output", op);
-    x->data = tg_arena_alloc(t, size * sizeof(tg_real), what);
+    x->data = tg_arena_alloc(t, size * tg_dtype_size(dt), what);
     return x->data ? x : NULL;
 }
 
-tg_tensor *tg_new(tg_tape *t, const tg_op *op, int ndim, const int *shape)
+tg_tensor *tg_new_op(tg_tape *t, const tg_op *op, tg_dtype dt, int ndim, const int *shape)
 {
     if (!op) return tg_fail(t, "tg_new: the op is NULL");
-    return tg_new_named(t, op->name, ndim, shape);
+    return tg_new_dtype(t, op->name, dt, ndim, shape);
 }
 
 tg_tensor *tg_new_like(tg_tape *t, const tg_op *op, const tg_tensor *x)
 {
     if (!op) return tg_fail(t, "tg_new_like: the op is NULL");
     if (!x) return tg_fail_null(t, op->name);
-    return tg_new_named(t, op->name, x->ndim, x->shape);
+    return tg_new_dtype(t, op->name, x->dtype, x->ndim, x->shape);
 }
 
-tg_tensor *tg_tensor_new(tg_tape *t, int ndim, const int *shape)
+tg_tensor *tg_tensor_new_dtype(tg_tape *t, tg_dtype dt, int ndim, const int *shape)
 {
-    return tg_new_named(t, "tg_tensor_new", ndim, shape);
+    return tg_new_dtype(t, "tg_tensor_new", dt, ndim, shape);
 }
 
-tg_tensor *tg_tensor_zeros(tg_tape *t, int ndim, const int *shape)
+tg_tensor *tg_tensor_zeros_dtype(tg_tape *t, tg_dtype dt, int ndim, const int *shape)
 {
-    tg_tensor *x = tg_new_named(t, "tg_tensor_zeros", ndim, shape);
-    if (x) memset(x->data, 0, x->size * sizeof(tg_real));
+    tg_tensor *x = tg_new_dtype(t, "tg_tensor_zeros", dt, ndim, shape);
+    if (x) memset(x->data, 0, x->size * tg_dtype_size(dt));
     return x;
 }
 
-tg_tensor *tg_tensor_from(tg_tape *t, const tg_real *data, int ndim, const int *shape)
+tg_tensor *tg_tensor_from_dtype(tg_tape *t, tg_dtype dt, const void *data, int ndim, const int *shape)
 {
     if (!data) return tg_fail_null(t, "tg_tensor_from");
-    tg_tensor *x = tg_new_named(t, "tg_tensor_from", ndim, shape);
-    if (x) memcpy(x->data, data, x->size * sizeof(tg_real));
+    tg_tensor *x = tg_new_dtype(t, "tg_tensor_from", dt, ndim, shape);
+    if (x) memcpy(x->data, data, x->size * tg_dtype_size(dt));
     return x;
 }
 
@@ -361,7 +363,7 @@ static void grad_give(tg_tape *t, const node *n)
     if (out->owns_data || !out->grad || out->retains_grad) return;
     for (int k = 0; k < n->n_in; k++)
         if (n->in[k] && n->in[k]->grad == out->grad) return;  /* an op that aliases its input */
-    spare_give(t, out->grad, out->size * sizeof(tg_real));
+    spare_give(t, out->grad, out->size * tg_dtype_size(out->dtype));
     out->grad = NULL;
 }
 
@@ -377,30 +379,34 @@ void tg_arena_release(tg_tape *t, void *p, size_t bytes)
     if (t && p) spare_give(t, p, bytes);
 }
 
-tg_real *tg_grad(tg_tape *t, tg_tensor *x)
+void *tg_grad_as(tg_tape *t, tg_tensor *x, tg_dtype dt)
 {
-    if (!x) return (tg_real *)tg_fail(t, "tg_grad: the tensor is NULL");
+    if (!x) return tg_fail(t, "tg_grad: the tensor is NULL");
+    if (x->dtype != dt)
+        return tg_fail(t, "tg_grad: the tensor is %s, its grad is read as %s", tg_dtype_name(x->dtype), tg_dtype_name(dt));
+    if (!tg_dtype_is_float(x->dtype)) return tg_fail(t, "tg_grad: a %s tensor has no grad", tg_dtype_name(x->dtype));
     if (x->grad) return x->grad;
     if (x->view_of) {  /* a view made before its base had a grad (tg_reshape) */
-        tg_real *g = tg_grad(t, x->view_of);
-        return x->grad = g ? g + x->view_off : NULL;
+        unsigned char *g = tg_grad_as(t, x->view_of, dt);
+        return x->grad = g ? (void *)(g + x->view_off * tg_dtype_size(x->dtype)) : NULL;
     }
     if (x->owns_data) {
         if (!tg_tensor_alloc_grad(x)) tg_fail(t, "out of memory: grad of a %zu-element tensor", x->size);
         return x->grad;
     }
-    size_t bytes = x->size * sizeof(tg_real);
+    size_t bytes = x->size * tg_dtype_size(x->dtype);
     x->grad = tg_arena_scratch(t, bytes, "a grad");
     if (x->grad) memset(x->grad, 0, bytes);
     return x->grad;
 }
 
-tg_real *tg_grad_write(tg_tape *t, tg_tensor *x, tg_real *beta)
+void *tg_grad_fresh(tg_tape *t, tg_tensor *x, tg_dtype dt, bool *fresh)
 {
-    *beta = 1;
-    if (!x || x->grad || x->view_of || x->owns_data) return tg_grad(t, x);
-    *beta = 0;
-    return x->grad = tg_arena_scratch(t, x->size * sizeof(tg_real), "a grad");
+    if (!fresh) return tg_fail(t, "tg_grad_fresh: fresh is NULL");
+    *fresh = false;
+    if (!x || x->grad || x->view_of || x->owns_data || x->dtype != dt || !tg_dtype_is_float(dt)) return tg_grad_as(t, x, dt);
+    *fresh = true;
+    return x->grad = tg_arena_scratch(t, x->size * tg_dtype_size(x->dtype), "a grad");
 }
 
 /* ---- misuse checks ------------------------------------------------------------------ */
@@ -429,7 +435,7 @@ tg_tensor *tg_op_fail(tg_tape *t, const tg_op *op, const char *fmt, ...)
     return tg_fail(t, "%s: %s", op->name, msg);
 }
 
-bool tg_inputs_check(tg_tape *t, const tg_op *rec, tg_tensor *const *in, int n, int n_required)
+bool tg_inputs_check_dtype(tg_tape *t, const tg_op *rec, tg_dtype dt, tg_tensor *const *in, int n, int n_required)
 {
     if (!rec) {
         tg_fail(t, "tg_inputs_check: the op is NULL");
@@ -449,6 +455,10 @@ bool tg_inputs_check(tg_tape *t, const tg_op *rec, tg_tensor *const *in, int n, 
         }
         const char *why = misuse(t, x);
         if (why) return tg_fail(t, "%s: input %d %s", op, k, why);
+        if (x->dtype != dt)
+            return tg_fail(t, "%s: input %d is %s, but the op computes in %s here (%s; convert with tg_to)", op, k,
+                           tg_dtype_name(x->dtype), tg_dtype_name(dt),
+                           tg_dtype_is_float(x->dtype) ? "no implicit promotion" : "it takes float tensors");
     }
     return true;
 }
@@ -502,10 +512,11 @@ bool tg_op_record(tg_tape *t, const tg_op *op, tg_tensor *out, tg_tensor *const 
     return node_push(t, op->name, op->backward, out, in, n, ctx, op->ctx_size) != NULL;
 }
 
-static bool all_finite(const tg_real *x, size_t n)
+static bool all_finite(tg_dtype dt, const void *x, size_t n)
 {
+    if (!tg_dtype_is_float(dt)) return true;
     for (size_t i = 0; i < n; i++)
-        if (!isfinite(x[i])) return false;
+        if (!isfinite(tg_dtype_load(dt, x, i))) return false;
     return true;
 }
 
@@ -516,7 +527,7 @@ tg_tensor *tg_op_done(tg_tape *t, const tg_op *rec, tg_tensor *out)
     const char *op = rec->name;
     if (!t) return tg_fail(NULL, "%s: the tape is NULL", op);
     if (!out) return tg_fail_null(t, op);
-    if (t->anomaly && !all_finite(out->data, out->size)) {
+    if (t->anomaly && !all_finite(out->dtype, out->data, out->size)) {
         char s[TG_SHAPE_STR];
         return tg_fail(t, "anomaly: %s produced NaN/Inf in its output %s", op, tg_shape_str(out, s));
     }
@@ -529,7 +540,7 @@ static int check_node_grads(tg_tape *t, const node *n)
 {
     for (int k = 0; k < n->n_in; k++) {
         const tg_tensor *x = n->in[k];
-        if (x && x->grad && !all_finite(x->grad, x->size)) {
+        if (x && x->grad && !all_finite(x->dtype, x->grad, x->size)) {
             char s[TG_SHAPE_STR];
             tg_fail(t, "anomaly: backward of %s produced NaN/Inf in the grad of input %d %s", n->op,
                     k, tg_shape_str(x, s));
@@ -540,7 +551,7 @@ static int check_node_grads(tg_tape *t, const node *n)
 }
 
 /* Why tg_backward must not run from out, or NULL. */
-static const char *backward_refusal(const tg_tape *t, const tg_tensor *out, const tg_real *seed)
+static const char *backward_refusal(const tg_tape *t, const tg_tensor *out, const void *seed)
 {
     if (!out) return "tg_backward: output is NULL";
     if (!seed) return "tg_backward: seed is NULL";
@@ -548,7 +559,7 @@ static const char *backward_refusal(const tg_tape *t, const tg_tensor *out, cons
     return NULL;
 }
 
-int tg_backward_seed(tg_tape *t, tg_tensor *out, const tg_real *seed)
+int tg_backward_seed(tg_tape *t, tg_tensor *out, const void *seed)
 {
     if (!t) return tg_error_set("tg_backward: the tape is NULL");
     if (t->has_error) return tg_error_set("%s", t->error);  /* the forward failed: its message stays */
@@ -566,9 +577,10 @@ int tg_backward_seed(tg_tape *t, tg_tensor *out, const tg_real *seed)
         return -1;
     }
     t->backward_done = true;
-    tg_real *g = tg_grad(t, out);
+    void *g = tg_grad_as(t, out, out->dtype);
     if (!g) return -1;
-    for (size_t i = 0; i < out->size; i++) g[i] += seed[i];
+    for (size_t i = 0; i < out->size; i++)
+        tg_dtype_store(out->dtype, g, i, tg_dtype_load(out->dtype, g, i) + tg_dtype_load(out->dtype, seed, i));
     for (int i = t->n_nodes - 1; i >= 0; i--) {
         node *n = &t->nodes[i];
         if (!n->out->grad) continue;  /* nothing flows back through this node */
@@ -603,8 +615,9 @@ int tg_backward(tg_tape *t, tg_tensor *loss)
                 tg_shape_str(loss, s));
         return -1;
     }
-    const tg_real one = 1;
-    return tg_backward_seed(t, loss, &one);
+    const union { float f32; double f64; } one = {.f64 = 1};
+    const union { float f32; double f64; } one32 = {.f32 = 1};
+    return tg_backward_seed(t, loss, loss && loss->dtype == TG_F64 ? (const void *)&one : (const void *)&one32);
 }
 
 void tg_tape_dump(const tg_tape *t, FILE *f)

@@ -75,8 +75,8 @@ void tg_tape_clear_error(tg_tape *t);
  * error, loss is NULL, not a scalar, dead or of another tape, depends on no
  * tensor that requires a grad, or anomaly mode found a NaN/Inf. */
 int tg_backward(tg_tape *t, tg_tensor *loss);
-/* Same with a given seed gradient, shaped like out. */
-int tg_backward_seed(tg_tape *t, tg_tensor *out, const tg_real *seed);
+/* Same with a given seed gradient, shaped like out and of its dtype. */
+int tg_backward_seed(tg_tape *t, tg_tensor *out, const void *seed);
 /* Keeps x's grad after backward although an op made it (PyTorch's
  * retain_grad): it stays in the arena until tg_tape_reset. For a view
  * (tg_reshape, ...) the base's grad is kept, which the view's slices. A no-op
@@ -93,12 +93,25 @@ size_t tg_tape_arena_used(const tg_tape *t);
 
 /* ---- temporaries -------------------------------------------------------- */
 
-/* An arena tensor, uninitialised data, grad NULL. NULL with an error on a bad
- * shape or out of memory. */
-tg_tensor *tg_tensor_new(tg_tape *t, int ndim, const int *shape);
-tg_tensor *tg_tensor_zeros(tg_tape *t, int ndim, const int *shape);
-/* An arena copy of external data. */
-tg_tensor *tg_tensor_from(tg_tape *t, const tg_real *data, int ndim, const int *shape);
+/* An arena tensor of dtype dt, uninitialised data, grad NULL; NULL with an
+ * error on a bad shape or dtype or out of memory. _zeros: zero-filled;
+ * _from: a copy of data (size elements of dt). Without _dtype: the program's
+ * default dtype (its tg_real). */
+tg_tensor *tg_tensor_new_dtype(tg_tape *t, tg_dtype dt, int ndim, const int *shape);
+tg_tensor *tg_tensor_zeros_dtype(tg_tape *t, tg_dtype dt, int ndim, const int *shape);
+tg_tensor *tg_tensor_from_dtype(tg_tape *t, tg_dtype dt, const void *data, int ndim, const int *shape);
+static inline tg_tensor *tg_tensor_new(tg_tape *t, int ndim, const int *shape)
+{
+    return tg_tensor_new_dtype(t, TG_REAL_DTYPE, ndim, shape);
+}
+static inline tg_tensor *tg_tensor_zeros(tg_tape *t, int ndim, const int *shape)
+{
+    return tg_tensor_zeros_dtype(t, TG_REAL_DTYPE, ndim, shape);
+}
+static inline tg_tensor *tg_tensor_from(tg_tape *t, const tg_real *data, int ndim, const int *shape)
+{
+    return tg_tensor_from_dtype(t, TG_REAL_DTYPE, data, ndim, shape);
+}
 
 /* ---- errors, for op and layer authors ------------------------------------ */
 

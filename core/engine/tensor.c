@@ -15,7 +15,7 @@ bool tg_shape_size(int ndim, const int *shape, size_t *size)
     size_t n = 1;
     for (int i = 0; i < ndim; i++) {
         if (shape[i] < 0) return false;
-        if (shape[i] > 0 && n > SIZE_MAX / sizeof(tg_real) / (size_t)shape[i]) return false;
+        if (shape[i] > 0 && n > SIZE_MAX / 8 / (size_t)shape[i]) return false;
         n *= (size_t)shape[i];
     }
     *size = n;
@@ -65,15 +65,38 @@ int tg_cols(const tg_tensor *x)
     return x->ndim ? x->shape[x->ndim - 1] : 1;
 }
 
-void tg_tensor_fill(tg_tensor *x, tg_real v)
+void tg_tensor_fill(tg_tensor *x, double v)
 {
     TG_REFUSE_NULL(x, "the tensor", );
-    for (size_t i = 0; i < x->size; i++) x->data[i] = v;
+    for (size_t i = 0; i < x->size; i++) tg_dtype_store(x->dtype, x->data, i, v);
 }
 
-tg_tensor *tg_tensor_alloc(int ndim, const int *shape)
+tg_dtype tg_dtype_promoted(tg_tensor *const *x, int n)
+{
+    tg_dtype dt = TG_DTYPE_COUNT;
+    for (int k = 0; x && k < n; k++) {
+        if (!x[k] || x[k]->magic != TG_TENSOR_LIVE) continue;
+        if (x[k]->dtype == TG_F64) return TG_F64;
+        if (x[k]->dtype == TG_F32) dt = TG_F32;
+    }
+    return dt;
+}
+
+void *tg_data(const tg_tensor *x, tg_dtype dt)
+{
+    TG_REFUSE_NULL(x, "the tensor", NULL);
+    if (x->dtype != dt)
+        return tg_error_set("tg_data: the tensor is %s, not %s", tg_dtype_name(x->dtype), tg_dtype_name(dt)), NULL;
+    return x->data;
+}
+
+tg_tensor *tg_tensor_alloc_dtype(tg_dtype dt, int ndim, const int *shape)
 {
     size_t size;
+    if (!tg_dtype_size(dt)) {
+        tg_error_set("tg_tensor_alloc: %d is not a dtype", (int)dt);
+        return NULL;
+    }
     if (ndim > 0 && !shape) {
         tg_error_set("tg_tensor_alloc: the shape is NULL");
         return NULL;
@@ -85,12 +108,13 @@ tg_tensor *tg_tensor_alloc(int ndim, const int *shape)
     }
     tg_tensor *x = tg_calloc(1, sizeof *x);
     if (!x) return NULL;
-    x->data = tg_calloc(size ? size : 1, sizeof(tg_real));
+    x->data = tg_calloc(size ? size : 1, tg_dtype_size(dt));
     if (!x->data) {
         tg_free(x);
         return NULL;
     }
     tg_tensor_set_shape(x, ndim, shape, size);
+    x->dtype = dt;
     x->owns_data = true;
     x->magic = TG_TENSOR_LIVE;
     return x;
@@ -100,7 +124,7 @@ bool tg_tensor_alloc_grad(tg_tensor *x)
 {
     TG_REFUSE_NULL(x, "the tensor", false);
     if (x->grad) return true;
-    x->grad = tg_calloc(x->size ? x->size : 1, sizeof(tg_real));
+    x->grad = tg_calloc(x->size ? x->size : 1, tg_dtype_size(x->dtype));
     return x->grad != NULL;
 }
 

@@ -22,39 +22,21 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "dtype.h"
 #include "error.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#ifdef TAPEGRAD_DOUBLE
-typedef double tg_real;
-#define TG_REAL_NAME "double"
-#else
-typedef float tg_real;
-#define TG_REAL_NAME "float32"
-#endif
-
-/* A program and the library must agree on tg_real: TAPEGRAD_DOUBLE defined
- * for the double library, not for the float32 one (pkg-config and CMake's
- * package pass it; a hand-written Makefile must too). Every file including
- * this header references a symbol that only the library of its own precision
- * defines, so a mismatch does not link, with a name saying both sides:
- *   undefined reference to `tg_precision_double_headers_need_a_double_library_not_float32' */
-#ifdef TAPEGRAD_DOUBLE
-#define TG_PRECISION_MARK tg_precision_double_headers_need_a_double_library_not_float32
-#else
-#define TG_PRECISION_MARK tg_precision_float32_headers_need_a_float32_library_not_double
-#endif
-extern const int TG_PRECISION_MARK;
-__attribute__((used)) static const int *const tg_precision_mark_ = &TG_PRECISION_MARK;
-
 #define TG_MAX_DIMS 8
 
+/* data and grad are seen as the including program's tg_real; a tensor of
+ * another dtype is read through tg_data (below) or by its dtype. */
 typedef struct tg_tensor {
     tg_real *data;
     tg_real *grad;           /* NULL until a backward needs it (temporaries) */
+    tg_dtype dtype;
     int ndim;                /* 0 (scalar) .. TG_MAX_DIMS */
     int shape[TG_MAX_DIMS];  /* unused trailing entries are 1 */
     size_t size;             /* number of elements */
@@ -73,9 +55,54 @@ typedef struct tg_tensor {
  * other way (on the stack, by hand) is refused by every op. */
 #define TG_TENSOR_LIVE 0x7e45a11eu
 
-/* A standalone heap tensor, zero-filled, grad NULL. NULL (tg_error() says
- * why) on a bad shape or out of memory. */
-tg_tensor *tg_tensor_alloc(int ndim, const int *shape);
+/* The first line of a public function in a typed source (compiled once per
+ * float type, docs/DESIGN.md "Dtypes"): when tensor x has the other float
+ * type, returns fn's copy for that type called with args.
+ *   TG_DISPATCH(tg_add, a, (t, a, b));
+ * The copy is named by its symbol (fn, or fn__f64 for the float64 one), which
+ * the renaming header hides from C in the float64 copy. */
+#ifdef TAPEGRAD_DOUBLE
+#define TG_OTHER_DTYPE TG_F32
+#define TG_OTHER_SYMBOL(name) name
+#else
+#define TG_OTHER_DTYPE TG_F64
+#define TG_OTHER_SYMBOL(name) name "__f64"
+#endif
+#define TG_DISPATCH(fn, x, args)                                                                     \
+    TG_DISPATCH_(fn, #fn, fn##_other_copy, (x) && (x)->magic == TG_TENSOR_LIVE && (x)->dtype == TG_OTHER_DTYPE, \
+                 args)
+/* The same for an op whose float operands promote (PyTorch's rule, binary and
+ * elementwise ops): to the other copy when the operands' promoted type is its. */
+#define TG_DISPATCH_PROMOTED(fn, args, ...)                                                            \
+    TG_DISPATCH_(fn, #fn, fn##_other_copy,                                                              \
+                 tg_dtype_promoted((tg_tensor *const[]){__VA_ARGS__},                                   \
+                                   sizeof((tg_tensor *const[]){__VA_ARGS__}) / sizeof(tg_tensor *)) ==  \
+                     TG_OTHER_DTYPE,                                                                    \
+                 args)
+/* The same when cond says the data is of the other float type (a store's). */
+#define TG_DISPATCH_ON(fn, cond, args) TG_DISPATCH_(fn, #fn, fn##_other_copy, cond, args)
+/* name and local are made from fn before the renaming header can expand it. */
+#define TG_DISPATCH_(fn, name, local, cond, args)                        \
+    do {                                                                  \
+        if (cond) {                                                       \
+            extern __typeof__(fn) local __asm__(TG_OTHER_SYMBOL(name));   \
+            return local args;                                            \
+        }                                                                 \
+    } while (0)
+
+/* PyTorch's promotion among the float tensors of x[0..n) (NULL and dead
+ * ones skipped): float64 when one is, else float32 when one is, else
+ * TG_DTYPE_COUNT. */
+tg_dtype tg_dtype_promoted(tg_tensor *const *x, int n);
+
+/* A standalone heap tensor of dtype dt, zero-filled, grad NULL. NULL
+ * (tg_error() says why) on a bad shape or dtype or out of memory.
+ * tg_tensor_alloc makes one of the program's default dtype. */
+tg_tensor *tg_tensor_alloc_dtype(tg_dtype dt, int ndim, const int *shape);
+static inline tg_tensor *tg_tensor_alloc(int ndim, const int *shape)
+{
+    return tg_tensor_alloc_dtype(TG_REAL_DTYPE, ndim, shape);
+}
 /* Frees a heap tensor; does nothing for NULL, arena tensors, parameters and
  * a tensor already freed (recently enough to be known: its header stays
  * allocated, marked dead, for the next 64 frees, so an op given it reports it). */
@@ -97,7 +124,11 @@ const char *tg_shape_str(const tg_tensor *x, char *buf);
 size_t tg_rows(const tg_tensor *x);
 int tg_cols(const tg_tensor *x);
 
-void tg_tensor_fill(tg_tensor *x, tg_real v);
+/* Every element set to v, converted to x's dtype. */
+void tg_tensor_fill(tg_tensor *x, double v);
+/* x's data when x has dtype dt, else NULL and tg_error() naming both dtypes:
+ *   int64_t *ids = tg_data(x, TG_I64); */
+void *tg_data(const tg_tensor *x, tg_dtype dt);
 
 /* A readable form of x like PyTorch's repr: the values in nested brackets
  * (more than 1000 elements: the first and last 3 along each dim, "..."

@@ -3,9 +3,6 @@
 
 #include "tensor.h"
 
-/* The library's precision, which the headers of a program reference (tensor.h). */
-const int TG_PRECISION_MARK = 1;
-
 #define TG_STR_(x) #x
 #define TG_STR(x) TG_STR_(x)
 

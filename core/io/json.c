@@ -8,7 +8,7 @@
  * section); the offsets, sorted, tile the data section exactly. Nothing is
  * allocated for tensor data here. */
 #include "json.h"
-#include "dtype.h"
+#include "elements.h"
 
 #include <cjson/cJSON.h>
 #include <pthread.h>
@@ -253,7 +253,7 @@ static int entry_offsets(const cJSON *c, entry *e, uint64_t data_len, const char
     if (e->end - e->begin != bytes)
         return tg_error_set("%s: tensor '%s': data_offsets [%llu, %llu] do not match dtype %s and shape %s (%llu bytes)",
                             what, e->name, (unsigned long long)e->begin, (unsigned long long)e->end,
-                            tg_dtype_name(e->dtype), shape_str(e, sb), (unsigned long long)bytes);
+                            tg_st_dtype_name(e->dtype), shape_str(e, sb), (unsigned long long)bytes);
     if (e->end > data_len)
         return tg_error_set("%s: tensor '%s': data_offsets [%llu, %llu] run past the end of the data (%llu "
                             "bytes; truncated file?)",

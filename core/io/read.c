@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "dtype.h"
+#include "elements.h"
 #include "json.h"
 #include "../engine/alloc.h"
 #include "../engine/error.h"
@@ -88,7 +88,7 @@ const int64_t *tg_st_ints(const tg_safetensors *s, const char *name)
     if (i < 0) return tg_error_set("tg_st_ints: no tensor '%s'", name ? name : "(NULL)"), NULL;
     if (!s->extra[i].ints)
         return tg_error_set("tg_st_ints: tensor '%s' is %s, not an integer dtype (read it as tg_real with tg_st_get)",
-                            name, tg_dtype_name(s->extra[i].dtype)), NULL;
+                            name, tg_st_dtype_name(s->extra[i].dtype)), NULL;
     return s->extra[i].ints;
 }
 

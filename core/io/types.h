@@ -4,13 +4,14 @@
 #ifndef TAPEGRAD_IO_TYPES_H
 #define TAPEGRAD_IO_TYPES_H
 
+#include "../engine/dtype.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* The safetensors dtypes tapegrad reads; it writes the four float ones. */
-typedef enum tg_dtype { TG_F32, TG_F64, TG_F16, TG_BF16, TG_I32, TG_I64, TG_U8, TG_BOOL } tg_dtype;
-const char *tg_dtype_name(tg_dtype dt); /* "F32", "BF16", ...; "?" for no dtype */
+/* A safetensors dtype's name in a file: "F32", "BF16", ...; "?" for no dtype. */
+const char *tg_st_dtype_name(tg_dtype dt);
 
 /* What a read verifies of the checksums ("tapegrad.crc32", core/io/io.h). */
 typedef enum tg_st_verify {

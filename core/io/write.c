@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "dtype.h"
+#include "elements.h"
 #include "json.h"
 #include "../engine/alloc.h"
 #include "../engine/error.h"
@@ -60,7 +60,7 @@ static bool add_checksums(cJSON *meta, const tg_safetensors *s, tg_dtype dtype)
         }
         for (size_t i = 0; i < nt; i++) {
             const tg_tensor *x = tg_st_at(s, (int)i);
-            items[nm + i] = (tg_st_item){x->name, tg_dtype_name(dtype), x->ndim, x->shape};
+            items[nm + i] = (tg_st_item){x->name, tg_st_dtype_name(dtype), x->ndim, x->shape};
             crcs[i] = data_crc(x, dtype);
         }
         table = tg_st_checksum_table(items, nm, nt, crcs);
@@ -101,7 +101,7 @@ static cJSON *header_json(const tg_safetensors *s, tg_dtype dtype, size_t *data_
     for (int i = 0; i < tg_st_count(s); i++) {
         const tg_tensor *x = tg_st_at(s, i);
         size_t bytes = x->size * tg_st_dtype_size(dtype); /* <= the in-memory size: no overflow */
-        if (!add_entry(root, x, tg_dtype_name(dtype), off, off + bytes)) goto oom;
+        if (!add_entry(root, x, tg_st_dtype_name(dtype), off, off + bytes)) goto oom;
         off += bytes;
     }
     *data_len = off;
@@ -167,7 +167,7 @@ static int check_args(const char *fn, const tg_safetensors *s, const void *dst, 
 {
     if (!s || !dst) return tg_error_set("%s: %s is NULL", fn, !s ? "the set" : "the destination");
     if (dtype != TG_F32 && dtype != TG_F64 && dtype != TG_F16 && dtype != TG_BF16)
-        return tg_error_set("%s: dtype %s cannot be written (F32, F64, F16 or BF16)", fn, tg_dtype_name(dtype));
+        return tg_error_set("%s: dtype %s cannot be written (F32, F64, F16 or BF16)", fn, tg_st_dtype_name(dtype));
     return 0;
 }
 

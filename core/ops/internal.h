@@ -244,4 +244,10 @@ bool tg_along_dim(tg_tape *t, const char *op, const tg_tensor *a, int dim, int *
 tg_tensor *tg_along_apply(tg_tape *t, const tg_along_kind *k, tg_tensor *a, int d, size_t m, bool keep,
                           const double *p, tg_tensor **idx_out);
 
+/* PyTorch's type promotion, after TG_DISPATCH_PROMOTED: in the float64 copy
+ * every live float32 operand x[k] becomes float64 (tg_to, so the grad flows
+ * back converted). A bad operand is left to tg_inputs_check, or refused
+ * under op's name. false on an error. */
+bool tg_promote(tg_tape *t, const tg_op *op, tg_tensor **x, int n);
+
 #endif

@@ -3,7 +3,7 @@
 # the library (and seqtask) sources, then runs it.
 #
 #   tests/fuzz/run.sh [SECONDS] [more libFuzzer flags]     default 60 seconds
-#   DOUBLE=1 tests/fuzz/run.sh 600                          tg_real = double
+#   DOUBLE=1 tests/fuzz/run.sh 600                          a float64 program (tg_real = double)
 #   TARGET=data tests/fuzz/run.sh 600                       seqtask --data files
 #   TARGET=args tests/fuzz/run.sh 600                       seqtask command lines
 #   FUZZ_OUT=dir tests/fuzz/run.sh                          build/work dir
@@ -21,7 +21,7 @@ shift $(( $# > 0 ? 1 : 0 ))
 target=${TARGET:-safetensors}
 case $target in
   safetensors) out=${FUZZ_OUT:-/tmp/tapegrad-fuzz}
-    srcs=(core/io/read.c core/io/json.c core/io/write.c core/engine/error.c core/engine/alloc.c core/engine/tensor.c core/engine/params.c core/engine/named.c core/io/checksum.c core/io/dtype.c core/engine/version.c)
+    srcs=(core/io/read.c core/io/json.c core/io/write.c core/engine/error.c core/engine/alloc.c core/engine/tensor.c core/engine/params.c core/engine/named.c core/io/checksum.c core/io/elements.c core/engine/dtype.c core/engine/version.c)
     extra=(-dict="$here/safetensors.dict") ;;
   data) out=${FUZZ_OUT:-/tmp/tapegrad-fuzz-data}
     srcs=(examples/seqtask/data.c core/engine/alloc.c core/engine/error.c core/engine/version.c)

@@ -48,16 +48,21 @@ if [ $kind = shared ] && readelf -d "$libdir/libtapegrad.so.0" | grep -q 'libmpi
 # Headers: only include/tapegrad, no internal header, each one self-contained
 # in C and C++, and every one that declares something inside extern "C".
 [ "$(ls "$prefix/include")" = tapegrad ] || fail "include/ holds more than tapegrad/"
-for h in blas.h gemm.h vmath.h internal.h json.h dtype.h named.h spin.h; do
+for h in blas.h gemm.h vmath.h internal.h json.h elements.h named.h spin.h; do
   [ -z "$(find "$prefix/include" -name "$h")" ] || fail "internal header $h installed"
 done
 cflags=$(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --cflags tapegrad)
 while IFS= read -r h; do
   rel=${h#"$prefix/include/"}
-  # shellcheck disable=SC2086
-  echo "#include <$rel>" | cc -std=c11 -fsyntax-only $warn $cflags -x c - || fail "$rel does not compile alone as C"
-  # shellcheck disable=SC2086
-  echo "#include <$rel>" | c++ -fsyntax-only $warn $cflags -x c++ - || fail "$rel does not compile alone as C++"
+  # (a declaration after it: core/engine/f64_names.h alone holds only macros)
+  for dt in "" -DTAPEGRAD_DOUBLE; do
+    # shellcheck disable=SC2086
+    printf '#include <%s>\ntypedef int header_check;\n' "$rel" | cc -std=c11 -fsyntax-only $warn $cflags $dt -x c - ||
+      fail "$rel does not compile alone as C ${dt:+with $dt}"
+    # shellcheck disable=SC2086
+    printf '#include <%s>\ntypedef int header_check;\n' "$rel" | c++ -fsyntax-only $warn $cflags $dt -x c++ - ||
+      fail "$rel does not compile alone as C++ ${dt:+with $dt}"
+  done
   if grep -qE '^[a-z].*\(' "$h" && ! grep -q 'extern "C"' "$h"; then fail "$rel declares functions without extern \"C\""; fi
 done < <(find "$prefix/include" -name '*.h')
 

@@ -37,6 +37,7 @@ static int diag_len(long long r, long long c, long long k, ptrdiff_t s1, ptrdiff
 
 tg_tensor *tg_diagonal(tg_tape *t, tg_tensor *a, int offset, int dim1, int dim2)
 {
+    TG_DISPATCH(tg_diagonal, a, (t, a, offset, dim1, dim2));
     const char *op = diagonal_op.name;
     if (!tg_inputs_check(t, &diagonal_op, &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR];
@@ -59,6 +60,7 @@ tg_tensor *tg_diagonal(tg_tape *t, tg_tensor *a, int offset, int dim1, int dim2)
 
 tg_tensor *tg_diag_embed(tg_tape *t, tg_tensor *a, int offset, int dim1, int dim2)
 {
+    TG_DISPATCH(tg_diag_embed, a, (t, a, offset, dim1, dim2));
     const char *op = diag_embed_op.name;
     if (!tg_inputs_check(t, &diag_embed_op, &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR];

@@ -146,6 +146,7 @@ TG_OP(matmul_op, "tg_matmul", matmul_backward, mm_dims);
 
 tg_tensor *tg_matmul(tg_tape *t, tg_tensor *a, tg_tensor *b, tg_tensor *bias, unsigned flags)
 {
+    TG_DISPATCH(tg_matmul, a, (t, a, b, bias, flags));
     tg_tensor *in[3] = {a, b, bias};
     if (!tg_inputs_check(t, &matmul_op, in, 3, 2)) return NULL;
     mm_dims d;

@@ -60,13 +60,22 @@ static tg_tensor *tri(tg_tape *t, tg_tensor *a, int k, bool upper)
     return tg_op_done(t, rec, out);
 }
 
-tg_tensor *tg_tril(tg_tape *t, tg_tensor *a, int diagonal) { return tri(t, a, diagonal, false); }
-tg_tensor *tg_triu(tg_tape *t, tg_tensor *a, int diagonal) { return tri(t, a, diagonal, true); }
+tg_tensor *tg_tril(tg_tape *t, tg_tensor *a, int diagonal)
+{
+    TG_DISPATCH(tg_tril, a, (t, a, diagonal));
+    return tri(t, a, diagonal, false);
+}
+tg_tensor *tg_triu(tg_tape *t, tg_tensor *a, int diagonal)
+{
+    TG_DISPATCH(tg_triu, a, (t, a, diagonal));
+    return tri(t, a, diagonal, true);
+}
 
 TG_OP(diag_op, "tg_diag", tg_map_op_backward, tg_map_ctx);
 
 tg_tensor *tg_diag(tg_tape *t, tg_tensor *a, int diagonal)
 {
+    TG_DISPATCH(tg_diag, a, (t, a, diagonal));
     const char *op = diag_op.name;
     if (!tg_inputs_check(t, &diag_op, &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR];

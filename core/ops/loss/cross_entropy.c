@@ -148,11 +148,13 @@ static tg_tensor *cross_entropy(tg_tape *t, tg_tensor *logits, const int32_t *ta
 
 tg_tensor *tg_cross_entropy(tg_tape *t, tg_tensor *logits, const int32_t *targets, int n, int ignore_index)
 {
+    TG_DISPATCH(tg_cross_entropy, logits, (t, logits, targets, n, ignore_index));
     return cross_entropy(t, logits, targets, n, ignore_index, &cross_entropy_op);
 }
 
 tg_tensor *tg_cross_entropy_sum(tg_tape *t, tg_tensor *logits, const int32_t *targets, int n, int ignore_index)
 {
+    TG_DISPATCH(tg_cross_entropy_sum, logits, (t, logits, targets, n, ignore_index));
     return cross_entropy(t, logits, targets, n, ignore_index, &cross_entropy_sum_op);
 }
 
@@ -317,10 +319,12 @@ static tg_tensor *ce_ex(tg_tape *t, const tg_op *op, tg_tensor *x, const int32_t
 tg_tensor *tg_cross_entropy_ex(tg_tape *t, tg_tensor *logits, const int32_t *targets, int n, tg_tensor *probs,
                                const tg_ce_opts *opts)
 {
+    TG_DISPATCH(tg_cross_entropy_ex, logits, (t, logits, targets, n, probs, opts));
     return ce_ex(t, &ce_ex_op, logits, targets, n, probs, opts);
 }
 
 tg_tensor *tg_nll_loss(tg_tape *t, tg_tensor *logp, const int32_t *targets, int n, const tg_ce_opts *opts)
 {
+    TG_DISPATCH(tg_nll_loss, logp, (t, logp, targets, n, opts));
     return ce_ex(t, &nll_op, logp, targets, n, NULL, opts);
 }

@@ -68,6 +68,7 @@ TG_OP(adaptive_op, "tg_adaptive_avg_pool2d", adaptive_backward, adaptive_ctx);
 
 tg_tensor *tg_adaptive_avg_pool2d(tg_tape *t, tg_tensor *x, int oh, int ow)
 {
+    TG_DISPATCH(tg_adaptive_avg_pool2d, x, (t, x, oh, ow));
     if (!tg_inputs_check(t, &adaptive_op, &x, 1, 1)) return NULL;
     char sx[TG_SHAPE_STR];
     if (x->ndim != 3 && x->ndim != 4)

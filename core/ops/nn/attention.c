@@ -551,6 +551,7 @@ static sdpa_lay lay_contig(const sdpa_dims *d, int L, int w, int in, int group)
 tg_tensor *tg_sdpa(tg_tape *t, tg_tensor *q, tg_tensor *k, tg_tensor *v,
                    const tg_sdpa_opts *opts, tg_tensor **weights)
 {
+    TG_DISPATCH(tg_sdpa, q, (t, q, k, v, opts, weights));
     static const tg_sdpa_opts defaults = {0};
     const tg_sdpa_opts *o = opts ? opts : &defaults;
     tg_tensor *in[4] = {q, k, v, o->bias};
@@ -632,6 +633,7 @@ static sdpa_lay lay_packed(int L, int C, int col, int w, int in, int group)
 tg_tensor *tg_sdpa_heads(tg_tape *t, tg_tensor *xq, tg_tensor *xkv, const tg_sdpa_layout *lay,
                          const tg_sdpa_opts *opts, tg_tensor **weights)
 {
+    TG_DISPATCH(tg_sdpa_heads, xq, (t, xq, xkv, lay, opts, weights));
     static const tg_sdpa_opts defaults = {0};
     const tg_sdpa_opts *o = opts ? opts : &defaults;
     tg_tensor *in[3] = {xq, xkv, o->bias};
@@ -664,6 +666,7 @@ TG_OP_NO_GRAD(sdpa_decode_op, "tg_sdpa_decode");
 tg_tensor *tg_sdpa_decode(tg_tape *t, tg_tensor *xq, tg_tensor *cache, const tg_sdpa_layout *lay,
                           const int32_t *pos, const tg_sdpa_opts *opts)
 {
+    TG_DISPATCH(tg_sdpa_decode, xq, (t, xq, cache, lay, pos, opts));
     char sx[TG_SHAPE_STR];
     int Hkv;
     if (!tg_inputs_check(t, &sdpa_decode_op, (tg_tensor *const[]){xq, cache}, 2, 2)) return NULL;

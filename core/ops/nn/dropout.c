@@ -37,6 +37,7 @@ TG_OP(dropout_op, "tg_dropout", dropout_backward, dropout_ctx);
 
 tg_tensor *tg_dropout(tg_tape *t, tg_tensor *a, double p, tg_rng *rng)
 {
+    TG_DISPATCH(tg_dropout, a, (t, a, p, rng));
     if (!tg_inputs_check(t, &dropout_op, &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR];
     if (!(p >= 0 && p < 1))

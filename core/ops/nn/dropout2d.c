@@ -32,6 +32,7 @@ TG_OP(dropout2d_op, "tg_dropout2d", dropout2d_backward, dropout2d_ctx);
 
 tg_tensor *tg_dropout2d(tg_tape *t, tg_tensor *x, double p, tg_rng *rng)
 {
+    TG_DISPATCH(tg_dropout2d, x, (t, x, p, rng));
     if (!tg_inputs_check(t, &dropout2d_op, &x, 1, 1)) return NULL;
     char sx[TG_SHAPE_STR];
     if (!(p >= 0 && p < 1))

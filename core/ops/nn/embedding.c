@@ -39,6 +39,7 @@ static int64_t id_at(const tg_index *ids, size_t i)
 
 tg_tensor *tg_embedding(tg_tape *t, tg_tensor *weight, const tg_index *ids)
 {
+    TG_DISPATCH(tg_embedding, weight, (t, weight, ids));
     if (!tg_inputs_check(t, &embedding_op, &weight, 1, 1)) return NULL;
     if (!ids) return tg_fail_null(t, embedding_op.name);
     char sw[TG_SHAPE_STR], si[TG_SHAPE_STR];

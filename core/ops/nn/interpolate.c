@@ -100,6 +100,7 @@ TG_OP(interpolate_op, "tg_interpolate", interpolate_backward, interp_ctx);
 
 tg_tensor *tg_interpolate(tg_tape *t, tg_tensor *x, const tg_interp_opts *opts)
 {
+    TG_DISPATCH(tg_interpolate, x, (t, x, opts));
     if (!tg_inputs_check(t, &interpolate_op, &x, 1, 1)) return NULL;
     char sx[TG_SHAPE_STR];
     if (!opts) return tg_op_fail(t, &interpolate_op, "opts is NULL (the size or scale has no default)");

@@ -268,20 +268,24 @@ static tg_tensor *pool(tg_tape *t, const tg_op *op, int nd, bool max, tg_tensor 
 
 tg_tensor *tg_avg_pool2d(tg_tape *t, tg_tensor *x, const tg_pool_opts *opts)
 {
+    TG_DISPATCH(tg_avg_pool2d, x, (t, x, opts));
     return pool(t, &avg_pool2d_op, 2, false, x, opts);
 }
 
 tg_tensor *tg_avg_pool1d(tg_tape *t, tg_tensor *x, const tg_pool_opts *opts)
 {
+    TG_DISPATCH(tg_avg_pool1d, x, (t, x, opts));
     return pool(t, &avg_pool1d_op, 1, false, x, opts);
 }
 
 tg_tensor *tg_max_pool2d(tg_tape *t, tg_tensor *x, const tg_pool_opts *opts)
 {
+    TG_DISPATCH(tg_max_pool2d, x, (t, x, opts));
     return pool(t, &max_pool2d_op, 2, true, x, opts);
 }
 
 tg_tensor *tg_max_pool1d(tg_tape *t, tg_tensor *x, const tg_pool_opts *opts)
 {
+    TG_DISPATCH(tg_max_pool1d, x, (t, x, opts));
     return pool(t, &max_pool1d_op, 1, true, x, opts);
 }

@@ -141,6 +141,7 @@ TG_OP(rope_op, "tg_rope", rope_backward, rope_ctx);
 
 tg_tensor *tg_rope(tg_tape *t, tg_tensor *x, const tg_rope_opts *opts)
 {
+    TG_DISPATCH(tg_rope, x, (t, x, opts));
     if (!tg_inputs_check(t, &rope_op, &x, 1, 1)) return NULL;
     if (!opts) return tg_op_fail(t, &rope_op, "opts is NULL");
     char sx[TG_SHAPE_STR];

@@ -146,6 +146,7 @@ static tg_tensor *finish(tg_tape *t, const tg_op *op, tg_tensor *a, tg_tensor *o
 
 tg_tensor *tg_softmax(tg_tape *t, tg_tensor *a)
 {
+    TG_DISPATCH(tg_softmax, a, (t, a));
     if (!tg_inputs_check(t, &softmax_op, &a, 1, 1)) return NULL;
     tg_tensor *out = tg_new_like(t, &softmax_op, a);
     if (!out) return NULL;
@@ -173,6 +174,7 @@ TG_OP(log_softmax_op, "tg_log_softmax", log_softmax_backward, softmax_ctx);
 
 tg_tensor *tg_log_softmax(tg_tape *t, tg_tensor *a)
 {
+    TG_DISPATCH(tg_log_softmax, a, (t, a));
     if (!tg_inputs_check(t, &log_softmax_op, &a, 1, 1)) return NULL;
     tg_tensor *out = tg_new_like(t, &log_softmax_op, a);
     if (!out) return NULL;
@@ -193,6 +195,7 @@ tg_tensor *tg_log_softmax(tg_tape *t, tg_tensor *a)
 /* Scores a [B, H, Lq, Lk] (3-D: H = 1, 2-D: B = H = 1); out has a's shape. */
 tg_tensor *tg_softmax_masked(tg_tape *t, tg_tensor *a, const tg_mask *mask, double scale)
 {
+    TG_DISPATCH(tg_softmax_masked, a, (t, a, mask, scale));
     if (!tg_inputs_check(t, &softmax_masked_op, &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR], what[TG_SHAPE_STR + 8];
     snprintf(what, sizeof what, "a %s", tg_shape_str(a, sa));

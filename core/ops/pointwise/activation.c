@@ -46,10 +46,26 @@ static const tg_pw_kind relu_k = TG_PW_VEC_KIND("tg_relu", relu, 0.1), gelu_k = 
                         tanh_k = TG_PW_VEC_KIND("tg_tanh", tanh, 0.9),
                         sigmoid_k = TG_PW_VEC_KIND("tg_sigmoid", sigmoid, 0.9);
 
-tg_tensor *tg_relu(tg_tape *t, tg_tensor *a) { return tg_pw_apply(t, &relu_k, &a, NULL); }
-tg_tensor *tg_gelu(tg_tape *t, tg_tensor *a) { return tg_pw_apply(t, &gelu_k, &a, NULL); }
-tg_tensor *tg_tanh(tg_tape *t, tg_tensor *a) { return tg_pw_apply(t, &tanh_k, &a, NULL); }
-tg_tensor *tg_sigmoid(tg_tape *t, tg_tensor *a) { return tg_pw_apply(t, &sigmoid_k, &a, NULL); }
+tg_tensor *tg_relu(tg_tape *t, tg_tensor *a)
+{
+    TG_DISPATCH(tg_relu, a, (t, a));
+    return tg_pw_apply(t, &relu_k, &a, NULL);
+}
+tg_tensor *tg_gelu(tg_tape *t, tg_tensor *a)
+{
+    TG_DISPATCH(tg_gelu, a, (t, a));
+    return tg_pw_apply(t, &gelu_k, &a, NULL);
+}
+tg_tensor *tg_tanh(tg_tape *t, tg_tensor *a)
+{
+    TG_DISPATCH(tg_tanh, a, (t, a));
+    return tg_pw_apply(t, &tanh_k, &a, NULL);
+}
+tg_tensor *tg_sigmoid(tg_tape *t, tg_tensor *a)
+{
+    TG_DISPATCH(tg_sigmoid, a, (t, a));
+    return tg_pw_apply(t, &sigmoid_k, &a, NULL);
+}
 
 /* ---- in double ------------------------------------------------------------------ */
 
@@ -163,9 +179,14 @@ static tg_tensor *act(tg_tape *t, const tg_pw_kind *k, tg_tensor *a, double p0, 
     return tg_pw_apply(t, k, &a, (double[TG_PW_PARAMS]){p0, p1, p2});
 }
 
-tg_tensor *tg_silu(tg_tape *t, tg_tensor *a) { return act(t, &silu_k, a, 0, 0, 0); }
+tg_tensor *tg_silu(tg_tape *t, tg_tensor *a)
+{
+    TG_DISPATCH(tg_silu, a, (t, a));
+    return act(t, &silu_k, a, 0, 0, 0);
+}
 tg_tensor *tg_softplus(tg_tape *t, tg_tensor *a, double beta, double threshold)
 {
+    TG_DISPATCH(tg_softplus, a, (t, a, beta, threshold));
     if (t && (!(beta != 0) || isnan(threshold)))
         return tg_op_fail(t, &softplus_k.op, "beta must be nonzero and threshold not NaN (beta %g, threshold %g)", beta,
                           threshold);
@@ -173,31 +194,56 @@ tg_tensor *tg_softplus(tg_tape *t, tg_tensor *a, double beta, double threshold)
 }
 tg_tensor *tg_leaky_relu(tg_tape *t, tg_tensor *a, double negative_slope)
 {
+    TG_DISPATCH(tg_leaky_relu, a, (t, a, negative_slope));
     if (t && isnan(negative_slope)) return tg_op_fail(t, &leaky_k.op, "negative_slope is NaN");
     return act(t, &leaky_k, a, negative_slope, 0, 0);
 }
 tg_tensor *tg_elu(tg_tape *t, tg_tensor *a, double alpha)
 {
+    TG_DISPATCH(tg_elu, a, (t, a, alpha));
     if (t && isnan(alpha)) return tg_op_fail(t, &elu_k.op, "alpha is NaN");
     return act(t, &elu_k, a, alpha, 1, 1);
 }
 tg_tensor *tg_selu(tg_tape *t, tg_tensor *a)
 {
+    TG_DISPATCH(tg_selu, a, (t, a));
     return act(t, &selu_k, a, 1.6732632423543772848170429916717, 1.0507009873554804934193349852946, 1);
 }
 tg_tensor *tg_celu(tg_tape *t, tg_tensor *a, double alpha)
 {
+    TG_DISPATCH(tg_celu, a, (t, a, alpha));
     if (t && !(alpha != 0)) return tg_op_fail(t, &celu_k.op, "alpha must be nonzero (got %g): celu divides by it", alpha);
     return act(t, &celu_k, a, alpha, 1, 1 / alpha);
 }
-tg_tensor *tg_mish(tg_tape *t, tg_tensor *a) { return act(t, &mish_k, a, 0, 0, 0); }
-tg_tensor *tg_hardswish(tg_tape *t, tg_tensor *a) { return act(t, &hswish_k, a, 0, 0, 0); }
-tg_tensor *tg_hardsigmoid(tg_tape *t, tg_tensor *a) { return act(t, &hsigmoid_k, a, 0, 0, 0); }
+tg_tensor *tg_mish(tg_tape *t, tg_tensor *a)
+{
+    TG_DISPATCH(tg_mish, a, (t, a));
+    return act(t, &mish_k, a, 0, 0, 0);
+}
+tg_tensor *tg_hardswish(tg_tape *t, tg_tensor *a)
+{
+    TG_DISPATCH(tg_hardswish, a, (t, a));
+    return act(t, &hswish_k, a, 0, 0, 0);
+}
+tg_tensor *tg_hardsigmoid(tg_tape *t, tg_tensor *a)
+{
+    TG_DISPATCH(tg_hardsigmoid, a, (t, a));
+    return act(t, &hsigmoid_k, a, 0, 0, 0);
+}
 tg_tensor *tg_hardtanh(tg_tape *t, tg_tensor *a, double min_val, double max_val)
 {
+    TG_DISPATCH(tg_hardtanh, a, (t, a, min_val, max_val));
     if (t && !(min_val <= max_val))
         return tg_op_fail(t, &htanh_k.op, "min_val %g must not exceed max_val %g (nor be NaN)", min_val, max_val);
     return act(t, &htanh_k, a, min_val, max_val, 0);
 }
-tg_tensor *tg_softsign(tg_tape *t, tg_tensor *a) { return act(t, &softsign_k, a, 0, 0, 0); }
-tg_tensor *tg_gelu_tanh(tg_tape *t, tg_tensor *a) { return act(t, &gelu_tanh_k, a, 0, 0, 0); }
+tg_tensor *tg_softsign(tg_tape *t, tg_tensor *a)
+{
+    TG_DISPATCH(tg_softsign, a, (t, a));
+    return act(t, &softsign_k, a, 0, 0, 0);
+}
+tg_tensor *tg_gelu_tanh(tg_tape *t, tg_tensor *a)
+{
+    TG_DISPATCH(tg_gelu_tanh, a, (t, a));
+    return act(t, &gelu_tanh_k, a, 0, 0, 0);
+}

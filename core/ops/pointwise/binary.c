@@ -254,7 +254,8 @@ static tg_tensor *binary(tg_tape *t, tg_tensor *a, tg_tensor *b, int kind)
 {
     const tg_op *op = &binary_ops[kind];
     tg_tensor *in[2] = {a, b};
-    if (!tg_inputs_check(t, op, in, 2, 2)) return NULL;
+    if (!tg_promote(t, op, in, 2) || !tg_inputs_check(t, op, in, 2, 2)) return NULL;
+    a = in[0], b = in[1];
     int nd, shape[TG_MAX_DIMS];
     bcast bc;
     if (!bcast_plan(a, b, &nd, shape, &bc)) {
@@ -270,12 +271,17 @@ static tg_tensor *binary(tg_tape *t, tg_tensor *a, tg_tensor *b, int kind)
     return tg_op_done(t, op, out);
 }
 
-tg_tensor *tg_add(tg_tape *t, tg_tensor *a, tg_tensor *b) { return binary(t, a, b, OP_ADD); }
+tg_tensor *tg_add(tg_tape *t, tg_tensor *a, tg_tensor *b)
+{
+    TG_DISPATCH_PROMOTED(tg_add, (t, a, b), a, b);
+    return binary(t, a, b, OP_ADD);
+}
 
 /* Declared in core/ops/internal.h. The output is a new tensor whose data is
  * a's; the backward is tg_add's (it reads no values). */
 tg_tensor *tg_add_inplace(tg_tape *t, tg_tensor *a, tg_tensor *b)
 {
+    TG_DISPATCH(tg_add_inplace, a, (t, a, b));
     const char *op = add_inplace_op.name;
     tg_tensor *in[2] = {a, b};
     if (!tg_inputs_check(t, &add_inplace_op, in, 2, 2)) return NULL;
@@ -290,6 +296,7 @@ tg_tensor *tg_add_inplace(tg_tape *t, tg_tensor *a, tg_tensor *b)
     tg_tensor *out = tg_new_header(t, op);
     if (!out) return NULL;
     tg_tensor_set_shape(out, a->ndim, a->shape, a->size);
+    out->dtype = a->dtype;
     out->data = a->data;
     binary_job j = {&bc, OP_ADD, 0, out->data, NULL, a->data, b->data, NULL, false};
     tg_parallel_range(out->size, BINARY_NS, binary_piece, &j);
@@ -297,6 +304,18 @@ tg_tensor *tg_add_inplace(tg_tape *t, tg_tensor *a, tg_tensor *b)
     return tg_op_done(t, &add_inplace_op, out);
 }
 
-tg_tensor *tg_sub(tg_tape *t, tg_tensor *a, tg_tensor *b) { return binary(t, a, b, OP_SUB); }
-tg_tensor *tg_mul(tg_tape *t, tg_tensor *a, tg_tensor *b) { return binary(t, a, b, OP_MUL); }
-tg_tensor *tg_div(tg_tape *t, tg_tensor *a, tg_tensor *b) { return binary(t, a, b, OP_DIV); }
+tg_tensor *tg_sub(tg_tape *t, tg_tensor *a, tg_tensor *b)
+{
+    TG_DISPATCH_PROMOTED(tg_sub, (t, a, b), a, b);
+    return binary(t, a, b, OP_SUB);
+}
+tg_tensor *tg_mul(tg_tape *t, tg_tensor *a, tg_tensor *b)
+{
+    TG_DISPATCH_PROMOTED(tg_mul, (t, a, b), a, b);
+    return binary(t, a, b, OP_MUL);
+}
+tg_tensor *tg_div(tg_tape *t, tg_tensor *a, tg_tensor *b)
+{
+    TG_DISPATCH_PROMOTED(tg_div, (t, a, b), a, b);
+    return binary(t, a, b, OP_DIV);
+}

@@ -83,22 +83,56 @@ static tg_tensor *pw2(tg_tape *t, const tg_pw_kind *k, tg_tensor *a, tg_tensor *
     return tg_pw_apply(t, k, (tg_tensor *[]){a, b}, p);
 }
 
-tg_tensor *tg_eq(tg_tape *t, tg_tensor *a, tg_tensor *b) { return pw2(t, &cmp_k[CMP_EQ], a, b, NULL); }
-tg_tensor *tg_ne(tg_tape *t, tg_tensor *a, tg_tensor *b) { return pw2(t, &cmp_k[CMP_NE], a, b, NULL); }
-tg_tensor *tg_lt(tg_tape *t, tg_tensor *a, tg_tensor *b) { return pw2(t, &cmp_k[CMP_LT], a, b, NULL); }
-tg_tensor *tg_le(tg_tape *t, tg_tensor *a, tg_tensor *b) { return pw2(t, &cmp_k[CMP_LE], a, b, NULL); }
-tg_tensor *tg_gt(tg_tape *t, tg_tensor *a, tg_tensor *b) { return pw2(t, &cmp_k[CMP_GT], a, b, NULL); }
-tg_tensor *tg_ge(tg_tape *t, tg_tensor *a, tg_tensor *b) { return pw2(t, &cmp_k[CMP_GE], a, b, NULL); }
-tg_tensor *tg_maximum(tg_tape *t, tg_tensor *a, tg_tensor *b) { return pw2(t, &maximum_k, a, b, NULL); }
-tg_tensor *tg_minimum(tg_tape *t, tg_tensor *a, tg_tensor *b) { return pw2(t, &minimum_k, a, b, NULL); }
+tg_tensor *tg_eq(tg_tape *t, tg_tensor *a, tg_tensor *b)
+{
+    TG_DISPATCH_PROMOTED(tg_eq, (t, a, b), a, b);
+    return pw2(t, &cmp_k[CMP_EQ], a, b, NULL);
+}
+tg_tensor *tg_ne(tg_tape *t, tg_tensor *a, tg_tensor *b)
+{
+    TG_DISPATCH_PROMOTED(tg_ne, (t, a, b), a, b);
+    return pw2(t, &cmp_k[CMP_NE], a, b, NULL);
+}
+tg_tensor *tg_lt(tg_tape *t, tg_tensor *a, tg_tensor *b)
+{
+    TG_DISPATCH_PROMOTED(tg_lt, (t, a, b), a, b);
+    return pw2(t, &cmp_k[CMP_LT], a, b, NULL);
+}
+tg_tensor *tg_le(tg_tape *t, tg_tensor *a, tg_tensor *b)
+{
+    TG_DISPATCH_PROMOTED(tg_le, (t, a, b), a, b);
+    return pw2(t, &cmp_k[CMP_LE], a, b, NULL);
+}
+tg_tensor *tg_gt(tg_tape *t, tg_tensor *a, tg_tensor *b)
+{
+    TG_DISPATCH_PROMOTED(tg_gt, (t, a, b), a, b);
+    return pw2(t, &cmp_k[CMP_GT], a, b, NULL);
+}
+tg_tensor *tg_ge(tg_tape *t, tg_tensor *a, tg_tensor *b)
+{
+    TG_DISPATCH_PROMOTED(tg_ge, (t, a, b), a, b);
+    return pw2(t, &cmp_k[CMP_GE], a, b, NULL);
+}
+tg_tensor *tg_maximum(tg_tape *t, tg_tensor *a, tg_tensor *b)
+{
+    TG_DISPATCH_PROMOTED(tg_maximum, (t, a, b), a, b);
+    return pw2(t, &maximum_k, a, b, NULL);
+}
+tg_tensor *tg_minimum(tg_tape *t, tg_tensor *a, tg_tensor *b)
+{
+    TG_DISPATCH_PROMOTED(tg_minimum, (t, a, b), a, b);
+    return pw2(t, &minimum_k, a, b, NULL);
+}
 
 tg_tensor *tg_where(tg_tape *t, tg_tensor *cond, tg_tensor *a, tg_tensor *b)
 {
+    TG_DISPATCH_PROMOTED(tg_where, (t, cond, a, b), cond, a, b);
     return tg_pw_apply(t, &where_k, (tg_tensor *[]){cond, a, b}, NULL);
 }
 
 /* out has the broadcast shape of a and mask, as PyTorch's out-of-place masked_fill */
 tg_tensor *tg_masked_fill(tg_tape *t, tg_tensor *a, tg_tensor *mask, double value)
 {
+    TG_DISPATCH_PROMOTED(tg_masked_fill, (t, a, mask, value), a, mask);
     return pw2(t, &fill_k, a, mask, (double[TG_PW_PARAMS]){value});
 }

@@ -71,15 +71,44 @@ static tg_tensor *vec(tg_tape *t, const tg_pw_kind *k, tg_tensor *a, double s, d
     return tg_pw_apply(t, k, &a, (double[TG_PW_PARAMS]){s, s2});
 }
 
-tg_tensor *tg_scale(tg_tape *t, tg_tensor *a, double s) { return vec(t, &scale_k, a, s, 0); }
-tg_tensor *tg_neg(tg_tape *t, tg_tensor *a) { return vec(t, &neg_k, a, 0, 0); }
-tg_tensor *tg_abs(tg_tape *t, tg_tensor *a) { return vec(t, &abs_k, a, 0, 0); }
-tg_tensor *tg_exp(tg_tape *t, tg_tensor *a) { return vec(t, &exp_k, a, 0, 0); }
-tg_tensor *tg_log(tg_tape *t, tg_tensor *a) { return vec(t, &log_k, a, 0, 0); }
-tg_tensor *tg_sqrt(tg_tape *t, tg_tensor *a) { return vec(t, &sqrt_k, a, 0, 0); }
-tg_tensor *tg_pow(tg_tape *t, tg_tensor *a, double p) { return vec(t, &pow_scalar_k, a, p, 0); }
+tg_tensor *tg_scale(tg_tape *t, tg_tensor *a, double s)
+{
+    TG_DISPATCH(tg_scale, a, (t, a, s));
+    return vec(t, &scale_k, a, s, 0);
+}
+tg_tensor *tg_neg(tg_tape *t, tg_tensor *a)
+{
+    TG_DISPATCH(tg_neg, a, (t, a));
+    return vec(t, &neg_k, a, 0, 0);
+}
+tg_tensor *tg_abs(tg_tape *t, tg_tensor *a)
+{
+    TG_DISPATCH(tg_abs, a, (t, a));
+    return vec(t, &abs_k, a, 0, 0);
+}
+tg_tensor *tg_exp(tg_tape *t, tg_tensor *a)
+{
+    TG_DISPATCH(tg_exp, a, (t, a));
+    return vec(t, &exp_k, a, 0, 0);
+}
+tg_tensor *tg_log(tg_tape *t, tg_tensor *a)
+{
+    TG_DISPATCH(tg_log, a, (t, a));
+    return vec(t, &log_k, a, 0, 0);
+}
+tg_tensor *tg_sqrt(tg_tape *t, tg_tensor *a)
+{
+    TG_DISPATCH(tg_sqrt, a, (t, a));
+    return vec(t, &sqrt_k, a, 0, 0);
+}
+tg_tensor *tg_pow(tg_tape *t, tg_tensor *a, double p)
+{
+    TG_DISPATCH(tg_pow, a, (t, a, p));
+    return vec(t, &pow_scalar_k, a, p, 0);
+}
 tg_tensor *tg_clamp(tg_tape *t, tg_tensor *a, double lo, double hi)
 {
+    TG_DISPATCH(tg_clamp, a, (t, a, lo, hi));
     if (t && (isnan(lo) || isnan(hi))) return tg_op_fail(t, &clamp_k.op, "bounds must not be NaN (lo %g, hi %g)", lo, hi);
     return vec(t, &clamp_k, a, lo, hi);
 }
@@ -193,40 +222,109 @@ static const tg_pw_kind remainder_k = TG_PW_KIND("tg_remainder", 2, 3, remainder
 static const tg_pw_kind fmod_k = TG_PW_KIND("tg_fmod", 2, 3, fmod_f, fmod_d);
 static const tg_pw_kind lerp_k = TG_PW_KIND("tg_lerp", 3, 7, lerp_f, lerp_d);
 
-tg_tensor *tg_sin(tg_tape *t, tg_tensor *a) { return tg_pw_apply(t, &sin_k, &a, NULL); }
-tg_tensor *tg_cos(tg_tape *t, tg_tensor *a) { return tg_pw_apply(t, &cos_k, &a, NULL); }
-tg_tensor *tg_exp2(tg_tape *t, tg_tensor *a) { return tg_pw_apply(t, &exp2_k, &a, NULL); }
-tg_tensor *tg_log2(tg_tape *t, tg_tensor *a) { return tg_pw_apply(t, &log2_k, &a, NULL); }
-tg_tensor *tg_log10(tg_tape *t, tg_tensor *a) { return tg_pw_apply(t, &log10_k, &a, NULL); }
-tg_tensor *tg_log1p(tg_tape *t, tg_tensor *a) { return tg_pw_apply(t, &log1p_k, &a, NULL); }
-tg_tensor *tg_expm1(tg_tape *t, tg_tensor *a) { return tg_pw_apply(t, &expm1_k, &a, NULL); }
-tg_tensor *tg_sign(tg_tape *t, tg_tensor *a) { return tg_pw_apply(t, &sign_k, &a, NULL); }
-tg_tensor *tg_reciprocal(tg_tape *t, tg_tensor *a) { return tg_pw_apply(t, &recip_k, &a, NULL); }
-tg_tensor *tg_rsqrt(tg_tape *t, tg_tensor *a) { return tg_pw_apply(t, &rsqrt_k, &a, NULL); }
-tg_tensor *tg_square(tg_tape *t, tg_tensor *a) { return tg_pw_apply(t, &square_k, &a, NULL); }
-tg_tensor *tg_erf(tg_tape *t, tg_tensor *a) { return tg_pw_apply(t, &erf_k, &a, NULL); }
-tg_tensor *tg_floor(tg_tape *t, tg_tensor *a) { return tg_pw_apply(t, &floor_k, &a, NULL); }
-tg_tensor *tg_ceil(tg_tape *t, tg_tensor *a) { return tg_pw_apply(t, &ceil_k, &a, NULL); }
-tg_tensor *tg_trunc(tg_tape *t, tg_tensor *a) { return tg_pw_apply(t, &trunc_k, &a, NULL); }
-tg_tensor *tg_round(tg_tape *t, tg_tensor *a) { return tg_pw_apply(t, &round_k, &a, NULL); }
+tg_tensor *tg_sin(tg_tape *t, tg_tensor *a)
+{
+    TG_DISPATCH(tg_sin, a, (t, a));
+    return tg_pw_apply(t, &sin_k, &a, NULL);
+}
+tg_tensor *tg_cos(tg_tape *t, tg_tensor *a)
+{
+    TG_DISPATCH(tg_cos, a, (t, a));
+    return tg_pw_apply(t, &cos_k, &a, NULL);
+}
+tg_tensor *tg_exp2(tg_tape *t, tg_tensor *a)
+{
+    TG_DISPATCH(tg_exp2, a, (t, a));
+    return tg_pw_apply(t, &exp2_k, &a, NULL);
+}
+tg_tensor *tg_log2(tg_tape *t, tg_tensor *a)
+{
+    TG_DISPATCH(tg_log2, a, (t, a));
+    return tg_pw_apply(t, &log2_k, &a, NULL);
+}
+tg_tensor *tg_log10(tg_tape *t, tg_tensor *a)
+{
+    TG_DISPATCH(tg_log10, a, (t, a));
+    return tg_pw_apply(t, &log10_k, &a, NULL);
+}
+tg_tensor *tg_log1p(tg_tape *t, tg_tensor *a)
+{
+    TG_DISPATCH(tg_log1p, a, (t, a));
+    return tg_pw_apply(t, &log1p_k, &a, NULL);
+}
+tg_tensor *tg_expm1(tg_tape *t, tg_tensor *a)
+{
+    TG_DISPATCH(tg_expm1, a, (t, a));
+    return tg_pw_apply(t, &expm1_k, &a, NULL);
+}
+tg_tensor *tg_sign(tg_tape *t, tg_tensor *a)
+{
+    TG_DISPATCH(tg_sign, a, (t, a));
+    return tg_pw_apply(t, &sign_k, &a, NULL);
+}
+tg_tensor *tg_reciprocal(tg_tape *t, tg_tensor *a)
+{
+    TG_DISPATCH(tg_reciprocal, a, (t, a));
+    return tg_pw_apply(t, &recip_k, &a, NULL);
+}
+tg_tensor *tg_rsqrt(tg_tape *t, tg_tensor *a)
+{
+    TG_DISPATCH(tg_rsqrt, a, (t, a));
+    return tg_pw_apply(t, &rsqrt_k, &a, NULL);
+}
+tg_tensor *tg_square(tg_tape *t, tg_tensor *a)
+{
+    TG_DISPATCH(tg_square, a, (t, a));
+    return tg_pw_apply(t, &square_k, &a, NULL);
+}
+tg_tensor *tg_erf(tg_tape *t, tg_tensor *a)
+{
+    TG_DISPATCH(tg_erf, a, (t, a));
+    return tg_pw_apply(t, &erf_k, &a, NULL);
+}
+tg_tensor *tg_floor(tg_tape *t, tg_tensor *a)
+{
+    TG_DISPATCH(tg_floor, a, (t, a));
+    return tg_pw_apply(t, &floor_k, &a, NULL);
+}
+tg_tensor *tg_ceil(tg_tape *t, tg_tensor *a)
+{
+    TG_DISPATCH(tg_ceil, a, (t, a));
+    return tg_pw_apply(t, &ceil_k, &a, NULL);
+}
+tg_tensor *tg_trunc(tg_tape *t, tg_tensor *a)
+{
+    TG_DISPATCH(tg_trunc, a, (t, a));
+    return tg_pw_apply(t, &trunc_k, &a, NULL);
+}
+tg_tensor *tg_round(tg_tape *t, tg_tensor *a)
+{
+    TG_DISPATCH(tg_round, a, (t, a));
+    return tg_pw_apply(t, &round_k, &a, NULL);
+}
 
 tg_tensor *tg_logaddexp(tg_tape *t, tg_tensor *a, tg_tensor *b)
 {
+    TG_DISPATCH_PROMOTED(tg_logaddexp, (t, a, b), a, b);
     return tg_pw_apply(t, &logaddexp_k, (tg_tensor *[]){a, b}, NULL);
 }
 tg_tensor *tg_pow_tensor(tg_tape *t, tg_tensor *a, tg_tensor *b)
 {
+    TG_DISPATCH_PROMOTED(tg_pow_tensor, (t, a, b), a, b);
     return tg_pw_apply(t, &pow_k, (tg_tensor *[]){a, b}, NULL);
 }
 tg_tensor *tg_remainder(tg_tape *t, tg_tensor *a, tg_tensor *b)
 {
+    TG_DISPATCH_PROMOTED(tg_remainder, (t, a, b), a, b);
     return tg_pw_apply(t, &remainder_k, (tg_tensor *[]){a, b}, NULL);
 }
 tg_tensor *tg_fmod(tg_tape *t, tg_tensor *a, tg_tensor *b)
 {
+    TG_DISPATCH_PROMOTED(tg_fmod, (t, a, b), a, b);
     return tg_pw_apply(t, &fmod_k, (tg_tensor *[]){a, b}, NULL);
 }
 tg_tensor *tg_lerp(tg_tape *t, tg_tensor *a, tg_tensor *b, tg_tensor *w)
 {
+    TG_DISPATCH_PROMOTED(tg_lerp, (t, a, b, w), a, b, w);
     return tg_pw_apply(t, &lerp_k, (tg_tensor *[]){a, b, w}, NULL);
 }

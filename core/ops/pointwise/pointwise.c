@@ -142,9 +142,23 @@ TG_BACKWARD_SHARED(tg_pw_backward, tg_pw_ctx)
     }
 }
 
-tg_tensor *tg_pw_apply(tg_tape *t, const tg_pw_kind *k, tg_tensor *const *in, const double *p)
+bool tg_promote(tg_tape *t, const tg_op *op, tg_tensor **x, int n)
+{
+    for (int k = 0; k < n; k++) {
+        /* only ever widens: the float32 copy is reached only when no operand is float64 */
+        if (TG_REAL_DTYPE != TG_F64 || !x[k] || x[k]->magic != TG_TENSOR_LIVE || x[k]->dtype != TG_F32) continue;
+        if (!tg_inputs_check_dtype(t, op, x[k]->dtype, &x[k], 1, 1)) return false;
+        if (!(x[k] = tg_to(t, x[k], TG_REAL_DTYPE))) return false;
+    }
+    return true;
+}
+
+tg_tensor *tg_pw_apply(tg_tape *t, const tg_pw_kind *k, tg_tensor *const *operands, const double *p)
 {
     const char *op = k->op.name;
+    tg_tensor *in[3] = {NULL};  /* the operands, promoted */
+    memcpy(in, operands, (size_t)k->n_in * sizeof *in);
+    if (k->n_in > 1 && !tg_promote(t, &k->op, in, k->n_in)) return NULL;
     if (!tg_inputs_check(t, &k->op, in, k->n_in, k->n_in)) return NULL;
     tg_pw_ctx c = {k, {0}};
     if (p) memcpy(c.p, p, sizeof c.p);

@@ -31,6 +31,13 @@ tg_tensor *tg_div(tg_tape *t, tg_tensor *a, tg_tensor *b);
  * which saves one [B, T, D] buffer per add. */
 tg_tensor *tg_add_inplace(tg_tape *t, tg_tensor *a, tg_tensor *b);
 
+/* ---- dtype (core/ops/pointwise/to.c) ------------------------------------------------
+ * a converted to dtype (PyTorch's a.to(dtype)): float types round to nearest
+ * even, integers truncate toward zero and saturate (NaN: 0), bool is a != 0.
+ * Between float types the grad flows back converted; an integer or bool side
+ * takes none. The same dtype gives a copy. */
+tg_tensor *tg_to(tg_tape *t, tg_tensor *a, tg_dtype dtype);
+
 /* ---- math (core/ops/pointwise/math.c) -----------------------------------------------
  * Out has a's shape; the binary and ternary ones broadcast as tg_add.
  * Domain errors give what PyTorch gives, not an error: log(x < 0),

@@ -42,8 +42,16 @@ static tg_tensor *scaled_sum(tg_tape *t, tg_tensor *a, const tg_op *op, bool mea
     return tg_op_done(t, op, out);
 }
 
-tg_tensor *tg_sum(tg_tape *t, tg_tensor *a) { return scaled_sum(t, a, &sum_op, false); }
-tg_tensor *tg_mean(tg_tape *t, tg_tensor *a) { return scaled_sum(t, a, &mean_op, true); }
+tg_tensor *tg_sum(tg_tape *t, tg_tensor *a)
+{
+    TG_DISPATCH(tg_sum, a, (t, a));
+    return scaled_sum(t, a, &sum_op, false);
+}
+tg_tensor *tg_mean(tg_tape *t, tg_tensor *a)
+{
+    TG_DISPATCH(tg_mean, a, (t, a));
+    return scaled_sum(t, a, &mean_op, true);
+}
 
 /* ---- max, min ------------------------------------------------------------------ */
 
@@ -87,5 +95,13 @@ static tg_tensor *extreme(tg_tape *t, tg_tensor *a, bool max)
     return tg_op_done(t, op, out);
 }
 
-tg_tensor *tg_max(tg_tape *t, tg_tensor *a) { return extreme(t, a, true); }
-tg_tensor *tg_min(tg_tape *t, tg_tensor *a) { return extreme(t, a, false); }
+tg_tensor *tg_max(tg_tape *t, tg_tensor *a)
+{
+    TG_DISPATCH(tg_max, a, (t, a));
+    return extreme(t, a, true);
+}
+tg_tensor *tg_min(tg_tape *t, tg_tensor *a)
+{
+    TG_DISPATCH(tg_min, a, (t, a));
+    return extreme(t, a, false);
+}

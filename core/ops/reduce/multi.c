@@ -143,19 +143,23 @@ static tg_tensor *moments(tg_tape *t, const tg_op *op, enum multi_kind kind, tg_
 
 tg_tensor *tg_mean_dims(tg_tape *t, tg_tensor *a, const int *dims, int n, bool keepdim)
 {
+    TG_DISPATCH(tg_mean_dims, a, (t, a, dims, n, keepdim));
     return moments(t, &mean_dims_op, MULTI_MEAN, a, dims, n, 0, keepdim);
 }
 tg_tensor *tg_var_dims(tg_tape *t, tg_tensor *a, const int *dims, int n, double correction, bool keepdim)
 {
+    TG_DISPATCH(tg_var_dims, a, (t, a, dims, n, correction, keepdim));
     return moments(t, &var_dims_op, MULTI_VAR, a, dims, n, correction, keepdim);
 }
 tg_tensor *tg_std_dims(tg_tape *t, tg_tensor *a, const int *dims, int n, double correction, bool keepdim)
 {
+    TG_DISPATCH(tg_std_dims, a, (t, a, dims, n, correction, keepdim));
     return moments(t, &std_dims_op, MULTI_STD, a, dims, n, correction, keepdim);
 }
 
 tg_tensor *tg_norm_dims(tg_tape *t, tg_tensor *a, double ord, const int *dims, int n, bool keepdim)
 {
+    TG_DISPATCH(tg_norm_dims, a, (t, a, ord, dims, n, keepdim));
     const tg_op *op = &norm_dims_op;
     if (!tg_inputs_check(t, op, &a, 1, 1)) return NULL;
     if (isnan(ord)) return tg_fail(t, "%s: ord is NaN", op->name);

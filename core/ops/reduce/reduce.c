@@ -252,11 +252,28 @@ static tg_tensor *reduce_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim, in
     return tg_op_done(t, rec, out);
 }
 
-tg_tensor *tg_sum_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim) { return reduce_dim(t, a, dim, keepdim, R_SUM); }
-tg_tensor *tg_mean_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim) { return reduce_dim(t, a, dim, keepdim, R_MEAN); }
-tg_tensor *tg_max_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim) { return reduce_dim(t, a, dim, keepdim, R_MAX); }
-tg_tensor *tg_min_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim) { return reduce_dim(t, a, dim, keepdim, R_MIN); }
+tg_tensor *tg_sum_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim)
+{
+    TG_DISPATCH(tg_sum_dim, a, (t, a, dim, keepdim));
+    return reduce_dim(t, a, dim, keepdim, R_SUM);
+}
+tg_tensor *tg_mean_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim)
+{
+    TG_DISPATCH(tg_mean_dim, a, (t, a, dim, keepdim));
+    return reduce_dim(t, a, dim, keepdim, R_MEAN);
+}
+tg_tensor *tg_max_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim)
+{
+    TG_DISPATCH(tg_max_dim, a, (t, a, dim, keepdim));
+    return reduce_dim(t, a, dim, keepdim, R_MAX);
+}
+tg_tensor *tg_min_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim)
+{
+    TG_DISPATCH(tg_min_dim, a, (t, a, dim, keepdim));
+    return reduce_dim(t, a, dim, keepdim, R_MIN);
+}
 tg_tensor *tg_logsumexp_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim)
 {
+    TG_DISPATCH(tg_logsumexp_dim, a, (t, a, dim, keepdim));
     return reduce_dim(t, a, dim, keepdim, R_LSE);
 }

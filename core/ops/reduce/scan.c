@@ -125,11 +125,20 @@ static tg_tensor *scan(tg_tape *t, const tg_along_kind *k, tg_tensor *a, int dim
     return tg_along_apply(t, k, a, d, a->ndim ? (size_t)a->shape[d] : 1, true, NULL, NULL);
 }
 
-tg_tensor *tg_cumsum(tg_tape *t, tg_tensor *a, int dim) { return scan(t, &cumsum_k, a, dim); }
-tg_tensor *tg_cumprod(tg_tape *t, tg_tensor *a, int dim) { return scan(t, &cumprod_k, a, dim); }
+tg_tensor *tg_cumsum(tg_tape *t, tg_tensor *a, int dim)
+{
+    TG_DISPATCH(tg_cumsum, a, (t, a, dim));
+    return scan(t, &cumsum_k, a, dim);
+}
+tg_tensor *tg_cumprod(tg_tape *t, tg_tensor *a, int dim)
+{
+    TG_DISPATCH(tg_cumprod, a, (t, a, dim));
+    return scan(t, &cumprod_k, a, dim);
+}
 
 tg_tensor *tg_sort(tg_tape *t, tg_tensor *a, int dim, bool descending, tg_tensor **indices)
 {
+    TG_DISPATCH(tg_sort, a, (t, a, dim, descending, indices));
     int d;
     if (!tg_inputs_check(t, &sort_k.op, &a, 1, 1) || !tg_along_dim(t, sort_k.op.name, a, dim, &d)) return NULL;
     return tg_along_apply(t, &sort_k, a, d, a->ndim ? (size_t)a->shape[d] : 1, true,
@@ -138,6 +147,7 @@ tg_tensor *tg_sort(tg_tape *t, tg_tensor *a, int dim, bool descending, tg_tensor
 
 tg_tensor *tg_topk(tg_tape *t, tg_tensor *a, int k, int dim, bool largest, tg_tensor **indices)
 {
+    TG_DISPATCH(tg_topk, a, (t, a, k, dim, largest, indices));
     int d;
     if (!tg_inputs_check(t, &topk_k.op, &a, 1, 1) || !tg_along_dim(t, topk_k.op.name, a, dim, &d)) return NULL;
     int n = a->ndim ? a->shape[d] : 1;

@@ -176,37 +176,45 @@ static tg_tensor *reduce(tg_tape *t, const tg_along_kind *k, tg_tensor *a, int d
 
 tg_tensor *tg_prod_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim)
 {
+    TG_DISPATCH(tg_prod_dim, a, (t, a, dim, keepdim));
     return reduce(t, &prod_k, a, dim, keepdim, 0, 0, NULL);
 }
 tg_tensor *tg_var_dim(tg_tape *t, tg_tensor *a, int dim, double correction, bool keepdim)
 {
+    TG_DISPATCH(tg_var_dim, a, (t, a, dim, correction, keepdim));
     if (t && !(correction >= 0)) return tg_op_fail(t, &var_k.op, "correction %g must be >= 0", correction);
     return reduce(t, &var_k, a, dim, keepdim, correction, 0, NULL);
 }
 tg_tensor *tg_std_dim(tg_tape *t, tg_tensor *a, int dim, double correction, bool keepdim)
 {
+    TG_DISPATCH(tg_std_dim, a, (t, a, dim, correction, keepdim));
     if (t && !(correction >= 0)) return tg_op_fail(t, &std_k.op, "correction %g must be >= 0", correction);
     return reduce(t, &std_k, a, dim, keepdim, correction, 1, NULL);
 }
 tg_tensor *tg_norm_dim(tg_tape *t, tg_tensor *a, double ord, int dim, bool keepdim)
 {
+    TG_DISPATCH(tg_norm_dim, a, (t, a, ord, dim, keepdim));
     if (t && ord != 1 && ord != 2 && ord != INFINITY)
         return tg_op_fail(t, &norm_k.op, "ord %g is not supported (1, 2 or INFINITY)", ord);
     return reduce(t, &norm_k, a, dim, keepdim, ord, 0, isinf(ord) ? "the inf norm has no identity" : NULL);
 }
 tg_tensor *tg_amax(tg_tape *t, tg_tensor *a, int dim, bool keepdim)
 {
+    TG_DISPATCH(tg_amax, a, (t, a, dim, keepdim));
     return reduce(t, &amax_k, a, dim, keepdim, 1, 0, "no maximum");
 }
 tg_tensor *tg_amin(tg_tape *t, tg_tensor *a, int dim, bool keepdim)
 {
+    TG_DISPATCH(tg_amin, a, (t, a, dim, keepdim));
     return reduce(t, &amin_k, a, dim, keepdim, 0, 0, "no minimum");
 }
 tg_tensor *tg_argmax(tg_tape *t, tg_tensor *a, int dim, bool keepdim)
 {
+    TG_DISPATCH(tg_argmax, a, (t, a, dim, keepdim));
     return reduce(t, &argmax_k, a, dim, keepdim, 1, 0, "no maximum");
 }
 tg_tensor *tg_argmin(tg_tape *t, tg_tensor *a, int dim, bool keepdim)
 {
+    TG_DISPATCH(tg_argmin, a, (t, a, dim, keepdim));
     return reduce(t, &argmin_k, a, dim, keepdim, 0, 0, "no minimum");
 }

@@ -141,6 +141,7 @@ static size_t *offsets_alloc(tg_tape *t, const char *op, size_t n, size_t **soff
 
 tg_tensor *tg_gather(tg_tape *t, tg_tensor *a, int dim, const tg_index *ix)
 {
+    TG_DISPATCH(tg_gather, a, (t, a, dim, ix));
     const char *op = gather_op.name;
     if (!tg_inputs_check(t, &gather_op, &a, 1, 1)) return NULL;
     int d;
@@ -157,6 +158,7 @@ tg_tensor *tg_gather(tg_tape *t, tg_tensor *a, int dim, const tg_index *ix)
 
 tg_tensor *tg_scatter_add(tg_tape *t, tg_tensor *a, int dim, const tg_index *ix, tg_tensor *src)
 {
+    TG_DISPATCH(tg_scatter_add, a, (t, a, dim, ix, src));
     const char *op = scatter_add_op.name;
     tg_tensor *in[2] = {a, src};
     if (!tg_inputs_check(t, &scatter_add_op, in, 2, 2)) return NULL;
@@ -253,6 +255,7 @@ static bool slices_plan(tg_tape *t, const char *op, tg_tensor *a, int dim, const
 
 tg_tensor *tg_index_select(tg_tape *t, tg_tensor *a, int dim, const tg_index *ix)
 {
+    TG_DISPATCH(tg_index_select, a, (t, a, dim, ix));
     const char *op = index_select_op.name;
     if (!tg_inputs_check(t, &index_select_op, &a, 1, 1)) return NULL;
     slices_ctx c = {.alpha = 1};
@@ -269,6 +272,7 @@ tg_tensor *tg_index_select(tg_tape *t, tg_tensor *a, int dim, const tg_index *ix
 
 tg_tensor *tg_index_add(tg_tape *t, tg_tensor *a, int dim, const tg_index *ix, tg_tensor *src, double alpha)
 {
+    TG_DISPATCH(tg_index_add, a, (t, a, dim, ix, src, alpha));
     const char *op = index_add_op.name;
     tg_tensor *in[2] = {a, src};
     if (!tg_inputs_check(t, &index_add_op, in, 2, 2)) return NULL;

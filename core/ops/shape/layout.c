@@ -20,6 +20,7 @@ TG_OP(expand_op, "tg_expand", tg_map_op_backward, tg_map_ctx);
 
 tg_tensor *tg_flip(tg_tape *t, tg_tensor *a, const int *dims, int n)
 {
+    TG_DISPATCH(tg_flip, a, (t, a, dims, n));
     const char *op = flip_op.name;
     if (!tg_inputs_check(t, &flip_op, &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR];
@@ -42,6 +43,7 @@ tg_tensor *tg_flip(tg_tape *t, tg_tensor *a, const int *dims, int n)
 
 tg_tensor *tg_roll(tg_tape *t, tg_tensor *a, int shift, int dim)
 {
+    TG_DISPATCH(tg_roll, a, (t, a, shift, dim));
     const char *op = roll_op.name;
     if (!tg_inputs_check(t, &roll_op, &a, 1, 1)) return NULL;
     /* a 0-d tensor rolls as [1]; TG_ROLL_FLAT rolls a read as one dim of a->size */
@@ -68,6 +70,7 @@ tg_tensor *tg_roll(tg_tape *t, tg_tensor *a, int shift, int dim)
 
 tg_tensor *tg_pad(tg_tape *t, tg_tensor *a, const int *pads, int n_pads, double value)
 {
+    TG_DISPATCH(tg_pad, a, (t, a, pads, n_pads, value));
     const char *op = pad_op.name;
     if (!tg_inputs_check(t, &pad_op, &a, 1, 1)) return NULL;
     if (n_pads && !pads) return tg_fail(t, "%s: pads is NULL", pad_op.name);
@@ -103,6 +106,7 @@ tg_tensor *tg_pad(tg_tape *t, tg_tensor *a, const int *pads, int n_pads, double 
 
 tg_tensor *tg_repeat(tg_tape *t, tg_tensor *a, const int *reps, int n)
 {
+    TG_DISPATCH(tg_repeat, a, (t, a, reps, n));
     const char *op = repeat_op.name;
     if (!tg_inputs_check(t, &repeat_op, &a, 1, 1)) return NULL;
     if (n && !reps) return tg_fail(t, "%s: reps is NULL", repeat_op.name);
@@ -138,6 +142,7 @@ tg_tensor *tg_repeat(tg_tape *t, tg_tensor *a, const int *reps, int n)
 
 tg_tensor *tg_expand(tg_tape *t, tg_tensor *a, int ndim, const int *shape)
 {
+    TG_DISPATCH(tg_expand, a, (t, a, ndim, shape));
     const char *op = expand_op.name;
     if (!tg_inputs_check(t, &expand_op, &a, 1, 1)) return NULL;
     if (ndim && !shape) return tg_fail(t, "%s: the shape is NULL", expand_op.name);

@@ -11,6 +11,7 @@ TG_OP_NO_GRAD(roll_dims_op, "tg_roll_dims");  /* checks and errors only: the rol
 
 tg_tensor *tg_roll_dims(tg_tape *t, tg_tensor *a, const int *shifts, const int *dims, int n)
 {
+    TG_DISPATCH(tg_roll_dims, a, (t, a, shifts, dims, n));
     const char *op = roll_dims_op.name;
     if (!tg_inputs_check(t, &roll_dims_op, &a, 1, 1)) return NULL;
     if (!shifts || !dims) return tg_fail(t, "%s: %s is NULL", op, shifts ? "dims" : "shifts");

@@ -114,6 +114,7 @@ static void factors(tg_scatter_reduce_mode r, bool self, const tg_tensor *a, con
 tg_tensor *tg_scatter_reduce(tg_tape *t, tg_tensor *a, int dim, const tg_index *ix, tg_tensor *src,
                              tg_scatter_reduce_mode reduce, bool include_self)
 {
+    TG_DISPATCH(tg_scatter_reduce, a, (t, a, dim, ix, src, reduce, include_self));
     const char *op = scatter_reduce_op.name;
     tg_tensor *in[2] = {a, src};
     if (!tg_inputs_check(t, &scatter_reduce_op, in, 2, 2)) return NULL;

@@ -44,6 +44,7 @@ static bool broadcast_shape(const tg_tensor *a, const tg_tensor *b, int *nd, int
 
 tg_tensor *tg_masked_select(tg_tape *t, tg_tensor *a, tg_tensor *mask)
 {
+    TG_DISPATCH(tg_masked_select, a, (t, a, mask));
     const char *op = masked_select_op.name;
     tg_tensor *in[2] = {a, mask};
     if (!tg_inputs_check(t, &masked_select_op, in, 2, 2)) return NULL;
@@ -86,6 +87,7 @@ tg_tensor *tg_masked_select(tg_tape *t, tg_tensor *a, tg_tensor *mask)
 
 tg_tensor *tg_nonzero(tg_tape *t, tg_tensor *a)
 {
+    TG_DISPATCH(tg_nonzero, a, (t, a));
     const char *op = nonzero_op.name;
     if (!tg_inputs_check(t, &nonzero_op, &a, 1, 1)) return NULL;
     size_t n = 0;

@@ -92,6 +92,7 @@ static tg_tensor *view(tg_tape *t, const tg_op *op, tg_tensor *a, int ndim, cons
     size_t size;
     tg_shape_size(ndim, shape, &size);
     tg_tensor_set_shape(v, ndim, shape, size);
+    v->dtype = a->dtype;
     v->data = a->data + off;
     v->grad = a->grad ? a->grad + off : NULL;
     if (!a->grad && a->requires_grad && tg_tape_recording(t)) {
@@ -104,6 +105,7 @@ static tg_tensor *view(tg_tape *t, const tg_op *op, tg_tensor *a, int ndim, cons
 
 tg_tensor *tg_reshape(tg_tape *t, tg_tensor *a, int ndim, const int *shape)
 {
+    TG_DISPATCH(tg_reshape, a, (t, a, ndim, shape));
     if (!tg_inputs_check(t, &reshape_op, &a, 1, 1)) return NULL;
     int dims[TG_MAX_DIMS] = {0};
     if (!reshape_dims(t, a, ndim, shape, dims)) return NULL;
@@ -112,6 +114,7 @@ tg_tensor *tg_reshape(tg_tape *t, tg_tensor *a, int ndim, const int *shape)
 
 tg_tensor *tg_rows_view(tg_tape *t, tg_tensor *a, int start, int len)
 {
+    TG_DISPATCH(tg_rows_view, a, (t, a, start, len));
     if (!tg_inputs_check(t, &rows_view_op, &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR];
     if (a->ndim < 1)
@@ -131,10 +134,12 @@ tg_tensor *tg_rows_view(tg_tape *t, tg_tensor *a, int start, int len)
  * nothing flows back through it (PyTorch's detach shares storage too). */
 tg_tensor *tg_detach(tg_tape *t, tg_tensor *a)
 {
+    TG_DISPATCH(tg_detach, a, (t, a));
     if (!tg_inputs_check(t, &detach_op, &a, 1, 1)) return NULL;
     tg_tensor *v = tg_new_header(t, detach_op.name);
     if (!v) return NULL;
     tg_tensor_set_shape(v, a->ndim, a->shape, a->size);
+    v->dtype = a->dtype;
     v->data = a->data;
     return v;
 }
@@ -143,6 +148,7 @@ tg_tensor *tg_detach(tg_tape *t, tg_tensor *a)
  * end of ndim + 1): a view. */
 tg_tensor *tg_unsqueeze(tg_tape *t, tg_tensor *a, int dim)
 {
+    TG_DISPATCH(tg_unsqueeze, a, (t, a, dim));
     if (!tg_inputs_check(t, &unsqueeze_op, &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR];
     if (a->ndim == TG_MAX_DIMS)
@@ -158,6 +164,7 @@ tg_tensor *tg_unsqueeze(tg_tape *t, tg_tensor *a, int dim)
  * squeeze(dim)); TG_SQUEEZE_ALL drops every size-1 dim. A view. */
 tg_tensor *tg_squeeze(tg_tape *t, tg_tensor *a, int dim)
 {
+    TG_DISPATCH(tg_squeeze, a, (t, a, dim));
     if (!tg_inputs_check(t, &squeeze_op, &a, 1, 1)) return NULL;
     int d = -1, nd = 0, shape[TG_MAX_DIMS];
     if (dim != TG_SQUEEZE_ALL && !tg_dim_resolve(t, squeeze_op.name, a, dim, a->ndim ? a->ndim : 1, &d)) return NULL;
@@ -190,6 +197,7 @@ static tg_tensor *permute_op(tg_tape *t, const tg_op *op, tg_tensor *a, const in
 
 tg_tensor *tg_permute(tg_tape *t, tg_tensor *a, const int *perm, int n)
 {
+    TG_DISPATCH(tg_permute, a, (t, a, perm, n));
     if (!tg_inputs_check(t, &permute_rec, &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR], sp[TG_SHAPE_STR];
     if (n != a->ndim)
@@ -211,6 +219,7 @@ tg_tensor *tg_permute(tg_tape *t, tg_tensor *a, const int *perm, int n)
 /* Swaps dims d0 and d1; negative dims count from the end (PyTorch style). */
 tg_tensor *tg_transpose(tg_tape *t, tg_tensor *a, int d0, int d1)
 {
+    TG_DISPATCH(tg_transpose, a, (t, a, d0, d1));
     if (!tg_inputs_check(t, &transpose_rec, &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR];
     int e0 = d0 < 0 ? d0 + a->ndim : d0, e1 = d1 < 0 ? d1 + a->ndim : d1;
@@ -264,6 +273,7 @@ TG_OP_NO_CTX(merge_heads_op, "tg_merge_heads", merge_heads_backward);
 
 tg_tensor *tg_split_heads(tg_tape *t, tg_tensor *x, int n_heads)
 {
+    TG_DISPATCH(tg_split_heads, x, (t, x, n_heads));
     if (!tg_inputs_check(t, &split_heads_op, &x, 1, 1)) return NULL;
     char sx[TG_SHAPE_STR];
     if (x->ndim != 3)
@@ -281,6 +291,7 @@ tg_tensor *tg_split_heads(tg_tape *t, tg_tensor *x, int n_heads)
 
 tg_tensor *tg_merge_heads(tg_tape *t, tg_tensor *x)
 {
+    TG_DISPATCH(tg_merge_heads, x, (t, x));
     if (!tg_inputs_check(t, &merge_heads_op, &x, 1, 1)) return NULL;
     char sx[TG_SHAPE_STR];
     if (x->ndim != 4)

@@ -47,6 +47,7 @@ static bool dim_check(tg_tape *t, const tg_op *rec, tg_tensor *a, int dim, const
 
 tg_tensor *tg_narrow(tg_tape *t, tg_tensor *a, int dim, int start, int len)
 {
+    TG_DISPATCH(tg_narrow, a, (t, a, dim, start, len));
     const char *op = narrow_op.name;
     int d;
     char sa[TG_SHAPE_STR];
@@ -61,6 +62,7 @@ tg_tensor *tg_narrow(tg_tape *t, tg_tensor *a, int dim, int start, int len)
 /* a narrow of the last dim (start >= 0) */
 tg_tensor *tg_slice(tg_tape *t, tg_tensor *a, int start, int len)
 {
+    TG_DISPATCH(tg_slice, a, (t, a, start, len));
     const char *op = slice_op.name;
     if (!tg_inputs_check(t, &slice_op, &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR];
@@ -85,6 +87,7 @@ static int slice_len(int n, int *start, int end, int step)
 
 tg_tensor *tg_slice_dim(tg_tape *t, tg_tensor *a, int dim, int start, int end, int step)
 {
+    TG_DISPATCH(tg_slice_dim, a, (t, a, dim, start, end, step));
     const char *op = slice_dim_op.name;
     int d;
     char sa[TG_SHAPE_STR];
@@ -120,6 +123,7 @@ static bool pieces_check(tg_tape *t, const tg_op *rec, tg_tensor *a, int dim, tg
 
 int tg_split_sizes(tg_tape *t, tg_tensor *a, const int *sizes, int n, int dim, tg_tensor **outs)
 {
+    TG_DISPATCH(tg_split_sizes, a, (t, a, sizes, n, dim, outs));
     const char *op = split_sizes_op.name;
     int d;
     if (!pieces_check(t, &split_sizes_op, a, dim, outs, &d)) return -1;
@@ -145,6 +149,7 @@ int tg_split_sizes(tg_tape *t, tg_tensor *a, const int *sizes, int n, int dim, t
 
 int tg_split(tg_tape *t, tg_tensor *a, int size, int dim, tg_tensor **outs, int max_outs)
 {
+    TG_DISPATCH(tg_split, a, (t, a, size, dim, outs, max_outs));
     const char *op = split_op.name;
     int d;
     if (!pieces_check(t, &split_op, a, dim, outs, &d)) return -1;
@@ -169,6 +174,7 @@ int tg_split(tg_tape *t, tg_tensor *a, int size, int dim, tg_tensor **outs, int 
 
 int tg_chunk(tg_tape *t, tg_tensor *a, int chunks, int dim, tg_tensor **outs)
 {
+    TG_DISPATCH(tg_chunk, a, (t, a, chunks, dim, outs));
     const char *op = chunk_op.name;
     int d;
     if (!pieces_check(t, &chunk_op, a, dim, outs, &d)) return -1;

@@ -1,8 +1,8 @@
-/* tapegrad internal: the safetensors dtypes tapegrad reads (core/io/dtype.c):
+/* tapegrad internal: the safetensors dtypes tapegrad reads (core/io/elements.c):
  * names, element sizes and the conversion of a tensor's little-endian bytes.
  * Not part of the public API. */
-#ifndef TAPEGRAD_IO_DTYPE_H
-#define TAPEGRAD_IO_DTYPE_H
+#ifndef TAPEGRAD_IO_ELEMENTS_H
+#define TAPEGRAD_IO_ELEMENTS_H
 
 #include <stdbool.h>
 #include <stddef.h>
