@@ -372,3 +372,16 @@ Test(io_dtype, load_params_converts_floats_and_refuses_integers_for_weights)
     tg_tensor_free(h);
     tg_st_free(s);
 }
+
+/* Readers that copy tg_real rows refuse an integer tensor where they expect
+ * weights, instead of reading its bytes as floats. */
+Test(io_dtype, weight_readers_refuse_integer_tensors)
+{
+    tg_safetensors *s = tg_st_new();
+    tg_tensor *w = of_dtype(TG_U8, (double[]){1, 2, 3, 4, 5, 6}, 6);
+    cr_assert_eq(tg_st_add(s, "attn.in_proj_weight", w), 0, "%s", tg_error());
+    cr_assert_null(tg_mha_convert(s, TG_MHA_PER_HEAD, 1, 0));
+    cr_assert(strstr(tg_error(), "'attn.in_proj_weight' is uint8"), "%s", tg_error());
+    tg_tensor_free(w);
+    tg_st_free(s);
+}
