@@ -247,6 +247,24 @@ static int convert_one(tg_safetensors *dst, const tg_safetensors *src, const tg_
     return tg_st_add(dst, x->name, x);
 }
 
+/* 0, or -1 naming the first attention tensor of src that is not of tg_real's
+ * dtype (the rewrites copy tg_real rows; an I64 entry loads as itself). */
+static int check_dtypes(const tg_safetensors *src)
+{
+    static const char *parts[] = {"in_proj_weight", "in_proj_bias", "q_proj_weight", "k_proj_weight",
+                                  "v_proj_weight", "bias_k", "bias_v"};
+    for (int i = 0; i < tg_st_count(src); i++) {
+        const tg_tensor *x = tg_st_at(src, i);
+        size_t plen;
+        bool attn = strstr(x->name, "heads.") != NULL;
+        for (size_t k = 0; !attn && k < sizeof parts / sizeof *parts; k++) attn = has_suffix(x->name, parts[k], &plen);
+        if (attn && x->dtype != TG_REAL_DTYPE)
+            return tg_error_set("tg_mha_convert: '%s' is %s, attention tensors are converted as %s", x->name,
+                                tg_dtype_name(x->dtype), tg_dtype_name(TG_REAL_DTYPE));
+    }
+    return 0;
+}
+
 tg_safetensors *tg_mha_convert(const tg_safetensors *src, tg_mha_mode to, int n_heads, int n_kv_heads)
 {
     if (!src) {
@@ -260,6 +278,7 @@ tg_safetensors *tg_mha_convert(const tg_safetensors *src, tg_mha_mode to, int n_
                      "fused or per-head", n_heads, TG_MHA_MAX_HEADS, n_kv_heads);
         return NULL;
     }
+    if (check_dtypes(src)) return NULL;
     tg_safetensors *dst = tg_st_new();
     if (!dst) {
         tg_error_set("tg_mha_convert: out of memory");

@@ -235,7 +235,8 @@ tg_tensor *tg_model_decode(tg_tape *t, const tg_model *m, tg_kv_cache *c, const 
 static int check_tied(const tg_params *p, const tg_safetensors *s, bool strict, const char *ignore_prefix)
 {
     const tg_tensor *head = tg_st_get(s, "head.weight"), *emb = tg_st_get(s, "tok_emb.weight");
-    if (!emb || !tg_shape_equal(head, emb) || memcmp(head->data, emb->data, emb->size * sizeof *emb->data))
+    if (!emb || !tg_shape_equal(head, emb) || head->dtype != emb->dtype ||
+        memcmp(head->data, emb->data, emb->size * tg_dtype_size(emb->dtype)))
         return tg_error_set("tg_model_load: a tied model's head.weight is tok_emb.weight, but the file's head.weight "
                             "%s", emb ? "differs from its tok_emb.weight" : "comes without a tok_emb.weight");
     size_t n = ignore_prefix ? strlen(ignore_prefix) : 0;

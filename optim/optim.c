@@ -264,6 +264,9 @@ int tg_optim_state_load(tg_optim *o, const tg_safetensors *s)
             if (!tg_shape_equal(x, y))
                 return tg_error_set("%s: '%s' is %s but parameter '%s' is %s", what, key, tg_shape_str(y, have),
                                     x->name, tg_shape_str(x, want));
+            if (y->dtype != x->dtype)
+                return tg_error_set("%s: '%s' is %s but parameter '%s' is %s", what, key, tg_dtype_name(y->dtype),
+                                    x->name, tg_dtype_name(x->dtype));
             if (!all_finite(y->data, y->size))
                 return tg_error_set("%s: '%s' holds a non-finite value: the state cannot be resumed", what, key);
         }

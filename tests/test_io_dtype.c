@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <tapegrad/tapegrad.h>
 
@@ -37,6 +38,8 @@ static void assert_dtype(const tg_safetensors *s, const char *name, tg_dtype wan
 
 /* x (loaded from its dtype) equals PyTorch's float64 of it rounded to tg_real,
  * with the same shape. F16 and BF16 are exact in float, so this is bit for bit. */
+static tg_real value(const tg_tensor *x, size_t i) { return (tg_real)tg_dtype_load(x->dtype, x->data, i); }
+
 static void assert_matches_f64(const tg_safetensors *s, const char *name)
 {
     char ref_name[128];
@@ -45,8 +48,8 @@ static void assert_matches_f64(const tg_safetensors *s, const char *name)
     cr_assert_eq(x->ndim, ref->ndim, "%s", name);
     for (int d = 0; d < x->ndim; d++) cr_assert_eq(x->shape[d], ref->shape[d], "%s dim %d", name, d);
     for (size_t i = 0; i < x->size; i++)
-        cr_assert(x->data[i] == ref->data[i] || (x->data[i] != x->data[i] && ref->data[i] != ref->data[i]),
-                  "%s[%zu] = %.9g, PyTorch's float64 %.9g", name, i, (double)x->data[i], (double)ref->data[i]);
+        cr_assert(value(x, i) == ref->data[i] || (value(x, i) != value(x, i) && ref->data[i] != ref->data[i]),
+                  "%s[%zu] = %.9g, PyTorch's float64 %.9g", name, i, (double)value(x, i), (double)ref->data[i]);
 }
 
 Test(io_dtype, float_dtypes_load_as_pytorch_converts_them)
@@ -69,7 +72,7 @@ Test(io_dtype, float_dtypes_load_as_pytorch_converts_them)
     tg_st_free(s);
 }
 
-Test(io_dtype, integer_dtypes_keep_exact_values_and_convert_to_real)
+Test(io_dtype, integer_dtypes_load_as_themselves)
 {
     tg_safetensors *s = load_fixture();
     const char *names[] = {"i32", "i64", "u8", "bool", "ids"};
@@ -79,12 +82,16 @@ Test(io_dtype, integer_dtypes_keep_exact_values_and_convert_to_real)
         snprintf(ref_name, sizeof ref_name, "%s.i64", names[i]);
         assert_dtype(s, names[i], dts[i]);
         tg_tensor *x = get(s, names[i]);
+        cr_assert_eq(x->dtype, dts[i], "%s loads as %s", names[i], tg_dtype_name(x->dtype));
         const int64_t *v = tg_st_ints(s, names[i]), *ref = tg_st_ints(s, ref_name);
         cr_assert(v && ref, "%s", tg_error());
         for (size_t j = 0; j < x->size; j++) {
             cr_assert_eq(v[j], ref[j], "%s[%zu] = %lld, PyTorch's int64 %lld", names[i], j, (long long)v[j],
                          (long long)ref[j]);
-            cr_assert_eq(x->data[j], (tg_real)ref[j], "%s[%zu] as tg_real", names[i], j);
+            if (dts[i] == TG_I64)
+                cr_assert_eq(((int64_t *)tg_data(x, TG_I64))[j], ref[j], "%s[%zu] in the tensor", names[i], j);
+            else
+                cr_assert_eq(tg_dtype_load(x->dtype, x->data, j), (double)ref[j], "%s[%zu] in the tensor", names[i], j);
         }
         if (strcmp(names[i], "i64") != 0) assert_matches_f64(s, names[i]); /* all exact in float64 */
     }
@@ -106,7 +113,9 @@ Test(io_dtype, half_state_dict_loads_into_params)
     tg_params *p = tg_params_new();
     const char *names[] = {"bn.weight", "bn.bias", "bn.running_mean", "bn.running_var"};
     for (int i = 0; i < 4; i++) cr_assert(tg_params_add(p, names[i], 1, (int[]){3}), "%s", tg_error());
-    cr_assert(tg_params_add(p, "bn.num_batches_tracked", 0, NULL), "%s", tg_error());
+    tg_tensor *nbt = tg_params_add(p, "bn.num_batches_tracked", 0, NULL);
+    cr_assert(nbt, "%s", tg_error());
+    nbt->requires_grad = false; /* a buffer, as nn/batchnorm.c makes it */
     cr_assert_eq(tg_st_load_params(p, s, false, NULL), 0, "%s", tg_error());
     for (int i = 0; i < 5; i++) {
         const char *name = i < 4 ? names[i] : "bn.num_batches_tracked";
@@ -134,11 +143,12 @@ Test(io_dtype, misuse)
     cr_assert_eq(tg_st_dtype(s, "f16", NULL), -1);
     cr_assert_null(tg_st_ints(s, "nope"));
     cr_assert_null(tg_st_ints(NULL, "i32"));
-    /* tapegrad writes F32, F64, F16 and BF16 */
+    /* float tensors are written as F32, F64, F16 or BF16, or each as itself */
     uint8_t *buf = NULL;
     size_t len = 0;
     cr_assert_eq(tg_st_to_bytes(s, TG_I64, &buf, &len), -1);
-    cr_assert(strstr(tg_error(), "dtype I64 cannot be written"), "%s", tg_error());
+    cr_assert(strstr(tg_error(), "cannot be written as dtype I64"), "%s", tg_error());
+    cr_assert_eq(tg_st_to_bytes(s, (tg_dtype)99, &buf, &len), -1);
     cr_assert_str_eq(tg_st_dtype_name((tg_dtype)99), "?");
     /* a tensor added in memory has tg_real's dtype and no integers */
     cr_assert_eq(tg_st_add_data(s, "mine", NULL, 1, (int[]){2}), 0, "%s", tg_error());
@@ -147,8 +157,9 @@ Test(io_dtype, misuse)
     tg_st_free(s);
 }
 
-/* Written as F32 and read back, an integer tensor is its tg_real values. */
-Test(io_dtype, round_trip_of_loaded_integers_is_their_real_values)
+/* Written with float tensors as F64 and read back, an integer tensor is
+ * still itself, and the float ones are F64. */
+Test(io_dtype, round_trip_of_loaded_integers_keeps_them)
 {
     tg_safetensors *s = load_fixture(), *back = NULL;
     uint8_t *buf = NULL;
@@ -156,8 +167,10 @@ Test(io_dtype, round_trip_of_loaded_integers_is_their_real_values)
     cr_assert_eq(tg_st_to_bytes(s, TG_F64, &buf, &len), 0, "%s", tg_error());
     cr_assert_eq(tg_st_parse(buf, len, NULL, &back), 0, "%s", tg_error());
     tg_tensor *a = get(s, "ids"), *b = get(back, "ids");
-    for (size_t j = 0; j < a->size; j++) cr_assert_eq(a->data[j], b->data[j]);
-    assert_dtype(back, "ids", TG_F64);
+    cr_assert_eq(b->dtype, TG_I64);
+    cr_assert_eq(memcmp(a->data, b->data, a->size * sizeof(int64_t)), 0);
+    assert_dtype(back, "ids", TG_I64);
+    assert_dtype(back, "f16", TG_F64);
     tg_free(buf);
     tg_st_free(back);
     tg_st_free(s);
@@ -189,5 +202,186 @@ Test(io_dtype, write_f16_bf16_rounds_as_pytorch)
         tg_st_free(back);
         tg_st_free(out);
     }
+    tg_st_free(s);
+}
+
+/* ---- every dtype as itself (tests/fixtures/dtypes_all.safetensors, written by
+ * bench/torch/make_dtypes_all_fixture.py with the values below) ---------------- */
+
+/* A tensor of dtype dt holding n values, each rounded by tg_dtype_store. */
+static tg_tensor *of_dtype(tg_dtype dt, const double *v, int n)
+{
+    tg_tensor *x = tg_tensor_alloc_dtype(dt, 1, (int[]){n});
+    cr_assert(x, "%s", tg_error());
+    for (int i = 0; i < n; i++) tg_dtype_store(dt, x->data, (size_t)i, v[i]);
+    return x;
+}
+
+static const tg_dtype all_dts[] = {TG_F32, TG_F64, TG_F16, TG_BF16, TG_I32, TG_I64, TG_U8, TG_BOOL};
+static const char *all_names[] = {"f32", "f64", "f16", "bf16", "i32", "i64", "u8", "bool"};
+
+/* y, as loaded, holds x's values: an integer or bool tensor byte for byte in
+ * its own dtype, a float one as tg_real. */
+static void assert_loaded_as(const tg_tensor *y, const tg_tensor *x, const char *name)
+{
+    cr_assert_eq(y->size, x->size, "%s", name);
+    if (!tg_dtype_is_float(x->dtype)) {
+        cr_assert_eq(y->dtype, x->dtype, "%s loads as %s", name, tg_dtype_name(y->dtype));
+        cr_assert_eq(memcmp(y->data, x->data, x->size * tg_dtype_size(x->dtype)), 0, "%s: values differ", name);
+        return;
+    }
+    cr_assert_eq(y->dtype, TG_REAL_DTYPE, "%s", name);
+    for (size_t j = 0; j < x->size; j++)
+        cr_assert_eq(y->data[j], value(x, j), "%s[%zu] = %.17g, want %.17g", name, j, (double)y->data[j],
+                     (double)value(x, j));
+}
+
+Test(io_dtype, every_dtype_round_trips_as_itself)
+{
+    const double v[] = {1.0 / 3, -2.5, 1e-3, 7, 0, 255, -1};
+    tg_safetensors *s = tg_st_new(), *back = NULL;
+    tg_tensor *x[8];
+    for (int i = 0; i < 8; i++) {
+        x[i] = of_dtype(all_dts[i], v, 7);
+        cr_assert_eq(tg_st_add(s, all_names[i], x[i]), 0, "%s", tg_error());
+        assert_dtype(s, all_names[i], all_dts[i]);
+    }
+    tg_tensor *big = of_dtype(TG_I64, v, 7);
+    ((int64_t *)big->data)[6] = INT64_MAX; /* beyond a double's 2^53 */
+    cr_assert_eq(tg_st_add(s, "big", big), 0, "%s", tg_error());
+    cr_assert_eq(tg_st_ints(s, "big")[6], INT64_MAX);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    cr_assert_eq(tg_st_to_bytes(s, TG_ST_OWN_DTYPE, &buf, &len), 0, "%s", tg_error());
+    cr_assert_eq(tg_st_parse_verify(buf, len, NULL, TG_ST_VERIFY_REQUIRED, &back), 0, "%s", tg_error());
+    for (int i = 0; i < 8; i++) {
+        assert_dtype(back, all_names[i], all_dts[i]);
+        assert_loaded_as(get(back, all_names[i]), x[i], all_names[i]);
+    }
+    assert_loaded_as(get(back, "big"), big, "big");
+    cr_assert_eq(tg_st_ints(back, "big")[6], INT64_MAX);
+    cr_assert_eq(tg_st_ints(back, "u8")[5], 255);
+    cr_assert_eq(tg_st_ints(back, "bool")[1], 1);
+    /* bf16 and f16 held 1/3 as tg_dtype_store rounded it, not as float32 */
+    cr_assert_eq(get(back, "bf16")->data[0], (tg_real)0.333984375);
+    tg_free(buf);
+    tg_st_free(back);
+    /* as F16: the float tensors round to it, the integer ones stay themselves */
+    cr_assert_eq(tg_st_to_bytes(s, TG_F16, &buf, &len), 0, "%s", tg_error());
+    cr_assert_eq(tg_st_parse_verify(buf, len, NULL, TG_ST_VERIFY_REQUIRED, &back), 0, "%s", tg_error());
+    for (int i = 0; i < 8; i++) assert_dtype(back, all_names[i], tg_dtype_is_float(all_dts[i]) ? TG_F16 : all_dts[i]);
+    assert_loaded_as(get(back, "i64"), x[5], "i64");
+    cr_assert_eq(get(back, "f64")->data[0], (tg_real)tg_half_to_double(tg_half_from_double(1.0 / 3, TG_F16), TG_F16));
+    tg_free(buf);
+    tg_st_free(back);
+    for (int i = 0; i < 8; i++) tg_tensor_free(x[i]);
+    tg_tensor_free(big);
+    tg_st_free(s);
+}
+
+Test(io_dtype, pytorch_file_of_every_dtype_loads_exactly)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/fixtures/dtypes_all.safetensors", TG_SOURCE_DIR);
+    tg_safetensors *s = NULL;
+    cr_assert_eq(tg_st_load(path, &s), 0, "%s", tg_error());
+    cr_assert_eq(tg_st_count(s), 8);
+    const double want[8][4] = {{1.5, -2.25, 0x1p-20, (double)1e30f}, {0.1, -1.0 / 3, 0x1p-30},
+                               {0.5, -65504, 0x1p-24}, {1, -0.0078125, 256, 1.5}, {-2147483648.0, 0, 7, 2147483647},
+                               {0}, {0, 1, 200, 255}, {1, 0, 1}};
+    const size_t sizes[8] = {4, 3, 3, 4, 4, 4, 4, 3};
+    for (int i = 0; i < 8; i++) {
+        assert_dtype(s, all_names[i], all_dts[i]);
+        tg_tensor *x = get(s, all_names[i]);
+        cr_assert_eq(x->size, sizes[i], "%s", all_names[i]);
+        cr_assert_eq(x->dtype, tg_dtype_is_float(all_dts[i]) ? TG_REAL_DTYPE : all_dts[i], "%s", all_names[i]);
+        for (size_t j = 0; i != 5 && j < x->size; j++)
+            cr_assert_eq(value(x, j), (tg_real)want[i][j], "%s[%zu] = %.17g, want %.17g", all_names[i], j,
+                         (double)value(x, j), want[i][j]);
+    }
+    cr_assert_eq(get(s, "f32")->ndim, 2);
+    const int64_t *i64 = tg_data(get(s, "i64"), TG_I64), want64[] = {INT64_MIN, -1, ((int64_t)1 << 53) + 1, INT64_MAX};
+    cr_assert(i64, "%s", tg_error());
+    for (int j = 0; j < 4; j++) cr_assert_eq(i64[j], want64[j], "i64[%d] = %lld", j, (long long)i64[j]);
+    const bool *b = tg_data(get(s, "bool"), TG_BOOL);
+    cr_assert(b && b[0] && !b[1] && b[2], "%s", tg_error());
+    cr_assert_eq(((uint8_t *)tg_data(get(s, "u8"), TG_U8))[2], 200);
+    cr_assert_eq(((int32_t *)tg_data(get(s, "i32"), TG_I32))[0], INT32_MIN);
+    tg_st_free(s);
+}
+
+/* A file tapegrad writes with an I64 and a BOOL tensor says so in its header,
+ * as PyTorch's reader expects, with their little-endian bytes. */
+Test(io_dtype, written_integer_dtypes_are_in_the_header)
+{
+    tg_safetensors *s = tg_st_new();
+    tg_tensor *ids = of_dtype(TG_I64, (double[]){-2, 300}, 2), *mask = of_dtype(TG_BOOL, (double[]){1, 0, 1}, 3);
+    tg_tensor *w = of_dtype(TG_REAL_DTYPE, (double[]){0.5}, 1);
+    cr_assert(!tg_st_add(s, "ids", ids) && !tg_st_add(s, "mask", mask) && !tg_st_add(s, "w", w), "%s", tg_error());
+    char path[] = "/tmp/tg_io_dtype_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    close(fd);
+    cr_assert_eq(tg_st_save(s, path, TG_F32), 0, "%s", tg_error());
+    FILE *f = fopen(path, "rb");
+    uint8_t b[4096];
+    size_t n = fread(b, 1, sizeof b, f);
+    fclose(f);
+    unlink(path);
+    uint64_t hl = 0;
+    for (int i = 7; i >= 0; i--) hl = hl << 8 | b[i];
+    cr_assert(n > 8 + hl && hl < sizeof b - 8);
+    char hdr[4096];
+    memcpy(hdr, b + 8, hl);
+    hdr[hl] = '\0';
+    cr_assert(strstr(hdr, "\"ids\":{\"dtype\":\"I64\",\"shape\":[2],\"data_offsets\":[0,16]}"), "%s", hdr);
+    cr_assert(strstr(hdr, "\"mask\":{\"dtype\":\"BOOL\",\"shape\":[3],\"data_offsets\":[16,19]}"), "%s", hdr);
+    cr_assert(strstr(hdr, "\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[19,23]}"), "%s", hdr);
+    const uint8_t *d = b + 8 + hl, want[] = {0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 44, 1, 0, 0, 0, 0, 0, 0, 1, 0, 1};
+    cr_assert_eq(n, 8 + hl + 23);
+    cr_assert_eq(memcmp(d, want, sizeof want), 0, "the data bytes");
+    tg_tensor_free(ids);
+    tg_tensor_free(mask);
+    tg_tensor_free(w);
+    tg_st_free(s);
+}
+
+/* Loading parameters converts float entries to the store's dtype and refuses
+ * an integer entry for a weight, naming the key and both dtypes. */
+Test(io_dtype, load_params_converts_floats_and_refuses_integers_for_weights)
+{
+    tg_safetensors *s = tg_st_new();
+    tg_tensor *ids = of_dtype(TG_I64, (double[]){3, 4}, 2), *h = of_dtype(TG_F16, (double[]){0.1, -2}, 2);
+    cr_assert(!tg_st_add(s, "w", ids) && !tg_st_add(s, "h", h), "%s", tg_error());
+    tg_params *p = tg_params_new_dtype(TG_F64);
+    tg_tensor *w = tg_params_add(p, "w", 1, (int[]){2});
+    cr_assert(w, "%s", tg_error());
+    cr_assert_eq(tg_st_load_params(p, s, false, NULL), -1);
+    cr_assert(strstr(tg_error(), "'w' is int64, but the parameter is float64"), "%s", tg_error());
+    cr_assert_eq(((double *)tg_data(w, TG_F64))[0], 0, "nothing copied");
+    w->requires_grad = false; /* a buffer takes the integer values */
+    cr_assert_eq(tg_st_load_params(p, s, false, NULL), 0, "%s", tg_error());
+    cr_assert_eq(((double *)tg_data(w, TG_F64))[1], 4);
+    tg_params_free(p);
+    p = tg_params_new_dtype(TG_F64);
+    tg_tensor *hp = tg_params_add(p, "h", 1, (int[]){2});
+    cr_assert_eq(tg_st_load_params(p, s, false, NULL), 0, "%s", tg_error());
+    for (size_t j = 0; j < 2; j++) cr_assert_eq(((double *)tg_data(hp, TG_F64))[j], tg_dtype_load(TG_F16, h->data, j));
+    tg_params_free(p);
+    tg_tensor_free(ids);
+    tg_tensor_free(h);
+    tg_st_free(s);
+}
+
+/* Readers that copy tg_real rows refuse an integer tensor where they expect
+ * weights, instead of reading its bytes as floats. */
+Test(io_dtype, weight_readers_refuse_integer_tensors)
+{
+    tg_safetensors *s = tg_st_new();
+    tg_tensor *w = of_dtype(TG_U8, (double[]){1, 2, 3, 4, 5, 6}, 6);
+    cr_assert_eq(tg_st_add(s, "attn.in_proj_weight", w), 0, "%s", tg_error());
+    cr_assert_null(tg_mha_convert(s, TG_MHA_PER_HEAD, 1, 0));
+    cr_assert(strstr(tg_error(), "'attn.in_proj_weight' is uint8"), "%s", tg_error());
+    tg_tensor_free(w);
     tg_st_free(s);
 }

@@ -79,19 +79,18 @@ void tg_st_decode_int(int64_t *dst, const uint8_t *src, size_t n, tg_dtype dt)
     for (size_t i = 0; i < n; i++) dst[i] = to_int(le(src + i * es, es), dt);
 }
 
-void tg_st_encode_real(uint8_t *dst, tg_real v, tg_dtype dt)
+void tg_st_encode_real(uint8_t *dst, double v, tg_dtype dt)
 {
     uint64_t u = 0;
     if (dt == TG_F64) {
-        double d = (double)v;
-        memcpy(&u, &d, 8);
+        memcpy(&u, &v, 8);
     } else if (dt == TG_F32) {
         float f = (float)v;
         uint32_t w;
         memcpy(&w, &f, 4);
         u = w;
     } else {
-        u = tg_half_from_double((double)v, dt);
+        u = tg_half_from_double(v, dt);
     }
     for (size_t i = 0; i < tg_st_dtype_size(dt); i++) dst[i] = (uint8_t)(u >> (8 * i));
 }

@@ -23,7 +23,7 @@ void tg_st_decode_real(tg_real *dst, const uint8_t *src, size_t n, tg_dtype dt);
 /* n elements of an integer dtype dt at src as int64 (exact). */
 void tg_st_decode_int(int64_t *dst, const uint8_t *src, size_t n, tg_dtype dt);
 /* v as one little-endian element of F32, F64, F16 or BF16 (rounded to
- * nearest-even from tg_real directly; too large: infinity). */
-void tg_st_encode_real(uint8_t *dst, tg_real v, tg_dtype dt);
+ * nearest-even from the double directly; too large: infinity). */
+void tg_st_encode_real(uint8_t *dst, double v, tg_dtype dt);
 
 #endif

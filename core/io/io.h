@@ -3,8 +3,10 @@
  * Format: 8-byte little-endian header length N, N bytes of JSON
  * {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]}, ...,
  *  "__metadata__": {"key": "value", ...}}, then the raw little-endian data.
- * tapegrad writes F32, F64, F16 or BF16 and reads those and I32, I64, U8 and
- * BOOL (every tensor converted to tg_real; integer tensors also kept exact).
+ * tapegrad reads and writes F32, F64, F16, BF16, I32, I64, U8 and BOOL: an
+ * integer or bool tensor is kept as itself both ways; a float tensor is
+ * written as the dtype tg_st_save is given (or as itself) and loads as the
+ * program's tg_real, the dtype every op computes in.
  *
  * Reading validates what the reference implementation validates (header at
  * most 100 MB and within the file, known dtypes, shapes and byte sizes without
@@ -17,11 +19,11 @@
  * with the message in tg_error() (core/engine/error.h).
  *
  * Details:
- *   - dtypes: every tensor loads into tg_real: F64 -> float rounds to nearest;
- *     F32, F16 and BF16 convert exactly; I32, I64, U8 convert (exact up to
- *     2^24 in the float build, 2^53 in the double); BOOL is 0 or 1 (a nonzero
- *     byte is true). An integer tensor's exact values are also kept, as int64
- *     (tg_st_ints): token ids, BatchNorm's num_batches_tracked. The other
+ *   - dtypes: a float tensor loads into tg_real: F64 -> float rounds to
+ *     nearest; F32, F16 and BF16 convert exactly (tg_st_dtype tells the
+ *     file's dtype). An I32, I64, U8 or BOOL tensor loads as a tensor of that
+ *     dtype (BOOL is 0 or 1: a nonzero byte is true), its values also as
+ *     int64 (tg_st_ints): token ids, BatchNorm's num_batches_tracked. The other
  *     safetensors dtypes (I8, I16, U16, U32, U64, F8_E4M3, F8_E5M2, ...) are
  *     known but rejected as "not supported"; anything else is an "unknown
  *     dtype".
@@ -78,11 +80,11 @@ typedef struct tg_safetensors tg_safetensors;
 /* NULL only when out of memory. */
 tg_safetensors *tg_st_new(void);
 void tg_st_free(tg_safetensors *s);
-/* Copies x's data under name (x->name when name is NULL). Names are UTF-8
+/* Copies x (any dtype, kept) under name (x->name when name is NULL). Names are UTF-8
  * (empty is allowed, as in the reference), not "__metadata__", and unique: a
  * duplicate fails. */
 int tg_st_add(tg_safetensors *s, const char *name, const tg_tensor *x);
-/* The same from data (NULL: zeros). */
+/* The same from data of tg_real's dtype (NULL: zeros). */
 int tg_st_add_data(tg_safetensors *s, const char *name, const tg_real *data, int ndim,
                    const int *shape);
 /* A new zero-filled tensor under name, owned by s, to be filled in place;
@@ -97,18 +99,21 @@ const char *tg_st_meta_key(const tg_safetensors *s, int i);
 int tg_st_count(const tg_safetensors *s);
 tg_tensor *tg_st_at(const tg_safetensors *s, int i);       /* ->name is the key */
 tg_tensor *tg_st_get(const tg_safetensors *s, const char *name);
-/* The dtype name had in the file it was loaded from (tg_real's, TG_F32 or
- * TG_F64, for a tensor added in memory); -1 with a message when s has no
- * tensor name. */
+/* The dtype name had in the file it was loaded from (the tensor's own for a
+ * tensor added in memory); -1 with a message when s has no tensor name. */
 int tg_st_dtype(const tg_safetensors *s, const char *name, tg_dtype *out);
-/* The exact values of an integer tensor (I32, I64, U8, BOOL) loaded from a
- * file, tg_st_get(s, name)->size of them, owned by s; NULL with a message for
- * a missing name or a tensor of a float dtype (use tg_st_get's tg_real). */
+/* The values of an integer tensor (I32, I64, U8, BOOL) as int64,
+ * tg_st_get(s, name)->size of them, owned by s; NULL with a message for a
+ * missing name or a tensor of a float dtype. */
 const int64_t *tg_st_ints(const tg_safetensors *s, const char *name);
 
-/* Writes every tensor as dtype, TG_F32, TG_F64, TG_F16 or TG_BF16 (F64 from
- * the float build is exact; narrower ones round to nearest-even, as PyTorch
- * does, and overflow to infinity). Atomic: "<path>.tmp.XXXXXX" (mkstemp)
+/* tg_st_save's dtype for "every tensor as its own dtype". */
+#define TG_ST_OWN_DTYPE TG_DTYPE_COUNT
+
+/* Writes every float tensor as dtype, TG_F32, TG_F64, TG_F16 or TG_BF16 (a
+ * wider one exactly; narrower ones round to nearest-even, as PyTorch does,
+ * and overflow to infinity), and every integer and bool tensor as its own
+ * dtype; with TG_ST_OWN_DTYPE every tensor as its own dtype. Atomic: "<path>.tmp.XXXXXX" (mkstemp)
  * is written, flushed, fsync'ed, closed and renamed over path (then the
  * directory is fsync'ed, best effort); on any failure it is removed and an
  * existing file at path is untouched. A new file gets mode 0666 & ~umask, a
@@ -133,8 +138,11 @@ bool tg_st_verified(const tg_safetensors *s);
 
 /* Every parameter of p: copied into s under its name (data only). */
 int tg_st_add_params(tg_safetensors *s, const tg_params *p);
-/* Loads every parameter of p from s: each must be present with p's shape;
- * the first missing or mis-shaped name is reported. When strict, a tensor of
+/* Loads every parameter of p from s: each must be present with p's shape,
+ * converted to p's dtype; the first missing or mis-shaped name is reported,
+ * and an integer tensor for a parameter that takes a gradient is refused
+ * naming both dtypes (a buffer such as num_batches_tracked, an int64 in
+ * PyTorch held as float, converts). When strict, a tensor of
  * s that p does not have (outside the `ignore_prefix`, e.g. "optim.") is an
  * error too. Everything is checked before anything is copied: on failure p is
  * left unchanged. */

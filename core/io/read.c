@@ -14,10 +14,10 @@
 #include "../engine/error.h"
 #include "../engine/named.h"
 
-/* What the file said of a tensor beyond its tg_real values. */
+/* What the file said of a tensor beyond its values. */
 typedef struct st_item {
-    tg_dtype dtype;  /* its dtype in the file (tg_real's if added) */
-    int64_t *ints;   /* the exact values of an integer dtype, or NULL */
+    tg_dtype dtype;  /* its dtype in the file (the tensor's if added) */
+    int64_t *ints;   /* the values of an integer dtype as int64, or NULL */
 } st_item;
 
 struct tg_safetensors {
@@ -87,14 +87,15 @@ const int64_t *tg_st_ints(const tg_safetensors *s, const char *name)
     int i = find(s, name);
     if (i < 0) return tg_error_set("tg_st_ints: no tensor '%s'", name ? name : "(NULL)"), NULL;
     if (!s->extra[i].ints)
-        return tg_error_set("tg_st_ints: tensor '%s' is %s, not an integer dtype (read it as tg_real with tg_st_get)",
+        return tg_error_set("tg_st_ints: tensor '%s' is %s, not an integer dtype (read it with tg_st_get)",
                             name, tg_st_dtype_name(s->extra[i].dtype)), NULL;
     return s->extra[i].ints;
 }
 
-/* Appends a zero-filled tensor without checking the name, of tg_real's
- * dtype and no integers; NULL on OOM or a shape too large for this build. */
-static tg_tensor *append(tg_safetensors *s, const char *name, int ndim, const int *shape)
+/* Appends a zero-filled tensor of dtype dt without checking the name, with
+ * room for its int64 copy when dt is an integer dtype (filled by the caller);
+ * NULL on OOM or a shape too large for this build. */
+static tg_tensor *append(tg_safetensors *s, const char *name, tg_dtype dt, int ndim, const int *shape)
 {
     if (tg_named_reserve(&s->list)) return NULL;
     if (s->extra_cap < s->list.cap) {
@@ -103,16 +104,19 @@ static tg_tensor *append(tg_safetensors *s, const char *name, int ndim, const in
         s->extra = extra;
         s->extra_cap = s->list.cap;
     }
-    tg_tensor *x = tg_tensor_alloc(ndim, shape);
-    if (!x || tg_named_push(&s->list, x, name)) {
+    tg_tensor *x = tg_tensor_alloc_dtype(dt, ndim, shape);
+    int64_t *ints = x && tg_st_dtype_is_int(dt) ? tg_malloc(x->size ? x->size * sizeof *ints : 1) : NULL;
+    if (!x || (tg_st_dtype_is_int(dt) && !ints) || tg_named_push(&s->list, x, name)) {
         tg_tensor_free(x);
+        tg_free(ints);
         return NULL;
     }
-    s->extra[s->list.count - 1] = (st_item){.dtype = sizeof(tg_real) == 8 ? TG_F64 : TG_F32};
+    s->extra[s->list.count - 1] = (st_item){.dtype = dt, .ints = ints};
     return x;
 }
 
-tg_tensor *tg_st_add_zeros(tg_safetensors *s, const char *name, int ndim, const int *shape)
+/* A new zero-filled tensor of dtype dt under name, after checking both. */
+static tg_tensor *add_zeros(tg_safetensors *s, const char *name, tg_dtype dt, int ndim, const int *shape)
 {
     size_t size;
     if (!s || !name) {
@@ -126,11 +130,16 @@ tg_tensor *tg_st_add_zeros(tg_safetensors *s, const char *name, int ndim, const 
     } else if (!tg_shape_size(ndim, shape, &size)) {
         tg_error_set("tg_st_add: tensor '%s': invalid shape (%d dims)", name, ndim);
     } else {
-        tg_tensor *x = append(s, name, ndim, shape);
+        tg_tensor *x = append(s, name, dt, ndim, shape);
         if (!x) tg_error_set("out of memory adding tensor '%s' (%zu elements)", name, size);
         return x;
     }
     return NULL;
+}
+
+tg_tensor *tg_st_add_zeros(tg_safetensors *s, const char *name, int ndim, const int *shape)
+{
+    return add_zeros(s, name, TG_REAL_DTYPE, ndim, shape);
 }
 
 int tg_st_add_data(tg_safetensors *s, const char *name, const tg_real *data, int ndim, const int *shape)
@@ -144,7 +153,13 @@ int tg_st_add_data(tg_safetensors *s, const char *name, const tg_real *data, int
 int tg_st_add(tg_safetensors *s, const char *name, const tg_tensor *x)
 {
     if (!x) return tg_error_set("tg_st_add: tensor '%s' is NULL", name ? name : "?");
-    return tg_st_add_data(s, name ? name : x->name, x->data, x->ndim, x->shape);
+    tg_tensor *y = add_zeros(s, name ? name : x->name, x->dtype, x->ndim, x->shape);
+    if (!y) return -1;
+    if (x->size) memcpy(y->data, x->data, x->size * tg_dtype_size(x->dtype));
+    int64_t *ints = s->extra[s->list.count - 1].ints;
+    for (size_t i = 0; ints && i < x->size; i++)  /* I64 directly: a double holds 2^53 */
+        ints[i] = x->dtype == TG_I64 ? ((const int64_t *)x->data)[i] : (int64_t)tg_dtype_load(x->dtype, x->data, i);
+    return 0;
 }
 
 /* ---- metadata ----------------------------------------------------------------- */
@@ -245,13 +260,20 @@ int tg_st_parse_verify(const uint8_t *buf, size_t len, const char *what, tg_st_v
         if (strcmp(c->string, TG_ST_CHECKSUM_KEY) != 0) rc = meta_append(s, c->string, c->valuestring);
     for (size_t i = 0; i < h.n_entries && !rc; i++) {
         const tg_st_entry *e = &h.entries[i];
-        tg_tensor *x = append(s, e->name, e->ndim, e->shape);
-        int64_t *ints = x && tg_st_dtype_is_int(e->dtype) ? tg_malloc(x->size ? x->size * sizeof *ints : 1) : NULL;
-        rc = x && (ints || !tg_st_dtype_is_int(e->dtype)) ? 0 : -1;
+        bool is_int = tg_st_dtype_is_int(e->dtype);
+        tg_tensor *x = append(s, e->name, is_int ? e->dtype : TG_REAL_DTYPE, e->ndim, e->shape);
+        rc = x ? 0 : -1;
         if (rc) break;
-        tg_st_decode_real(x->data, h.data + e->begin, x->size, e->dtype);
-        if (ints) tg_st_decode_int(ints, h.data + e->begin, x->size, e->dtype);
-        s->extra[s->list.count - 1] = (st_item){.dtype = e->dtype, .ints = ints};
+        st_item *it = &s->extra[s->list.count - 1];
+        it->dtype = e->dtype;
+        if (!is_int) {
+            tg_st_decode_real(x->data, h.data + e->begin, x->size, e->dtype);
+            continue;
+        }
+        tg_st_decode_int(it->ints, h.data + e->begin, x->size, e->dtype);
+        if (e->dtype == TG_I64 && x->size) memcpy(x->data, it->ints, x->size * sizeof *it->ints);
+        for (size_t j = 0; e->dtype != TG_I64 && j < x->size; j++)  /* exact: 32 bits at most */
+            tg_dtype_store(e->dtype, x->data, j, (double)it->ints[j]);
     }
     tg_st_header_free(&h);
     if (rc) {

@@ -1,6 +1,7 @@
 /* tapegrad: writing safetensors (see core/io/io.h): the header is built with
  * cJSON and carries the checksums (core/io/json.h), the data converted
- * to little-endian F32/F64/F16/BF16 in fixed-size chunks, and files are replaced
+ * to little-endian bytes of each tensor's file dtype in fixed-size chunks
+ * (float tensors to the dtype asked for, the others as themselves), and files are replaced
  * atomically (temp file, fsync, rename). */
 #include "io.h"
 
@@ -24,12 +25,28 @@ static void put_le(uint8_t *p, uint64_t v, int nbytes)
     for (int i = 0; i < nbytes; i++) p[i] = (uint8_t)(v >> (8 * i));
 }
 
-/* Elements j, j+1, ... of x encoded as dtype into buf [16384]: as many as
- * fit; returns the bytes written. */
+/* The dtype x is written as: a float tensor as dtype (unless dtype is
+ * TG_ST_OWN_DTYPE), an integer or bool one as itself. */
+static tg_dtype file_dtype(const tg_tensor *x, tg_dtype dtype)
+{
+    return dtype == TG_ST_OWN_DTYPE || !tg_dtype_is_float(x->dtype) ? x->dtype : dtype;
+}
+
+/* Elements j, j+1, ... of x encoded as its file dtype into buf [16384]: as
+ * many as fit; returns the bytes written. Integers go through int64 (a
+ * double holds only 2^53), floats through double (exact from any float). */
 static size_t encode_chunk(const tg_tensor *x, size_t j, tg_dtype dtype, uint8_t *buf)
 {
-    size_t es = tg_st_dtype_size(dtype), per = 16384 / es, k = x->size - j < per ? x->size - j : per;
-    for (size_t e = 0; e < k; e++) tg_st_encode_real(buf + e * es, x->data[j + e], dtype);
+    tg_dtype dt = file_dtype(x, dtype);
+    size_t es = tg_st_dtype_size(dt), per = 16384 / es, k = x->size - j < per ? x->size - j : per;
+    for (size_t e = 0; e < k; e++) {
+        if (tg_dtype_is_float(dt)) {
+            tg_st_encode_real(buf + e * es, tg_dtype_load(x->dtype, x->data, j + e), dt);
+        } else {
+            int64_t v = dt == TG_I64 ? ((const int64_t *)x->data)[j + e] : (int64_t)tg_dtype_load(dt, x->data, j + e);
+            put_le(buf + e * es, (uint64_t)v, (int)es);
+        }
+    }
     return k * es;
 }
 
@@ -38,7 +55,7 @@ static uint32_t data_crc(const tg_tensor *x, tg_dtype dtype)
 {
     uint8_t buf[16384];
     uint32_t c = 0;
-    for (size_t j = 0, n; j < x->size; j += n / tg_st_dtype_size(dtype)) {
+    for (size_t j = 0, n; j < x->size; j += n / tg_st_dtype_size(file_dtype(x, dtype))) {
         n = encode_chunk(x, j, dtype, buf);
         c = tg_crc32(c, buf, n);
     }
@@ -60,7 +77,7 @@ static bool add_checksums(cJSON *meta, const tg_safetensors *s, tg_dtype dtype)
         }
         for (size_t i = 0; i < nt; i++) {
             const tg_tensor *x = tg_st_at(s, (int)i);
-            items[nm + i] = (tg_st_item){x->name, tg_st_dtype_name(dtype), x->ndim, x->shape};
+            items[nm + i] = (tg_st_item){x->name, tg_st_dtype_name(file_dtype(x, dtype)), x->ndim, x->shape};
             crcs[i] = data_crc(x, dtype);
         }
         table = tg_st_checksum_table(items, nm, nt, crcs);
@@ -100,8 +117,9 @@ static cJSON *header_json(const tg_safetensors *s, tg_dtype dtype, size_t *data_
     size_t off = 0;
     for (int i = 0; i < tg_st_count(s); i++) {
         const tg_tensor *x = tg_st_at(s, i);
-        size_t bytes = x->size * tg_st_dtype_size(dtype); /* <= the in-memory size: no overflow */
-        if (!add_entry(root, x, tg_st_dtype_name(dtype), off, off + bytes)) goto oom;
+        tg_dtype dt = file_dtype(x, dtype);
+        size_t bytes = x->size * tg_st_dtype_size(dt); /* tg_shape_size bounds size * 8 */
+        if (!add_entry(root, x, tg_st_dtype_name(dt), off, off + bytes)) goto oom;
         off += bytes;
     }
     *data_len = off;
@@ -155,7 +173,7 @@ static bool emit(const tg_safetensors *s, tg_dtype dtype, const char *hdr, size_
     if (!put(f, &mem, buf, 8) || !put(f, &mem, hdr, n)) return false;
     for (int i = 0; i < tg_st_count(s); i++) {
         const tg_tensor *x = tg_st_at(s, i);
-        for (size_t j = 0, k; j < x->size; j += k / tg_st_dtype_size(dtype)) {
+        for (size_t j = 0, k; j < x->size; j += k / tg_st_dtype_size(file_dtype(x, dtype))) {
             k = encode_chunk(x, j, dtype, buf);
             if (!put(f, &mem, buf, k)) return false;
         }
@@ -166,8 +184,9 @@ static bool emit(const tg_safetensors *s, tg_dtype dtype, const char *hdr, size_
 static int check_args(const char *fn, const tg_safetensors *s, const void *dst, tg_dtype dtype)
 {
     if (!s || !dst) return tg_error_set("%s: %s is NULL", fn, !s ? "the set" : "the destination");
-    if (dtype != TG_F32 && dtype != TG_F64 && dtype != TG_F16 && dtype != TG_BF16)
-        return tg_error_set("%s: dtype %s cannot be written (F32, F64, F16 or BF16)", fn, tg_st_dtype_name(dtype));
+    if (dtype != TG_ST_OWN_DTYPE && !tg_dtype_is_float(dtype))
+        return tg_error_set("%s: float tensors cannot be written as dtype %s (F32, F64, F16, BF16, or "
+                            "TG_ST_OWN_DTYPE for each tensor's own)", fn, tg_st_dtype_name(dtype));
     return 0;
 }
 
@@ -304,6 +323,10 @@ int tg_st_load_params(tg_params *p, const tg_safetensors *s, bool strict, const 
         if (!tg_shape_equal(x, y))
             return tg_error_set("tg_st_load_params: tensor '%s' has shape %s, the model expects %s", x->name,
                                 tg_shape_str(y, sa), tg_shape_str(x, sb));
+        /* an integer buffer (BatchNorm's num_batches_tracked) may be held as float; a weight may not */
+        if (!tg_dtype_is_float(y->dtype) && tg_dtype_is_float(x->dtype) && x->requires_grad)
+            return tg_error_set("tg_st_load_params: tensor '%s' is %s, but the parameter is %s and takes a gradient",
+                                x->name, tg_dtype_name(y->dtype), tg_dtype_name(x->dtype));
     }
     for (int i = 0; strict && i < tg_st_count(s); i++) {
         const char *name = tg_st_at(s, i)->name;
@@ -313,7 +336,12 @@ int tg_st_load_params(tg_params *p, const tg_safetensors *s, bool strict, const 
     }
     for (int i = 0; i < tg_params_count(p); i++) {
         tg_tensor *x = tg_params_at(p, i);
-        if (x->size) memcpy(x->data, tg_st_get(s, x->name)->data, x->size * sizeof(tg_real));
+        const tg_tensor *y = tg_st_get(s, x->name);
+        if (x->dtype == y->dtype) {
+            if (x->size) memcpy(x->data, y->data, x->size * tg_dtype_size(x->dtype));
+        } else {
+            for (size_t j = 0; j < x->size; j++) tg_dtype_store(x->dtype, x->data, j, tg_dtype_load(y->dtype, y->data, j));
+        }
     }
     return 0;
 }

@@ -34,8 +34,9 @@ static void round_trip(const tg_safetensors *s)
     check(tg_st_count(back) == tg_st_count(s) && tg_st_meta_count(back) == tg_st_meta_count(s));
     for (int i = 0; i < tg_st_count(s); i++) {
         const tg_tensor *x = tg_st_at(s, i), *y = tg_st_get(back, x->name);
-        check(y && tg_shape_equal(x, y) && x->size == y->size);
-        for (size_t j = 0; j < x->size; j++) check(same_value(x->data[j], y->data[j]));
+        check(y && tg_shape_equal(x, y) && x->size == y->size && x->dtype == y->dtype);
+        if (x->dtype != TG_REAL_DTYPE) check(memcmp(x->data, y->data, x->size * tg_dtype_size(x->dtype)) == 0);
+        for (size_t j = 0; x->dtype == TG_REAL_DTYPE && j < x->size; j++) check(same_value(x->data[j], y->data[j]));
     }
     for (int i = 0; i < tg_st_meta_count(s); i++) {
         const char *k = tg_st_meta_key(s, i), *v = tg_st_meta(back, k);
