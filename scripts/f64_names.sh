@@ -1,5 +1,6 @@
 #!/bin/bash
-# Writes core/engine/f64_names.h from a build: every external name the typed
+# Writes core/engine/f64_names.h from a build: every external C name (not the
+# sanitizers' own symbols, such as ASan's __odr_asan.*) the typed
 # sources define (their float32 objects in <build>/CMakeFiles/tapegrad.dir,
 # the ones the tapegrad_f64 object library compiles again) gets a #define to
 # its float64 copy's name. --check: fail if the committed header differs.
@@ -29,7 +30,7 @@ trap 'rm -f "$tmp"' EXIT
   echo " * TAPEGRAD_DOUBLE calls the float64 copies by the same names. */"
   echo "#ifndef TAPEGRAD_F64_NAMES_H"
   echo "#define TAPEGRAD_F64_NAMES_H"
-  nm -g --defined-only -P "${objs[@]}" 2>/dev/null | awk 'NF >= 2 && $2 ~ /^[TDRBV]$/ {print $1}' | sort -u |
+  nm -g --defined-only -P "${objs[@]}" 2>/dev/null | awk 'NF >= 2 && $2 ~ /^[TDRBV]$/ && $1 ~ /^[A-Za-z][A-Za-z0-9_]*$/ {print $1}' | sort -u |
     awk '{printf "#define %s %s__f64\n", $1, $1}'
   echo "#endif"
 } >"$tmp"

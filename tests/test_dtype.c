@@ -262,3 +262,25 @@ Test(dtype, to)
     tg_tensor_free(x);
     tg_tape_free(t);
 }
+
+/* A mask's additive array is the caller's tg_real: handed to the other float
+ * copy, it goes converted (read as the other type it would be garbage and
+ * overrun the array). */
+Test(dtype, additive_mask_crosses_copies)
+{
+    tg_tape *t = tg_tape_new();
+    tg_tensor *a = tg_tensor_alloc_dtype(OTHER_FLOAT, 2, (int[]){2, 3});
+    for (size_t i = 0; i < a->size; i++) tg_dtype_store(a->dtype, a->data, i, 0.5 * (double)i);
+    const tg_real add[6] = {0, -1, -INFINITY, 2, 0, -0.5};
+    tg_mask m = {.additive = add};
+    tg_tensor *y = tg_softmax_masked(t, a, &m, 1.0);
+    cr_assert(y && y->dtype == OTHER_FLOAT, "%s", tg_tape_error(t));
+    for (int r = 0; r < 2; r++) {
+        double z = 0, e[3];
+        for (int j = 0; j < 3; j++) z += e[j] = exp(0.5 * (3 * r + j) + (double)add[3 * r + j]);
+        for (int j = 0; j < 3; j++)
+            cr_expect(fabs(tg_dtype_load(y->dtype, y->data, (size_t)(3 * r + j)) - e[j] / z) < 1e-6, "row %d key %d", r, j);
+    }
+    tg_tensor_free(a);
+    tg_tape_free(t);
+}

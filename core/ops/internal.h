@@ -113,6 +113,28 @@ bool tg_index_valid(tg_tape *t, const char *op, const struct tg_index *ix, size_
 bool tg_index_offsets(tg_tape *t, const char *op, const struct tg_index *ix0, int d, const tg_tensor *x0,
                       const tg_tensor *src0, size_t *xoff, size_t *soff);
 
+/* A mask's additive array is the caller's tg_real, the element type of the
+ * copy the caller called: an op that hands its call to the other float copy
+ * (TG_DISPATCH) hands it a copy of the mask whose additive [n] is converted to
+ * that copy's type, in t's arena. True when x is live and of the other float
+ * type, with *out the mask to pass (m itself when it has no additive array).
+ * n 0 (shapes the op refuses) with an additive array, or out of memory: false,
+ * and the call stays in this copy, which refuses it by name. */
+static inline bool tg_mask_across(tg_tape *t, const tg_tensor *x, const tg_mask *m, size_t n, tg_mask *conv,
+                                  const tg_mask **out)
+{
+    *out = m;
+    if (!t || !x || x->magic != TG_TENSOR_LIVE || x->dtype != TG_OTHER_DTYPE) return false;
+    if (!m || !m->additive) return true;
+    void *a = n ? tg_arena_alloc(t, n * tg_dtype_size(TG_OTHER_DTYPE), "a mask's additive array") : NULL;
+    if (!a) return false;
+    for (size_t i = 0; i < n; i++) tg_dtype_store(TG_OTHER_DTYPE, a, i, m->additive[i]);
+    *conv = *m;
+    conv->additive = (const tg_real *)a;
+    *out = conv;
+    return true;
+}
+
 /* The sum of x [n] in 8 independent lanes: no loop-carried dependence, so it
  * runs at throughput and vectorizes without -ffast-math. x[j] always goes to
  * lane j % 8, the tail too, so zeros appended to a row leave its sum's bits

@@ -551,7 +551,10 @@ static sdpa_lay lay_contig(const sdpa_dims *d, int L, int w, int in, int group)
 tg_tensor *tg_sdpa(tg_tape *t, tg_tensor *q, tg_tensor *k, tg_tensor *v,
                    const tg_sdpa_opts *opts, tg_tensor **weights)
 {
-    TG_DISPATCH(tg_sdpa, q, (t, q, k, v, opts, weights));
+    tg_sdpa_opts oc = opts ? *opts : (tg_sdpa_opts){0};
+    tg_mask conv;
+    size_t lqk = q && k && q->ndim == 4 && k->ndim == 4 ? (size_t)q->shape[2] * (size_t)k->shape[2] : 0;
+    TG_DISPATCH_ON(tg_sdpa, tg_mask_across(t, q, oc.mask, lqk, &conv, &oc.mask), (t, q, k, v, &oc, weights));
     static const tg_sdpa_opts defaults = {0};
     const tg_sdpa_opts *o = opts ? opts : &defaults;
     tg_tensor *in[4] = {q, k, v, o->bias};
@@ -633,7 +636,10 @@ static sdpa_lay lay_packed(int L, int C, int col, int w, int in, int group)
 tg_tensor *tg_sdpa_heads(tg_tape *t, tg_tensor *xq, tg_tensor *xkv, const tg_sdpa_layout *lay,
                          const tg_sdpa_opts *opts, tg_tensor **weights)
 {
-    TG_DISPATCH(tg_sdpa_heads, xq, (t, xq, xkv, lay, opts, weights));
+    tg_sdpa_opts oc = opts ? *opts : (tg_sdpa_opts){0};
+    tg_mask conv;
+    size_t lqk = xq && xkv && xq->ndim == 3 && xkv->ndim == 3 ? (size_t)xq->shape[1] * (size_t)xkv->shape[1] : 0;
+    TG_DISPATCH_ON(tg_sdpa_heads, tg_mask_across(t, xq, oc.mask, lqk, &conv, &oc.mask), (t, xq, xkv, lay, &oc, weights));
     static const tg_sdpa_opts defaults = {0};
     const tg_sdpa_opts *o = opts ? opts : &defaults;
     tg_tensor *in[3] = {xq, xkv, o->bias};
@@ -666,7 +672,10 @@ TG_OP_NO_GRAD(sdpa_decode_op, "tg_sdpa_decode");
 tg_tensor *tg_sdpa_decode(tg_tape *t, tg_tensor *xq, tg_tensor *cache, const tg_sdpa_layout *lay,
                           const int32_t *pos, const tg_sdpa_opts *opts)
 {
-    TG_DISPATCH(tg_sdpa_decode, xq, (t, xq, cache, lay, pos, opts));
+    /* an additive mask stays here (refused by dtype): its Lk is the cache's */
+    tg_sdpa_opts oc = opts ? *opts : (tg_sdpa_opts){0};
+    tg_mask conv;
+    TG_DISPATCH_ON(tg_sdpa_decode, tg_mask_across(t, xq, oc.mask, 0, &conv, &oc.mask), (t, xq, cache, lay, pos, &oc));
     char sx[TG_SHAPE_STR];
     int Hkv;
     if (!tg_inputs_check(t, &sdpa_decode_op, (tg_tensor *const[]){xq, cache}, 2, 2)) return NULL;

@@ -195,7 +195,10 @@ tg_tensor *tg_log_softmax(tg_tape *t, tg_tensor *a)
 /* Scores a [B, H, Lq, Lk] (3-D: H = 1, 2-D: B = H = 1); out has a's shape. */
 tg_tensor *tg_softmax_masked(tg_tape *t, tg_tensor *a, const tg_mask *mask, double scale)
 {
-    TG_DISPATCH(tg_softmax_masked, a, (t, a, mask, scale));
+    tg_mask conv;
+    const tg_mask *mo;
+    size_t n = a && a->ndim >= 2 && a->ndim <= 4 ? (size_t)a->shape[a->ndim - 2] * (size_t)a->shape[a->ndim - 1] : 0;
+    TG_DISPATCH_ON(tg_softmax_masked, tg_mask_across(t, a, mask, n, &conv, &mo), (t, a, mo, scale));
     if (!tg_inputs_check(t, &softmax_masked_op, &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR], what[TG_SHAPE_STR + 8];
     snprintf(what, sizeof what, "a %s", tg_shape_str(a, sa));
