@@ -322,3 +322,100 @@ Test(op_cases, same_bits_on_1_and_2_threads)
     }
     tg_threads_set(before);
 }
+
+/* ---- bfloat16 and float16: every op computes them in float32 ---------------------------------- */
+
+/* x's values stored as dtype dt (rounded to nearest even), a standalone tensor. */
+static tg_tensor *heap_as(const tg_tensor *x, tg_dtype dt)
+{
+    tg_tensor *y = tg_tensor_alloc_dtype(dt, x->ndim, x->shape);
+    cr_assert_not_null(y, "%s", tg_error());
+    for (size_t i = 0; i < x->size; i++) tg_dtype_store(dt, y->data, i, tg_dtype_load(x->dtype, x->data, i));
+    y->requires_grad = x->requires_grad;
+    return y;
+}
+
+/* a and b hold the same values once b (float32) is rounded to a's dtype */
+static bool same_rounded(const void *a, tg_dtype da, const void *b, tg_dtype db, size_t n)
+{
+    if (da == db) return !memcmp(a, b, n * tg_dtype_size(da));
+    for (size_t i = 0; i < n; i++) {
+        uint16_t ha = tg_half_from_double(tg_dtype_load(da, a, i), da);
+        uint16_t hb = tg_half_from_double(tg_dtype_load(db, b, i), da);
+        if (ha != hb) return false;
+    }
+    return true;
+}
+
+/* The row with its float inputs in half type dt, against the row with those
+ * values widened to float32: the output and every input grad are the float32
+ * run's, rounded. Returns false when the op refuses dt (then naming the op
+ * and the dtype). */
+static bool row_in_half(const op_case *r, tg_dtype dt)
+{
+    tg_tensor *in[OC_MAXIN] = {NULL}, *h[OC_MAXIN] = {NULL}, *w[OC_MAXIN] = {NULL};
+    inputs_make(r, in);
+    bool any = false;  /* a float input: else (creation) the output keeps its dtype */
+    for (int k = 0; k < r->n_in; k++) {
+        bool f = r->in[k].kind != OC_MASK;
+        any |= f;
+        h[k] = f ? heap_as(in[k], dt) : in[k];
+        w[k] = f ? heap_as(h[k], TG_F32) : in[k];
+    }
+    tg_tape *th = tg_tape_new(), *tw = tg_tape_new();
+    tg_tensor *yh = row_call(r, th, h, -1), *yw = row_call(r, tw, w, -1);
+    bool accepted = yh != NULL;
+    cr_assert_not_null(yw, "%s: float32: %s", r->name, tg_tape_error(tw));
+    if (!yh) {
+        const char *e = tg_tape_error(th);
+        cr_expect(e && strstr(e, r->name) && strstr(e, tg_dtype_name(dt)), "%s in %s: refused without naming both: %s",
+                  r->name, tg_dtype_name(dt), e ? e : "(none)");
+    } else {
+        tg_dtype want = any && yw->dtype == TG_F32 ? dt : yw->dtype;
+        cr_expect(yh->dtype == want, "%s in %s: the output is %s", r->name, tg_dtype_name(dt), tg_dtype_name(yh->dtype));
+        cr_expect(yh->size == yw->size && same_rounded(yh->data, yh->dtype, yw->data, yw->dtype, yw->size),
+                  "%s in %s: the output is not float32's, rounded", r->name, tg_dtype_name(dt));
+        cr_expect_eq(yh->requires_grad, yw->requires_grad, "%s in %s", r->name, tg_dtype_name(dt));
+        if (yh->requires_grad && yh->dtype == dt) {
+            uint16_t *sh = malloc((yh->size + 1) * sizeof *sh);
+            float *sw = malloc((yw->size + 1) * sizeof *sw);
+            for (size_t i = 0; i < yw->size; i++) {
+                sw[i] = (float)((int)(i % 7) - 3) / 4;  /* exact in both */
+                sh[i] = tg_half_from_double(sw[i], dt);
+            }
+            cr_assert_eq(tg_backward_seed(th, yh, sh), 0, "%s: %s", r->name, tg_tape_error(th));
+            cr_assert_eq(tg_backward_seed(tw, yw, sw), 0, "%s: %s", r->name, tg_tape_error(tw));
+            for (int k = 0; k < r->n_in; k++)
+                if (h[k] != in[k] && h[k]->requires_grad)
+                    cr_expect(h[k]->grad && same_rounded(h[k]->grad, dt, w[k]->grad, TG_F32, w[k]->size),
+                              "%s in %s: input %d's grad is not float32's, rounded", r->name, tg_dtype_name(dt), k);
+            free(sh);
+            free(sw);
+        }
+    }
+    tg_tape_free(th);
+    tg_tape_free(tw);
+    for (int k = 0; k < r->n_in; k++)
+        if (h[k] != in[k]) tg_tensor_free(h[k]), tg_tensor_free(w[k]);
+    tu_free_all(in, r->n_in);
+    return accepted;
+}
+
+Test(op_cases, half_types_compute_in_float32)
+{
+    if (TG_REAL_DTYPE != TG_F32) return;  /* the same float32 kernels as the float32 program's run */
+    const tg_dtype halves[] = {TG_BF16, TG_F16};
+    for (int d = 0; d < 2; d++) {
+        int n = 0, refused = 0;
+        char names[2048] = "";
+        FOR_ROWS(r) {
+            n++;
+            if (!row_in_half(r, halves[d])) {
+                refused++;
+                if (strlen(names) + strlen(r->name) + 2 < sizeof names) strcat(strcat(names, " "), r->name);
+            }
+        }
+        printf("op_cases: %s: %d of %d rows computed in float32, %d refused:%s\n", tg_dtype_name(halves[d]),
+               n - refused, n, refused, names);
+    }
+}

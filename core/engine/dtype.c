@@ -16,7 +16,8 @@ static const struct {
 
 const char *tg_dtype_name(tg_dtype dt) { return (unsigned)dt < TG_DTYPE_COUNT ? traits[dt].name : "?"; }
 size_t tg_dtype_size(tg_dtype dt) { return (unsigned)dt < TG_DTYPE_COUNT ? traits[dt].size : 0; }
-bool tg_dtype_is_float(tg_dtype dt) { return dt == TG_F32 || dt == TG_F64 || dt == TG_F16 || dt == TG_BF16; }
+bool tg_dtype_is_float(tg_dtype dt) { return dt == TG_F32 || dt == TG_F64 || tg_dtype_is_half(dt); }
+bool tg_dtype_is_half(tg_dtype dt) { return dt == TG_F16 || dt == TG_BF16; }
 
 /* IEEE binary16 (F16: sign, 5 exponent bits, 10 mantissa bits) and bfloat16
  * (the top half of a float32) as a double. */

@@ -38,6 +38,7 @@ typedef float tg_real;
 const char *tg_dtype_name(tg_dtype dt);
 size_t tg_dtype_size(tg_dtype dt);   /* bytes per element; 0 for no dtype */
 bool tg_dtype_is_float(tg_dtype dt); /* F32, F64, F16, BF16 */
+bool tg_dtype_is_half(tg_dtype dt);  /* F16, BF16: stored, computed in float32 */
 
 /* One element of dtype dt at p as a double (exact for every dtype but
  * int64 beyond 2^53), and v stored as one element of dt: float types round to

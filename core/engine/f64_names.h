@@ -102,6 +102,8 @@
 #define tg_gelu_tanh tg_gelu_tanh__f64
 #define tg_grad_norm tg_grad_norm__f64
 #define tg_gt tg_gt__f64
+#define tg_half_round tg_half_round__f64
+#define tg_half_widen tg_half_widen__f64
 #define tg_hardsigmoid tg_hardsigmoid__f64
 #define tg_hardswish tg_hardswish__f64
 #define tg_hardtanh tg_hardtanh__f64

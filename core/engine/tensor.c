@@ -75,9 +75,9 @@ tg_dtype tg_dtype_promoted(tg_tensor *const *x, int n)
 {
     tg_dtype dt = TG_DTYPE_COUNT;
     for (int k = 0; x && k < n; k++) {
-        if (!x[k] || x[k]->magic != TG_TENSOR_LIVE) continue;
+        if (!x[k] || x[k]->magic != TG_TENSOR_LIVE || !tg_dtype_is_float(x[k]->dtype) || x[k]->dtype == dt) continue;
         if (x[k]->dtype == TG_F64) return TG_F64;
-        if (x[k]->dtype == TG_F32) dt = TG_F32;
+        dt = dt == TG_DTYPE_COUNT ? x[k]->dtype : TG_F32;  /* float32 with a half type, or the two half types */
     }
     return dt;
 }

@@ -55,12 +55,11 @@ typedef struct tg_tensor {
  * other way (on the stack, by hand) is refused by every op. */
 #define TG_TENSOR_LIVE 0x7e45a11eu
 
-/* The first line of a public function in a typed source (compiled once per
- * float type, docs/DESIGN.md "Dtypes"): when tensor x has the other float
- * type, returns fn's copy for that type called with args.
- *   TG_DISPATCH(tg_add, a, (t, a, b));
- * The copy is named by its symbol (fn, or fn__f64 for the float64 one), which
- * the renaming header hides from C in the float64 copy. */
+/* Reaching the other float copy of a typed source's function (docs/DESIGN.md
+ * "Dtypes"): the copy is named by its symbol (fn, or fn__f64 for the float64
+ * one), which the renaming header hides from C in the float64 copy. Ops begin
+ * with TG_DISPATCH (core/ops/internal.h); a function whose data is not a
+ * tensor's says when with TG_DISPATCH_ON. */
 #ifdef TAPEGRAD_DOUBLE
 #define TG_OTHER_DTYPE TG_F32
 #define TG_OTHER_SYMBOL(name) name
@@ -68,18 +67,8 @@ typedef struct tg_tensor {
 #define TG_OTHER_DTYPE TG_F64
 #define TG_OTHER_SYMBOL(name) name "__f64"
 #endif
-#define TG_DISPATCH(fn, x, args)                                                                     \
-    TG_DISPATCH_(fn, #fn, fn##_other_copy, (x) && (x)->magic == TG_TENSOR_LIVE && (x)->dtype == TG_OTHER_DTYPE, \
-                 args)
-/* The same for an op whose float operands promote (PyTorch's rule, binary and
- * elementwise ops): to the other copy when the operands' promoted type is its. */
-#define TG_DISPATCH_PROMOTED(fn, args, ...)                                                            \
-    TG_DISPATCH_(fn, #fn, fn##_other_copy,                                                              \
-                 tg_dtype_promoted((tg_tensor *const[]){__VA_ARGS__},                                   \
-                                   sizeof((tg_tensor *const[]){__VA_ARGS__}) / sizeof(tg_tensor *)) ==  \
-                     TG_OTHER_DTYPE,                                                                    \
-                 args)
-/* The same when cond says the data is of the other float type (a store's). */
+/* Returns fn's other copy called with args when cond says the data is of
+ * the other float type (an optimizer's store). */
 #define TG_DISPATCH_ON(fn, cond, args) TG_DISPATCH_(fn, #fn, fn##_other_copy, cond, args)
 /* name and local are made from fn before the renaming header can expand it. */
 #define TG_DISPATCH_(fn, name, local, cond, args)                        \
@@ -91,7 +80,8 @@ typedef struct tg_tensor {
     } while (0)
 
 /* PyTorch's promotion among the float tensors of x[0..n) (NULL and dead
- * ones skipped): float64 when one is, else float32 when one is, else
+ * ones skipped): float64 when one is, else float32 when one is or when
+ * bfloat16 meets float16, else the half type they share, else
  * TG_DTYPE_COUNT. */
 tg_dtype tg_dtype_promoted(tg_tensor *const *x, int n);
 

@@ -10,6 +10,62 @@
 #include "../engine/tape.h"
 #include "../kernels/threads.h"
 
+/* ---- dispatch: the first line of every public op (docs/DESIGN.md "Dtypes") ----
+ * TG_DISPATCH(fn, x, args) looks at tensor x:
+ *   the other float type:   returns that type's copy of fn called with args;
+ *   bfloat16 or float16:    x computes in float32: it is widened (tg_to, its
+ *                           grad flows back), fn runs on it, and a float32
+ *                           result is rounded back to x's type (an index or a
+ *                           mask result is left as it is).
+ *   TG_DISPATCH(tg_exp, a, (t, a));          (t names the tape)
+ * TG_DISPATCH_SAME(fn, args, x, y...) is the same for an op whose float
+ * operands share x's type (matmul, linear, conv, norms): a half x widens
+ * every listed operand of its type. TG_DISPATCH_PROMOTED(fn, args, x, y...)
+ * first promotes the listed operands (PyTorch's rule, tg_dtype_promoted):
+ * the copy of the promoted type, or float32 for a half one, computes.
+ * TG_DISPATCH_OTHER(fn, x, args) only reaches the other copy: for a function
+ * that returns no tensor (a split), whose input check then refuses a half x. */
+#define TG_DISPATCH(fn, x, args) TG_DISPATCH_SAME(fn, args, x)
+#define TG_DISPATCH_SAME(fn, args, ...)                                                            \
+    do {                                                                                           \
+        tg_tensor **const opnds_[] = {TG_ADDRS_(__VA_ARGS__)};                                     \
+        const tg_tensor *first_ = *opnds_[0];                                                      \
+        bool live_ = first_ && first_->magic == TG_TENSOR_LIVE;                                    \
+        TG_DISPATCH_ON(fn, live_ && first_->dtype == TG_OTHER_DTYPE, args);                        \
+        if (live_ && tg_dtype_is_half(first_->dtype))                                              \
+            TG_HALF_(fn, args, first_->dtype, opnds_);                                             \
+    } while (0)
+#define TG_DISPATCH_PROMOTED(fn, args, ...)                                                        \
+    do {                                                                                           \
+        tg_tensor **const opnds_[] = {TG_ADDRS_(__VA_ARGS__)};                                     \
+        tg_dtype promoted_ = tg_dtype_promoted((tg_tensor *const[]){__VA_ARGS__},                  \
+                                               (int)(sizeof opnds_ / sizeof *opnds_));             \
+        TG_DISPATCH_ON(fn, promoted_ == TG_OTHER_DTYPE, args);                                     \
+        if (tg_dtype_is_half(promoted_)) TG_HALF_(fn, args, promoted_, opnds_);                    \
+    } while (0)
+#define TG_DISPATCH_OTHER(fn, x, args) \
+    TG_DISPATCH_ON(fn, (x) && (x)->magic == TG_TENSOR_LIVE && (x)->dtype == TG_OTHER_DTYPE, args)
+/* The operands of dtype half in opnds_ widened, fn called, its result rounded back. */
+#define TG_HALF_(fn, args, half, opnds)                                                            \
+    do {                                                                                           \
+        tg_dtype half_ = (half);                                                                   \
+        if (!tg_half_widen(t, #fn, opnds, (int)(sizeof opnds / sizeof *opnds), half_)) return NULL; \
+        return tg_half_round(t, fn args, half_);                                                   \
+    } while (0)
+/* &a, &b, ... of up to four operands */
+#define TG_ADDRS_(...) TG_ADDRS_PICK_(__VA_ARGS__, TG_ADDRS4_, TG_ADDRS3_, TG_ADDRS2_, TG_ADDRS1_, _)(__VA_ARGS__)
+#define TG_ADDRS_PICK_(a, b, c, d, pick, ...) pick
+#define TG_ADDRS1_(a) &(a)
+#define TG_ADDRS2_(a, b) &(a), &(b)
+#define TG_ADDRS3_(a, b, c) &(a), &(b), &(c)
+#define TG_ADDRS4_(a, b, c, d) &(a), &(b), &(c), &(d)
+
+/* core/ops/pointwise/to.c: each live *x[k] of dtype half replaced by its
+ * float32 widening (op names the op in errors: a stale one is refused), and
+ * a float32 r rounded to half (any other r returned as it is; NULL stays). */
+bool tg_half_widen(tg_tape *t, const char *op, tg_tensor **const *x, int n, tg_dtype half);
+tg_tensor *tg_half_round(tg_tape *t, tg_tensor *r, tg_dtype half);
+
 /* core/ops/nn/mask.c: checks what can be checked of m for scores [B, ., Lq, Lk]:
  * a negative window, keep_batched without keep, key_lens outside [0, Lk], and
  * NaN or +inf in additive (they would turn whole rows into NaN). On a problem
@@ -266,8 +322,8 @@ bool tg_along_dim(tg_tape *t, const char *op, const tg_tensor *a, int dim, int *
 tg_tensor *tg_along_apply(tg_tape *t, const tg_along_kind *k, tg_tensor *a, int d, size_t m, bool keep,
                           const double *p, tg_tensor **idx_out);
 
-/* PyTorch's type promotion, after TG_DISPATCH_PROMOTED: in the float64 copy
- * every live float32 operand x[k] becomes float64 (tg_to, so the grad flows
+/* PyTorch's type promotion, after TG_DISPATCH_PROMOTED: every live float
+ * operand x[k] narrower than this copy's type becomes it (tg_to, so the grad flows
  * back converted). A bad operand is left to tg_inputs_check, or refused
  * under op's name. false on an error. */
 bool tg_promote(tg_tape *t, const tg_op *op, tg_tensor **x, int n);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../internal.h"
 #include "../ops.h"
 #include "../../kernels/blas.h"
 #include "../../kernels/threads.h"
@@ -146,7 +147,7 @@ TG_OP(matmul_op, "tg_matmul", matmul_backward, mm_dims);
 
 tg_tensor *tg_matmul(tg_tape *t, tg_tensor *a, tg_tensor *b, tg_tensor *bias, unsigned flags)
 {
-    TG_DISPATCH(tg_matmul, a, (t, a, b, bias, flags));
+    TG_DISPATCH_SAME(tg_matmul, (t, a, b, bias, flags), a, b, bias);
     tg_tensor *in[3] = {a, b, bias};
     if (!tg_inputs_check(t, &matmul_op, in, 3, 2)) return NULL;
     mm_dims d;

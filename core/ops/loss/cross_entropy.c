@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../internal.h"
 #include "../ops.h"
 
 typedef struct ce_ctx {

@@ -114,7 +114,7 @@ static bool bn_vec(tg_tape *t, const tg_tensor *v, const char *what, int C, cons
 tg_tensor *tg_batch_norm(tg_tape *t, tg_tensor *x, tg_tensor *running_mean, tg_tensor *running_var,
                          tg_tensor *weight, tg_tensor *bias, const tg_bn_opts *opts)
 {
-    TG_DISPATCH(tg_batch_norm, x, (t, x, running_mean, running_var, weight, bias, opts));
+    TG_DISPATCH_SAME(tg_batch_norm, (t, x, running_mean, running_var, weight, bias, opts), x, weight, bias);
     tg_tensor *in[5] = {x, weight, bias, running_mean, running_var};
     if (!tg_inputs_check(t, &batch_norm_op, in, 5, 1)) return NULL;
     static const tg_bn_opts dflt = TG_BN_OPTS_DEFAULT;

@@ -72,7 +72,7 @@ bool tg_conv_geom_direct(const tg_conv_geom *g)
 /* db [O] += the sums of dout [N, O, P] over N and P, in double */
 bool tg_conv_bias_grad(tg_tape *t, tg_tensor *b, const tg_real *dout, int N, int O, size_t P)
 {
-    TG_DISPATCH(tg_conv_bias_grad, b, (t, b, dout, N, O, P));
+    TG_DISPATCH_OTHER(tg_conv_bias_grad, b, (t, b, dout, N, O, P));
     if (!b || !b->requires_grad) return true;
     tg_real *db = tg_grad(t, b);
     if (!db) return false;
@@ -180,12 +180,12 @@ static tg_tensor *conv(tg_tape *t, const tg_op *op, int nd, tg_tensor *x, tg_ten
 
 tg_tensor *tg_conv2d(tg_tape *t, tg_tensor *x, tg_tensor *w, tg_tensor *b, const tg_conv_opts *opts)
 {
-    TG_DISPATCH(tg_conv2d, x, (t, x, w, b, opts));
+    TG_DISPATCH_SAME(tg_conv2d, (t, x, w, b, opts), x, w, b);
     return conv(t, &conv2d_op, 2, x, w, b, opts);
 }
 
 tg_tensor *tg_conv1d(tg_tape *t, tg_tensor *x, tg_tensor *w, tg_tensor *b, const tg_conv_opts *opts)
 {
-    TG_DISPATCH(tg_conv1d, x, (t, x, w, b, opts));
+    TG_DISPATCH_SAME(tg_conv1d, (t, x, w, b, opts), x, w, b);
     return conv(t, &conv1d_op, 1, x, w, b, opts);
 }

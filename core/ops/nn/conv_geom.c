@@ -5,6 +5,7 @@
 
 #include "conv_geom.h"
 #include "../../engine/tape.h"
+#include "../internal.h"
 
 /* "[a,b]" of the first nd entries of v, into s [32] */
 static const char *pair_str(const int *v, int nd, char *s)
@@ -17,7 +18,7 @@ static const char *pair_str(const int *v, int nd, char *s)
 bool tg_conv_geom_make(tg_tape *t, const char *op, int nd, bool transposed, const tg_tensor *x,
                        const tg_tensor *w, const tg_tensor *b, const tg_conv_opts *opts, tg_conv_geom *g)
 {
-    TG_DISPATCH(tg_conv_geom_make, x, (t, op, nd, transposed, x, w, b, opts, g));
+    TG_DISPATCH_OTHER(tg_conv_geom_make, x, (t, op, nd, transposed, x, w, b, opts, g));
     static const tg_conv_opts dflt = TG_CONV_OPTS_DEFAULT;
     const tg_conv_opts *o = opts ? opts : &dflt;
     char sx[TG_SHAPE_STR], sw[TG_SHAPE_STR], sb[TG_SHAPE_STR], s1[32], s2[32];

@@ -50,7 +50,7 @@ TG_OP(conv_transpose2d_op, "tg_conv_transpose2d", conv_transpose_backward, tg_co
 
 tg_tensor *tg_conv_transpose2d(tg_tape *t, tg_tensor *x, tg_tensor *w, tg_tensor *b, const tg_conv_opts *opts)
 {
-    TG_DISPATCH(tg_conv_transpose2d, x, (t, x, w, b, opts));
+    TG_DISPATCH_SAME(tg_conv_transpose2d, (t, x, w, b, opts), x, w, b);
     const tg_op *op = &conv_transpose2d_op;
     tg_tensor *in[3] = {x, w, b};
     if (!tg_inputs_check(t, op, in, 3, 2)) return NULL;

@@ -58,7 +58,7 @@ static bool cache_check(tg_tape *t, const tg_op *rec, const tg_tensor *cache, co
 
 int tg_kv_write(tg_tape *t, tg_tensor *cache, const tg_tensor *x, const tg_sdpa_layout *lay, const int32_t *at)
 {
-    TG_DISPATCH(tg_kv_write, cache, (t, cache, x, lay, at));
+    TG_DISPATCH_OTHER(tg_kv_write, cache, (t, cache, x, lay, at));
     char sx[TG_SHAPE_STR];
     kv_dims d;
     if (!cache || !x) return tg_fail_null(t, "tg_kv_write"), -1;

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../internal.h"
 #include "../ops.h"
 
 typedef struct dropout_ctx {

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "conv.h"
+#include "../internal.h"
 #include "../ops.h"
 
 typedef struct dropout2d_ctx {

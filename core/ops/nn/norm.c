@@ -192,7 +192,7 @@ TG_OP(layernorm_op, "tg_layernorm", layernorm_backward, ln_ctx);
 
 tg_tensor *tg_layernorm(tg_tape *t, tg_tensor *x, tg_tensor *weight, tg_tensor *bias, double eps)
 {
-    TG_DISPATCH(tg_layernorm, x, (t, x, weight, bias, eps));
+    TG_DISPATCH_SAME(tg_layernorm, (t, x, weight, bias, eps), x, weight, bias);
     tg_tensor *in[3] = {x, weight, bias};
     if (!tg_inputs_check(t, &layernorm_op, in, 3, 1)) return NULL;
     if (!norm_check(t, &layernorm_op, x, weight, bias, eps, false)) return NULL;
@@ -257,7 +257,7 @@ TG_OP(rmsnorm_op, "tg_rmsnorm", rmsnorm_backward, rms_ctx);
 
 tg_tensor *tg_rmsnorm(tg_tape *t, tg_tensor *x, tg_tensor *weight, double eps)
 {
-    TG_DISPATCH(tg_rmsnorm, x, (t, x, weight, eps));
+    TG_DISPATCH_SAME(tg_rmsnorm, (t, x, weight, eps), x, weight);
     tg_tensor *in[2] = {x, weight};
     if (!tg_inputs_check(t, &rmsnorm_op, in, 2, 1)) return NULL;
     if (!norm_check(t, &rmsnorm_op, x, weight, NULL, eps, true)) return NULL;

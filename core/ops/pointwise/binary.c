@@ -281,7 +281,7 @@ tg_tensor *tg_add(tg_tape *t, tg_tensor *a, tg_tensor *b)
  * a's; the backward is tg_add's (it reads no values). */
 tg_tensor *tg_add_inplace(tg_tape *t, tg_tensor *a, tg_tensor *b)
 {
-    TG_DISPATCH(tg_add_inplace, a, (t, a, b));
+    TG_DISPATCH_OTHER(tg_add_inplace, a, (t, a, b));
     const char *op = add_inplace_op.name;
     tg_tensor *in[2] = {a, b};
     if (!tg_inputs_check(t, &add_inplace_op, in, 2, 2)) return NULL;

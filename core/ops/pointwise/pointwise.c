@@ -145,8 +145,9 @@ TG_BACKWARD_SHARED(tg_pw_backward, tg_pw_ctx)
 bool tg_promote(tg_tape *t, const tg_op *op, tg_tensor **x, int n)
 {
     for (int k = 0; k < n; k++) {
-        /* only ever widens: the float32 copy is reached only when no operand is float64 */
-        if (TG_REAL_DTYPE != TG_F64 || !x[k] || x[k]->magic != TG_TENSOR_LIVE || x[k]->dtype != TG_F32) continue;
+        /* only ever widens: this copy is reached only when no operand is wider */
+        if (!x[k] || x[k]->magic != TG_TENSOR_LIVE || !tg_dtype_is_float(x[k]->dtype) || x[k]->dtype == TG_REAL_DTYPE)
+            continue;
         if (!tg_inputs_check_dtype(t, op, x[k]->dtype, &x[k], 1, 1)) return false;
         if (!(x[k] = tg_to(t, x[k], TG_REAL_DTYPE))) return false;
     }

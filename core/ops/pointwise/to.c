@@ -49,3 +49,18 @@ tg_tensor *tg_to(tg_tape *t, tg_tensor *a, tg_dtype dtype)
     if (flows && !tg_op_record(t, &to_op, out, &a, 1, &none)) return NULL;
     return tg_op_done(t, &to_op, out);
 }
+
+bool tg_half_widen(tg_tape *t, const char *op, tg_tensor **const *x, int n, tg_dtype half)
+{
+    for (int k = 0; k < n; k++) {
+        if (!*x[k] || (*x[k])->magic != TG_TENSOR_LIVE || (*x[k])->dtype != half) continue;
+        if (!tg_inputs_check_dtype(t, &(tg_op){.name = op}, half, x[k], 1, 1)) return false;
+        if (!(*x[k] = tg_to(t, *x[k], TG_F32))) return false;
+    }
+    return true;
+}
+
+tg_tensor *tg_half_round(tg_tape *t, tg_tensor *r, tg_dtype half)
+{
+    return r && r->dtype == TG_F32 ? tg_to(t, r, half) : r;
+}

@@ -97,7 +97,7 @@ static bool inputs_ok(tg_tape *t, const tg_op *op, tg_tensor *const *xs, int n)
 
 tg_tensor *tg_cat(tg_tape *t, tg_tensor *const *xs, int n, int dim)
 {
-    TG_DISPATCH(tg_cat, (xs ? xs[0] : NULL), (t, xs, n, dim));
+    TG_DISPATCH_OTHER(tg_cat, (xs ? xs[0] : NULL), (t, xs, n, dim));
     const char *op = cat_rec.name;
     if (!inputs_ok(t, &cat_rec, xs, n)) return NULL;
     char s0[TG_SHAPE_STR];
@@ -110,7 +110,7 @@ tg_tensor *tg_cat(tg_tape *t, tg_tensor *const *xs, int n, int dim)
 /* tg_cat along the last dim */
 tg_tensor *tg_concat(tg_tape *t, tg_tensor *const *xs, int n)
 {
-    TG_DISPATCH(tg_concat, (xs ? xs[0] : NULL), (t, xs, n));
+    TG_DISPATCH_OTHER(tg_concat, (xs ? xs[0] : NULL), (t, xs, n));
     const char *op = concat_rec.name;
     if (!inputs_ok(t, &concat_rec, xs, n)) return NULL;
     char s0[TG_SHAPE_STR];
@@ -122,7 +122,7 @@ tg_tensor *tg_concat(tg_tape *t, tg_tensor *const *xs, int n)
 
 tg_tensor *tg_stack(tg_tape *t, tg_tensor *const *xs, int n, int dim)
 {
-    TG_DISPATCH(tg_stack, (xs ? xs[0] : NULL), (t, xs, n, dim));
+    TG_DISPATCH_OTHER(tg_stack, (xs ? xs[0] : NULL), (t, xs, n, dim));
     const char *op = stack_rec.name;
     if (!inputs_ok(t, &stack_rec, xs, n)) return NULL;
     char s0[TG_SHAPE_STR], si[TG_SHAPE_STR];

@@ -123,7 +123,7 @@ static bool pieces_check(tg_tape *t, const tg_op *rec, tg_tensor *a, int dim, tg
 
 int tg_split_sizes(tg_tape *t, tg_tensor *a, const int *sizes, int n, int dim, tg_tensor **outs)
 {
-    TG_DISPATCH(tg_split_sizes, a, (t, a, sizes, n, dim, outs));
+    TG_DISPATCH_OTHER(tg_split_sizes, a, (t, a, sizes, n, dim, outs));
     const char *op = split_sizes_op.name;
     int d;
     if (!pieces_check(t, &split_sizes_op, a, dim, outs, &d)) return -1;
@@ -149,7 +149,7 @@ int tg_split_sizes(tg_tape *t, tg_tensor *a, const int *sizes, int n, int dim, t
 
 int tg_split(tg_tape *t, tg_tensor *a, int size, int dim, tg_tensor **outs, int max_outs)
 {
-    TG_DISPATCH(tg_split, a, (t, a, size, dim, outs, max_outs));
+    TG_DISPATCH_OTHER(tg_split, a, (t, a, size, dim, outs, max_outs));
     const char *op = split_op.name;
     int d;
     if (!pieces_check(t, &split_op, a, dim, outs, &d)) return -1;
@@ -174,7 +174,7 @@ int tg_split(tg_tape *t, tg_tensor *a, int size, int dim, tg_tensor **outs, int 
 
 int tg_chunk(tg_tape *t, tg_tensor *a, int chunks, int dim, tg_tensor **outs)
 {
-    TG_DISPATCH(tg_chunk, a, (t, a, chunks, dim, outs));
+    TG_DISPATCH_OTHER(tg_chunk, a, (t, a, chunks, dim, outs));
     const char *op = chunk_op.name;
     int d;
     if (!pieces_check(t, &chunk_op, a, dim, outs, &d)) return -1;
