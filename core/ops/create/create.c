@@ -15,13 +15,14 @@
 #include "../internal.h"
 #include "../ops.h"
 
-/* An output of the given shape, or NULL with "<op>: shape ... is invalid". */
-static tg_tensor *made(tg_tape *t, const char *op, int ndim, const int *shape)
+/* An output of dtype dt and the given shape, or NULL with "<op>: shape ... is invalid". */
+static tg_tensor *made(tg_tape *t, const char *op, tg_dtype dt, int ndim, const int *shape)
 {
     size_t size;
     if (ndim > 0 && !shape) return tg_fail(t, "%s: the shape is NULL", op);
     if (ndim < 0 || ndim > TG_MAX_DIMS || (ndim > 0 && !shape))
         return tg_fail(t, "%s: a shape of %d dims (0 to %d, and a shape array)", op, ndim, TG_MAX_DIMS);
+    if (!tg_dtype_size(dt)) return tg_fail(t, "%s: %d is not a dtype", op, (int)dt);
     if (!tg_shape_size(ndim, shape, &size)) {
         tg_tensor h = {.ndim = ndim};
         memcpy(h.shape, shape, (size_t)ndim * sizeof *shape);
@@ -29,72 +30,120 @@ static tg_tensor *made(tg_tape *t, const char *op, int ndim, const int *shape)
         return tg_fail(t, "%s: shape %s is invalid (sizes >= 0, the element count must not overflow)", op,
                        tg_shape_str(&h, s));
     }
-    return tg_new_named(t, op, ndim, shape);
+    return tg_new_dtype(t, op, dt, ndim, shape);
+}
+
+/* x filled with value in x's dtype (+0 is all zero bytes in every dtype) */
+static tg_tensor *filled(tg_tensor *x, double value)
+{
+    if (x && value == 0 && !signbit(value)) memset(x->data, 0, x->size * tg_dtype_size(x->dtype));
+    else if (x) tg_tensor_fill(x, value);
+    return x;
+}
+
+tg_tensor *tg_full_dtype(tg_tape *t, tg_dtype dt, int ndim, const int *shape, double value)
+{
+    return filled(made(t, "tg_full_dtype", dt, ndim, shape), value);
+}
+
+tg_tensor *tg_zeros_dtype(tg_tape *t, tg_dtype dt, int ndim, const int *shape)
+{
+    return filled(made(t, "tg_zeros_dtype", dt, ndim, shape), 0);
+}
+
+tg_tensor *tg_ones_dtype(tg_tape *t, tg_dtype dt, int ndim, const int *shape)
+{
+    return filled(made(t, "tg_ones_dtype", dt, ndim, shape), 1);
 }
 
 tg_tensor *tg_full(tg_tape *t, int ndim, const int *shape, double value)
 {
-    tg_tensor *x = made(t, "tg_full", ndim, shape);
-    if (x) tg_tensor_fill(x, (tg_real)value);
-    return x;
+    return filled(made(t, "tg_full", TG_REAL_DTYPE, ndim, shape), value);
 }
 
 tg_tensor *tg_zeros(tg_tape *t, int ndim, const int *shape)
 {
-    tg_tensor *x = made(t, "tg_zeros", ndim, shape);
-    if (x) memset(x->data, 0, x->size * sizeof *x->data);
-    return x;
+    return filled(made(t, "tg_zeros", TG_REAL_DTYPE, ndim, shape), 0);
 }
 
 tg_tensor *tg_ones(tg_tape *t, int ndim, const int *shape)
 {
-    tg_tensor *x = made(t, "tg_ones", ndim, shape);
-    if (x) tg_tensor_fill(x, 1);
-    return x;
+    return filled(made(t, "tg_ones", TG_REAL_DTYPE, ndim, shape), 1);
 }
 
-tg_tensor *tg_arange(tg_tape *t, double start, double end, double step)
+/* A range in dt: not bool (PyTorch's refusal) */
+static bool range_dtype_ok(tg_tape *t, const char *op, tg_dtype dt)
 {
-    const char *op = "tg_arange";
+    if (dt != TG_BOOL) return true;
+    tg_fail(t, "%s: a range cannot be bool", op);
+    return false;
+}
+
+static tg_tensor *arange_as(tg_tape *t, const char *op, tg_dtype dt, double start, double end, double step)
+{
+    if (!range_dtype_ok(t, op, dt)) return NULL;
     if (!isfinite(start) || !isfinite(end) || !isfinite(step) || step == 0)
         return tg_fail(t, "%s: start %g, end %g and step %g must be finite, step nonzero", op, start, end, step);
     double n = ceil((end - start) / step);
     if (n < 0)
         return tg_fail(t, "%s: step %g goes away from end %g (start %g)", op, step, end, start);
     if (n > INT32_MAX) return tg_fail(t, "%s: %g elements are too many (start %g, end %g, step %g)", op, n, start, end, step);
-    tg_tensor *x = made(t, op, 1, (int[]){(int)n});
-    for (int i = 0; x && i < (int)n; i++) x->data[i] = (tg_real)(start + i * step);
+    tg_tensor *x = made(t, op, dt, 1, (int[]){(int)n});
+    for (int i = 0; x && i < (int)n; i++) tg_dtype_store(dt, x->data, (size_t)i, start + i * step);
     return x;
 }
 
-tg_tensor *tg_linspace(tg_tape *t, double start, double end, int steps)
+tg_tensor *tg_arange_dtype(tg_tape *t, tg_dtype dt, double start, double end, double step)
 {
-    const char *op = "tg_linspace";
+    return arange_as(t, "tg_arange_dtype", dt, start, end, step);
+}
+
+tg_tensor *tg_arange(tg_tape *t, double start, double end, double step)
+{
+    return arange_as(t, "tg_arange", TG_REAL_DTYPE, start, end, step);
+}
+
+static tg_tensor *linspace_as(tg_tape *t, const char *op, tg_dtype dt, double start, double end, int steps)
+{
+    if (!range_dtype_ok(t, op, dt)) return NULL;
     if (!isfinite(start) || !isfinite(end) || steps < 0)
         return tg_fail(t, "%s: start %g and end %g must be finite, steps %d >= 0", op, start, end, steps);
-    tg_tensor *x = made(t, op, 1, (int[]){steps});
+    tg_tensor *x = made(t, op, dt, 1, (int[]){steps});
     if (!x) return NULL;
     /* PyTorch's: the first half counts up from start, the second down from end, so both ends are exact */
     double step = steps > 1 ? (end - start) / (steps - 1) : 0;
     for (int i = 0; i < steps; i++)
-        x->data[i] = (tg_real)(i < steps / 2 || steps == 1 ? start + i * step : end - (steps - 1 - i) * step);
+        tg_dtype_store(dt, x->data, (size_t)i, i < steps / 2 || steps == 1 ? start + i * step : end - (steps - 1 - i) * step);
     return x;
 }
 
-tg_tensor *tg_eye(tg_tape *t, int n, int m)
+tg_tensor *tg_linspace_dtype(tg_tape *t, tg_dtype dt, double start, double end, int steps)
 {
-    TG_REFUSE_NULL(t, "the tape", NULL);
-    if (n < 0 || m < 0) return tg_fail(t, "tg_eye: n %d and m %d must be >= 0", n, m);
-    tg_tensor *x = tg_zeros(t, 2, (int[]){n, m});
-    for (int i = 0; x && i < n && i < m; i++) x->data[(size_t)i * m + i] = 1;
+    return linspace_as(t, "tg_linspace_dtype", dt, start, end, steps);
+}
+
+tg_tensor *tg_linspace(tg_tape *t, double start, double end, int steps)
+{
+    return linspace_as(t, "tg_linspace", TG_REAL_DTYPE, start, end, steps);
+}
+
+static tg_tensor *eye_as(tg_tape *t, const char *op, tg_dtype dt, int n, int m)
+{
+    if (n < 0 || m < 0) return tg_fail(t, "%s: n %d and m %d must be >= 0", op, n, m);
+    tg_tensor *x = filled(made(t, op, dt, 2, (int[]){n, m}), 0);
+    for (int i = 0; x && i < n && i < m; i++) tg_dtype_store(dt, x->data, (size_t)i * m + i, 1);
     return x;
 }
+
+tg_tensor *tg_eye_dtype(tg_tape *t, tg_dtype dt, int n, int m) { return eye_as(t, "tg_eye_dtype", dt, n, m); }
+
+tg_tensor *tg_eye(tg_tape *t, int n, int m) { return eye_as(t, "tg_eye", TG_REAL_DTYPE, n, m); }
 
 /* rng required; the output for shape */
 static tg_tensor *random_out(tg_tape *t, const char *op, int ndim, const int *shape, const tg_rng *rng)
 {
     if (!rng) return tg_fail(t, "%s: the rng is NULL", op);
-    return made(t, op, ndim, shape);
+    return made(t, op, TG_REAL_DTYPE, ndim, shape);
 }
 
 tg_tensor *tg_rand(tg_tape *t, int ndim, const int *shape, tg_rng *rng)

@@ -30,6 +30,16 @@ tg_tensor *tg_zeros(tg_tape *t, int ndim, const int *shape);
 tg_tensor *tg_ones(tg_tape *t, int ndim, const int *shape);
 /* [n, m] with ones on the diagonal (torch.eye(n, m)). */
 tg_tensor *tg_eye(tg_tape *t, int n, int m);
+/* The same in dtype dt (PyTorch's dtype=): values computed in double and
+ * stored as dt (integers truncate toward zero, tg_dtype_store); a range
+ * (arange, linspace) cannot be bool. The ops above make the program's
+ * tg_real. */
+tg_tensor *tg_full_dtype(tg_tape *t, tg_dtype dt, int ndim, const int *shape, double value);
+tg_tensor *tg_zeros_dtype(tg_tape *t, tg_dtype dt, int ndim, const int *shape);
+tg_tensor *tg_ones_dtype(tg_tape *t, tg_dtype dt, int ndim, const int *shape);
+tg_tensor *tg_arange_dtype(tg_tape *t, tg_dtype dt, double start, double end, double step);
+tg_tensor *tg_linspace_dtype(tg_tape *t, tg_dtype dt, double start, double end, int steps);
+tg_tensor *tg_eye_dtype(tg_tape *t, tg_dtype dt, int n, int m);
 /* Uniform in [0, 1). */
 tg_tensor *tg_rand(tg_tape *t, int ndim, const int *shape, tg_rng *rng);
 /* Standard normal. */
