@@ -108,8 +108,65 @@ Test(dtype, ops_refuse)
     tg_tensor *b = tg_tensor_zeros_dtype(t, OTHER_FLOAT, 2, (int[]){3, 3});
     tu_expect_error(t, tg_matmul(t, a, b, NULL, 0), "tg_matmul: input 1 is", "no implicit promotion");
     tg_tensor *h = tg_tensor_zeros_dtype(t, TG_BF16, 1, (int[]){3});
-    tu_expect_error(t, tg_relu(t, h), "tg_relu: input 0 is bfloat16", "convert with tg_to");
+    tu_expect_error(t, tg_cat(t, (tg_tensor *[]){h, h}, 2, 0), "tg_cat: input 0 is bfloat16", "convert with tg_to");
+    tg_tensor *f = tg_tensor_zeros(t, 2, (int[]){3, 3}), *hm = tg_tensor_zeros_dtype(t, TG_BF16, 2, (int[]){3, 3});
+    tu_expect_error(t, tg_matmul(t, f, hm, NULL, 0), "tg_matmul: input 1 is bfloat16", "no implicit promotion");
     tg_tape_free(t);
+    cr_expect_null(tg_params_new_dtype(TG_BF16));
+    cr_expect(strstr(tg_error(), "tg_params_new: parameters are float32 or float64 tensors, not bfloat16"), "%s", tg_error());
+}
+
+/* A bfloat16 forward over float32 weights (the weights converted with tg_to,
+ * as a mixed-precision step does): every op computes in float32 and rounds
+ * its output, so the loss and the weights' grads are the float32 model's to
+ * within bfloat16's rounding of each op's output. */
+static double mlp_loss(tg_dtype act, const tg_tensor *const *w, float *grads)
+{
+    tg_tape *t = tg_tape_new();
+    tg_rng rng;
+    tg_rng_seed(&rng, 5);
+    tg_tensor *x = tg_to(t, tg_randn(t, 2, (int[]){8, 16}, &rng), act);
+    tg_tensor *w1 = tg_to(t, (tg_tensor *)w[0], act), *w2 = tg_to(t, (tg_tensor *)w[1], act);
+    tg_tensor *hdn = tg_gelu(t, tg_layernorm(t, tg_matmul(t, x, w1, NULL, TG_TRANS_B), NULL, NULL, 1e-5));
+    tg_tensor *y = tg_matmul(t, hdn, w2, NULL, TG_TRANS_B);
+    tg_tensor *loss = tg_mean(t, tg_mul(t, y, y));
+    cr_assert(loss, "%s", tg_tape_error(t));
+    cr_assert_eq(loss->dtype, act, "the loss is %s", tg_dtype_name(loss->dtype));
+    double l = tg_dtype_load(act, loss->data, 0);
+    uint16_t one = tg_half_from_double(1, TG_BF16);
+    float onef = 1;
+    cr_assert_eq(tg_backward_seed(t, loss, act == TG_BF16 ? (const void *)&one : (const void *)&onef), 0, "%s",
+                 tg_tape_error(t));
+    size_t at = 0;
+    for (int k = 0; k < 2; k++) {
+        memcpy(grads + at, w[k]->grad, w[k]->size * sizeof(float));
+        memset(w[k]->grad, 0, w[k]->size * sizeof(float));
+        at += w[k]->size;
+    }
+    tg_tape_free(t);
+    return l;
+}
+
+Test(dtype, bfloat16_forward_over_float32_weights)
+{
+    tg_rng rng;
+    tg_rng_seed(&rng, 1);
+    tg_tensor *w[2] = {tg_tensor_alloc_dtype(TG_F32, 2, (int[]){32, 16}), tg_tensor_alloc_dtype(TG_F32, 2, (int[]){4, 32})};
+    float g32[32 * 16 + 4 * 32], g16[32 * 16 + 4 * 32];
+    for (int k = 0; k < 2; k++) {
+        for (size_t i = 0; i < w[k]->size; i++) ((float *)w[k]->data)[i] = (float)(tg_rng_normal(&rng) * 0.25);
+        w[k]->requires_grad = true;
+    }
+    double l32 = mlp_loss(TG_F32, (const tg_tensor *const *)w, g32);
+    double l16 = mlp_loss(TG_BF16, (const tg_tensor *const *)w, g16);
+    cr_expect(fabs(l16 - l32) <= 0.05 * fabs(l32), "loss %g in bfloat16, %g in float32", l16, l32);
+    /* bfloat16 keeps 8 bits: a few roundings of 2^-9 each through the five ops */
+    double num = 0, den = 0;
+    for (size_t i = 0; i < sizeof g32 / sizeof *g32; i++) num += (g16[i] - g32[i]) * (g16[i] - g32[i]), den += g32[i] * g32[i];
+    cr_expect(den > 0 && sqrt(num / den) < 0.05, "the weights' grads differ by %.3g (relative L2)", sqrt(num / den));
+    cr_expect(sqrt(num / den) > 0, "bfloat16 rounds: the grads cannot be float32's exactly");
+    tg_tensor_free(w[0]);
+    tg_tensor_free(w[1]);
 }
 
 Test(dtype, promotion)

@@ -16,8 +16,8 @@ struct tg_params {
 
 tg_params *tg_params_new_dtype(tg_dtype dt)
 {
-    if (!tg_dtype_is_float(dt)) {
-        tg_error_set("tg_params_new: parameters are float tensors, not %s", tg_dtype_name(dt));
+    if (dt != TG_F32 && dt != TG_F64) {  /* a half-type model is float32 weights used through tg_to */
+        tg_error_set("tg_params_new: parameters are float32 or float64 tensors, not %s", tg_dtype_name(dt));
         return NULL;
     }
     tg_params *p = tg_calloc(1, sizeof(tg_params));

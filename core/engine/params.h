@@ -24,7 +24,8 @@ extern "C" {
 typedef struct tg_params tg_params;
 
 /* A store of parameters of dtype dt (float32 or float64); tg_params_new: of
- * the program's default dtype. NULL when out of memory or dt is no float type. */
+ * the program's default dtype. NULL when out of memory or dt is another dtype
+ * (a bfloat16 model keeps float32 weights and converts them with tg_to). */
 tg_params *tg_params_new_dtype(tg_dtype dt);
 static inline tg_params *tg_params_new(void) { return tg_params_new_dtype(TG_REAL_DTYPE); }
 tg_dtype tg_params_dtype(const tg_params *p);

@@ -25,31 +25,34 @@
  * the copy of the promoted type, or float32 for a half one, computes.
  * TG_DISPATCH_OTHER(fn, x, args) only reaches the other copy: for a function
  * that returns no tensor (a split), whose input check then refuses a half x. */
-#define TG_DISPATCH(fn, x, args) TG_DISPATCH_SAME(fn, args, x)
-#define TG_DISPATCH_SAME(fn, args, ...)                                                            \
+#define TG_DISPATCH(fn, x, args) TG_DISPATCH_SAME_(fn, #fn, fn##_other_copy, args, x)
+#define TG_DISPATCH_SAME(fn, args, ...) TG_DISPATCH_SAME_(fn, #fn, fn##_other_copy, args, __VA_ARGS__)
+#define TG_DISPATCH_PROMOTED(fn, args, ...) TG_DISPATCH_PROMOTED_(fn, #fn, fn##_other_copy, args, __VA_ARGS__)
+#define TG_DISPATCH_OTHER(fn, x, args) \
+    TG_DISPATCH_(fn, #fn, fn##_other_copy, (x) && (x)->magic == TG_TENSOR_LIVE && (x)->dtype == TG_OTHER_DTYPE, args)
+/* Each macro above turns fn into its name and local before passing it on:
+ * passed as it is, the renaming header would expand it first. */
+#define TG_DISPATCH_SAME_(fn, name, local, args, ...)                                              \
     do {                                                                                           \
         tg_tensor **const opnds_[] = {TG_ADDRS_(__VA_ARGS__)};                                     \
         const tg_tensor *first_ = *opnds_[0];                                                      \
         bool live_ = first_ && first_->magic == TG_TENSOR_LIVE;                                    \
-        TG_DISPATCH_ON(fn, live_ && first_->dtype == TG_OTHER_DTYPE, args);                        \
-        if (live_ && tg_dtype_is_half(first_->dtype))                                              \
-            TG_HALF_(fn, args, first_->dtype, opnds_);                                             \
+        TG_DISPATCH_(fn, name, local, live_ && first_->dtype == TG_OTHER_DTYPE, args);             \
+        if (live_ && tg_dtype_is_half(first_->dtype)) TG_HALF_(fn, name, args, first_->dtype, opnds_); \
     } while (0)
-#define TG_DISPATCH_PROMOTED(fn, args, ...)                                                        \
+#define TG_DISPATCH_PROMOTED_(fn, name, local, args, ...)                                          \
     do {                                                                                           \
         tg_tensor **const opnds_[] = {TG_ADDRS_(__VA_ARGS__)};                                     \
         tg_dtype promoted_ = tg_dtype_promoted((tg_tensor *const[]){__VA_ARGS__},                  \
                                                (int)(sizeof opnds_ / sizeof *opnds_));             \
-        TG_DISPATCH_ON(fn, promoted_ == TG_OTHER_DTYPE, args);                                     \
-        if (tg_dtype_is_half(promoted_)) TG_HALF_(fn, args, promoted_, opnds_);                    \
+        TG_DISPATCH_(fn, name, local, promoted_ == TG_OTHER_DTYPE, args);                          \
+        if (tg_dtype_is_half(promoted_)) TG_HALF_(fn, name, args, promoted_, opnds_);              \
     } while (0)
-#define TG_DISPATCH_OTHER(fn, x, args) \
-    TG_DISPATCH_ON(fn, (x) && (x)->magic == TG_TENSOR_LIVE && (x)->dtype == TG_OTHER_DTYPE, args)
-/* The operands of dtype half in opnds_ widened, fn called, its result rounded back. */
-#define TG_HALF_(fn, args, half, opnds)                                                            \
+/* The operands of dtype half in opnds widened, fn called, its result rounded back. */
+#define TG_HALF_(fn, name, args, half, opnds)                                                      \
     do {                                                                                           \
         tg_dtype half_ = (half);                                                                   \
-        if (!tg_half_widen(t, #fn, opnds, (int)(sizeof opnds / sizeof *opnds), half_)) return NULL; \
+        if (!tg_half_widen(t, name, opnds, (int)(sizeof opnds / sizeof *opnds), half_)) return NULL; \
         return tg_half_round(t, fn args, half_);                                                   \
     } while (0)
 /* &a, &b, ... of up to four operands */
