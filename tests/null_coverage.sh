@@ -14,7 +14,7 @@ src=$(cd "$2" && pwd)
 allowed=(
   # no pointer argument
   tg_malloc tg_calloc tg_pages_map tg_alloc_count tg_alloc_fail_at
-  tg_gradcheck_defaults tg_gradcheck_defaults_for tg_version tg_dtype_name tg_dtype_size tg_dtype_is_float
+  tg_gradcheck_defaults tg_gradcheck_defaults_for tg_version tg_dtype_name tg_dtype_size tg_dtype_is_float tg_dtype_is_half
   tg_half_to_double tg_half_from_double tg_params_new_dtype tg_st_dtype_name
   tg_threads_set tg_threads_get tg_parallel_chunks tg_parallel_pays
   tg_linear_init_bound tg_xavier_bound tg_calculate_gain tg_schedule_constant tg_schedule_cosine tg_schedule_linear
