@@ -278,6 +278,12 @@ tg_tensor *tg_along_apply(tg_tape *t, const tg_along_kind *k, tg_tensor *a, int 
  * on an error. */
 bool tg_promote(tg_tape *t, const tg_op *op, tg_tensor **x, int n);
 
+/* int32, int64, uint8 or bool: the dtypes that join a float operand's type */
+static inline bool tg_dtype_is_int_or_bool(tg_dtype dt)
+{
+    return dt == TG_I32 || dt == TG_I64 || dt == TG_U8 || dt == TG_BOOL;
+}
+
 /* true when m (or the tape) is NULL, m not live (left to the op's input checks) or bool;
  * else false and op's error naming what and its dtype: a condition or mask
  * is a bool tensor, as PyTorch's where and masked ops require. */

@@ -87,7 +87,7 @@ static int32_t *targets_read(tg_tape *t, const tg_op *op, const tg_tensor *x, tg
     char sx[TG_SHAPE_STR], sy[TG_SHAPE_STR];
     if (y->magic == TG_TENSOR_LIVE && y->dtype != TG_I64 && y->dtype != TG_I32)
         return tg_op_fail(t, op, "class targets are %s, not int64 or int32%s", tg_dtype_name(y->dtype),
-                          tg_dtype_is_float(y->dtype) ? " (probabilities go to tg_cross_entropy_ex)" : ""),
+                          tg_dtype_is_float(y->dtype) ? " (probabilities are tg_cross_entropy_ex's probs)" : ""),
                NULL;
     if (!tg_inputs_check_dtype(t, op, y->dtype, (tg_tensor *[]){NULL, y}, 2, 0)) return NULL;
     if (y->ndim != x->ndim - 1 || (y->ndim && memcmp(y->shape, x->shape, (size_t)y->ndim * sizeof *y->shape)))

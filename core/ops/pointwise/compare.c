@@ -87,8 +87,7 @@ static tg_tensor *pw2(tg_tape *t, const tg_pw_kind *k, tg_tensor *a, tg_tensor *
 
 static bool int_or_bool(const tg_tensor *x)
 {
-    return x && x->magic == TG_TENSOR_LIVE && (x->dtype == TG_I32 || x->dtype == TG_I64 || x->dtype == TG_U8 ||
-                                               x->dtype == TG_BOOL);
+    return x && x->magic == TG_TENSOR_LIVE && tg_dtype_is_int_or_bool(x->dtype);
 }
 
 /* a kind b; with no float operand both go to float64 (the float64 copy of fn) */
@@ -97,7 +96,8 @@ static tg_tensor *compare(tg_tape *t, int kind, tg_tensor *a, tg_tensor *b,
 {
     const tg_op *op = &cmp_k[kind].op;
     if (!int_or_bool(a) || !int_or_bool(b)) return pw2(t, &cmp_k[kind], a, b, NULL);
-    if (!tg_inputs_check_dtype(t, op, a->dtype, &a, 1, 1) || !tg_inputs_check_dtype(t, op, b->dtype, &b, 1, 1))
+    if (!tg_inputs_check_dtype(t, op, a->dtype, &a, 1, 1) ||
+        !tg_inputs_check_dtype(t, op, b->dtype, (tg_tensor *[]){NULL, b}, 2, 0))
         return NULL;
     tg_tensor *a64 = tg_to(t, a, TG_F64), *b64 = a64 ? tg_to(t, b, TG_F64) : NULL;
     return b64 ? fn(t, a64, b64) : NULL;

@@ -162,8 +162,7 @@ bool tg_promote(tg_tape *t, const tg_op *op, tg_tensor **x, int n)
     for (int k = 0; k < n; k++) {
         /* only ever widens: the float32 copy is reached only when no operand is float64 */
         bool widen = TG_REAL_DTYPE == TG_F64 && x[k]->dtype == TG_F32;
-        bool joins = has_float && (x[k]->dtype == TG_I32 || x[k]->dtype == TG_I64 || x[k]->dtype == TG_U8 ||
-                                   x[k]->dtype == TG_BOOL);
+        bool joins = has_float && tg_dtype_is_int_or_bool(x[k]->dtype);
         if ((widen || joins) && !(x[k] = tg_to(t, x[k], TG_REAL_DTYPE))) return false;
     }
     return true;
