@@ -73,7 +73,8 @@ static int model_step(void *arg)
 {
     model_ctx *c = arg;
     tg_tensor *logits = tg_model_forward(c->t, &c->m, c->ids, c->B, c->T, &(tg_model_opts){.lens = c->lens}, NULL);
-    tg_tensor *loss = tg_cross_entropy(c->t, logits, c->targets, c->B * c->T, TG_IGNORE);
+    tg_tensor *y = tg_tensor_from_dtype(c->t, TG_I32, c->targets, 2, (int[]){c->B, c->T});
+    tg_tensor *loss = y ? tg_cross_entropy(c->t, logits, y, TG_IGNORE) : NULL;
     tg_params_zero_grad(c->p);
     if (!loss || tg_backward(c->t, loss)) return -1;  /* the message is in tg_error() */
     c->arena_peak = tg_tape_arena_used(c->t);

@@ -96,7 +96,7 @@ static tg_tensor *forward(tg_tape *t, const model *m, const batch *bt)
     if (!lens) return NULL;
     for (int i = 0; i < n; i++) lens->data[i] = (tg_real)bt->lens[i];
     tg_tensor *time = tg_reshape(t, tg_arange(t, 0, T, 1), 3, (int[]){1, T, 1});
-    tg_tensor *padding = tg_ge(t, time, lens);                                        /* [n, T, 1] 0/1 */
+    tg_tensor *padding = tg_ge(t, time, lens);                                        /* [n, T, 1] bool */
     tg_tensor *pooled = tg_div(t, tg_sum_dim(t, tg_masked_fill(t, h, padding, 0), 1, false), /* [n, D] */
                                tg_reshape(t, lens, 2, (int[]){n, 1}));                 /* / [n, 1] */
     return tg_linear_forward(t, &m->out, pooled);
@@ -110,11 +110,10 @@ static double accuracy(tg_tape *t, const model *m, const batch *bt, double *p_la
     bool prev = tg_no_grad_begin(t);
     tg_tensor *logits = forward(t, m, bt);
     tg_no_grad_end(t, prev);
-    tg_tensor *labels = tg_tensor_new(t, 1, (int[]){bt->n});
+    tg_tensor *labels = tg_tensor_from_dtype(t, TG_I32, bt->labels, 1, (int[]){bt->n});
     if (!logits || !labels) return -1;
-    for (int i = 0; i < bt->n; i++) labels->data[i] = (tg_real)bt->labels[i];
-    /* the mean of argmax(logits) == label, [n, 2] -> [n] -> [] */
-    tg_tensor *acc = tg_mean(t, tg_eq(t, tg_argmax(t, logits, -1, false), labels));
+    /* the mean of (argmax(logits) == label) as numbers, [n, 2] -> [n] bool -> [] */
+    tg_tensor *acc = tg_mean(t, tg_to(t, tg_eq(t, tg_argmax(t, logits, -1, false), labels), TG_REAL_DTYPE));
     /* softmax(logits)[i, label_i]: gather along the class dim, [n, 2] -> [n, 1] */
     tg_index ix = {.data = bt->labels, .ndim = 2, .shape = {bt->n, 1}};
     tg_tensor *p = tg_mean(t, tg_gather(t, tg_softmax(t, logits), 1, &ix));
@@ -208,7 +207,8 @@ int main(int argc, char **argv)
     for (long step = 0; step < steps; step++) {
         fill(&train, &rng, BATCH, false);
         tg_tape_reset(t);
-        tg_tensor *loss = tg_cross_entropy(t, forward(t, &m, &train), train.labels, train.n, TG_IGNORE);
+        tg_tensor *labels = tg_tensor_from_dtype(t, TG_I32, train.labels, 1, (int[]){train.n});
+        tg_tensor *loss = tg_cross_entropy(t, forward(t, &m, &train), labels, TG_IGNORE);
         tg_optim_zero_grad(opt);
         if (tg_backward(t, loss) || tg_optim_schedule_lr(opt, &lr, step) || tg_optim_step(opt))
             return fprintf(stderr, "classify: step %ld: %s\n", step, tg_error()), 1;

@@ -17,7 +17,8 @@
 enum oc_kind {
     OC_X,      /* uniform in [lo, hi), gradchecked */
     OC_FIXED,  /* uniform in [lo, hi), no grad (class weights, a where's cond) */
-    OC_MASK,   /* 0 or 1, no grad */
+    OC_MASK,   /* bool: false, true, false, ... (a where's condition, a mask) */
+    OC_CLASS,  /* int64 class targets lo, lo + 1, ... below hi, again from lo */
 };
 
 typedef struct oc_in {

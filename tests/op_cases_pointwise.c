@@ -91,6 +91,11 @@ static const op_case rows[] = {
     ROW2(add, -1, 1, -1, 1, 0, OC_NAN_SAME),
     ROW2(sub, -1, 1, -1, 1, 0, OC_NAN_SAME),
     ROW2(mul, -1, 1, -1, 1, 0, OC_NAN_SAME),
+    /* a bool or integer operand joins the float one's type (x * (x > y)); no grad flows to it */
+    {"tg_mul", b_mul, 2, 2, 0, {OC_IN(-1, 1, 2, 3), OC_INK(OC_MASK, 0, 1, 3)}, OC_GROWS, OC_NAN_SAME, NULL},
+    {"tg_sub", b_sub, 2, 2, 0, {OC_IN(-1, 1, 2, 3), OC_INK(OC_CLASS, -2, 3, 2, 3)}, OC_GROWS, OC_NAN_SAME, NULL},
+    {"tg_where", b_where, 3, 3, 0, {OC_INK(OC_MASK, 0, 1, 2, 3), OC_IN(-1, 1, 2, 3), OC_INK(OC_CLASS, 0, 4, 3)}, OC_GROWS,
+     NULL, "NaN: cond is a bool tensor in PyTorch"},
     ROW2(div, -1, 1, 0.5, 1.5, 0, OC_NAN_SAME),
     ROW2(add_inplace, -1, 1, -1, 1, 0, OC_NAN_SAME),
     ROW1(scale, -1, 1, OC_NAN_SAME),

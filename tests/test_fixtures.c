@@ -139,13 +139,24 @@ static tg_tensor *run_embedding(fx *f)
     return tg_embedding(f->t, fx_in(f, "weight"), &(tg_index){.data = v, .ndim = 2, .shape = {ids->shape[0], ids->shape[1]}});
 }
 
+/* An integer-valued tensor of the file (no grad) converted to dtype dt on f's tape. */
+static tg_tensor *fx_as(fx *f, const char *name, tg_dtype dt)
+{
+    tg_tensor *x = fx_get(f, name);
+    cr_assert(x, "%s/%s: tensor '%s' is missing", f->family, f->cas, name);
+    tg_tensor *y = tg_to(f->t, x, dt);
+    cr_assert(y, "%s/%s: %s", f->family, f->cas, tg_tape_error(f->t));
+    return y;
+}
+
+/* the file's targets are one per row: shaped as the logits without the class dim */
 static tg_tensor *run_cross_entropy(fx *f)
 {
-    tg_tensor *tt;
-    const int32_t *targets = fx_ints(f, "targets", false, &tt);
-    cr_assert(targets, "%s/%s: no targets", f->family, f->cas);
-    return tg_cross_entropy(f->t, fx_in(f, "logits"), targets, (int)tt->size,
-                            (int)fx_param(f, "ignore_index", TG_IGNORE));
+    tg_tensor *x = fx_in(f, "logits"), *y = fx_as(f, "targets", TG_I64);
+    cr_assert(x->ndim >= 1 && y->size * (size_t)x->shape[x->ndim - 1] == x->size, "%s/%s: a target per row",
+              f->family, f->cas);
+    y = tg_tensor_from_dtype(f->t, TG_I64, y->data, x->ndim - 1, x->shape);
+    return tg_cross_entropy(f->t, x, y, (int)fx_param(f, "ignore_index", TG_IGNORE));
 }
 
 /* The case's parameter "op" picks one of fns (an index the generator wrote). */
@@ -208,8 +219,8 @@ static tg_tensor *run_select(fx *f)
     switch (op) {
     case 1: return tg_pow_tensor(f->t, a, fx_in(f, "exponent"));
     case 2: return tg_lerp(f->t, a, fx_in(f, "end"), fx_in(f, "weight"));
-    case 5: return tg_where(f->t, fx_in(f, "c"), a, fx_in(f, "other"));
-    case 6: return tg_masked_fill(f->t, a, fx_in(f, "m"), fx_param(f, "value", NAN));
+    case 5: return tg_where(f->t, fx_as(f, "c", TG_BOOL), a, fx_in(f, "other"));
+    case 6: return tg_masked_fill(f->t, a, fx_as(f, "m", TG_BOOL), fx_param(f, "value", NAN));
     case 7: return tg_max(f->t, a);
     case 8: return tg_min(f->t, a);
     default: return fns[op](f->t, a, fx_in(f, "other"));
@@ -255,13 +266,11 @@ static tg_tensor *run_losses(fx *f)
     o.reduction = red;
     o.label_smoothing = fx_param(f, "smoothing", 0);
     o.ignore_index = (int)fx_param(f, "ignore_index", TG_IGNORE);
-    tg_tensor *yt;
-    const int32_t *y = fx_ints(f, "t", false, &yt);
-    int n_y = yt ? (int)yt->size : 0;
+    tg_tensor *y = fx_get(f, "t") ? fx_as(f, "t", TG_I64) : NULL;
     switch (op) {
-    case 0: return tg_cross_entropy_ex(f->t, x, y, n_y, NULL, &o);
-    case 1: return tg_cross_entropy_ex(f->t, x, NULL, 0, fx_in(f, "q"), &o);
-    case 2: return tg_nll_loss(f->t, x, y, n_y, &o);
+    case 0: return tg_cross_entropy_ex(f->t, x, y, NULL, &o);
+    case 1: return tg_cross_entropy_ex(f->t, x, NULL, fx_in(f, "q"), &o);
+    case 2: return tg_nll_loss(f->t, x, y, &o);
     case 3: return tg_binary_cross_entropy(f->t, x, fx_in(f, "y"), o.weight, red);
     case 4: return tg_binary_cross_entropy_with_logits(f->t, x, fx_in(f, "y"), o.weight, fx_opt(f, "pw"), red);
     case 5: return tg_mse_loss(f->t, x, fx_in(f, "y"), red);
@@ -337,12 +346,10 @@ static tg_tensor *run_index(fx *f)
     }
 }
 
-/* make_select_fixtures.py: the mask as a tensor (no grad) */
+/* make_select_fixtures.py: the mask (0/1 in the file) as a bool tensor */
 static tg_tensor *run_masked_select(fx *f)
 {
-    tg_tensor *mask = fx_get(f, "mask");
-    cr_assert(mask);
-    return tg_masked_select(f->t, fx_in(f, "x"), mask);
+    return tg_masked_select(f->t, fx_in(f, "x"), fx_as(f, "mask", TG_BOOL));
 }
 
 /* make_select_fixtures.py: reduce is tg_scatter_reduce_mode */

@@ -30,7 +30,7 @@ static tg_tensor *model_fn(tg_tape *t, tg_tensor **in, void *ctx)
     (void)in;
     model_ctx *c = ctx;
     tg_tensor *logits = tg_model_forward(t, &c->m, g_ids, GB, GT, &(tg_model_opts){.lens = g_lens}, NULL);
-    return c->loss ? tg_cross_entropy(t, logits, g_targets, GB * GT, TG_IGNORE) : logits;
+    return c->loss ? tg_cross_entropy(t, logits, tg_tensor_from_dtype(t, TG_I32, g_targets, 2, (int[]){GB, GT}), TG_IGNORE) : logits;
 }
 
 static void check_config_grads(const tg_model_config *cfg, bool loss)
@@ -208,7 +208,7 @@ Test(model, head_mask_and_attention_out)
         for (int i = 0; i < GT; i++)  /* causal: nothing above the diagonal */
             for (int j = i + 1; j < GT; j++) cr_assert_eq(attn[l]->data[i * GT + j], 0);
     }
-    cr_assert_eq(tg_backward(t, tg_cross_entropy(t, logits, g_targets, GB * GT, TG_IGNORE)), 0, "%s", tg_tape_error(t));
+    cr_assert_eq(tg_backward(t, tg_cross_entropy(t, logits, tg_tensor_from_dtype(t, TG_I32, g_targets, 2, (int[]){GB, GT}), TG_IGNORE)), 0, "%s", tg_tape_error(t));
     const tg_tensor *w = tg_params_get(p, "blocks.1.attn.in_proj_weight");
     for (int s = 0; s < 3; s++)  /* head 0 = rows 0..3 of each third */
         for (int r = 0; r < 4; r++)
@@ -237,7 +237,7 @@ static void check_no_alloc(tg_mha_mode mode)
         tg_tape_reset(t);
         tg_tensor *logits = tg_model_forward(t, &m, g_ids, GB, GT,
                                              &(tg_model_opts){.lens = g_lens, .rng = &rng}, attn);
-        tg_tensor *loss = tg_cross_entropy(t, logits, g_targets, GB * GT, TG_IGNORE);
+        tg_tensor *loss = tg_cross_entropy(t, logits, tg_tensor_from_dtype(t, TG_I32, g_targets, 2, (int[]){GB, GT}), TG_IGNORE);
         tg_params_zero_grad(p);
         cr_assert_eq(tg_backward(t, loss), 0, "%s", tg_tape_error(t));
     }
@@ -320,7 +320,7 @@ static void check_model_fixture(tg_mha_mode mode)
     tg_tensor *attn[8];
     cr_assert_leq(cfg.n_layers, 8);
     tg_tensor *logits = tg_model_forward(t, &mr, ids, B, T, &(tg_model_opts){.lens = lens}, attn);
-    tg_tensor *loss = tg_cross_entropy(t, logits, targets, B * T, TG_IGNORE);
+    tg_tensor *loss = tg_cross_entropy(t, logits, tg_tensor_from_dtype(t, TG_I32, targets, 2, (int[]){B, T}), TG_IGNORE);
     cr_assert_not_null(loss, "%s", tg_tape_error(t));
     assert_matches(logits->data, logits->size, fx(s, "logits"), "logits");
     assert_matches(loss->data, 1, fx(s, "loss"), "loss");
@@ -405,7 +405,7 @@ static void check_lm_fixture(const char *file, int n_params)
     int32_t *ids = to_ints(ids_t), *lens = to_ints(fx(s, "lens")), *targets = to_ints(fx(s, "targets"));
     tg_tape *t = tg_tape_new();
     tg_tensor *logits = tg_model_forward(t, &m, ids, B, T, &(tg_model_opts){.lens = lens}, NULL);
-    tg_tensor *loss = tg_cross_entropy(t, logits, targets, B * T, TG_IGNORE);
+    tg_tensor *loss = tg_cross_entropy(t, logits, tg_tensor_from_dtype(t, TG_I32, targets, 2, (int[]){B, T}), TG_IGNORE);
     cr_assert_not_null(loss, "%s", tg_tape_error(t));
     assert_matches(logits->data, logits->size, fx(s, "logits"), "logits");
     assert_matches(loss->data, 1, fx(s, "loss"), "loss");

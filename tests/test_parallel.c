@@ -156,7 +156,7 @@ static void model_grads(int threads, tg_mha_mode mode, tg_real *loss, tg_real *g
     cr_assert_eq(tg_model_init(&m, p, &cfg, &rng), 0, "%s", tg_error());
     tg_tape *t = tg_tape_new();
     tg_tensor *logits = tg_model_forward(t, &m, ids, B, T, &(tg_model_opts){.lens = lens}, NULL);
-    tg_tensor *l = tg_cross_entropy(t, logits, targets, B * T, TG_IGNORE);
+    tg_tensor *l = tg_cross_entropy(t, logits, tg_tensor_from_dtype(t, TG_I32, targets, 2, (int[]){B, T}), TG_IGNORE);
     cr_assert_eq(tg_backward(t, l), 0, "%s", tg_tape_error(t));
     *loss = l->data[0];
     *numel = tg_params_numel(p);

@@ -25,7 +25,7 @@ static tg_real ce(tg_tensor *x, const int32_t *targets)
 {
     tg_tape *t = tg_tape_new();
     if (x->grad) memset(x->grad, 0, x->size * sizeof(tg_real));
-    tg_tensor *l = tg_cross_entropy(t, x, targets, x->shape[0], TG_IGNORE);
+    tg_tensor *l = tg_cross_entropy(t, x, tg_tensor_from_dtype(t, TG_I32, targets, 1, x->shape), TG_IGNORE);
     cr_assert_not_null(l, "%s", tg_tape_error(t));
     cr_assert_eq(tg_backward(t, l), 0, "%s", tg_tape_error(t));
     tg_real v = l->data[0];
@@ -131,7 +131,7 @@ static tg_tensor *loss_fn(tg_tape *t, tg_tensor **in, void *ctx)
     (void)in;
     mcase *c = ctx;
     tg_tensor *logits = tg_model_forward(t, &c->m, c->ids, c->B, c->T, &(tg_model_opts){.lens = c->lens}, NULL);
-    return tg_cross_entropy(t, logits, c->targets, c->B * c->T, TG_IGNORE);
+    return tg_cross_entropy(t, logits, tg_tensor_from_dtype(t, TG_I32, c->targets, 2, (int[]){c->B, c->T}), TG_IGNORE);
 }
 
 /* Builds the model (biases and LayerNorms nudged off 0 / 1), checks that the
@@ -157,7 +157,7 @@ static void model_case(tg_model_config cfg, mcase *c, tg_real **attn0)
         *attn0 = malloc(n * sizeof **attn0);
         memcpy(*attn0, attn[0]->data, n * sizeof **attn0);
     }
-    tg_tensor *loss = tg_cross_entropy(t, logits, c->targets, c->B * c->T, TG_IGNORE);
+    tg_tensor *loss = tg_cross_entropy(t, logits, tg_tensor_from_dtype(t, TG_I32, c->targets, 2, (int[]){c->B, c->T}), TG_IGNORE);
     cr_assert_not_null(loss, "%s", tg_tape_error(t));
     cr_assert(isfinite(loss->data[0]));
     tg_params_zero_grad(p);
@@ -276,7 +276,7 @@ Test(robust, d_model_1)
     cr_assert_not_null(logits, "%s", tg_tape_error(t));
     for (size_t i = 7; i < logits->size; i++) cr_assert_eq(logits->data[i], logits->data[i % 7]);
     tg_params_zero_grad(p);
-    cr_assert_eq(tg_backward(t, tg_cross_entropy(t, logits, TGT, 8, TG_IGNORE)), 0, "%s", tg_tape_error(t));
+    cr_assert_eq(tg_backward(t, tg_cross_entropy(t, logits, tg_tensor_from_dtype(t, TG_I32, TGT, 2, (int[]){2, 4}), TG_IGNORE)), 0, "%s", tg_tape_error(t));
     for (int i = 0; i < tg_params_count(p); i++) {
         const tg_tensor *x = tg_params_at(p, i);
         bool live = strcmp(x->name, "ln_f.bias") == 0 || strncmp(x->name, "head.", 5) == 0;
@@ -306,7 +306,8 @@ Test(robust, model_with_logits_1e4)
     tg_tensor *hb = tg_params_get(p, "head.bias");
     for (int v = 0; v < 7; v++) hb->data[v] = (tg_real)(v % 2 ? 1e4 : -1e4);
     tg_tape *t = tg_tape_new();
-    tg_tensor *loss = tg_cross_entropy(t, tg_model_forward(t, &m, IDS, 2, 4, NULL, NULL), TGT, 8, TG_IGNORE);
+    tg_tensor *loss = tg_cross_entropy(t, tg_model_forward(t, &m, IDS, 2, 4, NULL, NULL),
+                                       tg_tensor_from_dtype(t, TG_I32, TGT, 2, (int[]){2, 4}), TG_IGNORE);
     cr_assert_not_null(loss, "%s", tg_tape_error(t));
     cr_assert(isfinite(loss->data[0]) && loss->data[0] > 1e3);  /* even targets sit 2e4 below the odd ones */
     tg_params_zero_grad(p);

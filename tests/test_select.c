@@ -29,13 +29,16 @@ Test(select, masked_select_errors)
 {
     tg_tape *t = tg_tape_new();
     tg_tensor *a = mk(t, 2, (int[]){2, 3}, (tg_real[]){1, 2, 3, 4, 5, 6});
-    assert_fails(t, tg_masked_select(t, a, mk(t, 1, (int[]){2}, (tg_real[]){1, 0})), "tg_masked_select",
-                 "mask [2] does not broadcast with a [2,3]");
+    tg_tensor *m2 = tg_tensor_from_dtype(t, TG_BOOL, (uint8_t[]){1, 0}, 1, (int[]){2});
+    assert_fails(t, tg_masked_select(t, a, m2), "tg_masked_select", "mask [2] does not broadcast with a [2,3]");
+    /* the mask is a bool tensor: a float one is refused naming its dtype, as PyTorch */
+    assert_fails(t, tg_masked_select(t, a, mk(t, 2, (int[]){2, 3}, (tg_real[]){1, 0, 1, 0, 1, 0})), "tg_masked_select",
+                 "the mask is", "not bool");
     assert_fails(t, tg_masked_select(t, a, NULL), "tg_masked_select");
     /* a stretched by the mask: each element of a [3] is selected twice, its grad summed */
     a = mk(t, 1, (int[]){3}, (tg_real[]){1, 2, 3});
     a->requires_grad = true;
-    tg_tensor *o = tg_masked_select(t, a, mk(t, 2, (int[]){2, 3}, (tg_real[]){1, 1, 0, 1, 0, 1}));
+    tg_tensor *o = tg_masked_select(t, a, tg_tensor_from_dtype(t, TG_BOOL, (uint8_t[]){1, 1, 0, 1, 0, 1}, 2, (int[]){2, 3}));
     cr_assert(o && o->ndim == 1 && o->shape[0] == 4, "%s", tg_tape_error(t));
     const tg_real want[4] = {1, 2, 1, 3};
     for (int i = 0; i < 4; i++) cr_assert_eq(o->data[i], want[i]);

@@ -236,6 +236,7 @@ typedef struct tg_pw_kind {
     void (*vdf)(bool store, tg_real *dx, const tg_real *g, const tg_real *x, const tg_real *y, size_t n, tg_real s,
                 tg_real s2);
     double ns;         /* vf's one-thread time per element (bench/bench_threads) */
+    bool to_bool;      /* out is TG_BOOL: f(v) != 0 (a comparison; no operand differentiable) */
 } tg_pw_kind;
 
 #define TG_PW_PARAMS 3
@@ -247,7 +248,9 @@ typedef struct tg_pw_ctx {
 void tg_pw_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx);
 #define TG_PW_OP(name) {name, tg_pw_backward, sizeof(tg_pw_ctx)}
 /* A row computed in double: n_in operands, grads its differentiable ones. */
-#define TG_PW_KIND(name, n_in, grads, f, df) {TG_PW_OP(name), n_in, grads, f, df, NULL, NULL, 0}
+#define TG_PW_KIND(name, n_in, grads, f, df) {TG_PW_OP(name), n_in, grads, f, df, NULL, NULL, 0, false}
+/* A kind whose out is bool (f(v) != 0) and takes no grad: the comparisons. */
+#define TG_PW_BOOL_KIND(name, n_in, f) {TG_PW_OP(name), n_in, 0, f, NULL, NULL, NULL, 0, true}
 
 /* The vectorised loops name_vf and name_vdf of a one-operand kind from the
  * expressions of element i: y[i] = fwd, dx[i] += grad (x[i], y[i], g[i], s
@@ -274,7 +277,7 @@ void tg_pw_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void
     TG_SIMD_CLONES(static, name##_vdf, (bool store, tg_real *restrict dx, const tg_real *restrict g,            \
                                         const tg_real *restrict x, const tg_real *restrict y, size_t n,         \
                                         tg_real s, tg_real s2), (store, dx, g, x, y, n, s, s2))
-#define TG_PW_VEC_KIND(opname, name, ns) {TG_PW_OP(opname), 1, 1, NULL, NULL, name##_vf, name##_vdf, ns}
+#define TG_PW_VEC_KIND(opname, name, ns) {TG_PW_OP(opname), 1, 1, NULL, NULL, name##_vf, name##_vdf, ns, false}
 
 /* out = f(in...) broadcast as tg_add (shapes aligned from the last dim); p
  * has TG_PW_PARAMS entries or is NULL. The error names the op and every
@@ -326,9 +329,29 @@ tg_tensor *tg_along_apply(tg_tape *t, const tg_along_kind *k, tg_tensor *a, int 
                           const double *p, tg_tensor **idx_out);
 
 /* PyTorch's type promotion, after TG_DISPATCH_PROMOTED: every live float
- * operand x[k] narrower than this copy's type becomes it (tg_to, so the grad flows
- * back converted). A bad operand is left to tg_inputs_check, or refused
- * under op's name. false on an error. */
+ * operand x[k] narrower than this copy's type becomes it (tg_to, so the grad
+ * flows back converted); when one operand is float, every integer or bool one
+ * becomes this copy's float type (tg_to; no grad flows to it). Operands that
+ * are all integer or bool stay as they are, for tg_inputs_check to refuse. A
+ * bad operand is left to tg_inputs_check, or refused under op's name. false
+ * on an error. */
 bool tg_promote(tg_tape *t, const tg_op *op, tg_tensor **x, int n);
+
+/* int32, int64, uint8 or bool: the dtypes that join a float operand's type */
+static inline bool tg_dtype_is_int_or_bool(tg_dtype dt)
+{
+    return dt == TG_I32 || dt == TG_I64 || dt == TG_U8 || dt == TG_BOOL;
+}
+
+/* true when m (or the tape) is NULL, m not live (left to the op's input checks) or bool;
+ * else false and op's error naming what and its dtype: a condition or mask
+ * is a bool tensor, as PyTorch's where and masked ops require. */
+static inline bool tg_bool_mask(tg_tape *t, const tg_op *op, const char *what, const tg_tensor *m)
+{
+    if (!t || !m || m->magic != TG_TENSOR_LIVE || m->dtype == TG_BOOL) return true;  /* a NULL tape: the op says so */
+    tg_op_fail(t, op, "the %s is %s, not bool (comparisons give bool tensors; tg_to converts to TG_BOOL)", what,
+               tg_dtype_name(m->dtype));
+    return false;
+}
 
 #endif

@@ -200,7 +200,8 @@ static int train_step(trainer *tr, double *loss, double *gnorm, double *lr)
     tg_optim_zero_grad(tr->opt);
     tg_tape_reset(tr->tape);
     tg_tensor *logits = tg_model_forward(tr->tape, &tr->m, tr->ids, B, T, NULL, NULL);
-    tg_tensor *l = logits ? tg_cross_entropy(tr->tape, logits, tr->targets, B * T, TG_IGNORE) : NULL;
+    tg_tensor *y = tg_tensor_from_dtype(tr->tape, TG_I32, tr->targets, 2, (int[]){B, T});
+    tg_tensor *l = logits && y ? tg_cross_entropy(tr->tape, logits, y, TG_IGNORE) : NULL;
     if (!l || tg_backward(tr->tape, l) != 0)
         return tg_error_set("step %ld: %s", tr->step + 1, tg_tape_error(tr->tape));
     *loss = l->data[0];

@@ -58,7 +58,8 @@ int cnn_evaluate(tg_tape *t, const cnn_model *m, const cnn_set *s, double *acc, 
         tg_tensor *x = tg_tensor_new(t, 4, (int[]){n, 1, CNN_SIDE, CNN_SIDE});
         if (x) cnn_batch(s, idx, n, x->data, y);
         tg_tensor *logits = x ? cnn_forward(t, m, x) : NULL;
-        tg_tensor *l = logits ? tg_cross_entropy_sum(t, logits, y, n, TG_IGNORE) : NULL;
+        tg_tensor *targets = tg_tensor_from_dtype(t, TG_I32, y, 1, (int[]){n});
+        tg_tensor *l = logits && targets ? tg_cross_entropy_sum(t, logits, targets, TG_IGNORE) : NULL;
         tg_tensor *pred = logits ? tg_argmax(t, logits, -1, false) : NULL;
         tg_no_grad_end(t, prev);
         if (!l || !pred) return tg_error_set("evaluating images %d..%d: %s", start, start + n - 1, tg_tape_error(t));

@@ -209,7 +209,8 @@ static void micro_batches(trainer *tr, long targets, double sums[3])
         tg_tape_reset(tr->tape);
         tg_tensor *logits = tg_model_forward(tr->tape, &tr->m, b->ids, b->B, b->T,
                                              &(tg_model_opts){.lens = b->lens, .rng = drop}, NULL);
-        tg_tensor *sum = tg_cross_entropy_sum(tr->tape, logits, b->targets, b->B * b->T, TG_IGNORE);
+        tg_tensor *y = tg_tensor_from_dtype(tr->tape, TG_I32, b->targets, 2, (int[]){b->B, b->T});
+        tg_tensor *sum = y ? tg_cross_entropy_sum(tr->tape, logits, y, TG_IGNORE) : NULL;
         /* 1/targets of the whole batch: each row's grad is the one of the whole batch's mean */
         if (!sum || tg_backward(tr->tape, tg_scale(tr->tape, sum, 1.0 / (double)targets)) != 0) {
             tg_error_set("step %ld: %s", tr->step + 1, tg_tape_error(tr->tape));

@@ -2,7 +2,8 @@
  * torch.nn.functional.cross_entropy with ignore_index and reduction='mean',
  * or reduction='sum' for tg_cross_entropy_sum).
  *
- * For logits [N, V] (all dims but the last are rows) and targets [N]:
+ * For logits [N, V] (all dims but the last are rows) and targets [N] (a
+ * tensor of int64 or int32 of logits' shape without the last dim):
  *   loss = (1 / n_valid) * sum over valid rows r of (lse_r - x[r, targets[r]])
  * with lse_r = log sum_j exp(x[r, j]) computed stably (row max subtracted).
  * A row whose target is ignore_index contributes nothing and is not
@@ -12,7 +13,7 @@
  * The sum drops the 1 / n_valid. Gradient accumulation and data-parallel
  * training scale a sum by 1 / (the batch's valid rows) so that every row's
  * grad is the one the whole batch's mean gives.
- * The log-sum-exp of every row and a copy of targets are saved (arena).
+ * The log-sum-exp of every row and an int32 copy of targets are saved (arena).
  *
  * tg_cross_entropy_ex: cross-entropy with every option of
  * torch.nn.functional's (class weights, label smoothing, probability
@@ -78,55 +79,62 @@ static double row_lse_fused(const tg_real *x, int V)
     return (double)mx + log(s);
 }
 
-static bool ce_check(tg_tape *t, const char *op, const tg_tensor *x, const int32_t *targets, int n,
-                     int ignore_index)
+/* The class targets y of logits x [..., C] (C >= 1) as an int32 arena copy:
+ * y is int64 or int32 of x's shape without the last dim, each value in
+ * [0, C) or, with ignore, ignore_index. NULL and op's error otherwise. */
+static int32_t *targets_read(tg_tape *t, const tg_op *op, const tg_tensor *x, tg_tensor *y, bool ignore,
+                             int ignore_index)
 {
-    char sx[TG_SHAPE_STR];
-    if (x->ndim < 1 || tg_cols(x) < 1) {
-        tg_fail(t, "%s: logits must be [..., V] with V >= 1, got %s", op, tg_shape_str(x, sx));
-        return false;
+    char sx[TG_SHAPE_STR], sy[TG_SHAPE_STR];
+    if (y->magic == TG_TENSOR_LIVE && y->dtype != TG_I64 && y->dtype != TG_I32)
+        return tg_op_fail(t, op, "class targets are %s, not int64 or int32%s", tg_dtype_name(y->dtype),
+                          tg_dtype_is_float(y->dtype) ? " (probabilities are tg_cross_entropy_ex's probs)" : ""),
+               NULL;
+    if (!tg_inputs_check_dtype(t, op, y->dtype, (tg_tensor *[]){NULL, y}, 2, 0)) return NULL;
+    if (y->ndim != x->ndim - 1 || (y->ndim && memcmp(y->shape, x->shape, (size_t)y->ndim * sizeof *y->shape)))
+        return tg_op_fail(t, op, "targets %s must have the shape of logits %s without the class dim (the last)",
+                          tg_shape_str(y, sy), tg_shape_str(x, sx)),
+               NULL;
+    int C = tg_cols(x);
+    int32_t *c = tg_arena_alloc(t, (y->size ? y->size : 1) * sizeof *c, op->name);
+    if (!c) return NULL;
+    for (size_t r = 0; r < y->size; r++) {
+        int64_t v = y->dtype == TG_I64 ? ((const int64_t *)y->data)[r] : ((const int32_t *)y->data)[r];
+        if (!(ignore && v == ignore_index) && (v < 0 || v >= C))
+            return tg_op_fail(t, op, "target %lld at position %zu is out of range [0, %d) (logits %s, %s %d)",
+                              (long long)v, r, C, tg_shape_str(x, sx), ignore ? "ignore_index" : "ignoring no",
+                              ignore_index),
+                   NULL;
+        c[r] = (int32_t)v;
     }
-    size_t rows = tg_rows(x);
-    if (n < 0 || (size_t)n != rows) {
-        tg_fail(t, "%s: %d targets for the %zu rows of logits %s", op, n, rows, tg_shape_str(x, sx));
-        return false;
-    }
-    int V = tg_cols(x);
-    for (size_t r = 0; r < rows; r++) {
-        int32_t y = targets[r];
-        if (y != ignore_index && (y < 0 || y >= V)) {
-            tg_fail(t, "%s: target %d at position %zu is out of range [0, %d) (logits %s, ignore_index %d)",
-                    op, (int)y, r, V, tg_shape_str(x, sx), ignore_index);
-            return false;
-        }
-    }
-    return true;
+    return c;
 }
 
 TG_OP(cross_entropy_op, "tg_cross_entropy", cross_entropy_backward, ce_ctx);
 TG_OP(cross_entropy_sum_op, "tg_cross_entropy_sum", cross_entropy_backward, ce_ctx);
 
-static tg_tensor *cross_entropy(tg_tape *t, tg_tensor *logits, const int32_t *targets, int n, int ignore_index,
+static tg_tensor *cross_entropy(tg_tape *t, tg_tensor *logits, tg_tensor *target_tensor, int ignore_index,
                                 const tg_op *op)
 {
     const char *name = op->name;
     bool mean = op == &cross_entropy_op;
     if (!tg_inputs_check(t, op, &logits, 1, 1)) return NULL;
-    if (!targets) return tg_fail_null(t, name);
-    if (!ce_check(t, name, logits, targets, n, ignore_index)) return NULL;
+    if (!target_tensor) return tg_fail_null(t, name);
+    char sx[TG_SHAPE_STR];
+    if (logits->ndim < 1 || tg_cols(logits) < 1)
+        return tg_op_fail(t, op, "logits must be [..., V] with V >= 1, got %s", tg_shape_str(logits, sx));
+    const int32_t *targets = targets_read(t, op, logits, target_tensor, true, ignore_index);
+    if (!targets) return NULL;
     tg_tensor *out = tg_new(t, op, 0, NULL);
     if (!out) return NULL;
     size_t rows = tg_rows(logits);
     int V = tg_cols(logits);
     bool need = tg_needs_grad(t, &logits, 1);
-    ce_ctx c = {.ignore = ignore_index};
+    ce_ctx c = {.ignore = ignore_index, .targets = targets};
     double *lse = NULL;
     if (need) {
         lse = tg_arena_alloc(t, rows * sizeof *lse, "tg_cross_entropy saved state");
-        int32_t *tg = lse ? tg_arena_alloc(t, rows * sizeof *tg, "tg_cross_entropy saved targets") : NULL;
-        if (!tg) return NULL;
-        memcpy(tg, targets, rows * sizeof *tg);
-        c.targets = tg;
+        if (!lse) return NULL;
         c.lse = lse;
     }
     double sum = 0;
@@ -147,16 +155,16 @@ static tg_tensor *cross_entropy(tg_tape *t, tg_tensor *logits, const int32_t *ta
     return tg_op_done(t, op, out);
 }
 
-tg_tensor *tg_cross_entropy(tg_tape *t, tg_tensor *logits, const int32_t *targets, int n, int ignore_index)
+tg_tensor *tg_cross_entropy(tg_tape *t, tg_tensor *logits, tg_tensor *targets, int ignore_index)
 {
-    TG_DISPATCH(tg_cross_entropy, logits, (t, logits, targets, n, ignore_index));
-    return cross_entropy(t, logits, targets, n, ignore_index, &cross_entropy_op);
+    TG_DISPATCH(tg_cross_entropy, logits, (t, logits, targets, ignore_index));
+    return cross_entropy(t, logits, targets, ignore_index, &cross_entropy_op);
 }
 
-tg_tensor *tg_cross_entropy_sum(tg_tape *t, tg_tensor *logits, const int32_t *targets, int n, int ignore_index)
+tg_tensor *tg_cross_entropy_sum(tg_tape *t, tg_tensor *logits, tg_tensor *targets, int ignore_index)
 {
-    TG_DISPATCH(tg_cross_entropy_sum, logits, (t, logits, targets, n, ignore_index));
-    return cross_entropy(t, logits, targets, n, ignore_index, &cross_entropy_sum_op);
+    TG_DISPATCH(tg_cross_entropy_sum, logits, (t, logits, targets, ignore_index));
+    return cross_entropy(t, logits, targets, ignore_index, &cross_entropy_sum_op);
 }
 
 /* ---- with options, nll_loss ------------------------------------------------- */
@@ -232,7 +240,7 @@ static double row_lse(const tg_real *x, int C)
     return mx + log(s);
 }
 
-static bool ce_ex_check(tg_tape *t, const char *op, const tg_tensor *x, const int32_t *targets, int n,
+static bool ce_ex_check(tg_tape *t, const char *op, const tg_tensor *x, const tg_tensor *targets,
                         const tg_tensor *probs, const tg_ce_opts *o)
 {
     char sx[TG_SHAPE_STR], s2[TG_SHAPE_STR];
@@ -255,26 +263,20 @@ static bool ce_ex_check(tg_tape *t, const char *op, const tg_tensor *x, const in
         return tg_fail(t, "%s: label_smoothing %g must be in [0, 1]", op, o->label_smoothing), false;
     if (o->reduction != TG_MEAN && o->reduction != TG_SUM && o->reduction != TG_NONE)
         return tg_fail(t, "%s: reduction %d is not TG_MEAN, TG_SUM or TG_NONE", op, (int)o->reduction), false;
-    size_t N = tg_rows(x);
-    if (targets && (n < 0 || (size_t)n != N))
-        return tg_fail(t, "%s: %d targets for the %zu rows of logits %s", op, n, N, tg_shape_str(x, sx)), false;
-    if (!targets && n != 0)
-        return tg_fail(t, "%s: %d targets counted but targets is NULL (logits %s)", op, n, tg_shape_str(x, sx)), false;
-    for (size_t r = 0; targets && r < N; r++)
-        if (!(o->ignore && targets[r] == o->ignore_index) && (targets[r] < 0 || targets[r] >= C))
-            return tg_fail(t, "%s: target %d at position %zu is out of range [0, %d) (logits %s, %s %d)", op,
-                           (int)targets[r], r, C, tg_shape_str(x, sx), o->ignore ? "ignore_index" : "ignoring no",
-                           o->ignore_index), false;
     return true;
 }
 
-static tg_tensor *ce_ex(tg_tape *t, const tg_op *op, tg_tensor *x, const int32_t *targets, int n, tg_tensor *probs,
+static tg_tensor *ce_ex(tg_tape *t, const tg_op *op, tg_tensor *x, tg_tensor *target_tensor, tg_tensor *probs,
                         const tg_ce_opts *opts)
 {
     const char *name = op->name;
     tg_ce_opts o = opts ? *opts : (tg_ce_opts)TG_CE_OPTS_DEFAULT;
     tg_tensor *in[3] = {x, probs, o.weight};
-    if (!tg_inputs_check(t, op, in, 3, 1) || !ce_ex_check(t, name, x, targets, n, probs, &o)) return NULL;
+    if (!tg_inputs_check(t, op, (tg_tensor *[]){x, NULL, probs, o.weight}, 4, 1) ||
+        !ce_ex_check(t, name, x, target_tensor, probs, &o))
+        return NULL;
+    const int32_t *targets = NULL;
+    if (target_tensor && !(targets = targets_read(t, op, x, target_tensor, o.ignore, o.ignore_index))) return NULL;
     bool nll = op == &nll_op;
     if (nll && (probs || o.label_smoothing != 0))
         return tg_fail(t, "%s: takes class targets and no label_smoothing (use tg_cross_entropy_ex)", name);
@@ -283,10 +285,8 @@ static tg_tensor *ce_ex(tg_tape *t, const tg_op *op, tg_tensor *x, const int32_t
     tg_tensor *out = o.reduction == TG_NONE ? tg_new(t, op, x->ndim - 1, x->shape) : tg_new(t, op, 0, NULL);
     double *lse = tg_arena_alloc(t, (N ? N : 1) * sizeof *lse, name);
     double *a = lse ? tg_arena_scratch(t, (size_t)C * sizeof *a, name) : NULL;
-    int32_t *tg = targets && a ? tg_arena_alloc(t, (N ? N : 1) * sizeof *tg, name) : NULL;
-    if (!out || !a || (targets && !tg)) return NULL;
-    if (targets) memcpy(tg, targets, N * sizeof *tg);
-    ce_ex_ctx c = {tg, lse, o, 0, nll};
+    if (!out || !a) return NULL;
+    ce_ex_ctx c = {targets, lse, o, 0, nll};
     double sum = 0, div = 0;
     for (size_t r = 0; r < N; r++) {
         const tg_real *xr = x->data + r * (size_t)C;
@@ -317,15 +317,15 @@ static tg_tensor *ce_ex(tg_tape *t, const tg_op *op, tg_tensor *x, const int32_t
     return tg_op_done(t, op, out);
 }
 
-tg_tensor *tg_cross_entropy_ex(tg_tape *t, tg_tensor *logits, const int32_t *targets, int n, tg_tensor *probs,
+tg_tensor *tg_cross_entropy_ex(tg_tape *t, tg_tensor *logits, tg_tensor *targets, tg_tensor *probs,
                                const tg_ce_opts *opts)
 {
-    TG_DISPATCH(tg_cross_entropy_ex, logits, (t, logits, targets, n, probs, opts));
-    return ce_ex(t, &ce_ex_op, logits, targets, n, probs, opts);
+    TG_DISPATCH(tg_cross_entropy_ex, logits, (t, logits, targets, probs, opts));
+    return ce_ex(t, &ce_ex_op, logits, targets, probs, opts);
 }
 
-tg_tensor *tg_nll_loss(tg_tape *t, tg_tensor *logp, const int32_t *targets, int n, const tg_ce_opts *opts)
+tg_tensor *tg_nll_loss(tg_tape *t, tg_tensor *logp, tg_tensor *targets, const tg_ce_opts *opts)
 {
-    TG_DISPATCH(tg_nll_loss, logp, (t, logp, targets, n, opts));
-    return ce_ex(t, &nll_op, logp, targets, n, NULL, opts);
+    TG_DISPATCH(tg_nll_loss, logp, (t, logp, targets, opts));
+    return ce_ex(t, &nll_op, logp, targets, NULL, opts);
 }

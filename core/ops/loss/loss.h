@@ -15,14 +15,16 @@ extern "C" {
 
 /* ---- cross-entropy (core/ops/loss/cross_entropy.c) ---------------------------------
  * Mean cross-entropy of logits [..., V] (rows N = all but the last dim) with
- * n int32 targets (n must be N: another count is an error naming both);
- * targets equal to ignore_index are skipped; the mean is over the others.
+ * class targets: a tensor of int64 or int32 (PyTorch's LongTensor) of
+ * logits' shape without the last dim (another shape is an error naming both,
+ * a float one is refused); no grad flows to it. The op runs in the logits'
+ * dtype. Targets equal to ignore_index are skipped; the mean is over the others.
  * When all are ignored the loss is 0 and logits get an all-zero grad
  * (PyTorch gives NaN). Fused log-softmax + NLL.
  * tg_cross_entropy_sum is the sum instead (PyTorch's reduction='sum'). */
 #define TG_IGNORE (-100)
-tg_tensor *tg_cross_entropy(tg_tape *t, tg_tensor *logits, const int32_t *targets, int n, int ignore_index);
-tg_tensor *tg_cross_entropy_sum(tg_tape *t, tg_tensor *logits, const int32_t *targets, int n, int ignore_index);
+tg_tensor *tg_cross_entropy(tg_tape *t, tg_tensor *logits, tg_tensor *targets, int ignore_index);
+tg_tensor *tg_cross_entropy_sum(tg_tape *t, tg_tensor *logits, tg_tensor *targets, int ignore_index);
 
 /* ---- with options (core/ops/loss/cross_entropy.c; elementwise ones: losses.c) ----
  * torch.nn.functional's, reduction TG_MEAN (0, the default), TG_SUM or
@@ -39,16 +41,18 @@ typedef struct tg_ce_opts {
     bool ignore;
 } tg_ce_opts;
 #define TG_CE_OPTS_DEFAULT {NULL, 0, TG_MEAN, TG_IGNORE, true}
-/* logits [..., C] (the class dim is the last; PyTorch's is dim 1), with n
- * class targets (int32, n = rows) or probabilities of logits' shape (with a
- * grad; targets NULL, n 0): exactly one of the two. opts NULL: the defaults.
+/* logits [..., C] (the class dim is the last; PyTorch's is dim 1), with
+ * class targets (int64 or int32, logits' shape without C, as above) or
+ * probabilities of logits' shape (with a grad; targets NULL): exactly one of
+ * the two. opts NULL: the defaults.
  * The mean divides by the summed weights of the counted rows (class targets)
  * or by the rows (probabilities), as PyTorch; all rows ignored: 0 and zero
  * grads (PyTorch: NaN). TG_NONE gives [...] (logits' shape without C). */
-tg_tensor *tg_cross_entropy_ex(tg_tape *t, tg_tensor *logits, const int32_t *targets, int n, tg_tensor *probs,
+tg_tensor *tg_cross_entropy_ex(tg_tape *t, tg_tensor *logits, tg_tensor *targets, tg_tensor *probs,
                                const tg_ce_opts *opts);
-/* nll_loss of log-probabilities [..., C] (weight, ignore_index, reduction; no smoothing) */
-tg_tensor *tg_nll_loss(tg_tape *t, tg_tensor *logp, const int32_t *targets, int n, const tg_ce_opts *opts);
+/* nll_loss of log-probabilities [..., C] and class targets as above (weight,
+ * ignore_index, reduction; no smoothing) */
+tg_tensor *tg_nll_loss(tg_tape *t, tg_tensor *logp, tg_tensor *targets, const tg_ce_opts *opts);
 /* target has input's shape; grads flow to both */
 tg_tensor *tg_mse_loss(tg_tape *t, tg_tensor *input, tg_tensor *target, tg_reduction reduction);
 tg_tensor *tg_l1_loss(tg_tape *t, tg_tensor *input, tg_tensor *target, tg_reduction reduction);

@@ -1,9 +1,12 @@
 /* tapegrad: comparisons and selection (torch.eq ... torch.where,
  * masked_fill, maximum / minimum).
  *
- * Comparisons give a 0/1 mask of the broadcast shape and no grad (IEEE: any
- * comparison with NaN is false, except ne). A mask is read as true where it
- * is nonzero (NaN counts as true, as bool(NaN) in PyTorch). With g = dout:
+ * Comparisons give a bool tensor of the broadcast shape and no grad (IEEE:
+ * any comparison with NaN is false, except ne). An integer or bool operand
+ * beside a float one is converted to the float type (PyTorch's promotion);
+ * two of them are compared in float64, exact up to 2^53. where's condition
+ * and masked_fill's mask are bool tensors (a float one is refused, as
+ * PyTorch). With g = dout:
  *   where(c, a, b)         da = g where c, db = g where not c; c gets none
  *   masked_fill(a, m, v)   da = g where not m
  *   maximum(a, b)          da = g where a > b, g/2 where a == b (PyTorch's
@@ -26,7 +29,6 @@ static double lt_f(const double *v, const double *p) { (void)p; return A < B; }
 static double le_f(const double *v, const double *p) { (void)p; return A <= B; }
 static double gt_f(const double *v, const double *p) { (void)p; return A > B; }
 static double ge_f(const double *v, const double *p) { (void)p; return A >= B; }
-static double none_d(int k, const double *v, double y, const double *p) { (void)k, (void)v, (void)y, (void)p; return 0; }
 
 /* v = {cond, a, b} */
 static double where_f(const double *v, const double *p) { (void)p; return v[0] != 0 ? v[1] : v[2]; }
@@ -69,7 +71,7 @@ static double minimum_d(int k, const double *v, double y, const double *p)
 }
 
 enum { CMP_EQ, CMP_NE, CMP_LT, CMP_LE, CMP_GT, CMP_GE, CMP_COUNT };
-#define CMP(kind, nm, f) [kind] = TG_PW_KIND(nm, 2, 0, f, none_d)
+#define CMP(kind, nm, f) [kind] = TG_PW_BOOL_KIND(nm, 2, f)
 static const tg_pw_kind cmp_k[] = {CMP(CMP_EQ, "tg_eq", eq_f), CMP(CMP_NE, "tg_ne", ne_f), CMP(CMP_LT, "tg_lt", lt_f),
                                    CMP(CMP_LE, "tg_le", le_f), CMP(CMP_GT, "tg_gt", gt_f), CMP(CMP_GE, "tg_ge", ge_f)};
 _Static_assert(sizeof cmp_k / sizeof *cmp_k == CMP_COUNT, "a comparison without its kind");
@@ -83,35 +85,53 @@ static tg_tensor *pw2(tg_tape *t, const tg_pw_kind *k, tg_tensor *a, tg_tensor *
     return tg_pw_apply(t, k, (tg_tensor *[]){a, b}, p);
 }
 
+static bool int_or_bool(const tg_tensor *x)
+{
+    return x && x->magic == TG_TENSOR_LIVE && tg_dtype_is_int_or_bool(x->dtype);
+}
+
+/* a kind b; with no float operand both go to float64 (the float64 copy of fn) */
+static tg_tensor *compare(tg_tape *t, int kind, tg_tensor *a, tg_tensor *b,
+                          tg_tensor *(*fn)(tg_tape *, tg_tensor *, tg_tensor *))
+{
+    const tg_op *op = &cmp_k[kind].op;
+    if (!int_or_bool(a) || !int_or_bool(b)) return pw2(t, &cmp_k[kind], a, b, NULL);
+    if (!tg_inputs_check_dtype(t, op, a->dtype, &a, 1, 1) ||
+        !tg_inputs_check_dtype(t, op, b->dtype, (tg_tensor *[]){NULL, b}, 2, 0))
+        return NULL;
+    tg_tensor *a64 = tg_to(t, a, TG_F64), *b64 = a64 ? tg_to(t, b, TG_F64) : NULL;
+    return b64 ? fn(t, a64, b64) : NULL;
+}
+
 tg_tensor *tg_eq(tg_tape *t, tg_tensor *a, tg_tensor *b)
 {
     TG_DISPATCH_PROMOTED(tg_eq, (t, a, b), a, b);
-    return pw2(t, &cmp_k[CMP_EQ], a, b, NULL);
+    return compare(t, CMP_EQ, a, b, tg_eq);
 }
 tg_tensor *tg_ne(tg_tape *t, tg_tensor *a, tg_tensor *b)
 {
     TG_DISPATCH_PROMOTED(tg_ne, (t, a, b), a, b);
-    return pw2(t, &cmp_k[CMP_NE], a, b, NULL);
+    return compare(t, CMP_NE, a, b, tg_ne);
 }
 tg_tensor *tg_lt(tg_tape *t, tg_tensor *a, tg_tensor *b)
 {
     TG_DISPATCH_PROMOTED(tg_lt, (t, a, b), a, b);
-    return pw2(t, &cmp_k[CMP_LT], a, b, NULL);
+    return compare(t, CMP_LT, a, b, tg_lt);
 }
 tg_tensor *tg_le(tg_tape *t, tg_tensor *a, tg_tensor *b)
 {
     TG_DISPATCH_PROMOTED(tg_le, (t, a, b), a, b);
-    return pw2(t, &cmp_k[CMP_LE], a, b, NULL);
+    return compare(t, CMP_LE, a, b, tg_le);
 }
 tg_tensor *tg_gt(tg_tape *t, tg_tensor *a, tg_tensor *b)
 {
     TG_DISPATCH_PROMOTED(tg_gt, (t, a, b), a, b);
-    return pw2(t, &cmp_k[CMP_GT], a, b, NULL);
+    return compare(t, CMP_GT, a, b, tg_gt);
 }
 tg_tensor *tg_ge(tg_tape *t, tg_tensor *a, tg_tensor *b)
 {
     TG_DISPATCH_PROMOTED(tg_ge, (t, a, b), a, b);
-    return pw2(t, &cmp_k[CMP_GE], a, b, NULL);
+    return compare(t, CMP_GE, a, b, tg_ge);
 }
 tg_tensor *tg_maximum(tg_tape *t, tg_tensor *a, tg_tensor *b)
 {
@@ -126,13 +146,15 @@ tg_tensor *tg_minimum(tg_tape *t, tg_tensor *a, tg_tensor *b)
 
 tg_tensor *tg_where(tg_tape *t, tg_tensor *cond, tg_tensor *a, tg_tensor *b)
 {
-    TG_DISPATCH_PROMOTED(tg_where, (t, cond, a, b), cond, a, b);
+    TG_DISPATCH_PROMOTED(tg_where, (t, cond, a, b), a, b);
+    if (!tg_bool_mask(t, &where_k.op, "condition", cond)) return NULL;
     return tg_pw_apply(t, &where_k, (tg_tensor *[]){cond, a, b}, NULL);
 }
 
 /* out has the broadcast shape of a and mask, as PyTorch's out-of-place masked_fill */
 tg_tensor *tg_masked_fill(tg_tape *t, tg_tensor *a, tg_tensor *mask, double value)
 {
-    TG_DISPATCH_PROMOTED(tg_masked_fill, (t, a, mask, value), a, mask);
+    TG_DISPATCH_PROMOTED(tg_masked_fill, (t, a, mask, value), a);
+    if (!tg_bool_mask(t, &fill_k.op, "mask", mask)) return NULL;
     return pw2(t, &fill_k, a, mask, (double[TG_PW_PARAMS]){value});
 }

@@ -71,6 +71,7 @@ typedef struct pw_job {
     const double *p;
     tg_tensor *const *in;
     tg_real *y;
+    uint8_t *yb;           /* a bool kind's out, instead of y */
     const tg_real *g;
     int which;             /* backward: the operand whose grad is made */
     tg_real *dx;
@@ -85,7 +86,9 @@ static void pw_piece(void *ctx, size_t begin, size_t end)
     for (size_t e = begin; e < end; e++) {
         pw_offsets(j->pl, e, off);
         for (int i = 0; i < k->n_in; i++) v[i] = (double)j->in[i]->data[off[i]];
-        if (!j->dx) {
+        if (j->yb) {
+            j->yb[e] = k->f(v, j->p) != 0;
+        } else if (!j->dx) {
             j->y[e] = (tg_real)k->f(v, j->p);
         } else {
             double g = (double)j->g[e];
@@ -134,7 +137,7 @@ TG_BACKWARD_SHARED(tg_pw_backward, tg_pw_ctx)
         if (!(ctx->kind->grads >> k & 1) || !in[k]->requires_grad) continue;
         tg_real *dx = tg_grad(t, in[k]);
         if (!dx) return;
-        pw_job j = {&pl, ctx->kind, ctx->p, in, out->data, out->grad, k, dx};
+        pw_job j = {&pl, ctx->kind, ctx->p, in, out->data, NULL, out->grad, k, dx};
         if (in[k]->size == out->size)
             tg_parallel_range(out->size, PW_NS, pw_piece, &j);
         else
@@ -144,12 +147,23 @@ TG_BACKWARD_SHARED(tg_pw_backward, tg_pw_ctx)
 
 bool tg_promote(tg_tape *t, const tg_op *op, tg_tensor **x, int n)
 {
+    bool mixed = false;
+    for (int k = 0; k < n; k++) mixed |= x[k] && x[k]->magic == TG_TENSOR_LIVE && x[k]->dtype != TG_REAL_DTYPE;
+    if (!mixed) return true;
+    /* every operand present and live first, in order, so that a bad one is named before another's dtype */
+    if (!t) return tg_inputs_check(t, op, x, n, n);
+    for (int k = 0; k < n; k++) {
+        tg_tensor *one[TG_PW_MAX_IN] = {NULL};
+        if (!x[k]) return tg_fail_null(t, op->name), false;
+        one[k] = x[k];
+        if (!tg_inputs_check_dtype(t, op, x[k]->dtype, one, k + 1, 0)) return false;
+    }
+    bool has_float = tg_dtype_promoted(x, n) != TG_DTYPE_COUNT;
     for (int k = 0; k < n; k++) {
         /* only ever widens: this copy is reached only when no operand is wider */
-        if (!x[k] || x[k]->magic != TG_TENSOR_LIVE || !tg_dtype_is_float(x[k]->dtype) || x[k]->dtype == TG_REAL_DTYPE)
-            continue;
-        if (!tg_inputs_check_dtype(t, op, x[k]->dtype, &x[k], 1, 1)) return false;
-        if (!(x[k] = tg_to(t, x[k], TG_REAL_DTYPE))) return false;
+        bool widen = tg_dtype_is_float(x[k]->dtype) && x[k]->dtype != TG_REAL_DTYPE;
+        bool joins = has_float && tg_dtype_is_int_or_bool(x[k]->dtype);
+        if ((widen || joins) && !(x[k] = tg_to(t, x[k], TG_REAL_DTYPE))) return false;
     }
     return true;
 }
@@ -179,9 +193,9 @@ tg_tensor *tg_pw_apply(tg_tape *t, const tg_pw_kind *k, tg_tensor *const *operan
                        op, s[0], k->n_in > 1 ? ", " : "", k->n_in > 1 ? s[1] : "", k->n_in > 2 ? ", " : "",
                        k->n_in > 2 ? s[2] : "");
     }
-    tg_tensor *out = tg_new(t, &k->op, pl.nd, pl.shape);
+    tg_tensor *out = tg_new_op(t, &k->op, k->to_bool ? TG_BOOL : TG_REAL_DTYPE, pl.nd, pl.shape);
     if (!out) return NULL;
-    pw_job j = {&pl, k, c.p, in, out->data, NULL, 0, NULL};
+    pw_job j = {&pl, k, c.p, in, k->to_bool ? NULL : out->data, k->to_bool ? (uint8_t *)out->data : NULL, NULL, 0, NULL};
     tg_parallel_range(out->size, PW_NS, pw_piece, &j);
     bool diff = false;
     for (int i = 0; i < k->n_in; i++) diff |= (k->grads >> i & 1) && in[i]->requires_grad;

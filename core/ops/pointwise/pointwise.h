@@ -107,8 +107,10 @@ tg_tensor *tg_softsign(tg_tape *t, tg_tensor *a);
 tg_tensor *tg_gelu_tanh(tg_tape *t, tg_tensor *a);
 
 /* ---- comparisons and selection (core/ops/pointwise/compare.c) -------------------------
- * Broadcast as tg_add. eq ... ge give a 0/1 mask and never a grad. A cond or
- * mask is true where nonzero. where's grads go to a and b (cond gets none);
+ * Broadcast as tg_add. eq ... ge give a bool tensor and never a grad; two
+ * integer or bool operands are compared exactly (in float64, to 2^53). cond
+ * and mask are bool tensors (a float one is refused, as PyTorch).
+ * where's grads go to a and b (cond gets none);
  * masked_fill broadcasts a and mask (PyTorch's out-of-place form). maximum / minimum propagate
  * NaN and split the grad half and half on ties (PyTorch). */
 tg_tensor *tg_eq(tg_tape *t, tg_tensor *a, tg_tensor *b);

@@ -1,7 +1,8 @@
 /* tapegrad: selecting elements by a mask. With g = d out:
- *   masked_select(a, m)  out[k] = a[i_k], i_k the k-th element (row-major) where m != 0   d a[i_k] += g[k]
+ *   masked_select(a, m)  out[k] = a[i_k], i_k the k-th element (row-major) where m   d a[i_k] += g[k]
  *   nonzero(a)           out[k, :] = the index of the k-th nonzero element of a         (no grad)
- * a and m broadcast as tg_add (PyTorch); a stretched a goes through tg_expand,
+ * m is a bool tensor (PyTorch refuses others too). a and m broadcast as
+ * tg_add (PyTorch); a stretched a goes through tg_expand,
  * whose backward sums the stretched dims. out's length depends on the
  * values, so the op saves the selected offsets (the arena).
  */
@@ -46,8 +47,12 @@ tg_tensor *tg_masked_select(tg_tape *t, tg_tensor *a, tg_tensor *mask)
 {
     TG_DISPATCH(tg_masked_select, a, (t, a, mask));
     const char *op = masked_select_op.name;
-    tg_tensor *in[2] = {a, mask};
-    if (!tg_inputs_check(t, &masked_select_op, in, 2, 2)) return NULL;
+    if (!tg_inputs_check(t, &masked_select_op, &a, 1, 1)) return NULL;
+    if (!mask) return tg_fail_null(t, op);
+    if (!tg_bool_mask(t, &masked_select_op, "mask", mask) ||
+        !tg_inputs_check_dtype(t, &masked_select_op, TG_BOOL, (tg_tensor *[]){NULL, mask}, 2, 0))
+        return NULL;
+    const uint8_t *m = (const uint8_t *)mask->data;
     int nd, shape[TG_MAX_DIMS];
     if (!broadcast_shape(a, mask, &nd, shape)) {
         char sa[TG_SHAPE_STR], sm[TG_SHAPE_STR];
@@ -69,7 +74,7 @@ tg_tensor *tg_masked_select(tg_tape *t, tg_tensor *a, tg_tensor *mask)
     size_t n = 0, mo = 0;
     int i_k[TG_MAX_DIMS] = {0};
     for (size_t i = 0; i < size; i++) {
-        if (mask->data[mo] != 0) off[n++] = i;
+        if (m[mo]) off[n++] = i;
         for (int k = nd - 1; k >= 0; k--) {  /* next i, row-major */
             mo += (size_t)mst[k];
             if (++i_k[k] < shape[k]) break;
