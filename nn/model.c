@@ -122,7 +122,9 @@ static tg_tensor *embed(tg_tape *t, const tg_model *m, const int32_t *ids, int B
 static tg_tensor *model_run(tg_tape *t, const tg_model *m, const int32_t *ids, int B, int T,
                             const tg_model_opts *o, tg_kv_cache *c, tg_tensor **attn)
 {
-    tg_mask mask = {.causal = true, .key_lens = o->lens};
+    tg_tensor *lens = o->lens ? tg_tensor_from_dtype(t, TG_I32, o->lens, 1, (int[]){B}) : NULL;
+    if (o->lens && !lens) return NULL;
+    tg_mask mask = {.causal = true, .key_lens = lens};
     tg_tensor *h = embed(t, m, ids, B, T);
     for (int l = 0; l < m->cfg.n_layers; l++) {
         tg_mha_opts a = {.mask = &mask, .head_mask = o->head_mask ? o->head_mask + l * m->cfg.n_heads : NULL,

@@ -14,11 +14,24 @@ enum { M_NONE, M_CAUSAL, M_PAD, M_WINDOW, M_CAUSAL_PAD, M_COUNT };
 
 static const int32_t lens_self[B] = {LQ, 2}, lens_cross[B] = {LK, 3};
 
+/* lens [B] as an int32 tensor, made once per process */
+static const tg_tensor *lens_tensor(const int32_t *lens)
+{
+    static tg_tensor *made[2];
+    int i = lens == lens_cross;
+    if (!made[i]) {
+        made[i] = tg_tensor_alloc_dtype(TG_I32, 1, (int[]){B});
+        cr_assert_not_null(made[i]);
+        memcpy(tg_data(made[i], TG_I32), lens, B * sizeof *lens);
+    }
+    return made[i];
+}
+
 static tg_mask make_mask(int kind, bool cross)
 {
     tg_mask m = {0};
     if (kind == M_CAUSAL || kind == M_CAUSAL_PAD) m.causal = true;
-    if (kind == M_PAD || kind == M_CAUSAL_PAD) m.key_lens = cross ? lens_cross : lens_self;
+    if (kind == M_PAD || kind == M_CAUSAL_PAD) m.key_lens = lens_tensor(cross ? lens_cross : lens_self);
     if (kind == M_WINDOW) m.window = 2;
     return m;
 }
@@ -358,13 +371,13 @@ static void check_weights_rows(tg_mha_mode mode, int kind, bool cross)
     tg_mha_config c = config(mode, 2, 3, true);
     init_mha(&m, p, &c, 42);
     int Lk = cross ? LK : LQ;
-    /* keep: row 1 sees nothing; with key_lens {Lk, 0} every row of batch 1 */
-    static const int32_t zero_len[B] = {LK, 0}, zero_len_self[B] = {LQ, 0};
-    uint8_t keep[LQ * LK];
-    for (int i = 0; i < LQ * Lk; i++) keep[i] = i / Lk != 1;
+    /* attn: row 1 sees nothing; with key_lens {Lk, 0} every row of batch 1 */
+    tg_tensor *deny = tg_tensor_alloc_dtype(TG_BOOL, 2, (int[]){LQ, Lk}), *zero_len = tg_tensor_alloc_dtype(TG_I32, 1, (int[]){B});
+    for (int i = 0; i < LQ * Lk; i++) ((uint8_t *)tg_data(deny, TG_BOOL))[i] = i / Lk == 1;
+    ((int32_t *)tg_data(zero_len, TG_I32))[0] = Lk;
     tg_mask mask = make_mask(kind, cross);
-    if (kind < 0) mask = (tg_mask){.keep = keep};
-    if (kind == -2) mask = (tg_mask){.causal = true, .key_lens = cross ? zero_len : zero_len_self};
+    if (kind < 0) mask = (tg_mask){.attn = deny};
+    if (kind == -2) mask = (tg_mask){.causal = true, .key_lens = zero_len};
     tg_tensor *xq = tu_rand(&rng, -1, 1, 3, (int[]){B, LQ, D});
     tg_tensor *xkv = cross ? tu_rand(&rng, -1, 1, 3, (int[]){B, LK, D}) : NULL;
     tg_real w[B * LQ * D], gq[B * LQ * D], gkv[B * LK * D];
@@ -394,6 +407,8 @@ static void check_weights_rows(tg_mha_mode mode, int kind, bool cross)
     tg_tape_free(t);
     tg_tensor_free(xq);
     tg_tensor_free(xkv);
+    tg_tensor_free(deny);
+    tg_tensor_free(zero_len);
     tg_params_free(p);
 }
 
