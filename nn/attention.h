@@ -124,7 +124,8 @@ int tg_mha_init(tg_mha *m, tg_params *p, const char *prefix, const tg_mha_config
 /* What one attention call may add (all optional: NULL options, or a NULL
  * field, mean none), as tg_sdpa_opts does for tg_sdpa. */
 typedef struct tg_mha_opts {
-    const tg_mask *mask;        /* any tg_mask, its arrays sized for B, Lq, Lk */
+    const tg_mask *mask;        /* any tg_mask (core/ops/nn/mask.h) for B, n_heads, Lq, Lk: an attn
+                                   mask may be per head ([B*n_heads, Lq, Lk], PyTorch's 3-D form) */
     const uint8_t *head_mask;   /* [n_heads]: 0 = head silenced */
     tg_rng *rng;                /* needed for dropout while training */
     tg_tensor *bias;            /* [B or 1, n_heads, Lq, Lk] added to the scaled scores, with a
