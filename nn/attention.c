@@ -398,19 +398,29 @@ static tg_tensor *attend(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor *
     return tg_sdpa_heads(t, q, kv, &lay, &o, weights);
 }
 
-/* [B, Lq, E] * (per column: head_mask of its head) when some head is off */
+/* o [B, Lq, E] * (per column: head_mask of its head) unless every head's is 1 */
 TG_OP_NO_GRAD(head_mask_op, "tg_mha head mask");
 
-static tg_tensor *apply_head_mask(tg_tape *t, const tg_mha *m, tg_tensor *o, const uint8_t *head_mask)
+static tg_tensor *apply_head_mask(tg_tape *t, const tg_mha *m, tg_tensor *o, const tg_tensor *head_mask)
 {
     int H = m->cfg.n_heads, dh = m->cfg.d_head;
+    if (!o || !head_mask) return o;
+    char s[TG_SHAPE_STR];
+    tg_tensor *hm = (tg_tensor *)head_mask;
+    if (hm->magic != TG_TENSOR_LIVE) return tg_fail(t, "tg_mha '%s': head_mask is not a live tensor", m->name);
+    if (!tg_inputs_check_dtype(t, &head_mask_op, hm->dtype, &hm, 1, 1)) return NULL;
+    if (!tg_dtype_is_float(hm->dtype))
+        return tg_fail(t, "tg_mha '%s': head_mask is %s, but must be float (1 keeps a head, 0 silences it)", m->name,
+                       tg_dtype_name(hm->dtype));
+    if (hm->ndim != 1 || hm->shape[0] != H)
+        return tg_fail(t, "tg_mha '%s': head_mask %s must be [n_heads] = [%d]", m->name, tg_shape_str(hm, s), H);
     bool all_on = true;
-    for (int h = 0; h < H && head_mask; h++) all_on = all_on && head_mask[h];
-    if (all_on || !o) return o;
+    for (int h = 0; h < H; h++) all_on = all_on && tg_dtype_load(hm->dtype, hm->data, (size_t)h) == 1;
+    if (all_on) return o;
     tg_tensor *keep = tg_new(t, &head_mask_op, 1, (int[]){H * dh});
     if (!keep) return NULL;
     for (int h = 0; h < H; h++)
-        for (int i = 0; i < dh; i++) keep->data[h * dh + i] = head_mask[h] ? 1 : 0;
+        for (int i = 0; i < dh; i++) keep->data[h * dh + i] = (tg_real)tg_dtype_load(hm->dtype, hm->data, (size_t)h);
     return tg_mul(t, o, keep);
 }
 
@@ -501,7 +511,7 @@ tg_sdpa_layout tg_mha_kv_layout(const tg_mha *m)
 }
 
 tg_tensor *tg_mha_decode(tg_tape *t, const tg_mha *m, tg_tensor *x, tg_tensor *cache, const int32_t *pos,
-                       const uint8_t *head_mask)
+                       const tg_tensor *head_mask)
 {
     if (tg_nn_check_forward("tg_mha_decode", t, m, m && m->out_proj.weight)) return NULL;
     if (!x || !cache || !pos) return tg_fail_null(t, "tg_mha_decode");

@@ -61,7 +61,7 @@ tg_tensor *tg_block_cache_new(const tg_block *b, int B, int cap)
 
 /* [B, T, D] -> [B, T, D] */
 tg_tensor *tg_block_prefill(tg_tape *t, const tg_block *b, tg_tensor *x, tg_tensor *cache, const int32_t *lens,
-                            const uint8_t *head_mask)
+                            const tg_tensor *head_mask)
 {
     if (tg_nn_check_forward("tg_block_prefill", t, b, b && b->ff.fc2.weight)) return NULL;
     if (!x || !cache) return tg_fail_null(t, "tg_block_prefill");
@@ -72,7 +72,7 @@ tg_tensor *tg_block_prefill(tg_tape *t, const tg_block *b, tg_tensor *x, tg_tens
 }
 
 tg_tensor *tg_block_decode(tg_tape *t, const tg_block *b, tg_tensor *x, tg_tensor *cache, const int32_t *pos,
-                         const uint8_t *head_mask)
+                         const tg_tensor *head_mask)
 {
     if (tg_nn_check_forward("tg_block_decode", t, b, b && b->ff.fc2.weight)) return NULL;
     tg_tensor *h = tg_norm_forward(t, &b->ln1, x);

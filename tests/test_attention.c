@@ -36,6 +36,15 @@ static tg_mask make_mask(int kind, bool cross)
     return m;
 }
 
+/* A head mask [n] of float32 values (the other float type in the float64 build). */
+static tg_tensor *head_mask_of(const float *v, int n)
+{
+    tg_tensor *x = tg_tensor_alloc_dtype(TG_F32, 1, (int[]){n});
+    cr_assert_not_null(x);
+    memcpy(x->data, v, (size_t)n * sizeof *v);
+    return x;
+}
+
 static tg_mha_config config(tg_mha_mode mode, int n_heads, int d_head, bool bias)
 {
     return (tg_mha_config){.n_heads = n_heads, .d_model = D, .d_head = d_head, .bias = bias, .mode = mode};
@@ -55,7 +64,7 @@ typedef struct mha_ctx {
     tg_mha m;
     tg_mask mask;
     bool cross;
-    const uint8_t *head_mask;
+    const tg_tensor *head_mask;
 } mha_ctx;
 
 static tg_tensor *mha_fn(tg_tape *t, tg_tensor **in, void *ctx)
@@ -66,7 +75,7 @@ static tg_tensor *mha_fn(tg_tape *t, tg_tensor **in, void *ctx)
 }
 
 static void check_mha(tg_mha_mode mode, bool cross, int mask_kind, int d_head, bool bias,
-                      const uint8_t *head_mask)
+                      const tg_tensor *head_mask)
 {
     tg_rng rng;
     tg_rng_seed(&rng, 100 + mask_kind);
@@ -106,9 +115,10 @@ Test(mha, no_bias_both_modes)
 
 Test(mha, head_mask_both_modes)
 {
-    static const uint8_t hm[2] = {1, 0};
+    tg_tensor *hm = head_mask_of((const float[]){1, 0}, 2);
     check_mha(TG_MHA_FUSED, false, M_CAUSAL_PAD, 3, true, hm);
     check_mha(TG_MHA_PER_HEAD, true, M_CAUSAL_PAD, 3, true, hm);
+    tg_tensor_free(hm);
 }
 
 /* ---- per-head == fused ------------------------------------------------------------ */
@@ -160,7 +170,7 @@ static void assert_same_weights(const tg_mha *a, const tg_mha *b, bool grad, dou
 /* Runs forward + backward (seed w) of m on copies of xq / xkv; returns the
  * output (on t) and the inputs' grads in gq / gkv. */
 static tg_tensor *run(tg_tape *t, const tg_mha *m, const tg_tensor *xq0, const tg_tensor *xkv0,
-                      const tg_mask *mask, const uint8_t *head_mask, const tg_real *w, tg_real *gq,
+                      const tg_mask *mask, const tg_tensor *head_mask, const tg_real *w, tg_real *gq,
                       tg_real *gkv, tg_tensor **weights)
 {
     tg_tensor *xq = tg_tensor_from(t, xq0->data, 3, xq0->shape), *xkv = xq;
@@ -329,9 +339,10 @@ static void check_head_mask(tg_mha_mode mode)
     init_mha(&m, p, &c, 32);
     init_mha(&z, pz, &c, 33);
     cr_assert_eq(tg_mha_copy_weights(&z, &m), 0);
-    for (int r = 0; r < D; r++)  /* z: head 1's out_proj columns zeroed by hand */
-        for (int i = DH; i < 2 * DH; i++) z.out_proj.weight->data[r * H * DH + i] = 0;
-    static const uint8_t hm[H] = {1, 0, 1};
+    static const float hv[H] = {1, 0, 0.5f};  /* head 1 silenced, head 2 halved */
+    for (int r = 0; r < D; r++)  /* z: each head's out_proj columns scaled by hand */
+        for (int i = 0; i < H * DH; i++) z.out_proj.weight->data[r * H * DH + i] *= hv[i / DH];
+    tg_tensor *hm = head_mask_of(hv, H);
     tg_tensor *xq = tu_rand(&rng, -1, 1, 3, (int[]){B, LQ, D}), *xkv = tu_rand(&rng, -1, 1, 3, (int[]){B, LK, D});
     tg_real w[B * LQ * D], gq[B * LQ * D], gkv[B * LK * D];
     for (int i = 0; i < B * LQ * D; i++) w[i] = (tg_real)(2 * tg_rng_uniform(&rng) - 1);
@@ -353,8 +364,30 @@ static void check_head_mask(tg_mha_mode mode)
     tg_tape_free(t2);
     tg_tensor_free(xq);
     tg_tensor_free(xkv);
+    tg_tensor_free(hm);
     tg_params_free(p);
     tg_params_free(pz);
+}
+
+/* A head mask of the wrong shape or dtype is refused by name. */
+Test(mha, head_mask_misuse)
+{
+    tg_params *p = tg_params_new();
+    tg_mha m;
+    tg_mha_config c = config(TG_MHA_FUSED, 2, 2, true);
+    init_mha(&m, p, &c, 5);
+    tg_tape *t = tg_tape_new();
+    tg_rng rng;
+    tg_rng_seed(&rng, 6);
+    tg_tensor *x = tu_rand(&rng, -1, 1, 3, (int[]){B, LQ, D}), *three = head_mask_of((const float[]){1, 0, 1}, 3);
+    tg_tensor *ints = tg_tensor_alloc_dtype(TG_I32, 1, (int[]){2});
+    tu_expect_error(t, tg_mha_forward(t, &m, x, x, &(tg_mha_opts){.head_mask = three}, NULL), "tg_mha 'attn'",
+                    "head_mask [3] must be [n_heads] = [2]");
+    tu_expect_error(t, tg_mha_forward(t, &m, x, x, &(tg_mha_opts){.head_mask = ints}, NULL), "tg_mha 'attn'",
+                    "head_mask is int32, but must be float");
+    tu_free_all((tg_tensor *[]){x, three, ints}, 3);
+    tg_tape_free(t);
+    tg_params_free(p);
 }
 
 Test(mha, head_mask_fused) { check_head_mask(TG_MHA_FUSED); }
