@@ -89,7 +89,8 @@ static tg_tensor *forward(tg_tape *t, const model *m, const batch *bt)
     /* [n, T, D] + [1, T, D]: the positions broadcast over the batch */
     tg_tensor *h = tg_add(t, tg_embedding_forward(t, &m->tok, bt->ids, n, T),
                           tg_embedding_forward(t, &m->pos, positions, 1, T));
-    tg_mask pad = {.key_lens = bt->lens};  /* keys at and after a sequence's length are ignored */
+    /* keys at and after a sequence's length are ignored */
+    tg_mask pad = {.key_lens = tg_tensor_from_dtype(t, TG_I32, bt->lens, 1, (int[]){n})};
     h = tg_add(t, h, tg_mha_forward(t, &m->attn, h, h, &(tg_mha_opts){.mask = &pad}, NULL));
     /* masked mean over time: padding (time >= len) filled with 0, summed, / len */
     tg_tensor *lens = tg_tensor_new(t, 3, (int[]){n, 1, 1});

@@ -1,6 +1,8 @@
 /* tapegrad: multi-head attention, per-head and fused (see nn/attention.h). */
 #include "attention.h"
 
+#include "../core/ops/internal.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -276,38 +278,45 @@ static int extra_keys(const tg_mha *m)
 }
 
 /* mask over Lk keys widened to Lk + extra_keys, the appended keys visible to
- * every query (PyTorch pads attn_mask and key_padding_mask so): its rules
- * as a [B, Lq, Lk'] keep array and its additive [Lq, Lk'] in the arena.
- * mask itself when nothing is appended or it is empty; false (the tape's
- * error set) when out of memory or key_lens is out of range. */
+ * every query (PyTorch pads attn_mask and key_padding_mask so): all its parts
+ * as one attn [B*Hm, Lq, Lk'] in the arena (Hm: H for a per-head mask, else
+ * 1), bool (true = hidden), or float (its float parts added, -inf where
+ * hidden) when it has float parts. mask itself when nothing is appended or it
+ * is empty; false with the tape's error set when it does not fit. */
 static bool widen_mask(tg_tape *t, const tg_mha *m, const tg_mask **mask, int B, int Lq, int Lk, tg_mask *out)
 {
-    int extra = extra_keys(m), Lk2 = Lk + extra;
+    int extra = extra_keys(m), Lk2 = Lk + extra, H = m->cfg.n_heads;
     if (!extra || tg_mask_empty(*mask)) return true;
-    const tg_mask *in = *mask;
-    for (int b = 0; in->key_lens && b < B; b++)  /* what tg_sdpa would check on the mask itself */
-        if (in->key_lens[b] < 0 || in->key_lens[b] > Lk) {
-            tg_fail(t, "tg_mha '%s': mask key_lens[%d] = %d is outside [0, Lk = %d]", m->name, b, (int)in->key_lens[b], Lk);
-            return false;
+    char op[TG_NN_NAME_MAX + 16], shapes[96];
+    snprintf(op, sizeof op, "tg_mha '%s'", m->name);
+    snprintf(shapes, sizeof shapes, "scores [B, H, Lq, Lk] = [%d, %d, %d, %d]", B, H, Lq, Lk);
+    tg_mask_rt r;
+    if (!tg_mask_read(t, *mask, B, H, Lq, Lk, false, op, shapes, &r)) return false;
+    int Hm = tg_mask_rt_per_h(&r) ? H : 1;
+    bool flt = r.add || r.pad_add;
+    tg_tensor *w = tg_tensor_new_dtype(t, flt ? TG_REAL_DTYPE : TG_BOOL, 3, (int[]){B * Hm, Lq, Lk2});
+    uint8_t *vis = tg_arena_scratch(t, (size_t)Lq * Lk, "tg_mha widened mask");
+    if (!w || !vis) return false;
+    tg_attn_bias ab = {.mask = r, .H = H, .Lq = Lq, .Lk = Lk};
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < Hm; h++) {
+            size_t plane = ((size_t)b * Hm + h) * Lq * Lk2;
+            int ld;
+            const tg_real *add = tg_attn_bias_rows(&ab, b, h, 0, Lq, Lk, flt ? w->data + plane : NULL, &ld);
+            tg_mask_fill_rows(&r, b, h, 0, Lq, Lk, vis);
+            for (int i = Lq - 1; i >= 0; i--) {  /* backwards: a sum in w's plane is [Lq, Lk] */
+                const uint8_t *v = vis + (size_t)i * Lk;
+                if (!flt) {
+                    uint8_t *d = (uint8_t *)tg_data(w, TG_BOOL) + plane + (size_t)i * Lk2;
+                    for (int j = 0; j < Lk2; j++) d[j] = j < Lk && !v[j];
+                    continue;
+                }
+                tg_real *d = w->data + plane + (size_t)i * Lk2;
+                for (int j = Lk2 - 1; j >= 0; j--) d[j] = j >= Lk ? 0 : v[j] ? add[(size_t)i * ld + j] : -INFINITY;
+            }
         }
-    uint8_t *keep = tg_arena_alloc(t, (size_t)B * Lq * Lk2 + (size_t)Lq * Lk, "tg_mha widened mask"), *vis;
-    tg_real *add = in->additive ? tg_arena_alloc(t, (size_t)Lq * Lk2 * sizeof *add, "tg_mha widened mask") : NULL;
-    if (!keep || (in->additive && !add)) return false;
-    vis = keep + (size_t)B * Lq * Lk2;
-    tg_mask rules = *in;
-    rules.additive = NULL;
-    for (int b = 0; b < B; b++) {
-        tg_mask_fill(&rules, b, Lq, Lk, vis);
-        for (int i = 0; i < Lq; i++) {
-            memcpy(keep + ((size_t)b * Lq + i) * Lk2, vis + (size_t)i * Lk, (size_t)Lk);
-            memset(keep + ((size_t)b * Lq + i) * Lk2 + Lk, 1, (size_t)extra);
-        }
-    }
-    for (int i = 0; add && i < Lq; i++) {
-        memcpy(add + (size_t)i * Lk2, in->additive + (size_t)i * Lk, (size_t)Lk * sizeof *add);
-        for (int j = Lk; j < Lk2; j++) add[(size_t)i * Lk2 + j] = 0;
-    }
-    *out = (tg_mask){.keep = keep, .keep_batched = true, .additive = add};
+    tg_arena_release(t, vis, (size_t)Lq * Lk);
+    *out = (tg_mask){.attn = w};
     *mask = out;
     return true;
 }
@@ -389,19 +398,29 @@ static tg_tensor *attend(tg_tape *t, const tg_mha *m, tg_tensor *xq, tg_tensor *
     return tg_sdpa_heads(t, q, kv, &lay, &o, weights);
 }
 
-/* [B, Lq, E] * (per column: head_mask of its head) when some head is off */
+/* o [B, Lq, E] * (per column: head_mask of its head) unless every head's is 1 */
 TG_OP_NO_GRAD(head_mask_op, "tg_mha head mask");
 
-static tg_tensor *apply_head_mask(tg_tape *t, const tg_mha *m, tg_tensor *o, const uint8_t *head_mask)
+static tg_tensor *apply_head_mask(tg_tape *t, const tg_mha *m, tg_tensor *o, const tg_tensor *head_mask)
 {
     int H = m->cfg.n_heads, dh = m->cfg.d_head;
+    if (!o || !head_mask) return o;
+    char s[TG_SHAPE_STR];
+    tg_tensor *hm = (tg_tensor *)head_mask;
+    if (hm->magic != TG_TENSOR_LIVE) return tg_fail(t, "tg_mha '%s': head_mask is not a live tensor", m->name);
+    if (!tg_inputs_check_dtype(t, &head_mask_op, hm->dtype, &hm, 1, 1)) return NULL;
+    if (!tg_dtype_is_float(hm->dtype))
+        return tg_fail(t, "tg_mha '%s': head_mask is %s, but must be float (1 keeps a head, 0 silences it)", m->name,
+                       tg_dtype_name(hm->dtype));
+    if (hm->ndim != 1 || hm->shape[0] != H)
+        return tg_fail(t, "tg_mha '%s': head_mask %s must be [n_heads] = [%d]", m->name, tg_shape_str(hm, s), H);
     bool all_on = true;
-    for (int h = 0; h < H && head_mask; h++) all_on = all_on && head_mask[h];
-    if (all_on || !o) return o;
+    for (int h = 0; h < H; h++) all_on = all_on && tg_dtype_load(hm->dtype, hm->data, (size_t)h) == 1;
+    if (all_on) return o;
     tg_tensor *keep = tg_new(t, &head_mask_op, 1, (int[]){H * dh});
     if (!keep) return NULL;
     for (int h = 0; h < H; h++)
-        for (int i = 0; i < dh; i++) keep->data[h * dh + i] = head_mask[h] ? 1 : 0;
+        for (int i = 0; i < dh; i++) keep->data[h * dh + i] = (tg_real)tg_dtype_load(hm->dtype, hm->data, (size_t)h);
     return tg_mul(t, o, keep);
 }
 
@@ -492,7 +511,7 @@ tg_sdpa_layout tg_mha_kv_layout(const tg_mha *m)
 }
 
 tg_tensor *tg_mha_decode(tg_tape *t, const tg_mha *m, tg_tensor *x, tg_tensor *cache, const int32_t *pos,
-                       const uint8_t *head_mask)
+                       const tg_tensor *head_mask)
 {
     if (tg_nn_check_forward("tg_mha_decode", t, m, m && m->out_proj.weight)) return NULL;
     if (!x || !cache || !pos) return tg_fail_null(t, "tg_mha_decode");

@@ -48,9 +48,11 @@
  * K, V from the other 2E rows through views that share the parameter's data
  * and grad (one set of parameters, two GEMMs).
  *
- * Head mask: head h with head_mask[h] == 0 has its output multiplied by 0
- * before out_proj: it contributes nothing and its Q/K/V parameters get exactly
- * zero gradient (its attention weights are still computed and returned).
+ * Head mask (a float tensor [n_heads], HuggingFace's head_mask: 1 keeps a head,
+ * 0 silences it): head h's output is multiplied by head_mask[h] before
+ * out_proj, so a head at 0 contributes nothing and its Q/K/V parameters get
+ * exactly zero gradient (its attention weights are still computed and
+ * returned). No gradient flows to the head mask.
  * A query row with every key masked gets all-zero weights and a zero head
  * output (so out = b^O there), never NaN; PyTorch gives NaN.
  * Dropout: one stream over the weights in (b, h, i, j) order, so the two
@@ -124,8 +126,10 @@ int tg_mha_init(tg_mha *m, tg_params *p, const char *prefix, const tg_mha_config
 /* What one attention call may add (all optional: NULL options, or a NULL
  * field, mean none), as tg_sdpa_opts does for tg_sdpa. */
 typedef struct tg_mha_opts {
-    const tg_mask *mask;        /* any tg_mask, its arrays sized for B, Lq, Lk */
-    const uint8_t *head_mask;   /* [n_heads]: 0 = head silenced */
+    const tg_mask *mask;        /* any tg_mask (core/ops/nn/mask.h) for B, n_heads, Lq, Lk: an attn
+                                   mask may be per head ([B*n_heads, Lq, Lk], PyTorch's 3-D form) */
+    const tg_tensor *head_mask; /* float [n_heads] (either float type): head h's output times
+                                   head_mask[h] (0 = silenced), or NULL */
     tg_rng *rng;                /* needed for dropout while training */
     tg_tensor *bias;            /* [B or 1, n_heads, Lq, Lk] added to the scaled scores, with a
                                    gradient (learned relative-position biases), or NULL */
@@ -162,7 +166,7 @@ tg_sdpa_layout tg_mha_kv_layout(const tg_mha *m);
  * (tg_sdpa_decode): the last row of tg_mha_forward under a causal mask, at
  * O(pos) cost, with the same bits with tapegrad's GEMMs. -> [B, 1, D] */
 tg_tensor *tg_mha_decode(tg_tape *t, const tg_mha *m, tg_tensor *x, tg_tensor *cache, const int32_t *pos,
-                       const uint8_t *head_mask);
+                       const tg_tensor *head_mask);
 
 /* Copies every weight of src into dst exactly, converting between the modes
  * when they differ. 0, or -1 (tg_error() names them) when n_heads,

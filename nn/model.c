@@ -117,16 +117,32 @@ static tg_tensor *embed(tg_tape *t, const tg_model *m, const int32_t *ids, int B
     return tg_add_inplace(t, tok, tg_embedding_forward(t, &m->pos_emb, pos, B, T));
 }
 
+/* Layer l's row of the model's head mask [n_layers * n_heads] as the layer
+ * takes it, a float tensor [n_heads] (in *out; NULL when hm is). false when
+ * out of memory (the tape's error set). */
+static bool layer_head_mask(tg_tape *t, const tg_model *m, const uint8_t *hm, int l, tg_tensor **out)
+{
+    int H = m->cfg.n_heads;
+    *out = NULL;
+    if (!hm) return true;
+    if (!(*out = tg_tensor_new(t, 1, (int[]){H}))) return false;
+    for (int h = 0; h < H; h++) (*out)->data[h] = hm[l * H + h] ? 1 : 0;
+    return true;
+}
+
 /* The forward (checked by the caller); with c, each layer's keys and values
  * also go to rows [0, B) of the cache. -> logits [B, T, V] */
 static tg_tensor *model_run(tg_tape *t, const tg_model *m, const int32_t *ids, int B, int T,
                             const tg_model_opts *o, tg_kv_cache *c, tg_tensor **attn)
 {
-    tg_mask mask = {.causal = true, .key_lens = o->lens};
+    tg_tensor *lens = o->lens ? tg_tensor_from_dtype(t, TG_I32, o->lens, 1, (int[]){B}) : NULL;
+    if (o->lens && !lens) return NULL;
+    tg_mask mask = {.causal = true, .key_lens = lens};
     tg_tensor *h = embed(t, m, ids, B, T);
     for (int l = 0; l < m->cfg.n_layers; l++) {
-        tg_mha_opts a = {.mask = &mask, .head_mask = o->head_mask ? o->head_mask + l * m->cfg.n_heads : NULL,
-                         .rng = o->rng, .cache = c ? c->kv[l] : NULL};
+        tg_tensor *hm;
+        if (!layer_head_mask(t, m, o->head_mask, l, &hm)) return NULL;
+        tg_mha_opts a = {.mask = &mask, .head_mask = hm, .rng = o->rng, .cache = c ? c->kv[l] : NULL};
         h = tg_block_forward(t, &m->blocks[l], h, &a, attn ? &attn[l] : NULL);
     }
     h = tg_norm_forward(t, &m->ln_f, h);
@@ -222,9 +238,11 @@ tg_tensor *tg_model_decode(tg_tape *t, const tg_model *m, tg_kv_cache *c, const 
                            m->cfg.max_len);
     tg_tensor *h = tg_embedding_forward(t, &m->tok_emb, ids, B, 1);
     if (m->cfg.pos == TG_POS_LEARNED) h = tg_add(t, h, tg_embedding_forward(t, &m->pos_emb, pos, B, 1));
-    for (int l = 0; l < m->cfg.n_layers; l++)
-        h = tg_block_decode(t, &m->blocks[l], h, c->kv[l], pos,
-                          head_mask ? head_mask + l * m->cfg.n_heads : NULL);
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        tg_tensor *hm;
+        if (!layer_head_mask(t, m, head_mask, l, &hm)) return NULL;
+        h = tg_block_decode(t, &m->blocks[l], h, c->kv[l], pos, hm);
+    }
     h = tg_norm_forward(t, &m->ln_f, h);
     return tg_linear_forward(t, &m->head, h);
 }

@@ -98,6 +98,20 @@ static inline void assert_param_grads(const tg_params *p, const tg_safetensors *
     }
 }
 
+/* The fixture's mask `name` (stored as float64) on t: bool (true where the
+ * stored value is not 0) when metadata bool_key is 1, else float64 (the other
+ * float type of a float32 program: the op converts it). NULL when absent. */
+static inline const tg_tensor *fixture_mask(tg_tape *t, const tg_safetensors *s, const char *name, const char *bool_key)
+{
+    const tg_tensor *x = tg_st_get(s, name);
+    if (!x) return NULL;
+    bool b = meta_or(s, bool_key, 0) != 0;
+    tg_tensor *m = tg_tensor_new_dtype(t, b ? TG_BOOL : TG_F64, x->ndim, x->shape);
+    cr_assert_not_null(m, "%s", tg_tape_error(t));
+    for (size_t i = 0; i < x->size; i++) tg_dtype_store(m->dtype, m->data, i, b ? x->data[i] != 0 : x->data[i]);
+    return m;
+}
+
 /* Loads an MHA fixture into mode `file_mode` (the file's layout), runs it in
  * mode `run_mode` (converting with tg_mha_copy_weights when they differ) and
  * compares the output, weights and gradients. */
@@ -120,8 +134,11 @@ static inline void check_mha_fixture(const char *file, tg_mha_mode file_mode, tg
     cr_assert_eq(tg_mha_copy_weights(&mr, &mf), 0);
     bool cross = tg_st_get(s, "xkv") != NULL;
     int32_t *lens = tg_st_get(s, "lens") ? to_ints(fx(s, "lens")) : NULL;
-    tg_mask mask = {.causal = meta_int(s, "causal") != 0, .key_lens = lens};
     tg_tape *t = tg_tape_new();
+    tg_tensor *xl = lens ? tg_tensor_from_dtype(t, TG_I32, lens, 1, (int[]){(int)fx(s, "lens")->size}) : NULL;
+    tg_mask mask = {.causal = meta_int(s, "causal") != 0, .key_lens = xl,
+                    .key_padding = fixture_mask(t, s, "key_padding_mask", "key_padding_bool"),
+                    .attn = fixture_mask(t, s, "attn_mask", "attn_mask_bool")};
     tg_tensor *xq = input(t, fx(s, "xq")), *xkv = cross ? input(t, fx(s, "xkv")) : xq, *w;
     tg_tensor *bias = tg_st_get(s, "bias") ? input(t, fx(s, "bias")) : NULL;
     tg_tensor *xv = tg_st_get(s, "xv") ? input(t, fx(s, "xv")) : NULL;  /* values from their own input */
@@ -180,7 +197,7 @@ static inline void check_mha_grads(const tg_mha_config *cfg, bool cross, uint64_
     tg_rng rng;
     tg_rng_seed(&rng, seed);
     tg_params *p = tg_params_new();
-    mha_grad_ctx c = {.mask = {.causal = !cross, .key_lens = cross ? lens : NULL}, .cross = cross,
+    mha_grad_ctx c = {.mask = {.causal = !cross, .key_lens = cross ? tu_lens(lens, 2) : NULL}, .cross = cross,
                       .xv = cross && vdim != kdim};
     cr_assert_eq(tg_mha_init(&c.m, p, "attn", cfg, &rng), 0, "%s", tg_error());
     tg_real *d = tg_params_data(p);
@@ -223,7 +240,7 @@ static inline void check_modes_agree(const tg_mha_config *cfg, bool cross, bool 
                        cross ? tu_rand(&rng, -1, 1, 3, (int[]){2, Lk, kdim}) : NULL,
                        sep ? tu_rand(&rng, -1, 1, 3, (int[]){2, Lk, vdim}) : NULL,
                        with_bias ? tu_rand(&rng, -1, 1, 4, (int[]){2, H, Lq, Lk + extra}) : NULL};
-    tg_mask mask = {.causal = !cross, .key_lens = cross ? lens : NULL};
+    tg_mask mask = {.causal = !cross, .key_lens = cross ? tu_lens(lens, 2) : NULL};
     tg_tape *t[2] = {tg_tape_new(), tg_tape_new()};
     tg_tensor *out[2], *w[2];
     tg_real *grads[2][4];

@@ -38,6 +38,7 @@ static tg_tensor *b_rope(const oc_call *c)
     tg_rope_opts o = {.col = 0, .n_heads = 2, .d_head = 2, .base = 100, .pos0 = (const int32_t[]){1}};
     return tg_rope(c->t, c->in[0], OC_PTR(c, 0, &o));
 }
+OC_BUILD(b_mask_visible, tg_mask_visible(t, &(tg_mask){.causal = true, .window = 2}, 2, 2, 3, 4))
 OC_BUILD(b_embedding, tg_embedding(t, x[0], OC_PTR(c, 0, (&(tg_index){.data = (const int32_t[]){0, 3, 1, 0}, .ndim = 2, .shape = {2, 2}}))))
 
 /* NaN: softmax and the norms spoil the NaN's row; a masked-out NaN is ignored
@@ -64,6 +65,8 @@ static const op_case rows[] = {
      "inference only: no gradcheck"},
     {"tg_rope", b_rope, 1, 1, 1, {OC_IN(-1, 1, 1, 3, 4)}, 0, "nn..........", NULL},
     {"tg_embedding", b_embedding, 1, 1, 1, {OC_IN(-1, 1, 4, 2)}, 0, ".n.....n", NULL},
+    {"tg_mask_visible", b_mask_visible, 0, 0, 0, {{0}}, OC_NO_GRAD, NULL,
+     "no tensor input (a mask's tensors are read through a pointer): no gradcheck, NaN or misuse row"},
 };
 
 const oc_family oc_nn = {"nn", rows, sizeof rows / sizeof rows[0]};

@@ -14,13 +14,35 @@ enum { M_NONE, M_CAUSAL, M_PAD, M_WINDOW, M_CAUSAL_PAD, M_COUNT };
 
 static const int32_t lens_self[B] = {LQ, 2}, lens_cross[B] = {LK, 3};
 
+/* lens [B] as an int32 tensor, made once per process */
+static const tg_tensor *lens_tensor(const int32_t *lens)
+{
+    static tg_tensor *made[2];
+    int i = lens == lens_cross;
+    if (!made[i]) {
+        made[i] = tg_tensor_alloc_dtype(TG_I32, 1, (int[]){B});
+        cr_assert_not_null(made[i]);
+        memcpy(tg_data(made[i], TG_I32), lens, B * sizeof *lens);
+    }
+    return made[i];
+}
+
 static tg_mask make_mask(int kind, bool cross)
 {
     tg_mask m = {0};
     if (kind == M_CAUSAL || kind == M_CAUSAL_PAD) m.causal = true;
-    if (kind == M_PAD || kind == M_CAUSAL_PAD) m.key_lens = cross ? lens_cross : lens_self;
+    if (kind == M_PAD || kind == M_CAUSAL_PAD) m.key_lens = lens_tensor(cross ? lens_cross : lens_self);
     if (kind == M_WINDOW) m.window = 2;
     return m;
+}
+
+/* A head mask [n] of float32 values (the other float type in the float64 build). */
+static tg_tensor *head_mask_of(const float *v, int n)
+{
+    tg_tensor *x = tg_tensor_alloc_dtype(TG_F32, 1, (int[]){n});
+    cr_assert_not_null(x);
+    memcpy(x->data, v, (size_t)n * sizeof *v);
+    return x;
 }
 
 static tg_mha_config config(tg_mha_mode mode, int n_heads, int d_head, bool bias)
@@ -42,7 +64,7 @@ typedef struct mha_ctx {
     tg_mha m;
     tg_mask mask;
     bool cross;
-    const uint8_t *head_mask;
+    const tg_tensor *head_mask;
 } mha_ctx;
 
 static tg_tensor *mha_fn(tg_tape *t, tg_tensor **in, void *ctx)
@@ -53,7 +75,7 @@ static tg_tensor *mha_fn(tg_tape *t, tg_tensor **in, void *ctx)
 }
 
 static void check_mha(tg_mha_mode mode, bool cross, int mask_kind, int d_head, bool bias,
-                      const uint8_t *head_mask)
+                      const tg_tensor *head_mask)
 {
     tg_rng rng;
     tg_rng_seed(&rng, 100 + mask_kind);
@@ -93,9 +115,10 @@ Test(mha, no_bias_both_modes)
 
 Test(mha, head_mask_both_modes)
 {
-    static const uint8_t hm[2] = {1, 0};
+    tg_tensor *hm = head_mask_of((const float[]){1, 0}, 2);
     check_mha(TG_MHA_FUSED, false, M_CAUSAL_PAD, 3, true, hm);
     check_mha(TG_MHA_PER_HEAD, true, M_CAUSAL_PAD, 3, true, hm);
+    tg_tensor_free(hm);
 }
 
 /* ---- per-head == fused ------------------------------------------------------------ */
@@ -147,7 +170,7 @@ static void assert_same_weights(const tg_mha *a, const tg_mha *b, bool grad, dou
 /* Runs forward + backward (seed w) of m on copies of xq / xkv; returns the
  * output (on t) and the inputs' grads in gq / gkv. */
 static tg_tensor *run(tg_tape *t, const tg_mha *m, const tg_tensor *xq0, const tg_tensor *xkv0,
-                      const tg_mask *mask, const uint8_t *head_mask, const tg_real *w, tg_real *gq,
+                      const tg_mask *mask, const tg_tensor *head_mask, const tg_real *w, tg_real *gq,
                       tg_real *gkv, tg_tensor **weights)
 {
     tg_tensor *xq = tg_tensor_from(t, xq0->data, 3, xq0->shape), *xkv = xq;
@@ -316,9 +339,10 @@ static void check_head_mask(tg_mha_mode mode)
     init_mha(&m, p, &c, 32);
     init_mha(&z, pz, &c, 33);
     cr_assert_eq(tg_mha_copy_weights(&z, &m), 0);
-    for (int r = 0; r < D; r++)  /* z: head 1's out_proj columns zeroed by hand */
-        for (int i = DH; i < 2 * DH; i++) z.out_proj.weight->data[r * H * DH + i] = 0;
-    static const uint8_t hm[H] = {1, 0, 1};
+    static const float hv[H] = {1, 0, 0.5f};  /* head 1 silenced, head 2 halved */
+    for (int r = 0; r < D; r++)  /* z: each head's out_proj columns scaled by hand */
+        for (int i = 0; i < H * DH; i++) z.out_proj.weight->data[r * H * DH + i] *= hv[i / DH];
+    tg_tensor *hm = head_mask_of(hv, H);
     tg_tensor *xq = tu_rand(&rng, -1, 1, 3, (int[]){B, LQ, D}), *xkv = tu_rand(&rng, -1, 1, 3, (int[]){B, LK, D});
     tg_real w[B * LQ * D], gq[B * LQ * D], gkv[B * LK * D];
     for (int i = 0; i < B * LQ * D; i++) w[i] = (tg_real)(2 * tg_rng_uniform(&rng) - 1);
@@ -340,8 +364,30 @@ static void check_head_mask(tg_mha_mode mode)
     tg_tape_free(t2);
     tg_tensor_free(xq);
     tg_tensor_free(xkv);
+    tg_tensor_free(hm);
     tg_params_free(p);
     tg_params_free(pz);
+}
+
+/* A head mask of the wrong shape or dtype is refused by name. */
+Test(mha, head_mask_misuse)
+{
+    tg_params *p = tg_params_new();
+    tg_mha m;
+    tg_mha_config c = config(TG_MHA_FUSED, 2, 2, true);
+    init_mha(&m, p, &c, 5);
+    tg_tape *t = tg_tape_new();
+    tg_rng rng;
+    tg_rng_seed(&rng, 6);
+    tg_tensor *x = tu_rand(&rng, -1, 1, 3, (int[]){B, LQ, D}), *three = head_mask_of((const float[]){1, 0, 1}, 3);
+    tg_tensor *ints = tg_tensor_alloc_dtype(TG_I32, 1, (int[]){2});
+    tu_expect_error(t, tg_mha_forward(t, &m, x, x, &(tg_mha_opts){.head_mask = three}, NULL), "tg_mha 'attn'",
+                    "head_mask [3] must be [n_heads] = [2]");
+    tu_expect_error(t, tg_mha_forward(t, &m, x, x, &(tg_mha_opts){.head_mask = ints}, NULL), "tg_mha 'attn'",
+                    "head_mask is int32, but must be float");
+    tu_free_all((tg_tensor *[]){x, three, ints}, 3);
+    tg_tape_free(t);
+    tg_params_free(p);
 }
 
 Test(mha, head_mask_fused) { check_head_mask(TG_MHA_FUSED); }
@@ -358,13 +404,13 @@ static void check_weights_rows(tg_mha_mode mode, int kind, bool cross)
     tg_mha_config c = config(mode, 2, 3, true);
     init_mha(&m, p, &c, 42);
     int Lk = cross ? LK : LQ;
-    /* keep: row 1 sees nothing; with key_lens {Lk, 0} every row of batch 1 */
-    static const int32_t zero_len[B] = {LK, 0}, zero_len_self[B] = {LQ, 0};
-    uint8_t keep[LQ * LK];
-    for (int i = 0; i < LQ * Lk; i++) keep[i] = i / Lk != 1;
+    /* attn: row 1 sees nothing; with key_lens {Lk, 0} every row of batch 1 */
+    tg_tensor *deny = tg_tensor_alloc_dtype(TG_BOOL, 2, (int[]){LQ, Lk}), *zero_len = tg_tensor_alloc_dtype(TG_I32, 1, (int[]){B});
+    for (int i = 0; i < LQ * Lk; i++) ((uint8_t *)tg_data(deny, TG_BOOL))[i] = i / Lk == 1;
+    ((int32_t *)tg_data(zero_len, TG_I32))[0] = Lk;
     tg_mask mask = make_mask(kind, cross);
-    if (kind < 0) mask = (tg_mask){.keep = keep};
-    if (kind == -2) mask = (tg_mask){.causal = true, .key_lens = cross ? zero_len : zero_len_self};
+    if (kind < 0) mask = (tg_mask){.attn = deny};
+    if (kind == -2) mask = (tg_mask){.causal = true, .key_lens = zero_len};
     tg_tensor *xq = tu_rand(&rng, -1, 1, 3, (int[]){B, LQ, D});
     tg_tensor *xkv = cross ? tu_rand(&rng, -1, 1, 3, (int[]){B, LK, D}) : NULL;
     tg_real w[B * LQ * D], gq[B * LQ * D], gkv[B * LK * D];
@@ -394,6 +440,8 @@ static void check_weights_rows(tg_mha_mode mode, int kind, bool cross)
     tg_tape_free(t);
     tg_tensor_free(xq);
     tg_tensor_free(xkv);
+    tg_tensor_free(deny);
+    tg_tensor_free(zero_len);
     tg_params_free(p);
 }
 

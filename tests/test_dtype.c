@@ -320,16 +320,15 @@ Test(dtype, to)
     tg_tape_free(t);
 }
 
-/* A mask's additive array is the caller's tg_real: handed to the other float
- * copy, it goes converted (read as the other type it would be garbage and
- * overrun the array). */
+/* A float mask of the program's tg_real reaches the other float copy's op
+ * converted to that copy's type. */
 Test(dtype, additive_mask_crosses_copies)
 {
     tg_tape *t = tg_tape_new();
     tg_tensor *a = tg_tensor_alloc_dtype(OTHER_FLOAT, 2, (int[]){2, 3});
     for (size_t i = 0; i < a->size; i++) tg_dtype_store(a->dtype, a->data, i, 0.5 * (double)i);
     const tg_real add[6] = {0, -1, -INFINITY, 2, 0, -0.5};
-    tg_mask m = {.additive = add};
+    tg_mask m = {.attn = tg_tensor_from(t, add, 2, (int[]){2, 3})};
     tg_tensor *y = tg_softmax_masked(t, a, &m, 1.0);
     cr_assert(y && y->dtype == OTHER_FLOAT, "%s", tg_tape_error(t));
     for (int r = 0; r < 2; r++) {

@@ -102,18 +102,38 @@ static tg_tensor *run_softmax(fx *f) { return tg_softmax(f->t, fx_in(f, "x")); }
 static tg_tensor *run_log_softmax(fx *f) { return tg_log_softmax(f->t, fx_in(f, "x")); }
 static tg_tensor *run_gelu(fx *f) { return tg_gelu(f->t, fx_in(f, "x")); }
 
+/* The fixture's 0/1 arrays keep (1 = attend, [Lq, Lk] or [B, Lq, Lk]) and
+ * additive ([Lq, Lk]) as tg_mask's one attn tensor: bool true = not allowed,
+ * or, with additive, float with -inf where keep is 0. */
+static const tg_tensor *fx_attn(fx *f)
+{
+    tg_tensor *keep = fx_get(f, "keep"), *add = fx_get(f, "additive");
+    if (!keep) return add;
+    size_t plane = add ? add->size : 1;
+    tg_tensor *a = tg_tensor_new_dtype(f->t, add ? TG_F64 : TG_BOOL, keep->ndim, keep->shape);
+    cr_assert(a, "%s", tg_tape_error(f->t));
+    for (size_t i = 0; i < keep->size; i++) {
+        bool k = tg_dtype_load(keep->dtype, keep->data, i) != 0;
+        if (add) tg_dtype_store(TG_F64, a->data, i, k ? tg_dtype_load(add->dtype, add->data, i % plane) : -INFINITY);
+        else ((uint8_t *)tg_data(a, TG_BOOL))[i] = !k;
+    }
+    return a;
+}
+
 static tg_tensor *run_softmax_masked(fx *f)
 {
-    tg_tensor *keep, *add = fx_get(f, "additive");
+    tg_tensor *kl = fx_get(f, "key_lens"), *kk = fx_get(f, "key_keep"), *pad = NULL;
+    if (kk) { /* 1 = attend -> PyTorch's key_padding_mask, true = ignore */
+        cr_assert(pad = tg_tensor_new_dtype(f->t, TG_BOOL, kk->ndim, kk->shape));
+        for (size_t i = 0; i < kk->size; i++) ((uint8_t *)tg_data(pad, TG_BOOL))[i] = tg_dtype_load(kk->dtype, kk->data, i) == 0;
+    }
     tg_mask m = {
         .causal = fx_param(f, "causal", 0) != 0,
         .window = (int)fx_param(f, "window", 0),
-        .key_lens = fx_ints(f, "key_lens", false, NULL),
-        .key_keep = fx_ints(f, "key_keep", true, NULL),
-        .keep = fx_ints(f, "keep", true, &keep),
-        .additive = add ? add->data : NULL,
+        .key_lens = kl ? tg_to(f->t, kl, TG_I32) : NULL,
+        .key_padding = pad,
+        .attn = fx_attn(f),
     };
-    m.keep_batched = keep && keep->ndim == 3;
     return tg_softmax_masked(f->t, fx_in(f, "x"), &m, fx_param(f, "scale", 1));
 }
 

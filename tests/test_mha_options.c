@@ -59,7 +59,7 @@ Test(mha_options, appended_keys_are_visible_to_every_query)
                          .mode = TG_MHA_PER_HEAD};
     cr_assert_eq(tg_mha_init(&m, p, "attn", &cfg, &R), 0, "%s", tg_error());
     tg_tensor *x = tu_rand(&R, -1, 1, 3, (int[]){1, 3, 2}), *w;
-    tg_mask mask = {.causal = true, .key_lens = (int32_t[]){0}};
+    tg_mask mask = {.causal = true, .key_lens = tu_lens((int32_t[]){0}, 1)};
     cr_assert_not_null(tg_mha_forward(T, &m, x, x, &(tg_mha_opts){.mask = &mask}, &w), "%s", tg_tape_error(T));
     cr_assert(w->ndim == 4 && w->shape[3] == 5);
     for (int i = 0; i < 3; i++) {
@@ -90,7 +90,7 @@ Test(mha_options, misuse_names_the_problem)
     tg_tensor *u = tu_rand(&R, -1, 1, 2, (int[]){2, 4});
     assert_fails(T, tg_mha_forward(T, &m, u, k, NULL, NULL), "unbatched xq [Lq, D] needs unbatched");
     tg_tensor *kv = tu_rand(&R, -1, 1, 3, (int[]){1, 3, 3}), *v = tu_rand(&R, -1, 1, 3, (int[]){1, 3, 5});
-    tg_mask bad = {.key_lens = (int32_t[]){4}};
+    tg_mask bad = {.key_lens = tu_lens((int32_t[]){4}, 1)};
     tg_mha mb;
     tg_mha_config cb = {.n_heads = 2, .d_model = 4, .kdim = 3, .vdim = 5, .add_zero_attn = true, .mode = TG_MHA_FUSED};
     cr_assert_eq(tg_mha_init(&mb, p, "b", &cb, &R), 0, "%s", tg_error());
@@ -115,11 +115,12 @@ typedef struct oom_run {
     tg_tensor *x[3];
 } oom_run;
 
+static const int32_t oom_lens[1] = {2};
+
 static tg_tensor *options_forward(tg_tape *t, void *ctx)
 {
     oom_run *r = ctx;
-    static const int32_t lens[1] = {2};
-    tg_mask mask = {.causal = true, .key_lens = lens};
+    tg_mask mask = {.causal = true, .key_lens = tu_lens(oom_lens, 1)};  /* made before the walk */
     return tg_mha_forward(t, r->m, r->x[0], r->x[1], &(tg_mha_opts){.mask = &mask, .xv = r->x[2]}, NULL);
 }
 
@@ -133,6 +134,7 @@ Test(mha_options, out_of_memory_is_an_error)
         cr_assert_eq(tg_mha_init(&m, p, "attn", &c, &R), 0, "%s", tg_error());
         oom_run r = {&m, {tu_rand(&R, -1, 1, 3, (int[]){1, 2, 4}), tu_rand(&R, -1, 1, 3, (int[]){1, 3, 3}),
                           tu_rand(&R, -1, 1, 3, (int[]){1, 3, 2})}};
+        tu_lens(oom_lens, 1);
         walk_out_of_memory(options_forward, &r, r.x, 3);
         tu_free_all(r.x, 3);
         tg_params_free(p);

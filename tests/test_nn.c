@@ -275,7 +275,7 @@ static void check_block_config(const tg_block_config *bc, const char *const *nam
     tg_rng_seed(&rng, 6);
     tg_params *p = tg_params_new();
     static const int32_t lens[2] = {4, 3};
-    block_ctx c = {.mask = {.causal = true, .key_lens = lens}};
+    block_ctx c = {.mask = {.causal = true, .key_lens = tu_lens(lens, 2)}};
     cr_assert_eq(tg_block_init(&c.blk, p, "blocks.0", bc, &rng), 0, "%s", tg_error());
     cr_assert_eq(tg_params_count(p), n_names);
     for (int i = 0; i < n_names; i++) cr_assert_str_eq(tg_params_at(p, i)->name, names[i]);

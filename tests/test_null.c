@@ -179,10 +179,11 @@ Test(null, rng_and_gradcheck)
 /* The mask helpers (the ops' NULLs are tests/test_op_cases.c's, by row). */
 Test(null, masks)
 {
-    uint8_t vis[2] = {0, 0};
-    tg_mask_fill(NULL, 0, 1, 2, vis);  /* no mask: all visible */
-    cr_assert(vis[0] && vis[1]);
-    REFUSES(tg_mask_fill(&(tg_mask){.causal = true}, 0, 1, 1, NULL), "tg_mask_fill");
+    tg_tape *t = tg_tape_new();
+    const uint8_t *vis = tg_data(tg_mask_visible(t, NULL, 1, 1, 1, 2), TG_BOOL);  /* no mask: all visible */
+    cr_assert(vis && vis[0] && vis[1]);
+    REFUSES(tg_mask_visible(NULL, &(tg_mask){.causal = true}, 1, 1, 1, 1), "tg_mask_visible");
+    tg_tape_free(t);
     cr_assert(tg_mask_empty(NULL));
 }
 

@@ -45,7 +45,7 @@ static void ref_sdpa(const tg_tensor *q, const tg_tensor *k, const tg_tensor *v,
                     for (int c = 0; c < dk; c++)
                         raw[j] += (double)q->data[(bh * Lq + i) * dk + c] * k->data[(bh * Lk + j) * dk + c];
                 }
-                ref_weights(m, b, i, Lq, Lk, raw, scale, wr, vis);
+                ref_weights(m, B, H, b, h, i, Lk, raw, scale, wr, vis);
                 for (int c = 0; c < dv; c++) {
                     double s = 0;
                     for (int j = 0; j < Lk; j++) s += wr[j] * v->data[(bh * Lk + j) * dv + c];
@@ -167,7 +167,7 @@ Test(sdpa, matches_naive_self_and_cross, .init = seed_7)
 
 Test(sdpa, fully_masked_zero_out_and_grad, .init = seed_7)
 {
-    tg_mask m = {.key_lens = LENS0};
+    tg_mask m = {.key_lens = MC_I32(LENS0)};
     tg_tensor *q = tu_rand(&R, -1, 1, 4, (int[]){B_, H_, LQ, 3});
     tg_tensor *k = tu_rand(&R, -1, 1, 4, (int[]){B_, H_, LK, 3});
     tg_tensor *v = tu_rand(&R, -1, 1, 4, (int[]){B_, H_, LK, 2});
@@ -210,14 +210,19 @@ Test(sdpa, empty_keys_and_eval_mode, .init = seed_7)
     tg_tensor_free(q);
 }
 
-/* Backward reads nothing from the caller's mask arrays, and the weights
+/* Backward reads nothing from the caller's mask tensors, and the weights
  * handed out are the caller's to modify. */
 Test(sdpa, backward_independent_of_caller_arrays, .init = seed_7)
 {
-    int32_t lens[B_] = {3, 4};
-    tg_real add[LQ * LK];
+    tg_tensor *kl = tg_tensor_alloc_dtype(TG_I32, 1, (int[]){B_}), *ka = tg_tensor_alloc(2, (int[]){LQ, LK});
+    tg_tensor *kd = tg_tensor_alloc_dtype(TG_BOOL, 4, (int[]){B_, H_, LQ, LK});
+    int32_t *lens = tg_data(kl, TG_I32);
+    uint8_t *deny = tg_data(kd, TG_BOOL);
+    tg_real *add = ka->data;
+    lens[0] = 3, lens[1] = 4;
     for (int e = 0; e < LQ * LK; e++) add[e] = (tg_real)(0.1 * (e % 5));
-    tg_mask m = {.causal = true, .key_lens = lens, .additive = add};
+    for (int e = 0; e < B_ * H_ * LQ * LK; e++) deny[e] = e % 7 == 2;
+    tg_mask m = {.causal = true, .key_lens = kl, .attn = ka}, mh = {.attn = kd};
     tg_tensor *q = tu_rand(&R, -1, 1, 4, (int[]){B_, H_, LQ, 3});
     tg_tensor *k = tu_rand(&R, -1, 1, 4, (int[]){B_, H_, LK, 3});
     tg_tensor *v = tu_rand(&R, -1, 1, 4, (int[]){B_, H_, LK, 2});
@@ -227,9 +232,12 @@ Test(sdpa, backward_independent_of_caller_arrays, .init = seed_7)
         if (q->grad) memset(q->grad, 0, q->size * sizeof *q->grad);
         tg_tensor *w = NULL, *o = tg_sdpa(T, q, k, v, &(tg_sdpa_opts){.mask = &m}, &w);
         cr_assert(o && w);
+        o = tg_add(T, o, tg_sdpa(T, q, k, v, &(tg_sdpa_opts){.mask = &mh}, NULL));
+        cr_assert(o);
         if (pass == 1) { /* scribble over everything the caller owns */
             lens[0] = lens[1] = 1;
             for (int e = 0; e < LQ * LK; e++) add[e] = (tg_real)(e % 3);
+            memset(deny, 1, (size_t)B_ * H_ * LQ * LK);
             tg_tensor_fill(w, 42);
         }
         cr_assert_eq(backward_ones(o), 0);
@@ -238,8 +246,8 @@ Test(sdpa, backward_independent_of_caller_arrays, .init = seed_7)
             else cr_assert(q->grad[e] == want[e], "elem %zu", e);
         }
     }
-    tg_tensor *in[] = {q, k, v};
-    tu_free_all(in, 3);
+    tg_tensor *in[] = {q, k, v, kl, ka, kd};
+    tu_free_all(in, 6);
 }
 
 /* With v = identity (dv = Lk) the output is the dropped weights themselves. */
@@ -280,13 +288,13 @@ Test(sdpa, dropout_drops_and_rescales, .init = seed_7)
 
 Test(sdpa, gradcheck_masks, .init = seed_7)
 {
-    tg_mask causal = {.causal = true}, pad = {.key_lens = LENS}, keep = {.key_keep = KKEEP};
-    tg_mask win = {.window = 2}, cpad = {.causal = true, .key_lens = LENS};
-    tg_mask none_visible = {.key_lens = LENS0, .additive = ADD};
+    tg_mask causal = {.causal = true}, pad = {.key_lens = MC_I32(LENS)}, keep = {.key_padding = MC_BOOL(KPAD, B_, LK)};
+    tg_mask win = {.window = 2}, cpad = {.causal = true, .key_lens = MC_I32(LENS)};
+    tg_mask none_visible = {.key_lens = MC_I32(LENS0), .attn = MC_REAL(ADD, LQ, LK)};
     gc_sdpa("no mask", B_, H_, LQ, LK, 3, 2, (sdpa_ctx){0});
     gc_sdpa("causal", B_, H_, LQ, LK, 3, 2, (sdpa_ctx){.mask = &causal});
     gc_sdpa("key_lens", B_, H_, LQ, LK, 3, 2, (sdpa_ctx){.mask = &pad});
-    gc_sdpa("key_keep", B_, H_, LQ, LK, 3, 2, (sdpa_ctx){.mask = &keep});
+    gc_sdpa("key_padding", B_, H_, LQ, LK, 3, 2, (sdpa_ctx){.mask = &keep});
     gc_sdpa("window", B_, H_, LQ, LK, 3, 2, (sdpa_ctx){.mask = &win});
     gc_sdpa("causal+padding", B_, H_, LQ, LK, 3, 2, (sdpa_ctx){.mask = &cpad, .scale = 0.6});
     gc_sdpa("fully masked batch + additive", B_, H_, LQ, LK, 3, 2, (sdpa_ctx){.mask = &none_visible});
@@ -298,7 +306,8 @@ Test(sdpa, gradcheck_masks, .init = seed_7)
 
 Test(sdpa, gradcheck_cross_shared_and_dropout, .init = seed_7)
 {
-    tg_mask pad = {.key_lens = (const int32_t[]){6, 4}};
+    static const int32_t lens64[2] = {6, 4};
+    tg_mask pad = {.key_lens = MC_I32(lens64)};
     gc_sdpa("cross", 2, 2, 3, 6, 4, 2, (sdpa_ctx){0});
     gc_sdpa("cross + padding", 2, 1, 3, 6, 2, 3, (sdpa_ctx){.mask = &pad});
     gc_sdpa("q = k = v", 1, 2, 4, 4, 3, 3, (sdpa_ctx){.shared = true});
@@ -349,7 +358,7 @@ Test(sdpa, out_of_memory, .init = seed_7)
 {
     tg_tensor *in[] = {tu_rand(&R, -1, 1, 4, (int[]){2, 2, 3, 4}), tu_rand(&R, -1, 1, 4, (int[]){2, 2, 5, 4}),
                        tu_rand(&R, -1, 1, 4, (int[]){2, 2, 5, 2})};
-    tg_mask m = {.causal = true, .key_lens = LENS};
+    tg_mask m = {.causal = true, .key_lens = MC_I32(LENS), .attn = MC_BOOL(DENYH, B_ * H_, LQ - 1, LK)};
     tg_rng rng;
     tg_rng_seed(&rng, 3);
     tg_sdpa_opts o = {.mask = &m, .dropout = 0.2, .rng = &rng};
@@ -381,16 +390,35 @@ Test(sdpa, rejects_bad_inputs, .init = seed_7)
     tu_expect_error(T, tg_sdpa(T, q, k, v, &(tg_sdpa_opts){.dropout = NAN, .rng = &rng}, NULL), "tg_sdpa: dropout", "[2,2,4,3]");
     tu_expect_error(T, tg_sdpa(T, q, k, v, &(tg_sdpa_opts){.dropout = 0.1}, NULL), "rng", "[2,2,4,3]");
     tu_expect_error(T, tg_sdpa(T, q, k, v, &(tg_sdpa_opts){.scale = INFINITY}, NULL), "tg_sdpa: scale", "[2,2,4,3]");
+    static const int32_t lens6[2] = {3, 6}, lens_neg[2] = {-1, 2};
+    tg_tensor *nan = tg_tensor_alloc(2, (int[]){LQ, LK}), *inf = tg_tensor_alloc(2, (int[]){LQ, LK});
+    nan->data[7] = NAN, inf->data[19] = INFINITY;
+    tg_tensor *made[] = {nan, inf, tg_tensor_alloc_dtype(TG_BOOL, 3, (int[]){3, LQ, LK}),
+                         tg_tensor_alloc_dtype(TG_I32, 2, (int[]){LQ, LK}), tg_tensor_alloc_dtype(TG_F32, 1, (int[]){2}),
+                         tg_tensor_alloc_dtype(TG_I32, 1, (int[]){3}), tg_tensor_alloc_dtype(TG_BOOL, 2, (int[]){2, 4}),
+                         tg_tensor_alloc_dtype(TG_I64, 2, (int[]){2, LK}),
+                         tg_tensor_alloc_dtype(TG_BOOL, 4, (int[]){2, 1, LQ, LK})};
     const tg_mask bad[] = {
-        {.keep_batched = true},
-        {.key_lens = (const int32_t[]){3, 6}},
-        {.key_lens = (const int32_t[]){-1, 2}},
+        {.key_lens = MC_I32(lens6)},
+        {.key_lens = MC_I32(lens_neg)},
         {.window = -2},
-        {.additive = (const tg_real[20]){[7] = NAN}},
-        {.additive = (const tg_real[20]){[19] = INFINITY}},
+        {.attn = nan},
+        {.attn = inf},
+        {.attn = made[2]},
+        {.attn = made[3]},
+        {.key_lens = made[4]},
+        {.key_lens = made[5]},
+        {.key_padding = made[6]},
+        {.key_padding = made[7]},
+        {.attn = made[8]},
     };
-    const char *why[] = {"keep is NULL", "key_lens[1] = 6", "key_lens[0] = -1", "window -2", "additive[1,2]", "additive[3,4]"};
-    for (int i = 0; i < 6; i++) {
+    const char *why[] = {"key_lens[1] = 6", "key_lens[0] = -1", "window -2", "attn[1,2]", "attn[3,4]",
+                         "mask attn [3,4,5] must be [Lq, Lk] = [4, 5], [B, Lq, Lk] = [2, 4, 5], [B*H, Lq, Lk] = "
+                         "[4, 4, 5] or [B, H, Lq, Lk] = [2, 2, 4, 5]", "mask attn is int32, but must be bool",
+                         "mask key_lens is float32, but must be int32 or int64", "mask key_lens [3] must be [B] = [2]",
+                         "mask key_padding [2,4] must be [B, Lk] = [2, 5]", "mask key_padding is int64",
+                         "mask attn [2,1,4,5] must be"};
+    for (int i = 0; i < 12; i++) {
         tu_expect_error(T, tg_sdpa(T, q, k, v, &(tg_sdpa_opts){.mask = &bad[i]}, NULL), "tg_sdpa", why[i]);
         tu_expect_error(T, tg_sdpa(T, q, k, v, &(tg_sdpa_opts){.mask = &bad[i]}, NULL), "tg_sdpa", "k [2,2,5,3]");
         tg_tensor *s = tg_tensor_zeros(T, 4, (int[]){2, 2, 4, 5});
@@ -409,4 +437,5 @@ Test(sdpa, rejects_bad_inputs, .init = seed_7)
     tu_expect_error(T, tg_sdpa(T, q, NULL, v, NULL, NULL), "tg_sdpa", "NULL");
     tg_tensor *all[] = {q, k, v, q3, kb, vh, kd, vl};
     tu_free_all(all, 8);
+    tu_free_all(made, 9);
 }

@@ -30,10 +30,10 @@ static tg_mask self_mask(int kind)
     switch (kind) {
     case 0: return (tg_mask){0};
     case 1: return (tg_mask){.causal = true};
-    case 2: return (tg_mask){.key_lens = LENS};
-    case 3: return (tg_mask){.key_keep = KKEEP};
+    case 2: return (tg_mask){.key_lens = MC_I32(LENS)};
+    case 3: return (tg_mask){.key_padding = MC_BOOL(KPAD, B_, LK)};
     case 4: return (tg_mask){.window = 2};
-    default: return (tg_mask){.causal = true, .key_lens = LENS0};
+    default: return (tg_mask){.causal = true, .key_lens = MC_I32(LENS0)};
     }
 }
 #define N_SELF 6
@@ -372,14 +372,22 @@ Test(sdpa_heads, rejects_bad_inputs)
                  "xq [2,4,6]");
     tu_expect_error(T, tg_sdpa_heads(T, xq, xkv, &ok, &(tg_sdpa_opts){.scale = INFINITY}, NULL),
                  "tg_sdpa_heads: scale inf is not finite", "xq [2,4,6]");
+    static const int32_t lens6[2] = {3, 6};
+    tg_tensor *nan = tg_tensor_alloc(2, (int[]){4, 5}), *wrong = tg_tensor_alloc_dtype(TG_BOOL, 3, (int[]){2, 5, 5});
+    tg_tensor *u8 = tg_tensor_alloc_dtype(TG_U8, 2, (int[]){4, 5});
+    nan->data[7] = NAN;
     const tg_mask bad[] = {
-        {.keep_batched = true},
-        {.key_lens = (const int32_t[]){3, 6}},
+        {.key_lens = MC_I32(lens6)},
         {.window = -2},
-        {.additive = (const tg_real[20]){[7] = NAN}},
+        {.attn = nan},
+        {.attn = wrong},
+        {.attn = u8},
     };
-    const char *why[] = {"keep is NULL", "key_lens[1] = 6 is outside [0, Lk = 5]", "window -2", "additive[1,2]"};
-    for (int i = 0; i < 4; i++)
+    const char *why[] = {"key_lens[1] = 6 is outside [0, Lk = 5]", "window -2", "attn[1,2]",
+                         "attn [2,5,5] must be [Lq, Lk] = [4, 5], [B, Lq, Lk] = [2, 4, 5], [B*H, Lq, Lk] = [4, 4, 5] "
+                         "or [B, H, Lq, Lk] = [2, 2, 4, 5]", "attn is uint8, but must be bool (true = not allowed) or "
+                         "float32/float64"};
+    for (int i = 0; i < 5; i++)
         tu_expect_error(T, tg_sdpa_heads(T, xq, xkv, &ok, &(tg_sdpa_opts){.mask = &bad[i]}, NULL),
                      "tg_sdpa_heads: mask", why[i]);
 
@@ -393,6 +401,6 @@ Test(sdpa_heads, rejects_bad_inputs)
     cr_assert_str_eq(tg_tape_error(T), first);
     tg_tape_reset(T);
     cr_assert_null(tg_sdpa_heads(NULL, xq, xkv, &ok, NULL, NULL));
-    tg_tensor *all[] = {xq, xkv, x2, xb};
-    tu_free_all(all, 4);
+    tg_tensor *all[] = {xq, xkv, x2, xb, nan, wrong, u8};
+    tu_free_all(all, 7);
 }

@@ -110,28 +110,33 @@ Test(softmax, rows_sum_to_one)
 
 /* ---- masks ------------------------------------------------------------------ */
 
-Test(softmax, mask_fill_matches_rules)
+Test(softmax, mask_visible_matches_rules)
 {
     cr_assert(tg_mask_empty(NULL));
     cr_assert(tg_mask_empty(&(tg_mask){0}));
     for (int kind = 0; kind < N_KINDS; kind++) {
         tg_mask m = mask_kind(kind);
         cr_assert(!tg_mask_empty(&m), "kind %d", kind);
-        for (int b = 0; b < B_; b++) {
-            uint8_t vis[LQ * LK];
-            memset(vis, 7, sizeof vis);
-            tg_mask_fill(&m, b, LQ, LK, vis);
-            for (int e = 0; e < LQ * LK; e++)
-                cr_assert_eq(vis[e], ref_visible(&m, b, e / LK, e % LK, LQ, LK), "kind %d b %d e %d", kind, b, e);
+        tg_tensor *v = tg_mask_visible(T, &m, B_, H_, LQ, LK);
+        cr_assert_not_null(v, "kind %d: %s", kind, tg_tape_error(T));
+        cr_assert(v->dtype == TG_BOOL && v->ndim == 4 && v->shape[0] == B_ && v->shape[1] == H_ &&
+                  v->shape[2] == LQ && v->shape[3] == LK);
+        const uint8_t *vis = tg_data(v, TG_BOOL);
+        for (int e = 0; e < B_ * H_ * LQ * LK; e++) {
+            int b = e / (H_ * LQ * LK), h = e / (LQ * LK) % H_, i = e / LK % LQ, j = e % LK;
+            cr_assert_eq(vis[e], ref_visible(&m, B_, H_, b, h, i, j, LK), "kind %d (%d,%d,%d,%d)", kind, b, h, i, j);
         }
     }
     /* more queries than keys, window with causal: i - 2 < j <= i */
     tg_mask m = {.causal = true, .window = 2};
-    uint8_t vis[6 * 3];
-    tg_mask_fill(&m, 0, 6, 3, vis);
+    const uint8_t *vis = tg_data(tg_mask_visible(T, &m, 1, 1, 6, 3), TG_BOOL);
+    cr_assert_not_null(vis);
     for (int e = 0; e < 18; e++)
-        cr_assert_eq(vis[e], ref_visible(&m, 0, e / 3, e % 3, 6, 3), "e %d", e);
+        cr_assert_eq(vis[e], ref_visible(&m, 1, 1, 0, 0, e / 3, e % 3, 3), "e %d", e);
     cr_assert_eq(vis[5 * 3 + 2], 0);  /* query 5 sees nothing */
+    /* no mask: all visible */
+    vis = tg_data(tg_mask_visible(T, NULL, 1, 1, 1, 2), TG_BOOL);
+    cr_assert(vis && vis[0] == 1 && vis[1] == 1);
 }
 
 /* Runs tg_softmax_masked on random scores of the given shape and compares
@@ -151,7 +156,7 @@ static int check_masked(const tg_mask *m, int nd, const int *shape, double scale
                 double raw[MAXK], w[MAXK], sum = 0;
                 bool vis[MAXK], any = false;
                 for (int j = 0; j < Lk; j++) raw[j] = a->data[off + j];
-                ref_weights(m, b, i, Lq, Lk, raw, scale, w, vis);
+                ref_weights(m, B, H, b, h, i, Lk, raw, scale, w, vis);
                 for (int j = 0; j < Lk; j++) {
                     tg_real v = y->data[off + j];
                     if (!vis[j]) cr_assert(v == 0, "masked (%d,%d,%d,%d) = %g", b, h, i, j, (double)v);
@@ -174,9 +179,9 @@ Test(softmax, masked_each_rule_and_combined)
         if (kind != 7) cr_assert_gt(masked, 0, "kind %d masks nothing", kind);
     }
     /* 3-D [B, Lq, Lk] and 2-D [Lq, Lk] (B = 1) inputs */
-    tg_mask c = {.causal = true, .key_lens = LENS};
+    tg_mask c = {.causal = true, .key_lens = MC_I32(LENS)};
     cr_assert_gt(check_masked(&c, 3, (int[]){B_, LQ, LK}, 1.0), 0);
-    tg_mask k2 = {.keep = KEEP2, .window = 3};
+    tg_mask k2 = {.attn = MC_BOOL(DENY2, LQ, LK), .window = 3};
     cr_assert_gt(check_masked(&k2, 2, (int[]){LQ, LK}, 1.0), 0);
     check_masked(NULL, 4, (int[]){B_, H_, LQ, LK}, 0.5);
 }
@@ -185,7 +190,7 @@ Test(softmax, masked_each_rule_and_combined)
 
 Test(softmax, fully_masked_row_softmax_zero_grad)
 {
-    tg_mask m = {.key_lens = LENS0};
+    tg_mask m = {.key_lens = MC_I32(LENS0)};
     tg_tensor *a = tu_rand(&R, -1, 1, 4, (int[]){B_, H_, LQ, LK});
     tg_tensor *y = tg_softmax_masked(T, a, &m, 1.0);
     cr_assert_not_null(y);

@@ -48,6 +48,24 @@ static inline tg_tensor *tu_like(tg_tape *t, tg_tensor *x, const tg_tensor *like
     return x && like && x->dtype != like->dtype ? tg_to(t, x, like->dtype) : x;
 }
 
+/* lens [n] as an int32 heap tensor (a mask's key_lens), made once per
+ * process per list of values and kept (n <= 8). */
+static inline const tg_tensor *tu_lens(const int32_t *lens, int n)
+{
+    static struct { int n; int32_t v[8]; tg_tensor *x; } made[16];
+    static int n_made;
+    for (int k = 0; k < n_made; k++)
+        if (made[k].n == n && memcmp(made[k].v, lens, (size_t)n * sizeof *lens) == 0) return made[k].x;
+    cr_assert(n <= 8 && n_made < 16);
+    tg_tensor *x = tg_tensor_alloc_dtype(TG_I32, 1, (int[]){n});
+    cr_assert_not_null(x);
+    memcpy(tg_data(x, TG_I32), lens, (size_t)n * sizeof *lens);
+    made[n_made].n = n;
+    memcpy(made[n_made].v, lens, (size_t)n * sizeof *lens);
+    made[n_made++].x = x;
+    return x;
+}
+
 static inline void tu_free_all(tg_tensor **xs, int n)
 {
     for (int i = 0; i < n; i++) tg_tensor_free(xs[i]);

@@ -158,7 +158,10 @@ def gen_log_softmax(fx):
 
 
 def visible(B, Lq, Lk, causal=False, key_lens=None, key_keep=None, window=0, keep=None, additive=None):
-    """[B, 1, Lq, Lk] bool, True = visible; the rules of core/ops/nn/mask.h."""
+    """[B, 1, Lq, Lk] bool, True = visible. The file's 0/1 arrays key_keep and keep
+    mean 1 = attend; tests/test_fixtures.c turns them into tg_mask's tensors
+    (key_padding and attn, True = masked, as PyTorch's; with additive, one float
+    attn with -inf where keep is 0)."""
     i = torch.arange(Lq).view(Lq, 1)
     j = torch.arange(Lk).view(1, Lk)
     vis = torch.ones(B, Lq, Lk, dtype=torch.bool)

@@ -26,7 +26,7 @@ every parameter. "__metadata__" gives n_heads, d_model, d_head, causal.
 
 PyTorch's boolean masks mean "masked" where True: the causal mask is
 triu(ones(Lq, Lk), 1) and key_padding_mask[b, j] = j >= lens[b]; tapegrad's
-equivalents are tg_mask.causal and key_lens (1 = attend). Every row keeps at
+equivalents are tg_mask.causal and key_lens (an int tensor [B] of the lengths). Every row keeps at
 least one key (PyTorch gives NaN for a fully masked row, tapegrad zeros).
 
 The model file holds the twin's state_dict under its own names, "ids",

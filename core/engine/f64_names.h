@@ -161,11 +161,12 @@
 #define tg_map_of tg_map_of__f64
 #define tg_map_op tg_map_op__f64
 #define tg_map_op_backward tg_map_op_backward__f64
-#define tg_mask_check tg_mask_check__f64
 #define tg_mask_empty tg_mask_empty__f64
-#define tg_mask_fill tg_mask_fill__f64
 #define tg_mask_fill_rows tg_mask_fill_rows__f64
 #define tg_mask_keys_end tg_mask_keys_end__f64
+#define tg_mask_read tg_mask_read__f64
+#define tg_mask_rt_rules tg_mask_rt_rules__f64
+#define tg_mask_visible tg_mask_visible__f64
 #define tg_masked_fill tg_masked_fill__f64
 #define tg_masked_select tg_masked_select__f64
 #define tg_matmul tg_matmul__f64

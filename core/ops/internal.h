@@ -69,12 +69,38 @@
 bool tg_half_widen(tg_tape *t, const char *op, tg_tensor **const *x, int n, tg_dtype half);
 tg_tensor *tg_half_round(tg_tape *t, tg_tensor *r, tg_dtype half);
 
-/* core/ops/nn/mask.c: checks what can be checked of m for scores [B, ., Lq, Lk]:
- * a negative window, keep_batched without keep, key_lens outside [0, Lk], and
- * NaN or +inf in additive (they would turn whole rows into NaN). On a problem
- * stores "<op>: mask ...: <shapes>" and returns false. */
-bool tg_mask_check(tg_tape *t, const tg_mask *m, int B, int Lq, int Lk, const char *op,
-                   const char *shapes);
+/* A tg_mask read for scores [B, H, Lq, Lk] of this copy's type (core/ops/nn/mask.c):
+ * raw arrays, each NULL when its part is not set. */
+typedef struct tg_mask_rt {
+    bool causal;
+    int window;
+    int Lq, Lk;
+    const int32_t *lens;      /* [B] */
+    const uint8_t *pad;       /* [B, Lk], 1 = ignore the key */
+    const tg_real *pad_add;   /* [B, Lk], added */
+    const uint8_t *deny;      /* attn plane (b, h) [Lq, Lk] at b*sb + h*sh: 1 = not allowed */
+    const tg_real *add;       /* attn plane (b, h) [Lq, Lk] at b*sb + h*sh: added */
+    size_t sb, sh;            /* in elements; 0: the same plane for every b / h */
+} tg_mask_rt;
+/* core/ops/nn/mask.c: checks m against scores [B, H, Lq, Lk] (a negative
+ * window, key_lens outside [0, Lk], a tensor's liveness, dtype and shape,
+ * NaN or +inf in a float mask) and reads it into *r: a float mask converted
+ * to this copy's type, key_lens to int32, and everything copied into the
+ * arena when copy (for backward). On a problem stores "<op>: mask ...:
+ * <shapes>" and returns false. m NULL: an empty *r. */
+bool tg_mask_read(tg_tape *t, const tg_mask *m, int B, int H, int Lq, int Lk, bool copy, const char *op,
+                  const char *shapes, tg_mask_rt *r);
+/* Whether r needs a visibility array (a rule besides key_lens and the
+ * additive parts, whose -inf mask by themselves). */
+bool tg_mask_rt_rules(const tg_mask_rt *r);
+/* Whether the visibility of plane (b, h) may differ from that of (b', h'). */
+static inline bool tg_mask_rt_per_b(const tg_mask_rt *r) { return r->lens || r->pad || r->pad_add || r->sb; }
+static inline bool tg_mask_rt_per_h(const tg_mask_rt *r) { return r->sh != 0; }
+/* The offset of plane (b, h) in r's attn arrays. */
+static inline size_t tg_mask_rt_plane(const tg_mask_rt *r, int b, int h)
+{
+    return (size_t)b * r->sb + (size_t)h * r->sh;
+}
 
 /* core/ops/nn/softmax.c: softmax of `rows` rows of n entries,
  * y = softmax(x * scale + add) where vis allows (masked: exactly 0; a row
@@ -88,12 +114,12 @@ void tg_softmax_block(const tg_real *x, tg_real *y, size_t rows, int n, tg_real 
 void tg_softmax_block_redo(const tg_real *x, tg_real *y, size_t rows, int n, tg_real scale,
                            const uint8_t *vis, const tg_real *add, int ld_add, const tg_real *stats);
 
-/* core/ops/nn/mask.c: rows [i0, i0 + rows) of batch element b's [Lq, Lk]
+/* core/ops/nn/mask.c: rows [i0, i0 + rows) of plane (b, h)'s [Lq, Lk]
  * visibility, the first n keys of each (n <= Lk), into vis [rows, n]. */
-void tg_mask_fill_rows(const tg_mask *m, int b, int Lq, int Lk, int i0, int rows, int n, uint8_t *vis);
+void tg_mask_fill_rows(const tg_mask_rt *m, int b, int h, int i0, int rows, int n, uint8_t *vis);
 /* core/ops/nn/mask.c: a bound past which no key is visible to queries 0..i of batch
- * element b (Lk when only keep, key_keep or additive hide keys). */
-int tg_mask_keys_end(const tg_mask *m, int b, int i, int Lk);
+ * element b (Lk when only the tensors hide keys). */
+int tg_mask_keys_end(const tg_mask_rt *m, int b, int i);
 
 /* core/ops/nn/attention.c, for tests and benchmarks: query rows per block
  * (0: the size rule) and materialise the weights for backward (1), recompute
@@ -104,11 +130,13 @@ void tg_sdpa_tune(int rows, int materialise);
 bool tg_sdpa_materialises(int B, int H, int Lq, int Lk);
 
 /* core/ops/nn/attn_bias.c: what is added to the scaled scores of plane (b, h)
- * of attention: the [Lq, Lk] additive mask, a bias [bias_b, H, Lq, Lk]
- * (bias_b 1: every batch element's), ALiBi slopes [H] (m_h * (j - i), i the
- * query's position pos0[b] + row, pos0 NULL: row). Each may be NULL. */
+ * of attention: the mask's float attn plane and float key_padding row, a bias
+ * [bias_b, H, Lq, Lk] (bias_b 1: every batch element's), ALiBi slopes [H]
+ * (m_h * (j - i), i the query's position pos0[b] + row, pos0 NULL: row).
+ * Each may be NULL. */
 typedef struct tg_attn_bias {
-    const tg_real *additive, *bias;
+    tg_mask_rt mask;
+    const tg_real *bias;
     const double *alibi;
     const int32_t *pos0;
     int bias_b, H, Lq, Lk;
@@ -171,28 +199,6 @@ struct tg_index;
 bool tg_index_valid(tg_tape *t, const char *op, const struct tg_index *ix, size_t *n);
 bool tg_index_offsets(tg_tape *t, const char *op, const struct tg_index *ix0, int d, const tg_tensor *x0,
                       const tg_tensor *src0, size_t *xoff, size_t *soff);
-
-/* A mask's additive array is the caller's tg_real, the element type of the
- * copy the caller called: an op that hands its call to the other float copy
- * (TG_DISPATCH) hands it a copy of the mask whose additive [n] is converted to
- * that copy's type, in t's arena. True when x is live and of the other float
- * type, with *out the mask to pass (m itself when it has no additive array).
- * n 0 (shapes the op refuses) with an additive array, or out of memory: false,
- * and the call stays in this copy, which refuses it by name. */
-static inline bool tg_mask_across(tg_tape *t, const tg_tensor *x, const tg_mask *m, size_t n, tg_mask *conv,
-                                  const tg_mask **out)
-{
-    *out = m;
-    if (!t || !x || x->magic != TG_TENSOR_LIVE || x->dtype != TG_OTHER_DTYPE) return false;
-    if (!m || !m->additive) return true;
-    void *a = n ? tg_arena_alloc(t, n * tg_dtype_size(TG_OTHER_DTYPE), "a mask's additive array") : NULL;
-    if (!a) return false;
-    for (size_t i = 0; i < n; i++) tg_dtype_store(TG_OTHER_DTYPE, a, i, m->additive[i]);
-    *conv = *m;
-    conv->additive = (const tg_real *)a;
-    *out = conv;
-    return true;
-}
 
 /* The sum of x [n] in 8 independent lanes: no loop-carried dependence, so it
  * runs at throughput and vectorizes without -ffast-math. x[j] always goes to

@@ -82,10 +82,10 @@ typedef struct sdpa_plan {
     sdpa_lay q, k, v, o;
     double scale, p;          /* p: the dropout applied (0 when none) */
     int rows;                 /* query rows per block */
-    tg_mask mask;             /* the rules (backward: arrays copied into the arena) */
     bool rules;               /* a rule that needs a visibility array (not key_lens alone) */
     tg_rng rng;               /* with p > 0: the dropout stream at the forward's start */
-    tg_attn_bias ab;          /* the additive terms (bias: the data of node input bias_in) */
+    tg_attn_bias ab;          /* the mask (backward: arrays copied into the arena) and the additive
+                                 terms (bias: the data of node input bias_in) */
     int bias_in;              /* -1: no bias tensor */
     const int32_t *qpos;      /* [B]: batch b's query row i is at position qpos[b] + i (NULL: i);
                                  a decode's, never recorded */
@@ -152,7 +152,7 @@ bool tg_sdpa_materialises(int B, int H, int Lq, int Lk)
 typedef struct sdpa_scr {
     tg_real *S, *P, *G, *Add;
     uint8_t *vis, *kb;
-    int vis_b, vis_i0;        /* whose rows vis holds (-1: none) */
+    int vis_b, vis_h, vis_i0; /* whose rows vis holds (-1: none) */
 } sdpa_scr;
 
 static size_t scr_bytes(const sdpa_plan *p)
@@ -166,19 +166,19 @@ static sdpa_scr scr_at(const sdpa_plan *p, unsigned char *base, int i)
     size_t blk = (size_t)p->rows * p->d.Lk;
     tg_real *S = (tg_real *)(void *)(base + (size_t)i * scr_bytes(p));
     return (sdpa_scr){.S = S, .P = S + blk, .G = S + 2 * blk, .Add = S + 3 * blk, .vis = (uint8_t *)(S + 4 * blk),
-                      .kb = (uint8_t *)(S + 4 * blk) + blk, .vis_b = -1, .vis_i0 = -1};
+                      .kb = (uint8_t *)(S + 4 * blk) + blk, .vis_b = -1, .vis_h = -1, .vis_i0 = -1};
 }
 
-/* The keys a block of rows [i0, i0 + nr) of batch b can see are among the
- * first n; vis (when the plan has rules) holds those rows' visibility. */
-static int block_keys(const sdpa_plan *p, int b, int i0, int nr, sdpa_scr *s)
+/* The keys a block of rows [i0, i0 + nr) of plane (b, h) can see are among
+ * the first n; vis (when the plan has rules) holds those rows' visibility. */
+static int block_keys(const sdpa_plan *p, int b, int h, int i0, int nr, sdpa_scr *s)
 {
-    const sdpa_dims *d = &p->d;
-    int n = tg_mask_keys_end(&p->mask, b, i0 + nr - 1, d->Lk);
-    bool per_b = p->mask.key_lens || p->mask.key_keep || (p->mask.keep && p->mask.keep_batched);
-    if (p->rules && !(s->vis_i0 == i0 && (s->vis_b == b || !per_b))) {
-        tg_mask_fill_rows(&p->mask, b, d->Lq, d->Lk, i0, nr, n, s->vis);
-        s->vis_b = b, s->vis_i0 = i0;
+    const tg_mask_rt *m = &p->ab.mask;
+    int n = tg_mask_keys_end(m, b, i0 + nr - 1);
+    if (p->rules && !(s->vis_i0 == i0 && (s->vis_b == b || !tg_mask_rt_per_b(m)) &&
+                      (s->vis_h == h || !tg_mask_rt_per_h(m)))) {
+        tg_mask_fill_rows(m, b, h, i0, nr, n, s->vis);
+        s->vis_b = b, s->vis_h = h, s->vis_i0 = i0;
     }
     return n;
 }
@@ -269,7 +269,7 @@ static void fwd_block(const sdpa_fwd *c, int b, int h, int i0, int nr, sdpa_scr 
     const sdpa_plan *p = c->p;
     const sdpa_dims *d = &p->d;
     size_t bh = (size_t)b * d->H + h;
-    int n = block_keys(p, b, i0, nr, s);
+    int n = block_keys(p, b, h, i0, nr, s);
     const tg_real *P = s->S;
     gemm_ld(0, !p->k.trans, nr, n, d->dk, (tg_real)p->scale, c->q + lay_at(&p->q, b, h) + (size_t)i0 * p->q.ld,
             p->q.ld, c->k + lay_at(&p->k, b, h), p->k.ld, 0, s->S, n);
@@ -314,24 +314,6 @@ static void fwd_piece(void *ctx, int i, int end)
     }
 }
 
-/* m's arrays replaced by copies in the arena, for backward. */
-static bool mask_keep(tg_tape *t, const char *op, tg_mask *m, const sdpa_dims *d)
-{
-    size_t lq = (size_t)d->Lq, lk = (size_t)d->Lk;
-    const void **arr[4] = {(const void **)&m->key_lens, (const void **)&m->key_keep,
-                           (const void **)&m->keep, (const void **)&m->additive};
-    size_t bytes[4] = {d->B * sizeof(int32_t), d->B * lk, (m->keep_batched ? d->B : 1) * lq * lk,
-                       lq * lk * sizeof(tg_real)};
-    for (int a = 0; a < 4; a++) {
-        if (!*arr[a]) continue;
-        void *cp = tg_arena_alloc(t, bytes[a] + 1, op);
-        if (!cp) return false;
-        memcpy(cp, *arr[a], bytes[a]);
-        *arr[a] = cp;
-    }
-    return true;
-}
-
 /* The op's context: the plan, the row stats [B, H, Lq, 2] and, when
  * materialised, A [B, H, Lq, Lk]. */
 typedef struct sdpa_ctx {
@@ -344,7 +326,7 @@ static void sdpa_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, cons
 TG_OP(sdpa_op, "tg_sdpa", sdpa_backward, sdpa_ctx);
 TG_OP(sdpa_heads_op, "tg_sdpa_heads", sdpa_backward, sdpa_ctx);
 
-/* The shared forward: runs plan p (validated, layouts set) over the op's
+/* The shared forward: runs plan p (validated, layouts and mask set) over the op's
  * inputs in[n] into out, records the node, hands out the weights. */
 static tg_tensor *sdpa_run(tg_tape *t, const tg_op *sop, sdpa_plan *p, tg_tensor *const *in, int n,
                            tg_tensor *out, const tg_sdpa_opts *o, tg_tensor **weights)
@@ -358,13 +340,10 @@ static tg_tensor *sdpa_run(tg_tape *t, const tg_op *sop, sdpa_plan *p, tg_tensor
     p->rows = rows_for(&d);
     p->p = drop ? o->dropout : 0;
     /* key_lens alone needs no visibility array: a block stops at key_lens[b] */
-    p->rules = o->mask && (o->mask->causal || o->mask->key_keep || o->mask->window > 0 || o->mask->keep);
+    p->rules = tg_mask_rt_rules(&p->ab.mask);
     if (drop) p->rng = *o->rng;
+    p->ab.alibi = o->alibi, p->ab.pos0 = p->qpos, p->ab.H = d.H, p->ab.Lq = d.Lq, p->ab.Lk = d.Lk;
     if (grad) snprintf(what, sizeof what, "%s mask", op);  /* names only what is allocated (a decode: scratch) */
-    p->mask = o->mask ? *o->mask : (tg_mask){0};
-    if (grad && !mask_keep(t, what, &p->mask, &d)) return NULL;
-    p->ab = (tg_attn_bias){.additive = p->mask.additive, .alibi = o->alibi, .pos0 = p->qpos, .H = d.H, .Lq = d.Lq,
-                           .Lk = d.Lk};
     if (grad && o->alibi) {  /* the slopes, for backward */
         double *sl = tg_arena_alloc(t, (size_t)d.H * sizeof *sl, what);
         if (!sl) return NULL;
@@ -439,7 +418,7 @@ static void bwd_block(sdpa_bwd *c, int b, int h, int i0, int nr, sdpa_scr *s)
     size_t ok = lay_at(&p->k, b, h), ov = lay_at(&p->v, b, h);
     const tg_real *dO = c->dO + lay_at(&p->o, b, h) + (size_t)i0 * p->o.ld, *P = s->S;
     tg_real inv = (tg_real)(1 / (1 - p->p)), scale = (tg_real)p->scale;
-    int n = block_keys(p, b, i0, nr, s);
+    int n = block_keys(p, b, h, i0, nr, s);
     if (c->A) { /* A's rows, as the forward wrote them */
         for (int r = 0; r < nr; r++)
             memcpy(s->S + (size_t)r * n, c->A + (bh * d->Lq + i0 + r) * d->Lk, (size_t)n * sizeof *s->S);
@@ -511,8 +490,9 @@ TG_BACKWARD(sdpa_backward, sdpa_ctx)
 /* ---- tg_sdpa: q, k, v [B, H, L, d] ------------------------------------------------------ */
 
 static bool sdpa_check(tg_tape *t, const tg_tensor *q, const tg_tensor *k, const tg_tensor *v,
-                       const tg_sdpa_opts *o, sdpa_dims *d)
+                       const tg_sdpa_opts *o, bool grad, sdpa_plan *p)
 {
+    sdpa_dims *d = &p->d;
     char sq[TG_SHAPE_STR], sk[TG_SHAPE_STR], sv[TG_SHAPE_STR], what[3 * TG_SHAPE_STR + 16];
     snprintf(what, sizeof what, "q %s k %s v %s", tg_shape_str(q, sq), tg_shape_str(k, sk),
              tg_shape_str(v, sv));
@@ -538,7 +518,8 @@ static bool sdpa_check(tg_tape *t, const tg_tensor *q, const tg_tensor *k, const
     }
     if (!opts_check(t, sdpa_op.name, o, what)) return false;
     *d = (sdpa_dims){q->shape[0], q->shape[1], q->shape[2], k->shape[2], q->shape[3], v->shape[3]};
-    return bias_check(t, sdpa_op.name, o, d, what) && tg_mask_check(t, o->mask, d->B, d->Lq, d->Lk, sdpa_op.name, what);
+    return bias_check(t, sdpa_op.name, o, d, what) &&
+           tg_mask_read(t, o->mask, d->B, d->H, d->Lq, d->Lk, grad, sdpa_op.name, what, &p->ab.mask);
 }
 
 /* [B, H / group, L, w] contiguous, held by node input `in`. */
@@ -551,10 +532,7 @@ static sdpa_lay lay_contig(const sdpa_dims *d, int L, int w, int in, int group)
 tg_tensor *tg_sdpa(tg_tape *t, tg_tensor *q, tg_tensor *k, tg_tensor *v,
                    const tg_sdpa_opts *opts, tg_tensor **weights)
 {
-    tg_sdpa_opts oc = opts ? *opts : (tg_sdpa_opts){0};
-    tg_mask conv;
-    size_t lqk = q && k && q->ndim == 4 && k->ndim == 4 ? (size_t)q->shape[2] * (size_t)k->shape[2] : 0;
-    TG_DISPATCH_ON(tg_sdpa, tg_mask_across(t, q, oc.mask, lqk, &conv, &oc.mask), (t, q, k, v, &oc, weights));
+    TG_DISPATCH(tg_sdpa, q, (t, q, k, v, opts, weights));
     static const tg_sdpa_opts defaults = {0};
     const tg_sdpa_opts *o = opts ? opts : &defaults;
     tg_tensor *in[4] = {q, k, v, o->bias};
@@ -562,7 +540,7 @@ tg_tensor *tg_sdpa(tg_tape *t, tg_tensor *q, tg_tensor *k, tg_tensor *v,
     if (weights) *weights = NULL;
     if (!tg_inputs_check(t, &sdpa_op, in, n, n)) return NULL;
     sdpa_plan p = {0};
-    if (!sdpa_check(t, q, k, v, o, &p.d)) return NULL;
+    if (!sdpa_check(t, q, k, v, o, tg_needs_grad(t, in, n), &p)) return NULL;
     const sdpa_dims *d = &p.d;
     p.scale = o->scale > 0 ? o->scale : d->dk > 0 ? 1 / sqrt((double)d->dk) : 1;
     int group = k->shape[1] ? d->H / k->shape[1] : 1;
@@ -588,8 +566,9 @@ static bool cols_check(tg_tape *t, const char *name, int col, int H, int w, int 
 }
 
 static bool heads_check(tg_tape *t, const tg_tensor *xq, const tg_tensor *xkv, const tg_sdpa_layout *l,
-                        const tg_sdpa_opts *o, sdpa_dims *d)
+                        const tg_sdpa_opts *o, bool grad, sdpa_plan *p)
 {
+    sdpa_dims *d = &p->d;
     char sq[TG_SHAPE_STR], sk[TG_SHAPE_STR], what[2 * TG_SHAPE_STR + 160];
     snprintf(what, sizeof what, "xq %s xkv %s (n_heads %d, n_kv_heads %d, dk %d, dv %d, q_col %d, k_col %d, "
              "v_col %d)", tg_shape_str(xq, sq), tg_shape_str(xkv, sk), l->n_heads, l->n_kv_heads, l->dk, l->dv,
@@ -622,7 +601,7 @@ static bool heads_check(tg_tape *t, const tg_tensor *xq, const tg_tensor *xkv, c
     if (!opts_check(t, sdpa_heads_op.name, o, what)) return false;
     *d = (sdpa_dims){xq->shape[0], l->n_heads, xq->shape[1], xkv->shape[1], l->dk, l->dv};
     return bias_check(t, sdpa_heads_op.name, o, d, what) &&
-           tg_mask_check(t, o->mask, d->B, d->Lq, d->Lk, sdpa_heads_op.name, what);
+           tg_mask_read(t, o->mask, d->B, d->H, d->Lq, d->Lk, grad, sdpa_heads_op.name, what, &p->ab.mask);
 }
 
 /* Head blocks of width w from column col of [B, L, C], held by node input
@@ -636,10 +615,7 @@ static sdpa_lay lay_packed(int L, int C, int col, int w, int in, int group)
 tg_tensor *tg_sdpa_heads(tg_tape *t, tg_tensor *xq, tg_tensor *xkv, const tg_sdpa_layout *lay,
                          const tg_sdpa_opts *opts, tg_tensor **weights)
 {
-    tg_sdpa_opts oc = opts ? *opts : (tg_sdpa_opts){0};
-    tg_mask conv;
-    size_t lqk = xq && xkv && xq->ndim == 3 && xkv->ndim == 3 ? (size_t)xq->shape[1] * (size_t)xkv->shape[1] : 0;
-    TG_DISPATCH_ON(tg_sdpa_heads, tg_mask_across(t, xq, oc.mask, lqk, &conv, &oc.mask), (t, xq, xkv, lay, &oc, weights));
+    TG_DISPATCH(tg_sdpa_heads, xq, (t, xq, xkv, lay, opts, weights));
     static const tg_sdpa_opts defaults = {0};
     const tg_sdpa_opts *o = opts ? opts : &defaults;
     tg_tensor *in[3] = {xq, xkv, o->bias};
@@ -648,7 +624,7 @@ tg_tensor *tg_sdpa_heads(tg_tape *t, tg_tensor *xq, tg_tensor *xkv, const tg_sdp
     if (!tg_inputs_check(t, &sdpa_heads_op, in, n, n)) return NULL;
     if (!lay) return tg_fail_null(t, sdpa_heads_op.name);
     sdpa_plan p = {0};
-    if (!heads_check(t, xq, xkv, lay, o, &p.d)) return NULL;
+    if (!heads_check(t, xq, xkv, lay, o, tg_needs_grad(t, in, n), &p)) return NULL;
     const sdpa_dims *d = &p.d;
     int Cq = xq->shape[2], Ckv = xkv->shape[2], E = d->H * d->dv;
     p.scale = o->scale > 0 ? o->scale : 1 / sqrt((double)d->dk);
@@ -672,10 +648,7 @@ TG_OP_NO_GRAD(sdpa_decode_op, "tg_sdpa_decode");
 tg_tensor *tg_sdpa_decode(tg_tape *t, tg_tensor *xq, tg_tensor *cache, const tg_sdpa_layout *lay,
                           const int32_t *pos, const tg_sdpa_opts *opts)
 {
-    /* an additive mask stays here (refused by dtype): its Lk is the cache's */
-    tg_sdpa_opts oc = opts ? *opts : (tg_sdpa_opts){0};
-    tg_mask conv;
-    TG_DISPATCH_ON(tg_sdpa_decode, tg_mask_across(t, xq, oc.mask, 0, &conv, &oc.mask), (t, xq, cache, lay, pos, &oc));
+    TG_DISPATCH(tg_sdpa_decode, xq, (t, xq, cache, lay, pos, opts));
     char sx[TG_SHAPE_STR];
     int Hkv;
     if (!tg_inputs_check(t, &sdpa_decode_op, (tg_tensor *const[]){xq, cache}, 2, 2)) return NULL;
@@ -700,7 +673,8 @@ tg_tensor *tg_sdpa_decode(tg_tape *t, tg_tensor *xq, tg_tensor *cache, const tg_
     int32_t *lens = tg_arena_alloc(t, (size_t)B * sizeof *lens, "tg_sdpa_decode key lengths");
     if (!lens) return NULL;
     for (int b = 0; b < B; b++) lens[b] = pos[b] + 1;
-    tg_sdpa_opts o = {.mask = &(tg_mask){.key_lens = lens}, .alibi = opts ? opts->alibi : NULL};
+    p.ab.mask = (tg_mask_rt){.Lq = 1, .Lk = cap, .lens = lens};
+    tg_sdpa_opts o = {.alibi = opts ? opts->alibi : NULL};
     if (!bias_check(t, sdpa_decode_op.name, &o, &p.d, "the decode's ALiBi slopes")) return NULL;
     p.scale = opts && opts->scale > 0 ? opts->scale : 1 / sqrt((double)dk);
     size_t row = (size_t)cap * Hkv * (dk + dv);  /* cache row b: keys [Hkv*dk, cap], values [cap, Hkv*dv] */

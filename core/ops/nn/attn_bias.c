@@ -1,5 +1,5 @@
 /* tapegrad: the additive terms of attention scores (core/ops/internal.h):
- * the [Lq, Lk] additive mask, a bias tensor per (batch, head), and ALiBi.
+ * the mask's float parts, a bias tensor per (batch, head), and ALiBi.
  *
  * ALiBi (Press et al.): head h adds m_h * (j - i) to the score of query i
  * and key j, i and j their positions, so a key's weight decays with its
@@ -26,19 +26,24 @@ void tg_alibi_slopes(int n_heads, double *slopes)
 const tg_real *tg_attn_bias_rows(const tg_attn_bias *a, int b, int h, int i0, int nr, int n, tg_real *scratch,
                                  int *ld)
 {
+    const tg_mask_rt *m = &a->mask;
     const tg_real *plane = a->bias ? a->bias + (((size_t)(a->bias_b > 1 ? b : 0) * a->H + h) * a->Lq) * a->Lk : NULL;
-    int terms = (a->additive != NULL) + (plane != NULL) + (a->alibi != NULL);
+    const tg_real *add = m->add ? m->add + tg_mask_rt_plane(m, b, h) : NULL;
+    const tg_real *pad = m->pad_add ? m->pad_add + (size_t)b * a->Lk : NULL;  /* one row for every query */
+    int terms = (add != NULL) + (pad != NULL) + (plane != NULL) + (a->alibi != NULL);
     *ld = a->Lk;
     if (terms == 0) return NULL;
-    if (terms == 1 && a->additive) return a->additive + (size_t)i0 * a->Lk;
+    if (terms == 1 && add) return add + (size_t)i0 * a->Lk;
     if (terms == 1 && plane) return plane + (size_t)i0 * a->Lk;
+    if (terms == 1 && pad) return *ld = 0, pad;
     int i = (a->pos0 ? a->pos0[b] : 0) + i0;  /* the position of row 0 */
     *ld = n;  /* the sum, in this order, in scratch [nr, n] */
     for (int r = 0; r < nr; r++) {
         tg_real *y = scratch + (size_t)r * n;
         size_t row = (size_t)(i0 + r) * a->Lk;
         for (int j = 0; j < n; j++) {
-            tg_real v = a->additive ? a->additive[row + j] : 0;
+            tg_real v = add ? add[row + j] : 0;
+            if (pad) v += pad[j];
             if (plane) v += plane[row + j];
             if (a->alibi) v += (tg_real)(a->alibi[h] * (double)(j - (i + r)));
             y[j] = v;

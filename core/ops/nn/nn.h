@@ -60,7 +60,8 @@ tg_tensor *tg_dropout(tg_tape *t, tg_tensor *a, double p, tg_rng *rng);
  * opts may be NULL (no mask, default scale, no dropout); an rng is required
  * when dropout > 0 and the tape is training. Dropout draws one number per weight in (b,h,i,j)
  * order, masked or not, so the stream does not depend on the mask.
- * The mask's additive [Lq, Lk], the bias and ALiBi add up (in that order). */
+ * The mask's float parts (attn, then key_padding), the bias and ALiBi add up (in
+ * that order). */
 struct tg_sdpa_opts {
     const tg_mask *mask;     /* NULL: no mask */
     double scale;            /* <= 0: 1/sqrt(dk) */

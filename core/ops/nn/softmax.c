@@ -192,13 +192,11 @@ tg_tensor *tg_log_softmax(tg_tape *t, tg_tensor *a)
     return finish(t, &log_softmax_op, a, out, 1.0);
 }
 
-/* Scores a [B, H, Lq, Lk] (3-D: H = 1, 2-D: B = H = 1); out has a's shape. */
+/* Scores a [B, H, Lq, Lk] (3-D: H = 1, 2-D: B = H = 1); out has a's shape.
+ * The mask's float parts are added as attention adds them (tg_attn_bias_rows). */
 tg_tensor *tg_softmax_masked(tg_tape *t, tg_tensor *a, const tg_mask *mask, double scale)
 {
-    tg_mask conv;
-    const tg_mask *mo;
-    size_t n = a && a->ndim >= 2 && a->ndim <= 4 ? (size_t)a->shape[a->ndim - 2] * (size_t)a->shape[a->ndim - 1] : 0;
-    TG_DISPATCH_ON(tg_softmax_masked, tg_mask_across(t, a, mask, n, &conv, &mo), (t, a, mo, scale));
+    TG_DISPATCH(tg_softmax_masked, a, (t, a, mask, scale));
     if (!tg_inputs_check(t, &softmax_masked_op, &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR], what[TG_SHAPE_STR + 8];
     snprintf(what, sizeof what, "a %s", tg_shape_str(a, sa));
@@ -208,24 +206,26 @@ tg_tensor *tg_softmax_masked(tg_tape *t, tg_tensor *a, const tg_mask *mask, doub
         return tg_op_fail(t, &softmax_masked_op, "scale %g is not finite: %s", scale, what);
     int nd = a->ndim, Lq = a->shape[nd - 2], Lk = a->shape[nd - 1];
     int B = nd >= 3 ? a->shape[0] : 1, H = nd == 4 ? a->shape[1] : 1;
-    if (!tg_mask_check(t, mask, B, Lq, Lk, softmax_masked_op.name, what)) return NULL;
+    tg_attn_bias ab = {.H = H, .Lq = Lq, .Lk = Lk};
+    if (!tg_mask_read(t, mask, B, H, Lq, Lk, false, softmax_masked_op.name, what, &ab.mask)) return NULL;
     tg_tensor *out = tg_new_like(t, &softmax_masked_op, a);
     if (!out) return NULL;
-    bool rules = !tg_mask_empty(mask) &&
-                 (mask->causal || mask->key_lens || mask->key_keep || mask->window > 0 || mask->keep);
-    bool per_b = rules && (mask->key_lens || mask->key_keep || (mask->keep && mask->keep_batched));
-    const tg_real *add = mask ? mask->additive : NULL;
-    size_t plane = (size_t)Lq * Lk;
-    uint8_t *vis = rules ? tg_arena_scratch(t, plane, "tg_softmax_masked mask") : NULL;
-    if (rules && !vis) return NULL;
+    const tg_mask_rt *m = &ab.mask;
+    bool rules = tg_mask_rt_rules(m) || m->lens, sum = m->add && m->pad_add;  /* no block stops at lens here */
+    size_t plane = (size_t)Lq * Lk, bytes = (rules ? plane : 0) + (sum ? plane * sizeof(tg_real) : 0);
+    tg_real *scr = bytes ? tg_arena_scratch(t, bytes, "tg_softmax_masked mask") : NULL;
+    if (bytes && !scr) return NULL;
+    uint8_t *vis = rules ? (uint8_t *)(scr + (sum ? plane : 0)) : NULL;
     for (int b = 0; b < B; b++) {
-        if (rules && (per_b || b == 0)) tg_mask_fill(mask, b, Lq, Lk, vis);
         for (int h = 0; h < H; h++) {
             size_t off = ((size_t)b * H + h) * plane;
-            tg_softmax_block(a->data + off, out->data + off, (size_t)Lq, Lk, (tg_real)scale, vis, add, Lk,
-                             NULL);
+            if (rules && ((b == 0 && h == 0) || (tg_mask_rt_per_h(m) || (h == 0 && tg_mask_rt_per_b(m)))))
+                tg_mask_fill_rows(m, b, h, 0, Lq, Lk, vis);
+            int ld;
+            const tg_real *add = tg_attn_bias_rows(&ab, b, h, 0, Lq, Lk, scr, &ld);
+            tg_softmax_block(a->data + off, out->data + off, (size_t)Lq, Lk, (tg_real)scale, vis, add, ld, NULL);
         }
     }
-    tg_arena_release(t, vis, plane);
+    tg_arena_release(t, scr, bytes);
     return finish(t, &softmax_masked_op, a, out, scale);
 }
