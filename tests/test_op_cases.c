@@ -362,7 +362,7 @@ static bool row_in_half(const op_case *r, tg_dtype dt)
     inputs_make(r, in);
     bool any = false;  /* a float input: else (creation) the output keeps its dtype */
     for (int k = 0; k < r->n_in; k++) {
-        bool f = r->in[k].kind != OC_MASK;
+        bool f = r->in[k].kind == OC_X || r->in[k].kind == OC_FIXED;  /* the float inputs */
         any |= f;
         h[k] = f ? heap_as(in[k], dt) : in[k];
         w[k] = f ? heap_as(h[k], TG_F32) : in[k];
