@@ -262,7 +262,7 @@ Test(op_cases, nan_propagates_as_pytorch)
             want[y->size] = '\0';
             if (!same && !all) snprintf(want, sizeof want, "%s", r->nan);
             char got[256];
-            for (size_t i = 0; i < y->size; i++) got[i] = isnan(y->data[i]) ? 'n' : '.';
+            for (size_t i = 0; i < y->size; i++) got[i] = isnan(tg_dtype_load(y->dtype, y->data, i)) ? 'n' : '.';
             got[y->size] = '\0';
             cr_expect_str_eq(got, want, "%s: NaN at %s, want %s", r->name, got, want);
         }
@@ -288,7 +288,7 @@ static tg_real *row_bits(const op_case *r, size_t *n)
     size_t total = y->size;
     for (int k = 0; k < r->n_in; k++) total += in[k]->requires_grad ? in[k]->size : 0;
     tg_real *bits = calloc(total + 1, sizeof *bits);
-    memcpy(bits, y->data, y->size * sizeof *bits);
+    for (size_t i = 0; i < y->size; i++) bits[i] = (tg_real)tg_dtype_load(y->dtype, y->data, i);  /* argmax: int64 */
     size_t at = y->size;
     if (y->requires_grad) {
         tg_real *seed = malloc((y->size + 1) * sizeof *seed);

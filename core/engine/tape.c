@@ -463,6 +463,19 @@ bool tg_inputs_check_dtype(tg_tape *t, const tg_op *rec, tg_dtype dt, tg_tensor 
     return true;
 }
 
+bool tg_index_check(tg_tape *t, const tg_op *rec, const tg_tensor *ix, const char *what)
+{
+    if (!tg_inputs_check_dtype(t, rec, TG_I64, NULL, 0, 0)) return false;  /* t and rec */
+    const char *op = rec->name;
+    if (!ix) return (t->has_error ? tg_fail_null(t, op) : tg_fail(t, "%s: %s is NULL", op, what)), false;
+    const char *why = misuse(t, ix);
+    if (why) return tg_fail(t, "%s: %s %s", op, what, why), false;
+    if (ix->dtype != TG_I64 && ix->dtype != TG_I32)
+        return tg_fail(t, "%s: %s is %s, but indices are int64 or int32 (convert with tg_to)", op, what,
+                       tg_dtype_name(ix->dtype)), false;
+    return true;
+}
+
 /* ---- recording ------------------------------------------------------------------ */
 
 bool tg_needs_grad(const tg_tape *t, tg_tensor *const *in, int n)
