@@ -108,6 +108,13 @@ Test(null, op_helpers)
     tg_tape_reset(t);
     REFUSES(tg_inputs_check(t, NULL, NULL, 1, 1), "tg_inputs_check: the op is NULL");
     tg_tape_reset(t);
+    REFUSES(tg_index_check(NULL, &my_op, NULL, "ids"), "my_op: the tape is NULL");
+    REFUSES(tg_index_check(t, NULL, NULL, "ids"), "tg_index_check: the op is NULL");
+    tg_tape_reset(t);
+    REFUSES(tg_index_check(t, &my_op, NULL, "ids"), "my_op: ids is NULL");
+    tg_tape_reset(t);
+    REFUSES(tg_index_check(t, &my_op, NULL, NULL), "my_op: the index is NULL");
+    tg_tape_reset(t);
     cr_assert_eq(tg_needs_grad(NULL, NULL, 0), false);
     REFUSES(tg_op_record(t, NULL, NULL, NULL, 0, NULL), "tg_op_record: the op is NULL");
     tg_tape_reset(t);

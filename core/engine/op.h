@@ -85,14 +85,9 @@ static inline bool tg_inputs_check(tg_tape *t, const tg_op *op, tg_tensor *const
  * PyTorch's index dtypes (it takes int64; int32 is accepted too). NULL keeps
  * an earlier error, else stores "<op->name>: <what> is NULL"; a dead or
  * foreign one is refused as tg_inputs_check does, another dtype with
- * "<op->name>: <what> is float32, but indices are int64 or int32". */
+ * "<op->name>: <what> is float32, but indices are int64 or int32" (what
+ * NULL: "the index"). Read it with tg_data(ix, ix->dtype). */
 bool tg_index_check(tg_tape *t, const tg_op *op, const tg_tensor *ix, const char *what);
-/* Element i of an index tensor that tg_index_check accepted. */
-static inline int64_t tg_index_at(const tg_tensor *ix, size_t i)
-{
-    return ix->dtype == TG_I64 ? ((const int64_t *)(const void *)ix->data)[i]
-                               : ((const int32_t *)(const void *)ix->data)[i];
-}
 
 /* tg_fail with the op's name in front: stores "<op->name>: <fmt...>" and
  * returns NULL. The name is written once, in the op's record. */

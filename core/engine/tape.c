@@ -465,8 +465,10 @@ bool tg_inputs_check_dtype(tg_tape *t, const tg_op *rec, tg_dtype dt, tg_tensor 
 
 bool tg_index_check(tg_tape *t, const tg_op *rec, const tg_tensor *ix, const char *what)
 {
-    if (!tg_inputs_check_dtype(t, rec, TG_I64, NULL, 0, 0)) return false;  /* t and rec */
+    if (!rec) return tg_fail(t, "tg_index_check: the op is NULL"), false;
     const char *op = rec->name;
+    if (!t) return tg_fail(NULL, "%s: the tape is NULL", op), false;
+    if (!what) what = "the index";
     if (!ix) return (t->has_error ? tg_fail_null(t, op) : tg_fail(t, "%s: %s is NULL", op, what)), false;
     const char *why = misuse(t, ix);
     if (why) return tg_fail(t, "%s: %s %s", op, what, why), false;

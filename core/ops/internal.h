@@ -103,6 +103,13 @@ bool tg_dim_resolve(tg_tape *t, const char *op, const tg_tensor *a, int dim, int
 /* m walks a [shape] in order: n = shape, in_st = out_st = its strides, offsets 0. */
 void tg_map_of(tg_map *m, int ndim, const int *shape);
 
+/* Element i of an index tensor that tg_index_check (core/engine/op.h) accepted. */
+static inline int64_t tg_index_at(const tg_tensor *ix, size_t i)
+{
+    return ix->dtype == TG_I64 ? ((const int64_t *)(const void *)ix->data)[i]
+                               : ((const int32_t *)(const void *)ix->data)[i];
+}
+
 /* core/ops/shape/gather.c: per element i of the index ix (row-major over
  * its shape; tg_index_check accepted it), xoff[i] = its element of x (i with
  * i_d = ix[i]) and, when soff is not NULL, soff[i] = its element of src,

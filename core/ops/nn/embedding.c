@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../internal.h"
 #include "../ops.h"
 
 typedef struct embedding_ctx {
