@@ -430,3 +430,24 @@ Test(gather, a_float_index_is_refused_by_name)
     tu_free_all(in, 3);
     tg_tape_free(t);
 }
+
+/* An index op dispatches on its float operand, never on the index: a of the
+ * other float type runs that type's copy with the same integer index. */
+Test(gather, the_other_float_copy_takes_the_same_index)
+{
+    tg_rng rng;
+    tg_rng_seed(&rng, 13);
+    tg_tensor *a = tu_rand(&rng, -1, 1, 2, (int[]){3, 4});
+    tg_tape *t = tg_tape_new();
+    tg_tensor *ix = index_of(t, (const int64_t[]){2, 0, 2, 2, 1, 0}, true, 2, (int[]){3, 2});
+    tg_tensor *other = tg_to(t, a, TG_OTHER_DTYPE);
+    tg_tensor *y = tg_gather(t, a, 1, ix), *yo = tg_gather(t, other, 1, ix);
+    tg_tensor *e = tg_embedding(t, other, ix);
+    cr_assert(y && yo && e, "%s", tg_tape_error(t));
+    cr_assert(yo->dtype == TG_OTHER_DTYPE && e->dtype == TG_OTHER_DTYPE && y->dtype == TG_REAL_DTYPE);
+    tg_tensor *yc = tg_to(t, y, TG_OTHER_DTYPE);  /* gathering commutes with the conversion */
+    for (size_t i = 0; i < y->size; i++)
+        cr_assert_eq(tg_dtype_load(yo->dtype, yo->data, i), tg_dtype_load(yc->dtype, yc->data, i));
+    tg_tensor_free(a);
+    tg_tape_free(t);
+}
