@@ -43,11 +43,12 @@ typedef struct model {
 
 typedef struct batch {
     int n;
-    int32_t ids[EVAL * T], lens[EVAL], labels[EVAL];
+    int64_t ids[EVAL * T];
+    int32_t lens[EVAL], labels[EVAL];
 } batch;
 
 /* FNV-1a over the tokens: 1 source in 16 is held out */
-static bool held_out(const int32_t *ids, int len)
+static bool held_out(const int64_t *ids, int len)
 {
     uint32_t h = 2166136261u;
     for (int i = 0; i < len; i++) h = (h ^ (uint32_t)ids[i]) * 16777619u;
@@ -55,7 +56,7 @@ static bool held_out(const int32_t *ids, int len)
 }
 
 /* One example into ids [T] (PAD after len); returns its label. */
-static int32_t draw(tg_rng *rng, bool want_held_out, int32_t *ids, int32_t *len)
+static int32_t draw(tg_rng *rng, bool want_held_out, int64_t *ids, int32_t *len)
 {
     for (;;) {
         int a = (int)tg_rng_below(rng, S), b = (int)tg_rng_below(rng, S - 1);
@@ -83,12 +84,14 @@ static void fill(batch *bt, tg_rng *rng, int n, bool held)
 /* ids [n, T] -> logits [n, 2] */
 static tg_tensor *forward(tg_tape *t, const model *m, const batch *bt)
 {
-    static const int32_t positions[T] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,
-                                         13, 14, 15, 16, 17, 18, 19, 20, 21, 22};
     int n = bt->n;
+    tg_tensor *ids = tg_tensor_from_dtype(t, TG_I64, bt->ids, 2, (int[]){n, T});
+    tg_tensor *positions = tg_tensor_new_dtype(t, TG_I64, 2, (int[]){1, T});
+    if (!positions) return NULL;
+    int64_t *pv = tg_data(positions, TG_I64);
+    for (int i = 0; i < T; i++) pv[i] = i;
     /* [n, T, D] + [1, T, D]: the positions broadcast over the batch */
-    tg_tensor *h = tg_add(t, tg_embedding_forward(t, &m->tok, bt->ids, n, T),
-                          tg_embedding_forward(t, &m->pos, positions, 1, T));
+    tg_tensor *h = tg_add(t, tg_embedding_forward(t, &m->tok, ids), tg_embedding_forward(t, &m->pos, positions));
     /* keys at and after a sequence's length are ignored */
     tg_mask pad = {.key_lens = tg_tensor_from_dtype(t, TG_I32, bt->lens, 1, (int[]){n})};
     h = tg_add(t, h, tg_mha_forward(t, &m->attn, h, h, &(tg_mha_opts){.mask = &pad}, NULL));
@@ -116,8 +119,8 @@ static double accuracy(tg_tape *t, const model *m, const batch *bt, double *p_la
     /* the mean of (argmax(logits) == label) as numbers, [n, 2] -> [n] bool -> [] */
     tg_tensor *acc = tg_mean(t, tg_to(t, tg_eq(t, tg_argmax(t, logits, -1, false), labels), TG_REAL_DTYPE));
     /* softmax(logits)[i, label_i]: gather along the class dim, [n, 2] -> [n, 1] */
-    tg_index ix = {.data = bt->labels, .ndim = 2, .shape = {bt->n, 1}};
-    tg_tensor *p = tg_mean(t, tg_gather(t, tg_softmax(t, logits), 1, &ix));
+    tg_tensor *ix = tg_tensor_from_dtype(t, TG_I32, bt->labels, 2, (int[]){bt->n, 1});
+    tg_tensor *p = tg_mean(t, tg_gather(t, tg_softmax(t, logits), 1, ix));
     if (!acc || !p) return -1;
     *p_label = (double)p->data[0];
     return (double)acc->data[0];

@@ -24,11 +24,10 @@ int tg_embedding_init(tg_embedding_layer *e, tg_params *p, const char *prefix, i
     return 0;
 }
 
-/* ids [B*T] -> [B, T, dim]; the core op checks every id against num */
-tg_tensor *tg_embedding_forward(tg_tape *t, const tg_embedding_layer *e, const int32_t *ids, int B,
-                                int T)
+/* ids [...] -> [..., dim]; the core op checks every id against num */
+tg_tensor *tg_embedding_forward(tg_tape *t, const tg_embedding_layer *e, const tg_tensor *ids)
 {
     if (tg_nn_check_forward("tg_embedding_forward", t, e, e && e->weight)) return NULL;
     if (!ids) return tg_fail(t, "tg_embedding '%s': ids is NULL", e->name);
-    return tg_embedding(t, e->weight, &(tg_index){.data = ids, .ndim = 2, .shape = {B, T}});
+    return tg_embedding(t, e->weight, ids);
 }

@@ -1,4 +1,4 @@
-/* tapegrad: nn.Embedding.  out[b, t] = weight[ids[b, t]].
+/* tapegrad: nn.Embedding.  out[..., :] = weight[ids[...]].
  *
  * Parameter: "<prefix>.weight" [num, dim], init N(0, 1) (PyTorch's default),
  * or zeros when rng is NULL. (The type is tg_embedding_layer because
@@ -28,9 +28,9 @@ typedef struct tg_embedding_layer {
 
 int tg_embedding_init(tg_embedding_layer *e, tg_params *p, const char *prefix, int num, int dim,
                       tg_rng *rng);
-/* ids [B*T], each in [0, num) -> [B, T, dim]. */
-tg_tensor *tg_embedding_forward(tg_tape *t, const tg_embedding_layer *e, const int32_t *ids, int B,
-                                int T);
+/* ids [...], an int64 (PyTorch's) or int32 tensor, each in [0, num) ->
+ * [..., dim]. */
+tg_tensor *tg_embedding_forward(tg_tape *t, const tg_embedding_layer *e, const tg_tensor *ids);
 
 #ifdef __cplusplus
 }

@@ -104,17 +104,19 @@ static bool check_inputs(tg_tape *t, const tg_model *m, const int32_t *ids, int 
     return true;
 }
 
-/* tok_emb[ids] + pos_emb[0..T-1] (learned positions): [B, T, D]; position
- * ids live in the arena */
-static tg_tensor *embed(tg_tape *t, const tg_model *m, const int32_t *ids, int B, int T)
+/* tok_emb[ids] + pos_emb[pos] (pos NULL: 0..T-1 in every row; learned
+ * positions only): [B, T, D]. The ids go to the layers as int32 tensors. */
+static tg_tensor *embed(tg_tape *t, const tg_model *m, const int32_t *ids, const int32_t *pos, int B, int T)
 {
-    if (m->cfg.pos != TG_POS_LEARNED) return tg_embedding_forward(t, &m->tok_emb, ids, B, T);
-    int32_t *pos = tg_arena_alloc(t, (size_t)B * T * sizeof *pos, "tg_model position ids");
-    if (!pos) return NULL;
-    for (int b = 0; b < B; b++)
-        for (int i = 0; i < T; i++) pos[b * T + i] = i;
-    tg_tensor *tok = tg_embedding_forward(t, &m->tok_emb, ids, B, T);
-    return tg_add_inplace(t, tok, tg_embedding_forward(t, &m->pos_emb, pos, B, T));
+    const int shape[2] = {B, T};
+    tg_tensor *tok = tg_embedding_forward(t, &m->tok_emb, tg_tensor_from_dtype(t, TG_I32, ids, 2, shape));
+    if (m->cfg.pos != TG_POS_LEARNED || !tok) return tok;
+    tg_tensor *p = pos ? tg_tensor_from_dtype(t, TG_I32, pos, 2, shape) : tg_tensor_new_dtype(t, TG_I32, 2, shape);
+    if (!p) return NULL;
+    int32_t *pv = tg_data(p, TG_I32);
+    for (int b = 0; !pos && b < B; b++)
+        for (int i = 0; i < T; i++) pv[b * T + i] = i;
+    return tg_add_inplace(t, tok, tg_embedding_forward(t, &m->pos_emb, p));
 }
 
 /* Layer l's row of the model's head mask [n_layers * n_heads] as the layer
@@ -138,7 +140,7 @@ static tg_tensor *model_run(tg_tape *t, const tg_model *m, const int32_t *ids, i
     tg_tensor *lens = o->lens ? tg_tensor_from_dtype(t, TG_I32, o->lens, 1, (int[]){B}) : NULL;
     if (o->lens && !lens) return NULL;
     tg_mask mask = {.causal = true, .key_lens = lens};
-    tg_tensor *h = embed(t, m, ids, B, T);
+    tg_tensor *h = embed(t, m, ids, NULL, B, T);
     for (int l = 0; l < m->cfg.n_layers; l++) {
         tg_tensor *hm;
         if (!layer_head_mask(t, m, o->head_mask, l, &hm)) return NULL;
@@ -236,8 +238,7 @@ tg_tensor *tg_model_decode(tg_tape *t, const tg_model *m, tg_kv_cache *c, const 
         if (pos[b] < 0 || pos[b] >= m->cfg.max_len)
             return tg_fail(t, "tg_model_decode: pos[%d] = %d is outside [0, max_len = %d)", b, (int)pos[b],
                            m->cfg.max_len);
-    tg_tensor *h = tg_embedding_forward(t, &m->tok_emb, ids, B, 1);
-    if (m->cfg.pos == TG_POS_LEARNED) h = tg_add(t, h, tg_embedding_forward(t, &m->pos_emb, pos, B, 1));
+    tg_tensor *h = embed(t, m, ids, pos, B, 1);
     for (int l = 0; l < m->cfg.n_layers; l++) {
         tg_tensor *hm;
         if (!layer_head_mask(t, m, head_mask, l, &hm)) return NULL;

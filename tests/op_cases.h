@@ -39,6 +39,11 @@ typedef struct oc_call {
 } oc_call;
 #define OC_PTR(c, k, p) ((c)->null_ptr == (k) ? NULL : (p))
 
+/* An index tensor of dtype dt (TG_I64 or TG_I32) on the row's tape t, from
+ * data of shape {dims}. */
+#define OC_INDEX(dt, data, ...) \
+    tg_tensor_from_dtype(t, dt, data, sizeof((int[]){__VA_ARGS__}) / sizeof(int), (const int[]){__VA_ARGS__})
+
 /* A build function id returning expr, with t the tape and x the inputs. */
 #define OC_BUILD(id, expr)                                  \
     static tg_tensor *id(const oc_call *c)                  \

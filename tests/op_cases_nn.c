@@ -39,7 +39,7 @@ static tg_tensor *b_rope(const oc_call *c)
     return tg_rope(c->t, c->in[0], OC_PTR(c, 0, &o));
 }
 OC_BUILD(b_mask_visible, tg_mask_visible(t, &(tg_mask){.causal = true, .window = 2}, 2, 2, 3, 4))
-OC_BUILD(b_embedding, tg_embedding(t, x[0], OC_PTR(c, 0, (&(tg_index){.data = (const int32_t[]){0, 3, 1, 0}, .ndim = 2, .shape = {2, 2}}))))
+OC_BUILD(b_embedding, tg_embedding(t, x[0], OC_PTR(c, 0, OC_INDEX(TG_I64, ((const int64_t[]){0, 3, 1, 0}), 2, 2))))
 
 /* NaN: softmax and the norms spoil the NaN's row; a masked-out NaN is ignored
  * (PyTorch masks with -inf first); dropout keeps a dropped NaN (PyTorch

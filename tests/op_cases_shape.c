@@ -29,11 +29,11 @@ OC_BUILD(b_roll_dims, tg_roll_dims(t, x[0], OC_PTR(c, 0, ((const int[]){1, 1})),
 OC_BUILD(b_pad, tg_pad(t, x[0], OC_PTR(c, 0, ((const int[]){1, 0})), 2, 0.5))
 OC_BUILD(b_repeat, tg_repeat(t, x[0], OC_PTR(c, 0, ((const int[]){1, 2})), 2))
 OC_BUILD(b_expand, tg_expand(t, x[0], 2, OC_PTR(c, 0, ((const int[]){2, -1}))))
-OC_BUILD(b_gather, tg_gather(t, x[0], 1, OC_PTR(c, 0, (&(tg_index){ix_gather, false, 2, {2, 2}}))))
-OC_BUILD(b_scatter_add, tg_scatter_add(t, x[0], 1, OC_PTR(c, 0, (&(tg_index){ix_gather, false, 2, {2, 2}})), x[1]))
-OC_BUILD(b_index_select, tg_index_select(t, x[0], 1, OC_PTR(c, 0, (&(tg_index){ix_select, false, 1, {2}}))))
+OC_BUILD(b_gather, tg_gather(t, x[0], 1, OC_PTR(c, 0, OC_INDEX(TG_I32, ix_gather, 2, 2))))
+OC_BUILD(b_scatter_add, tg_scatter_add(t, x[0], 1, OC_PTR(c, 0, OC_INDEX(TG_I32, ix_gather, 2, 2)), x[1]))
+OC_BUILD(b_index_select, tg_index_select(t, x[0], 1, OC_PTR(c, 0, OC_INDEX(TG_I32, ix_select, 2))))
 #define SCATTER_REDUCE(r, self) \
-    tg_scatter_reduce(t, x[0], 1, OC_PTR(c, 0, (&(tg_index){ix_gather, false, 2, {2, 2}})), x[1], r, self)
+    tg_scatter_reduce(t, x[0], 1, OC_PTR(c, 0, OC_INDEX(TG_I32, ix_gather, 2, 2)), x[1], r, self)
 OC_BUILD(b_scatter_reduce_sum, SCATTER_REDUCE(TG_SCATTER_SUM, true))
 OC_BUILD(b_scatter_reduce_prod, SCATTER_REDUCE(TG_SCATTER_PROD, true))
 OC_BUILD(b_scatter_reduce_mean, SCATTER_REDUCE(TG_SCATTER_MEAN, false))
@@ -41,7 +41,7 @@ OC_BUILD(b_scatter_reduce_amax, SCATTER_REDUCE(TG_SCATTER_AMAX, true))
 OC_BUILD(b_scatter_reduce_amin, SCATTER_REDUCE(TG_SCATTER_AMIN, false))
 OC_BUILD(b_masked_select, tg_masked_select(t, x[0], x[1]))
 OC_BUILD(b_nonzero, tg_nonzero(t, x[0]))
-OC_BUILD(b_index_add, tg_index_add(t, x[0], 1, OC_PTR(c, 0, (&(tg_index){ix_add, true, 1, {2}})), x[1], 0.5))
+OC_BUILD(b_index_add, tg_index_add(t, x[0], 1, OC_PTR(c, 0, OC_INDEX(TG_I64, ix_add, 2)), x[1], 0.5))
 
 /* The splits give their pieces joined again in another order, so that each
  * piece's grad is checked. */

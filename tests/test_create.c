@@ -152,12 +152,15 @@ Test(create, random_stream_and_threads)
         cr_assert(x[th][0] && x[th][1] && x[th][2]);
     }
     tg_threads_set(0);
-    for (int k = 0; k < 3; k++) cr_assert_eq(memcmp(x[0][k]->data, x[1][k]->data, 231 * sizeof(tg_real)), 0);
+    for (int k = 0; k < 3; k++)
+        cr_assert_eq(memcmp(x[0][k]->data, x[1][k]->data, 231 * tg_dtype_size(x[0][k]->dtype)), 0);
     tg_rng ref;
     tg_rng_seed(&ref, 42);
     for (int i = 0; i < 231; i++) cr_assert_eq(x[0][0]->data[i], (tg_real)tg_rng_uniform(&ref));
     for (int i = 0; i < 231; i++) cr_assert_eq(x[0][1]->data[i], (tg_real)tg_rng_normal(&ref));
-    for (int i = 0; i < 231; i++) cr_assert_eq(x[0][2]->data[i], (tg_real)(-3 + (int)tg_rng_below(&ref, 7)));
+    const int64_t *k2 = tg_data(x[0][2], TG_I64);
+    cr_assert_not_null(k2, "randint makes int64");
+    for (int i = 0; i < 231; i++) cr_assert_eq(k2[i], -3 + (int)tg_rng_below(&ref, 7));
     tg_tape_free(t);
 }
 
@@ -175,8 +178,9 @@ Test(create, random_distributions)
         su += u->data[i];
         sg += g->data[i];
         sg2 += (double)g->data[i] * g->data[i];
-        cr_assert(k->data[i] >= 5 && k->data[i] < 9 && k->data[i] == floor(k->data[i]));
-        count[(int)k->data[i] - 5]++;
+        int64_t kv = ((int64_t *)tg_data(k, TG_I64))[i];
+        cr_assert(kv >= 5 && kv < 9);
+        count[kv - 5]++;
     }
     /* 5 standard errors: mean of U(0,1) (sd 0.289), of N(0,1), its variance (sd sqrt 2), a quarter each */
     cr_assert(fabs(su / n - 0.5) < 5 * 0.289 / sqrt(n), "rand mean %g", su / n);
@@ -186,8 +190,31 @@ Test(create, random_distributions)
     assert_fails(t, tg_rand(t, 1, &n, NULL), "tg_rand", "rng is NULL");
     assert_fails(t, tg_randint(t, 3, 3, 1, &n, &rng), "tg_randint", "[3, 3)", "non-empty");
     assert_fails(t, tg_randint(t, 0, (int64_t)1 << 40, 1, &n, &rng), "tg_randint", "2^32 wide");
-#ifndef TAPEGRAD_DOUBLE
-    assert_fails(t, tg_randint(t, 1 << 25, (1 << 25) + 2, 1, &n, &rng), "tg_randint", "exact in float32");
-#endif
+    assert_fails(t, tg_randint(t, INT64_MIN, INT64_MAX, 1, &n, &rng), "tg_randint", "2^32 wide");
+    tg_tape_free(t);
+}
+
+/* randint is int64 and exact far beyond 2^24 and 2^53, to either end of int64 */
+Test(create, randint_exact_int64)
+{
+    tg_tape *t = tg_tape_new();
+    const int64_t lows[3] = {(int64_t)1 << 40, INT64_MAX - 10, INT64_MIN};  /* high up to INT64_MAX */
+    for (int c = 0; c < 3; c++) {
+        tg_rng rng, ref;
+        tg_rng_seed(&rng, 3);
+        tg_rng_seed(&ref, 3);
+        const int n = 64;
+        tg_tensor *k = tg_randint(t, lows[c], lows[c] + 10, 1, &n, &rng);
+        cr_assert(k && k->dtype == TG_I64 && !k->requires_grad, "%s", tg_tape_error(t));
+        const int64_t *v = tg_data(k, TG_I64);
+        for (int i = 0; i < n; i++) cr_assert_eq(v[i], lows[c] + (int64_t)tg_rng_below(&ref, 10), "case %d [%d]", c, i);
+    }
+    /* a range 2^32 wide draws whole u32s */
+    tg_rng rng, ref;
+    tg_rng_seed(&rng, 4);
+    tg_rng_seed(&ref, 4);
+    tg_tensor *w = tg_randint(t, -((int64_t)1 << 31), (int64_t)1 << 31, 1, (int[]){8}, &rng);
+    for (int i = 0; i < 8; i++)
+        cr_assert_eq(((int64_t *)tg_data(w, TG_I64))[i], -((int64_t)1 << 31) + (int64_t)tg_rng_u32(&ref));
     tg_tape_free(t);
 }

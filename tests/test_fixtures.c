@@ -151,12 +151,20 @@ static tg_tensor *run_rmsnorm(fx *f)
     return tg_rmsnorm(f->t, fx_in(f, "x"), fx_opt(f, "weight"), eps);
 }
 
+/* A case's integer-valued tensor (stored as F64) as an index tensor of dtype
+ * dt (int64 or int32). */
+static tg_tensor *fx_index_of(fx *f, const char *name, tg_dtype dt)
+{
+    tg_tensor *x = fx_get(f, name);
+    cr_assert(x, "%s/%s: no '%s'", f->family, f->cas, name);
+    tg_tensor *ix = tg_to(f->t, x, dt);
+    cr_assert(ix && ix->dtype == dt, "%s/%s: %s", f->family, f->cas, tg_tape_error(f->t));
+    return ix;
+}
+
 static tg_tensor *run_embedding(fx *f)
 {
-    tg_tensor *ids;
-    const int32_t *v = fx_ints(f, "ids", false, &ids);
-    cr_assert(v && ids->ndim == 2, "%s/%s: ids must be [B, T]", f->family, f->cas);
-    return tg_embedding(f->t, fx_in(f, "weight"), &(tg_index){.data = v, .ndim = 2, .shape = {ids->shape[0], ids->shape[1]}});
+    return tg_embedding(f->t, fx_in(f, "weight"), fx_index_of(f, "ids", TG_I64));
 }
 
 /* An integer-valued tensor of the file (no grad) converted to dtype dt on f's tape. */
@@ -340,29 +348,17 @@ static tg_tensor *run_shape(fx *f)
     }
 }
 
-/* The case's "ix" as a tg_index: int64 when its i64 parameter is 1, else int32. */
-static tg_index fx_index(fx *f)
-{
-    tg_tensor *x;
-    int32_t *i32 = fx_ints(f, "ix", false, &x);
-    cr_assert(i32 && f->n_scratch < 8);
-    int64_t *i64 = malloc((x->size ? x->size : 1) * sizeof *i64);
-    for (size_t i = 0; i < x->size; i++) i64[i] = i32[i];
-    f->scratch[f->n_scratch++] = i64;
-    tg_index ix = {P("i64") ? (const void *)i64 : (const void *)i32, P("i64") != 0, x->ndim, {0}};
-    memcpy(ix.shape, x->shape, sizeof ix.shape);
-    return ix;
-}
+#define fx_index(f) fx_index_of(f, "ix", P("i64") ? TG_I64 : TG_I32)
 
 /* op = make_shape_fixtures.py's INDEX_OPS index */
 static tg_tensor *run_index(fx *f)
 {
-    tg_index ix = fx_index(f);
+    tg_tensor *ix = fx_index(f);
     switch (fx_op(f, 4)) {
-    case 0: return tg_gather(f->t, fx_in(f, "x"), P("dim"), &ix);
-    case 1: return tg_scatter_add(f->t, fx_in(f, "a"), P("dim"), &ix, fx_in(f, "src"));
-    case 2: return tg_index_select(f->t, fx_in(f, "x"), P("dim"), &ix);
-    default: return tg_index_add(f->t, fx_in(f, "a"), P("dim"), &ix, fx_in(f, "src"), fx_param(f, "alpha", NAN));
+    case 0: return tg_gather(f->t, fx_in(f, "x"), P("dim"), ix);
+    case 1: return tg_scatter_add(f->t, fx_in(f, "a"), P("dim"), ix, fx_in(f, "src"));
+    case 2: return tg_index_select(f->t, fx_in(f, "x"), P("dim"), ix);
+    default: return tg_index_add(f->t, fx_in(f, "a"), P("dim"), ix, fx_in(f, "src"), fx_param(f, "alpha", NAN));
     }
 }
 
@@ -375,8 +371,7 @@ static tg_tensor *run_masked_select(fx *f)
 /* make_select_fixtures.py: reduce is tg_scatter_reduce_mode */
 static tg_tensor *run_scatter_reduce(fx *f)
 {
-    tg_index ix = fx_index(f);
-    return tg_scatter_reduce(f->t, fx_in(f, "a"), P("dim"), &ix, fx_in(f, "src"), (tg_scatter_reduce_mode)P("reduce"),
+    return tg_scatter_reduce(f->t, fx_in(f, "a"), P("dim"), fx_index(f), fx_in(f, "src"), (tg_scatter_reduce_mode)P("reduce"),
                              P("include_self") != 0);
 }
 

@@ -51,7 +51,7 @@ static int emb_init(layer *l, tg_params *p, tg_rng *r) { return tg_embedding_ini
 static tg_tensor *emb_fwd(tg_tape *t, layer *l, tg_tensor *x)
 {
     (void)x;
-    return tg_embedding_forward(t, &l->emb, IDS, 2, TT);
+    return tg_embedding_forward(t, &l->emb, tg_tensor_from_dtype(t, TG_I32, IDS, 2, (int[]){2, TT}));
 }
 static int ffn_init(layer *l, tg_params *p, tg_rng *r)
 {

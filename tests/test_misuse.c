@@ -296,8 +296,9 @@ Test(misuse_nn, forward_with_null_layer_or_tape)
     tg_tape *t = tg_tape_new();
     tg_tensor *x = tg_tensor_alloc(3, (int[]){1, 2, 4}), *w = x;
     const int32_t ids[2] = {1, 2};
+    tg_tensor *idt = tg_tensor_from_dtype(t, TG_I32, ids, 2, (int[]){1, 2});
     expect_op_null(t, tg_linear_forward(t, NULL, x), "tg_linear_forward: the layer is NULL");
-    expect_op_null(t, tg_embedding_forward(t, NULL, ids, 1, 2), "tg_embedding_forward: the layer is NULL");
+    expect_op_null(t, tg_embedding_forward(t, NULL, idt), "tg_embedding_forward: the layer is NULL");
     expect_op_null(t, tg_layernorm_forward(t, NULL, x), "tg_layernorm_forward: the layer is NULL");
     expect_op_null(t, tg_ffn_forward(t, NULL, x, NULL), "tg_ffn_forward: the layer is NULL");
     expect_op_null(t, tg_mha_forward(t, NULL, x, x, NULL, &w), "tg_mha_forward: the layer is NULL");
@@ -307,7 +308,7 @@ Test(misuse_nn, forward_with_null_layer_or_tape)
                    "tg_model_forward: the layer is NULL");
     /* a NULL tape: nowhere to keep the error but tg_error() */
     expect_null(tg_linear_forward(NULL, &L.l, x), "tg_linear_forward: the tape is NULL");
-    expect_null(tg_embedding_forward(NULL, &L.e, ids, 1, 2), "tg_embedding_forward: the tape is NULL");
+    expect_null(tg_embedding_forward(NULL, &L.e, idt), "tg_embedding_forward: the tape is NULL");
     expect_null(tg_layernorm_forward(NULL, &L.ln, x), "tg_layernorm_forward: the tape is NULL");
     expect_null(tg_ffn_forward(NULL, &L.f, x, NULL), "tg_ffn_forward: the tape is NULL");
     expect_null(tg_mha_forward(NULL, &L.m, x, x, NULL, NULL), "tg_mha_forward: the tape is NULL");
@@ -396,9 +397,10 @@ Test(misuse_nn, forward_of_a_layer_whose_init_failed)
     tg_tape *t = tg_tape_new();
     tg_tensor *x = tg_tensor_alloc(3, (int[]){1, 2, 4});
     const int32_t ids[2] = {1, 2};
+    tg_tensor *idt = tg_tensor_from_dtype(t, TG_I32, ids, 2, (int[]){1, 2});
 #define NOT_INIT ": the layer is not initialised (its init failed or was not called)"
     expect_op_null(t, tg_linear_forward(t, &l, x), "tg_linear_forward" NOT_INIT);
-    expect_op_null(t, tg_embedding_forward(t, &e, ids, 1, 2), "tg_embedding_forward" NOT_INIT);
+    expect_op_null(t, tg_embedding_forward(t, &e, idt), "tg_embedding_forward" NOT_INIT);
     expect_op_null(t, tg_layernorm_forward(t, &ln, x), "tg_layernorm_forward" NOT_INIT);
     expect_op_null(t, tg_ffn_forward(t, &f, x, NULL), "tg_ffn_forward" NOT_INIT);
     expect_op_null(t, tg_mha_forward(t, &m, x, x, NULL, NULL), "tg_mha_forward" NOT_INIT);

@@ -624,8 +624,8 @@ static tg_tensor *oom_chain(tg_tape *t, void *ctx)
     tg_tensor *p = tg_pad(t, tg_flip(t, c, (int[]){1}, 1), (int[]){1, -1}, 2, 2.0);
     tg_tensor *r = tg_roll(t, tg_repeat(t, tg_narrow(t, p, 2, 0, 3), (int[]){1, 2, 1}, 3), 1, 1);
     const int64_t ix[3] = {2, 0, 1};
-    tg_index i = {ix, true, 1, {3}};
-    return tg_index_select(t, tg_tril(t, tg_expand(t, r, 3, (int[]){2, 4, 3}), 0), 2, &i);
+    tg_tensor *i = tg_tensor_from_dtype(t, TG_I64, ix, 1, (int[]){3});
+    return tg_index_select(t, tg_tril(t, tg_expand(t, r, 3, (int[]){2, 4, 3}), 0), 2, i);
 }
 
 Test(move, out_of_memory)

@@ -75,12 +75,12 @@ Test(nn, linear_errors_name_the_layer)
 
 /* ---- Embedding ---------------------------------------------------------------- */
 
-static const int32_t emb_ids[6] = {3, 0, 3, 1, 4, 3};  /* repeats accumulate */
+static const int64_t emb_ids[6] = {3, 0, 3, 1, 4, 3};  /* repeats accumulate */
 
 static tg_tensor *embedding_fn(tg_tape *t, tg_tensor **in, void *ctx)
 {
     (void)in;
-    return tg_embedding_forward(t, ctx, emb_ids, 2, 3);
+    return tg_embedding_forward(t, ctx, tg_tensor_from_dtype(t, TG_I64, emb_ids, 2, (int[]){2, 3}));
 }
 
 Test(nn, embedding_gradcheck_and_errors)
@@ -94,11 +94,17 @@ Test(nn, embedding_gradcheck_and_errors)
     int n = tu_gather(in, NULL, NULL, p);
     tu_gradcheck(embedding_fn, &e, in, n);
     tg_tape *t = tg_tape_new();
+    /* ids [2, 1, 3] (int32) -> [2, 1, 3, 4] */
+    tg_tensor *y = tg_embedding_forward(t, &e, tg_tensor_from_dtype(t, TG_I32, (int32_t[]){3, 0, 3, 1, 4, 3}, 3,
+                                                                    (int[]){2, 1, 3}));
+    cr_assert(y && y->ndim == 4 && y->shape[1] == 1 && y->shape[2] == 3 && y->shape[3] == 4, "%s",
+              tg_tape_error(t));
+    cr_assert_eq(y->data[4 * 4 + 2], e.weight->data[4 * 4 + 2]);  /* id 4 at position 4 */
     const int32_t bad[2] = {1, 5};
-    cr_assert_null(tg_embedding_forward(t, &e, bad, 1, 2));
-    cr_assert_not_null(tg_tape_error(t));
+    cr_assert_null(tg_embedding_forward(t, &e, tg_tensor_from_dtype(t, TG_I32, bad, 2, (int[]){1, 2})));
+    tu_assert_has(tg_tape_error(t), "id 5 at position 1");
     tg_tape_clear_error(t);
-    cr_assert_null(tg_embedding_forward(t, &e, NULL, 1, 2));
+    cr_assert_null(tg_embedding_forward(t, &e, NULL));
     tu_assert_has(tg_tape_error(t), "tok_emb");
     tg_tape_free(t);
     tg_params_free(p);

@@ -372,7 +372,7 @@ static tg_tensor *hand_logits(tg_tape *t, const hand_model *h, tg_tensor *x)
 static tg_tensor *hand_forward(tg_tape *t, const hand_model *h, const int32_t *ids, int n, tg_tensor **cache)
 {
     tg_mask causal = {.causal = true};
-    tg_tensor *x = tg_embedding_forward(t, &h->emb, ids, 1, n);
+    tg_tensor *x = tg_embedding_forward(t, &h->emb, tg_tensor_from_dtype(t, TG_I32, ids, 2, (int[]){1, n}));
     for (int l = 0; l < 2; l++)
         x = cache ? tg_block_prefill(t, &h->blocks[l], x, cache[l], NULL, NULL)
                   : tg_block_forward(t, &h->blocks[l], x, &(tg_mha_opts){.mask = &causal}, NULL);
@@ -382,7 +382,7 @@ static tg_tensor *hand_forward(tg_tape *t, const hand_model *h, const int32_t *i
 /* One token at position pos through both caches -> logits [1, 1, V] */
 static tg_tensor *hand_decode(tg_tape *t, const hand_model *h, int32_t tok, int32_t pos, tg_tensor **cache)
 {
-    tg_tensor *x = tg_embedding_forward(t, &h->emb, &tok, 1, 1);
+    tg_tensor *x = tg_embedding_forward(t, &h->emb, tg_tensor_from_dtype(t, TG_I32, &tok, 2, (int[]){1, 1}));
     for (int l = 0; l < 2; l++) x = tg_block_decode(t, &h->blocks[l], x, cache[l], &pos, NULL);
     return hand_logits(t, h, x);
 }

@@ -12,9 +12,9 @@ Test(select, nonzero_indices)
     a->requires_grad = true;
     tg_tensor *o = tg_nonzero(t, a);
     cr_assert_not_null(o, "%s", tg_tape_error(t));
-    cr_assert(o->ndim == 2 && o->shape[0] == 3 && o->shape[1] == 2 && !o->requires_grad);
-    const tg_real want[6] = {0, 1, 1, 0, 1, 2};
-    for (int i = 0; i < 6; i++) cr_assert_eq(o->data[i], want[i], "element %d", i);
+    cr_assert(o->ndim == 2 && o->shape[0] == 3 && o->shape[1] == 2 && !o->requires_grad && o->dtype == TG_I64);
+    const int64_t want[6] = {0, 1, 1, 0, 1, 2};
+    for (int i = 0; i < 6; i++) cr_assert_eq(((int64_t *)tg_data(o, TG_I64))[i], want[i], "element %d", i);
     /* a 0-d a gives [1, 0] or [0, 0] (PyTorch); an empty a [0, 1] */
     o = tg_nonzero(t, mk(t, 0, NULL, (tg_real[]){3}));
     cr_assert(o && o->ndim == 2 && o->shape[0] == 1 && o->shape[1] == 0);
@@ -52,15 +52,16 @@ Test(select, scatter_reduce_errors)
     tg_tape *t = tg_tape_new();
     tg_tensor *a = mk(t, 2, (int[]){2, 3}, (tg_real[]){1, 2, 3, 4, 5, 6});
     tg_tensor *src = mk(t, 2, (int[]){2, 2}, (tg_real[]){1, 2, 3, 4});
-    int32_t ok[4] = {0, 1, 2, 2}, bad[4] = {0, 1, 3, 2};
-    tg_index ix = {ok, false, 2, {2, 2}}, ixb = {bad, false, 2, {2, 2}}, ix3 = {ok, false, 2, {2, 3}};
-    assert_fails(t, tg_scatter_reduce(t, a, 1, &ixb, src, TG_SCATTER_SUM, true), "tg_scatter_reduce",
+    const int32_t ok[6] = {0, 1, 2, 2, 0, 0}, bad[4] = {0, 1, 3, 2};
+    tg_tensor *ix = tu_index(t, TG_I32, ok, 2, (int[]){2, 2}), *ixb = tu_index(t, TG_I32, bad, 2, (int[]){2, 2});
+    tg_tensor *ix3 = tu_index(t, TG_I32, ok, 2, (int[]){2, 3});
+    assert_fails(t, tg_scatter_reduce(t, a, 1, ixb, src, TG_SCATTER_SUM, true), "tg_scatter_reduce",
                  "index 3 at position 2", "dim 1 (size 3)");
-    assert_fails(t, tg_scatter_reduce(t, a, 1, &ix3, src, TG_SCATTER_SUM, true), "tg_scatter_reduce",
+    assert_fails(t, tg_scatter_reduce(t, a, 1, ix3, src, TG_SCATTER_SUM, true), "tg_scatter_reduce",
                  "index [2,3] does not fit a [2,3] and src [2,2]");
-    assert_fails(t, tg_scatter_reduce(t, a, 2, &ix, src, TG_SCATTER_SUM, true), "tg_scatter_reduce",
+    assert_fails(t, tg_scatter_reduce(t, a, 2, ix, src, TG_SCATTER_SUM, true), "tg_scatter_reduce",
                  "dim 2 is out of range");
-    assert_fails(t, tg_scatter_reduce(t, a, 1, &ix, src, (tg_scatter_reduce_mode)7, true), "tg_scatter_reduce",
+    assert_fails(t, tg_scatter_reduce(t, a, 1, ix, src, (tg_scatter_reduce_mode)7, true), "tg_scatter_reduce",
                  "reduce 7");
     assert_fails(t, tg_scatter_reduce(t, a, 1, NULL, src, TG_SCATTER_SUM, true), "tg_scatter_reduce",
                  "index is NULL");

@@ -66,22 +66,24 @@ Test(stats, sort_and_topk_45x65)
     tg_tensor *x = tu_rand(&R, -2, 2, 2, (int[]){45, 65}), *ix;
     for (int dim = 0; dim < 2; dim++) {
         tg_tensor *y = tg_sort(T, x, dim, dim == 1, &ix);
-        cr_assert(y && tg_shape_equal(x, y) && tg_shape_equal(x, ix));
+        cr_assert(y && tg_shape_equal(x, y) && tg_shape_equal(x, ix) && ix->dtype == TG_I64);
+        const int64_t *iv = tg_data(ix, TG_I64);
         int n = x->shape[dim], inner = dim ? 1 : 65, outer = dim ? 45 : 1;
         for (int o = 0; o < outer; o++)
             for (int i = 0; i < inner; i++)
                 for (int j = 0; j < n; j++) {
                     size_t at = (size_t)(o * n * inner + j * inner + i);
                     tg_real v = y->data[at];
-                    cr_assert_eq(v, x->data[(size_t)(o * n * inner + (int)ix->data[at] * inner + i)]);
+                    cr_assert_eq(v, x->data[(size_t)(o * n * inner + (int)iv[at] * inner + i)]);
                     if (j) cr_assert(dim ? v <= y->data[at - inner] : v >= y->data[at - inner]);
                 }
-        tg_tensor *k = tg_topk(T, x, 5, dim, true, &ix), *full = tg_sort(T, x, dim, true, NULL);
-        cr_assert_eq(k->shape[dim], 5);
+        tg_tensor *fix, *k = tg_topk(T, x, 5, dim, true, &ix), *full = tg_sort(T, x, dim, true, &fix);
+        cr_assert(k->shape[dim] == 5 && ix->dtype == TG_I64 && tg_shape_equal(k, ix));
         for (int r = 0; r < k->shape[1 - dim]; r++)
             for (int j = 0; j < 5; j++) {
                 size_t a = dim ? (size_t)(r * 5 + j) : (size_t)(j * 65 + r), b = dim ? (size_t)(r * 65 + j) : a;
                 cr_assert_eq(k->data[a], full->data[b]);
+                cr_assert_eq(((int64_t *)tg_data(ix, TG_I64))[a], ((int64_t *)tg_data(fix, TG_I64))[b]);
             }
     }
     tg_tensor_free(x);
@@ -93,14 +95,17 @@ Test(stats, sort_nan_and_ties_as_pytorch)
     tg_tensor *x = mk(T, 1, (int[]){5}, (tg_real[]){1, 2, 2, 1, NAN}), *ix;
     x->requires_grad = true;
     tg_tensor *y = tg_sort(T, x, 0, false, &ix);
-    const tg_real up[] = {0, 3, 1, 2, 4};
-    for (int j = 0; j < 5; j++) cr_assert_eq(ix->data[j], up[j]);
+    const int64_t up[] = {0, 3, 1, 2, 4};
+    for (int j = 0; j < 5; j++) cr_assert_eq(((int64_t *)tg_data(ix, TG_I64))[j], up[j]);
     cr_assert(isnan(y->data[4]) && y->data[0] == 1);
     tg_tensor *d = tg_sort(T, x, 0, true, &ix);
-    const tg_real down[] = {4, 1, 2, 0, 3};
-    for (int j = 0; j < 5; j++) cr_assert_eq(ix->data[j], down[j]);
+    const int64_t down[] = {4, 1, 2, 0, 3};
+    for (int j = 0; j < 5; j++) cr_assert_eq(((int64_t *)tg_data(ix, TG_I64))[j], down[j]);
     tg_tensor *k = tg_topk(T, x, 2, -1, true, &ix);
-    cr_assert(isnan(k->data[0]) && k->data[1] == 2 && ix->data[0] == 4 && ix->data[1] == 1);
+    const int64_t *kv = tg_data(ix, TG_I64);
+    cr_assert(isnan(k->data[0]) && k->data[1] == 2 && kv && kv[0] == 4 && kv[1] == 1);
+    /* the indices are a copy: changing them leaves backward alone */
+    ((int64_t *)tg_data(ix, TG_I64))[0] = 0;
     cr_assert_eq(tg_backward_seed(T, k, (tg_real[]){10, 1}), 0, "%s", tg_tape_error(T));
     cr_assert(x->grad[4] == 10 && x->grad[1] == 1 && x->grad[0] == 0 && x->grad[2] == 0);
     (void)d;
@@ -112,9 +117,11 @@ Test(stats, argmax_argmin_first_index_and_nan)
     x->requires_grad = true;
     tg_tensor *mx = tg_argmax(T, x, 1, false), *mn = tg_argmin(T, x, -1, true), *c = tg_argmax(T, x, 0, false);
     cr_assert(mx->ndim == 1 && mn->ndim == 2 && mn->shape[1] == 1);
-    cr_assert(mx->data[0] == 1 && mx->data[1] == 0 && mx->data[2] == 1);
-    cr_assert(mn->data[0] == 0 && mn->data[1] == 2 && mn->data[2] == 1);
-    cr_assert(c->data[0] == 2 && c->data[1] == 2 && c->data[2] == 0);
+    cr_assert(mx->dtype == TG_I64 && mn->dtype == TG_I64 && c->dtype == TG_I64);
+    const int64_t *vx = tg_data(mx, TG_I64), *vn = tg_data(mn, TG_I64), *vc = tg_data(c, TG_I64);
+    cr_assert(vx[0] == 1 && vx[1] == 0 && vx[2] == 1);
+    cr_assert(vn[0] == 0 && vn[1] == 2 && vn[2] == 1);
+    cr_assert(vc[0] == 2 && vc[1] == 2 && vc[2] == 0);
     cr_assert(!mx->requires_grad && !mn->requires_grad, "indices carry no grad");
     tg_tensor *m = tg_min_dim(T, x, 1, false);
     cr_assert(m->data[0] == 1 && m->data[1] == 0 && isnan(m->data[2]));
@@ -223,7 +230,7 @@ Test(stats, zero_d)
     tg_tensor *s = mk(T, 0, NULL, (tg_real[]){-3});
     cr_assert_eq(tg_norm_dim(T, s, 2, 0, false)->data[0], 3);
     cr_assert_eq(tg_cumprod(T, s, -1)->data[0], -3);
-    cr_assert_eq(tg_argmin(T, s, 0, false)->data[0], 0);
+    cr_assert_eq(*(int64_t *)tg_data(tg_argmin(T, s, 0, false), TG_I64), 0);
 }
 
 /* the slice and pointwise engines cut work across the pool, but each output

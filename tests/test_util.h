@@ -66,6 +66,13 @@ static inline const tg_tensor *tu_lens(const int32_t *lens, int n)
     return x;
 }
 
+/* An index tensor of t: n = prod(shape) values of dtype dt (TG_I64 or TG_I32)
+ * copied from data (NULL: zeros). */
+static inline tg_tensor *tu_index(tg_tape *t, tg_dtype dt, const void *data, int ndim, const int *shape)
+{
+    return data ? tg_tensor_from_dtype(t, dt, data, ndim, shape) : tg_tensor_zeros_dtype(t, dt, ndim, shape);
+}
+
 static inline void tu_free_all(tg_tensor **xs, int n)
 {
     for (int i = 0; i < n; i++) tg_tensor_free(xs[i]);

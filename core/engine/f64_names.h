@@ -118,7 +118,6 @@
 #define tg_index_add tg_index_add__f64
 #define tg_index_offsets tg_index_offsets__f64
 #define tg_index_select tg_index_select__f64
-#define tg_index_valid tg_index_valid__f64
 #define tg_init_const tg_init_const__f64
 #define tg_init_fans tg_init_fans__f64
 #define tg_init_kaiming_normal tg_init_kaiming_normal__f64

@@ -81,6 +81,14 @@ static inline bool tg_inputs_check(tg_tape *t, const tg_op *op, tg_tensor *const
 }
 
 
+/* An index tensor of op (gather's index, embedding's ids): int64 or int32,
+ * PyTorch's index dtypes (it takes int64; int32 is accepted too). NULL keeps
+ * an earlier error, else stores "<op->name>: <what> is NULL"; a dead or
+ * foreign one is refused as tg_inputs_check does, another dtype with
+ * "<op->name>: <what> is float32, but indices are int64 or int32" (what
+ * NULL: "the index"). Read it with tg_data(ix, ix->dtype). */
+bool tg_index_check(tg_tape *t, const tg_op *op, const tg_tensor *ix, const char *what);
+
 /* tg_fail with the op's name in front: stores "<op->name>: <fmt...>" and
  * returns NULL. The name is written once, in the op's record. */
 tg_tensor *tg_op_fail(tg_tape *t, const tg_op *op, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

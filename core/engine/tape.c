@@ -463,6 +463,21 @@ bool tg_inputs_check_dtype(tg_tape *t, const tg_op *rec, tg_dtype dt, tg_tensor 
     return true;
 }
 
+bool tg_index_check(tg_tape *t, const tg_op *rec, const tg_tensor *ix, const char *what)
+{
+    if (!rec) return tg_fail(t, "tg_index_check: the op is NULL"), false;
+    const char *op = rec->name;
+    if (!t) return tg_fail(NULL, "%s: the tape is NULL", op), false;
+    if (!what) what = "the index";
+    if (!ix) return (t->has_error ? tg_fail_null(t, op) : tg_fail(t, "%s: %s is NULL", op, what)), false;
+    const char *why = misuse(t, ix);
+    if (why) return tg_fail(t, "%s: %s %s", op, what, why), false;
+    if (ix->dtype != TG_I64 && ix->dtype != TG_I32)
+        return tg_fail(t, "%s: %s is %s, but indices are int64 or int32 (convert with tg_to)", op, what,
+                       tg_dtype_name(ix->dtype)), false;
+    return true;
+}
+
 /* ---- recording ------------------------------------------------------------------ */
 
 bool tg_needs_grad(const tg_tape *t, tg_tensor *const *in, int n)

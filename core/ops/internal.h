@@ -190,15 +190,20 @@ bool tg_dim_resolve(tg_tape *t, const char *op, const tg_tensor *a, int dim, int
 /* m walks a [shape] in order: n = shape, in_st = out_st = its strides, offsets 0. */
 void tg_map_of(tg_map *m, int ndim, const int *shape);
 
-/* core/ops/shape/gather.c: ix's shape valid and data present, its element
- * count in *n; and, per index element i (row-major over ix's shape), xoff[i]
- * = its element of x (i with i_d = ix[i]) and, when soff is not NULL, soff[i]
- * = its element of src, every index checked against x's dim d (gather,
- * scatter_add, scatter_reduce). */
-struct tg_index;
-bool tg_index_valid(tg_tape *t, const char *op, const struct tg_index *ix, size_t *n);
-bool tg_index_offsets(tg_tape *t, const char *op, const struct tg_index *ix0, int d, const tg_tensor *x0,
-                      const tg_tensor *src0, size_t *xoff, size_t *soff);
+/* Element i of an index tensor that tg_index_check (core/engine/op.h) accepted. */
+static inline int64_t tg_index_at(const tg_tensor *ix, size_t i)
+{
+    return ix->dtype == TG_I64 ? ((const int64_t *)(const void *)ix->data)[i]
+                               : ((const int32_t *)(const void *)ix->data)[i];
+}
+
+/* core/ops/shape/gather.c: per element i of the index ix (row-major over
+ * its shape; tg_index_check accepted it), xoff[i] = its element of x (i with
+ * i_d = ix[i]) and, when soff is not NULL, soff[i] = its element of src,
+ * ix's dims checked against x (and src) and every index against x's dim d
+ * (gather, scatter_add, scatter_reduce). */
+bool tg_index_offsets(tg_tape *t, const char *op, const tg_tensor *ix, int d, const tg_tensor *x,
+                      const tg_tensor *src, size_t *xoff, size_t *soff);
 
 /* The sum of x [n] in 8 independent lanes: no loop-carried dependence, so it
  * runs at throughput and vectorizes without -ffast-math. x[j] always goes to

@@ -64,8 +64,9 @@ int cnn_evaluate(tg_tape *t, const cnn_model *m, const cnn_set *s, double *acc, 
         tg_no_grad_end(t, prev);
         if (!l || !pred) return tg_error_set("evaluating images %d..%d: %s", start, start + n - 1, tg_tape_error(t));
         sum += (double)l->data[0];
+        const int64_t *pv = tg_data(pred, TG_I64);
         for (int b = 0; b < n; b++) {
-            int p = (int)pred->data[b];
+            int p = (int)pv[b];
             right += p == y[b];
             if (confusion) confusion[y[b]][p]++;
         }

@@ -6,7 +6,7 @@
  * row-major order on the calling thread, so the values are the same on any
  * number of threads. As in PyTorch, a shape with a negative dim, a zero
  * arange step, a step of the wrong sign and negative linspace steps are
- * errors; so is a randint range that the precision cannot hold exactly.
+ * errors; so is an empty randint range. randint makes int64 tensors.
  */
 #include <math.h>
 #include <stdio.h>
@@ -140,15 +140,15 @@ tg_tensor *tg_eye_dtype(tg_tape *t, tg_dtype dt, int n, int m) { return eye_as(t
 tg_tensor *tg_eye(tg_tape *t, int n, int m) { return eye_as(t, "tg_eye", TG_REAL_DTYPE, n, m); }
 
 /* rng required; the output for shape */
-static tg_tensor *random_out(tg_tape *t, const char *op, int ndim, const int *shape, const tg_rng *rng)
+static tg_tensor *random_out(tg_tape *t, const char *op, tg_dtype dt, int ndim, const int *shape, const tg_rng *rng)
 {
     if (!rng) return tg_fail(t, "%s: the rng is NULL", op);
-    return made(t, op, TG_REAL_DTYPE, ndim, shape);
+    return made(t, op, dt, ndim, shape);
 }
 
 tg_tensor *tg_rand(tg_tape *t, int ndim, const int *shape, tg_rng *rng)
 {
-    tg_tensor *x = random_out(t, "tg_rand", ndim, shape, rng);
+    tg_tensor *x = random_out(t, "tg_rand", TG_REAL_DTYPE, ndim, shape, rng);
     /* a double just below 1 rounds to 1 in float: keep PyTorch's [0, 1) */
     const tg_real below_one = (tg_real)1 - (tg_real)(sizeof(tg_real) == 4 ? 0x1p-24 : 0x1p-53);
     for (size_t i = 0; x && i < x->size; i++) {
@@ -160,7 +160,7 @@ tg_tensor *tg_rand(tg_tape *t, int ndim, const int *shape, tg_rng *rng)
 
 tg_tensor *tg_randn(tg_tape *t, int ndim, const int *shape, tg_rng *rng)
 {
-    tg_tensor *x = random_out(t, "tg_randn", ndim, shape, rng);
+    tg_tensor *x = random_out(t, "tg_randn", TG_REAL_DTYPE, ndim, shape, rng);
     for (size_t i = 0; x && i < x->size; i++) x->data[i] = (tg_real)tg_rng_normal(rng);
     return x;
 }
@@ -168,13 +168,13 @@ tg_tensor *tg_randn(tg_tape *t, int ndim, const int *shape, tg_rng *rng)
 tg_tensor *tg_randint(tg_tape *t, int64_t low, int64_t high, int ndim, const int *shape, tg_rng *rng)
 {
     const char *op = "tg_randint";
-    const int64_t exact = (int64_t)1 << (sizeof(tg_real) == 4 ? 24 : 53);  /* integers tg_real holds exactly */
-    if (high <= low || high - low > (int64_t)UINT32_MAX + 1 || low < -exact || high > exact + 1)
-        return tg_fail(t, "%s: range [%lld, %lld) must be non-empty, at most 2^32 wide and within +-%lld (exact in %s)",
-                       op, (long long)low, (long long)high, (long long)exact, TG_REAL_NAME);
-    tg_tensor *x = random_out(t, op, ndim, shape, rng);
-    uint64_t span = (uint64_t)(high - low);
-    for (size_t i = 0; x && i < x->size; i++)
-        x->data[i] = (tg_real)(low + (int64_t)(span > UINT32_MAX ? tg_rng_u32(rng) : tg_rng_below(rng, (uint32_t)span)));
+    uint64_t span = (uint64_t)high - (uint64_t)low;  /* exact when high > low */
+    if (high <= low || span > (uint64_t)UINT32_MAX + 1)
+        return tg_fail(t, "%s: range [%lld, %lld) must be non-empty and at most 2^32 wide", op, (long long)low,
+                       (long long)high);
+    tg_tensor *x = random_out(t, op, TG_I64, ndim, shape, rng);
+    int64_t *v = x ? tg_data(x, TG_I64) : NULL;
+    for (size_t i = 0; v && i < x->size; i++)
+        v[i] = (int64_t)((uint64_t)low + (span > UINT32_MAX ? tg_rng_u32(rng) : tg_rng_below(rng, (uint32_t)span)));
     return x;
 }

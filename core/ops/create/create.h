@@ -44,8 +44,8 @@ tg_tensor *tg_eye_dtype(tg_tape *t, tg_dtype dt, int n, int m);
 tg_tensor *tg_rand(tg_tape *t, int ndim, const int *shape, tg_rng *rng);
 /* Standard normal. */
 tg_tensor *tg_randn(tg_tape *t, int ndim, const int *shape, tg_rng *rng);
-/* Uniform integers in [low, high), as tg_real: the range must be exactly
- * representable (|values| <= 2^24 in float32, 2^53 in double). */
+/* Uniform integers in [low, high) as an int64 tensor (torch.randint's
+ * dtype), exact anywhere in int64; the range is at most 2^32 wide. */
 tg_tensor *tg_randint(tg_tape *t, int64_t low, int64_t high, int ndim, const int *shape, tg_rng *rng);
 
 #ifdef __cplusplus

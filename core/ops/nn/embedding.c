@@ -1,6 +1,6 @@
 /* tapegrad: embedding lookup.
  *
- * out [..., D] = weight [V, D] rows picked by ids [...] (a tg_index, int32 or int64).
+ * out [..., D] = weight [V, D] rows picked by ids [...] (int64 or int32).
  * Backward scatter-adds: dweight[ids[i]] += dout[i] (a repeated id gets the
  * sum of its rows' grads).
  */
@@ -12,7 +12,7 @@
 #include "../ops.h"
 
 typedef struct embedding_ctx {
-    const int32_t *ids;  /* [n] arena copy: the caller may reuse its array */
+    const int32_t *ids;  /* [n] arena copy: the caller may change its ids at once */
     int n;
 } embedding_ctx;
 
@@ -33,44 +33,35 @@ TG_BACKWARD(embedding_backward, embedding_ctx)
 
 TG_OP(embedding_op, "tg_embedding", embedding_backward, embedding_ctx);
 
-static int64_t id_at(const tg_index *ids, size_t i)
-{
-    return ids->i64 ? ((const int64_t *)ids->data)[i] : ((const int32_t *)ids->data)[i];
-}
-
-tg_tensor *tg_embedding(tg_tape *t, tg_tensor *weight, const tg_index *ids)
+tg_tensor *tg_embedding(tg_tape *t, tg_tensor *weight, const tg_tensor *ids)
 {
     TG_DISPATCH(tg_embedding, weight, (t, weight, ids));
-    if (!tg_inputs_check(t, &embedding_op, &weight, 1, 1)) return NULL;
-    if (!ids) return tg_fail_null(t, embedding_op.name);
+    if (!tg_inputs_check(t, &embedding_op, &weight, 1, 1) || !tg_index_check(t, &embedding_op, ids, "ids"))
+        return NULL;
     char sw[TG_SHAPE_STR], si[TG_SHAPE_STR];
     if (weight->ndim != 2)
         return tg_op_fail(t, &embedding_op, "weight must be [V, D], got %s", tg_shape_str(weight, sw));
-    size_t N;
-    if (ids->ndim >= TG_MAX_DIMS || !tg_shape_size(ids->ndim, ids->shape, &N) || N > INT_MAX)
-        return tg_op_fail(t, &embedding_op, "ids has an invalid shape (%d dims, at most %d, sizes >= 0; weight %s)",
-                       ids->ndim, TG_MAX_DIMS - 1, tg_shape_str(weight, sw));
-    if (N && !ids->data) return tg_op_fail(t, &embedding_op, "ids' data is NULL (weight %s)", tg_shape_str(weight, sw));
+    size_t N = ids->size;
+    if (ids->ndim >= TG_MAX_DIMS || N > INT_MAX)
+        return tg_op_fail(t, &embedding_op, "ids %s has too many dims or elements (at most %d dims; weight %s)",
+                          tg_shape_str(ids, si), TG_MAX_DIMS - 1, tg_shape_str(weight, sw));
     int V = weight->shape[0], D = weight->shape[1], shape[TG_MAX_DIMS];
     for (size_t i = 0; i < N; i++) {
-        int64_t v = id_at(ids, i);
-        if (v < 0 || v >= V) {
-            tg_tensor h = {.ndim = ids->ndim};
-            memcpy(h.shape, ids->shape, sizeof h.shape);
+        int64_t v = tg_index_at(ids, i);
+        if (v < 0 || v >= V)
             return tg_op_fail(t, &embedding_op, "id %lld at position %zu is out of range [0, %d) (weight %s, ids %s)",
-                           (long long)v, i, V, tg_shape_str(weight, sw), tg_shape_str(&h, si));
-        }
+                              (long long)v, i, V, tg_shape_str(weight, sw), tg_shape_str(ids, si));
     }
     memcpy(shape, ids->shape, (size_t)ids->ndim * sizeof *shape);
     shape[ids->ndim] = D;
     tg_tensor *out = tg_new(t, &embedding_op, ids->ndim + 1, shape);
     if (!out) return NULL;
     for (size_t i = 0; i < N; i++)
-        memcpy(out->data + i * D, weight->data + (size_t)id_at(ids, i) * D, (size_t)D * sizeof(tg_real));
+        memcpy(out->data + i * D, weight->data + (size_t)tg_index_at(ids, i) * D, (size_t)D * sizeof(tg_real));
     if (tg_needs_grad(t, &weight, 1)) {
         int32_t *saved = tg_arena_alloc(t, (N ? N : 1) * sizeof *saved, "tg_embedding saved ids");
         if (!saved) return NULL;
-        for (size_t i = 0; i < N; i++) saved[i] = (int32_t)id_at(ids, i);
+        for (size_t i = 0; i < N; i++) saved[i] = (int32_t)tg_index_at(ids, i);
         if (!tg_op_record(t, &embedding_op, out, &weight, 1, &(embedding_ctx){saved, (int)N})) return NULL;
     }
     return tg_op_done(t, &embedding_op, out);

@@ -36,11 +36,10 @@ tg_tensor *tg_layernorm(tg_tape *t, tg_tensor *x, tg_tensor *weight, tg_tensor *
 tg_tensor *tg_rmsnorm(tg_tape *t, tg_tensor *x, tg_tensor *weight, double eps);
 
 /* ---- indexing (core/ops/nn/embedding.c) -------------------------------------------
- * F.embedding: rows of weight [V, D] picked by ids, an index of any shape
- * [...] up to 7 dims (tg_index, core/ops/shape/shape.h; each id checked in
- * [0, V)): out is [..., D]. Backward scatter-adds (repeated ids accumulate). */
-typedef struct tg_index tg_index;
-tg_tensor *tg_embedding(tg_tape *t, tg_tensor *weight, const tg_index *ids);
+ * F.embedding: rows of weight [V, D] picked by ids, an int64 (PyTorch's) or
+ * int32 tensor of any shape [...] up to 7 dims (each id checked in [0, V)):
+ * out is [..., D]. Backward scatter-adds (repeated ids accumulate). */
+tg_tensor *tg_embedding(tg_tape *t, tg_tensor *weight, const tg_tensor *ids);
 
 /* ---- dropout (core/ops/nn/dropout.c) -----------------------------------------
  * Zeroes each element with probability p and scales the rest by 1/(1-p);

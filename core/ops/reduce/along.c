@@ -90,10 +90,10 @@ tg_tensor *tg_along_apply(tg_tape *t, const tg_along_kind *k, tg_tensor *a, int 
     along_job j = {k, n, m, inner, c.p, a->data, NULL, NULL, out->data, NULL, idx, w};
     tg_parallel_range(outer * inner, along_ns(n), along_piece, &j);
     tg_arena_release(t, w, wbytes);
-    if (idx_out) {
-        tg_tensor *ix = tg_new(t, &k->op, nd, shape);
+    if (idx_out) {  /* a copy: the caller may change it before backward reads idx */
+        tg_tensor *ix = tg_new_op(t, &k->op, TG_I64, nd, shape);
         if (!ix) return NULL;
-        for (size_t e = 0; e < out->size; e++) ix->data[e] = (tg_real)idx[e];
+        memcpy(ix->data, idx, out->size * sizeof *idx);
         *idx_out = ix;
     }
     c.idx = idx;

@@ -46,7 +46,7 @@ tg_tensor *tg_logsumexp_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
  * 1, 2 or INFINITY (its grad at ties of the inf norm is shared evenly, at a
  * zero 2-norm 0). amax / amin are torch.amax / amin: NaN if any, the grad
  * shared evenly among the elements equal to the result. argmax / argmin give the index of the first extreme (the
- * first NaN) as a value of a tensor (tapegrad has one dtype), never a grad.
+ * first NaN) as an int64 tensor, never a grad.
  * For every element, reshape a to [-1] and reduce dim 0. */
 tg_tensor *tg_prod_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
 tg_tensor *tg_var_dim(tg_tape *t, tg_tensor *a, int dim, double correction, bool keepdim);
@@ -60,8 +60,8 @@ tg_tensor *tg_argmin(tg_tape *t, tg_tensor *a, int dim, bool keepdim);
 /* ---- scans, sort, topk along a dim (core/ops/reduce/scan.c) ------------------------
  * Out has a's shape (topk: k along dim). cumprod's grad is exact with zeros.
  * sort / topk: values with grads (each goes back to where it came from);
- * *indices, when not NULL, gets the source indices as a tensor of out's
- * shape without a grad. NaN sorts above every number (PyTorch); equal
+ * *indices, when not NULL, gets the source indices as an int64 tensor of
+ * out's shape (never a grad). NaN sorts above every number (PyTorch); equal
  * values keep their order (PyTorch's stable=True; its topk leaves the order
  * of ties unspecified). topk's out is always sorted; k in [0, n]. */
 tg_tensor *tg_cumsum(tg_tape *t, tg_tensor *a, int dim);

@@ -9,7 +9,7 @@
  *   norm p=2   y = sqrt(sum x^2)                   dx = g x / y; 0 where y = 0
  *   norm p=inf y = max |x|                         dx = g sign(x) / k at the k elements with |x| = y
  *   amax       y = max_k x_k (NaN if any)          dx = g / k at the k elements equal to y (amin alike)
- *   argmax     index of the first maximum (first NaN); no grad
+ *   argmax     index of the first maximum (first NaN), int64; no grad
  * c is the correction (1: Bessel's); n - c <= 0 divides by 0 (inf or NaN,
  * as PyTorch). Sums are in double. The zero-grad rules are PyTorch's.
  */
@@ -121,13 +121,14 @@ static void norm_bwd(const tg_real *x, size_t n, size_t m, size_t s, const tg_re
     }
 }
 
-/* p = {1 for argmax} */
+/* p = {1 for argmax}: the index into idx (the op's int64 output); y unused
+ * (0: no NaN for anomaly mode to find) */
 static void arg_fwd(const tg_real *x, size_t n, size_t m, size_t s, tg_real *y, int64_t *idx, const double *p,
                     void *w)
 {
-    (void)w;
-    (void)m, (void)idx;
-    y[0] = (tg_real)first_extreme(x, n, s, p[0] != 0);
+    (void)w, (void)m;
+    idx[0] = (int64_t)first_extreme(x, n, s, p[0] != 0);
+    y[0] = 0;
 }
 
 /* p = {1 for amax}: the extreme (NaN if any); its grad is shared evenly
@@ -156,12 +157,13 @@ static const tg_along_kind std_k = {TG_ALONG_OP("tg_std_dim"), false, 0, var_fwd
 static const tg_along_kind norm_k = {TG_ALONG_OP("tg_norm_dim"), false, 0, norm_fwd, norm_bwd};
 static const tg_along_kind amax_k = {TG_ALONG_OP("tg_amax"), false, 0, amax_fwd, amax_bwd};
 static const tg_along_kind amin_k = {TG_ALONG_OP("tg_amin"), false, 0, amax_fwd, amax_bwd};
-static const tg_along_kind argmax_k = {{"tg_argmax", NULL, 0}, false, 0, arg_fwd, NULL};
-static const tg_along_kind argmin_k = {{"tg_argmin", NULL, 0}, false, 0, arg_fwd, NULL};
+static const tg_along_kind argmax_k = {{"tg_argmax", NULL, 0}, true, 0, arg_fwd, NULL};
+static const tg_along_kind argmin_k = {{"tg_argmin", NULL, 0}, true, 0, arg_fwd, NULL};
 
-/* one value per slice; empty_ok false: an empty dim is an error (`what`: no minimum ...) */
-static tg_tensor *reduce(tg_tape *t, const tg_along_kind *k, tg_tensor *a, int dim, bool keepdim, double p0,
-                         double p1, const char *empty_err)
+/* one value per slice; empty_err not NULL: an empty dim is an error (`what`: no minimum ...);
+ * idx_out as tg_along_apply's */
+static tg_tensor *reduce_idx(tg_tape *t, const tg_along_kind *k, tg_tensor *a, int dim, bool keepdim, double p0,
+                             double p1, const char *empty_err, tg_tensor **idx_out)
 {
     const char *op = k->op.name;
     if (!tg_inputs_check(t, &k->op, &a, 1, 1)) return NULL;
@@ -171,7 +173,19 @@ static tg_tensor *reduce(tg_tape *t, const tg_along_kind *k, tg_tensor *a, int d
         char sa[TG_SHAPE_STR];
         return tg_fail(t, "%s: dim %d of a %s has size 0: %s", op, dim, tg_shape_str(a, sa), empty_err);
     }
-    return tg_along_apply(t, k, a, d, 1, keepdim, (double[TG_ALONG_PARAMS]){p0, p1}, NULL);
+    return tg_along_apply(t, k, a, d, 1, keepdim, (double[TG_ALONG_PARAMS]){p0, p1}, idx_out);
+}
+static tg_tensor *reduce(tg_tape *t, const tg_along_kind *k, tg_tensor *a, int dim, bool keepdim, double p0,
+                         double p1, const char *empty_err)
+{
+    return reduce_idx(t, k, a, dim, keepdim, p0, p1, empty_err, NULL);
+}
+/* argmax / argmin: the int64 indices (the float output beside them is dropped) */
+static tg_tensor *arg_reduce(tg_tape *t, const tg_along_kind *k, tg_tensor *a, int dim, bool keepdim, double p0,
+                             const char *empty_err)
+{
+    tg_tensor *ix = NULL;
+    return reduce_idx(t, k, a, dim, keepdim, p0, 0, empty_err, &ix) ? ix : NULL;
 }
 
 tg_tensor *tg_prod_dim(tg_tape *t, tg_tensor *a, int dim, bool keepdim)
@@ -211,10 +225,10 @@ tg_tensor *tg_amin(tg_tape *t, tg_tensor *a, int dim, bool keepdim)
 tg_tensor *tg_argmax(tg_tape *t, tg_tensor *a, int dim, bool keepdim)
 {
     TG_DISPATCH(tg_argmax, a, (t, a, dim, keepdim));
-    return reduce(t, &argmax_k, a, dim, keepdim, 1, 0, "no maximum");
+    return arg_reduce(t, &argmax_k, a, dim, keepdim, 1, "no maximum");
 }
 tg_tensor *tg_argmin(tg_tape *t, tg_tensor *a, int dim, bool keepdim)
 {
     TG_DISPATCH(tg_argmin, a, (t, a, dim, keepdim));
-    return reduce(t, &argmin_k, a, dim, keepdim, 0, 0, "no minimum");
+    return arg_reduce(t, &argmin_k, a, dim, keepdim, 0, "no minimum");
 }

@@ -1,5 +1,5 @@
-/* tapegrad: indexing along a dim with integer index arrays (tg_index:
- * int32 or int64). With g = d out:
+/* tapegrad: indexing along a dim with integer index tensors (int64 or
+ * int32, tg_index_check). With g = d out:
  *   gather(a, d, ix)          out[i] = a[i with i_d = ix[i]]            d a[i with i_d = ix[i]] += g[i]
  *   scatter_add(a, d, ix, s)  out = a; out[i with i_d = ix[i]] += s[i]  d a = g; d s[i] += g[i with i_d = ix[i]]
  *   index_select(a, d, ix)    out[.., j, ..] = a[.., ix[j], ..]         d a[.., ix[j], ..] += g[.., j, ..]
@@ -8,7 +8,7 @@
  * Every index is checked against its dim before anything is written; an
  * error names the index, its position and the dim. gather and scatter_add
  * save one offset per index element, index_select and index_add a copy of
- * the indices, so the caller may reuse its arrays at once. Repeated indices
+ * the indices, so the caller may change its index tensor at once. Repeated indices
  * accumulate, in index order (the bits do not depend on threads).
  */
 #include <inttypes.h>
@@ -18,62 +18,34 @@
 #include "../internal.h"
 #include "../ops.h"
 
-static int64_t index_at(const tg_index *ix, size_t i)
-{
-    return ix->i64 ? ((const int64_t *)ix->data)[i] : ((const int32_t *)ix->data)[i];
-}
-
-/* ix's shape valid and data present; its element count in *n. */
-bool tg_index_valid(tg_tape *t, const char *op, const tg_index *ix, size_t *n)
-{
-    if (!ix) return tg_fail(t, "%s: the index is NULL", op), false;
-    if (!tg_shape_size(ix->ndim, ix->shape, n))
-        return tg_fail(t, "%s: the index has an invalid shape (%d dims, at most %d, sizes >= 0)", op, ix->ndim,
-                       TG_MAX_DIMS), false;
-    if (*n && !ix->data) return tg_fail(t, "%s: the index's data is NULL", op), false;
-    return true;
-}
-
-/* "[2,3]" of an index */
-static const char *index_shape(const tg_index *ix, char *buf)
-{
-    tg_tensor h = {.ndim = ix->ndim};
-    memcpy(h.shape, ix->shape, sizeof h.shape);
-    return tg_shape_str(&h, buf);
-}
-
 /* For gather and scatter_add: per index element i (row-major over ix's
  * shape), xoff[i] = its element of x (i with i_d = ix[i]) and, when soff is
  * not NULL, soff[i] = its element of src (i itself in src's shape). Checks
  * ix's dims against x (and src) and every index against x's dim d. */
-bool tg_index_offsets(tg_tape *t, const char *op, const tg_index *ix0, int d, const tg_tensor *x0,
-                          const tg_tensor *src0, size_t *xoff, size_t *soff)
+bool tg_index_offsets(tg_tape *t, const char *op, const tg_tensor *ix0, int d, const tg_tensor *x0,
+                      const tg_tensor *src0, size_t *xoff, size_t *soff)
 {
     char sx[TG_SHAPE_STR], si[TG_SHAPE_STR], ss[TG_SHAPE_STR];
     /* a 0-d a, src or index is read as [1] (PyTorch's gather and scatter_add) */
-    tg_index ix1 = *ix0;
-    tg_tensor x1 = *x0, s1 = src0 ? *src0 : x1;
+    tg_tensor ix1 = *ix0, x1 = *x0, s1 = src0 ? *src0 : x1;
     if (!ix1.ndim) ix1.ndim = 1, ix1.shape[0] = 1;
     if (!x1.ndim) x1.ndim = 1, x1.shape[0] = 1;
     if (!s1.ndim) s1.ndim = 1, s1.shape[0] = 1;
-    const tg_index *ix = &ix1;
-    const tg_tensor *x = &x1, *src = src0 ? &s1 : NULL;
+    const tg_tensor *ix = &ix1, *x = &x1, *src = src0 ? &s1 : NULL;
     bool fits = ix->ndim == x->ndim && (!src || src->ndim == x->ndim);
     for (int k = 0; fits && k < ix->ndim; k++)
         fits = (k == d || ix->shape[k] <= x->shape[k]) && (!src || ix->shape[k] <= src->shape[k]);
     if (!fits)
         return tg_fail(t, "%s: index %s does not fit a %s%s%s (same number of dims, no larger than a but along "
-                          "dim %d%s)", op, index_shape(ix0, si), tg_shape_str(x0, sx), src ? " and src " : "",
+                          "dim %d%s)", op, tg_shape_str(ix0, si), tg_shape_str(x0, sx), src ? " and src " : "",
                        src ? tg_shape_str(src0, ss) : "", d, src ? ", no larger than src" : ""), false;
     ptrdiff_t xst[TG_MAX_DIMS], sst[TG_MAX_DIMS];
     tg_strides(x->ndim, x->shape, xst);
     if (src) tg_strides(src->ndim, src->shape, sst);
     int i_k[TG_MAX_DIMS] = {0};
-    size_t n;
-    tg_shape_size(ix->ndim, ix->shape, &n);
     size_t xo = 0, so = 0;  /* offsets of i without the d term in x; of i in src */
-    for (size_t i = 0; i < n; i++) {
-        int64_t v = index_at(ix, i);
+    for (size_t i = 0; i < ix->size; i++) {
+        int64_t v = tg_index_at(ix, i);
         if (v < 0 || v >= x->shape[d])
             return tg_fail(t, "%s: index %" PRId64 " at position %zu is out of range for dim %d (size %d) of a %s",
                            op, v, i, d, x->shape[d], tg_shape_str(x0, sx)), false;
@@ -139,14 +111,14 @@ static size_t *offsets_alloc(tg_tape *t, const char *op, size_t n, size_t **soff
     return x;
 }
 
-tg_tensor *tg_gather(tg_tape *t, tg_tensor *a, int dim, const tg_index *ix)
+tg_tensor *tg_gather(tg_tape *t, tg_tensor *a, int dim, const tg_tensor *ix)
 {
     TG_DISPATCH(tg_gather, a, (t, a, dim, ix));
     const char *op = gather_op.name;
-    if (!tg_inputs_check(t, &gather_op, &a, 1, 1)) return NULL;
+    if (!tg_inputs_check(t, &gather_op, &a, 1, 1) || !tg_index_check(t, &gather_op, ix, "the index")) return NULL;
     int d;
-    size_t n;
-    if (!tg_index_valid(t, op, ix, &n) || !tg_dim_resolve(t, op, a, dim, a->ndim ? a->ndim : 1, &d)) return NULL;
+    size_t n = ix->size;
+    if (!tg_dim_resolve(t, op, a, dim, a->ndim ? a->ndim : 1, &d)) return NULL;
     size_t *xoff = offsets_alloc(t, op, n, NULL);
     if (!xoff || !tg_index_offsets(t, op, ix, d, a, NULL, xoff, NULL)) return NULL;
     tg_tensor *out = tg_new(t, &gather_op, ix->ndim, ix->shape);
@@ -156,15 +128,16 @@ tg_tensor *tg_gather(tg_tape *t, tg_tensor *a, int dim, const tg_index *ix)
     return tg_op_done(t, &gather_op, out);
 }
 
-tg_tensor *tg_scatter_add(tg_tape *t, tg_tensor *a, int dim, const tg_index *ix, tg_tensor *src)
+tg_tensor *tg_scatter_add(tg_tape *t, tg_tensor *a, int dim, const tg_tensor *ix, tg_tensor *src)
 {
     TG_DISPATCH(tg_scatter_add, a, (t, a, dim, ix, src));
     const char *op = scatter_add_op.name;
     tg_tensor *in[2] = {a, src};
-    if (!tg_inputs_check(t, &scatter_add_op, in, 2, 2)) return NULL;
+    if (!tg_inputs_check(t, &scatter_add_op, in, 2, 2) || !tg_index_check(t, &scatter_add_op, ix, "the index"))
+        return NULL;
     int d;
-    size_t n;
-    if (!tg_index_valid(t, op, ix, &n) || !tg_dim_resolve(t, op, a, dim, a->ndim ? a->ndim : 1, &d)) return NULL;
+    size_t n = ix->size;
+    if (!tg_dim_resolve(t, op, a, dim, a->ndim ? a->ndim : 1, &d)) return NULL;
     size_t *soff, *xoff = offsets_alloc(t, op, n, &soff);
     if (!xoff || !tg_index_offsets(t, op, ix, d, a, src, xoff, soff)) return NULL;
     tg_tensor *out = tg_new_like(t, &scatter_add_op, a);
@@ -231,19 +204,22 @@ TG_BACKWARD(index_add_backward, slices_ctx)
 TG_OP(index_select_op, "tg_index_select", index_select_backward, slices_ctx);
 TG_OP(index_add_op, "tg_index_add", index_add_backward, slices_ctx);
 
-/* Checks a 0-d or 1-D ix against dim d of a and copies it into the arena. */
-static bool slices_plan(tg_tape *t, const char *op, tg_tensor *a, int dim, const tg_index *ix, slices_ctx *c)
+/* Checks a 0-d or 1-D ix against dim d of a and copies it into the arena
+ * (a and the op's inputs checked). */
+static bool slices_plan(tg_tape *t, const tg_op *rec, tg_tensor *a, int dim, const tg_tensor *ix, slices_ctx *c)
 {
+    const char *op = rec->name;
     char sa[TG_SHAPE_STR], si[TG_SHAPE_STR];
-    size_t n;
-    if (!tg_index_valid(t, op, ix, &n) || !tg_dim_resolve(t, op, a, dim, a->ndim ? a->ndim : 1, &c->dim)) return false;
+    if (!tg_index_check(t, rec, ix, "the index") || !tg_dim_resolve(t, op, a, dim, a->ndim ? a->ndim : 1, &c->dim))
+        return false;
+    size_t n = ix->size;
     if (a->ndim == 0) return tg_fail(t, "%s: a %s has no dim to index", op, tg_shape_str(a, sa)), false;
     if (ix->ndim > 1 || n > INT32_MAX)
-        return tg_fail(t, "%s: the index %s must be 1-D (a %s)", op, index_shape(ix, si), tg_shape_str(a, sa)), false;
+        return tg_fail(t, "%s: the index %s must be 1-D (a %s)", op, tg_shape_str(ix, si), tg_shape_str(a, sa)), false;
     int64_t *copy = tg_arena_alloc(t, (n ? n : 1) * sizeof *copy, op);
     if (!copy) return false;
     for (size_t j = 0; j < n; j++) {
-        copy[j] = index_at(ix, j);
+        copy[j] = tg_index_at(ix, j);
         if (copy[j] < 0 || copy[j] >= a->shape[c->dim])
             return tg_fail(t, "%s: index %" PRId64 " at position %zu is out of range for dim %d (size %d) of a %s", op,
                            copy[j], j, c->dim, a->shape[c->dim], tg_shape_str(a, sa)), false;
@@ -253,13 +229,12 @@ static bool slices_plan(tg_tape *t, const char *op, tg_tensor *a, int dim, const
     return true;
 }
 
-tg_tensor *tg_index_select(tg_tape *t, tg_tensor *a, int dim, const tg_index *ix)
+tg_tensor *tg_index_select(tg_tape *t, tg_tensor *a, int dim, const tg_tensor *ix)
 {
     TG_DISPATCH(tg_index_select, a, (t, a, dim, ix));
-    const char *op = index_select_op.name;
     if (!tg_inputs_check(t, &index_select_op, &a, 1, 1)) return NULL;
     slices_ctx c = {.alpha = 1};
-    if (!slices_plan(t, op, a, dim, ix, &c)) return NULL;
+    if (!slices_plan(t, &index_select_op, a, dim, ix, &c)) return NULL;
     int shape[TG_MAX_DIMS];
     memcpy(shape, a->shape, sizeof shape);
     shape[c.dim] = c.n;
@@ -270,20 +245,19 @@ tg_tensor *tg_index_select(tg_tape *t, tg_tensor *a, int dim, const tg_index *ix
     return tg_op_done(t, &index_select_op, out);
 }
 
-tg_tensor *tg_index_add(tg_tape *t, tg_tensor *a, int dim, const tg_index *ix, tg_tensor *src, double alpha)
+tg_tensor *tg_index_add(tg_tape *t, tg_tensor *a, int dim, const tg_tensor *ix, tg_tensor *src, double alpha)
 {
     TG_DISPATCH(tg_index_add, a, (t, a, dim, ix, src, alpha));
-    const char *op = index_add_op.name;
     tg_tensor *in[2] = {a, src};
     if (!tg_inputs_check(t, &index_add_op, in, 2, 2)) return NULL;
     slices_ctx c = {.alpha = alpha};
-    if (!slices_plan(t, op, a, dim, ix, &c)) return NULL;
+    if (!slices_plan(t, &index_add_op, a, dim, ix, &c)) return NULL;
     bool fits = src->ndim == a->ndim;
     for (int k = 0; fits && k < a->ndim; k++) fits = src->shape[k] == (k == c.dim ? c.n : a->shape[k]);
     if (!fits) {
         char sa[TG_SHAPE_STR], ss[TG_SHAPE_STR];
-        return tg_fail(t, "%s: src %s must be a %s with dim %d of size %d (the index's length)", op,
-                       tg_shape_str(src, ss), tg_shape_str(a, sa), c.dim, c.n);
+        return tg_op_fail(t, &index_add_op, "src %s must be a %s with dim %d of size %d (the index's length)",
+                          tg_shape_str(src, ss), tg_shape_str(a, sa), c.dim, c.n);
     }
     tg_tensor *out = tg_new_like(t, &index_add_op, a);
     if (!out) return NULL;

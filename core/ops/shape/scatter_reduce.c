@@ -111,18 +111,19 @@ static void factors(tg_scatter_reduce_mode r, bool self, const tg_tensor *a, con
             if (cnt[p]) ka[p] = 0;
 }
 
-tg_tensor *tg_scatter_reduce(tg_tape *t, tg_tensor *a, int dim, const tg_index *ix, tg_tensor *src,
+tg_tensor *tg_scatter_reduce(tg_tape *t, tg_tensor *a, int dim, const tg_tensor *ix, tg_tensor *src,
                              tg_scatter_reduce_mode reduce, bool include_self)
 {
     TG_DISPATCH(tg_scatter_reduce, a, (t, a, dim, ix, src, reduce, include_self));
     const char *op = scatter_reduce_op.name;
     tg_tensor *in[2] = {a, src};
-    if (!tg_inputs_check(t, &scatter_reduce_op, in, 2, 2)) return NULL;
+    if (!tg_inputs_check(t, &scatter_reduce_op, in, 2, 2) || !tg_index_check(t, &scatter_reduce_op, ix, "the index"))
+        return NULL;
     if ((unsigned)reduce > TG_SCATTER_AMIN)
         return tg_fail(t, "%s: reduce %d is not one of TG_SCATTER_SUM, _PROD, _MEAN, _AMAX, _AMIN", op, (int)reduce);
     int d;
-    size_t n;
-    if (!tg_index_valid(t, op, ix, &n) || !tg_dim_resolve(t, op, a, dim, a->ndim ? a->ndim : 1, &d)) return NULL;
+    size_t n = ix->size;
+    if (!tg_dim_resolve(t, op, a, dim, a->ndim ? a->ndim : 1, &d)) return NULL;
     size_t m = a->size;
     size_t *xoff = tg_arena_alloc(t, (n ? 2 * n : 1) * sizeof *xoff, op);
     tg_real *cnt = xoff ? tg_arena_scratch(t, (m ? 3 * m : 1) * sizeof *cnt, op) : NULL;

@@ -98,13 +98,13 @@ tg_tensor *tg_nonzero(tg_tape *t, tg_tensor *a)
     size_t n = 0;
     for (size_t i = 0; i < a->size; i++) n += a->data[i] != 0;
     if (n > INT32_MAX) return tg_fail(t, "%s: %zu nonzero elements, more than a dim holds", op, n);
-    tg_tensor *out = tg_new(t, &nonzero_op, 2, (int[]){(int)n, a->ndim});
+    tg_tensor *out = tg_new_op(t, &nonzero_op, TG_I64, 2, (int[]){(int)n, a->ndim});
     if (!out) return NULL;
-    tg_real *o = out->data;
+    int64_t *o = tg_data(out, TG_I64);
     int i_k[TG_MAX_DIMS] = {0};
     for (size_t i = 0; i < a->size; i++) {
         if (a->data[i] != 0)
-            for (int k = 0; k < a->ndim; k++) *o++ = (tg_real)i_k[k];
+            for (int k = 0; k < a->ndim; k++) *o++ = i_k[k];
         for (int k = a->ndim - 1; k >= 0; k--) {
             if (++i_k[k] < a->shape[k]) break;
             i_k[k] = 0;

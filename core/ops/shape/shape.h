@@ -93,26 +93,22 @@ tg_tensor *tg_repeat(tg_tape *t, tg_tensor *a, const int *reps, int n);
  * backward sums over the stretched dims. */
 tg_tensor *tg_expand(tg_tape *t, tg_tensor *a, int ndim, const int *shape);
 
-/* An integer index array: int32_t or int64_t values, row-major. */
-typedef struct tg_index {
-    const void *data;
-    bool i64;                 /* data is int64_t (else int32_t) */
-    int ndim;
-    int shape[TG_MAX_DIMS];
-} tg_index;
+/* Indexing along dim by an index tensor of int64 (PyTorch's) or int32; any
+ * other dtype is an error naming the op and the dtype. An index never takes
+ * a grad. */
 /* torch.gather: ix has a's number of dims, no larger than a but along dim;
  * out has ix's shape, out[i] = a[i with i_dim = ix[i]]. A 0-d a or ix is
  * read as [1] (scatter_add too), as PyTorch. */
-tg_tensor *tg_gather(tg_tape *t, tg_tensor *a, int dim, const tg_index *ix);
+tg_tensor *tg_gather(tg_tape *t, tg_tensor *a, int dim, const tg_tensor *ix);
 /* a.scatter_add(dim, ix, src): out = a, then out[i with i_dim = ix[i]] +=
  * src[i] for every i of ix (no larger than src, nor than a but along dim). */
-tg_tensor *tg_scatter_add(tg_tape *t, tg_tensor *a, int dim, const tg_index *ix, tg_tensor *src);
+tg_tensor *tg_scatter_add(tg_tape *t, tg_tensor *a, int dim, const tg_tensor *ix, tg_tensor *src);
 /* torch.index_select: ix 1-D [n]; out is a with dim of size n, its slice j
  * a's slice ix[j]. */
-tg_tensor *tg_index_select(tg_tape *t, tg_tensor *a, int dim, const tg_index *ix);
+tg_tensor *tg_index_select(tg_tape *t, tg_tensor *a, int dim, const tg_tensor *ix);
 /* a.index_add(dim, ix, src, alpha=alpha): out = a, then out's slice ix[j]
  * += alpha * src's slice j; src is a with dim of size n. */
-tg_tensor *tg_index_add(tg_tape *t, tg_tensor *a, int dim, const tg_index *ix, tg_tensor *src, double alpha);
+tg_tensor *tg_index_add(tg_tape *t, tg_tensor *a, int dim, const tg_tensor *ix, tg_tensor *src, double alpha);
 /* a.scatter_reduce(dim, ix, src, reduce, include_self=include_self)
  * (core/ops/shape/scatter_reduce.c): ix and src as tg_scatter_add; each
  * position an index names reduces the src values sent to it, with a's value
@@ -122,7 +118,7 @@ tg_tensor *tg_index_add(tg_tape *t, tg_tensor *a, int dim, const tg_index *ix, t
 typedef enum tg_scatter_reduce_mode {
     TG_SCATTER_SUM, TG_SCATTER_PROD, TG_SCATTER_MEAN, TG_SCATTER_AMAX, TG_SCATTER_AMIN
 } tg_scatter_reduce_mode;
-tg_tensor *tg_scatter_reduce(tg_tape *t, tg_tensor *a, int dim, const tg_index *ix, tg_tensor *src,
+tg_tensor *tg_scatter_reduce(tg_tape *t, tg_tensor *a, int dim, const tg_tensor *ix, tg_tensor *src,
                              tg_scatter_reduce_mode reduce, bool include_self);
 
 /* ---- selection by a mask (core/ops/shape/select.c) ------------------------------
@@ -130,8 +126,8 @@ tg_tensor *tg_scatter_reduce(tg_tape *t, tg_tensor *a, int dim, const tg_index *
  * elements of a (broadcast) where mask != 0, in row-major order; the grad
  * goes back to those elements (summed over a's stretched dims). */
 tg_tensor *tg_masked_select(tg_tape *t, tg_tensor *a, tg_tensor *mask);
-/* torch.nonzero: out [n, a->ndim] holds, as values, the index of each of a's
- * n nonzero elements in row-major order (NaN is nonzero). Never a grad. */
+/* torch.nonzero: out [n, a->ndim], int64, holds the index of each of a's n
+ * nonzero elements in row-major order (NaN is nonzero). Never a grad. */
 tg_tensor *tg_nonzero(tg_tape *t, tg_tensor *a);
 
 #ifdef __cplusplus
