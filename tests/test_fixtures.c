@@ -32,8 +32,6 @@ typedef struct fx {
     const char *family, *cas; /* file and current case */
     tg_safetensors *st;
     tg_tape *t;
-    void *scratch[8]; /* int arrays made for the current case */
-    int n_scratch;
 } fx;
 
 /* "<case>.<name>" or NULL. */
@@ -63,25 +61,6 @@ static double fx_param(const fx *f, const char *name, double dflt)
     snprintf(key, sizeof key, "%s.%s", f->cas, name);
     const char *v = tg_st_meta(f->st, key);
     return v ? strtod(v, NULL) : dflt;
-}
-
-/* An integer-valued tensor (stored as F64) as int32 or uint8 values, owned by
- * f until the case ends; NULL when absent. */
-static void *fx_ints(fx *f, const char *name, bool bytes, tg_tensor **x_out)
-{
-    tg_tensor *x = fx_get(f, name);
-    if (x_out) *x_out = x;
-    if (!x) return NULL;
-    cr_assert(f->n_scratch < 8);
-    void *p = malloc(x->size ? x->size * (bytes ? 1 : sizeof(int32_t)) : 1);
-    cr_assert(p);
-    for (size_t i = 0; i < x->size; i++) {
-        if (bytes)
-            ((uint8_t *)p)[i] = (uint8_t)x->data[i];
-        else
-            ((int32_t *)p)[i] = (int32_t)lrint((double)x->data[i]);
-    }
-    return f->scratch[f->n_scratch++] = p;
 }
 
 /* ---- runners: one per family, building the op from the case's tensors ---- */
@@ -482,7 +461,6 @@ static void check_case(fx *f, tg_tensor *(*run)(fx *f))
         cr_assert(x && g, "%s/%s: %s or its gradient is missing", f->family, f->cas, name);
         compare(f, key, x->grad, g, x->size);
     }
-    while (f->n_scratch) free(f->scratch[--f->n_scratch]);
 }
 
 /* Loads tests/fixtures/<family>.safetensors and checks every case in it. */
