@@ -320,7 +320,7 @@ static tg_tensor *ce_ex(tg_tape *t, const tg_op *op, tg_tensor *x, tg_tensor *ta
 tg_tensor *tg_cross_entropy_ex(tg_tape *t, tg_tensor *logits, tg_tensor *targets, tg_tensor *probs,
                                const tg_ce_opts *opts)
 {
-    TG_DISPATCH(tg_cross_entropy_ex, logits, (t, logits, targets, probs, opts));
+    TG_DISPATCH_SAME(tg_cross_entropy_ex, (t, logits, targets, probs, opts), logits, probs);
     return ce_ex(t, &ce_ex_op, logits, targets, probs, opts);
 }
 

@@ -137,7 +137,7 @@ tg_tensor *tg_l1_loss(tg_tape *t, tg_tensor *input, tg_tensor *target, tg_reduct
 }
 tg_tensor *tg_smooth_l1_loss(tg_tape *t, tg_tensor *input, tg_tensor *target, tg_reduction reduction, double beta)
 {
-    TG_DISPATCH(tg_smooth_l1_loss, input, (t, input, target, reduction, beta));
+    TG_DISPATCH_SAME(tg_smooth_l1_loss, (t, input, target, reduction, beta), input, target);
     if (t && !(beta >= 0)) return tg_op_fail(t, &smooth_l1_k.op, "beta %g must be >= 0", beta);
     if (beta == 0) return loss(t, &l1_k, (tg_tensor *[]){input, target}, NULL, 0, reduction);
     return loss(t, &smooth_l1_k, (tg_tensor *[]){input, target}, NULL, beta, reduction);
@@ -154,7 +154,7 @@ static tg_tensor *one(tg_tape *t) { return tg_tensor_from(t, (tg_real[]){1}, 0, 
 tg_tensor *tg_binary_cross_entropy(tg_tape *t, tg_tensor *input, tg_tensor *target, tg_tensor *weight,
                                    tg_reduction reduction)
 {
-    TG_DISPATCH(tg_binary_cross_entropy, input, (t, input, target, weight, reduction));
+    TG_DISPATCH_SAME(tg_binary_cross_entropy, (t, input, target, weight, reduction), input, target, weight);
     tg_tensor *in[3] = {input, target, weight};
     if (!tg_inputs_check(t, &bce_k.op, in, 3, 2)) return NULL;
     for (size_t i = 0; i < input->size; i++)
@@ -168,7 +168,7 @@ tg_tensor *tg_binary_cross_entropy(tg_tape *t, tg_tensor *input, tg_tensor *targ
 tg_tensor *tg_binary_cross_entropy_with_logits(tg_tape *t, tg_tensor *input, tg_tensor *target, tg_tensor *weight,
                                                tg_tensor *pos_weight, tg_reduction reduction)
 {
-    TG_DISPATCH(tg_binary_cross_entropy_with_logits, input, (t, input, target, weight, pos_weight, reduction));
+    TG_DISPATCH_SAME(tg_binary_cross_entropy_with_logits, (t, input, target, weight, pos_weight, reduction), input, target, weight, pos_weight);
     tg_tensor *in[4] = {input, target, pos_weight, weight};
     if (!tg_inputs_check(t, &bcel_k.op, in, 4, 2)) return NULL;
     if (!pos_weight && !(in[2] = one(t))) return NULL;

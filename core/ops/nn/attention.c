@@ -532,7 +532,7 @@ static sdpa_lay lay_contig(const sdpa_dims *d, int L, int w, int in, int group)
 tg_tensor *tg_sdpa(tg_tape *t, tg_tensor *q, tg_tensor *k, tg_tensor *v,
                    const tg_sdpa_opts *opts, tg_tensor **weights)
 {
-    TG_DISPATCH(tg_sdpa, q, (t, q, k, v, opts, weights));
+    TG_DISPATCH_SAME(tg_sdpa, (t, q, k, v, opts, weights), q, k, v);
     static const tg_sdpa_opts defaults = {0};
     const tg_sdpa_opts *o = opts ? opts : &defaults;
     tg_tensor *in[4] = {q, k, v, o->bias};
@@ -615,7 +615,7 @@ static sdpa_lay lay_packed(int L, int C, int col, int w, int in, int group)
 tg_tensor *tg_sdpa_heads(tg_tape *t, tg_tensor *xq, tg_tensor *xkv, const tg_sdpa_layout *lay,
                          const tg_sdpa_opts *opts, tg_tensor **weights)
 {
-    TG_DISPATCH(tg_sdpa_heads, xq, (t, xq, xkv, lay, opts, weights));
+    TG_DISPATCH_SAME(tg_sdpa_heads, (t, xq, xkv, lay, opts, weights), xq, xkv);
     static const tg_sdpa_opts defaults = {0};
     const tg_sdpa_opts *o = opts ? opts : &defaults;
     tg_tensor *in[3] = {xq, xkv, o->bias};

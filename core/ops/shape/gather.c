@@ -130,7 +130,7 @@ tg_tensor *tg_gather(tg_tape *t, tg_tensor *a, int dim, const tg_tensor *ix)
 
 tg_tensor *tg_scatter_add(tg_tape *t, tg_tensor *a, int dim, const tg_tensor *ix, tg_tensor *src)
 {
-    TG_DISPATCH(tg_scatter_add, a, (t, a, dim, ix, src));
+    TG_DISPATCH_SAME(tg_scatter_add, (t, a, dim, ix, src), a, src);
     const char *op = scatter_add_op.name;
     tg_tensor *in[2] = {a, src};
     if (!tg_inputs_check(t, &scatter_add_op, in, 2, 2) || !tg_index_check(t, &scatter_add_op, ix, "the index"))
@@ -247,7 +247,7 @@ tg_tensor *tg_index_select(tg_tape *t, tg_tensor *a, int dim, const tg_tensor *i
 
 tg_tensor *tg_index_add(tg_tape *t, tg_tensor *a, int dim, const tg_tensor *ix, tg_tensor *src, double alpha)
 {
-    TG_DISPATCH(tg_index_add, a, (t, a, dim, ix, src, alpha));
+    TG_DISPATCH_SAME(tg_index_add, (t, a, dim, ix, src, alpha), a, src);
     tg_tensor *in[2] = {a, src};
     if (!tg_inputs_check(t, &index_add_op, in, 2, 2)) return NULL;
     slices_ctx c = {.alpha = alpha};

@@ -114,7 +114,7 @@ static void factors(tg_scatter_reduce_mode r, bool self, const tg_tensor *a, con
 tg_tensor *tg_scatter_reduce(tg_tape *t, tg_tensor *a, int dim, const tg_tensor *ix, tg_tensor *src,
                              tg_scatter_reduce_mode reduce, bool include_self)
 {
-    TG_DISPATCH(tg_scatter_reduce, a, (t, a, dim, ix, src, reduce, include_self));
+    TG_DISPATCH_SAME(tg_scatter_reduce, (t, a, dim, ix, src, reduce, include_self), a, src);
     const char *op = scatter_reduce_op.name;
     tg_tensor *in[2] = {a, src};
     if (!tg_inputs_check(t, &scatter_reduce_op, in, 2, 2) || !tg_index_check(t, &scatter_reduce_op, ix, "the index"))
