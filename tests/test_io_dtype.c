@@ -606,3 +606,28 @@ Test(io_dtype, tapegrad_written_fixture_is_current)
     tg_st_free(back);
     tg_st_free(s);
 }
+
+/* Infinities written as F16 or BF16 are infinities (PyTorch's 0x7c00 / 0x7f80,
+ * signed), not whatever frexp leaves for them. */
+Test(io_dtype, infinities_write_as_half_infinities)
+{
+    tg_safetensors *s = tg_st_new(), *back = NULL;
+    tg_tensor *x = of_dtype(TG_F32, (double[]){INFINITY, -INFINITY}, 2);
+    cr_assert_eq(tg_st_add(s, "x", x), 0, "%s", tg_error());
+    const tg_dtype dts[] = {TG_F16, TG_BF16};
+    const uint16_t want[2][2] = {{0x7c00, 0xfc00}, {0x7f80, 0xff80}};
+    for (int k = 0; k < 2; k++) {
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        cr_assert_eq(tg_st_to_bytes(s, dts[k], &buf, &len), 0, "%s", tg_error());
+        cr_assert_eq(tg_st_parse_verify(buf, len, NULL, TG_ST_VERIFY_REQUIRED | TG_ST_KEEP_DTYPE, &back), 0, "%s",
+                     tg_error());
+        const uint16_t *h = tg_data(get(back, "x"), dts[k]);
+        cr_assert(h, "%s", tg_error());
+        cr_assert(h[0] == want[k][0] && h[1] == want[k][1], "%s: %#x %#x", tg_st_dtype_name(dts[k]), h[0], h[1]);
+        tg_free(buf);
+        tg_st_free(back);
+    }
+    tg_tensor_free(x);
+    tg_st_free(s);
+}
