@@ -114,7 +114,7 @@ const int64_t *tg_st_ints(const tg_safetensors *s, const char *name);
 /* Writes every float tensor as dtype, TG_F32, TG_F64, TG_F16 or TG_BF16 (a
  * wider one exactly; narrower ones round to nearest-even, as PyTorch does,
  * and overflow to infinity), and every integer and bool tensor as its own
- * dtype; with TG_ST_OWN_DTYPE every tensor as its own dtype. Atomic: "<path>.tmp.XXXXXX" (mkstemp)
+ * dtype; with TG_ST_OWN_DTYPE every tensor as its own dtype (bit for bit). Atomic: "<path>.tmp.XXXXXX" (mkstemp)
  * is written, flushed, fsync'ed, closed and renamed over path (then the
  * directory is fsync'ed, best effort); on any failure it is removed and an
  * existing file at path is untouched. A new file gets mode 0666 & ~umask, a
