@@ -286,6 +286,9 @@ static int replay(const char *dir, bool seeds)
         if (seeds && strncmp(e->d_name, "ok_", 3) == 0) cr_expect_eq(rc, 0, "%s", tg_error());
         if (seeds && strncmp(e->d_name, "bad_", 4) == 0) cr_expect_eq(rc, -1, "%s: accepted", p);
         if (rc == 0) tg_st_free(s);
+        /* keeping the file's dtypes accepts and refuses the same files */
+        cr_expect_eq(tg_st_parse_verify(b, len, p, TG_ST_VERIFY_AUTO | TG_ST_KEEP_DTYPE, &s), rc, "%s kept", p);
+        if (rc == 0 && s) tg_st_free(s);
         free(b);
         n++;
     }

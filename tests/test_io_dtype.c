@@ -6,8 +6,10 @@
  * and load a half-precision BatchNorm state_dict into float parameters. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -383,5 +385,249 @@ Test(io_dtype, weight_readers_refuse_integer_tensors)
     cr_assert_null(tg_mha_convert(s, TG_MHA_PER_HEAD, 1, 0));
     cr_assert(strstr(tg_error(), "'attn.in_proj_weight' is uint8"), "%s", tg_error());
     tg_tensor_free(w);
+    tg_st_free(s);
+}
+
+/* ---- every dtype kept as the file's (TG_ST_KEEP_DTYPE) --------------------------- */
+
+/* Written as each tensor's own dtype and read back kept, every tensor has its
+ * dtype and its bytes (NaN payloads, -0, subnormals and all); written with an
+ * explicit float dtype, the half tensors convert to it exactly. */
+Test(io_dtype, kept_dtypes_round_trip_bit_for_bit)
+{
+    const double v[] = {1.0 / 3, -2.5, 1e-3, 7, -0.0, 255, -1, 0x1p-24};
+    tg_safetensors *s = tg_st_new(), *back = NULL;
+    tg_tensor *x[8];
+    for (int i = 0; i < 8; i++) {
+        x[i] = of_dtype(all_dts[i], v, 8);
+        cr_assert_eq(tg_st_add(s, all_names[i], x[i]), 0, "%s", tg_error());
+    }
+    ((uint16_t *)x[2]->data)[7] = 0x7e01; /* an F16 NaN with a payload, kept as is */
+    ((uint16_t *)tg_st_get(s, "f16")->data)[7] = 0x7e01;
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    cr_assert_eq(tg_st_to_bytes(s, TG_ST_OWN_DTYPE, &buf, &len), 0, "%s", tg_error());
+    cr_assert_eq(tg_st_parse_verify(buf, len, NULL, TG_ST_VERIFY_REQUIRED | TG_ST_KEEP_DTYPE, &back), 0, "%s",
+                 tg_error());
+    for (int i = 0; i < 8; i++) {
+        tg_tensor *y = get(back, all_names[i]);
+        assert_dtype(back, all_names[i], all_dts[i]);
+        cr_assert_eq(y->dtype, all_dts[i], "%s loads as %s", all_names[i], tg_dtype_name(y->dtype));
+        cr_assert_eq(y->size, x[i]->size);
+        cr_assert_eq(memcmp(y->data, x[i]->data, x[i]->size * tg_dtype_size(all_dts[i])), 0, "%s: bytes differ",
+                     all_names[i]);
+        if (tg_dtype_is_float(all_dts[i])) cr_assert_null(tg_st_ints(back, all_names[i]));
+    }
+    cr_assert_eq(tg_st_ints(back, "u8")[5], 255);
+    tg_free(buf);
+    /* the kept set written again as itself is the same file */
+    uint8_t *again = NULL;
+    size_t len2 = 0;
+    cr_assert_eq(tg_st_to_bytes(back, TG_ST_OWN_DTYPE, &again, &len2), 0, "%s", tg_error());
+    cr_assert_eq(tg_st_to_bytes(s, TG_ST_OWN_DTYPE, &buf, &len), 0, "%s", tg_error());
+    cr_assert(len2 == len && memcmp(again, buf, len) == 0, "a kept set writes the bytes it was read from");
+    tg_free(again);
+    tg_free(buf);
+    /* written as F32, the half tensors convert (exactly) and the integers stay */
+    tg_safetensors *f32 = NULL;
+    cr_assert_eq(tg_st_to_bytes(back, TG_F32, &buf, &len), 0, "%s", tg_error());
+    cr_assert_eq(tg_st_parse_verify(buf, len, NULL, TG_ST_VERIFY_REQUIRED | TG_ST_KEEP_DTYPE, &f32), 0, "%s",
+                 tg_error());
+    for (int i = 0; i < 8; i++) {
+        tg_dtype want = tg_dtype_is_float(all_dts[i]) ? TG_F32 : all_dts[i];
+        tg_tensor *y = get(f32, all_names[i]);
+        assert_dtype(f32, all_names[i], want);
+        cr_assert_eq(y->dtype, want, "%s", all_names[i]);
+        for (size_t j = 0; all_dts[i] != TG_F64 && j < y->size; j++) {
+            double a = tg_dtype_load(y->dtype, y->data, j), b = tg_dtype_load(all_dts[i], x[i]->data, j);
+            cr_assert(a == b ? signbit(a) == signbit(b) : a != a && b != b, "%s[%zu] = %.17g, want %.17g",
+                      all_names[i], j, a, b);
+        }
+    }
+    cr_assert_eq(((float *)get(f32, "f64")->data)[0], (float)(1.0 / 3));
+    tg_free(buf);
+    tg_st_free(f32);
+    tg_st_free(back);
+    for (int i = 0; i < 8; i++) tg_tensor_free(x[i]);
+    tg_st_free(s);
+}
+
+/* PyTorch's file of every dtype, read kept: each tensor is its file's dtype
+ * (F64 stays float64 in the float32 program, F32 float32 in the float64 one)
+ * with PyTorch's values; by default the floats are tg_real as before. */
+Test(io_dtype, pytorch_file_of_every_dtype_keeps_dtypes)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/fixtures/dtypes_all.safetensors", TG_SOURCE_DIR);
+    tg_safetensors *s = NULL;
+    cr_assert_eq(tg_st_load_verify(path, TG_ST_VERIFY_AUTO | TG_ST_KEEP_DTYPE, &s), 0, "%s", tg_error());
+    cr_assert_eq(tg_st_count(s), 8);
+    const double want[8][4] = {{1.5, -2.25, 0x1p-20, (double)1e30f}, {0.1, -1.0 / 3, 0x1p-30},
+                               {0.5, -65504, 0x1p-24}, {1, -0.0078125, 256, 1.5}, {-2147483648.0, 0, 7, 2147483647},
+                               {0}, {0, 1, 200, 255}, {1, 0, 1}};
+    for (int i = 0; i < 8; i++) {
+        tg_tensor *x = get(s, all_names[i]);
+        cr_assert_eq(x->dtype, all_dts[i], "%s loads as %s", all_names[i], tg_dtype_name(x->dtype));
+        for (size_t j = 0; i != 5 && j < x->size; j++)
+            cr_assert_eq(tg_dtype_load(x->dtype, x->data, j), want[i][j], "%s[%zu] = %.17g, want %.17g",
+                         all_names[i], j, tg_dtype_load(x->dtype, x->data, j), want[i][j]);
+    }
+    cr_assert_eq(((double *)tg_data(get(s, "f64"), TG_F64))[0], 0.1, "F64 is not rounded through float");
+    const int64_t *i64 = tg_data(get(s, "i64"), TG_I64);
+    cr_assert(i64 && i64[0] == INT64_MIN && i64[2] == ((int64_t)1 << 53) + 1 && i64[3] == INT64_MAX);
+    /* the same file as PyTorch's bytes: half tensors hold the file's 16 bits */
+    size_t len = 0;
+    FILE *f = fopen(path, "rb");
+    cr_assert(f);
+    uint8_t file[4096];
+    len = fread(file, 1, sizeof file, f);
+    fclose(f);
+    uint64_t hl = 0;
+    for (int b = 7; b >= 0; b--) hl = hl << 8 | file[b];
+    const uint8_t *data = file + 8 + hl;
+    cr_assert(len > 8 + hl);
+    size_t off = 0;
+    for (int i = 0; i < 8; i++) {  /* the fixture's data is in this order, little-endian like the host */
+        const tg_tensor *x = tg_st_at(s, i);
+        size_t n = x->size * tg_dtype_size(x->dtype);
+        cr_assert_eq(memcmp(x->data, data + off, n), 0, "%s: bytes differ from the file's", x->name);
+        off += n;
+    }
+    tg_st_free(s);
+    /* the default is unchanged: floats as tg_real */
+    cr_assert_eq(tg_st_load(path, &s), 0, "%s", tg_error());
+    for (int i = 0; i < 8; i++)
+        cr_assert_eq(get(s, all_names[i])->dtype, tg_dtype_is_float(all_dts[i]) ? TG_REAL_DTYPE : all_dts[i]);
+    tg_st_free(s);
+}
+
+/* Parameters loaded from a kept set convert each float entry to the store's
+ * dtype, and still refuse an integer entry for a weight. */
+Test(io_dtype, load_params_from_kept_set_converts)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/fixtures/dtypes_all.safetensors", TG_SOURCE_DIR);
+    tg_safetensors *s = NULL;
+    cr_assert_eq(tg_st_load_verify(path, TG_ST_VERIFY_OFF | TG_ST_KEEP_DTYPE, &s), 0, "%s", tg_error());
+    const tg_dtype stores[] = {TG_F32, TG_F64};
+    for (int k = 0; k < 2; k++) {
+        tg_params *p = tg_params_new_dtype(stores[k]);
+        const char *names[] = {"f64", "f16", "bf16"};
+        const int sizes[] = {3, 3, 4};
+        for (int i = 0; i < 3; i++) cr_assert(tg_params_add(p, names[i], 1, &sizes[i]), "%s", tg_error());
+        cr_assert(tg_params_add(p, "f32", 2, (int[]){2, 2}), "%s", tg_error());
+        cr_assert_eq(tg_st_load_params(p, s, true, "i"), -1, "u8 and bool are not parameters");
+        cr_assert(strstr(tg_error(), "unexpected tensor 'u8'"), "%s", tg_error());
+        cr_assert_eq(tg_st_load_params(p, s, false, NULL), 0, "%s", tg_error());
+        for (int i = 0; i < 4; i++) {
+            const tg_tensor *x = tg_params_get(p, i < 3 ? names[i] : "f32"), *y = get(s, i < 3 ? names[i] : "f32");
+            cr_assert_eq(x->dtype, stores[k]);
+            for (size_t j = 0; j < x->size; j++) {
+                double want = stores[k] == TG_F32 ? (float)tg_dtype_load(y->dtype, y->data, j)
+                                                  : tg_dtype_load(y->dtype, y->data, j);
+                cr_assert_eq(tg_dtype_load(x->dtype, x->data, j), want, "%s[%zu] in a %s store", x->name, j,
+                             tg_dtype_name(stores[k]));
+            }
+        }
+        cr_assert(tg_params_add(p, "i32", 1, (int[]){4}), "%s", tg_error());
+        cr_assert_eq(tg_st_load_params(p, s, false, NULL), -1);
+        cr_assert(strstr(tg_error(), "'i32' is int32, but the parameter is"), "%s", tg_error());
+        tg_params_free(p);
+    }
+    tg_st_free(s);
+}
+
+Test(io_dtype, keep_flag_misuse)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/fixtures/dtypes_all.safetensors", TG_SOURCE_DIR);
+    tg_safetensors *s = NULL;
+    cr_assert_eq(tg_st_load_verify(path, (tg_st_verify)(7 | TG_ST_KEEP_DTYPE), &s), -1);
+    cr_assert(strstr(tg_error(), "verify = 7 is not a tg_st_verify"), "%s", tg_error());
+    cr_assert_null(s);
+    /* keeping dtypes does not turn verification off: PyTorch's file has no checksums */
+    cr_assert_eq(tg_st_load_verify(path, TG_ST_VERIFY_REQUIRED | TG_ST_KEEP_DTYPE, &s), -1);
+    cr_assert_null(s);
+}
+
+/* ---- tests/fixtures/tapegrad_dtypes.safetensors: written by tapegrad, one
+ * tensor of every dtype with the values below, which
+ * bench/torch/check_tapegrad_written.py checks after loading it with PyTorch.
+ * The test writes the set again and compares the bytes; to regenerate the
+ * fixture: TG_WRITE_FIXTURES=1 build/release/test_io_dtype --filter '*tapegrad_written*' */
+
+static tg_safetensors *tapegrad_written_set(void)
+{
+    static const double vals[8][4] = {{1.5, -0.0, 1e30, 0x1p-149}, {0.1, -1.0 / 3, 0x1p-1074},
+                                      {0.5, -65504, 0x1p-24, -INFINITY}, {1, -0.0078125, 0x1p100, 3},
+                                      {-2147483648.0, -1, 7, 2147483647}, {0}, {0, 1, 200, 255}, {1, 0, 1}};
+    static const int sizes[8] = {4, 3, 4, 4, 4, 4, 4, 3};
+    tg_safetensors *s = tg_st_new();
+    cr_assert(s);
+    for (int i = 0; i < 8; i++) {
+        /* f32 is [2, 2], the others 1-d */
+        tg_tensor *x = tg_tensor_alloc_dtype(all_dts[i], i ? 1 : 2, i ? &sizes[i] : (int[]){2, 2});
+        cr_assert(x, "%s", tg_error());
+        for (int j = 0; j < sizes[i]; j++) tg_dtype_store(all_dts[i], x->data, (size_t)j, vals[i][j]);
+        if (all_dts[i] == TG_I64) {
+            const int64_t v[] = {INT64_MIN, -1, ((int64_t)1 << 53) + 1, INT64_MAX};
+            memcpy(x->data, v, sizeof v);
+        }
+        cr_assert_eq(tg_st_add(s, all_names[i], x), 0, "%s", tg_error());
+        tg_tensor_free(x);
+    }
+    cr_assert_eq(tg_st_set_meta(s, "format", "pt"), 0);
+    return s;
+}
+
+Test(io_dtype, tapegrad_written_fixture_is_current)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/fixtures/tapegrad_dtypes.safetensors", TG_SOURCE_DIR);
+    tg_safetensors *s = tapegrad_written_set(), *back = NULL;
+    if (getenv("TG_WRITE_FIXTURES")) cr_assert_eq(tg_st_save(s, path, TG_ST_OWN_DTYPE), 0, "%s", tg_error());
+    uint8_t *buf = NULL;
+    size_t len = 0, flen = 0;
+    cr_assert_eq(tg_st_to_bytes(s, TG_ST_OWN_DTYPE, &buf, &len), 0, "%s", tg_error());
+    FILE *f = fopen(path, "rb");
+    cr_assert(f, "%s: %s", path, strerror(errno));
+    uint8_t file[4096];
+    flen = fread(file, 1, sizeof file, f);
+    fclose(f);
+    cr_assert(flen == len && memcmp(file, buf, len) == 0,
+              "%s is not what tapegrad writes today (%zu bytes, %zu written)", path, flen, len);
+    cr_assert_eq(tg_st_load_verify(path, TG_ST_VERIFY_REQUIRED | TG_ST_KEEP_DTYPE, &back), 0, "%s", tg_error());
+    for (int i = 0; i < 8; i++) {
+        const tg_tensor *x = tg_st_at(s, i), *y = get(back, x->name);
+        cr_assert(y->dtype == x->dtype && memcmp(y->data, x->data, x->size * tg_dtype_size(x->dtype)) == 0, "%s",
+                  x->name);
+    }
+    tg_free(buf);
+    tg_st_free(back);
+    tg_st_free(s);
+}
+
+/* Infinities written as F16 or BF16 are infinities (PyTorch's 0x7c00 / 0x7f80,
+ * signed), not whatever frexp leaves for them. */
+Test(io_dtype, infinities_write_as_half_infinities)
+{
+    tg_safetensors *s = tg_st_new(), *back = NULL;
+    tg_tensor *x = of_dtype(TG_F32, (double[]){INFINITY, -INFINITY}, 2);
+    cr_assert_eq(tg_st_add(s, "x", x), 0, "%s", tg_error());
+    const tg_dtype dts[] = {TG_F16, TG_BF16};
+    const uint16_t want[2][2] = {{0x7c00, 0xfc00}, {0x7f80, 0xff80}};
+    for (int k = 0; k < 2; k++) {
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        cr_assert_eq(tg_st_to_bytes(s, dts[k], &buf, &len), 0, "%s", tg_error());
+        cr_assert_eq(tg_st_parse_verify(buf, len, NULL, TG_ST_VERIFY_REQUIRED | TG_ST_KEEP_DTYPE, &back), 0, "%s",
+                     tg_error());
+        const uint16_t *h = tg_data(get(back, "x"), dts[k]);
+        cr_assert(h, "%s", tg_error());
+        cr_assert(h[0] == want[k][0] && h[1] == want[k][1], "%s: %#x %#x", tg_st_dtype_name(dts[k]), h[0], h[1]);
+        tg_free(buf);
+        tg_st_free(back);
+    }
+    tg_tensor_free(x);
     tg_st_free(s);
 }

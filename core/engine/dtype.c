@@ -46,6 +46,7 @@ uint16_t tg_half_from_double(double v, tg_dtype dt)
     int bias = (1 << (exp - 1)) - 1, emin = 1 - bias, e;
     double a = fabs(v);
     if (isnan(v)) return sign | inf | (uint16_t)(1u << (man - 1));
+    if (isinf(v)) return sign | inf; /* frexp leaves e unspecified */
     if (a < ldexp(1, emin)) return sign | (uint16_t)nearbyint(ldexp(a, man - emin)); /* zero, subnormal */
     frexp(a, &e);  /* a in [2^(e-1), 2^e) */
     int E = e - 1;

@@ -308,6 +308,7 @@
 #define tg_st_add_zeros tg_st_add_zeros__f64
 #define tg_st_at tg_st_at__f64
 #define tg_st_count tg_st_count__f64
+#define tg_st_decode_bits tg_st_decode_bits__f64
 #define tg_st_decode_int tg_st_decode_int__f64
 #define tg_st_decode_real tg_st_decode_real__f64
 #define tg_st_dtype tg_st_dtype__f64

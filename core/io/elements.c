@@ -73,6 +73,20 @@ void tg_st_decode_real(tg_real *dst, const uint8_t *src, size_t n, tg_dtype dt)
     }
 }
 
+void tg_st_decode_bits(void *dst, const uint8_t *src, size_t n, tg_dtype dt)
+{
+    size_t es = tg_st_dtype_size(dt);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t u = le(src + i * es, es);
+        switch (es) {
+        case 1: ((uint8_t *)dst)[i] = (uint8_t)u; break;
+        case 2: ((uint16_t *)dst)[i] = (uint16_t)u; break;
+        case 4: ((uint32_t *)dst)[i] = (uint32_t)u; break;
+        default: ((uint64_t *)dst)[i] = u; break;
+        }
+    }
+}
+
 void tg_st_decode_int(int64_t *dst, const uint8_t *src, size_t n, tg_dtype dt)
 {
     size_t es = tg_st_dtype_size(dt);

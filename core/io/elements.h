@@ -20,6 +20,8 @@ bool tg_st_dtype_is_int(tg_dtype dt);  /* I32, I64, U8, BOOL */
  * convert (exact up to 2^24 in the float build, 2^53 in the double), BOOL is
  * 0 or 1 (any nonzero byte is true). */
 void tg_st_decode_real(tg_real *dst, const uint8_t *src, size_t n, tg_dtype dt);
+/* n elements of dtype dt at src as the host's elements of dt, bit for bit. */
+void tg_st_decode_bits(void *dst, const uint8_t *src, size_t n, tg_dtype dt);
 /* n elements of an integer dtype dt at src as int64 (exact). */
 void tg_st_decode_int(int64_t *dst, const uint8_t *src, size_t n, tg_dtype dt);
 /* v as one little-endian element of F32, F64, F16 or BF16 (rounded to

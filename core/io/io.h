@@ -6,7 +6,8 @@
  * tapegrad reads and writes F32, F64, F16, BF16, I32, I64, U8 and BOOL: an
  * integer or bool tensor is kept as itself both ways; a float tensor is
  * written as the dtype tg_st_save is given (or as itself) and loads as the
- * program's tg_real, the dtype every op computes in.
+ * program's tg_real, the dtype every op computes in, or, asked with
+ * TG_ST_KEEP_DTYPE, as its file's dtype (core/io/types.h).
  *
  * Reading validates what the reference implementation validates (header at
  * most 100 MB and within the file, known dtypes, shapes and byte sizes without
@@ -113,7 +114,7 @@ const int64_t *tg_st_ints(const tg_safetensors *s, const char *name);
 /* Writes every float tensor as dtype, TG_F32, TG_F64, TG_F16 or TG_BF16 (a
  * wider one exactly; narrower ones round to nearest-even, as PyTorch does,
  * and overflow to infinity), and every integer and bool tensor as its own
- * dtype; with TG_ST_OWN_DTYPE every tensor as its own dtype. Atomic: "<path>.tmp.XXXXXX" (mkstemp)
+ * dtype; with TG_ST_OWN_DTYPE every tensor as its own dtype (bit for bit). Atomic: "<path>.tmp.XXXXXX" (mkstemp)
  * is written, flushed, fsync'ed, closed and renamed over path (then the
  * directory is fsync'ed, best effort); on any failure it is removed and an
  * existing file at path is untouched. A new file gets mode 0666 & ~umask, a
@@ -123,7 +124,9 @@ int tg_st_save(const tg_safetensors *s, const char *path, tg_dtype dtype);
 int tg_st_to_bytes(const tg_safetensors *s, tg_dtype dtype, uint8_t **buf, size_t *len);
 
 /* Reads and parses a whole file; messages name path. *out is NULL on
- * failure. tg_st_load is tg_st_load_verify(path, TG_ST_VERIFY_AUTO, out). */
+ * failure. tg_st_load is tg_st_load_verify(path, TG_ST_VERIFY_AUTO, out);
+ * verify may have TG_ST_KEEP_DTYPE or'ed in (every tensor as its file's
+ * dtype, bit for bit, as PyTorch's load_file). */
 int tg_st_load(const char *path, tg_safetensors **out);
 int tg_st_load_verify(const char *path, tg_st_verify verify, tg_safetensors **out);
 /* Parses a whole file already in memory; `what` names it in messages

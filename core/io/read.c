@@ -244,6 +244,8 @@ int tg_st_parse_verify(const uint8_t *buf, size_t len, const char *what, tg_st_v
     if (!out) return tg_error_set("%s: tg_st_parse: out is NULL", what);
     *out = NULL;
     if (!buf && len) return tg_error_set("%s: tg_st_parse: buffer is NULL", what);
+    bool keep = verify & TG_ST_KEEP_DTYPE;
+    verify &= ~TG_ST_KEEP_DTYPE;
     if (verify != TG_ST_VERIFY_AUTO && verify != TG_ST_VERIFY_REQUIRED && verify != TG_ST_VERIFY_OFF)
         return tg_error_set("%s: tg_st_parse: verify = %d is not a tg_st_verify", what, (int)verify);
     tg_st_header h;
@@ -261,13 +263,16 @@ int tg_st_parse_verify(const uint8_t *buf, size_t len, const char *what, tg_st_v
     for (size_t i = 0; i < h.n_entries && !rc; i++) {
         const tg_st_entry *e = &h.entries[i];
         bool is_int = tg_st_dtype_is_int(e->dtype);
-        tg_tensor *x = append(s, e->name, is_int ? e->dtype : TG_REAL_DTYPE, e->ndim, e->shape);
+        tg_tensor *x = append(s, e->name, is_int || keep ? e->dtype : TG_REAL_DTYPE, e->ndim, e->shape);
         rc = x ? 0 : -1;
         if (rc) break;
         st_item *it = &s->extra[s->list.count - 1];
         it->dtype = e->dtype;
         if (!is_int) {
-            tg_st_decode_real(x->data, h.data + e->begin, x->size, e->dtype);
+            if (keep)
+                tg_st_decode_bits(x->data, h.data + e->begin, x->size, e->dtype);
+            else
+                tg_st_decode_real(x->data, h.data + e->begin, x->size, e->dtype);
             continue;
         }
         tg_st_decode_int(it->ints, h.data + e->begin, x->size, e->dtype);

@@ -21,6 +21,10 @@ typedef enum tg_st_verify {
     TG_ST_VERIFY_REQUIRED, /* every file must carry a valid table (files this
                               program wrote) */
     TG_ST_VERIFY_OFF,      /* nothing: a damaged file, at the caller's risk */
+    TG_ST_KEEP_DTYPE = 1 << 4, /* or'ed with one of the above: every float
+                              tensor loads as its file's dtype (F16 and BF16
+                              as half tensors), as PyTorch's load_file does,
+                              instead of as tg_real */
 } tg_st_verify;
 
 #ifdef __cplusplus

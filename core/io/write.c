@@ -32,15 +32,29 @@ static tg_dtype file_dtype(const tg_tensor *x, tg_dtype dtype)
     return dtype == TG_ST_OWN_DTYPE || !tg_dtype_is_float(x->dtype) ? x->dtype : dtype;
 }
 
+/* Element i of a float array of es-byte elements at p, bit for bit. */
+static uint64_t float_bits(const void *p, size_t i, size_t es)
+{
+    switch (es) {
+    case 2: return ((const uint16_t *)p)[i];
+    case 4: return ((const uint32_t *)p)[i];
+    default: return ((const uint64_t *)p)[i];
+    }
+}
+
 /* Elements j, j+1, ... of x encoded as its file dtype into buf [16384]: as
  * many as fit; returns the bytes written. Integers go through int64 (a
- * double holds only 2^53), floats through double (exact from any float). */
+ * double holds only 2^53), floats as their bits when written as themselves
+ * (NaN payloads kept, as PyTorch's save), else through double (exact from
+ * any float). */
 static size_t encode_chunk(const tg_tensor *x, size_t j, tg_dtype dtype, uint8_t *buf)
 {
     tg_dtype dt = file_dtype(x, dtype);
     size_t es = tg_st_dtype_size(dt), per = 16384 / es, k = x->size - j < per ? x->size - j : per;
     for (size_t e = 0; e < k; e++) {
-        if (tg_dtype_is_float(dt)) {
+        if (tg_dtype_is_float(dt) && dt == x->dtype) {
+            put_le(buf + e * es, float_bits(x->data, j + e, es), (int)es);
+        } else if (tg_dtype_is_float(dt)) {
             tg_st_encode_real(buf + e * es, tg_dtype_load(x->dtype, x->data, j + e), dt);
         } else {
             int64_t v = dt == TG_I64 ? ((const int64_t *)x->data)[j + e] : (int64_t)tg_dtype_load(dt, x->data, j + e);
