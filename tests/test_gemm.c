@@ -9,17 +9,23 @@
  * We allow (K + 2) * FLT_EPSILON * (|alpha| sum |a||b| + |beta| |C0|): twice the
  * bound, so a wrong element (off by a whole product) still fails.
  */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS, MAP_NORESERVE */
 #include <criterion/criterion.h>
+#include <criterion/redirect.h>
 #include <float.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 
 #include <tapegrad/core/engine/alloc.h>
 #include <tapegrad/core/kernels/threads.h>
 #include "../core/kernels/gemm.h"
+#include "../core/kernels/openblas.h"
 
 static const int SIZES[] = {1, 2, 3, 5, 11, 12, 13, 16, 17, 27, 31, 32, 33, 64, 100, 193};
 #define NSIZES ((int)(sizeof SIZES / sizeof SIZES[0]))
@@ -164,11 +170,80 @@ Test(gemm, cblas_path_keeps_blas_semantics)
     }
 }
 
+/* This process's address space in bytes (VmSize), 0 if unknown. */
+static long vm_size(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kib = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmSize: %ld kB", &kib) == 1) break;
+    if (f) fclose(f);
+    return kib * 1024;
+}
+
+/* OpenBLAS 0.3.21 retries forever when it cannot map its 128 MiB buffer: under
+ * an address-space limit that leaves no room for it, products on the OpenBLAS
+ * path (float on CPUs without our kernels, every double product) run in plain
+ * loops instead (core/kernels/openblas.h), with BLAS semantics. A hang fails
+ * the test through its timeout. */
+Test(gemm, openblas_path_under_an_address_space_limit_runs_without_its_buffer, .timeout = 60)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    cr_skip_test("RLIMIT_AS and AddressSanitizer do not mix (it reserves terabytes of address space)");
+#elif defined(TG_EMULATED)
+    cr_skip_test("under qemu-user RLIMIT_AS limits the emulator's own address space, not the program's");
+#else
+    cr_assert(tg_gemm_set_kernel(TG_GEMM_BLAS));
+    problem ps[8];
+    for (int t = 0; t < 4; t++) {
+        ps[2 * t] = make(t & 1, t & 2, 17, 33, 27, 1.0f, 0.0f, 0);
+        ps[2 * t + 1] = make(t & 1, t & 2, 100, 31, 64, -2.0f, 0.25f, 3);
+    }
+    double A[3 * 5], B[3 * 4], C[5 * 4];  /* op(A) = A^T [5,3], B [3,4] */
+    for (int i = 0; i < 15; i++) A[i] = frand();
+    for (int i = 0; i < 12; i++) B[i] = frand();
+    for (int i = 0; i < 20; i++) C[i] = frand();
+    double C0[20];
+    memcpy(C0, C, sizeof C);
+    long vm = vm_size();
+    cr_assert_gt(vm, 0);
+    cr_assert_eq(setrlimit(RLIMIT_AS, &(struct rlimit){(rlim_t)vm + (32 << 20), (rlim_t)vm + (32 << 20)}), 0);
+    void *p = mmap(NULL, 129 << 20, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    cr_assert_eq(p, MAP_FAILED, "the limit leaves room for OpenBLAS's buffer: nothing to test");
+    for (int i = 0; i < 8; i++) {
+        run(&ps[i]);
+        check(&ps[i], "openblas path, no room for its buffer");
+        release(&ps[i]);
+    }
+    tg_openblas_dgemm(true, false, 5, 4, 3, 0.5, A, 5, B, 4, 2.0, C, 4);
+    for (int i = 0; i < 5; i++)
+        for (int j = 0; j < 4; j++) {
+            double dot = 0;
+            for (int k = 0; k < 3; k++) dot += A[k * 5 + i] * B[k * 4 + j];
+            cr_expect(fabs(C[i * 4 + j] - (0.5 * dot + 2.0 * C0[i * 4 + j])) <= 1e-15, "C[%d,%d]", i, j);
+        }
+    cr_expect_eq(tg_openblas_fallbacks(), 9, "products in the plain loops: %ld", tg_openblas_fallbacks());
+#endif
+}
+
 Test(gemm, env_forces_a_kernel)
 {
     /* Each Criterion test runs in a fresh process: the choice is not made yet. */
     setenv("TAPEGRAD_GEMM", "blas", 1);
     cr_assert_eq(tg_gemm_get_kernel(), TG_GEMM_BLAS);
+}
+
+Test(gemm, env_naming_no_kernel_is_said, .init = cr_redirect_stderr)
+{
+    setenv("TAPEGRAD_GEMM", "avx9", 1);
+    tg_gemm_kernel k = tg_gemm_get_kernel();
+    cr_assert_neq(k, (tg_gemm_kernel)-1);
+    fflush(stderr);
+    char want[128];
+    snprintf(want, sizeof want, "tapegrad: TAPEGRAD_GEMM=avx9 is not blas, avx2 or avx512; using %s\n",
+             tg_gemm_kernel_name(k));
+    cr_assert_stderr_eq_str(want);
 }
 
 Test(gemm, degenerate_sizes)

@@ -1,20 +1,19 @@
 /* tapegrad internal: the one GEMM entry point, by precision.
  *
  * float: tapegrad's own sgemm (core/kernels/gemm.c: AVX-512 / AVX2 kernels, its own
- * threads; cblas_sgemm on other CPUs). double: OpenBLAS's cblas_dgemm. */
+ * threads; cblas_sgemm on other CPUs). double: OpenBLAS's cblas_dgemm. Both
+ * reach OpenBLAS through core/kernels/openblas.h. */
 #ifndef TAPEGRAD_BLAS_H
 #define TAPEGRAD_BLAS_H
 
-#include <cblas.h>
-
 #include "gemm.h"
+#include "openblas.h"
 
 /* C[M,N] = alpha * op(A) op(B) + beta * C, all row-major; op(A) is [M,K],
  * op(B) is [K,N]; rows of A, B, C are lda, ldb, ldc elements apart. */
 #ifdef TAPEGRAD_DOUBLE
 #define tg_gemm_ld(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)                        \
-    cblas_dgemm(CblasRowMajor, (ta) ? CblasTrans : CblasNoTrans, (tb) ? CblasTrans : CblasNoTrans, \
-                (M), (N), (K), (alpha), (A), (lda), (B), (ldb), (beta), (C), (ldc))
+    tg_openblas_dgemm((ta), (tb), (M), (N), (K), (alpha), (A), (lda), (B), (ldb), (beta), (C), (ldc))
 #else
 #define tg_gemm_ld(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)                        \
     tg_sgemm((ta), (tb), (M), (N), (K), (alpha), (A), (lda), (B), (ldb), (beta), (C), (ldc))

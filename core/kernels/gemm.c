@@ -45,13 +45,14 @@
  */
 #include "gemm.h"
 
-#include <cblas.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "openblas.h"
 #include "threads.h"
 
 /* The micro-kernels are x86-64 only (chosen at run time from the CPU);
@@ -346,9 +347,20 @@ static void choose_kernel(void)
     tg_gemm_kernel k = cpu_can(TG_GEMM_AVX512) ? TG_GEMM_AVX512
                        : cpu_can(TG_GEMM_AVX2) ? TG_GEMM_AVX2
                                                : TG_GEMM_BLAS;
-    if (env && strcmp(env, "blas") == 0) k = TG_GEMM_BLAS;
-    else if (env && strcmp(env, "avx2") == 0 && cpu_can(TG_GEMM_AVX2)) k = TG_GEMM_AVX2;
-    else if (env && strcmp(env, "avx512") == 0 && cpu_can(TG_GEMM_AVX512)) k = TG_GEMM_AVX512;
+    if (env && *env) {
+        /* a setting that cannot be followed is said, once, not ignored */
+        tg_gemm_kernel want = strcmp(env, "blas") == 0 ? TG_GEMM_BLAS
+                              : strcmp(env, "avx2") == 0 ? TG_GEMM_AVX2
+                              : strcmp(env, "avx512") == 0 ? TG_GEMM_AVX512
+                                                           : (tg_gemm_kernel)-1;
+        if (want == (tg_gemm_kernel)-1)
+            fprintf(stderr, "tapegrad: TAPEGRAD_GEMM=%s is not blas, avx2 or avx512; using %s\n", env,
+                    tg_gemm_kernel_name(k));
+        else if (!cpu_can(want))
+            fprintf(stderr, "tapegrad: TAPEGRAD_GEMM=%s: this CPU cannot run it; using %s\n", env,
+                    tg_gemm_kernel_name(k));
+        else k = want;
+    }
     g_kernel = desc_of(k);
 }
 
@@ -568,9 +580,8 @@ static void cblas_block(const gemm_args *g, int i0, int i1, int j0, int j1)
     const float *b = g->B + (g->tb ? (size_t)j0 * g->ldb : (size_t)j0);
     if (g->bias)
         for (int i = i0; i < i1; i++) memcpy(g->C + (size_t)i * g->ldc + j0, g->bias + j0, sizeof(float) * (size_t)(j1 - j0));
-    cblas_sgemm(CblasRowMajor, g->ta ? CblasTrans : CblasNoTrans, g->tb ? CblasTrans : CblasNoTrans,
-                i1 - i0, j1 - j0, g->K, g->alpha, a, g->lda, b, g->ldb, g->bias ? 1.0f : g->beta,
-                g->C + (size_t)i0 * g->ldc + j0, g->ldc);
+    tg_openblas_sgemm(g->ta, g->tb, i1 - i0, j1 - j0, g->K, g->alpha, a, g->lda, b, g->ldb, g->bias ? 1.0f : g->beta,
+                      g->C + (size_t)i0 * g->ldc + j0, g->ldc);
 }
 
 /* A thread's share: tiles [begin, end) along M (split_m, MR rows each) or N
