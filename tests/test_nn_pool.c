@@ -10,8 +10,8 @@
 
 TU_SUITE(nn_pool, 41);
 
-static const tg_pool_opts MAX_OPTS = {{3, 2}, {2, 0}, {1, 1}, {2, 1}, true, true};
-static const tg_pool_opts AVG_OPTS = {{3, 3}, {2, 2}, {1, 1}, {1, 1}, true, false};
+static const tg_pool_opts MAX_OPTS = {{3, 2}, {2, 0}, {1, 1}, {2, 1}, true, true, 0};
+static const tg_pool_opts AVG_OPTS = {{3, 3}, {2, 2}, {1, 1}, {1, 1}, true, false, 0};
 
 /* layer.forward(x) and the op on the same x: the same bits */
 static void assert_same_bits(const tg_tensor *a, const tg_tensor *b)

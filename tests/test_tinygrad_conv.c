@@ -38,7 +38,7 @@ typedef struct spec {
 
 #define CO(sh, sw, ph, pw, dh, dw, g) {{(sh), (sw)}, {(ph), (pw)}, {(dh), (dw)}, (g), false, {0, 0}}
 #define COT(sh, sw, ph, pw, dh, dw, g, oh, ow) {{(sh), (sw)}, {(ph), (pw)}, {(dh), (dw)}, (g), false, {(oh), (ow)}}
-#define PO(kh, kw, sh, sw, ph, pw, dh, dw, ceil, cip) {{(kh), (kw)}, {(sh), (sw)}, {(ph), (pw)}, {(dh), (dw)}, (ceil), (cip)}
+#define PO(kh, kw, sh, sw, ph, pw, dh, dw, ceil, cip) {{(kh), (kw)}, {(sh), (sw)}, {(ph), (pw)}, {(dh), (dw)}, (ceil), (cip), 0}
 
 /* ---- the naive references, in double ------------------------------------- */
 
