@@ -38,24 +38,29 @@ static bool pool_input_ok(tg_tape *t, const char *kind, const char *name, const 
     return x && (x->ndim == nd + 2 || x->ndim == nd + 1);
 }
 
+/* The rest of a windowed pooling layer's init, after tg_nn_check_init:
+ * the name, the options' checks (kind, max, nd as pool_opts_check) and the
+ * options kept; 0 or -1 with the layer (size bytes) undone. */
+static int pool_layer_init(const char *kind, void *l, size_t size, tg_pool_opts *opts, char *name,
+                           const char *lname, const tg_pool_opts *cfg, bool max, int nd)
+{
+    memset(l, 0, size);
+    snprintf(name, TG_NN_NAME_MAX, "%s", lname ? lname : "");
+    if (pool_opts_check(kind, name, cfg, max, nd)) return tg_nn_init_undo(l, size, name, NULL, 0);
+    *opts = *cfg;
+    return 0;
+}
+
 int tg_max_pool2d_init(tg_max_pool2d_layer *l, const char *name, const tg_pool_opts *cfg)
 {
     if (tg_nn_check_init("tg_max_pool2d_init", l, (const tg_params *)l, cfg)) return -1;
-    memset(l, 0, sizeof *l);
-    snprintf(l->name, sizeof l->name, "%s", name ? name : "");
-    if (pool_opts_check("tg_max_pool2d", l->name, cfg, true, 2)) return tg_nn_init_undo(l, sizeof *l, l->name, NULL, 0);
-    l->opts = *cfg;
-    return 0;
+    return pool_layer_init("tg_max_pool2d", l, sizeof *l, &l->opts, l->name, name, cfg, true, 2);
 }
 
 int tg_avg_pool2d_init(tg_avg_pool2d_layer *l, const char *name, const tg_pool_opts *cfg)
 {
     if (tg_nn_check_init("tg_avg_pool2d_init", l, (const tg_params *)l, cfg)) return -1;
-    memset(l, 0, sizeof *l);
-    snprintf(l->name, sizeof l->name, "%s", name ? name : "");
-    if (pool_opts_check("tg_avg_pool2d", l->name, cfg, false, 2)) return tg_nn_init_undo(l, sizeof *l, l->name, NULL, 0);
-    l->opts = *cfg;
-    return 0;
+    return pool_layer_init("tg_avg_pool2d", l, sizeof *l, &l->opts, l->name, name, cfg, false, 2);
 }
 
 int tg_adaptive_avg_pool2d_init(tg_adaptive_avg_pool2d_layer *l, const char *name, int oh, int ow)
@@ -99,21 +104,13 @@ tg_tensor *tg_adaptive_avg_pool2d_forward(tg_tape *t, const tg_adaptive_avg_pool
 int tg_max_pool1d_init(tg_max_pool1d_layer *l, const char *name, const tg_pool_opts *cfg)
 {
     if (tg_nn_check_init("tg_max_pool1d_init", l, (const tg_params *)l, cfg)) return -1;
-    memset(l, 0, sizeof *l);
-    snprintf(l->name, sizeof l->name, "%s", name ? name : "");
-    if (pool_opts_check("tg_max_pool1d", l->name, cfg, true, 1)) return tg_nn_init_undo(l, sizeof *l, l->name, NULL, 0);
-    l->opts = *cfg;
-    return 0;
+    return pool_layer_init("tg_max_pool1d", l, sizeof *l, &l->opts, l->name, name, cfg, true, 1);
 }
 
 int tg_avg_pool1d_init(tg_avg_pool1d_layer *l, const char *name, const tg_pool_opts *cfg)
 {
     if (tg_nn_check_init("tg_avg_pool1d_init", l, (const tg_params *)l, cfg)) return -1;
-    memset(l, 0, sizeof *l);
-    snprintf(l->name, sizeof l->name, "%s", name ? name : "");
-    if (pool_opts_check("tg_avg_pool1d", l->name, cfg, false, 1)) return tg_nn_init_undo(l, sizeof *l, l->name, NULL, 0);
-    l->opts = *cfg;
-    return 0;
+    return pool_layer_init("tg_avg_pool1d", l, sizeof *l, &l->opts, l->name, name, cfg, false, 1);
 }
 
 tg_tensor *tg_max_pool1d_forward(tg_tape *t, const tg_max_pool1d_layer *l, tg_tensor *x)
