@@ -1,7 +1,8 @@
 /* convolution, pooling, batch norm, channel dropout and resizing
  * (core/ops/nn/): PyTorch's outputs and grads (tests/fixtures/conv.safetensors,
- * bench/torch/make_conv_fixtures.py), values by hand, refusals, the
- * nn.Conv2d and nn.BatchNorm2d layers, and out of memory. Gradchecks, NaN,
+ * bench/torch/make_conv_fixtures.py; max pooling's indices too), values by
+ * hand, refusals, the nn.Conv2d, nn.Conv1d, nn.ConvTranspose2d and
+ * nn.BatchNorm2d layers, and out of memory. Gradchecks, NaN,
  * NULL and the same bits on 1 and 2 threads: the op-case rows
  * (tests/op_cases_conv.c). */
 #include <string.h>
