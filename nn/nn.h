@@ -18,5 +18,6 @@
 #include "pool.h"
 #include "rmsnorm.h"
 #include "sample.h"
+#include "upsample.h"
 
 #endif

@@ -6,8 +6,8 @@
 static const tg_conv_opts pad1 = {{1, 1}, {1, 1}, {1, 1}, 1, false, {0, 0}};
 static const tg_conv_opts grouped = {{2, 2}, {0, 0}, {2, 1}, 2, false, {0, 0}};
 static const tg_conv_opts stride2 = {{2, 2}, {0, 0}, {1, 1}, 1, false, {0, 0}};
-static const tg_pool_opts k2 = TG_POOL_OPTS_DEFAULT(2, 2), k3s2p1 = {{3, 0}, {2, 0}, {1, 0}, {1, 1}, false, true};
-static const tg_pool_opts k3p1 = {{3, 3}, {1, 1}, {1, 1}, {1, 1}, false, false};
+static const tg_pool_opts k2 = TG_POOL_OPTS_DEFAULT(2, 2), k3s2p1 = {{3, 0}, {2, 0}, {1, 0}, {1, 1}, false, true, 0};
+static const tg_pool_opts k3p1 = {{3, 3}, {1, 1}, {1, 1}, {1, 1}, false, false, 0};
 /* the option combinations tests/test_conv.c gradchecked before it had rows */
 static const tg_conv_opts mixed = {{2, 1}, {1, 2}, {2, 1}, 2, false, {0, 0}};
 static const tg_conv_opts same = {{1, 1}, {0, 0}, {2, 1}, 2, true, {0, 0}};
@@ -15,12 +15,14 @@ static const tg_conv_opts mixed1d = {{2, 1}, {1, 0}, {2, 1}, 2, false, {0, 0}};
 static const tg_conv_opts same1d = {{1, 1}, {0, 0}, {1, 1}, 2, true, {0, 0}};
 static const tg_conv_opts out_pad = {{2, 1}, {1, 0}, {1, 1}, 1, false, {1, 0}};
 static const tg_conv_opts out_pad_grouped = {{2, 3}, {1, 1}, {2, 1}, 2, false, {1, 2}};
-static const tg_pool_opts max_ceil = {{3, 2}, {2, 1}, {1, 1}, {1, 2}, true, true};
-static const tg_pool_opts avg_ceil = {{3, 2}, {2, 1}, {1, 1}, {1, 1}, true, false};
-static const tg_pool_opts avg_ceil_pad = {{3, 3}, {2, 2}, {1, 1}, {1, 1}, true, true};
-static const tg_pool_opts avg1_ceil = {{3, 0}, {2, 0}, {1, 0}, {1, 1}, true, false};
-static const tg_pool_opts avg1_ceil_pad = {{4, 0}, {3, 0}, {2, 0}, {1, 1}, true, true};
-static const tg_pool_opts max1_dilated = {{3, 0}, {2, 0}, {1, 0}, {2, 1}, true, true};
+static const tg_pool_opts max_ceil = {{3, 2}, {2, 1}, {1, 1}, {1, 2}, true, true, 0};
+static const tg_pool_opts avg_ceil = {{3, 2}, {2, 1}, {1, 1}, {1, 1}, true, false, 0};
+static const tg_pool_opts avg_ceil_pad = {{3, 3}, {2, 2}, {1, 1}, {1, 1}, true, true, 0};
+static const tg_pool_opts avg1_ceil = {{3, 0}, {2, 0}, {1, 0}, {1, 1}, true, false, 0};
+static const tg_pool_opts avg1_ceil_pad = {{4, 0}, {3, 0}, {2, 0}, {1, 1}, true, true, 0};
+static const tg_pool_opts max1_dilated = {{3, 0}, {2, 0}, {1, 0}, {2, 1}, true, true, 0};
+static const tg_pool_opts avg_div = {{3, 3}, {2, 2}, {1, 1}, {1, 1}, true, false, 5};
+static const tg_pool_opts max_pad = {{2, 2}, {0, 0}, {1, 1}, {1, 1}, false, true, 0};
 static const tg_interp_opts scaled = {{0, 0}, {1.5, 0.5}, TG_INTERP_BILINEAR, false};
 static const tg_bn_opts train = {true, 0.1, 1e-5}, eval = TG_BN_OPTS_DEFAULT;
 static const tg_interp_opts nearest = {{4, 5}, {0, 0}, TG_INTERP_NEAREST, false};
@@ -58,6 +60,23 @@ OC_BUILD(b_adaptive_up, tg_adaptive_avg_pool2d(t, x[0], 9, 6))
 OC_BUILD(b_batch_norm_running, tg_batch_norm(t, x[0], x[1], x[2], NULL, NULL, &train))
 OC_BUILD(b_batch_norm_eval_affine, tg_batch_norm(t, x[0], x[1], x[2], x[3], NULL, &eval))
 OC_BUILD(b_bilinear_scaled, tg_interpolate(t, x[0], OC_PTR(c, 0, &scaled)))
+OC_BUILD(b_avg_pool2d_divisor, tg_avg_pool2d(t, x[0], OC_PTR(c, 0, &avg_div)))
+OC_BUILD(b_adaptive_none, tg_adaptive_avg_pool2d(t, x[0], TG_SIZE_NONE, 3))
+
+/* the values; the indices: tests/test_conv.c */
+static tg_tensor *b_max_pool2d_indices(const oc_call *c)
+{
+    tg_tensor *ix;
+    return tg_max_pool2d_with_indices(c->t, c->in[0], OC_PTR(c, 0, &max_pad), OC_PTR(c, 1, &ix));
+}
+
+static tg_tensor *b_max_pool1d_indices(const oc_call *c)
+{
+    tg_tensor *ix;
+    return tg_max_pool1d_with_indices(c->t, c->in[0], OC_PTR(c, 0, &k3s2p1), OC_PTR(c, 1, &ix));
+}
+
+OC_BUILD(b_max_unpool2d, tg_max_unpool2d(t, x[0], x[1], OC_PTR(c, 0, &k2), NULL))
 
 static const op_case rows[] = {
     {"tg_conv2d", b_conv2d, 3, 2, 0, {OC_IN(-1, 1, 1, 2, 3, 3), OC_IN(-1, 1, 2, 2, 2, 2), OC_IN(-1, 1, 2)}, OC_GROWS,
@@ -130,6 +149,17 @@ static const op_case rows[] = {
      OC_GROWS, OC_NAN_SAME, NULL},
     {"tg_interpolate", b_bilinear_scaled, 1, 1, 1, {OC_IN(-1, 1, 1, 2, 4, 5)}, OC_GROWS, "n.n.....................",
      NULL},
+    {"tg_avg_pool2d", b_avg_pool2d_divisor, 1, 1, 1, {OC_IN(-1, 1, 1, 2, 6, 7)}, OC_GROWS,
+     "nn..............................", NULL},
+    /* output_size (None, 3): H kept */
+    {"tg_adaptive_avg_pool2d", b_adaptive_none, 1, 1, 0, {OC_IN(-1, 1, 1, 2, 5, 4)}, OC_GROWS,
+     "nn............................", NULL},
+    {"tg_max_pool2d_with_indices", b_max_pool2d_indices, 1, 1, 2, {OC_IN(-1, 1, 1, 2, 4, 5)}, OC_GROWS,
+     ".n................", NULL},
+    {"tg_max_pool1d_with_indices", b_max_pool1d_indices, 1, 1, 2, {OC_IN(-1, 1, 1, 2, 7)}, OC_GROWS, "nn......", NULL},
+    /* indices 0, 1, ... in each 4 x 4 output plane: distinct, so every input lands */
+    {"tg_max_unpool2d", b_max_unpool2d, 2, 2, 1, {OC_IN(-1, 1, 1, 2, 2, 2), OC_INK(OC_CLASS, 0, 16, 1, 2, 2, 2)},
+     OC_GROWS, ".n..............................", NULL},
 };
 
 const oc_family oc_conv = {"conv", rows, sizeof rows / sizeof rows[0]};

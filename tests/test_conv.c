@@ -1,7 +1,8 @@
 /* convolution, pooling, batch norm, channel dropout and resizing
  * (core/ops/nn/): PyTorch's outputs and grads (tests/fixtures/conv.safetensors,
- * bench/torch/make_conv_fixtures.py), values by hand, refusals, the
- * nn.Conv2d and nn.BatchNorm2d layers, and out of memory. Gradchecks, NaN,
+ * bench/torch/make_conv_fixtures.py; max pooling's indices too), values by
+ * hand, refusals, the nn.Conv2d, nn.Conv1d, nn.ConvTranspose2d and
+ * nn.BatchNorm2d layers, and out of memory. Gradchecks, NaN,
  * NULL and the same bits on 1 and 2 threads: the op-case rows
  * (tests/op_cases_conv.c). */
 #include <string.h>
@@ -86,12 +87,25 @@ static tg_pool_opts case_pool_opts(const conv_case *c)
     case_pair(c, "dilation", o.dilation);
     o.ceil_mode = case_int(c, "ceil_mode", 0) != 0;
     o.count_include_pad = case_int(c, "count_include_pad", 1) != 0;
+    o.divisor_override = case_int(c, "divisor_override", 0);
     return o;
+}
+
+/* ix (int64) holds PyTorch's indices of the case (kept as floats) */
+static void assert_indices(const conv_case *c, const tg_tensor *ix)
+{
+    const tg_tensor *want = case_get(c, "indices");
+    cr_assert(ix && want && ix->dtype == TG_I64 && ix->size == want->size, "%s: indices", c->name);
+    const int64_t *v = tg_data(ix, TG_I64);
+    for (size_t i = 0; i < ix->size; i++)
+        cr_assert_eq(v[i], (int64_t)want->data[i], "%s: indices[%zu] = %lld, PyTorch %g", c->name, i, (long long)v[i],
+                     (double)want->data[i]);
 }
 
 /* op: make_conv_fixtures.py's OPS index */
 static tg_tensor *case_run(tg_tape *t, const conv_case *c, tg_tensor **in)
 {
+    tg_tensor *ix = NULL, *y;
     in[0] = case_in(t, c, "x");
     tg_conv_opts co = case_conv_opts(c);
     tg_pool_opts po = case_pool_opts(c);
@@ -126,6 +140,18 @@ static tg_tensor *case_run(tg_tape *t, const conv_case *c, tg_tensor **in)
         in[3] = case_in(t, c, "running_mean"), in[4] = case_in(t, c, "running_var");
         tg_bn_opts bo = {case_int(c, "training", -1) == 1, case_real(c, "momentum"), case_real(c, "eps")};
         return tg_batch_norm(t, in[0], in[3], in[4], in[1], in[2], &bo);
+    }
+    case 10:
+    case 12:
+        y = case_int(c, "op", -1) == 10 ? tg_max_pool2d_with_indices(t, in[0], &po, &ix)
+                                         : tg_max_pool1d_with_indices(t, in[0], &po, &ix);
+        if (y) assert_indices(c, ix);
+        return y;
+    case 11: {
+        int size[2] = {0, 0};
+        case_pair(c, "size", size);
+        y = tg_max_pool2d_with_indices(t, in[0], &po, &ix);
+        return tg_max_unpool2d(t, y, ix, &po, size[0] ? size : NULL);
     }
     default: cr_assert_fail("%s: unknown op %d", c->name, case_int(c, "op", -1)); return NULL;
     }
@@ -194,6 +220,11 @@ Test(conv, avg_pool1d_matches_pytorch) { cr_assert_geq(check_cases("avg_pool1d")
 Test(conv, adaptive_avg_pool2d_matches_pytorch) { cr_assert_geq(check_cases("adaptive_avg_pool2d"), 4); }
 Test(conv, interpolate_matches_pytorch) { cr_assert_geq(check_cases("interpolate"), 8); }
 Test(conv, batch_norm_matches_pytorch) { cr_assert_geq(check_cases("batch_norm"), 5); }
+Test(conv, avg_pool2d_divisor_override_matches_pytorch) { cr_assert_geq(check_cases("avg_pool2d_div"), 3); }
+Test(conv, adaptive_avg_pool2d_none_matches_pytorch) { cr_assert_geq(check_cases("adaptive_avg_pool2d_none"), 3); }
+Test(conv, max_pool2d_indices_match_pytorch) { cr_assert_geq(check_cases("max_pool2d_indices"), 3); }
+Test(conv, max_pool1d_indices_match_pytorch) { cr_assert_geq(check_cases("max_pool1d_indices"), 2); }
+Test(conv, max_unpool2d_matches_pytorch) { cr_assert_geq(check_cases("max_unpool2d"), 4); }
 
 /* ---- values by hand ------------------------------------------------------ */
 
@@ -329,6 +360,70 @@ Test(conv, other_ops_reject_bad_arguments)
     tg_tape_free(t);
 }
 
+Test(conv, pool_options_and_unpool_reject_bad_arguments)
+{
+    tg_tape *t = tg_tape_new();
+    tg_tensor *x = tg_tensor_zeros(t, 4, (int[]){2, 4, 6, 6}), *x1 = tg_tensor_zeros(t, 3, (int[]){2, 4, 9}), *ix;
+    tg_pool_opts po = TG_POOL_OPTS_DEFAULT(2, 2);
+    po.divisor_override = -1;
+    assert_fails(t, tg_avg_pool2d(t, x, &po), "tg_avg_pool2d", "divisor_override -1", ">= 0");
+    po.divisor_override = 3;
+    cr_assert_not_null(tg_avg_pool2d(t, x, &po), "%s", tg_tape_error(t));
+    assert_fails(t, tg_avg_pool1d(t, x1, &po), "tg_avg_pool1d", "divisor_override 3", "only avg_pool2d");
+    assert_fails(t, tg_max_pool2d(t, x, &po), "tg_max_pool2d", "divisor_override 3");
+    assert_fails(t, tg_max_pool2d_with_indices(t, x, &po, &ix), "tg_max_pool2d_with_indices", "divisor_override 3");
+    po.divisor_override = 0;
+    assert_fails(t, tg_max_pool2d_with_indices(t, x, &po, NULL), "tg_max_pool2d_with_indices", "indices is NULL");
+    assert_fails(t, tg_max_pool1d_with_indices(t, x1, &po, NULL), "tg_max_pool1d_with_indices", "indices is NULL");
+    assert_fails(t, tg_max_pool1d_with_indices(t, x, &po, &ix), "tg_max_pool1d_with_indices", "input [2,4,6,6]");
+    assert_fails(t, tg_adaptive_avg_pool2d(t, x, -2, 3), "tg_adaptive_avg_pool2d", "output size -2x3", "TG_SIZE_NONE");
+
+    tg_tensor *y = tg_max_pool2d_with_indices(t, x, &po, &ix);  /* [2, 4, 3, 3] */
+    cr_assert(y && ix && ix->dtype == TG_I64 && tg_shape_equal(y, ix), "%s", tg_tape_error(t));
+    cr_assert_not_null(tg_max_unpool2d(t, y, ix, &po, NULL), "%s", tg_tape_error(t));
+    assert_fails(t, tg_max_unpool2d(t, y, ix, NULL, NULL), "tg_max_unpool2d", "opts is NULL");
+    assert_fails(t, tg_max_unpool2d(t, y, NULL, &po, NULL), "tg_max_unpool2d", "indices is NULL");
+    assert_fails(t, tg_max_unpool2d(t, y, y, &po, NULL), "tg_max_unpool2d", "float", "int64 or int32");
+    assert_fails(t, tg_max_unpool2d(t, y, tg_tensor_zeros_dtype(t, TG_I64, 4, (int[]){2, 4, 3, 2}), &po, NULL),
+                 "tg_max_unpool2d", "indices [2,4,3,2]", "input's shape [2,4,3,3]");
+    assert_fails(t, tg_max_unpool2d(t, tg_tensor_zeros(t, 2, (int[]){4, 9}),
+                                    tg_tensor_zeros_dtype(t, TG_I64, 2, (int[]){4, 9}), &po, NULL),
+                 "tg_max_unpool2d", "input [4,9]", "[N, C, H, W] or [C, H, W]");
+    assert_fails(t, tg_max_unpool2d(t, y, ix, &po, (int[]){8, 6}), "tg_max_unpool2d", "output_size 8 (dim 0)",
+                 "strictly between 4 and 8");
+    cr_assert_not_null(tg_max_unpool2d(t, y, ix, &po, (int[]){7, 5}), "%s", tg_tape_error(t));
+    tg_tensor *bad = tg_tensor_zeros_dtype(t, TG_I64, 4, (int[]){2, 4, 3, 3});
+    ((int64_t *)bad->data)[5] = 36;
+    assert_fails(t, tg_max_unpool2d(t, y, bad, &po, NULL), "tg_max_unpool2d", "indices[5] = 36", "6 x 6");
+    ((int64_t *)bad->data)[5] = -1;
+    assert_fails(t, tg_max_unpool2d(t, y, bad, &po, NULL), "tg_max_unpool2d", "indices[5] = -1");
+    po.kernel[1] = 0;
+    assert_fails(t, tg_max_unpool2d(t, y, ix, &po, NULL), "tg_max_unpool2d", "kernel 0");
+    tg_tape_free(t);
+}
+
+/* The indices are a copy: changing the tensor after the pooling leaves its
+ * backward alone; the unpooling's grad gathers dout at the indices. */
+Test(conv, max_pool_indices_and_unpool_by_hand)
+{
+    tg_tape *t = tg_tape_new();
+    tg_tensor *x = tg_tensor_from(t, (tg_real[]){1, 5, 2, 0, 3, 4, 9, 8, 7, 6, 2, 1}, 3, (int[]){1, 3, 4}), *ix;
+    x->requires_grad = true;
+    tg_pool_opts po = TG_POOL_OPTS_DEFAULT(2, 0);  /* 1-D: kernel 2, stride 2 */
+    tg_tensor *y = tg_max_pool1d_with_indices(t, x, &po, &ix);
+    cr_assert(y && ix, "%s", tg_tape_error(t));
+    /* planes 1 5 2 0 | 3 4 9 8 | 7 6 2 1, windows of 2: the maxima and their places in the plane */
+    static const int64_t want[6] = {1, 2, 1, 2, 0, 2};
+    static const tg_real vals[6] = {5, 2, 4, 9, 7, 2};
+    const int64_t *v = tg_data(ix, TG_I64);
+    for (int i = 0; i < 6; i++)
+        cr_assert(v[i] == want[i] && y->data[i] == vals[i], "%d: %lld %g", i, (long long)v[i], (double)y->data[i]);
+    ((int64_t *)ix->data)[0] = 0;
+    cr_assert_eq(tg_backward(t, tg_sum(t, y)), 0, "%s", tg_tape_error(t));
+    cr_assert(x->grad[1] == 1 && x->grad[0] == 0, "the backward kept its own indices");
+    tg_tape_free(t);
+}
+
 Test(conv, batch_norm_and_interpolate_reject_bad_arguments)
 {
     tg_tape *t = tg_tape_new();
@@ -412,6 +507,117 @@ Test(conv, conv2d_layer_names_init_and_forward)
     cr_assert_null(tg_conv2d_forward(t, &bad, x));
     tu_assert_has(tg_tape_error(t), "not initialised");
     tg_tensor_free(x);
+    tg_tape_free(t);
+    tg_params_free(p);
+}
+
+/* the layer with in[1], in[2] as its weight and bias: a gradcheck through its forward */
+static tg_tensor *conv1d_layer_fn(tg_tape *t, tg_tensor **in, void *ctx)
+{
+    tg_conv1d_layer l = *(const tg_conv1d_layer *)ctx;
+    l.weight = in[1], l.bias = in[2];
+    return tg_conv1d_forward(t, &l, in[0]);
+}
+
+static tg_tensor *convt_layer_fn(tg_tape *t, tg_tensor **in, void *ctx)
+{
+    tg_conv_transpose2d_layer l = *(const tg_conv_transpose2d_layer *)ctx;
+    l.weight = in[1], l.bias = in[2];
+    return tg_conv_transpose2d_forward(t, &l, in[0]);
+}
+
+/* every value of p's first n parameters within bound, and reaching 0.8 of it both ways (PyTorch's U(-b, b)) */
+static void assert_uniform_bound(const tg_params *p, int n, double bound)
+{
+    double lo = 1, hi = -1;
+    for (int k = 0; k < n; k++)
+        for (size_t i = 0; i < tg_params_at(p, k)->size; i++) {
+            double v = tg_params_at(p, k)->data[i];
+            lo = v < lo ? v : lo, hi = v > hi ? v : hi;
+        }
+    cr_assert(lo >= -bound && hi <= bound && lo < -0.8 * bound && hi > 0.8 * bound, "[%g, %g] vs %g", lo, hi, bound);
+}
+
+Test(conv, conv1d_layer_names_init_and_forward)
+{
+    tg_params *p = tg_params_new();
+    tg_rng rng;
+    tg_rng_seed(&rng, 5);
+    tg_conv1d_layer l;
+    tg_conv1d_config cfg = TG_CONV1D_CONFIG(4, 6, 3);
+    cfg.opts.groups = 2, cfg.opts.padding[0] = 1, cfg.opts.stride[0] = 2;
+    cr_assert_eq(tg_conv1d_init(&l, p, "conv1", &cfg, &rng), 0, "%s", tg_error());
+    cr_assert_eq(tg_params_count(p), 2);
+    cr_assert_str_eq(tg_params_at(p, 0)->name, "conv1.weight");
+    cr_assert_str_eq(tg_params_at(p, 1)->name, "conv1.bias");
+    cr_assert(l.weight->ndim == 3 && l.weight->shape[0] == 6 && l.weight->shape[1] == 2 && l.weight->shape[2] == 3);
+    assert_uniform_bound(p, 2, 1 / sqrt(2.0 * 3));  /* fan_in = in/groups * k */
+    tg_tape *t = tg_tape_new();
+    tg_tensor *x = tu_rand(&rng, -1, 1, 3, (int[]){2, 4, 9});
+    tg_tensor *y = tg_conv1d_forward(t, &l, x), *y2 = tg_conv1d(t, x, l.weight, l.bias, &cfg.opts);
+    cr_assert(y && y->shape[0] == 2 && y->shape[1] == 6 && y->shape[2] == 5, "%s", tg_tape_error(t));
+    cr_assert(memcmp(y->data, y2->data, y->size * sizeof(tg_real)) == 0);
+    tg_tensor *in[3] = {tu_rand(&rng, -1, 1, 2, (int[]){4, 7}), l.weight, l.bias};  /* unbatched */
+    tu_gradcheck(conv1d_layer_fn, &l, in, 3);
+    assert_fails(t, tg_conv1d_forward(t, &l, tg_tensor_zeros(t, 4, (int[]){2, 4, 5, 5})), "tg_conv1d 'conv1'",
+                 "[2,4,5,5]", "[N, 4, L]");
+    assert_fails(t, tg_conv1d_forward(t, &l, tg_tensor_zeros(t, 3, (int[]){2, 3, 9})), "tg_conv1d 'conv1'", "[2,3,9]");
+    tg_conv1d_layer bad;
+    cfg.kernel = 0;
+    cr_assert_eq(tg_conv1d_init(&bad, p, "conv2", &cfg, &rng), -1);
+    tu_assert_has(tg_error(), "tg_conv1d 'conv2'");
+    tu_assert_has(tg_error(), "kernel 0");
+    cfg.kernel = 3, cfg.opts.dilation[0] = 0;
+    cr_assert_eq(tg_conv1d_init(&bad, p, "conv2", &cfg, &rng), -1);
+    tu_assert_has(tg_error(), "dilation 0");
+    cr_assert_eq(tg_params_count(p), 2, "a failed init leaves nothing");
+    assert_fails(t, tg_conv1d_forward(t, &bad, x), "tg_conv1d_forward", "not initialised");
+    cfg.opts.dilation[0] = 1, cfg.bias = false;
+    cr_assert_eq(tg_conv1d_init(&bad, p, "conv2", &cfg, NULL), 0);
+    cr_assert(bad.bias == NULL && tg_params_count(p) == 3 && bad.weight->data[0] == 0, "bias=False; rng NULL: zeros");
+    tg_tensor_free(x), tg_tensor_free(in[0]);
+    tg_tape_free(t);
+    tg_params_free(p);
+}
+
+Test(conv, conv_transpose2d_layer_names_init_and_forward)
+{
+    tg_params *p = tg_params_new();
+    tg_rng rng;
+    tg_rng_seed(&rng, 6);
+    tg_conv_transpose2d_layer l;
+    tg_conv_transpose2d_config cfg = TG_CONV_TRANSPOSE2D_CONFIG(4, 6, 3, 2);
+    cfg.opts.groups = 2, cfg.opts.stride[0] = 2, cfg.opts.output_padding[0] = 1, cfg.opts.padding[1] = 1;
+    cr_assert_eq(tg_conv_transpose2d_init(&l, p, "up1", &cfg, &rng), 0, "%s", tg_error());
+    cr_assert_str_eq(tg_params_at(p, 0)->name, "up1.weight");
+    cr_assert_str_eq(tg_params_at(p, 1)->name, "up1.bias");
+    int want[4] = {4, 3, 3, 2};  /* [in, out/groups, kh, kw] */
+    for (int i = 0; i < 4; i++) cr_assert_eq(l.weight->shape[i], want[i]);
+    cr_assert_eq(l.bias->shape[0], 6);
+    assert_uniform_bound(p, 2, 1 / sqrt(3.0 * 3 * 2));  /* fan_in = out/groups * kh * kw (W's dim 1) */
+    tg_tape *t = tg_tape_new();
+    tg_tensor *x = tu_rand(&rng, -1, 1, 4, (int[]){2, 4, 3, 4});
+    tg_tensor *y = tg_conv_transpose2d_forward(t, &l, x), *y2 = tg_conv_transpose2d(t, x, l.weight, l.bias, &cfg.opts);
+    cr_assert(y && y->shape[1] == 6 && y->shape[2] == 8 && y->shape[3] == 3, "%s", tg_tape_error(t));
+    cr_assert(memcmp(y->data, y2->data, y->size * sizeof(tg_real)) == 0);
+    tg_tensor *in[3] = {tu_rand(&rng, -1, 1, 3, (int[]){4, 2, 3}), l.weight, l.bias};  /* unbatched */
+    tu_gradcheck(convt_layer_fn, &l, in, 3);
+    assert_fails(t, tg_conv_transpose2d_forward(t, &l, tg_tensor_zeros(t, 4, (int[]){2, 6, 3, 3})),
+                 "tg_conv_transpose2d 'up1'", "[2,6,3,3]", "[N, 4, H, W]");
+    tg_conv_transpose2d_layer bad;
+    cfg.opts.output_padding[0] = 2;
+    cr_assert_eq(tg_conv_transpose2d_init(&bad, p, "up2", &cfg, &rng), -1);
+    tu_assert_has(tg_error(), "tg_conv_transpose2d 'up2'");
+    tu_assert_has(tg_error(), "output_padding [2,0]");
+    cfg.opts.output_padding[0] = 0, cfg.opts.same = true, cfg.opts.stride[0] = 1;
+    cr_assert_eq(tg_conv_transpose2d_init(&bad, p, "up2", &cfg, &rng), -1);
+    tu_assert_has(tg_error(), "'same'");
+    cfg.opts.same = false, cfg.out = 5;
+    cr_assert_eq(tg_conv_transpose2d_init(&bad, p, "up2", &cfg, &rng), -1);
+    tu_assert_has(tg_error(), "groups 2");
+    cr_assert_eq(tg_params_count(p), 2, "a failed init leaves nothing");
+    assert_fails(t, tg_conv_transpose2d_forward(t, &bad, x), "tg_conv_transpose2d_forward", "not initialised");
+    tg_tensor_free(x), tg_tensor_free(in[0]);
     tg_tape_free(t);
     tg_params_free(p);
 }

@@ -543,7 +543,7 @@ Test(null, engine_io_optim_nn_viz)
     tg_tape_free(t);
 }
 
-/* The convolutional layers, pooling and Dropout2d (their ops: the op-case rows). */
+/* The convolutional layers, pooling, Upsample and Dropout2d (their ops: the op-case rows). */
 Test(null, conv_layers)
 {
     tg_tape *t = tg_tape_new();
@@ -585,6 +585,41 @@ Test(null, conv_layers)
     REFUSES(tg_adaptive_avg_pool2d_forward(t, NULL, x), "tg_adaptive_avg_pool2d_forward: the layer is NULL");
     cr_assert_eq(tg_adaptive_avg_pool2d_init(&aa, NULL, 1, 1), 0);
     FAILS(t, tg_adaptive_avg_pool2d_forward(t, &aa, NULL), NULL, "tg_adaptive_avg_pool2d");
+    tg_conv1d_layer c1;
+    tg_conv1d_config c1c = TG_CONV1D_CONFIG(1, 1, 1);
+    REFUSES(tg_conv1d_init(NULL, p, "c1", &c1c, NULL), "tg_conv1d_init: the layer is NULL");
+    REFUSES(tg_conv1d_init(&c1, NULL, "c1", &c1c, NULL), "tg_conv1d_init: the parameter store is NULL");
+    REFUSES(tg_conv1d_init(&c1, p, "c1", NULL, NULL), "tg_conv1d_init: the configuration is NULL");
+    REFUSES(tg_conv1d_forward(t, NULL, x), "tg_conv1d_forward: the layer is NULL");
+    cr_assert_eq(tg_conv1d_init(&c1, p, "c1", &c1c, NULL), 0);
+    FAILS(t, tg_conv1d_forward(t, &c1, NULL), NULL, "tg_conv1d");
+    tg_conv_transpose2d_layer ct;
+    tg_conv_transpose2d_config ctc = TG_CONV_TRANSPOSE2D_CONFIG(1, 1, 1, 1);
+    REFUSES(tg_conv_transpose2d_init(NULL, p, "ct", &ctc, NULL), "tg_conv_transpose2d_init: the layer is NULL");
+    REFUSES(tg_conv_transpose2d_init(&ct, NULL, "ct", &ctc, NULL), "tg_conv_transpose2d_init: the parameter store is NULL");
+    REFUSES(tg_conv_transpose2d_init(&ct, p, "ct", NULL, NULL), "tg_conv_transpose2d_init: the configuration is NULL");
+    REFUSES(tg_conv_transpose2d_forward(t, NULL, x), "tg_conv_transpose2d_forward: the layer is NULL");
+    cr_assert_eq(tg_conv_transpose2d_init(&ct, p, "ct", &ctc, NULL), 0);
+    FAILS(t, tg_conv_transpose2d_forward(t, &ct, NULL), NULL, "tg_conv_transpose2d");
+    tg_max_pool1d_layer mp1;
+    REFUSES(tg_max_pool1d_init(NULL, "mp1", &po), "tg_max_pool1d_init: the layer is NULL");
+    REFUSES(tg_max_pool1d_init(&mp1, "mp1", NULL), "tg_max_pool1d_init: the configuration is NULL");
+    REFUSES(tg_max_pool1d_forward(t, NULL, x), "tg_max_pool1d_forward: the layer is NULL");
+    cr_assert_eq(tg_max_pool1d_init(&mp1, NULL, &po), 0);
+    FAILS(t, tg_max_pool1d_forward(t, &mp1, NULL), NULL, "tg_max_pool1d");
+    tg_avg_pool1d_layer ap1;
+    REFUSES(tg_avg_pool1d_init(NULL, "ap1", &po), "tg_avg_pool1d_init: the layer is NULL");
+    REFUSES(tg_avg_pool1d_init(&ap1, "ap1", NULL), "tg_avg_pool1d_init: the configuration is NULL");
+    REFUSES(tg_avg_pool1d_forward(t, NULL, x), "tg_avg_pool1d_forward: the layer is NULL");
+    cr_assert_eq(tg_avg_pool1d_init(&ap1, NULL, &po), 0);
+    FAILS(t, tg_avg_pool1d_forward(t, &ap1, NULL), NULL, "tg_avg_pool1d");
+    tg_upsample_layer up;
+    tg_interp_opts io = {{2, 2}, {0, 0}, TG_INTERP_NEAREST, false};
+    REFUSES(tg_upsample_init(NULL, "up", &io), "tg_upsample_init: the layer is NULL");
+    REFUSES(tg_upsample_init(&up, "up", NULL), "tg_upsample_init: the configuration is NULL");
+    REFUSES(tg_upsample_forward(t, NULL, x), "tg_upsample_forward: the layer is NULL");
+    cr_assert_eq(tg_upsample_init(&up, NULL, &io), 0);
+    FAILS(t, tg_upsample_forward(t, &up, NULL), NULL, "tg_upsample");
     tg_dropout2d_layer d;
     REFUSES(tg_dropout2d_init(NULL, "d", 0.5), "tg_dropout2d_init: the layer is NULL");
     REFUSES(tg_dropout2d_forward(t, NULL, x, NULL), "tg_dropout2d_forward: the layer is NULL");

@@ -11,8 +11,10 @@
  * first image (the geometry is per image); where that is still slow the
  * case says which dims it cuts and why. What the ops refuse (conv3d,
  * pool3d, trilinear, nearest-exact, negative padding) is a test at the
- * end; tinygrad's return_indices, max_unpool2d and integer inputs have no
- * tapegrad API to refuse. PyTorch's own numbers: tests/test_conv.c. */
+ * end; tinygrad's integer inputs have no tapegrad API to refuse.
+ * return_indices and max_unpool2d (forward-only in tinygrad) are checked
+ * against the same loops' first maxima, exactly. PyTorch's own numbers:
+ * tests/test_conv.c. */
 #include "ops_util.h"
 
 TU_SUITE(tinygrad_conv, 61);
@@ -38,7 +40,7 @@ typedef struct spec {
 
 #define CO(sh, sw, ph, pw, dh, dw, g) {{(sh), (sw)}, {(ph), (pw)}, {(dh), (dw)}, (g), false, {0, 0}}
 #define COT(sh, sw, ph, pw, dh, dw, g, oh, ow) {{(sh), (sw)}, {(ph), (pw)}, {(dh), (dw)}, (g), false, {(oh), (ow)}}
-#define PO(kh, kw, sh, sw, ph, pw, dh, dw, ceil, cip) {{(kh), (kw)}, {(sh), (sw)}, {(ph), (pw)}, {(dh), (dw)}, (ceil), (cip)}
+#define PO(kh, kw, sh, sw, ph, pw, dh, dw, ceil, cip) {{(kh), (kw)}, {(sh), (sw)}, {(ph), (pw)}, {(dh), (dw)}, (ceil), (cip), 0}
 
 /* ---- the naive references, in double ------------------------------------- */
 
@@ -591,6 +593,143 @@ Test(tinygrad_conv, test_max_pool2d_ceil_mode)
                       .po = PO(CEIL_KSZ[k][0], CEIL_KSZ[k][1], 3, 3, 1, 1, 1, 1, true, true)});
     check(&(spec){"test_max_pool2d_ceil_mode_output_size_reduce_by_one", MAXPOOL, 4, {1, 1, 5, 5},
                   .po = PO(3, 3, 3, 3, 1, 1, 1, 1, true, true)});
+}
+
+/* ---- return_indices and max_unpool2d ---------------------------------------- */
+
+/* F.max_pool2d's return_indices: each window's first maximum (a NaN wins) as
+ * h * W + w of its plane, in [N, C, Ho, Wo] order */
+static int64_t *pool_index_ref(const tg_tensor *x, const tg_pool_opts *o, size_t *n)
+{
+    int H = x->shape[2], W = x->shape[3], s[2], out[2];
+    for (int i = 0; i < 2; i++) {
+        s[i] = o->stride[i] ? o->stride[i] : o->kernel[i];
+        out[i] = pool_size(x->shape[2 + i], o->kernel[i], s[i], o->padding[i], o->dilation[i], o->ceil_mode);
+    }
+    size_t planes = (size_t)x->shape[0] * x->shape[1];
+    *n = planes * out[0] * out[1];
+    int64_t *ix = malloc(*n * sizeof *ix + 1), *p = ix;
+    cr_assert_not_null(ix);
+    for (size_t pl = 0; pl < planes; pl++)
+        for (int i = 0; i < out[0]; i++)
+            for (int j = 0; j < out[1]; j++) {
+                double m = -INFINITY;
+                int64_t at = -1;
+                for (int a = 0; a < o->kernel[0]; a++)
+                    for (int e = 0; e < o->kernel[1]; e++) {
+                        int h = i * s[0] - o->padding[0] + a * o->dilation[0];
+                        int v = j * s[1] - o->padding[1] + e * o->dilation[1];
+                        if (h < 0 || h >= H || v < 0 || v >= W) continue;
+                        double xv = x->data[pl * H * W + (size_t)h * W + v];
+                        if (at < 0 || xv > m || isnan(xv)) m = xv, at = (int64_t)h * W + v;
+                    }
+                *p++ = at;
+            }
+    return ix;
+}
+
+/* the indices of max_pool2d_with_indices(x, o): the reference's, exactly */
+static tg_tensor *check_indices(const char *from, tg_tensor *x, const tg_pool_opts *o)
+{
+    tg_tensor *ix, *y = tg_max_pool2d_with_indices(T, x, o, &ix);
+    cr_assert(y && ix, "%s: %s", from, tg_tape_error(T));
+    size_t n;
+    int64_t *want = pool_index_ref(x, o, &n);
+    cr_assert_eq(ix->size, n, "%s", from);
+    const int64_t *got = tg_data(ix, TG_I64);
+    for (size_t i = 0; i < n; i++)
+        cr_assert_eq(got[i], want[i], "%s: indices[%zu] = %lld, want %lld", from, i, (long long)got[i], (long long)want[i]);
+    free(want);
+    return ix;
+}
+
+Test(tinygrad_conv, test_max_pool2d_return_indices)
+{
+    static const struct {
+        const char *from;
+        int x[4];
+        tg_pool_opts o;
+    } cases[] = {
+        {"batch and multi-channel", {2, 3, 6, 6}, PO(2, 2, 0, 0, 0, 0, 1, 1, false, true)},
+        {"dilation", {1, 1, 10, 10}, PO(3, 2, 0, 0, 0, 0, 2, 3, false, true)},
+        {"padding", {1, 1, 5, 5}, PO(3, 3, 0, 0, 1, 1, 1, 1, false, true)},
+        {"ceil mode padding", {1, 1, 7, 7}, PO(2, 2, 2, 2, 0, 0, 1, 1, true, true)},
+        {"global maxpool", {1, 1, 12, 13}, PO(12, 13, 0, 0, 0, 0, 1, 1, false, true)},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        tg_tensor *x = tu_rand(&R, -2, 2, 4, cases[k].x);
+        check_indices(cases[k].from, x, &cases[k].o);
+        tg_tensor_free(x);
+    }
+    /* multiple identical values in same window and overlapping windows: Tensor.ones(1,1,6,6) */
+    tg_tensor *ones = tg_tensor_alloc(4, (int[]){1, 1, 6, 6});
+    tg_tensor_fill(ones, 1);
+    check_indices("identical values", ones, &(tg_pool_opts)PO(3, 3, 1, 1, 0, 0, 1, 1, false, true));
+    /* overlapping max indices: [1, 2, 1, 2, 1, 2] in each row */
+    for (size_t i = 0; i < ones->size; i++) ones->data[i] = (tg_real)(1 + i % 2);
+    tg_tensor *ix = check_indices("overlapping max indices", ones, &(tg_pool_opts)PO(2, 2, 1, 1, 0, 0, 1, 1, false, true));
+    cr_assert_eq(((const int64_t *)tg_data(ix, TG_I64))[0], 1, "the first 2 of the window [1 2; 1 2]");
+    tg_tensor_free(ones);
+}
+
+/* max_unpool2d(*max_pool2d(x, return_indices=True)): each window's maximum
+ * back at its place, zeros elsewhere */
+static void check_unpool(const char *from, const tg_tensor *x, const tg_pool_opts *o, const int *size)
+{
+    tg_tensor *ix = check_indices(from, (tg_tensor *)x, o), *y = tg_max_pool2d(T, (tg_tensor *)x, o);
+    tg_tensor *u = tg_max_unpool2d(T, y, ix, o, size);
+    cr_assert_not_null(u, "%s: %s", from, tg_tape_error(T));
+    int Ho = size ? size[0] : (y->shape[2] - 1) * (o->stride[0] ? o->stride[0] : o->kernel[0]) - 2 * o->padding[0] + o->kernel[0];
+    int Wo = size ? size[1] : (y->shape[3] - 1) * (o->stride[1] ? o->stride[1] : o->kernel[1]) - 2 * o->padding[1] + o->kernel[1];
+    cr_assert(u->shape[0] == x->shape[0] && u->shape[1] == x->shape[1] && u->shape[2] == Ho && u->shape[3] == Wo,
+              "%s: output [%d,%d,%d,%d]", from, u->shape[0], u->shape[1], u->shape[2], u->shape[3]);
+    size_t P = (size_t)Ho * Wo, Q = (size_t)y->shape[2] * y->shape[3];
+    double *want = calloc(u->size + 1, sizeof *want);
+    cr_assert_not_null(want);
+    const int64_t *iv = tg_data(ix, TG_I64);
+    for (size_t i = 0; i < y->size; i++) want[i / Q * P + (size_t)iv[i]] = y->data[i];
+    for (size_t i = 0; i < u->size; i++)
+        cr_assert(u->data[i] == want[i] || (isnan(u->data[i]) && isnan(want[i])), "%s: out[%zu] = %g, want %g", from,
+                  i, (double)u->data[i], want[i]);
+    free(want);
+}
+
+static tg_tensor *unpool_chain(tg_tape *t, tg_tensor **in, void *ctx)
+{
+    const tg_pool_opts *o = ctx;
+    tg_tensor *ix, *y = tg_max_pool2d_with_indices(t, in[0], o, &ix);
+    return tg_max_unpool2d(t, y, ix, o, (int[]){7, 6});
+}
+
+Test(tinygrad_conv, test_max_unpool2d)
+{
+    tg_pool_opts o = PO(5, 5, 6, 5, 0, 0, 1, 1, false, true);
+    tg_tensor *x = tu_rand(&R, -2, 2, 4, (int[]){8, 3, 50, 50});
+    check_unpool("test_max_unpool2d k5 s(6,5)", x, &o, NULL);
+    tg_tensor_free(x);
+    o = (tg_pool_opts)PO(3, 3, 6, 7, 1, 1, 1, 1, false, true);
+    x = tu_rand(&R, -2, 2, 4, (int[]){8, 3, 30, 30});
+    check_unpool("test_max_unpool2d k3 s(6,7) p1 output_size (30,30)", x, &o, (int[]){30, 30});
+    tg_tensor_free(x);
+    /* tinygrad's output_size=(99,99,7,6): the batch and channel sizes are ignored, tapegrad takes (Ho, Wo) */
+    o = (tg_pool_opts)PO(2, 2, 0, 0, 0, 0, 1, 1, false, true);
+    x = tu_rand(&R, -2, 2, 4, (int[]){1, 3, 7, 6});
+    for (size_t i = 0; i < x->size; i++)  /* a grid 0.01 apart: no near-ties for the gradcheck */
+        x->data[i] = (tg_real)(0.01 * (double)((i * 37) % x->size) - 0.5);
+    check_unpool("test_max_unpool2d output_size (7,6)", x, &o, (int[]){7, 6});
+    tg_gradcheck_result r = tg_gradcheck(unpool_chain, &o, &x, 1, NULL);
+    cr_assert(r.ok, "test_max_unpool2d: %s", tg_error());
+    tg_tensor_free(x);
+}
+
+Test(tinygrad_conv, test_max_unpool2d_inf)
+{
+    tg_tensor *x = tg_tensor_from(T, (tg_real[]){INFINITY, -INFINITY, NAN, 1, 2, 3}, 4, (int[]){1, 1, 2, 3});
+    tg_pool_opts o = PO(2, 2, 0, 0, 0, 0, 1, 1, false, true);
+    check_unpool("test_max_unpool2d_inf", x, &o, NULL);
+    tg_tensor *ix, *y = tg_max_pool2d_with_indices(T, x, &o, &ix), *u = tg_max_unpool2d(T, y, ix, &o, NULL);
+    cr_assert(u && u->size == 4 && isinf(u->data[0]) && u->data[0] > 0 && u->data[1] == 0 && u->data[3] == 0,
+              "[inf, 0; 0, 0]: %s", tg_tape_error(T));
 }
 
 /* ---- average pooling -------------------------------------------------------- */

@@ -23,12 +23,12 @@ import make_fixtures as mf  # noqa: E402
 
 D = mf.D
 OPS = ["conv2d", "max_pool2d", "conv1d", "max_pool1d", "avg_pool2d", "avg_pool1d", "adaptive_avg_pool2d",
-       "conv_transpose2d", "interpolate", "batch_norm"]
+       "conv_transpose2d", "interpolate", "batch_norm", "max_pool2d_indices", "max_unpool2d", "max_pool1d_indices"]
 
 
 def pair(v, nd=2):
     v = (v,) * nd if isinstance(v, int) else tuple(v)
-    return ",".join(str(int(i)) for i in v)
+    return ",".join("-1" if i is None else str(int(i)) for i in v)  # None: TG_SIZE_NONE
 
 
 def r(*shape):
@@ -209,6 +209,63 @@ def gen(fx):
              align_corners=int(kw.get("align_corners", False)))
 
 
+def gen_options(fx):
+    """The options added after the cases above (appended, so their draws stay
+    the same): avg_pool2d's divisor_override, adaptive pooling's None,
+    return_indices (the indices kept as "<case>.indices", float) and
+    max_unpool2d of max_pool2d's output and indices."""
+    def case(name, op, inputs, forward, **params):
+        fx.case(name, lambda: forward(*inputs.values()), inputs, params={"op": OPS.index(op), **params})
+
+    divs = [
+        ("div_k3", (1, 2, 7, 7), dict(kernel_size=3, divisor_override=4)),
+        ("div_ceil_nopad", (2, 2, 7, 6), dict(kernel_size=3, stride=2, padding=1, ceil_mode=True,
+                                             count_include_pad=False, divisor_override=2)),
+        ("div_unbatched", (3, 5, 6), dict(kernel_size=(2, 3), padding=1, divisor_override=7)),
+    ]
+    for name, xs, kw in divs:
+        case("avg_pool2d_" + name, "avg_pool2d", {"x": r(*xs)}, lambda x, kw=kw: F.avg_pool2d(x, **kw),
+             kernel=pair(kw["kernel_size"]), stride=pair(kw.get("stride", 0)), padding=pair(kw.get("padding", 0)),
+             ceil_mode=int(kw.get("ceil_mode", False)), count_include_pad=int(kw.get("count_include_pad", True)),
+             divisor_override=kw["divisor_override"])
+    for name, xs, size in [("none_h", (1, 3, 6, 8), (None, 3)), ("none_w", (2, 2, 5, 7), (2, None)),
+                           ("none_both", (3, 4, 5), (None, None))]:
+        case("adaptive_avg_pool2d_" + name, "adaptive_avg_pool2d", {"x": r(*xs)},
+             lambda x, size=size: F.adaptive_avg_pool2d(x, size), size=pair(size))
+
+    def with_indices(name, op, fn, x, kw, nd):
+        ix = fn(x, return_indices=True, **kw)[1]
+        case(name, op, {"x": x}, lambda x, kw=kw: fn(x, **kw),
+             kernel=pair(kw["kernel_size"], nd), stride=pair(kw.get("stride", 0), nd),
+             padding=pair(kw.get("padding", 0), nd), dilation=pair(kw.get("dilation", 1), nd),
+             ceil_mode=int(kw.get("ceil_mode", False)))
+        fx.tensors[name + ".indices"] = ix.to(D)
+
+    for name, xs, kw in [("k3", (1, 2, 7, 7), dict(kernel_size=3)),
+                         ("pad_ceil_dil", (2, 2, 9, 8), dict(kernel_size=(3, 2), stride=2, padding=1, dilation=(1, 2),
+                                                             ceil_mode=True)),
+                         ("unbatched", (3, 5, 6), dict(kernel_size=2, stride=1))]:
+        with_indices("max_pool2d_indices_" + name, "max_pool2d_indices", F.max_pool2d, r(*xs), kw, 2)
+    for name, xs, kw in [("k3", (2, 3, 9), dict(kernel_size=3)),
+                         ("pad_dil_ceil", (1, 2, 10), dict(kernel_size=3, stride=2, padding=1, dilation=2,
+                                                           ceil_mode=True))]:
+        with_indices("max_pool1d_indices_" + name, "max_pool1d_indices", F.max_pool1d, r(*xs), kw, 1)
+
+    # max_unpool2d(max_pool2d(x, return_indices=True)): the grad goes to each window's maximum
+    unpools = [
+        ("k2", (2, 3, 6, 8), dict(kernel_size=2), None),
+        ("k3_s2_p1", (1, 2, 7, 7), dict(kernel_size=3, stride=2, padding=1), None),
+        ("size", (1, 2, 5, 7), dict(kernel_size=2), (5, 7)),
+        ("unbatched", (3, 6, 4), dict(kernel_size=(3, 2), stride=(3, 2)), None),
+    ]
+    for name, xs, kw, size in unpools:
+        case("max_unpool2d_" + name, "max_unpool2d", {"x": r(*xs)},
+             lambda x, kw=kw, size=size: F.max_unpool2d(*F.max_pool2d(x, return_indices=True, **kw),
+                                                         output_size=size, **kw),
+             kernel=pair(kw["kernel_size"]), stride=pair(kw.get("stride", 0)), padding=pair(kw.get("padding", 0)),
+             size=pair(size or (0, 0)))
+
+
 def main():
     os.makedirs(mf.OUT_DIR, exist_ok=True)
     torch.set_default_dtype(D)
@@ -216,6 +273,7 @@ def main():
     fx = mf.Fixture("conv")
     fx.meta["generator"] = "bench/torch/make_conv_fixtures.py"
     gen(fx)
+    gen_options(fx)
     fx.save()
 
 

@@ -24,6 +24,8 @@
 #define tg_argmin tg_argmin__f64
 #define tg_attn_bias_rows tg_attn_bias_rows__f64
 #define tg_avg_pool1d tg_avg_pool1d__f64
+#define tg_avg_pool1d_forward tg_avg_pool1d_forward__f64
+#define tg_avg_pool1d_init tg_avg_pool1d_init__f64
 #define tg_avg_pool2d tg_avg_pool2d__f64
 #define tg_avg_pool2d_forward tg_avg_pool2d_forward__f64
 #define tg_avg_pool2d_init tg_avg_pool2d_init__f64
@@ -56,6 +58,8 @@
 #define tg_col2im tg_col2im__f64
 #define tg_concat tg_concat__f64
 #define tg_conv1d tg_conv1d__f64
+#define tg_conv1d_forward tg_conv1d_forward__f64
+#define tg_conv1d_init tg_conv1d_init__f64
 #define tg_conv2d tg_conv2d__f64
 #define tg_conv2d_forward tg_conv2d_forward__f64
 #define tg_conv2d_init tg_conv2d_init__f64
@@ -64,6 +68,8 @@
 #define tg_conv_geom_direct tg_conv_geom_direct__f64
 #define tg_conv_geom_make tg_conv_geom_make__f64
 #define tg_conv_transpose2d tg_conv_transpose2d__f64
+#define tg_conv_transpose2d_forward tg_conv_transpose2d_forward__f64
+#define tg_conv_transpose2d_init tg_conv_transpose2d_init__f64
 #define tg_cos tg_cos__f64
 #define tg_cross_entropy tg_cross_entropy__f64
 #define tg_cross_entropy_ex tg_cross_entropy_ex__f64
@@ -172,9 +178,14 @@
 #define tg_max tg_max__f64
 #define tg_max_dim tg_max_dim__f64
 #define tg_max_pool1d tg_max_pool1d__f64
+#define tg_max_pool1d_forward tg_max_pool1d_forward__f64
+#define tg_max_pool1d_init tg_max_pool1d_init__f64
+#define tg_max_pool1d_with_indices tg_max_pool1d_with_indices__f64
 #define tg_max_pool2d tg_max_pool2d__f64
 #define tg_max_pool2d_forward tg_max_pool2d_forward__f64
 #define tg_max_pool2d_init tg_max_pool2d_init__f64
+#define tg_max_pool2d_with_indices tg_max_pool2d_with_indices__f64
+#define tg_max_unpool2d tg_max_unpool2d__f64
 #define tg_maximum tg_maximum__f64
 #define tg_mean tg_mean__f64
 #define tg_mean_dim tg_mean_dim__f64
@@ -350,6 +361,8 @@
 #define tg_triu tg_triu__f64
 #define tg_trunc tg_trunc__f64
 #define tg_unsqueeze tg_unsqueeze__f64
+#define tg_upsample_forward tg_upsample_forward__f64
+#define tg_upsample_init tg_upsample_init__f64
 #define tg_var_dim tg_var_dim__f64
 #define tg_var_dims tg_var_dims__f64
 #define tg_viridis tg_viridis__f64

@@ -1,6 +1,6 @@
 /* tapegrad: adaptive average pooling (F.adaptive_avg_pool2d).
  *
- * Each plane [H, W] -> [oh, ow]; output (i, j) is the mean of rows
+ * Each plane [H, W] -> [oh, ow] (TG_SIZE_NONE: H or W); output (i, j) is the mean of rows
  * [floor(i H / oh), ceil((i + 1) H / oh)) and columns likewise (windows of
  * varying size that may overlap, PyTorch's start_index / end_index).
  * Backward: dx += dout / count over each window. Planes are independent, so
@@ -74,9 +74,11 @@ tg_tensor *tg_adaptive_avg_pool2d(tg_tape *t, tg_tensor *x, int oh, int ow)
     if (x->ndim != 3 && x->ndim != 4)
         return tg_op_fail(t, &adaptive_op, "input %s must be [N, C, H, W] or [C, H, W]", tg_shape_str(x, sx));
     int H = x->shape[x->ndim - 2], W = x->shape[x->ndim - 1];
-    if (oh <= 0 || ow <= 0 || H == 0 || W == 0)
-        return tg_op_fail(t, &adaptive_op, "output size %dx%d must be > 0 and the input %s non-empty in H and W",
-                       oh, ow, tg_shape_str(x, sx));
+    if ((oh <= 0 && oh != TG_SIZE_NONE) || (ow <= 0 && ow != TG_SIZE_NONE) || H == 0 || W == 0)
+        return tg_op_fail(t, &adaptive_op, "output size %dx%d must be > 0 or TG_SIZE_NONE (-1: the input's) and the "
+                          "input %s non-empty in H and W", oh, ow, tg_shape_str(x, sx));
+    if (oh == TG_SIZE_NONE) oh = H;
+    if (ow == TG_SIZE_NONE) ow = W;
     adaptive_ctx c = {x->size / ((size_t)H * W), H, W, oh, ow};
     int shape[TG_MAX_DIMS];
     memcpy(shape, x->shape, sizeof shape);

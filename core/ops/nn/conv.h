@@ -46,7 +46,9 @@ tg_tensor *tg_conv_transpose2d(tg_tape *t, tg_tensor *x, tg_tensor *w, tg_tensor
  * kernel > 0; stride 0: the kernel (PyTorch's stride=None); padding at most
  * half the kernel; dilation > 0 (max pooling only: avg pooling needs 1).
  * ceil_mode: the last window may start inside the right padding, not past it.
- * count_include_pad (avg): padded zeros count in the divisor. */
+ * count_include_pad (avg): padded zeros count in the divisor.
+ * divisor_override (tg_avg_pool2d only, as PyTorch): > 0 divides every
+ * window's sum by it; 0 is PyTorch's None (the count above). */
 typedef struct tg_pool_opts {
     int kernel[2];
     int stride[2];
@@ -54,22 +56,39 @@ typedef struct tg_pool_opts {
     int dilation[2];
     bool ceil_mode;
     bool count_include_pad;
+    int divisor_override;
 } tg_pool_opts;
-#define TG_POOL_OPTS_DEFAULT(kh, kw) {{(kh), (kw)}, {0, 0}, {0, 0}, {1, 1}, false, true}
+#define TG_POOL_OPTS_DEFAULT(kh, kw) {{(kh), (kw)}, {0, 0}, {0, 0}, {1, 1}, false, true, 0}
 
 /* F.max_pool2d: x [N, C, H, W] (or [C, H, W]) -> [N, C, Ho, Wo]; the grad goes
  * to the window's first maximum (a NaN wins, as PyTorch). */
 tg_tensor *tg_max_pool2d(tg_tape *t, tg_tensor *x, const tg_pool_opts *opts);
 /* F.max_pool1d: x [N, C, L] (or [C, L]) -> [N, C, Lo]; opts' index [0]. */
 tg_tensor *tg_max_pool1d(tg_tape *t, tg_tensor *x, const tg_pool_opts *opts);
+/* return_indices=True: the same output, and *indices (required) an int64
+ * tensor of its shape holding each maximum's flat index in its input plane
+ * (h * W + w; 1-D: l), PyTorch's. The indices take no grad. */
+tg_tensor *tg_max_pool2d_with_indices(tg_tape *t, tg_tensor *x, const tg_pool_opts *opts, tg_tensor **indices);
+tg_tensor *tg_max_pool1d_with_indices(tg_tape *t, tg_tensor *x, const tg_pool_opts *opts, tg_tensor **indices);
+/* F.max_unpool2d (core/ops/nn/unpool.c): x [N, C, H, W] (or [C, H, W]) and
+ * indices (int64 or int32, x's shape, as tg_max_pool2d_with_indices gives
+ * them) -> [N, C, Ho, Wo], zero but out[n, c][indices[i]] = x[i] (a repeated
+ * index: the last). Ho = (H - 1) stride - 2 padding + kernel, unless
+ * output_size (NULL: that default) gives {Ho, Wo}, each strictly within
+ * stride of the default (PyTorch's rule). Only opts' kernel, stride and
+ * padding are read, so the pooling's opts serve. dx[i] = dout[indices[i]]. */
+tg_tensor *tg_max_unpool2d(tg_tape *t, tg_tensor *x, tg_tensor *indices, const tg_pool_opts *opts,
+                           const int *output_size);
 /* F.avg_pool2d / F.avg_pool1d (ceil_mode, count_include_pad; no dilation):
  * each window's mean; a window wholly in the padding gives 0. */
 tg_tensor *tg_avg_pool2d(tg_tape *t, tg_tensor *x, const tg_pool_opts *opts);
 tg_tensor *tg_avg_pool1d(tg_tape *t, tg_tensor *x, const tg_pool_opts *opts);
 
 /* F.adaptive_avg_pool2d (core/ops/nn/adaptive.c): x [N, C, H, W] (or
- * [C, H, W]) -> [N, C, oh, ow], oh, ow > 0; output i averages inputs
+ * [C, H, W]) -> [N, C, oh, ow], oh, ow > 0 or TG_SIZE_NONE (PyTorch's None:
+ * that dim keeps the input's size); output i averages inputs
  * floor(i H / oh) to ceil((i + 1) H / oh) - 1 (and likewise along W). */
+#define TG_SIZE_NONE (-1)
 tg_tensor *tg_adaptive_avg_pool2d(tg_tape *t, tg_tensor *x, int oh, int ow);
 
 /* ---- batch normalisation (core/ops/nn/batchnorm.c) -----------------------------

@@ -9,8 +9,8 @@
  * max: out = the window's first maximum (a NaN wins), whose plane index is
  *   kept for backward: dx[idx] += dout.
  * avg: out = the window's sum / its count (with count_include_pad the window
- *   clipped to the padded input, else to the input): dx += dout / count over
- *   the window.
+ *   clipped to the padded input, else to the input; divisor_override when
+ *   > 0): dx += dout / count over the window.
  * The planes are independent, so the pool cuts them: the same bits on any
  * number of threads.
  */
@@ -27,6 +27,7 @@ typedef struct pool_geom {
     size_t planes;  /* N * C */
     int H, W, kh, kw, sh, sw, ph, pw, dh, dw, Ho, Wo;
     bool count_include_pad;
+    int divisor;         /* avg: divisor_override, 0 for none */
     const int64_t *idx;  /* max: [planes, Ho, Wo] plane indices of the maxima (arena), -1 for none */
 } pool_geom;
 
@@ -47,6 +48,11 @@ static bool pool_geom_make(tg_tape *t, const char *op, int nd, bool max, const t
     char sx[TG_SHAPE_STR];
     if (!o) {
         tg_fail(t, "%s: opts is NULL (the kernel size has no default: TG_POOL_OPTS_DEFAULT(kh, kw))", op);
+        return false;
+    }
+    if (o->divisor_override < 0 || (o->divisor_override && (max || nd == 1))) {
+        tg_fail(t, "%s: divisor_override %d must be >= 0 (0: none), and only avg_pool2d has one (PyTorch's)", op,
+                o->divisor_override);
         return false;
     }
     if (x->ndim != nd + 2 && x->ndim != nd + 1) {
@@ -87,7 +93,7 @@ static bool pool_geom_make(tg_tape *t, const char *op, int nd, bool max, const t
     size_t planes = 1;
     for (int i = 0; i < x->ndim - nd; i++) planes *= (size_t)x->shape[i];
     *g = (pool_geom){planes, v[0][0], v[0][1], v[1][0], v[1][1], v[2][0], v[2][1], v[3][0], v[3][1],
-                     v[4][0], v[4][1], v[5][0], v[5][1], o->count_include_pad, NULL};
+                     v[4][0], v[4][1], v[5][0], v[5][1], o->count_include_pad, o->divisor_override, NULL};
     return true;
 }
 
@@ -184,6 +190,8 @@ TG_BACKWARD(max_pool_backward, pool_geom)
 
 TG_OP(max_pool2d_op, "tg_max_pool2d", max_pool_backward, pool_geom);
 TG_OP(max_pool1d_op, "tg_max_pool1d", max_pool_backward, pool_geom);
+TG_OP(max_pool2d_ix_op, "tg_max_pool2d_with_indices", max_pool_backward, pool_geom);
+TG_OP(max_pool1d_ix_op, "tg_max_pool1d_with_indices", max_pool_backward, pool_geom);
 
 
 /* avg: the window of (oh, ow) along one dim, [*a, *e) clipped to the input,
@@ -202,6 +210,7 @@ static int avg_count(const pool_geom *g, int oh, int ow, int *h0, int *h1, int *
     int ph, pw;
     avg_window(oh, g->sh, g->ph, g->kh, g->H, h0, h1, &ph);
     avg_window(ow, g->sw, g->pw, g->kw, g->W, w0, w1, &pw);
+    if (g->divisor) return g->divisor;
     return g->count_include_pad ? ph * pw : (*h1 - *h0) * (*w1 - *w0);
 }
 
@@ -244,8 +253,10 @@ TG_BACKWARD(avg_pool_backward, pool_geom)
 TG_OP(avg_pool2d_op, "tg_avg_pool2d", avg_pool_backward, pool_geom);
 TG_OP(avg_pool1d_op, "tg_avg_pool1d", avg_pool_backward, pool_geom);
 
-/* max (or avg) pooling of x by o; the max keeps its indices when a grad is needed */
-static tg_tensor *pool(tg_tape *t, const tg_op *op, int nd, bool max, tg_tensor *x, const tg_pool_opts *o)
+/* max (or avg) pooling of x by o; the max keeps its indices when a grad is
+ * needed, and copies them into *indices when indices is not NULL */
+static tg_tensor *pool(tg_tape *t, const tg_op *op, int nd, bool max, tg_tensor *x, const tg_pool_opts *o,
+                       tg_tensor **indices)
 {
     if (!tg_inputs_check(t, op, &x, 1, 1)) return NULL;
     pool_geom g;
@@ -257,10 +268,17 @@ static tg_tensor *pool(tg_tape *t, const tg_op *op, int nd, bool max, tg_tensor 
     tg_tensor *out = tg_new(t, op, x->ndim, shape);
     if (!out) return NULL;
     int64_t *idx = NULL;
-    if (max && tg_needs_grad(t, &x, 1) && !(idx = tg_arena_alloc(t, out->size * sizeof *idx + 1, op->name)))
+    if (max && (indices || tg_needs_grad(t, &x, 1)) &&
+        !(idx = tg_arena_alloc(t, out->size * sizeof *idx + 1, op->name)))
         return NULL;
     pool_job j = {&g, x->data, NULL, out->data, NULL, idx};
     tg_parallel_range(g.planes, 2.0 * g.kh * g.kw * g.Ho * g.Wo, max ? max_planes : avg_planes, &j);
+    if (indices) {  /* a copy: the caller may change it before backward reads idx */
+        tg_tensor *ix = tg_new_op(t, op, TG_I64, out->ndim, out->shape);
+        if (!ix) return NULL;
+        memcpy(ix->data, idx, out->size * sizeof *idx);
+        *indices = ix;
+    }
     g.idx = idx;
     if (!tg_op_record(t, op, out, &x, 1, &g)) return NULL;
     return tg_op_done(t, op, out);
@@ -269,23 +287,37 @@ static tg_tensor *pool(tg_tape *t, const tg_op *op, int nd, bool max, tg_tensor 
 tg_tensor *tg_avg_pool2d(tg_tape *t, tg_tensor *x, const tg_pool_opts *opts)
 {
     TG_DISPATCH(tg_avg_pool2d, x, (t, x, opts));
-    return pool(t, &avg_pool2d_op, 2, false, x, opts);
+    return pool(t, &avg_pool2d_op, 2, false, x, opts, NULL);
 }
 
 tg_tensor *tg_avg_pool1d(tg_tape *t, tg_tensor *x, const tg_pool_opts *opts)
 {
     TG_DISPATCH(tg_avg_pool1d, x, (t, x, opts));
-    return pool(t, &avg_pool1d_op, 1, false, x, opts);
+    return pool(t, &avg_pool1d_op, 1, false, x, opts, NULL);
 }
 
 tg_tensor *tg_max_pool2d(tg_tape *t, tg_tensor *x, const tg_pool_opts *opts)
 {
     TG_DISPATCH(tg_max_pool2d, x, (t, x, opts));
-    return pool(t, &max_pool2d_op, 2, true, x, opts);
+    return pool(t, &max_pool2d_op, 2, true, x, opts, NULL);
 }
 
 tg_tensor *tg_max_pool1d(tg_tape *t, tg_tensor *x, const tg_pool_opts *opts)
 {
     TG_DISPATCH(tg_max_pool1d, x, (t, x, opts));
-    return pool(t, &max_pool1d_op, 1, true, x, opts);
+    return pool(t, &max_pool1d_op, 1, true, x, opts, NULL);
+}
+
+tg_tensor *tg_max_pool2d_with_indices(tg_tape *t, tg_tensor *x, const tg_pool_opts *opts, tg_tensor **indices)
+{
+    TG_DISPATCH(tg_max_pool2d_with_indices, x, (t, x, opts, indices));
+    if (!indices) return tg_op_fail(t, &max_pool2d_ix_op, "indices is NULL (where the int64 indices go)");
+    return pool(t, &max_pool2d_ix_op, 2, true, x, opts, indices);
+}
+
+tg_tensor *tg_max_pool1d_with_indices(tg_tape *t, tg_tensor *x, const tg_pool_opts *opts, tg_tensor **indices)
+{
+    TG_DISPATCH(tg_max_pool1d_with_indices, x, (t, x, opts, indices));
+    if (!indices) return tg_op_fail(t, &max_pool1d_ix_op, "indices is NULL (where the int64 indices go)");
+    return pool(t, &max_pool1d_ix_op, 1, true, x, opts, indices);
 }
