@@ -213,7 +213,9 @@ const oc_twin oc_twins[] = {
      "(x[0][..., 0::2], x[0][..., 1::2], torch.arange(1., 4., dtype=torch.float64).reshape(1, 3, 1))",
      NULL},
     {"tg_embedding", "F.embedding(torch.tensor([[0, 3], [1, 0]]), x[0])", NULL},
-    {"tg_mask_visible", NULL, "tapegrad's sliding-window mask rule: PyTorch has no op that builds it"},
+    /* no PyTorch op builds a sliding window: the rule of core/ops/nn/mask.h, i - 2 < j <= i, over [2, 2, 3, 4] */
+    {"tg_mask_visible",
+     "(lambda i, j: ((j <= i) & (j > i - 2)).expand(2, 2, 3, 4))(torch.arange(3).reshape(3, 1), torch.arange(4))", NULL},
 
     /* ---- conv ---- */
     {"tg_conv2d", "F.conv2d(x[0], x[1], x[2], 1, 1)", NULL},
