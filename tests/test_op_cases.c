@@ -488,7 +488,7 @@ Test(op_cases, torch_export)
 {
     const char *path = getenv("TG_OP_CASES_EXPORT");
     if (!path) cr_skip_test("TG_OP_CASES_EXPORT is not set (bench/torch/make_op_case_fixtures.py sets it)");
-    cr_assert_eq(TG_REAL_DTYPE, TG_F64, "export from test_op_cases_f64: the fixture is computed in float64");
+    if (TG_REAL_DTYPE != TG_F64) cr_skip_test("test_op_cases_f64 exports (the fixture is computed in float64)");
     tg_safetensors *s = tg_st_new();
     cr_assert_not_null(s);
     cr_assert_eq(tg_st_set_meta(s, "upstream", OC_UPSTREAM_TEXT), 0, "%s", tg_error());
