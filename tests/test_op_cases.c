@@ -1,7 +1,9 @@
 /* Every check of every public op, driven by the rows of tests/op_cases_*.c
  * (tests/op_cases.h): gradcheck (the double build at PyTorch's tolerances),
  * NaN propagation, NULL refusal, misuse, the same bits on 1 and 2 threads,
- * and a row for every op the headers declare. A failure names the row. */
+ * a row for every op the headers declare, and the outputs and grads of
+ * PyTorch's twin of each row (tests/op_cases_torch.h). A failure names the
+ * row. */
 #define _XOPEN_SOURCE 700  /* realpath */
 #include <limits.h>
 #include <stdint.h>
@@ -10,7 +12,9 @@
 #include <string.h>
 
 #include "test_util.h"
+#include "fixture_util.h"
 #include "op_cases.h"
+#include "op_cases_torch.h"
 
 static const oc_family *const families[] = {&oc_pointwise, &oc_reduce, &oc_shape, &oc_linalg,
                                             &oc_create,    &oc_nn,     &oc_conv,  &oc_loss};
@@ -297,7 +301,7 @@ static unsigned char *row_bits(const op_case *r, size_t *n)
     size_t at = y->size * tg_dtype_size(y->dtype);
     if (y->requires_grad) {
         tg_real *seed = malloc((y->size + 1) * sizeof *seed);
-        for (size_t i = 0; i < y->size; i++) seed[i] = (tg_real)((int)(i % 7) - 3) / 4;
+        for (size_t i = 0; i < y->size; i++) seed[i] = (tg_real)OC_UPSTREAM(i);
         cr_assert_eq(tg_backward_seed(t, y, seed), 0, "%s: %s", r->name, tg_tape_error(t));
         free(seed);
         for (int k = 0; k < r->n_in; k++)
@@ -423,4 +427,179 @@ Test(op_cases, half_types_compute_in_float32)
         printf("op_cases: %s: %d of %d rows computed in float32, %d refused:%s\n", tg_dtype_name(halves[d]),
                n - refused, n, refused, names);
     }
+}
+
+/* ---- PyTorch's twin of each row (tests/op_cases_torch.h) -------------------------------------- */
+
+#define TWIN_FIXTURE "op_cases_torch.safetensors"
+#define REGENERATE "regenerate with /usr/bin/python3 bench/torch/make_op_case_fixtures.py build/release"
+
+/* r's key: its name, "name#k" for the k-th later row of that name. */
+static void row_key(const op_case *r, char *key, size_t size)
+{
+    int k = 0;
+    FOR_ROWS(q) {
+        if (q == r) break;
+        k += !strcmp(q->name, r->name);
+    }
+    if (k) snprintf(key, size, "%s#%d", r->name, k);
+    else snprintf(key, size, "%s", r->name);
+}
+
+static const oc_twin *twin_of(const char *key)
+{
+    for (int i = 0; i < oc_n_twins; i++)
+        if (!strcmp(oc_twins[i].row, key)) return &oc_twins[i];
+    return NULL;
+}
+
+Test(op_cases, every_row_has_a_torch_twin_or_a_reason)
+{
+    int twinned = 0, reasoned = 0;
+    FOR_ROWS(r) {
+        char key[128];
+        row_key(r, key, sizeof key);
+        const oc_twin *w = twin_of(key);
+        cr_expect(w, "%s: no entry in tests/op_cases_torch.c: its PyTorch twin, or why it has none", key);
+        if (!w) continue;
+        cr_expect(!w->torch != !w->why, "%s: tests/op_cases_torch.c gives %s", key,
+                  w->torch ? "both a twin and a reason" : "neither a twin nor a reason");
+        twinned += w->torch != NULL;
+        reasoned += !w->torch && w->why && *w->why;
+    }
+    for (int i = 0; i < oc_n_twins; i++) {
+        bool found = false;
+        FOR_ROWS(r) {
+            char key[128];
+            row_key(r, key, sizeof key);
+            found |= !strcmp(key, oc_twins[i].row);
+        }
+        cr_expect(found, "tests/op_cases_torch.c: %s names no row", oc_twins[i].row);
+        for (int j = 0; j < i; j++) cr_expect(strcmp(oc_twins[i].row, oc_twins[j].row), "%s: twice", oc_twins[i].row);
+    }
+    printf("op_cases: %d rows with a PyTorch twin, %d with a reason for none\n", twinned, reasoned);
+}
+
+/* With TG_OP_CASES_EXPORT=path (test_op_cases_f64): every twinned row's
+ * inputs as "<key>/in<k>", its expression as metadata "<key>/torch" and which
+ * inputs take a grad as "<key>/grads" ("1" or "0" per input), for
+ * bench/torch/make_op_case_fixtures.py. */
+Test(op_cases, torch_export)
+{
+    const char *path = getenv("TG_OP_CASES_EXPORT");
+    if (!path) cr_skip_test("TG_OP_CASES_EXPORT is not set (bench/torch/make_op_case_fixtures.py sets it)");
+    if (TG_REAL_DTYPE != TG_F64) cr_skip_test("test_op_cases_f64 exports (the fixture is computed in float64)");
+    tg_safetensors *s = tg_st_new();
+    cr_assert_not_null(s);
+    cr_assert_eq(tg_st_set_meta(s, "upstream", OC_UPSTREAM_TEXT), 0, "%s", tg_error());
+    FOR_ROWS(r) {
+        char key[128], name[160], grads[OC_MAXIN + 1] = "";
+        row_key(r, key, sizeof key);
+        const oc_twin *w = twin_of(key);
+        if (!w || !w->torch) continue;
+        tg_tensor *in[OC_MAXIN] = {NULL};
+        inputs_make(r, in);
+        for (int k = 0; k < r->n_in; k++) {
+            snprintf(name, sizeof name, "%s/in%d", key, k);
+            cr_assert_eq(tg_st_add(s, name, in[k]), 0, "%s", tg_error());
+            grads[k] = in[k]->requires_grad ? '1' : '0';
+        }
+        grads[r->n_in] = '\0';
+        snprintf(name, sizeof name, "%s/torch", key);
+        cr_assert_eq(tg_st_set_meta(s, name, w->torch), 0, "%s", tg_error());
+        snprintf(name, sizeof name, "%s/grads", key);
+        cr_assert_eq(tg_st_set_meta(s, name, grads), 0, "%s", tg_error());
+        tu_free_all(in, r->n_in);
+    }
+    cr_assert_eq(tg_st_save(s, path, TG_ST_OWN_DTYPE), 0, "%s", tg_error());
+    tg_st_free(s);
+}
+
+/* got (n values of dtype dt) against the fixture's want: exact for an integer
+ * or bool output, else within the fixture tolerance (tests/fixture_util.h).
+ * A failure names the row, the tensor, the first bad element and both values. */
+static void expect_twin(const char *key, const char *what, const void *got, tg_dtype dt, size_t n, const tg_tensor *want)
+{
+    if (n != want->size) {
+        cr_expect_fail("%s: %s has %zu elements, PyTorch's %zu", key, what, n, want->size);
+        return;
+    }
+    bool exact = !tg_dtype_is_float(dt);
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < n; i++) {
+        double g = tg_dtype_load(dt, got, i), p = tg_dtype_load(want->dtype, want->data, i);
+        bool ok = exact ? g == p
+                        : (isnan(g) && isnan(p)) || g == p || fabs(g - p) <= FX_ATOL + FX_RTOL * fabs(p);
+        if (!ok && !bad++) first = i;
+    }
+    if (bad)
+        cr_expect_fail("%s: %s[%zu] = %.17g, PyTorch %.17g (%zu of %zu elements differ)", key, what, first,
+                       tg_dtype_load(dt, got, first), tg_dtype_load(want->dtype, want->data, first), bad, n);
+}
+
+/* The fixture's tensor key/suffix, or NULL (then a failure saying to regenerate). */
+static const tg_tensor *twin_get(const tg_safetensors *s, const char *key, const char *suffix)
+{
+    char name[160];
+    snprintf(name, sizeof name, "%s/%s", key, suffix);
+    const tg_tensor *x = tg_st_get(s, name);
+    if (!x) cr_expect_fail("%s: tests/fixtures/" TWIN_FIXTURE " has no %s: " REGENERATE, key, name);
+    return x;
+}
+
+Test(op_cases, same_as_pytorch)
+{
+    tg_safetensors *s = load_fixture(TWIN_FIXTURE);
+    cr_assert_str_eq(tg_st_meta(s, "upstream") ? tg_st_meta(s, "upstream") : "", OC_UPSTREAM_TEXT,
+                     "the fixture's upstream grad rule is not tests/op_cases_torch.h's: " REGENERATE);
+    int checked = 0;
+    FOR_ROWS(r) {
+        char key[128];
+        row_key(r, key, sizeof key);
+        const oc_twin *w = twin_of(key);
+        if (!w || !w->torch) continue;
+        const tg_tensor *out = twin_get(s, key, "out");
+        if (!out) continue;
+        tg_tensor *in[OC_MAXIN] = {NULL};
+        inputs_make(r, in);
+        bool same_in = true;
+        for (int k = 0; k < r->n_in; k++) {  /* the fixture's inputs, rounded to tg_real */
+            char suffix[16];
+            snprintf(suffix, sizeof suffix, "in%d", k);
+            const tg_tensor *x = twin_get(s, key, suffix);
+            for (size_t i = 0; x && i < in[k]->size && i < x->size; i++)
+                same_in &= tg_dtype_load(in[k]->dtype, in[k]->data, i) == tg_dtype_load(x->dtype, x->data, i);
+            same_in &= x && x->size == in[k]->size;
+        }
+        cr_expect(same_in, "%s: its inputs are not the fixture's: " REGENERATE, key);
+        tg_tape *t = tg_tape_new();
+        tg_tensor *y = same_in ? row_call(r, t, in, -1) : NULL;
+        cr_expect(y || !same_in, "%s: %s", key, tg_tape_error(t));
+        if (y) {
+            char ys[TG_SHAPE_STR], ps[TG_SHAPE_STR];
+            cr_expect(tg_shape_equal(y, out), "%s: out is %s, PyTorch's %s", key, tg_shape_str(y, ys),
+                      tg_shape_str(out, ps));
+            expect_twin(key, "out", y->data, y->dtype, y->size, out);
+            if (y->requires_grad) {
+                tg_real *seed = malloc((y->size + 1) * sizeof *seed);
+                for (size_t i = 0; i < y->size; i++) seed[i] = (tg_real)OC_UPSTREAM(i);
+                cr_assert_eq(tg_backward_seed(t, y, seed), 0, "%s: %s", key, tg_tape_error(t));
+                free(seed);
+                for (int k = 0; k < r->n_in; k++) {
+                    char suffix[16];
+                    snprintf(suffix, sizeof suffix, "grad%d", k);
+                    const tg_tensor *g = in[k]->requires_grad ? twin_get(s, key, suffix) : NULL;
+                    if (!g) continue;
+                    tg_real *zeros = in[k]->grad ? NULL : calloc(in[k]->size + 1, sizeof *zeros);  /* not reached */
+                    expect_twin(key, suffix, in[k]->grad ? in[k]->grad : zeros, TG_REAL_DTYPE, in[k]->size, g);
+                    free(zeros);
+                }
+            }
+            checked++;
+        }
+        tg_tape_free(t);
+        tu_free_all(in, r->n_in);
+    }
+    printf("op_cases: %d rows compared with PyTorch (" TWIN_FIXTURE ")\n", checked);
+    tg_st_free(s);
 }

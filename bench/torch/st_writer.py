@@ -1,5 +1,5 @@
 """A minimal safetensors writer (F32, F64, F16, BF16, I32, I64, U8, BOOL)
-and reader (F32 / F64), for machines
+and reader (F32, F64, I32, I64, U8, BOOL), for machines
 without the `safetensors` package (Debian ships python3-torch but not it).
 
 It follows the reference implementation's layout: an 8-byte little-endian
@@ -19,7 +19,7 @@ import torch
 _DTYPES = {torch.float32: ("F32", "<f4"), torch.float64: ("F64", "<f8"), torch.float16: ("F16", "<f2"),
            torch.bfloat16: ("BF16", None), torch.int32: ("I32", "<i4"), torch.int64: ("I64", "<i8"),
            torch.uint8: ("U8", "u1"), torch.bool: ("BOOL", "?")}
-_NUMPY = {"F32": "<f4", "F64": "<f8"}
+_NUMPY = {"F32": "<f4", "F64": "<f8", "I32": "<i4", "I64": "<i8", "U8": "u1", "BOOL": "?"}
 
 
 def to_bytes(tensors, metadata=None):
@@ -65,7 +65,7 @@ def save_file(tensors, path, metadata=None):
 
 
 def load_file(path):
-    """(tensors, metadata) of a F32/F64 safetensors file; for checking."""
+    """(tensors, metadata) of a safetensors file of F32, F64, I32, I64, U8 and BOOL."""
     with open(path, "rb") as f:
         data = f.read()
     (n,) = struct.unpack("<Q", data[:8])
