@@ -246,6 +246,12 @@ const oc_twin oc_twins[] = {
     {"tg_avg_pool1d#2", "F.avg_pool1d(x[0], 4, 3, 2, ceil_mode=True, count_include_pad=True)", NULL},
     {"tg_max_pool1d#1", "F.max_pool1d(x[0], 3, 2, 1, 2, ceil_mode=True)", NULL},
     {"tg_adaptive_avg_pool2d#1", "F.adaptive_avg_pool2d(x[0], (9, 6))", NULL},
+    {"tg_avg_pool2d#3", "F.avg_pool2d(x[0], 3, 2, 1, ceil_mode=True, count_include_pad=False, divisor_override=5)",
+     NULL},
+    {"tg_adaptive_avg_pool2d#2", "F.adaptive_avg_pool2d(x[0], (None, 3))", NULL},
+    {"tg_max_pool2d_with_indices", "F.max_pool2d(x[0], 2, 2, 1)", NULL},
+    {"tg_max_pool1d_with_indices", "F.max_pool1d(x[0], 3, 2, 1)", NULL},
+    {"tg_max_unpool2d", "F.max_unpool2d(x[0], x[1], 2)", NULL},
     /* the running statistics move in place: a copy, so the exported inputs stay as they were */
     {"tg_batch_norm#2", "F.batch_norm(x[0], x[1].clone(), x[2].clone(), None, None, True, 0.1, 1e-5)", NULL},
     {"tg_batch_norm#3", "F.batch_norm(x[0], x[1], x[2], x[3], None, False, 0.1, 1e-5)", NULL},
