@@ -204,14 +204,21 @@ Test(model, names_shapes_and_errors)
     tg_params_free(p);
 }
 
-Test(model, head_mask_and_attention_out)
+/* A model of V 7, D 8, 2 layers of 2 heads, max_len 6 from seed into *m: its parameters. */
+static tg_params *small_model(tg_model *m, uint64_t seed)
 {
     tg_rng rng;
-    tg_rng_seed(&rng, 4);
+    tg_rng_seed(&rng, seed);
     tg_params *p = tg_params_new();
-    tg_model m;
     tg_model_config cfg = {.vocab = 7, .d_model = 8, .n_layers = 2, .n_heads = 2, .max_len = 6};
-    cr_assert_eq(tg_model_init(&m, p, &cfg, &rng), 0);
+    cr_assert_eq(tg_model_init(m, p, &cfg, &rng), 0, "%s", tg_error());
+    return p;
+}
+
+Test(model, head_mask_and_attention_out)
+{
+    tg_model m;
+    tg_params *p = small_model(&m, 4);
     tg_tape *t = tg_tape_new();
     tg_tensor *hm = tg_tensor_from(t, (const tg_real[]){1, 1, 0, 1}, 2, (int[]){2, 2});  /* layer 1, head 0 off */
     tg_tensor *attn[2];
@@ -240,12 +247,8 @@ Test(model, head_mask_and_attention_out)
  * naming the op, what it takes and what it got. */
 Test(model, int64_and_int32_ids_give_the_same_logits)
 {
-    tg_rng rng;
-    tg_rng_seed(&rng, 12);
-    tg_params *p = tg_params_new();
     tg_model m;
-    tg_model_config cfg = {.vocab = 7, .d_model = 8, .n_layers = 2, .n_heads = 2, .max_len = 6};
-    cr_assert_eq(tg_model_init(&m, p, &cfg, &rng), 0, "%s", tg_error());
+    tg_params *p = small_model(&m, 12);
     tg_tape *t = tg_tape_new();
     tg_no_grad_begin(t);
     tg_kv_cache c;
