@@ -115,6 +115,11 @@ Test(null, op_helpers)
     tg_tape_reset(t);
     REFUSES(tg_index_check(t, &my_op, NULL, NULL), "my_op: the index is NULL");
     tg_tape_reset(t);
+    REFUSES(tg_index_rows_check(NULL, &my_op, NULL, "pos", 1), "my_op: the tape is NULL");
+    REFUSES(tg_index_rows_check(t, NULL, NULL, "pos", 1), "tg_index_check: the op is NULL");
+    tg_tape_reset(t);
+    REFUSES(tg_index_rows_check(t, &my_op, NULL, "pos", 1), "my_op: pos is NULL");
+    tg_tape_reset(t);
     cr_assert_eq(tg_needs_grad(NULL, NULL, 0), false);
     REFUSES(tg_op_record(t, NULL, NULL, NULL, 0, NULL), "tg_op_record: the op is NULL");
     tg_tape_reset(t);
