@@ -218,7 +218,7 @@ static void check_kv_cache(tg_mha_mode mode, kv_arch a, const uint8_t *hm)
     cr_assert(strstr(tg_tape_error(t), "tg_model_decode: pos is float"), "%s", tg_tape_error(t));
     tg_tape_reset(t);
     cr_assert_null(tg_model_decode(t, &f.m, &c, ix_of(t, TG_I32, in, KB, 1), ix_of(t, TG_I32, zeros, KB, 0),
-                                   ix_of(t, TG_I32, zeros, f.m.cfg.n_layers, f.m.cfg.n_heads)));
+                                   ix_of(t, TG_I32, f.ids, f.m.cfg.n_layers, f.m.cfg.n_heads)));
     cr_assert(strstr(tg_tape_error(t), "tg_model_decode: head_mask is int32"), "%s", tg_tape_error(t));
     tg_tape_reset(t);
     tg_no_grad_end(t, f.prev);
