@@ -104,8 +104,8 @@ void tg_alibi_slopes(double *slopes, int n_heads);
  * LLaMA's apply_rotary_emb: pair (x_2i, x_2i+1) of position p by the angle
  * p / base^(2i / rot). Row b's positions are pos0[b] + 0 .. L-1 (pos0 NULL:
  * 0 ..), so a decoding step passes its positions. Other columns are copied.
- * An odd rot, rot > d_head, columns outside x, a bad base or a negative
- * position are errors. */
+ * An odd rot, rot > d_head, columns outside x, a bad base, a negative
+ * position or a pos0 that is not an int64 / int32 tensor [B] are errors. */
 typedef struct tg_rope_opts {
     int col, n_heads, d_head;
     int rot;                 /* rotated dims per head, even; 0: d_head */
