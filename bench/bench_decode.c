@@ -38,7 +38,9 @@ static int decode_sweep(void *p)
     for (int pos = c->start; pos < c->cap; pos++) {
         for (int b = 0; b < c->B; b++) c->pos[b] = pos;
         tg_tape_reset(c->t);
-        tg_tensor *logits = tg_model_decode(c->t, &c->m, &c->kv, c->ids, c->pos, c->B, NULL);
+        tg_tensor *ids = tg_tensor_from_dtype(c->t, TG_I32, c->ids, 2, (int[]){c->B, 1});
+        tg_tensor *at = tg_tensor_from_dtype(c->t, TG_I32, c->pos, 1, (int[]){c->B});
+        tg_tensor *logits = tg_model_decode(c->t, &c->m, &c->kv, ids, at, NULL);
         if (!logits) return -1;
         int V = c->m.cfg.vocab;
         for (int b = 0; b < c->B; b++) c->ids[b] = (int32_t)((c->ids[b] + (logits->data[(size_t)b * V] > 0)) % V);
@@ -80,7 +82,8 @@ int main(int argc, char **argv)
     tg_no_grad_begin(c.t);
     tg_tape_set_training(c.t, false);
     for (int i = 0; i < B * start; i++) c.ids[i] = (int32_t)(tg_rng_u32(&rng) % (uint32_t)mc.vocab);
-    if (!tg_model_prefill(c.t, &c.m, &c.kv, c.ids, B, start, NULL)) goto done;
+    if (!tg_model_prefill(c.t, &c.m, &c.kv, tg_tensor_from_dtype(c.t, TG_I32, c.ids, 2, (int[]){B, start}), NULL))
+        goto done;
 
     bu_result r = bu_measure(decode_sweep, &c, plan);
     if (r.failed) goto done;

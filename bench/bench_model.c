@@ -72,7 +72,9 @@ typedef struct model_ctx {
 static int model_step(void *arg)
 {
     model_ctx *c = arg;
-    tg_tensor *logits = tg_model_forward(c->t, &c->m, c->ids, c->B, c->T, &(tg_model_opts){.lens = c->lens}, NULL);
+    tg_tensor *ids = tg_tensor_from_dtype(c->t, TG_I32, c->ids, 2, (int[]){c->B, c->T});
+    tg_tensor *lens = tg_tensor_from_dtype(c->t, TG_I32, c->lens, 1, (int[]){c->B});
+    tg_tensor *logits = tg_model_forward(c->t, &c->m, ids, &(tg_model_opts){.lens = lens}, NULL);
     tg_tensor *y = tg_tensor_from_dtype(c->t, TG_I32, c->targets, 2, (int[]){c->B, c->T});
     tg_tensor *loss = y ? tg_cross_entropy(c->t, logits, y, TG_IGNORE) : NULL;
     tg_params_zero_grad(c->p);

@@ -151,7 +151,7 @@ int tg_mha_init(tg_mha *m, tg_params *p, const char *prefix, const tg_mha_config
     if (m->cfg.n_kv_heads == 0) m->cfg.n_kv_heads = cfg->n_heads;
     if (m->cfg.kdim == 0) m->cfg.kdim = cfg->d_model;
     if (m->cfg.vdim == 0) m->cfg.vdim = cfg->d_model;
-    if (m->cfg.alibi) tg_alibi_slopes(m->cfg.n_heads, m->alibi);
+    if (m->cfg.alibi) tg_alibi_slopes(m->alibi, m->cfg.n_heads);
     if (m->cfg.rope) {  /* RoPE turns pairs of dims */
         int dh = m->cfg.d_head;
         m->rope_rot = m->cfg.rope_frac > 0 && m->cfg.rope_frac < 1 ? (int)(m->cfg.rope_frac * dh) / 2 * 2 : dh;
@@ -238,9 +238,9 @@ static tg_sdpa_opts sdpa_opts(const tg_mha *m, const tg_mha_opts *o)
     return s;
 }
 
-/* x with RoPE on n heads of d_head columns from col (positions pos0[b] + ..),
- * or x itself without RoPE. */
-static tg_tensor *rope_on(tg_tape *t, const tg_mha *m, tg_tensor *x, int col, int n, const int32_t *pos0)
+/* x with RoPE on n heads of d_head columns from col (positions pos0[b] + ..;
+ * pos0 an int tensor [B] or NULL), or x itself without RoPE. */
+static tg_tensor *rope_on(tg_tape *t, const tg_mha *m, tg_tensor *x, int col, int n, const tg_tensor *pos0)
 {
     if (!m->cfg.rope || !x) return x;
     return tg_rope(t, x, &(tg_rope_opts){.col = col, .n_heads = n, .d_head = m->cfg.d_head, .rot = m->rope_rot,
@@ -510,7 +510,9 @@ tg_sdpa_layout tg_mha_kv_layout(const tg_mha *m)
                             .v_col = (H + Hkv) * dh};
 }
 
-tg_tensor *tg_mha_decode(tg_tape *t, const tg_mha *m, tg_tensor *x, tg_tensor *cache, const int32_t *pos,
+TG_OP_NO_GRAD(mha_decode_op, "tg_mha_decode");
+
+tg_tensor *tg_mha_decode(tg_tape *t, const tg_mha *m, tg_tensor *x, tg_tensor *cache, const tg_tensor *pos,
                        const tg_tensor *head_mask)
 {
     if (tg_nn_check_forward("tg_mha_decode", t, m, m && m->out_proj.weight)) return NULL;
@@ -521,6 +523,7 @@ tg_tensor *tg_mha_decode(tg_tape *t, const tg_mha *m, tg_tensor *x, tg_tensor *c
     if (x->ndim != 3 || x->shape[1] != 1 || x->shape[2] != m->cfg.d_model)
         return tg_fail(t, "tg_mha_decode '%s': need x [B, 1, %d], got %s", m->name, m->cfg.d_model,
                        tg_shape_str(x, sx));
+    if (!tg_index_rows_check(t, &mha_decode_op, pos, "pos", x->shape[0])) return NULL;
     if (extra_keys(m) || m->cfg.kdim != m->cfg.d_model || m->cfg.vdim != m->cfg.d_model)
         return tg_fail(t, "tg_mha_decode '%s': no key/value cache with kdim, vdim, add_bias_kv or add_zero_attn",
                        m->name);

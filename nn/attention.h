@@ -161,11 +161,11 @@ tg_sdpa_layout tg_mha_kv_layout(const tg_mha *m);
 
 /* One decoded position of causal self-attention with a key/value cache, for
  * inference (the tape must not record). x [B, 1, D] holds each row's newest
- * position. Row b's new key and value go to position pos[b] of cache row b
- * (tg_kv_write), then its query attends to positions 0..pos[b]
+ * position. Row b's new key and value go to position pos[b] (pos an int64 or
+ * int32 tensor [B]) of cache row b (tg_kv_write), then its query attends to positions 0..pos[b]
  * (tg_sdpa_decode): the last row of tg_mha_forward under a causal mask, at
  * O(pos) cost, with the same bits with tapegrad's GEMMs. -> [B, 1, D] */
-tg_tensor *tg_mha_decode(tg_tape *t, const tg_mha *m, tg_tensor *x, tg_tensor *cache, const int32_t *pos,
+tg_tensor *tg_mha_decode(tg_tape *t, const tg_mha *m, tg_tensor *x, tg_tensor *cache, const tg_tensor *pos,
                        const tg_tensor *head_mask);
 
 /* Copies every weight of src into dst exactly, converting between the modes

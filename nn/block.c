@@ -60,18 +60,19 @@ tg_tensor *tg_block_cache_new(const tg_block *b, int B, int cap)
 }
 
 /* [B, T, D] -> [B, T, D] */
-tg_tensor *tg_block_prefill(tg_tape *t, const tg_block *b, tg_tensor *x, tg_tensor *cache, const int32_t *lens,
+TG_OP_NO_GRAD(block_prefill_op, "tg_block_prefill");
+
+tg_tensor *tg_block_prefill(tg_tape *t, const tg_block *b, tg_tensor *x, tg_tensor *cache, const tg_tensor *lens,
                             const tg_tensor *head_mask)
 {
     if (tg_nn_check_forward("tg_block_prefill", t, b, b && b->ff.fc2.weight)) return NULL;
     if (!x || !cache) return tg_fail_null(t, "tg_block_prefill");
-    tg_tensor *kl = lens ? tg_tensor_from_dtype(t, TG_I32, lens, 1, (int[]){x->ndim ? x->shape[0] : 1}) : NULL;
-    if (lens && !kl) return NULL;
-    tg_mask mask = {.causal = true, .key_lens = kl};
+    if (lens && !tg_index_rows_check(t, &block_prefill_op, lens, "lens", x->ndim ? x->shape[0] : 1)) return NULL;
+    tg_mask mask = {.causal = true, .key_lens = lens};
     return tg_block_forward(t, b, x, &(tg_mha_opts){.mask = &mask, .head_mask = head_mask, .cache = cache}, NULL);
 }
 
-tg_tensor *tg_block_decode(tg_tape *t, const tg_block *b, tg_tensor *x, tg_tensor *cache, const int32_t *pos,
+tg_tensor *tg_block_decode(tg_tape *t, const tg_block *b, tg_tensor *x, tg_tensor *cache, const tg_tensor *pos,
                          const tg_tensor *head_mask)
 {
     if (tg_nn_check_forward("tg_block_decode", t, b, b && b->ff.fc2.weight)) return NULL;

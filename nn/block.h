@@ -62,17 +62,17 @@ tg_tensor *tg_block_forward(tg_tape *t, const tg_block *b, tg_tensor *x, const t
  * kdim, vdim, add_bias_kv, add_zero_attn; out of memory). */
 tg_tensor *tg_block_cache_new(const tg_block *b, int B, int cap);
 /* tg_block_forward of x [B, T, D] under a causal mask (key j >= lens[b]
- * padding; lens NULL: all T) that also writes the keys and values of
+ * padding; lens an int64 or int32 tensor [B], or NULL: all T) that also writes the keys and values of
  * positions [0, T) into cache rows [0, B) (the cache's B >= x's, cap >= T):
  * row b may then decode on from position lens[b]. head_mask: float [n_heads]
  * (tg_mha_opts.head_mask) or NULL. -> [B, T, D], the same bits as
  * tg_block_forward. */
-tg_tensor *tg_block_prefill(tg_tape *t, const tg_block *b, tg_tensor *x, tg_tensor *cache, const int32_t *lens,
+tg_tensor *tg_block_prefill(tg_tape *t, const tg_block *b, tg_tensor *x, tg_tensor *cache, const tg_tensor *lens,
                             const tg_tensor *head_mask);
 /* One decoded position (tg_mha_decode): x [B, 1, D], row b at position pos[b]
- * (keys and values of 0..pos[b]-1 in cache row b from a prefill or earlier
+ * (pos an int64 or int32 tensor [B]; keys and values of 0..pos[b]-1 in cache row b from a prefill or earlier
  * decodes), cache as tg_block_cache_new's -> [B, 1, D]. */
-tg_tensor *tg_block_decode(tg_tape *t, const tg_block *b, tg_tensor *x, tg_tensor *cache, const int32_t *pos,
+tg_tensor *tg_block_decode(tg_tape *t, const tg_block *b, tg_tensor *x, tg_tensor *cache, const tg_tensor *pos,
                            const tg_tensor *head_mask);
 
 #ifdef __cplusplus

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../core/engine/alloc.h"
+#include "../core/ops/internal.h"
 
 static int check_config(const tg_model_config *c)
 {
@@ -85,62 +86,82 @@ void tg_model_free(tg_model *m)
     m->blocks = NULL;
 }
 
-static bool check_inputs(tg_tape *t, const tg_model *m, const int32_t *ids, int B, int T,
-                         const int32_t *lens)
+TG_OP_NO_GRAD(forward_op, "tg_model_forward");
+TG_OP_NO_GRAD(prefill_op, "tg_model_prefill");
+TG_OP_NO_GRAD(decode_op, "tg_model_decode");
+
+/* A float head_mask [n_layers, n_heads] of op, or NULL. */
+static bool check_head_mask(tg_tape *t, const tg_op *op, const tg_model *m, const tg_tensor *hm)
 {
-    if (!ids) {
-        tg_fail(t, "tg_model: ids is NULL");
+    if (!hm) return true;
+    char s[TG_SHAPE_STR];
+    tg_tensor *x = (tg_tensor *)hm;
+    if (!tg_inputs_check_dtype(t, op, hm->dtype, &x, 1, 1)) return false;
+    if (!tg_dtype_is_float(hm->dtype) || hm->ndim != 2 || hm->shape[0] != m->cfg.n_layers ||
+        hm->shape[1] != m->cfg.n_heads) {
+        tg_op_fail(t, op, "head_mask is %s %s, but it is a float tensor [n_layers, n_heads] = [%d, %d]",
+                   tg_dtype_name(hm->dtype), tg_shape_str(hm, s), m->cfg.n_layers, m->cfg.n_heads);
         return false;
     }
-    if (B <= 0 || T <= 0 || T > m->cfg.max_len) {
-        tg_fail(t, "tg_model: batch %d x length %d: need B > 0 and 0 < T <= max_len %d", B, T, m->cfg.max_len);
-        return false;
-    }
-    for (int b = 0; lens && b < B; b++)
-        if (lens[b] < 0 || lens[b] > T) {
-            tg_fail(t, "tg_model: lens[%d] = %d is outside [0, T = %d]", b, (int)lens[b], T);
-            return false;
-        }
     return true;
 }
 
-/* tok_emb[ids] + pos_emb[pos] (pos NULL: 0..T-1 in every row; learned
- * positions only): [B, T, D]. The ids go to the layers as int32 tensors. */
-static tg_tensor *embed(tg_tape *t, const tg_model *m, const int32_t *ids, const int32_t *pos, int B, int T)
+/* ids [B, T] (int64 or int32), 0 < T <= max_len, and lens [B] in [0, T] or NULL. */
+static bool check_inputs(tg_tape *t, const tg_op *op, const tg_model *m, const tg_tensor *ids, const tg_model_opts *o)
 {
-    const int shape[2] = {B, T};
-    tg_tensor *tok = tg_embedding_forward(t, &m->tok_emb, tg_tensor_from_dtype(t, TG_I32, ids, 2, shape));
+    char s[TG_SHAPE_STR];
+    if (!tg_index_check(t, op, ids, "ids")) return false;
+    if (ids->ndim != 2 || ids->shape[0] < 1 || ids->shape[1] < 1 || ids->shape[1] > m->cfg.max_len) {
+        tg_op_fail(t, op, "ids is %s, but it is [B, T] with B > 0 and 0 < T <= max_len %d", tg_shape_str(ids, s),
+                   m->cfg.max_len);
+        return false;
+    }
+    int B = ids->shape[0], T = ids->shape[1];
+    if (o->lens && !tg_index_rows_check(t, op, o->lens, "lens", B)) return false;
+    for (int b = 0; o->lens && b < B; b++) {
+        int64_t v = tg_index_at(o->lens, (size_t)b);
+        if (v < 0 || v > T) {
+            tg_op_fail(t, op, "lens[%d] = %lld is outside [0, T = %d]", b, (long long)v, T);
+            return false;
+        }
+    }
+    return check_head_mask(t, op, m, o->head_mask);
+}
+
+/* tok_emb[ids] + pos_emb[pos] (pos NULL: 0..T-1 in every row, else [B] for
+ * T = 1; learned positions only): [B, T, D]. */
+static tg_tensor *embed(tg_tape *t, const tg_model *m, const tg_tensor *ids, const tg_tensor *pos)
+{
+    const int B = ids->shape[0], T = ids->shape[1], shape[2] = {B, T};
+    tg_tensor *tok = tg_embedding_forward(t, &m->tok_emb, ids);
     if (m->cfg.pos != TG_POS_LEARNED || !tok) return tok;
-    tg_tensor *p = pos ? tg_tensor_from_dtype(t, TG_I32, pos, 2, shape) : tg_tensor_new_dtype(t, TG_I32, 2, shape);
+    tg_tensor *p = tg_tensor_new_dtype(t, TG_I32, 2, shape);
     if (!p) return NULL;
     int32_t *pv = tg_data(p, TG_I32);
-    for (int b = 0; !pos && b < B; b++)
-        for (int i = 0; i < T; i++) pv[b * T + i] = i;
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < T; i++) pv[b * T + i] = pos ? (int32_t)tg_index_at(pos, (size_t)b) : i;
     return tg_add_inplace(t, tok, tg_embedding_forward(t, &m->pos_emb, p));
 }
 
-/* Layer l's row of the model's head mask [n_layers * n_heads] as the layer
- * takes it, a float tensor [n_heads] (in *out; NULL when hm is). false when
- * out of memory (the tape's error set). */
-static bool layer_head_mask(tg_tape *t, const tg_model *m, const uint8_t *hm, int l, tg_tensor **out)
+/* Layer l's row of the model's head mask [n_layers, n_heads] as the layer
+ * takes it, a tensor [n_heads] of its dtype (in *out; NULL when hm is). false
+ * when out of memory (the tape's error set). */
+static bool layer_head_mask(tg_tape *t, const tg_model *m, const tg_tensor *hm, int l, tg_tensor **out)
 {
     int H = m->cfg.n_heads;
     *out = NULL;
     if (!hm) return true;
-    if (!(*out = tg_tensor_new(t, 1, (int[]){H}))) return false;
-    for (int h = 0; h < H; h++) (*out)->data[h] = hm[l * H + h] ? 1 : 0;
-    return true;
+    const char *row = (const char *)hm->data + (size_t)l * H * tg_dtype_size(hm->dtype);
+    return (*out = tg_tensor_from_dtype(t, hm->dtype, row, 1, (int[]){H})) != NULL;
 }
 
 /* The forward (checked by the caller); with c, each layer's keys and values
  * also go to rows [0, B) of the cache. -> logits [B, T, V] */
-static tg_tensor *model_run(tg_tape *t, const tg_model *m, const int32_t *ids, int B, int T,
-                            const tg_model_opts *o, tg_kv_cache *c, tg_tensor **attn)
+static tg_tensor *model_run(tg_tape *t, const tg_model *m, const tg_tensor *ids, const tg_model_opts *o,
+                            tg_kv_cache *c, tg_tensor **attn)
 {
-    tg_tensor *lens = o->lens ? tg_tensor_from_dtype(t, TG_I32, o->lens, 1, (int[]){B}) : NULL;
-    if (o->lens && !lens) return NULL;
-    tg_mask mask = {.causal = true, .key_lens = lens};
-    tg_tensor *h = embed(t, m, ids, NULL, B, T);
+    tg_mask mask = {.causal = true, .key_lens = o->lens};
+    tg_tensor *h = embed(t, m, ids, NULL);
     for (int l = 0; l < m->cfg.n_layers; l++) {
         tg_tensor *hm;
         if (!layer_head_mask(t, m, o->head_mask, l, &hm)) return NULL;
@@ -151,15 +172,15 @@ static tg_tensor *model_run(tg_tape *t, const tg_model *m, const int32_t *ids, i
     return tg_linear_forward(t, &m->head, h);
 }
 
-/* ids [B*T] -> logits [B, T, V] */
-tg_tensor *tg_model_forward(tg_tape *t, const tg_model *m, const int32_t *ids, int B, int T,
-                            const tg_model_opts *opts, tg_tensor **attn)
+/* ids [B, T] -> logits [B, T, V] */
+tg_tensor *tg_model_forward(tg_tape *t, const tg_model *m, const tg_tensor *ids, const tg_model_opts *opts,
+                            tg_tensor **attn)
 {
     if (tg_nn_check_forward("tg_model_forward", t, m, m && m->head.weight)) return NULL;
     for (int l = 0; attn && l < m->cfg.n_layers; l++) attn[l] = NULL;
     tg_model_opts o = opts ? *opts : (tg_model_opts){0};
-    if (!check_inputs(t, m, ids, B, T, o.lens)) return NULL;
-    return model_run(t, m, ids, B, T, &o, NULL, attn);
+    if (!check_inputs(t, &forward_op, m, ids, &o)) return NULL;
+    return model_run(t, m, ids, &o, NULL, attn);
 }
 
 /* A cache of rows >= B for this model. */
@@ -181,13 +202,14 @@ static bool check_cache(tg_tape *t, const char *fn, const tg_model *m, const tg_
     return true;
 }
 
-tg_tensor *tg_model_prefill(tg_tape *t, const tg_model *m, tg_kv_cache *c, const int32_t *ids, int B, int T,
+tg_tensor *tg_model_prefill(tg_tape *t, const tg_model *m, tg_kv_cache *c, const tg_tensor *ids,
                             const tg_model_opts *opts)
 {
     if (tg_nn_check_forward("tg_model_prefill", t, m, m && m->head.weight)) return NULL;
     tg_model_opts o = opts ? *opts : (tg_model_opts){0};
-    if (!check_cache(t, "tg_model_prefill", m, c, B) || !check_inputs(t, m, ids, B, T, o.lens)) return NULL;
-    return model_run(t, m, ids, B, T, &o, c, NULL);
+    if (!check_inputs(t, &prefill_op, m, ids, &o) || !check_cache(t, "tg_model_prefill", m, c, ids->shape[0]))
+        return NULL;
+    return model_run(t, m, ids, &o, c, NULL);
 }
 
 int tg_kv_cache_init(tg_kv_cache *c, const tg_model *m, int B)
@@ -228,17 +250,26 @@ int tg_kv_cache_move(tg_kv_cache *c, int to, int from, int n)
     return 0;
 }
 
-tg_tensor *tg_model_decode(tg_tape *t, const tg_model *m, tg_kv_cache *c, const int32_t *ids,
-                         const int32_t *pos, int B, const uint8_t *head_mask)
+tg_tensor *tg_model_decode(tg_tape *t, const tg_model *m, tg_kv_cache *c, const tg_tensor *ids,
+                           const tg_tensor *pos, const tg_tensor *head_mask)
 {
     if (tg_nn_check_forward("tg_model_decode", t, m, m && m->head.weight)) return NULL;
-    if (!check_cache(t, "tg_model_decode", m, c, B)) return NULL;
-    if (!ids || !pos) return tg_fail(t, "tg_model_decode: %s is NULL", ids ? "pos" : "ids");
-    for (int b = 0; b < B; b++)
-        if (pos[b] < 0 || pos[b] >= m->cfg.max_len)
-            return tg_fail(t, "tg_model_decode: pos[%d] = %d is outside [0, max_len = %d)", b, (int)pos[b],
-                           m->cfg.max_len);
-    tg_tensor *h = embed(t, m, ids, pos, B, 1);
+    char s[TG_SHAPE_STR];
+    if (!tg_index_check(t, &decode_op, ids, "ids")) return NULL;
+    if (ids->ndim != 2 || ids->shape[0] < 1 || ids->shape[1] != 1)
+        return tg_op_fail(t, &decode_op, "ids is %s, but it is [B, 1] with B > 0 (one new token per row)",
+                          tg_shape_str(ids, s));
+    int B = ids->shape[0];
+    if (!check_cache(t, "tg_model_decode", m, c, B) || !tg_index_rows_check(t, &decode_op, pos, "pos", B) ||
+        !check_head_mask(t, &decode_op, m, head_mask))
+        return NULL;
+    for (int b = 0; b < B; b++) {
+        int64_t v = tg_index_at(pos, (size_t)b);
+        if (v < 0 || v >= m->cfg.max_len)
+            return tg_op_fail(t, &decode_op, "pos[%d] = %lld is outside [0, max_len = %d)", b, (long long)v,
+                              m->cfg.max_len);
+    }
+    tg_tensor *h = embed(t, m, ids, pos);
     for (int l = 0; l < m->cfg.n_layers; l++) {
         tg_tensor *hm;
         if (!layer_head_mask(t, m, head_mask, l, &hm)) return NULL;

@@ -1,6 +1,6 @@
 /* tapegrad: the decoder-only toy model that seqtask trains.
  *
- *   h = tok_emb[ids] + pos_emb[0 .. T-1]                [B, T, D]
+ *   h = tok_emb[ids] + pos_emb[0 .. T-1]                [B, T, D]  (ids int [B, T])
  *       (pos TG_POS_ROPE: RoPE in every attention layer instead; TG_POS_NONE:
  *       no positions but the causal mask's; neither has pos_emb)
  *   for each block l: h = h + attn(ln1(h)); h = h + ff(ln2(h))
@@ -99,17 +99,20 @@ int tg_model_load(const tg_model *m, tg_params *p, const tg_safetensors *s, bool
 /* What one forward may add (all optional: NULL options, or a NULL field,
  * mean none). */
 typedef struct tg_model_opts {
-    const int32_t *lens;        /* [B] valid length of each sequence, each in [0, T]
-                                   (keys j >= lens[b] are masked); NULL: all T */
-    const uint8_t *head_mask;   /* [n_layers * n_heads]: 0 = head silenced */
+    const tg_tensor *lens;      /* int64 or int32 [B]: valid length of each sequence, each in
+                                   [0, T] (keys j >= lens[b] are masked); NULL: all T */
+    const tg_tensor *head_mask; /* float [n_layers, n_heads] (either float type): head h of
+                                   layer l's output times head_mask[l, h] (0 = silenced) */
     tg_rng *rng;                /* for dropout while training */
 } tg_model_opts;
 
-/* ids [B*T] (row-major [B, T], each in [0, V)) -> logits [B, T, V]. attn:
- * NULL, or an array of n_layers pointers that receive each layer's weights
- * [B, H, T, T]. */
-tg_tensor *tg_model_forward(tg_tape *t, const tg_model *m, const int32_t *ids, int B, int T,
-                            const tg_model_opts *o, tg_tensor **attn);
+/* ids, an int64 or int32 tensor [B, T] (PyTorch's LongTensor input_ids; each
+ * in [0, V), 0 < T <= max_len) -> logits [B, T, V]. attn: NULL, or an array
+ * of n_layers pointers that receive each layer's weights [B, H, T, T]. A
+ * float ids, another shape, or lens / head_mask of the wrong dtype or shape
+ * is an error naming the one expected and the one given. */
+tg_tensor *tg_model_forward(tg_tape *t, const tg_model *m, const tg_tensor *ids, const tg_model_opts *o,
+                            tg_tensor **attn);
 
 /* Keys and values of every layer for incremental decoding: n_layers tensors
  * [B, cap, Hkv*(dk + dv)], cap = the model's max_len positions per row, laid
@@ -130,22 +133,24 @@ void tg_kv_cache_free(tg_kv_cache *c);
 int tg_kv_cache_move(tg_kv_cache *c, int to, int from, int n);
 
 /* tg_model_forward that also writes every layer's keys and values of positions
- * [0, T) into cache rows [0, B) (B <= c->B), as T calls of tg_model_decode
+ * [0, T) into cache rows [0, B) (ids [B, T], B <= c->B), as T calls of tg_model_decode
  * would, but in one batched pass: row b may then decode on from position
  * lens[b] (or from any earlier one, overwriting). Positions >= lens[b] hold
  * padding's keys, which no decode reads before writing them. No gradient flows
  * through the cache. -> logits [B, T, V], the same bits as tg_model_forward. */
-tg_tensor *tg_model_prefill(tg_tape *t, const tg_model *m, tg_kv_cache *c, const int32_t *ids, int B, int T,
+tg_tensor *tg_model_prefill(tg_tape *t, const tg_model *m, tg_kv_cache *c, const tg_tensor *ids,
                             const tg_model_opts *o);
 
-/* One greedy-decoding position for inference (the tape must not record): row
- * b of B (<= c->B; cache row b) reads token ids[b] at position pos[b],
- * attending to the positions 0..pos[b]-1 earlier decodes (or a prefill) put
- * in the cache.
+/* One greedy-decoding position for inference (the tape must not record): ids
+ * is an int64 or int32 tensor [B, 1] (B <= c->B; a one-position token grid,
+ * HuggingFace's input_ids[:, -1:]), pos one [B]: row b (cache row b) reads
+ * token ids[b, 0] at position pos[b], attending to the positions
+ * 0..pos[b]-1 earlier decodes (or a prefill) put in the cache. head_mask as
+ * tg_model_opts's, or NULL.
  * Feeding a sequence one position at a time gives tg_model_forward's causal
  * logits, each at O(pos) cost. -> logits [B, 1, V]. */
-tg_tensor *tg_model_decode(tg_tape *t, const tg_model *m, tg_kv_cache *c, const int32_t *ids,
-                         const int32_t *pos, int B, const uint8_t *head_mask);
+tg_tensor *tg_model_decode(tg_tape *t, const tg_model *m, tg_kv_cache *c, const tg_tensor *ids,
+                           const tg_tensor *pos, const tg_tensor *head_mask);
 
 #ifdef __cplusplus
 }

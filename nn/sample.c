@@ -194,7 +194,8 @@ int tg_model_generate(const tg_model *m, int32_t *out, int max_new, const int32_
     }
     tg_no_grad_begin(t);
     tg_tape_set_training(t, false);
-    tg_tensor *logits = tg_model_prefill(t, m, &c, prompt, 1, n_prompt, NULL);
+    tg_tensor *ids = tg_tensor_from_dtype(t, TG_I32, prompt, 2, (int[]){1, n_prompt});
+    tg_tensor *logits = tg_model_prefill(t, m, &c, ids, NULL);
     const tg_real *row = logits ? logits->data + (size_t)(n_prompt - 1) * V : NULL;
     bool done = false;
     while (row) {
@@ -205,7 +206,9 @@ int tg_model_generate(const tg_model *m, int32_t *out, int max_new, const int32_
         done = *n_out == max_new || len == m->cfg.max_len || is_stop(tok, stop, n_stop);
         if (done) break;
         tg_tape_reset(t);
-        logits = tg_model_decode(t, m, &c, &tok, &(int32_t){len - 1}, 1, NULL);
+        tg_tensor *next = tg_tensor_from_dtype(t, TG_I32, &tok, 2, (int[]){1, 1});
+        logits = tg_model_decode(t, m, &c, next, tg_tensor_from_dtype(t, TG_I32, &(int32_t){len - 1}, 1, (int[]){1}),
+                                 NULL);
         row = logits ? logits->data : NULL;
     }
     tg_tape_free(t);

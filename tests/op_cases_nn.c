@@ -28,14 +28,18 @@ OC_BUILD(b_sdpa_heads, tg_sdpa_heads(t, x[0], x[1], OC_PTR(c, 0, &heads), NULL, 
 static const tg_sdpa_layout one = {.n_heads = 2, .dk = 2, .dv = 1, .n_kv_heads = 1};
 static tg_tensor *b_sdpa_decode(const oc_call *c)
 {
-    bool rec = c->t ? tg_no_grad_begin(c->t) : false;
-    tg_tensor *y = tg_sdpa_decode(c->t, c->in[0], c->in[1], OC_PTR(c, 0, &one), OC_PTR(c, 1, ((const int32_t[]){2})), NULL);
+    tg_tape *t = c->t;
+    bool rec = t ? tg_no_grad_begin(t) : false;
+    tg_tensor *pos = OC_PTR(c, 1, OC_INDEX(TG_I32, ((const int32_t[]){2}), 1));
+    tg_tensor *y = tg_sdpa_decode(t, c->in[0], c->in[1], OC_PTR(c, 0, &one), pos, NULL);
     if (c->t) tg_no_grad_end(c->t, rec);
     return y;
 }
 static tg_tensor *b_rope(const oc_call *c)
 {
-    tg_rope_opts o = {.col = 0, .n_heads = 2, .d_head = 2, .base = 100, .pos0 = (const int32_t[]){1}};
+    tg_tape *t = c->t;
+    tg_rope_opts o = {.col = 0, .n_heads = 2, .d_head = 2, .base = 100,
+                      .pos0 = OC_INDEX(TG_I64, ((const int64_t[]){1}), 1)};
     return tg_rope(c->t, c->in[0], OC_PTR(c, 0, &o));
 }
 OC_BUILD(b_mask_visible, tg_mask_visible(t, &(tg_mask){.causal = true, .window = 2}, 2, 2, 3, 4))

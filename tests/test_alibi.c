@@ -24,7 +24,7 @@ TU_SUITE(alibi, 19);
 Test(alibi, slopes_are_the_papers)
 {
     double s4[4], s3[3], s6[6];
-    tg_alibi_slopes(4, s4), tg_alibi_slopes(3, s3), tg_alibi_slopes(6, s6);
+    tg_alibi_slopes(s4, 4), tg_alibi_slopes(s3, 3), tg_alibi_slopes(s6, 6);
     const double w4[] = {0.25, 0.0625, 0.015625, 0.00390625}, w3[] = {0.0625, 0.00390625, 0.25},
                  w6[] = {0.25, 0.0625, 0.015625, 0.00390625, 0.5, 0.125};
     for (int h = 0; h < 6; h++) {

@@ -110,8 +110,9 @@ static int step(rig *r, tg_tape *t, const setup *s, const char *path, tg_real *l
 {
     tg_error_clear();  /* a stale message must not excuse a silent failure */
     tg_tape_reset(t);
-    tg_tensor *logits = tg_model_forward(t, &r->m, s->ids, s->B, s->T,
-                                         &(tg_model_opts){.lens = s->lens, .rng = &r->rng}, NULL);
+    tg_tensor *ids = tg_tensor_from_dtype(t, TG_I32, s->ids, 2, (int[]){s->B, s->T});
+    tg_tensor *lens = tg_tensor_from_dtype(t, TG_I32, s->lens, 1, (int[]){s->B});
+    tg_tensor *logits = tg_model_forward(t, &r->m, ids, &(tg_model_opts){.lens = lens, .rng = &r->rng}, NULL);
     tg_tensor *y = tg_tensor_from_dtype(t, TG_I32, s->targets, 2, (int[]){s->B, s->T});
     tg_tensor *loss = tg_cross_entropy(t, logits, y, TG_IGNORE);
     if (!loss) return PH_FORWARD;

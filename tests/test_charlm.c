@@ -212,7 +212,7 @@ Test(charlm, sampling_is_reproducible_and_greedy_equals_whole_passes)
     tg_no_grad_begin(t);
     for (int L = 4; L < 24; L++) {
         tg_tape_reset(t);
-        tg_tensor *lg = tg_model_forward(t, &m, seq, 1, L, NULL, NULL);
+        tg_tensor *lg = tg_model_forward(t, &m, tg_tensor_from_dtype(t, TG_I32, seq, 2, (int[]){1, L}), NULL, NULL);
         cr_assert_not_null(lg, "%s", tg_tape_error(t));
         const tg_real *x = lg->data + (size_t)(L - 1) * CL_VOCAB;
         int best = 0;

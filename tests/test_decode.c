@@ -37,8 +37,10 @@ static void steps_match_pass(int H, int Hkv, int dk, int dv, bool prefill)
             memcpy(xi->data + b * C, x->data + ((size_t)b * DL + i) * C, C * sizeof(tg_real));
             pos[b] = i;
         }
-        if (!prefill) cr_assert_eq(tg_kv_write(T, cache, xi, &lay, pos), 0, "%s", tg_tape_error(T));
-        tg_tensor *o = tg_sdpa_decode(T, xi, cache, &lay, pos, NULL);
+        tg_tensor *at = tu_index(T, i % 2 ? TG_I64 : TG_I32, NULL, 1, (int[]){DB});  /* both index dtypes */
+        for (int b = 0; b < DB; b++) tg_dtype_store(at->dtype, at->data, (size_t)b, pos[b]);
+        if (!prefill) cr_assert_eq(tg_kv_write(T, cache, xi, &lay, at), 0, "%s", tg_tape_error(T));
+        tg_tensor *o = tg_sdpa_decode(T, xi, cache, &lay, at, NULL);
         cr_assert_not_null(o, "%s", tg_tape_error(T));
         cr_assert(o->ndim == 3 && o->shape[0] == DB && o->shape[1] == 1 && o->shape[2] == E);
         for (int b = 0; b < DB; b++) {
@@ -103,16 +105,27 @@ Test(decode, misuse_is_an_error_naming_it)
     assert_fails(T, NULL, "tg_kv_write", "value columns", "outside x");
     tg_no_grad_begin(T);
     tg_tensor *q = tg_tensor_new(T, 3, (int[]){DB, 1, x->shape[2]});
-    assert_fails(T, tg_sdpa_decode(T, q, cache, &lay, pos, NULL), "tg_sdpa_decode", "pos[2] = 9", "[0, 9)");
+#define POS(p) tu_index(T, TG_I32, p, 1, (int[]){DB})
+    assert_fails(T, tg_sdpa_decode(T, q, cache, &lay, POS(pos), NULL), "tg_sdpa_decode", "pos[2] = 9", "[0, 9)");
     pos[2] = 0;
-    assert_fails(T, tg_sdpa_decode(T, q, cache, &bad, pos, NULL), "tg_sdpa_decode", "n_kv_heads dividing");
+    assert_fails(T, tg_sdpa_decode(T, q, cache, &bad, POS(pos), NULL), "tg_sdpa_decode", "n_kv_heads dividing");
     assert_fails(T, tg_sdpa_decode(T, q, cache, &lay, NULL, NULL), "tg_sdpa_decode", "pos is NULL");
-    assert_fails(T, tg_sdpa_decode(T, q, cache, &lay, pos, &(tg_sdpa_opts){.dropout = 0.1}), "tg_sdpa_decode",
+    assert_fails(T, tg_sdpa_decode(T, q, cache, &lay, POS(pos), &(tg_sdpa_opts){.dropout = 0.1}), "tg_sdpa_decode",
                  "no mask, bias or dropout");
-    assert_fails(T, tg_sdpa_decode(T, x, cache, &lay, pos, NULL), "tg_sdpa_decode", "xq must be [B, 1, C]");
+    /* positions are an int64 or int32 tensor [B] */
+    assert_fails(T, tg_sdpa_decode(T, q, cache, &lay, tg_tensor_zeros(T, 1, (int[]){DB}), NULL), "tg_sdpa_decode",
+                 "pos is float", "int64 or int32");
+    assert_fails(T, tg_sdpa_decode(T, q, cache, &lay, tu_index(T, TG_I32, pos, 2, (int[]){DB, 1}), NULL),
+                 "tg_sdpa_decode", "pos is [3,1], but it is [B] = [3]");
+    cr_assert_eq(tg_kv_write(T, cache, x, &lay, tu_index(T, TG_I64, NULL, 1, (int[]){2})), -1);
+    assert_fails(T, NULL, "tg_kv_write", "at is [2], but it is [B] = [3]");
+    cr_assert_eq(tg_kv_write(T, cache, x, &lay, tg_tensor_zeros(T, 1, (int[]){DB})), -1);
+    assert_fails(T, NULL, "tg_kv_write", "at is float", "int64 or int32");
+    assert_fails(T, tg_sdpa_decode(T, x, cache, &lay, POS(pos), NULL), "tg_sdpa_decode", "xq must be [B, 1, C]");
     tg_no_grad_end(T, true);
     tg_tensor *qr = tu_rand(&R, -1, 1, 3, (int[]){DB, 1, x->shape[2]});
-    assert_fails(T, tg_sdpa_decode(T, qr, cache, &lay, pos, NULL), "tg_sdpa_decode", "must not record");
+    assert_fails(T, tg_sdpa_decode(T, qr, cache, &lay, POS(pos), NULL), "tg_sdpa_decode", "must not record");
+#undef POS
     cr_assert_eq(tg_kv_copy(cache, &lay, 0, DB, 1), -1);
     cr_assert(strstr(tg_error(), "tg_kv_copy") && strstr(tg_error(), "rows 3 -> 0"), "%s", tg_error());
     cr_assert_eq(tg_kv_copy(wide, &lay, 0, 1, 1), -1);

@@ -149,7 +149,7 @@ static int model_tied_init(layer *l, tg_params *p, tg_rng *r)
 static tg_tensor *model_fwd(tg_tape *t, layer *l, tg_tensor *x)
 {
     (void)x;
-    return tg_model_forward(t, &l->model, IDS, 2, TT, NULL, NULL);
+    return tg_model_forward(t, &l->model, tg_tensor_from_dtype(t, TG_I32, IDS, 2, (int[]){2, TT}), NULL, NULL);
 }
 static void model_free(layer *l) { tg_model_free(&l->model); }
 

@@ -64,6 +64,26 @@ static void kv_open(kv_fixture *f, tg_mha_mode mode, kv_arch a, uint64_t seed)
     for (int e = 0; e < KB * KT; e++) f->ids[e] = (int32_t)tg_rng_below(&f->rng, KV);
 }
 
+/* v [rows, n] (n 0: [rows]) as an int tensor of t of dtype dt */
+static tg_tensor *ix_of(tg_tape *t, tg_dtype dt, const int32_t *v, int rows, int n)
+{
+    tg_tensor *x = tg_tensor_new_dtype(t, dt, n ? 2 : 1, (int[]){rows, n});
+    cr_assert_not_null(x, "%s", tg_tape_error(t));
+    for (int i = 0; i < rows * (n ? n : 1); i++) tg_dtype_store(dt, x->data, (size_t)i, v[i]);
+    return x;
+}
+
+/* hm [n_layers * n_heads] as the model's head_mask, a float tensor [n_layers,
+ * n_heads] of t; NULL stays NULL. */
+static tg_tensor *hm_of(tg_tape *t, const tg_model *m, const uint8_t *hm)
+{
+    if (!hm) return NULL;
+    tg_tensor *x = tg_tensor_new(t, 2, (int[]){m->cfg.n_layers, m->cfg.n_heads});
+    cr_assert_not_null(x, "%s", tg_tape_error(t));
+    for (size_t i = 0; i < x->size; i++) x->data[i] = hm[i] ? 1 : 0;
+    return x;
+}
+
 static void kv_close(kv_fixture *f)
 {
     tg_tape_free(f->t);
@@ -75,14 +95,15 @@ static void kv_close(kv_fixture *f)
 static tg_real *full_logits(kv_fixture *f, const uint8_t *hm)
 {
     tg_tape_reset(f->t);
-    tg_tensor *full = tg_model_forward(f->t, &f->m, f->ids, KB, KT, &(tg_model_opts){.head_mask = hm}, NULL);
+    tg_tensor *full = tg_model_forward(f->t, &f->m, ix_of(f->t, TG_I32, f->ids, KB, KT),
+                                       &(tg_model_opts){.head_mask = hm_of(f->t, &f->m, hm)}, NULL);
     cr_assert_not_null(full, "%s", tg_tape_error(f->t));
     tg_real *want = malloc(full->size * sizeof *want);
     memcpy(want, full->data, full->size * sizeof *want);
     return want;
 }
 
-/* One step, row b reading f->ids[b, pos[b]]; with want (a whole pass's
+/* One step, row b reading f->ids[b, pos[b]] (int64 ids and positions); with want (a whole pass's
  * logits), the step's logits must be its logits at those positions (the
  * same bits where tu_same_bits()). */
 static void step_rows(kv_fixture *f, tg_kv_cache *c, const int32_t *pos, const uint8_t *hm, const tg_real *want)
@@ -90,7 +111,8 @@ static void step_rows(kv_fixture *f, tg_kv_cache *c, const int32_t *pos, const u
     int32_t in[KB];
     for (int b = 0; b < KB; b++) in[b] = f->ids[b * KT + pos[b]];
     tg_tape_reset(f->t);
-    tg_tensor *lg = tg_model_decode(f->t, &f->m, c, in, pos, KB, hm);
+    tg_tensor *lg = tg_model_decode(f->t, &f->m, c, ix_of(f->t, TG_I64, in, KB, 1), ix_of(f->t, TG_I64, pos, KB, 0),
+                                    hm_of(f->t, &f->m, hm));
     cr_assert_not_null(lg, "%s", tg_tape_error(f->t));
     cr_assert(lg->ndim == 3 && lg->shape[0] == KB && lg->shape[1] == 1 && lg->shape[2] == KV);
     for (int b = 0; want && b < KB; b++) {
@@ -106,7 +128,8 @@ static void greedy_full(tg_tape *t, const tg_model *m, int32_t *seq, int n, cons
 {
     for (; n < KT; n++) {
         tg_tape_reset(t);
-        tg_tensor *lg = tg_model_forward(t, m, seq, 1, n, &(tg_model_opts){.head_mask = hm}, NULL);
+        tg_model_opts o = {.head_mask = hm_of(t, m, hm)};
+        tg_tensor *lg = tg_model_forward(t, m, ix_of(t, TG_I32, seq, 1, n), &o, NULL);
         cr_assert_not_null(lg, "%s", tg_tape_error(t));
         seq[n] = argmax_row(lg->data + (size_t)(n - 1) * KV, KV);
     }
@@ -120,14 +143,16 @@ static void greedy_cached(tg_tape *t, const tg_model *m, tg_kv_cache *c, int32_t
     int pos = 0;
     if (prefill) {
         tg_tape_reset(t);
-        tg_tensor *lg = tg_model_prefill(t, m, c, seq, 1, n, &(tg_model_opts){.head_mask = hm});
+        tg_model_opts o = {.head_mask = hm_of(t, m, hm)};
+        tg_tensor *lg = tg_model_prefill(t, m, c, ix_of(t, TG_I32, seq, 1, n), &o);
         cr_assert_not_null(lg, "%s", tg_tape_error(t));
         seq[n] = argmax_row(lg->data + (size_t)(n - 1) * KV, KV);
         pos = n;
     }
     for (; pos < KT - 1; pos++) {
         tg_tape_reset(t);
-        tg_tensor *lg = tg_model_decode(t, m, c, &seq[pos], &pos, 1, hm);
+        tg_tensor *lg = tg_model_decode(t, m, c, ix_of(t, TG_I32, &seq[pos], 1, 1), ix_of(t, TG_I32, &pos, 1, 0),
+                                        hm_of(t, m, hm));
         cr_assert_not_null(lg, "%s", tg_tape_error(t));
         if (pos + 1 >= n) seq[pos + 1] = argmax_row(lg->data, KV);
     }
@@ -170,14 +195,34 @@ static void check_kv_cache(tg_mha_mode mode, kv_arch a, const uint8_t *hm)
     const int32_t *in = f.ids;
     tg_tape_reset(t);
     pos[0] = KT;
-    cr_assert_null(tg_model_decode(t, &f.m, &c, in, pos, 1, NULL));
-    cr_assert(strstr(tg_tape_error(t), "pos[0] = 16"), "%s", tg_tape_error(t));
+    cr_assert_null(tg_model_decode(t, &f.m, &c, ix_of(t, TG_I32, in, 1, 1), ix_of(t, TG_I32, pos, 1, 0), NULL));
+    cr_assert(strstr(tg_tape_error(t), "tg_model_decode: pos[0] = 16"), "%s", tg_tape_error(t));
     tg_tape_reset(t);
-    cr_assert_null(tg_model_decode(t, &f.m, &c, in, (int32_t[]){0, 0, 0, 0}, KB + 1, NULL));
+    const int32_t zeros[KB + 1] = {0};
+    cr_assert_null(tg_model_decode(t, &f.m, &c, ix_of(t, TG_I32, in, KB + 1, 1), ix_of(t, TG_I32, zeros, KB + 1, 0),
+                                   NULL));
     cr_assert(strstr(tg_tape_error(t), "4 rows for a cache of 3"), "%s", tg_tape_error(t));
     tg_tape_reset(t);
+    /* ids [B, 1] and pos [B], int64 or int32; a head mask [n_layers, n_heads] of floats */
+    cr_assert_null(tg_model_decode(t, &f.m, &c, ix_of(t, TG_I32, in, 1, KB), ix_of(t, TG_I32, zeros, 1, 0), NULL));
+    cr_assert(strstr(tg_tape_error(t), "tg_model_decode: ids is [1,3], but it is [B, 1]"), "%s", tg_tape_error(t));
+    tg_tape_reset(t);
+    cr_assert_null(tg_model_decode(t, &f.m, &c, ix_of(t, TG_I32, in, KB, 1), ix_of(t, TG_I32, zeros, KB, 1), NULL));
+    cr_assert(strstr(tg_tape_error(t), "tg_model_decode: pos is [3,1], but it is [B] = [3]"), "%s", tg_tape_error(t));
+    tg_tape_reset(t);
+    cr_assert_null(tg_model_decode(t, &f.m, &c, ix_of(t, TG_REAL_DTYPE, in, KB, 1),
+                                   ix_of(t, TG_I32, zeros, KB, 0), NULL));
+    cr_assert(strstr(tg_tape_error(t), "tg_model_decode: ids is float"), "%s", tg_tape_error(t));
+    tg_tape_reset(t);
+    cr_assert_null(tg_model_decode(t, &f.m, &c, ix_of(t, TG_I32, in, KB, 1), tg_tensor_zeros(t, 1, (int[]){KB}), NULL));
+    cr_assert(strstr(tg_tape_error(t), "tg_model_decode: pos is float"), "%s", tg_tape_error(t));
+    tg_tape_reset(t);
+    cr_assert_null(tg_model_decode(t, &f.m, &c, ix_of(t, TG_I32, in, KB, 1), ix_of(t, TG_I32, zeros, KB, 0),
+                                   ix_of(t, TG_I32, f.ids, f.m.cfg.n_layers, f.m.cfg.n_heads)));
+    cr_assert(strstr(tg_tape_error(t), "tg_model_decode: head_mask is int32"), "%s", tg_tape_error(t));
+    tg_tape_reset(t);
     tg_no_grad_end(t, f.prev);
-    cr_assert_null(tg_model_decode(t, &f.m, &c, in, (int32_t[]){0, 0, 0}, KB, NULL));
+    cr_assert_null(tg_model_decode(t, &f.m, &c, ix_of(t, TG_I32, in, KB, 1), ix_of(t, TG_I32, zeros, KB, 0), NULL));
     cr_assert(strstr(tg_tape_error(t), "must not record"), "%s", tg_tape_error(t));
     tg_kv_cache_free(&c);
     kv_close(&f);
@@ -237,13 +282,14 @@ Test(kv_cache, kv_cache_long_sequence_equals_full_pass)
     cr_assert_eq(tg_kv_cache_init(&c, &m, 1), 0, "%s", tg_error());
     int32_t *ids = malloc(N * sizeof *ids);
     for (int i = 0; i < N; i++) ids[i] = (int32_t)tg_rng_below(&rng, KV);
-    tg_tensor *full = tg_model_forward(t, &m, ids, 1, N, NULL, NULL);
+    tg_tensor *full = tg_model_forward(t, &m, ix_of(t, TG_I32, ids, 1, N), NULL, NULL);
     cr_assert_not_null(full, "%s", tg_tape_error(t));
     tg_real *want = malloc(full->size * sizeof *want);
     memcpy(want, full->data, full->size * sizeof *want);
     for (int pos = 0; pos < N; pos++) {
         tg_tape_reset(t);
-        tg_tensor *lg = tg_model_decode(t, &m, &c, &ids[pos], &pos, 1, NULL);
+        tg_tensor *lg =
+            tg_model_decode(t, &m, &c, ix_of(t, TG_I32, &ids[pos], 1, 1), ix_of(t, TG_I32, &pos, 1, 0), NULL);
         cr_assert_not_null(lg, "%s", tg_tape_error(t));
         const tg_real *w = want + (size_t)pos * KV;
         if (tu_same_bits()) cr_assert_eq(memcmp(lg->data, w, KV * sizeof *w), 0, "position %d", pos);
@@ -276,14 +322,15 @@ static void check_prefill(tg_mha_mode mode, kv_arch a, const uint8_t *hm)
     const int32_t lens[KB] = {T, 5, 1};
     int32_t pos[KB], packed[KB * T];  /* ids as [KB, T] */
     for (int b = 0; b < KB; b++) memcpy(packed + b * T, f.ids + b * KT, T * sizeof *packed);
-    tg_model_opts o = {.lens = lens, .head_mask = hm};
-    tg_tensor *full = tg_model_forward(t, &f.m, packed, KB, T, &o, NULL);
+    tg_model_opts o = {.lens = ix_of(t, TG_I32, lens, KB, 0), .head_mask = hm_of(t, &f.m, hm)};
+    tg_tensor *full = tg_model_forward(t, &f.m, ix_of(t, TG_I32, packed, KB, T), &o, NULL);
     cr_assert_not_null(full, "%s", tg_tape_error(t));
     size_t bytes = full->size * sizeof *full->data;
     tg_real *want = malloc(bytes);
     memcpy(want, full->data, bytes);
     tg_tape_reset(t);
-    tg_tensor *lg = tg_model_prefill(t, &f.m, &pre, packed, KB, T, &o);
+    o = (tg_model_opts){.lens = ix_of(t, TG_I64, lens, KB, 0), .head_mask = hm_of(t, &f.m, hm)};
+    tg_tensor *lg = tg_model_prefill(t, &f.m, &pre, ix_of(t, TG_I64, packed, KB, T), &o);
     cr_assert_not_null(lg, "%s", tg_tape_error(t));
     cr_assert_eq(memcmp(lg->data, want, bytes), 0, "the prefill's logits are the forward's");
     free(want);

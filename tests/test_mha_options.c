@@ -100,7 +100,7 @@ Test(mha_options, misuse_names_the_problem)
     tg_tensor_free(v);
     tg_tensor *cache = tg_tensor_alloc(3, (int[]){1, 4, 16}), *x1 = tu_rand(&R, -1, 1, 3, (int[]){1, 1, 4});
     tg_no_grad_begin(T);
-    assert_fails(T, tg_mha_decode(T, &m, x1, cache, (int32_t[]){0}, NULL), "tg_mha_decode 'attn'",
+    assert_fails(T, tg_mha_decode(T, &m, x1, cache, tu_lens((int32_t[]){0}, 1), NULL), "tg_mha_decode 'attn'",
                  "no key/value cache with kdim");
     tg_tensor_free(cache);
     tg_tensor_free(x1);
@@ -249,7 +249,7 @@ Test(mha_options, explicit_kdim_vdim_d_model_is_the_default)
             bool prev = tg_no_grad_begin(T);
             cr_assert_not_null(tg_mha_forward(T, &m[i], x5, x5, &(tg_mha_opts){.mask = &mask, .cache = cache}, NULL),
                                "%s", tg_tape_error(T));
-            dec[i] = tg_mha_decode(T, &m[i], x1, cache, (int32_t[]){5, 5}, NULL);
+            dec[i] = tg_mha_decode(T, &m[i], x1, cache, tu_lens((int32_t[]){5, 5}, 2), NULL);
             cr_assert_not_null(dec[i], "%s", tg_tape_error(T));
             tg_no_grad_end(T, prev);
         }

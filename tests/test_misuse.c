@@ -304,7 +304,7 @@ Test(misuse_nn, forward_with_null_layer_or_tape)
     expect_op_null(t, tg_mha_forward(t, NULL, x, x, NULL, &w), "tg_mha_forward: the layer is NULL");
     cr_assert_null(w, "tg_mha_forward clears *weights when it fails");
     expect_op_null(t, tg_block_forward(t, NULL, x, NULL, NULL), "tg_block_forward: the layer is NULL");
-    expect_op_null(t, tg_model_forward(t, NULL, ids, 1, 2, NULL, NULL),
+    expect_op_null(t, tg_model_forward(t, NULL, idt, NULL, NULL),
                    "tg_model_forward: the layer is NULL");
     /* a NULL tape: nowhere to keep the error but tg_error() */
     expect_null(tg_linear_forward(NULL, &L.l, x), "tg_linear_forward: the tape is NULL");
@@ -313,10 +313,12 @@ Test(misuse_nn, forward_with_null_layer_or_tape)
     expect_null(tg_ffn_forward(NULL, &L.f, x, NULL), "tg_ffn_forward: the tape is NULL");
     expect_null(tg_mha_forward(NULL, &L.m, x, x, NULL, NULL), "tg_mha_forward: the tape is NULL");
     expect_null(tg_block_forward(NULL, &L.b, x, NULL, NULL), "tg_block_forward: the tape is NULL");
-    expect_null(tg_model_forward(NULL, &L.mo, ids, 1, 2, NULL, NULL), "tg_model_forward: the tape is NULL");
+    expect_null(tg_model_forward(NULL, &L.mo, idt, NULL, NULL), "tg_model_forward: the tape is NULL");
     /* the decoding path: one position per row against a key/value cache */
     tg_kv_cache c;
     const int32_t pos[1] = {0};
+    tg_tensor *id1 = tg_tensor_from_dtype(t, TG_I32, ids, 2, (int[]){1, 1});  /* [B, 1] */
+    tg_tensor *pt = tg_tensor_from_dtype(t, TG_I32, pos, 1, (int[]){1});      /* [B] */
     expect_fail(tg_kv_cache_init(NULL, &L.mo, 1), "tg_kv_cache_init: the cache is NULL");
     expect_fail(tg_kv_cache_init(&c, NULL, 1), "tg_kv_cache_init: the model is NULL");
     expect_fail(tg_kv_cache_init(&c, &L.mo, 0), "tg_kv_cache_init: B = 0 must be >= 1");
@@ -329,30 +331,33 @@ Test(misuse_nn, forward_with_null_layer_or_tape)
                 "tg_kv_cache_move: rows 0 -> 0, 5 positions: need rows in [0, 1), positions in [0, 4]");
     bool prev = tg_no_grad_begin(t);
     tg_tensor *x1 = tg_tensor_zeros(t, 3, (int[]){1, 1, 4});
-    expect_op_null(t, tg_mha_decode(t, NULL, x1, c.kv[0], pos, NULL), "tg_mha_decode: the layer is NULL");
-    expect_op_null(t, tg_block_decode(t, NULL, x1, c.kv[0], pos, NULL), "tg_block_decode: the layer is NULL");
-    expect_op_null(t, tg_model_decode(t, NULL, &c, ids, pos, 1, NULL), "tg_model_decode: the layer is NULL");
-    expect_null(tg_model_decode(NULL, &L.mo, &c, ids, pos, 1, NULL), "tg_model_decode: the tape is NULL");
-    cr_assert_not_null(tg_model_decode(t, &L.mo, &c, ids, pos, 1, NULL), "%s", tg_error());
-    expect_op_null(t, tg_model_decode(t, &L.mo, NULL, ids, pos, 1, NULL), "tg_model_decode: the cache is NULL");
-    expect_op_null(t, tg_model_decode(t, &L.mo, &c, NULL, pos, 1, NULL), "tg_model_decode: ids is NULL");
-    expect_op_null(t, tg_model_decode(t, &L.mo, &c, ids, NULL, 1, NULL), "tg_model_decode: pos is NULL");
+    expect_op_null(t, tg_mha_decode(t, NULL, x1, c.kv[0], pt, NULL), "tg_mha_decode: the layer is NULL");
+    expect_op_null(t, tg_block_decode(t, NULL, x1, c.kv[0], pt, NULL), "tg_block_decode: the layer is NULL");
+    expect_op_null(t, tg_model_decode(t, NULL, &c, id1, pt, NULL), "tg_model_decode: the layer is NULL");
+    expect_null(tg_model_decode(NULL, &L.mo, &c, id1, pt, NULL), "tg_model_decode: the tape is NULL");
+    cr_assert_not_null(tg_model_decode(t, &L.mo, &c, id1, pt, NULL), "%s", tg_error());
+    expect_op_null(t, tg_model_decode(t, &L.mo, NULL, id1, pt, NULL), "tg_model_decode: the cache is NULL");
+    expect_op_null(t, tg_model_decode(t, &L.mo, &c, NULL, pt, NULL), "tg_model_decode: ids is NULL");
+    expect_op_null(t, tg_model_decode(t, &L.mo, &c, id1, NULL, NULL), "tg_model_decode: pos is NULL");
     /* the prefill: a forward that also fills the cache */
-    expect_op_null(t, tg_model_prefill(t, NULL, &c, ids, 1, 2, NULL), "tg_model_prefill: the layer is NULL");
-    expect_null(tg_model_prefill(NULL, &L.mo, &c, ids, 1, 2, NULL), "tg_model_prefill: the tape is NULL");
-    expect_op_null(t, tg_model_prefill(t, &L.mo, NULL, ids, 1, 2, NULL), "tg_model_prefill: the cache is NULL");
-    expect_op_null(t, tg_model_prefill(t, &L.mo, &(tg_kv_cache){0}, ids, 1, 2, NULL),
+    expect_op_null(t, tg_model_prefill(t, NULL, &c, idt, NULL), "tg_model_prefill: the layer is NULL");
+    expect_null(tg_model_prefill(NULL, &L.mo, &c, idt, NULL), "tg_model_prefill: the tape is NULL");
+    expect_op_null(t, tg_model_prefill(t, &L.mo, NULL, idt, NULL), "tg_model_prefill: the cache is NULL");
+    expect_op_null(t, tg_model_prefill(t, &L.mo, &(tg_kv_cache){0}, idt, NULL),
                    "tg_model_prefill: the cache is not initialised (tg_kv_cache_init)");
-    expect_op_null(t, tg_model_prefill(t, &L.mo, &c, ids, 2, 1, NULL), "tg_model_prefill: 2 rows for a cache of 1");
-    expect_op_null(t, tg_model_prefill(t, &L.mo, &c, ids, 1, 5, NULL),
-                   "tg_model: batch 1 x length 5: need B > 0 and 0 < T <= max_len 4");
-    cr_assert_not_null(tg_model_prefill(t, &L.mo, &c, ids, 1, 2, NULL), "%s", tg_error());
+    expect_op_null(t, tg_model_prefill(t, &L.mo, &c, tg_tensor_from_dtype(t, TG_I32, ids, 2, (int[]){2, 1}), NULL),
+                   "tg_model_prefill: 2 rows for a cache of 1");
+    expect_op_null(t, tg_model_prefill(t, &L.mo, &c, tg_tensor_zeros_dtype(t, TG_I32, 2, (int[]){1, 5}), NULL),
+                   "tg_model_prefill: ids is [1,5], but it is [B, T] with B > 0 and 0 < T <= max_len 4");
+    expect_op_null(t, tg_model_prefill(t, &L.mo, &c, tg_tensor_zeros_dtype(t, TG_F32, 2, (int[]){1, 2}), NULL),
+                   "tg_model_prefill: ids is float32, but indices are int64 or int32 (convert with tg_to)");
+    cr_assert_not_null(tg_model_prefill(t, &L.mo, &c, idt, NULL), "%s", tg_error());
     tg_params *p2 = tg_params_new();
     tg_model other;
     tg_model_config longer = MODEL;
     longer.max_len = 6;
     cr_assert_eq(tg_model_init(&other, p2, &longer, NULL), 0, "%s", tg_error());
-    expect_op_null(t, tg_model_prefill(t, &other, &c, ids, 1, 2, NULL),
+    expect_op_null(t, tg_model_prefill(t, &other, &c, idt, NULL),
                    "tg_model_prefill: the cache holds 1 layers x 4 positions, the model 1 x 6 (another model's?)");
     tg_model_free(&other);
     tg_params_free(p2);
@@ -364,7 +369,7 @@ Test(misuse_nn, forward_with_null_layer_or_tape)
     tg_no_grad_end(t, prev);
     tg_kv_cache_free(&c);
     /* the layers themselves still work */
-    cr_assert_not_null(tg_model_forward(t, &L.mo, ids, 1, 2, NULL, NULL), "%s", tg_error());
+    cr_assert_not_null(tg_model_forward(t, &L.mo, idt, NULL, NULL), "%s", tg_error());
     tg_tensor_free(x);
     tg_tape_free(t);
     tg_model_free(&L.mo);
@@ -405,8 +410,8 @@ Test(misuse_nn, forward_of_a_layer_whose_init_failed)
     expect_op_null(t, tg_ffn_forward(t, &f, x, NULL), "tg_ffn_forward" NOT_INIT);
     expect_op_null(t, tg_mha_forward(t, &m, x, x, NULL, NULL), "tg_mha_forward" NOT_INIT);
     expect_op_null(t, tg_block_forward(t, &b, x, NULL, NULL), "tg_block_forward" NOT_INIT);
-    expect_op_null(t, tg_model_forward(t, &mo, ids, 1, 2, NULL, NULL), "tg_model_forward" NOT_INIT);
-    expect_op_null(t, tg_model_prefill(t, &mo, &(tg_kv_cache){0}, ids, 1, 2, NULL), "tg_model_prefill" NOT_INIT);
+    expect_op_null(t, tg_model_forward(t, &mo, idt, NULL, NULL), "tg_model_forward" NOT_INIT);
+    expect_op_null(t, tg_model_prefill(t, &mo, &(tg_kv_cache){0}, idt, NULL), "tg_model_prefill" NOT_INIT);
     expect_fail(tg_mha_copy_weights(&m, &good),
                 "tg_mha_copy_weights: dst is not initialised (its init failed or was not called)");
     expect_fail(tg_mha_copy_weights(&good, &m),

@@ -20,6 +20,21 @@ static const int32_t g_ids[GB * GT] = {1, 4, 6, 2, 5, 1, 3, 5, 0, 0};
 static const int32_t g_lens[GB] = {5, 3};
 static const int32_t g_targets[GB * GT] = {4, 6, 2, 5, TG_IGNORE, 3, 5, TG_IGNORE, TG_IGNORE, TG_IGNORE};
 
+/* ids [B, T] (T 0: lens [B]) as an int tensor of t of dtype dt */
+static tg_tensor *ix(tg_tape *t, tg_dtype dt, const int32_t *v, int B, int T)
+{
+    tg_tensor *x = tg_tensor_new_dtype(t, dt, T ? 2 : 1, (int[]){B, T});
+    for (int i = 0; x && i < B * (T ? T : 1); i++) tg_dtype_store(dt, x->data, (size_t)i, v[i]);
+    return x;
+}
+
+/* The gradcheck batch's forward: g_ids [GB, GT] and g_lens [GB] as int32 tensors of t. */
+static tg_tensor *g_forward(tg_tape *t, const tg_model *m, tg_model_opts o, tg_tensor **attn)
+{
+    o.lens = ix(t, TG_I32, g_lens, GB, 0);
+    return tg_model_forward(t, m, ix(t, TG_I32, g_ids, GB, GT), &o, attn);
+}
+
 typedef struct model_ctx {
     tg_model m;
     bool loss;  /* the cross-entropy loss, else the logits */
@@ -29,7 +44,7 @@ static tg_tensor *model_fn(tg_tape *t, tg_tensor **in, void *ctx)
 {
     (void)in;
     model_ctx *c = ctx;
-    tg_tensor *logits = tg_model_forward(t, &c->m, g_ids, GB, GT, &(tg_model_opts){.lens = g_lens}, NULL);
+    tg_tensor *logits = g_forward(t, &c->m, (tg_model_opts){0}, NULL);
     return c->loss ? tg_cross_entropy(t, logits, tg_tensor_from_dtype(t, TG_I32, g_targets, 2, (int[]){GB, GT}), TG_IGNORE) : logits;
 }
 
@@ -169,16 +184,18 @@ Test(model, names_shapes_and_errors)
     cr_assert_eq(m.cfg.d_head, 4);
     cr_assert_eq(tg_params_get(p, "pos_emb.weight")->shape[0], 6);
     tg_tape *t = tg_tape_new();
-    cr_assert_null(tg_model_forward(t, &m, g_ids, 1, 7, NULL, NULL));  /* T > max_len */
-    cr_assert(strstr(tg_tape_error(t), "max_len"), "%s", tg_tape_error(t));
+    cr_assert_null(tg_model_forward(t, &m, ix(t, TG_I32, g_ids, 1, 7), NULL, NULL));  /* T > max_len */
+    cr_assert(strstr(tg_tape_error(t), "tg_model_forward: ids is [1,7], but it is [B, T] with B > 0 and 0 < T <= "
+                                       "max_len 6"), "%s", tg_tape_error(t));
     tg_tape_clear_error(t);
     const int32_t bad_lens[GB] = {5, 6};
-    cr_assert_null(tg_model_forward(t, &m, g_ids, GB, GT, &(tg_model_opts){.lens = bad_lens}, NULL));
-    cr_assert(strstr(tg_tape_error(t), "lens[1]"), "%s", tg_tape_error(t));
+    tg_model_opts o = {.lens = ix(t, TG_I64, bad_lens, GB, 0)};
+    cr_assert_null(tg_model_forward(t, &m, ix(t, TG_I32, g_ids, GB, GT), &o, NULL));
+    cr_assert(strstr(tg_tape_error(t), "tg_model_forward: lens[1] = 6 is outside [0, T = 5]"), "%s", tg_tape_error(t));
     tg_tape_clear_error(t);
     const int32_t bad_ids[2] = {1, 7};
-    cr_assert_null(tg_model_forward(t, &m, bad_ids, 1, 2, NULL, NULL));
-    cr_assert_not_null(tg_tape_error(t));
+    cr_assert_null(tg_model_forward(t, &m, ix(t, TG_I32, bad_ids, 1, 2), NULL, NULL));
+    cr_assert(strstr(tg_tape_error(t), "id 7 at position 1 is out of range [0, 7)"), "%s", tg_tape_error(t));
     tg_tape_free(t);
     tg_model_free(&m);
     cfg.n_layers = 0;
@@ -187,19 +204,25 @@ Test(model, names_shapes_and_errors)
     tg_params_free(p);
 }
 
-Test(model, head_mask_and_attention_out)
+/* A model of V 7, D 8, 2 layers of 2 heads, max_len 6 from seed into *m: its parameters. */
+static tg_params *small_model(tg_model *m, uint64_t seed)
 {
     tg_rng rng;
-    tg_rng_seed(&rng, 4);
+    tg_rng_seed(&rng, seed);
     tg_params *p = tg_params_new();
-    tg_model m;
     tg_model_config cfg = {.vocab = 7, .d_model = 8, .n_layers = 2, .n_heads = 2, .max_len = 6};
-    cr_assert_eq(tg_model_init(&m, p, &cfg, &rng), 0);
+    cr_assert_eq(tg_model_init(m, p, &cfg, &rng), 0, "%s", tg_error());
+    return p;
+}
+
+Test(model, head_mask_and_attention_out)
+{
+    tg_model m;
+    tg_params *p = small_model(&m, 4);
     tg_tape *t = tg_tape_new();
-    const uint8_t hm[4] = {1, 1, 0, 1};  /* layer 1, head 0 off */
+    tg_tensor *hm = tg_tensor_from(t, (const tg_real[]){1, 1, 0, 1}, 2, (int[]){2, 2});  /* layer 1, head 0 off */
     tg_tensor *attn[2];
-    tg_tensor *logits = tg_model_forward(t, &m, g_ids, GB, GT,
-                                         &(tg_model_opts){.lens = g_lens, .head_mask = hm}, attn);
+    tg_tensor *logits = g_forward(t, &m, (tg_model_opts){.head_mask = hm}, attn);
     cr_assert_not_null(logits, "%s", tg_tape_error(t));
     cr_assert(logits->ndim == 3 && logits->shape[0] == GB && logits->shape[1] == GT && logits->shape[2] == 7);
     for (int l = 0; l < 2; l++) {
@@ -213,6 +236,56 @@ Test(model, head_mask_and_attention_out)
     for (int s = 0; s < 3; s++)  /* head 0 = rows 0..3 of each third */
         for (int r = 0; r < 4; r++)
             for (int k = 0; k < 8; k++) cr_assert_eq(w->grad[((s * 8) + r) * 8 + k], 0);
+    tg_tape_free(t);
+    tg_model_free(&m);
+    tg_params_free(p);
+}
+
+/* ids, lens and positions are int64 or int32 tensors (PyTorch's LongTensor
+ * input_ids; int32 accepted too): both give the same logits bit for bit, in
+ * a forward, a prefill and a decode; a float or misshapen one is refused
+ * naming the op, what it takes and what it got. */
+Test(model, int64_and_int32_ids_give_the_same_logits)
+{
+    tg_model m;
+    tg_params *p = small_model(&m, 12);
+    tg_tape *t = tg_tape_new();
+    tg_no_grad_begin(t);
+    tg_kv_cache c;
+    cr_assert_eq(tg_kv_cache_init(&c, &m, GB), 0, "%s", tg_error());
+    tg_tensor *hm = tg_tensor_from(t, (const tg_real[]){1, 0, 1, 1}, 2, (int[]){2, 2});
+    const tg_dtype dts[2] = {TG_I32, TG_I64};
+    tg_tensor *y[2][3];
+    for (int k = 0; k < 2; k++) {
+        tg_model_opts o = {.lens = ix(t, dts[k], g_lens, GB, 0), .head_mask = hm};
+        y[k][0] = tg_model_forward(t, &m, ix(t, dts[k], g_ids, GB, GT), &o, NULL);
+        y[k][1] = tg_model_prefill(t, &m, &c, ix(t, dts[k], g_ids, GB, GT), &o);
+        y[k][2] = tg_model_decode(t, &m, &c, ix(t, dts[k], (const int32_t[]){2, 3}, GB, 1),
+                                  ix(t, dts[k], (const int32_t[]){5, 3}, GB, 0), hm);
+        for (int j = 0; j < 3; j++) cr_assert_not_null(y[k][j], "%s", tg_tape_error(t));
+    }
+    for (int j = 0; j < 3; j++)
+        cr_assert_eq(memcmp(y[0][j]->data, y[1][j]->data, y[0][j]->size * sizeof(tg_real)), 0, "call %d", j);
+    cr_assert(y[0][2]->shape[0] == GB && y[0][2]->shape[1] == 1 && y[0][2]->shape[2] == 7);
+    /* misuse: float ids, ids not [B, T], lens not [B] or float, a head mask not [n_layers, n_heads] */
+    struct { tg_tensor *ids; tg_model_opts o; const char *want; } bad[] = {
+        {tg_tensor_zeros(t, 2, (int[]){GB, GT}), {0}, "tg_model_forward: ids is float"},
+        {ix(t, TG_I32, g_ids, GB * GT, 0), {0}, "tg_model_forward: ids is [10], but it is [B, T]"},
+        {ix(t, TG_I32, g_ids, GB, GT), {.lens = ix(t, TG_I32, g_lens, 1, GB)},
+         "tg_model_forward: lens is [1,2], but it is [B] = [2] (one per row)"},
+        {ix(t, TG_I32, g_ids, GB, GT), {.lens = tg_tensor_zeros(t, 1, (int[]){GB})}, "tg_model_forward: lens is float"},
+        {ix(t, TG_I32, g_ids, GB, GT), {.head_mask = tg_tensor_zeros(t, 1, (int[]){4})},
+         "tg_model_forward: head_mask is float"},
+        {ix(t, TG_I32, g_ids, GB, GT), {.head_mask = ix(t, TG_I32, (const int32_t[]){1, 1, 1, 1}, 2, 2)},
+         "tg_model_forward: head_mask is int32 [2,2], but it is a float tensor [n_layers, n_heads] = [2, 2]"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cr_assert_null(tg_model_forward(t, &m, bad[i].ids, &bad[i].o, NULL), "case %zu", i);
+        cr_assert(strstr(tg_tape_error(t), bad[i].want), "case %zu: \"%s\", want \"%s\"", i, tg_tape_error(t),
+                  bad[i].want);
+        tg_tape_clear_error(t);
+    }
+    tg_kv_cache_free(&c);
     tg_tape_free(t);
     tg_model_free(&m);
     tg_params_free(p);
@@ -235,8 +308,7 @@ static void check_no_alloc(tg_mha_mode mode)
     for (int step = 0; step < 3; step++) {
         if (step == 2) before = tg_alloc_count();
         tg_tape_reset(t);
-        tg_tensor *logits = tg_model_forward(t, &m, g_ids, GB, GT,
-                                             &(tg_model_opts){.lens = g_lens, .rng = &rng}, attn);
+        tg_tensor *logits = g_forward(t, &m, (tg_model_opts){.rng = &rng}, attn);
         tg_tensor *loss = tg_cross_entropy(t, logits, tg_tensor_from_dtype(t, TG_I32, g_targets, 2, (int[]){GB, GT}), TG_IGNORE);
         tg_params_zero_grad(p);
         cr_assert_eq(tg_backward(t, loss), 0, "%s", tg_tape_error(t));
@@ -260,18 +332,18 @@ Test(model, dropout_needs_rng_only_while_training)
     tg_model_config cfg = {.vocab = 7, .d_model = 8, .n_layers = 1, .n_heads = 2, .max_len = 6, .dropout = 0.2};
     cr_assert_eq(tg_model_init(&m, p, &cfg, &rng), 0);
     tg_tape *t = tg_tape_new();
-    cr_assert_null(tg_model_forward(t, &m, g_ids, GB, GT, &(tg_model_opts){.lens = g_lens}, NULL));
+    cr_assert_null(g_forward(t, &m, (tg_model_opts){0}, NULL));
     cr_assert(strstr(tg_tape_error(t), "rng"), "%s", tg_tape_error(t));
     tg_tape_reset(t);
-    tg_tensor *a = tg_model_forward(t, &m, g_ids, GB, GT, &(tg_model_opts){.lens = g_lens, .rng = &rng}, NULL);
-    tg_tensor *b = tg_model_forward(t, &m, g_ids, GB, GT, &(tg_model_opts){.lens = g_lens, .rng = &rng}, NULL);
+    tg_tensor *a = g_forward(t, &m, (tg_model_opts){.rng = &rng}, NULL);
+    tg_tensor *b = g_forward(t, &m, (tg_model_opts){.rng = &rng}, NULL);
     cr_assert(a && b, "%s", tg_tape_error(t));
     bool differ = false;
     for (size_t i = 0; i < a->size; i++) differ = differ || a->data[i] != b->data[i];
     cr_assert(differ, "two training passes drew the same dropout masks");
     tg_tape_set_training(t, false);
-    a = tg_model_forward(t, &m, g_ids, GB, GT, &(tg_model_opts){.lens = g_lens}, NULL);
-    b = tg_model_forward(t, &m, g_ids, GB, GT, &(tg_model_opts){.lens = g_lens}, NULL);
+    a = g_forward(t, &m, (tg_model_opts){0}, NULL);
+    b = g_forward(t, &m, (tg_model_opts){0}, NULL);
     cr_assert(a && b, "%s", tg_tape_error(t));
     for (size_t i = 0; i < a->size; i++) cr_assert_eq(a->data[i], b->data[i]);
     tg_tape_free(t);
@@ -319,7 +391,8 @@ static void check_model_fixture(tg_mha_mode mode)
     tg_tape *t = tg_tape_new();
     tg_tensor *attn[8];
     cr_assert_leq(cfg.n_layers, 8);
-    tg_tensor *logits = tg_model_forward(t, &mr, ids, B, T, &(tg_model_opts){.lens = lens}, attn);
+    tg_model_opts o = {.lens = ix(t, TG_I32, lens, B, 0)};
+    tg_tensor *logits = tg_model_forward(t, &mr, ix(t, TG_I32, ids, B, T), &o, attn);
     tg_tensor *loss = tg_cross_entropy(t, logits, tg_tensor_from_dtype(t, TG_I32, targets, 2, (int[]){B, T}), TG_IGNORE);
     cr_assert_not_null(loss, "%s", tg_tape_error(t));
     assert_matches(logits->data, logits->size, fx(s, "logits"), "logits");
@@ -404,7 +477,8 @@ static void check_lm_fixture(const char *file, int n_params)
     int B = ids_t->shape[0], T = ids_t->shape[1];
     int32_t *ids = to_ints(ids_t), *lens = to_ints(fx(s, "lens")), *targets = to_ints(fx(s, "targets"));
     tg_tape *t = tg_tape_new();
-    tg_tensor *logits = tg_model_forward(t, &m, ids, B, T, &(tg_model_opts){.lens = lens}, NULL);
+    tg_model_opts o = {.lens = ix(t, TG_I32, lens, B, 0)};
+    tg_tensor *logits = tg_model_forward(t, &m, ix(t, TG_I32, ids, B, T), &o, NULL);
     tg_tensor *loss = tg_cross_entropy(t, logits, tg_tensor_from_dtype(t, TG_I32, targets, 2, (int[]){B, T}), TG_IGNORE);
     cr_assert_not_null(loss, "%s", tg_tape_error(t));
     assert_matches(logits->data, logits->size, fx(s, "logits"), "logits");
@@ -550,9 +624,9 @@ Test(model, model_forward_null_ids)
     tg_model_config cfg = {.vocab = 5, .d_model = 4, .n_layers = 1, .n_heads = 1, .max_len = 4};
     cr_assert_eq(tg_model_init(&m, p, &cfg, NULL), 0);
     tg_tape *t = tg_tape_new();
-    cr_assert_null(tg_model_forward(t, &m, NULL, 1, 2, NULL, NULL));
-    cr_assert_str_eq(tg_tape_error(t), "tg_model: ids is NULL");
-    cr_assert_null(tg_model_forward(NULL, &m, (int32_t[]){1, 2}, 1, 2, NULL, NULL));
+    cr_assert_null(tg_model_forward(t, &m, NULL, NULL, NULL));
+    cr_assert_str_eq(tg_tape_error(t), "tg_model_forward: ids is NULL");
+    cr_assert_null(tg_model_forward(NULL, &m, ix(t, TG_I32, (int32_t[]){1, 2}, 1, 2), NULL, NULL));
     cr_assert_str_eq(tg_error(), "tg_model_forward: the tape is NULL");
     cr_assert_null(tg_matmul(NULL, NULL, NULL, NULL, 0));
     cr_assert_str_eq(tg_error(), "tg_matmul: the tape is NULL");

@@ -115,6 +115,11 @@ Test(null, op_helpers)
     tg_tape_reset(t);
     REFUSES(tg_index_check(t, &my_op, NULL, NULL), "my_op: the index is NULL");
     tg_tape_reset(t);
+    REFUSES(tg_index_rows_check(NULL, &my_op, NULL, "pos", 1), "my_op: the tape is NULL");
+    REFUSES(tg_index_rows_check(t, NULL, NULL, "pos", 1), "tg_index_check: the op is NULL");
+    tg_tape_reset(t);
+    REFUSES(tg_index_rows_check(t, &my_op, NULL, "pos", 1), "my_op: pos is NULL");
+    tg_tape_reset(t);
     cr_assert_eq(tg_needs_grad(NULL, NULL, 0), false);
     REFUSES(tg_op_record(t, NULL, NULL, NULL, 0, NULL), "tg_op_record: the op is NULL");
     tg_tape_reset(t);
@@ -208,9 +213,9 @@ Test(null, nn)
     REFUSES(tg_ffn_forward(t, NULL, NULL, NULL), "tg_ffn_forward");
     REFUSES(tg_mha_forward(t, NULL, NULL, NULL, NULL, NULL), "tg_mha_forward");
     REFUSES(tg_block_forward(t, NULL, NULL, NULL, NULL), "tg_block_forward");
-    REFUSES(tg_model_forward(t, NULL, NULL, 1, 1, NULL, NULL), "tg_model_forward");
-    REFUSES(tg_model_decode(t, NULL, NULL, NULL, NULL, 1, NULL), "tg_model_decode");
-    REFUSES(tg_model_prefill(t, NULL, NULL, NULL, 1, 1, NULL), "tg_model_prefill");
+    REFUSES(tg_model_forward(t, NULL, NULL, NULL, NULL), "tg_model_forward");
+    REFUSES(tg_model_decode(t, NULL, NULL, NULL, NULL, NULL), "tg_model_decode");
+    REFUSES(tg_model_prefill(t, NULL, NULL, NULL, NULL), "tg_model_prefill");
     REFUSES(tg_kv_cache_init(NULL, NULL, 1), "tg_kv_cache_init");
     REFUSES(tg_kv_cache_move(NULL, 0, 0, 0), "tg_kv_cache_move");
     REFUSES(tg_kv_cache_free(NULL), "tg_kv_cache_free");
@@ -429,7 +434,7 @@ Test(null, index_and_alibi)
     tg_tape *t = tg_tape_new();
     tg_tensor *x = tg_tensor_zeros(t, 2, (int[]){2, 2});
     FAILS(t, tg_gather(t, x, 0, NULL), NULL, "tg_gather");
-    FAILS(NULL, (tg_alibi_slopes(2, NULL), 0), 0, "tg_alibi_slopes");
+    FAILS(NULL, (tg_alibi_slopes(NULL, 2), 0), 0, "tg_alibi_slopes");
     tg_tape_free(t);
 }
 
@@ -515,7 +520,7 @@ Test(null, engine_io_optim_nn_viz)
     FAILS(NULL, tg_mha_init(NULL, p, "a", &(tg_mha_config){.d_model = 2, .n_heads = 1}, &rng), -1, "tg_mha_init");
     FAILS(NULL, tg_mha_init(&m, p, "a", NULL, &rng), -1, "tg_mha_init");
     FAILS(NULL, tg_mha_kv_layout(NULL).n_heads, 0, "tg_mha_kv_layout");
-    FAILS(t, tg_mha_decode(t, NULL, x, x, (int32_t[]){0}, NULL), NULL, "tg_mha_decode");
+    FAILS(t, tg_mha_decode(t, NULL, x, x, tu_lens((int32_t[]){0}, 1), NULL), NULL, "tg_mha_decode");
     FAILS(NULL, tg_ffn_init(&f, NULL, "f", &(tg_ffn_config){.d_model = 2, .d_ff = 4}, &rng), -1, "tg_ffn_init");
     FAILS(NULL, tg_ffn_init(&f, p, "f", NULL, &rng), -1, "tg_ffn_init");
     FAILS(NULL, tg_layernorm_init(NULL, p, "ln", 2, 1e-5), -1, "tg_layernorm_init");
@@ -529,7 +534,7 @@ Test(null, engine_io_optim_nn_viz)
     FAILS(NULL, tg_norm_init(&nl, NULL, "n", TG_NORM_LAYER, 2, 1e-5), -1, "tg_norm_init");
     FAILS(t, tg_norm_forward(t, NULL, x), NULL, "tg_norm_forward");
     FAILS(NULL, tg_block_init(&b, p, "b", NULL, &rng), -1, "tg_block_init");
-    FAILS(t, tg_block_decode(t, NULL, x, x, (int32_t[]){0}, NULL), NULL, "tg_block_decode");
+    FAILS(t, tg_block_decode(t, NULL, x, x, tu_lens((int32_t[]){0}, 1), NULL), NULL, "tg_block_decode");
     FAILS(NULL, tg_embedding_init(NULL, p, "e", 4, 2, &rng), -1, "tg_embedding_init");
     cr_expect_eq(tg_embedding_init(&e, p, "e", 4, 2, NULL), 0, "%s", tg_error());  /* NULL rng: zeros */
     cr_expect(e.weight && e.weight->data[0] == 0);

@@ -165,7 +165,9 @@ static void model_grads(int threads, tg_mha_mode mode, tg_real *loss, tg_real *g
     tg_model_config cfg = {.vocab = V, .d_model = 64, .n_layers = 2, .n_heads = 4, .max_len = T, .mode = mode};
     cr_assert_eq(tg_model_init(&m, p, &cfg, &rng), 0, "%s", tg_error());
     tg_tape *t = tg_tape_new();
-    tg_tensor *logits = tg_model_forward(t, &m, ids, B, T, &(tg_model_opts){.lens = lens}, NULL);
+    tg_tensor *x = tg_tensor_from_dtype(t, TG_I32, ids, 2, (int[]){B, T});
+    tg_tensor *logits = tg_model_forward(t, &m, x, &(tg_model_opts){.lens = tu_index(t, TG_I32, lens, 1, (int[]){B})},
+                                         NULL);
     tg_tensor *l = tg_cross_entropy(t, logits, tg_tensor_from_dtype(t, TG_I32, targets, 2, (int[]){B, T}), TG_IGNORE);
     cr_assert_eq(tg_backward(t, l), 0, "%s", tg_tape_error(t));
     *loss = l->data[0];

@@ -126,11 +126,18 @@ typedef struct mcase {
     const int32_t *ids, *lens, *targets;
 } mcase;
 
+/* The case's forward: ids [B, T] and lens [B] as int32 tensors of t. */
+static tg_tensor *case_forward(tg_tape *t, mcase *c, tg_tensor **attn)
+{
+    tg_model_opts o = {.lens = c->lens ? tg_tensor_from_dtype(t, TG_I32, c->lens, 1, (int[]){c->B}) : NULL};
+    return tg_model_forward(t, &c->m, tg_tensor_from_dtype(t, TG_I32, c->ids, 2, (int[]){c->B, c->T}), &o, attn);
+}
+
 static tg_tensor *loss_fn(tg_tape *t, tg_tensor **in, void *ctx)
 {
     (void)in;
     mcase *c = ctx;
-    tg_tensor *logits = tg_model_forward(t, &c->m, c->ids, c->B, c->T, &(tg_model_opts){.lens = c->lens}, NULL);
+    tg_tensor *logits = case_forward(t, c, NULL);
     return tg_cross_entropy(t, logits, tg_tensor_from_dtype(t, TG_I32, c->targets, 2, (int[]){c->B, c->T}), TG_IGNORE);
 }
 
@@ -148,7 +155,7 @@ static void model_case(tg_model_config cfg, mcase *c, tg_real **attn0)
     for (size_t i = 0; i < tg_params_numel(p); i++) d[i] += (tg_real)(0.1 * (2 * tg_rng_uniform(&rng) - 1));
     tg_tape *t = tg_tape_new();
     tg_tensor **attn = calloc((size_t)cfg.n_layers, sizeof *attn);
-    tg_tensor *logits = tg_model_forward(t, &c->m, c->ids, c->B, c->T, &(tg_model_opts){.lens = c->lens}, attn);
+    tg_tensor *logits = case_forward(t, c, attn);
     cr_assert_not_null(logits, "%s", tg_tape_error(t));
     cr_assert(logits->shape[0] == c->B && logits->shape[1] == c->T && logits->shape[2] == cfg.vocab);
     cr_assert(all_finite(logits->data, logits->size));
@@ -272,7 +279,7 @@ Test(robust, d_model_1)
     tg_model_config cfg = {.vocab = 7, .d_model = 1, .n_layers = 2, .n_heads = 1, .max_len = 4};
     cr_assert_eq(tg_model_init(&m, p, &cfg, &rng), 0, "%s", tg_error());
     tg_tape *t = tg_tape_new();
-    tg_tensor *logits = tg_model_forward(t, &m, IDS, 2, 4, NULL, NULL);
+    tg_tensor *logits = tg_model_forward(t, &m, tg_tensor_from_dtype(t, TG_I32, IDS, 2, (int[]){2, 4}), NULL, NULL);
     cr_assert_not_null(logits, "%s", tg_tape_error(t));
     for (size_t i = 7; i < logits->size; i++) cr_assert_eq(logits->data[i], logits->data[i % 7]);
     tg_params_zero_grad(p);
@@ -306,7 +313,8 @@ Test(robust, model_with_logits_1e4)
     tg_tensor *hb = tg_params_get(p, "head.bias");
     for (int v = 0; v < 7; v++) hb->data[v] = (tg_real)(v % 2 ? 1e4 : -1e4);
     tg_tape *t = tg_tape_new();
-    tg_tensor *loss = tg_cross_entropy(t, tg_model_forward(t, &m, IDS, 2, 4, NULL, NULL),
+    tg_tensor *ids = tg_tensor_from_dtype(t, TG_I32, IDS, 2, (int[]){2, 4});
+    tg_tensor *loss = tg_cross_entropy(t, tg_model_forward(t, &m, ids, NULL, NULL),
                                        tg_tensor_from_dtype(t, TG_I32, TGT, 2, (int[]){2, 4}), TG_IGNORE);
     cr_assert_not_null(loss, "%s", tg_tape_error(t));
     cr_assert(isfinite(loss->data[0]) && loss->data[0] > 1e3);  /* even targets sit 2e4 below the odd ones */
@@ -326,10 +334,12 @@ Test(robust, empty_sizes_refused)
     tg_model_config cfg = {.vocab = 7, .d_model = 8, .n_layers = 1, .n_heads = 2, .max_len = 4};
     cr_assert_eq(tg_model_init(&m, p, &cfg, NULL), 0, "%s", tg_error());
     tg_tape *t = tg_tape_new();
-    cr_assert_null(tg_model_forward(t, &m, IDS, 0, 4, NULL, NULL));  /* batch 0 */
-    cr_assert(strstr(tg_tape_error(t), "need B > 0"), "%s", tg_tape_error(t));
+    tg_tensor *none = tg_tensor_zeros_dtype(t, TG_I32, 2, (int[]){0, 4});
+    cr_assert_null(tg_model_forward(t, &m, none, NULL, NULL));  /* batch 0 */
+    cr_assert(strstr(tg_tape_error(t), "with B > 0"), "%s", tg_tape_error(t));
     tg_tape_reset(t);
-    cr_assert_null(tg_model_forward(t, &m, IDS, 1, 0, NULL, NULL));  /* length 0 */
+    none = tg_tensor_zeros_dtype(t, TG_I32, 2, (int[]){1, 0});
+    cr_assert_null(tg_model_forward(t, &m, none, NULL, NULL));  /* length 0 */
     cr_assert(strstr(tg_tape_error(t), "0 < T <= max_len 4"), "%s", tg_tape_error(t));
     tg_tape_free(t);
     tg_model_free(&m);

@@ -18,7 +18,7 @@ Test(rope, rotates_pairs_by_position_and_leaves_the_rest)
 {
     tg_tensor *x = tu_rand(&R, -1, 1, 3, (int[]){2, 3, 11});
     const int32_t pos0[2] = {0, 5};
-    tg_rope_opts o = {.col = 2, .n_heads = 2, .d_head = 4, .rot = 2, .base = 7, .pos0 = pos0};
+    tg_rope_opts o = {.col = 2, .n_heads = 2, .d_head = 4, .rot = 2, .base = 7, .pos0 = tu_lens(pos0, 2)};
     tg_tensor *y = tg_rope(T, x, &o);
     cr_assert_not_null(y, "%s", tg_tape_error(T));
     for (int b = 0; b < 2; b++)
@@ -58,7 +58,7 @@ Test(rope, gradcheck)
 {
     const int32_t pos0[2] = {3, 1};
     tg_rope_opts full = {.n_heads = 3, .d_head = 2}, part = {.col = 1, .n_heads = 2, .d_head = 5, .rot = 4, .base = 3,
-                                                             .pos0 = pos0};
+                                                             .pos0 = tu_lens(pos0, 2)};
     tg_tensor *x = tu_rand(&R, -1, 1, 3, (int[]){2, 4, 12});
     tu_gradcheck(rope_fn, &full, &x, 1);
     tu_gradcheck(rope_fn, &part, &x, 1);
@@ -74,8 +74,19 @@ Test(rope, misuse_names_the_problem)
     assert_fails(T, tg_rope(T, x, &(tg_rope_opts){.col = 3, .n_heads = 2, .d_head = 2}), "tg_rope",
                  "2 heads of 2 columns from column 3", "[1,2,6]");
     assert_fails(T, tg_rope(T, x, &(tg_rope_opts){.n_heads = 1, .d_head = 2, .base = NAN}), "tg_rope", "base nan");
-    assert_fails(T, tg_rope(T, x, &(tg_rope_opts){.n_heads = 1, .d_head = 2, .pos0 = (int32_t[]){-1}}), "tg_rope",
-                 "pos0[0] = -1");
+    assert_fails(T, tg_rope(T, x, &(tg_rope_opts){.n_heads = 1, .d_head = 2, .pos0 = tu_lens((int32_t[]){-1}, 1)}),
+                 "tg_rope", "pos0[0] = -1");
+    /* the positions are an int64 or int32 tensor [B] */
+    assert_fails(T, tg_rope(T, x, &(tg_rope_opts){.n_heads = 1, .d_head = 2, .pos0 = tu_lens((int32_t[]){0, 0}, 2)}),
+                 "tg_rope", "pos0 is [2], but it is [B] = [1]");
+    tg_tensor *fpos = tg_tensor_zeros(T, 1, (int[]){1});
+    assert_fails(T, tg_rope(T, x, &(tg_rope_opts){.n_heads = 1, .d_head = 2, .pos0 = fpos}), "tg_rope",
+                 "pos0 is float", "int64 or int32");
+    int64_t p64 = 3;
+    tg_tensor *y32 = tg_rope(T, x, &(tg_rope_opts){.n_heads = 1, .d_head = 2, .pos0 = tu_lens((int32_t[]){3}, 1)});
+    tg_tensor *y64 = tg_rope(T, x, &(tg_rope_opts){.n_heads = 1, .d_head = 2,
+                                                   .pos0 = tg_tensor_from_dtype(T, TG_I64, &p64, 1, (int[]){1})});
+    cr_assert(y32 && y64 && memcmp(y32->data, y64->data, y32->size * sizeof(tg_real)) == 0, "int64 positions");
     assert_fails(T, tg_rope(T, x, NULL), "tg_rope", "opts is NULL");
     /* the layer: an odd head width rotated whole, a share leaving no pair */
     tg_params *p = tg_params_new();
@@ -124,12 +135,13 @@ Test(rope, gradcheck_layer_both_modes)
 /* Every allocation of tg_rope with positions, and of its backward, failing in turn. */
 static tg_tensor *rope_forward(tg_tape *t, void *ctx)
 {
-    return tg_rope(t, ctx, &(tg_rope_opts){.n_heads = 2, .d_head = 2, .pos0 = (const int32_t[]){2}});
+    return tg_rope(t, ctx, &(tg_rope_opts){.n_heads = 2, .d_head = 2, .pos0 = tu_lens((const int32_t[]){2}, 1)});
 }
 
 Test(rope, out_of_memory_is_an_error)
 {
     tg_tensor *x = tu_rand(&R, -1, 1, 3, (int[]){1, 3, 4});
+    tu_lens((const int32_t[]){2}, 1);  /* the positions' tensor made before any allocation fails */
     walk_out_of_memory(rope_forward, x, &x, 1);
     tg_tensor_free(x);
 }
@@ -165,9 +177,9 @@ Test(rope, the_table_equals_recomputing_every_angle_bit_for_bit)
 {
     const int32_t pos0[5] = {7, 7, 0, 1000, 7};
     const tg_rope_opts cases[] = {
-        {.col = 1, .n_heads = 3, .d_head = 7, .rot = 4, .base = 500, .pos0 = pos0},
+        {.col = 1, .n_heads = 3, .d_head = 7, .rot = 4, .base = 500, .pos0 = tu_lens(pos0, 5)},
         {.n_heads = 2, .d_head = 10, .rot = 6},  /* rope_frac 0.6 of a layer */
-        {.col = 3, .n_heads = 1, .d_head = 2, .pos0 = pos0},
+        {.col = 3, .n_heads = 1, .d_head = 2, .pos0 = tu_lens(pos0, 5)},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         const tg_rope_opts *o = &cases[k];
@@ -183,7 +195,7 @@ Test(rope, the_table_equals_recomputing_every_angle_bit_for_bit)
             for (int l = 0; l < L; l++)
                 for (int h = 0; h < o->n_heads; h++) {
                     size_t at = ((size_t)b * L + l) * C + o->col + (size_t)h * o->d_head;
-                    int p = (o->pos0 ? o->pos0[b] : 0) + l;
+                    int p = (o->pos0 ? pos0[b] : 0) + l;
                     rotate_direct(x->data + at, want, r, base, p, 1);
                     rotate_direct(w->data + at, dwant, r, base, p, -1);
                     for (int i = 0; i < r; i++) {

@@ -179,7 +179,7 @@ static int generate_full(const tg_model *m, int32_t *out, int max_new, const int
     int n = 0, len = n_prompt;
     while (n < max_new && len < m->cfg.max_len) {
         tg_tape_reset(t);
-        tg_tensor *lg = tg_model_forward(t, m, seq, 1, len, NULL, NULL);
+        tg_tensor *lg = tg_model_forward(t, m, tg_tensor_from_dtype(t, TG_I32, seq, 2, (int[]){1, len}), NULL, NULL);
         cr_assert_not_null(lg, "%s", tg_tape_error(t));
         cr_assert_eq(tg_sample(&seq[len], lg->data + (size_t)(len - 1) * GV, GV, o, rng), 0, "%s", tg_error());
         out[n++] = seq[len++];
@@ -383,7 +383,8 @@ static tg_tensor *hand_forward(tg_tape *t, const hand_model *h, const int32_t *i
 static tg_tensor *hand_decode(tg_tape *t, const hand_model *h, int32_t tok, int32_t pos, tg_tensor **cache)
 {
     tg_tensor *x = tg_embedding_forward(t, &h->emb, tg_tensor_from_dtype(t, TG_I32, &tok, 2, (int[]){1, 1}));
-    for (int l = 0; l < 2; l++) x = tg_block_decode(t, &h->blocks[l], x, cache[l], &pos, NULL);
+    tg_tensor *at = tg_tensor_from_dtype(t, TG_I32, &pos, 1, (int[]){1});
+    for (int l = 0; l < 2; l++) x = tg_block_decode(t, &h->blocks[l], x, cache[l], at, NULL);
     return hand_logits(t, h, x);
 }
 

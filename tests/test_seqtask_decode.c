@@ -13,7 +13,7 @@
 enum { SYMS = 6, MAXN = 6, N_EX = 40 };
 
 /* Greedy output of src[n] by whole passes, into out (room for Tmax); its length. */
-static int greedy_full(tg_tape *t, const tg_model *m, const int32_t *src, int n, const uint8_t *hm, int32_t *out)
+static int greedy_full(tg_tape *t, const tg_model *m, const int32_t *src, int n, const tg_tensor *hm, int32_t *out)
 {
     int tmax = m->cfg.max_len, V = m->cfg.vocab;
     int32_t seq[64];
@@ -23,7 +23,8 @@ static int greedy_full(tg_tape *t, const tg_model *m, const int32_t *src, int n,
     int L = n + 2;
     while (L < tmax) {
         tg_tape_reset(t);
-        tg_tensor *lg = tg_model_forward(t, m, seq, 1, L, &(tg_model_opts){.head_mask = hm}, NULL);
+        tg_tensor *ids = tg_tensor_from_dtype(t, TG_I32, seq, 2, (int[]){1, L});
+        tg_tensor *lg = tg_model_forward(t, m, ids, &(tg_model_opts){.head_mask = hm}, NULL);
         cr_assert_not_null(lg, "%s", tg_tape_error(t));
         const tg_real *x = lg->data + (size_t)(L - 1) * V;
         int32_t best = 0;
@@ -45,7 +46,7 @@ static bool is_output(const int32_t *y, int m, const int32_t *out, int n)
     return true;
 }
 
-static void check_decoder(tg_mha_mode mode, const uint8_t *hm)
+static void check_decoder(tg_mha_mode mode, const tg_tensor *hm)
 {
     tg_rng rng;
     tg_rng_seed(&rng, 5);
@@ -114,5 +115,8 @@ Test(seqtask_decode, greedy_by_whole_passes_fused) { check_decoder(TG_MHA_FUSED,
 Test(seqtask_decode, greedy_by_whole_passes_per_head) { check_decoder(TG_MHA_PER_HEAD, NULL); }
 Test(seqtask_decode, greedy_by_whole_passes_with_head_mask)
 {
-    check_decoder(TG_MHA_FUSED, (const uint8_t[]){1, 0, 1, 1});
+    tg_tensor *hm = tg_tensor_alloc(2, (int[]){2, 2});  /* [layers, heads]: layer 0's head 1 off */
+    for (int i = 0; i < 4; i++) hm->data[i] = i != 1;
+    check_decoder(TG_MHA_FUSED, hm);
+    tg_tensor_free(hm);
 }

@@ -88,6 +88,10 @@ static inline bool tg_inputs_check(tg_tape *t, const tg_op *op, tg_tensor *const
  * "<op->name>: <what> is float32, but indices are int64 or int32" (what
  * NULL: "the index"). Read it with tg_data(ix, ix->dtype). */
 bool tg_index_check(tg_tape *t, const tg_op *op, const tg_tensor *ix, const char *what);
+/* A per-row index of op, one entry per batch row (a decode's positions, a
+ * batch's lengths): tg_index_check's refusals, then a shape other than [n]
+ * with "<op->name>: <what> is [2,3], but it is [B] = [2] (one per row)". */
+bool tg_index_rows_check(tg_tape *t, const tg_op *op, const tg_tensor *ix, const char *what, int n);
 
 /* tg_fail with the op's name in front: stores "<op->name>: <fmt...>" and
  * returns NULL. The name is written once, in the op's record. */

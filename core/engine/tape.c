@@ -478,6 +478,17 @@ bool tg_index_check(tg_tape *t, const tg_op *rec, const tg_tensor *ix, const cha
     return true;
 }
 
+bool tg_index_rows_check(tg_tape *t, const tg_op *rec, const tg_tensor *ix, const char *what, int n)
+{
+    if (!tg_index_check(t, rec, ix, what)) return false;
+    if (ix->ndim != 1 || ix->shape[0] != n) {
+        char sx[TG_SHAPE_STR];
+        return tg_fail(t, "%s: %s is %s, but it is [B] = [%d] (one per row)", rec->name, what ? what : "the index",
+                       tg_shape_str(ix, sx), n), false;
+    }
+    return true;
+}
+
 /* ---- recording ------------------------------------------------------------------ */
 
 bool tg_needs_grad(const tg_tape *t, tg_tensor *const *in, int n)

@@ -141,7 +141,8 @@ int cl_eval_loss(const tg_model *m, const cl_corpus *k, int B, int T, double *lo
             }
         }
         tg_tape_reset(t);
-        tg_tensor *logits = tg_model_forward(t, m, ids, nb, T, NULL, NULL);
+        tg_tensor *x = tg_tensor_from_dtype(t, TG_I32, ids, 2, (int[]){nb, T});
+        tg_tensor *logits = tg_model_forward(t, m, x, NULL, NULL);
         tg_tensor *y = tg_tensor_from_dtype(t, TG_I32, tg, 2, (int[]){nb, T});
         tg_tensor *s = logits && y ? tg_cross_entropy_sum(t, logits, y, TG_IGNORE) : NULL;
         if (!s) {

@@ -88,7 +88,9 @@ static int decode_pending(sq_decoder *d, int rows)
             d->ids[p] = d->seq[(size_t)r * d->tmax + d->pos[p]];
         }
         tg_tape_reset(d->tape);
-        tg_tensor *logits = tg_model_decode(d->tape, d->m, &d->kv, d->ids, d->pos, P, d->hm);
+        tg_tensor *ids = tg_tensor_from_dtype(d->tape, TG_I32, d->ids, 2, (int[]){P, 1});
+        tg_tensor *pos = tg_tensor_from_dtype(d->tape, TG_I32, d->pos, 1, (int[]){P});
+        tg_tensor *logits = tg_model_decode(d->tape, d->m, &d->kv, ids, pos, d->hm);
         if (!logits) return forward_fail(d);
         for (int p = 0; p < P; p++) {
             int r = d->row[p];
@@ -118,8 +120,10 @@ static int teacher_forced(sq_decoder *d, const sq_example *ex, int k)
     sq_batch_fill(&d->batch, ex, k);
     int T = d->batch.T;
     tg_tape_reset(d->tape);
-    tg_tensor *logits = tg_model_prefill(d->tape, d->m, &d->kv, d->batch.ids, k, T,
-                                         &(tg_model_opts){.lens = d->batch.lens, .head_mask = d->hm});
+    tg_tensor *ids = tg_tensor_from_dtype(d->tape, TG_I32, d->batch.ids, 2, (int[]){k, T});
+    tg_tensor *lens = tg_tensor_from_dtype(d->tape, TG_I32, d->batch.lens, 1, (int[]){k});
+    tg_model_opts o = {.lens = lens, .head_mask = d->hm};
+    tg_tensor *logits = tg_model_prefill(d->tape, d->m, &d->kv, ids, &o);
     if (!logits) return forward_fail(d);
     for (int r = 0; r < k; r++) {
         int32_t *seq = d->seq + (size_t)r * d->tmax;
@@ -164,7 +168,7 @@ static void print_failure(FILE *f, const sq_example *e, const int32_t *got, int 
     fprintf(f, "%s\n\n", n_got == 0 || got[n_got - 1] != SQ_EOS ? "  (no EOS)" : "");
 }
 
-int sq_evaluate(sq_decoder *d, const sq_dataset *set, const uint8_t *head_mask, sq_eval_result *r,
+int sq_evaluate(sq_decoder *d, const sq_dataset *set, const tg_tensor *head_mask, sq_eval_result *r,
                 FILE *f, int show)
 {
     memset(r, 0, sizeof *r);
@@ -215,7 +219,8 @@ int sq_generate(sq_decoder *d, const int32_t *src, int n, int32_t *out, int *n_o
     d->done[0] = false;
     d->hm = NULL;
     tg_tape_reset(d->tape);
-    if (!tg_model_prefill(d->tape, d->m, &d->kv, seq, 1, n + 1, NULL)) return forward_fail(d);
+    tg_tensor *ids = tg_tensor_from_dtype(d->tape, TG_I32, seq, 2, (int[]){1, n + 1});
+    if (!tg_model_prefill(d->tape, d->m, &d->kv, ids, NULL)) return forward_fail(d);
     if (decode_pending(d, 1)) return -1;
     *n_out = d->len[0] - n - 2;
     memcpy(out, seq + n + 2, (size_t)*n_out * sizeof *out);

@@ -41,7 +41,7 @@ typedef struct sq_decoder {
     bool *done;                  /* [cap] */
     int32_t *ids, *pos;          /* [cap] tokens and positions of a decode */
     tg_kv_cache kv;              /* keys and values of cap rows of Tmax positions */
-    const uint8_t *hm;           /* head mask of the current evaluation */
+    const tg_tensor *hm;         /* head mask of the current evaluation */
 } sq_decoder;
 
 int sq_decoder_init(sq_decoder *d, const tg_model *m);
@@ -61,10 +61,11 @@ static inline double sq_token_acc(const sq_eval_result *r)
     return r->tokens ? (double)r->tokens_ok / (double)r->tokens : 0;
 }
 
-/* Decodes every example of set (head_mask: [layers * heads] or NULL) and
+/* Decodes every example of set (head_mask: float [layers, heads], 0 silencing
+ * a head, or NULL) and
  * counts. The first `show` failures are printed to f as input / expected /
  * got (f may be NULL). 0, or -1 with the tape's message. */
-int sq_evaluate(sq_decoder *d, const sq_dataset *set, const uint8_t *head_mask, sq_eval_result *r,
+int sq_evaluate(sq_decoder *d, const sq_dataset *set, const tg_tensor *head_mask, sq_eval_result *r,
                 FILE *f, int show);
 
 /* Greedy output of one source (symbols 0-based): the generated tokens

@@ -27,7 +27,7 @@ int sq_attention_png_labelled(const tg_model *m, const int32_t *tokens, const ch
     }
     tg_no_grad_begin(t);  /* this tape only evaluates */
     tg_tape_set_training(t, false);
-    if (!tg_model_forward(t, m, tokens, 1, L, NULL, attn)) {
+    if (!tg_model_forward(t, m, tg_tensor_from_dtype(t, TG_I32, tokens, 2, (int[]){1, L}), NULL, attn)) {
         tg_error_set("%s: %s", path, tg_tape_error(t));
         goto done;
     }
@@ -104,7 +104,9 @@ static int head_entropy(sq_decoder *d, const sq_dataset *set, double *ent)
         sq_batch_fill(&d->batch, ex, k);
         int T = d->batch.T;
         tg_tape_reset(d->tape);
-        if (!tg_model_forward(d->tape, m, d->batch.ids, k, T, &(tg_model_opts){.lens = d->batch.lens}, attn)) {
+        tg_tensor *ids = tg_tensor_from_dtype(d->tape, TG_I32, d->batch.ids, 2, (int[]){k, T});
+        tg_tensor *lens = tg_tensor_from_dtype(d->tape, TG_I32, d->batch.lens, 1, (int[]){k});
+        if (!tg_model_forward(d->tape, m, ids, &(tg_model_opts){.lens = lens}, attn)) {
             tg_error_set("%s", tg_tape_error(d->tape));
             return -1;
         }
@@ -128,7 +130,7 @@ static int heads_report(sq_decoder *d, const sq_config *c, const sq_dataset *set
 {
     int NL = (int)c->layers, H = (int)c->heads, n = NL * H;
     double *ent = tg_malloc((size_t)n * 2 * sizeof *ent), *drop = ent + n;
-    uint8_t *mask = tg_malloc((size_t)n);
+    tg_tensor *mask = tg_tensor_alloc(2, (int[]){NL, H});  /* float [layers, heads]: 0 silences a head */
     char(*labels)[48] = tg_malloc((size_t)n * sizeof *labels);
     const char **lp = tg_malloc((size_t)n * sizeof *lp);
     int rc = -1;
@@ -144,8 +146,7 @@ static int heads_report(sq_decoder *d, const sq_config *c, const sq_dataset *set
     bool grouped = c->kv_heads && c->kv_heads < H;  /* a column for each head's key/value head */
     printf("layer head%s  entropy(nats)  acc without it  drop (points)\n", grouped ? "  kv" : "");
     for (int i = 0; i < n; i++) {
-        memset(mask, 1, (size_t)n);
-        mask[i] = 0;
+        for (int j = 0; j < n; j++) mask->data[j] = j != i;
         if (sq_evaluate(d, set, mask, &r, NULL, 0)) goto done;
         drop[i] = 100 * (sq_exact_acc(&base) - sq_exact_acc(&r));
         if (grouped)
@@ -165,7 +166,7 @@ static int heads_report(sq_decoder *d, const sq_config *c, const sq_dataset *set
     if (rc == 0) printf("\nwrote %s\n", c->png);
 done:
     tg_free(ent);
-    tg_free(mask);
+    tg_tensor_free(mask);
     tg_free(labels);
     tg_free(lp);
     return rc;

@@ -207,8 +207,9 @@ static void micro_batches(trainer *tr, long targets, double sums[3])
         int first = lo + (int)((hi - lo) * j / c->accum), last = lo + (int)((hi - lo) * (j + 1) / c->accum);
         sq_batch_fill(b, b->ex + first, last - first);
         tg_tape_reset(tr->tape);
-        tg_tensor *logits = tg_model_forward(tr->tape, &tr->m, b->ids, b->B, b->T,
-                                             &(tg_model_opts){.lens = b->lens, .rng = drop}, NULL);
+        tg_tensor *ids = tg_tensor_from_dtype(tr->tape, TG_I32, b->ids, 2, (int[]){b->B, b->T});
+        tg_tensor *lens = tg_tensor_from_dtype(tr->tape, TG_I32, b->lens, 1, (int[]){b->B});
+        tg_tensor *logits = tg_model_forward(tr->tape, &tr->m, ids, &(tg_model_opts){.lens = lens, .rng = drop}, NULL);
         tg_tensor *y = tg_tensor_from_dtype(tr->tape, TG_I32, b->targets, 2, (int[]){b->B, b->T});
         tg_tensor *sum = y ? tg_cross_entropy_sum(tr->tape, logits, y, TG_IGNORE) : NULL;
         /* 1/targets of the whole batch: each row's grad is the one of the whole batch's mean */

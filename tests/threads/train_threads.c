@@ -54,7 +54,8 @@ static void *train(void *arg)
         for (int i = 0; i < B * TT; i++) ids[i] = (int32_t)tg_rng_below(&rng, V), y[i] = (ids[i] * 3 + 1) % V;
         tg_tape_reset(t);
         tg_model_opts mo = {.rng = &rng};
-        tg_tensor *loss = tg_cross_entropy(t, tg_model_forward(t, &m, ids, B, TT, &mo, NULL),
+        tg_tensor *x = tg_tensor_from_dtype(t, TG_I32, ids, 2, (int[]){B, TT});
+        tg_tensor *loss = tg_cross_entropy(t, tg_model_forward(t, &m, x, &mo, NULL),
                                            tg_tensor_from_dtype(t, TG_I32, y, 2, (int[]){B, TT}), TG_IGNORE);
         tg_optim_zero_grad(opt);
         if (!loss || tg_backward(t, loss) || tg_optim_step(opt)) goto fail;

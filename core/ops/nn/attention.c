@@ -646,13 +646,12 @@ TG_OP_NO_GRAD(sdpa_decode_op, "tg_sdpa_decode");
  * b: a key_lens mask of pos + 1 and ALiBi's query positions pos. The keys
  * are read transposed in place ([Hkv*dk, cap]), the values as [cap, Hkv*dv]. */
 tg_tensor *tg_sdpa_decode(tg_tape *t, tg_tensor *xq, tg_tensor *cache, const tg_sdpa_layout *lay,
-                          const int32_t *pos, const tg_sdpa_opts *opts)
+                          const tg_tensor *pos, const tg_sdpa_opts *opts)
 {
     TG_DISPATCH(tg_sdpa_decode, xq, (t, xq, cache, lay, pos, opts));
     char sx[TG_SHAPE_STR];
     int Hkv;
     if (!tg_inputs_check(t, &sdpa_decode_op, (tg_tensor *const[]){xq, cache}, 2, 2)) return NULL;
-    if (!pos) return tg_op_fail(t, &sdpa_decode_op, "pos is NULL");
     if (tg_tape_recording(t)) return tg_op_fail(t, &sdpa_decode_op, "decoding only: the tape must not record");
     if (opts && (opts->mask || opts->bias || opts->dropout != 0 || !isfinite(opts->scale)))
         return tg_op_fail(t, &sdpa_decode_op, "takes a finite scale and ALiBi slopes only (no mask, bias or dropout)");
@@ -664,15 +663,20 @@ tg_tensor *tg_sdpa_decode(tg_tape *t, tg_tensor *xq, tg_tensor *cache, const tg_
     if (lay->q_col < 0 || lay->q_col + H * dk > xq->shape[2])
         return tg_op_fail(t, &sdpa_decode_op, "query columns [%d, %d) are outside xq %s", lay->q_col, lay->q_col + H * dk,
                        tg_shape_str(xq, sx));
-    sdpa_plan p = {.d = {B, H, 1, cap, dk, dv}, .qpos = pos};
+    if (!tg_index_rows_check(t, &sdpa_decode_op, pos, "pos", B)) return NULL;
     for (int b = 0; b < B; b++) {
-        if (pos[b] < 0 || pos[b] >= cap)
-            return tg_op_fail(t, &sdpa_decode_op, "pos[%d] = %d is outside the cache [0, %d)", b, (int)pos[b], cap);
-        p.pairs += pos[b] + 1;
+        int64_t v = tg_index_at(pos, (size_t)b);
+        if (v < 0 || v >= cap)
+            return tg_op_fail(t, &sdpa_decode_op, "pos[%d] = %lld is outside the cache [0, %d)", b, (long long)v, cap);
     }
-    int32_t *lens = tg_arena_alloc(t, (size_t)B * sizeof *lens, "tg_sdpa_decode key lengths");
-    if (!lens) return NULL;
-    for (int b = 0; b < B; b++) lens[b] = pos[b] + 1;
+    int32_t *qpos = tg_arena_alloc(t, (size_t)B * 2 * sizeof *qpos, "tg_sdpa_decode positions");
+    if (!qpos) return NULL;
+    int32_t *lens = qpos + B;
+    sdpa_plan p = {.d = {B, H, 1, cap, dk, dv}, .qpos = qpos};
+    for (int b = 0; b < B; b++) {
+        qpos[b] = (int32_t)tg_index_at(pos, (size_t)b), lens[b] = qpos[b] + 1;
+        p.pairs += qpos[b] + 1;
+    }
     p.ab.mask = (tg_mask_rt){.Lq = 1, .Lk = cap, .lens = lens};
     tg_sdpa_opts o = {.alibi = opts ? opts->alibi : NULL};
     if (!bias_check(t, sdpa_decode_op.name, &o, &p.d, "the decode's ALiBi slopes")) return NULL;

@@ -12,7 +12,7 @@
 #include "../internal.h"
 #include "../ops.h"
 
-void tg_alibi_slopes(int n_heads, double *slopes)
+void tg_alibi_slopes(double *slopes, int n_heads)
 {
     TG_REFUSE_NULL(slopes, "slopes", );
     /* 2^(-8/n) .. 2^(-8) for n a power of 2; else the closest power of 2's

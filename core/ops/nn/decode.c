@@ -56,7 +56,7 @@ static bool cache_check(tg_tape *t, const tg_op *rec, const tg_tensor *cache, co
     return true;
 }
 
-int tg_kv_write(tg_tape *t, tg_tensor *cache, const tg_tensor *x, const tg_sdpa_layout *lay, const int32_t *at)
+int tg_kv_write(tg_tape *t, tg_tensor *cache, const tg_tensor *x, const tg_sdpa_layout *lay, const tg_tensor *at)
 {
     TG_DISPATCH_OTHER(tg_kv_write, cache, (t, cache, x, lay, at));
     char sx[TG_SHAPE_STR];
@@ -70,15 +70,16 @@ int tg_kv_write(tg_tape *t, tg_tensor *cache, const tg_tensor *x, const tg_sdpa_
     if (lay->k_col < 0 || lay->k_col + kw > C || lay->v_col < 0 || lay->v_col + vw > C)
         return tg_op_fail(t, &kv_write_op, "key columns [%d, %d) or value columns [%d, %d) are outside x %s",
                        lay->k_col, lay->k_col + kw, lay->v_col, lay->v_col + vw, tg_shape_str(x, sx)), -1;
+    if (at && !tg_index_rows_check(t, &kv_write_op, at, "at", B)) return -1;
     for (int b = 0; b < B; b++) {
-        int p0 = at ? at[b] : 0;
+        int64_t p0 = at ? tg_index_at(at, (size_t)b) : 0;
         if (p0 < 0 || p0 + L > cap)
-            return tg_op_fail(t, &kv_write_op, "row %d's positions [%d, %d) are outside the cache [0, %d)", b, p0,
-                           p0 + L, cap), -1;
+            return tg_op_fail(t, &kv_write_op, "row %d's positions [%lld, %lld) are outside the cache [0, %d)", b,
+                              (long long)p0, (long long)p0 + L, cap), -1;
     }
     for (int b = 0; b < B; b++) {
         tg_real *kt = keys_of(cache, &d, b), *v = values_of(cache, &d, b);
-        int p0 = at ? at[b] : 0;
+        int p0 = at ? (int)tg_index_at(at, (size_t)b) : 0;
         for (int i = 0; i < L; i++) {
             const tg_real *row = x->data + ((size_t)b * L + i) * C;
             for (int c = 0; c < kw; c++) kt[(size_t)c * cap + p0 + i] = row[lay->k_col + c];

@@ -96,7 +96,7 @@ tg_tensor *tg_sdpa_heads(tg_tape *t, tg_tensor *xq, tg_tensor *xkv, const tg_sdp
 
 /* ALiBi's slopes for n heads: 2^(-8(h+1)/n) for n a power of 2, else the
  * paper's interpolation (core/ops/nn/attn_bias.c). */
-void tg_alibi_slopes(int n_heads, double *slopes);
+void tg_alibi_slopes(double *slopes, int n_heads);
 
 /* ---- rotary position embeddings (core/ops/nn/rope.c) --------------------------
  * x [B, L, C] -> the same shape: n_heads heads of d_head columns from column
@@ -104,13 +104,13 @@ void tg_alibi_slopes(int n_heads, double *slopes);
  * LLaMA's apply_rotary_emb: pair (x_2i, x_2i+1) of position p by the angle
  * p / base^(2i / rot). Row b's positions are pos0[b] + 0 .. L-1 (pos0 NULL:
  * 0 ..), so a decoding step passes its positions. Other columns are copied.
- * An odd rot, rot > d_head, columns outside x, a bad base or a negative
- * position are errors. */
+ * An odd rot, rot > d_head, columns outside x, a bad base, a negative
+ * position or a pos0 that is not an int64 / int32 tensor [B] are errors. */
 typedef struct tg_rope_opts {
     int col, n_heads, d_head;
     int rot;                 /* rotated dims per head, even; 0: d_head */
     double base;             /* 0: 10000 */
-    const int32_t *pos0;     /* [B] or NULL */
+    const tg_tensor *pos0;   /* int64 or int32 [B], or NULL */
 } tg_rope_opts;
 tg_tensor *tg_rope(tg_tape *t, tg_tensor *x, const tg_rope_opts *opts);
 

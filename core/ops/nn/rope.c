@@ -25,7 +25,8 @@
 #define ROPE_NS_PER_COL 0.5
 
 typedef struct rope_ctx {
-    tg_rope_opts o;            /* pos0 copied into the arena */
+    tg_rope_opts o;            /* pos0 NULL: read from p0 */
+    const int32_t *p0;         /* [B] row b's first position, in the arena; NULL: 0 */
     int rot;                   /* r, resolved */
 } rope_ctx;
 
@@ -42,24 +43,24 @@ static void rope_table(tg_real *cs, int L, int r, double base, int p0, int sign)
 }
 
 /* Whether every batch row starts at the same position: one table serves all. */
-static bool one_table(const tg_rope_opts *o, int B)
+static bool one_table(const int32_t *p0, int B)
 {
-    for (int b = 1; o->pos0 && b < B; b++)
-        if (o->pos0[b] != o->pos0[0]) return false;
+    for (int b = 1; p0 && b < B; b++)
+        if (p0[b] != p0[0]) return false;
     return true;
 }
 
 /* The tables of x [B, L, .]'s positions (one, or one per batch row) into
  * arena scratch [n, L, r/2, 2]; NULL with an error. */
-static tg_real *rope_tables(tg_tape *t, const tg_rope_opts *o, int B, int L, int r, int sign, size_t *bytes,
-                            const char *what)
+static tg_real *rope_tables(tg_tape *t, const tg_rope_opts *o, const int32_t *p0, int B, int L, int r, int sign,
+                            size_t *bytes, const char *what)
 {
-    int n = one_table(o, B) ? 1 : B;
+    int n = one_table(p0, B) ? 1 : B;
     size_t per = (size_t)L * (size_t)r, all = per * (size_t)n;
     *bytes = (all ? all : 1) * sizeof(tg_real);
     tg_real *cs = tg_arena_scratch(t, *bytes, what);
     double base = o->base > 0 ? o->base : 10000;
-    for (int b = 0; cs && b < n; b++) rope_table(cs + (size_t)b * per, L, r, base, o->pos0 ? o->pos0[b] : 0, sign);
+    for (int b = 0; cs && b < n; b++) rope_table(cs + (size_t)b * per, L, r, base, p0 ? p0[b] : 0, sign);
     return cs;
 }
 
@@ -115,14 +116,14 @@ static void rope_piece(void *ctx, size_t begin, size_t end)
 /* y = rope(x) over x [B, L, C] (sign -1: y += the inverse); false with an
  * error when the tables' scratch is out of memory. The rows are independent:
  * any cut across the pool gives the same bits. */
-static bool rope_rows(tg_tape *t, const tg_real *x, tg_real *y, const int *shape, const tg_rope_opts *o, int r,
-                      int sign, const char *what)
+static bool rope_rows(tg_tape *t, const tg_real *x, tg_real *y, const int *shape, const rope_ctx *c, int sign,
+                      const char *what)
 {
-    int B = shape[0], L = shape[1], C = shape[2];
+    int B = shape[0], L = shape[1], C = shape[2], r = c->rot;
     size_t bytes;
-    tg_real *cs = rope_tables(t, o, B, L, r, sign, &bytes, what);
+    tg_real *cs = rope_tables(t, &c->o, c->p0, B, L, r, sign, &bytes, what);
     if (!cs) return false;
-    rope_job j = {x, cs, y, o, L, C, r, one_table(o, B) ? 1 : B, sign < 0};
+    rope_job j = {x, cs, y, &c->o, L, C, r, one_table(c->p0, B) ? 1 : B, sign < 0};
     tg_parallel_range((size_t)B * L, ROPE_NS_PER_COL * C, rope_piece, &j);
     tg_arena_release(t, cs, bytes);
     return true;
@@ -134,10 +135,27 @@ TG_BACKWARD(rope_backward, rope_ctx)
     const rope_ctx *c = ctx;
     tg_tensor *x = in[0];
     tg_real *dx = tg_grad(t, x);
-    if (dx) rope_rows(t, out->grad, dx, x->shape, &c->o, c->rot, -1, "tg_rope backward");
+    if (dx) rope_rows(t, out->grad, dx, x->shape, c, -1, "tg_rope backward");
 }
 
 TG_OP(rope_op, "tg_rope", rope_backward, rope_ctx);
+
+/* pos0, an int64 or int32 tensor [B] of first positions of L, as int32 in the
+ * arena (the backward's, until tg_tape_reset); NULL with an error. */
+static const int32_t *rope_positions(tg_tape *t, const tg_tensor *pos0, int B, int L)
+{
+    if (!tg_index_rows_check(t, &rope_op, pos0, "pos0", B)) return NULL;
+    int32_t *p = tg_arena_alloc(t, (size_t)(B ? B : 1) * sizeof *p, "tg_rope positions");
+    for (int b = 0; p && b < B; b++) {
+        int64_t v = tg_index_at(pos0, (size_t)b);
+        if (v < 0 || v > INT32_MAX - L) {
+            tg_op_fail(t, &rope_op, "pos0[%d] = %lld is outside [0, %d]", b, (long long)v, INT32_MAX - L);
+            return NULL;
+        }
+        p[b] = (int32_t)v;
+    }
+    return p;
+}
 
 tg_tensor *tg_rope(tg_tape *t, tg_tensor *x, const tg_rope_opts *opts)
 {
@@ -156,16 +174,11 @@ tg_tensor *tg_rope(tg_tape *t, tg_tensor *x, const tg_rope_opts *opts)
                           "width (an odd head width needs rot < d_head)", r, o.d_head);
     if (!isfinite(o.base) || o.base < 0) return tg_op_fail(t, &rope_op, "base %g must be finite and > 0 (0: 10000)", o.base);
     int B = x->shape[0];
-    for (int b = 0; o.pos0 && b < B; b++)
-        if (o.pos0[b] < 0) return tg_op_fail(t, &rope_op, "pos0[%d] = %d is negative", b, (int)o.pos0[b]);
+    rope_ctx c = {o, NULL, r};
+    if (o.pos0 && !(c.p0 = rope_positions(t, o.pos0, B, x->shape[1]))) return NULL;
+    c.o.pos0 = NULL;  /* the caller's tensor may be gone by the backward */
     tg_tensor *out = tg_new_like(t, &rope_op, x);
-    if (!out || !rope_rows(t, x->data, out->data, x->shape, &o, r, 1, rope_op.name)) return NULL;
-    if (o.pos0 && tg_needs_grad(t, &x, 1)) {
-        int32_t *p = tg_arena_alloc(t, (size_t)B * sizeof *p, "tg_rope positions");
-        if (!p) return NULL;
-        memcpy(p, o.pos0, (size_t)B * sizeof *p);
-        o.pos0 = p;
-    }
-    if (!tg_op_record(t, &rope_op, out, &x, 1, &(rope_ctx){o, r})) return NULL;
+    if (!out || !rope_rows(t, x->data, out->data, x->shape, &c, 1, rope_op.name)) return NULL;
+    if (!tg_op_record(t, &rope_op, out, &x, 1, &c)) return NULL;
     return tg_op_done(t, &rope_op, out);
 }
