@@ -107,6 +107,7 @@
 #define tg_gt tg_gt__f64
 #define tg_half_round tg_half_round__f64
 #define tg_half_widen tg_half_widen__f64
+#define tg_half_widen_all tg_half_widen_all__f64
 #define tg_hardsigmoid tg_hardsigmoid__f64
 #define tg_hardswish tg_hardswish__f64
 #define tg_hardtanh tg_hardtanh__f64
@@ -156,6 +157,7 @@
 #define tg_lr_at tg_lr_at__f64
 #define tg_lt tg_lt__f64
 #define tg_map_backward tg_map_backward__f64
+#define tg_map_copy tg_map_copy__f64
 #define tg_map_forward tg_map_forward__f64
 #define tg_map_of tg_map_of__f64
 #define tg_map_op tg_map_op__f64
