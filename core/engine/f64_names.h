@@ -129,6 +129,9 @@
 #define tg_init_xavier_normal tg_init_xavier_normal__f64
 #define tg_init_xavier_uniform tg_init_xavier_uniform__f64
 #define tg_interpolate tg_interpolate__f64
+#define tg_isfinite tg_isfinite__f64
+#define tg_isinf tg_isinf__f64
+#define tg_isnan tg_isnan__f64
 #define tg_kv_cache_free tg_kv_cache_free__f64
 #define tg_kv_cache_init tg_kv_cache_init__f64
 #define tg_kv_cache_move tg_kv_cache_move__f64
@@ -153,6 +156,10 @@
 #define tg_log2 tg_log2__f64
 #define tg_log_softmax tg_log_softmax__f64
 #define tg_logaddexp tg_logaddexp__f64
+#define tg_logical_and tg_logical_and__f64
+#define tg_logical_not tg_logical_not__f64
+#define tg_logical_or tg_logical_or__f64
+#define tg_logical_xor tg_logical_xor__f64
 #define tg_logsumexp_dim tg_logsumexp_dim__f64
 #define tg_lr_at tg_lr_at__f64
 #define tg_lt tg_lt__f64
