@@ -61,6 +61,8 @@ enum {
     OC_GROWS = 2,      /* dim 0 of the inputs of in[0]'s rank and dim 0 can grow (the build
                           reads no fixed ids or sizes along it): the thread-bits check grows
                           it to sizes the pool splits */
+    OC_MOVES = 4,      /* it moves elements without arithmetic (a shape op): it takes int32,
+                          int64 and bool inputs too and gives their values, in their dtype */
 };
 
 typedef struct op_case {

@@ -16,14 +16,14 @@ static const op_case rows[] = {
     {"tg_matmul", b_matmul, 3, 2, 0, {OC_IN(-1, 1, 2, 3), OC_IN(-1, 1, 3, 2), OC_IN(-1, 1, 2)}, OC_GROWS, "nn..", NULL},
     /* a [3, 2] read as a^T: its element 1 is a^T's [1, 0], row 1 of out */
     {"tg_matmul", b_matmul_t, 3, 2, 0, {OC_IN(-1, 1, 3, 2), OC_IN(-1, 1, 2, 3), OC_IN(-1, 1, 2)}, 0, "..nn", NULL},
-    {"tg_tril", b_tril, 1, 1, 0, {OC_IN(-1, 1, 2, 3)}, OC_GROWS, "......", NULL},
-    {"tg_triu", b_triu, 1, 1, 0, {OC_IN(-1, 1, 2, 3)}, OC_GROWS, OC_NAN_SAME, NULL},
-    {"tg_diag", b_diag, 1, 1, 0, {OC_IN(-1, 1, 3)}, 0, "....n....", NULL},
-    {"tg_diag", b_diag2, 1, 1, 0, {OC_IN(-1, 1, 3, 3)}, 0, "n.", NULL},
+    {"tg_tril", b_tril, 1, 1, 0, {OC_IN(-1, 1, 2, 3)}, OC_GROWS | OC_MOVES, "......", NULL},
+    {"tg_triu", b_triu, 1, 1, 0, {OC_IN(-1, 1, 2, 3)}, OC_GROWS | OC_MOVES, OC_NAN_SAME, NULL},
+    {"tg_diag", b_diag, 1, 1, 0, {OC_IN(-1, 1, 3)}, OC_MOVES, "....n....", NULL},
+    {"tg_diag", b_diag2, 1, 1, 0, {OC_IN(-1, 1, 3, 3)}, OC_MOVES, "n.", NULL},
     /* out[b, j] = a[b, j, j + 1]: a[0, 0, 1] is out[0, 0] */
-    {"tg_diagonal", b_diagonal, 1, 1, 0, {OC_IN(-1, 1, 2, 2, 3)}, OC_GROWS, "n...", NULL},
+    {"tg_diagonal", b_diagonal, 1, 1, 0, {OC_IN(-1, 1, 2, 2, 3)}, OC_GROWS | OC_MOVES, "n...", NULL},
     /* a[0, 1] goes to out[0, 1, 1] */
-    {"tg_diag_embed", b_diag_embed, 1, 1, 0, {OC_IN(-1, 1, 2, 3)}, OC_GROWS, "....n.............", NULL},
+    {"tg_diag_embed", b_diag_embed, 1, 1, 0, {OC_IN(-1, 1, 2, 3)}, OC_GROWS | OC_MOVES, "....n.............", NULL},
 };
 
 const oc_family oc_linalg = {"linalg", rows, sizeof rows / sizeof rows[0]};

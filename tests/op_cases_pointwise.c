@@ -81,6 +81,13 @@ OC_BUILD(b_where, tg_where(t, x[0], x[1], x[2]))
 OC_BUILD(b_masked_fill, tg_masked_fill(t, x[0], x[1], -2))
 BINARY(maximum)
 BINARY(minimum)
+UNARY(isnan)
+UNARY(isinf)
+UNARY(isfinite)
+UNARY(logical_not)
+BINARY(logical_and)
+BINARY(logical_or)
+BINARY(logical_xor)
 UNARY(max)
 UNARY(min)
 
@@ -162,6 +169,22 @@ static const op_case rows[] = {
     ROW2(minimum, -1, 1, -1, 1, 0, OC_NAN_SAME),
     ROW1(max, -1, 1, OC_NAN_ALL),
     ROW1(min, -1, 1, OC_NAN_ALL),
+    /* bool outputs, never NaN: isnan is true at the NaN, logical ops read NaN as true */
+    {"tg_isnan", b_isnan, 1, 1, 0, {OC_IN(-1, 1, 2, 3)}, OC_NO_GRAD | OC_GROWS, "......", NULL},
+    {"tg_isinf", b_isinf, 1, 1, 0, {OC_IN(-1, 1, 2, 3)}, OC_NO_GRAD | OC_GROWS, "......", NULL},
+    {"tg_isfinite", b_isfinite, 1, 1, 0, {OC_IN(-1, 1, 2, 3)}, OC_NO_GRAD | OC_GROWS, "......", NULL},
+    {"tg_logical_not", b_logical_not, 1, 1, 0, {OC_IN(-1, 1, 2, 3)}, OC_NO_GRAD | OC_GROWS, "......", NULL},
+    ROW2(logical_and, -1, 1, -1, 1, OC_NO_GRAD, "......"),
+    ROW2(logical_or, -1, 1, -1, 1, OC_NO_GRAD, "......"),
+    ROW2(logical_xor, -1, 1, -1, 1, OC_NO_GRAD, "......"),
+    /* integer branches give their type */
+    {"tg_where", b_where, 3, 3, 0, {OC_INK(OC_MASK, 0, 1, 2, 3), OC_INK(OC_CLASS, 0, 4, 2, 3), OC_INK(OC_CLASS, -2, 2, 3)},
+     OC_NO_GRAD | OC_GROWS, NULL, "NaN: integer branches"},
+    /* bool operands (false, true, false, ...) */
+    {"tg_logical_and", b_logical_and, 2, 2, 0, {OC_INK(OC_MASK, 0, 1, 2, 3), OC_INK(OC_MASK, 0, 1, 3)},
+     OC_NO_GRAD | OC_GROWS, NULL, "NaN: bool operands"},
+    {"tg_logical_not", b_logical_not, 1, 1, 0, {OC_INK(OC_MASK, 0, 1, 2, 3)}, OC_NO_GRAD | OC_GROWS, NULL,
+     "NaN: a bool operand"},
 };
 
 const oc_family oc_pointwise = {"pointwise", rows, sizeof rows / sizeof rows[0]};

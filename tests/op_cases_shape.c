@@ -2,7 +2,7 @@
  * ([0, 1]) is the NaN, which moves with its element. */
 #include "op_cases.h"
 
-#define ROW(fn, n_ptr, nan_) {"tg_" #fn, b_##fn, 1, 1, n_ptr, {OC_IN(-1, 1, 2, 3)}, OC_GROWS, nan_, NULL}
+#define ROW(fn, n_ptr, nan_) {"tg_" #fn, b_##fn, 1, 1, n_ptr, {OC_IN(-1, 1, 2, 3)}, OC_GROWS | OC_MOVES, nan_, NULL}
 
 static const int32_t ix_gather[4] = {1, 0, 2, 2};
 static const int32_t ix_select[2] = {2, 1};
@@ -74,27 +74,27 @@ static const op_case rows[] = {
     ROW(transpose, 0, "..n..."),
     {"tg_split_heads", b_split_heads, 1, 1, 0, {OC_IN(-1, 1, 1, 2, 4)}, 0, OC_NAN_SAME, NULL},
     {"tg_merge_heads", b_merge_heads, 1, 1, 0, {OC_IN(-1, 1, 1, 2, 2, 2)}, 0, OC_NAN_SAME, NULL},
-    {"tg_concat", b_concat, 2, 2, 1, {OC_IN(-1, 1, 2, 3), OC_IN(-1, 1, 2, 2)}, OC_GROWS, OC_NAN_SAME, NULL},
+    {"tg_concat", b_concat, 2, 2, 1, {OC_IN(-1, 1, 2, 3), OC_IN(-1, 1, 2, 2)}, OC_GROWS | OC_MOVES, OC_NAN_SAME, NULL},
     ROW(slice, 0, "n..."),
     ROW(narrow, 0, "n..."),
     ROW(slice_dim, 0, "...."),
     ROW(split, 1, "..n..."),
     ROW(split_sizes, 2, "n....."),
     ROW(chunk, 1, "..n..."),
-    {"tg_cat", b_cat, 2, 2, 1, {OC_IN(-1, 1, 2, 3), OC_IN(-1, 1, 1, 3)}, OC_GROWS, OC_NAN_SAME, NULL},
-    {"tg_stack", b_stack, 2, 2, 1, {OC_IN(-1, 1, 2, 3), OC_IN(-1, 1, 2, 3)}, OC_GROWS, OC_NAN_SAME, NULL},
-    {"tg_detach", b_detach, 1, 1, 0, {OC_IN(-1, 1, 2, 3)}, OC_NO_GRAD, OC_NAN_SAME, NULL},
+    {"tg_cat", b_cat, 2, 2, 1, {OC_IN(-1, 1, 2, 3), OC_IN(-1, 1, 1, 3)}, OC_GROWS | OC_MOVES, OC_NAN_SAME, NULL},
+    {"tg_stack", b_stack, 2, 2, 1, {OC_IN(-1, 1, 2, 3), OC_IN(-1, 1, 2, 3)}, OC_GROWS | OC_MOVES, OC_NAN_SAME, NULL},
+    {"tg_detach", b_detach, 1, 1, 0, {OC_IN(-1, 1, 2, 3)}, OC_NO_GRAD | OC_MOVES, OC_NAN_SAME, NULL},
     ROW(unsqueeze, 0, OC_NAN_SAME),
-    {"tg_squeeze", b_squeeze, 1, 1, 0, {OC_IN(-1, 1, 2, 1, 3)}, OC_GROWS, OC_NAN_SAME, NULL},
+    {"tg_squeeze", b_squeeze, 1, 1, 0, {OC_IN(-1, 1, 2, 1, 3)}, OC_GROWS | OC_MOVES, OC_NAN_SAME, NULL},
     ROW(flip, 1, "....n."),
     ROW(roll, 0, "..n..."),
     ROW(roll_dims, 2, ".....n"),
     ROW(pad, 1, "..n....."),
     ROW(repeat, 1, ".n..n......."),
-    {"tg_expand", b_expand, 1, 1, 1, {OC_IN(-1, 1, 1, 3)}, 0, ".n..n.", NULL},
-    {"tg_gather", b_gather, 1, 1, 1, {OC_IN(-1, 1, 2, 3)}, 0, "n...", NULL},
+    {"tg_expand", b_expand, 1, 1, 1, {OC_IN(-1, 1, 1, 3)}, OC_MOVES, ".n..n.", NULL},
+    {"tg_gather", b_gather, 1, 1, 1, {OC_IN(-1, 1, 2, 3)}, OC_MOVES, "n...", NULL},
     {"tg_scatter_add", b_scatter_add, 2, 2, 1, {OC_IN(-1, 1, 2, 3), OC_IN(-1, 1, 2, 2)}, 0, OC_NAN_SAME, NULL},
-    {"tg_index_select", b_index_select, 1, 1, 1, {OC_IN(-1, 1, 2, 3)}, 0, ".n..", NULL},
+    {"tg_index_select", b_index_select, 1, 1, 1, {OC_IN(-1, 1, 2, 3)}, OC_MOVES, ".n..", NULL},
     {"tg_index_add", b_index_add, 2, 2, 1, {OC_IN(-1, 1, 2, 3), OC_IN(-1, 1, 2, 2)}, 0, OC_NAN_SAME, NULL},
     /* ix_gather names a[0, 1], a[0, 0] and a[1, 2] twice; with include_self a[0, 1]'s NaN stays, without it
      * a[0, 1] is replaced */
@@ -107,6 +107,8 @@ static const op_case rows[] = {
     {"tg_masked_select", b_masked_select, 2, 2, 0, {OC_IN(-1, 1, 2, 3), OC_INK(OC_MASK, 0, 1, 3)}, OC_GROWS, "n.", NULL},
     /* NaN is nonzero: every index of the [2, 3] comes out */
     {"tg_nonzero", b_nonzero, 1, 1, 0, {OC_IN(0.5, 1, 2, 3)}, OC_NO_GRAD | OC_GROWS, "............", NULL},
+    /* a bool a (false, true, false, ...): the indices of its trues */
+    {"tg_nonzero", b_nonzero, 1, 1, 0, {OC_INK(OC_MASK, 0, 1, 2, 3)}, OC_NO_GRAD | OC_GROWS, NULL, "NaN: a bool a"},
 };
 
 const oc_family oc_shape = {"shape", rows, sizeof rows / sizeof rows[0]};

@@ -636,3 +636,55 @@ Test(move, out_of_memory)
     walk_out_of_memory(oom_chain, in, in, 2);
     tu_free_all(in, 2);
 }
+
+/* ---- integer and bool tensors: their bytes move, their dtype stays ---------------------------- */
+
+/* int64 values past 2^53 (which a double would round) come out of cat, flip,
+ * permute, pad, gather and a view exactly: the bytes move, not the values. */
+Test(move, int64_bytes_move_exactly)
+{
+    tg_tape *t = tg_tape_new();
+    const int64_t big = (INT64_C(1) << 53) + 1, v[4] = {big, -big, INT64_MAX, INT64_MIN};
+    tg_tensor *a = tg_tensor_from_dtype(t, TG_I64, v, 2, (int[]){2, 2});
+    tg_tensor *c = tg_cat(t, (tg_tensor *[]){a, a}, 2, 0), *f = tg_flip(t, a, (int[]){0, 1}, 2);
+    tg_tensor *p = tg_permute(t, a, (int[]){1, 0}, 2), *pad = tg_pad(t, a, (int[]){1, 0}, 2, 2.7);
+    tg_tensor *ix = tg_tensor_from_dtype(t, TG_I32, (int32_t[]){1, 0}, 1, (int[]){2});
+    tg_tensor *g = tg_index_select(t, a, 0, ix), *r = tg_reshape(t, a, 1, (int[]){4});
+    cr_assert(c && f && p && pad && g && r, "%s", tg_tape_error(t));
+    const int64_t *cc = tg_data(c, TG_I64), *ff = tg_data(f, TG_I64), *pp = tg_data(p, TG_I64),
+                  *pd = tg_data(pad, TG_I64), *gg = tg_data(g, TG_I64), *rr = tg_data(r, TG_I64);
+    cr_assert(cc && ff && pp && pd && gg && rr, "every result is int64");
+    for (int i = 0; i < 4; i++) {
+        cr_expect_eq(cc[i], v[i]);
+        cr_expect_eq(cc[4 + i], v[i]);
+        cr_expect_eq(rr[i], v[i]);
+    }
+    cr_expect(ff[0] == v[3] && ff[1] == v[2] && ff[2] == v[1] && ff[3] == v[0]);
+    cr_expect(pp[0] == v[0] && pp[1] == v[2] && pp[2] == v[1] && pp[3] == v[3]);
+    /* pad's value as int64 stores it: truncated, as PyTorch's F.pad of an integer tensor */
+    cr_expect(pd[0] == 2 && pd[1] == v[0] && pd[2] == v[1] && pd[3] == 2 && pd[4] == v[2] && pd[5] == v[3]);
+    cr_expect(gg[0] == v[2] && gg[1] == v[3] && gg[2] == v[0] && gg[3] == v[1]);
+    cr_expect(!c->requires_grad && !f->requires_grad);
+    tg_tape_free(t);
+}
+
+/* Bool tensors through split, stack and tril; tensors of two dtypes are not
+ * joined (PyTorch would promote them) and the refusal names both. */
+Test(move, bool_pieces_and_mixed_dtypes)
+{
+    tg_tape *t = tg_tape_new();
+    tg_tensor *m = tg_tensor_from_dtype(t, TG_BOOL, (bool[]){1, 0, 1, 1, 1, 0}, 2, (int[]){2, 3}), *p[2];
+    cr_assert_eq(tg_split_sizes(t, m, (int[]){1, 2}, 2, 1, p), 0, "%s", tg_tape_error(t));
+    cr_assert(p[0]->dtype == TG_BOOL && p[1]->dtype == TG_BOOL);
+    const bool *b1 = tg_data(p[1], TG_BOOL);
+    cr_expect(!b1[0] && b1[1] && b1[2] && !b1[3]);
+    tg_tensor *s = tg_stack(t, (tg_tensor *[]){m, m}, 2, 0), *l = tg_tril(t, m, 0);
+    cr_assert(s && l && s->dtype == TG_BOOL && l->dtype == TG_BOOL, "%s", tg_tape_error(t));
+    const bool *lt = tg_data(l, TG_BOOL);
+    cr_expect(lt[0] && !lt[1] && !lt[2] && lt[3] && lt[4] && !lt[5]);
+    tg_tensor *i32 = tg_tensor_zeros_dtype(t, TG_I32, 2, (int[]){2, 3});
+    cr_expect_null(tg_cat(t, (tg_tensor *[]){m, i32}, 2, 0));
+    cr_expect(strstr(tg_tape_error(t), "tg_cat: input 1 is int32") && strstr(tg_tape_error(t), "bool"), "%s",
+              tg_tape_error(t));
+    tg_tape_free(t);
+}

@@ -6,6 +6,7 @@
  * row. */
 #define _XOPEN_SOURCE 700  /* realpath */
 #include <limits.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -602,4 +603,74 @@ Test(op_cases, same_as_pytorch)
     }
     printf("op_cases: %d rows compared with PyTorch (" TWIN_FIXTURE ")\n", checked);
     tg_st_free(s);
+}
+
+/* ---- int32, int64 and bool: the shape ops move them; the rest refuse them by name ------------- */
+
+/* The row with its float inputs holding small integers (round(4 x)) as
+ * dtype dt: an OC_MOVES row gives dt and the values of the row run on the
+ * same values as this program's float (converted to dt, so pad's 0.5
+ * truncates as PyTorch's int pad does); any other row either accepts dt or
+ * refuses it naming the op and the dtype. Returns whether it accepted. */
+static bool row_in_int(const op_case *r, tg_dtype dt)
+{
+    tg_tensor *in[OC_MAXIN] = {NULL}, *h[OC_MAXIN] = {NULL}, *w[OC_MAXIN] = {NULL};
+    inputs_make(r, in);
+    for (int k = 0; k < r->n_in; k++) {
+        bool f = r->in[k].kind == OC_X || r->in[k].kind == OC_FIXED;
+        h[k] = w[k] = in[k];
+        if (!f) continue;
+        h[k] = tg_tensor_alloc_dtype(dt, in[k]->ndim, in[k]->shape);
+        w[k] = tg_tensor_alloc(in[k]->ndim, in[k]->shape);
+        cr_assert(h[k] && w[k], "%s", tg_error());
+        for (size_t i = 0; i < in[k]->size; i++) {
+            tg_dtype_store(dt, h[k]->data, i, round(4 * tg_dtype_load(in[k]->dtype, in[k]->data, i)));
+            w[k]->data[i] = (tg_real)tg_dtype_load(dt, h[k]->data, i);
+        }
+        w[k]->requires_grad = in[k]->requires_grad;
+    }
+    tg_tape *th = tg_tape_new(), *tw = tg_tape_new();
+    /* the float run only for a moving row (small integers are not every op's domain: bce) */
+    tg_tensor *yh = row_call(r, th, h, -1), *yw = r->flags & OC_MOVES ? row_call(r, tw, w, -1) : NULL;
+    if (r->flags & OC_MOVES) {
+        cr_assert_not_null(yw, "%s: %s", r->name, tg_tape_error(tw));
+        cr_expect_not_null(yh, "%s in %s: refused: %s", r->name, tg_dtype_name(dt), tg_tape_error(th));
+    }
+    if (!yh) {
+        const char *e = tg_tape_error(th);
+        cr_expect(e && strstr(e, r->name) && strstr(e, tg_dtype_name(dt)), "%s in %s: refused without naming both: %s",
+                  r->name, tg_dtype_name(dt), e ? e : "(none)");
+    } else if (r->flags & OC_MOVES) {
+        cr_expect(yh->dtype == dt && !yh->requires_grad, "%s in %s: the output is %s%s", r->name, tg_dtype_name(dt),
+                  tg_dtype_name(yh->dtype), yh->requires_grad ? " and requires a grad" : "");
+        cr_expect(tg_shape_equal(yh, yw), "%s in %s: the shape differs", r->name, tg_dtype_name(dt));
+        unsigned char want[8];
+        size_t es = tg_dtype_size(dt);
+        for (size_t i = 0; yh->dtype == dt && i < yh->size && i < yw->size; i++) {
+            tg_dtype_store(dt, want, 0, tg_dtype_load(yw->dtype, yw->data, i));
+            cr_expect(!memcmp(want, (unsigned char *)yh->data + i * es, es), "%s in %s: element %zu is %g, not %g",
+                      r->name, tg_dtype_name(dt), i, tg_dtype_load(dt, yh->data, i), tg_dtype_load(dt, want, 0));
+        }
+    }
+    tg_tape_free(th);
+    tg_tape_free(tw);
+    for (int k = 0; k < r->n_in; k++)
+        if (h[k] != in[k]) tg_tensor_free(h[k]), tg_tensor_free(w[k]);
+    tu_free_all(in, r->n_in);
+    return yh != NULL;
+}
+
+Test(op_cases, shape_ops_move_every_dtype)
+{
+    const tg_dtype ints[] = {TG_I32, TG_I64, TG_BOOL};
+    for (int d = 0; d < 3; d++) {
+        int n = 0, moves = 0, accepted = 0;
+        FOR_ROWS(r) {
+            n++;
+            moves += (r->flags & OC_MOVES) != 0;
+            accepted += row_in_int(r, ints[d]);
+        }
+        printf("op_cases: %s: %d of %d rows accepted (%d move elements), %d refused by name\n",
+               tg_dtype_name(ints[d]), accepted, n, moves, n - accepted);
+    }
 }

@@ -113,6 +113,7 @@
 #define tg_gt tg_gt__f64
 #define tg_half_round tg_half_round__f64
 #define tg_half_widen tg_half_widen__f64
+#define tg_half_widen_all tg_half_widen_all__f64
 #define tg_hardsigmoid tg_hardsigmoid__f64
 #define tg_hardswish tg_hardswish__f64
 #define tg_hardtanh tg_hardtanh__f64
@@ -134,6 +135,9 @@
 #define tg_init_xavier_normal tg_init_xavier_normal__f64
 #define tg_init_xavier_uniform tg_init_xavier_uniform__f64
 #define tg_interpolate tg_interpolate__f64
+#define tg_isfinite tg_isfinite__f64
+#define tg_isinf tg_isinf__f64
+#define tg_isnan tg_isnan__f64
 #define tg_kv_cache_free tg_kv_cache_free__f64
 #define tg_kv_cache_init tg_kv_cache_init__f64
 #define tg_kv_cache_move tg_kv_cache_move__f64
@@ -158,10 +162,15 @@
 #define tg_log2 tg_log2__f64
 #define tg_log_softmax tg_log_softmax__f64
 #define tg_logaddexp tg_logaddexp__f64
+#define tg_logical_and tg_logical_and__f64
+#define tg_logical_not tg_logical_not__f64
+#define tg_logical_or tg_logical_or__f64
+#define tg_logical_xor tg_logical_xor__f64
 #define tg_logsumexp_dim tg_logsumexp_dim__f64
 #define tg_lr_at tg_lr_at__f64
 #define tg_lt tg_lt__f64
 #define tg_map_backward tg_map_backward__f64
+#define tg_map_copy tg_map_copy__f64
 #define tg_map_forward tg_map_forward__f64
 #define tg_map_of tg_map_of__f64
 #define tg_map_op tg_map_op__f64

@@ -458,7 +458,8 @@ bool tg_inputs_check_dtype(tg_tape *t, const tg_op *rec, tg_dtype dt, tg_tensor 
         if (x->dtype != dt)
             return tg_fail(t, "%s: input %d is %s, but the op computes in %s here (%s; convert with tg_to)", op, k,
                            tg_dtype_name(x->dtype), tg_dtype_name(dt),
-                           tg_dtype_is_float(x->dtype) ? "no implicit promotion" : "it takes float tensors");
+                           tg_dtype_is_float(x->dtype) || !tg_dtype_is_float(dt) ? "no implicit promotion"
+                                                                                 : "it takes float tensors");
     }
     return true;
 }

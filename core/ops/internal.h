@@ -164,6 +164,8 @@ typedef struct tg_map {
     ptrdiff_t in_st[TG_MAP_DIMS], out_st[TG_MAP_DIMS];
     ptrdiff_t in_off, out_off;
 } tg_map;
+/* out[...] = in[...] over the map, elements of es bytes (any dtype: bytes move) */
+void tg_map_copy(const tg_map *m, void *out, const void *in, size_t es);
 /* out[...] = in[...] over the map */
 void tg_map_forward(const tg_map *m, tg_real *out, const tg_real *in);
 /* din[...] += dout[...] over the map, in walk order */
@@ -177,11 +179,23 @@ typedef struct tg_map_ctx {
 } tg_map_ctx;
 /* d a += each map read backwards; the backward of every tg_map_op. */
 void tg_map_op_backward(tg_tape *t, tg_tensor *out, tg_tensor *const *in, const void *ctx);
-/* out [shape] <- a through c's maps (out filled with *fill first unless fill
- * is NULL: pad, diag); records op (whose backward is tg_map_op_backward)
- * with c as context. */
+/* out [shape] of a's dtype <- a through c's maps (out filled with *fill
+ * first unless fill is NULL: pad, diag); records op (whose backward is
+ * tg_map_op_backward) with c as context. */
 tg_tensor *tg_map_op(tg_tape *t, const tg_op *op, tg_tensor *a, int ndim, const int *shape,
-                     const tg_map_ctx *c, const tg_real *fill);
+                     const tg_map_ctx *c, const double *fill);
+/* The dtype a shape op checks a against (docs/DESIGN.md "Dtypes"): an
+ * integer or bool a's own (its bytes move, no grad), a half a's own (cat and
+ * split widen it after the check; TG_DISPATCH has widened it for the rest),
+ * else this copy's. */
+static inline tg_dtype tg_move_dtype(const tg_tensor *a)
+{
+    return a && a->magic == TG_TENSOR_LIVE && a->dtype != TG_F32 && a->dtype != TG_F64 ? a->dtype : TG_REAL_DTYPE;
+}
+/* Each of xs[0..n) widened to float32 (tg_to: its grad flows back), in a new
+ * arena array: the half rule for the ops that take arrays (cat, stack);
+ * NULL with the error. */
+tg_tensor **tg_half_widen_all(tg_tape *t, const char *op, tg_tensor *const *xs, int n);
 
 /* dim resolved into *d, negative counting from the end of n dims (n is
  * a->ndim, or a->ndim + 1 where a new dim may go: stack, unsqueeze); false

@@ -39,7 +39,7 @@ tg_tensor *tg_diagonal(tg_tape *t, tg_tensor *a, int offset, int dim1, int dim2)
 {
     TG_DISPATCH(tg_diagonal, a, (t, a, offset, dim1, dim2));
     const char *op = diagonal_op.name;
-    if (!tg_inputs_check(t, &diagonal_op, &a, 1, 1)) return NULL;
+    if (!tg_inputs_check_dtype(t, &diagonal_op, tg_move_dtype(a), &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR];
     if (a->ndim < 2) return tg_fail(t, "%s: a %s has fewer than 2 dims", op, tg_shape_str(a, sa));
     int d1, d2;
@@ -62,7 +62,7 @@ tg_tensor *tg_diag_embed(tg_tape *t, tg_tensor *a, int offset, int dim1, int dim
 {
     TG_DISPATCH(tg_diag_embed, a, (t, a, offset, dim1, dim2));
     const char *op = diag_embed_op.name;
-    if (!tg_inputs_check(t, &diag_embed_op, &a, 1, 1)) return NULL;
+    if (!tg_inputs_check_dtype(t, &diag_embed_op, tg_move_dtype(a), &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR];
     if (a->ndim < 1 || a->ndim >= TG_MAX_DIMS)
         return tg_fail(t, "%s: a %s must have 1 to %d dims", op, tg_shape_str(a, sa), TG_MAX_DIMS - 1);
@@ -85,6 +85,6 @@ tg_tensor *tg_diag_embed(tg_tape *t, tg_tensor *a, int offset, int dim1, int dim
     diag_len(n, n, offset, st[d1], st[d2], &out_off);
     m->out_st[a->ndim - 1] = st[d1] + st[d2];
     m->out_off = a->shape[a->ndim - 1] ? out_off : 0;
-    tg_real zero = 0;
+    double zero = 0;
     return tg_map_op(t, &diag_embed_op, a, nd, shape, &c, &zero);
 }

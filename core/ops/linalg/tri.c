@@ -15,8 +15,26 @@ typedef struct tri_ctx {
     bool upper;
 } tri_ctx;
 
-/* y = x kept where the triangle holds, 0 elsewhere; adds into y when acc */
-static void tri_apply(const tg_real *x, tg_real *y, size_t mats, int R, int C, int k, bool upper, bool acc)
+/* y = x kept where the triangle holds, 0 (zero bytes) elsewhere, elements of
+ * es bytes (any dtype) */
+static void tri_copy(const void *x, void *y, size_t es, size_t mats, int R, int C, int k, bool upper)
+{
+    for (size_t b = 0; b < mats; b++)
+        for (int i = 0; i < R; i++) {
+            const unsigned char *xr = (const unsigned char *)x + (b * R + i) * (size_t)C * es;
+            unsigned char *yr = (unsigned char *)y + (b * R + i) * (size_t)C * es;
+            for (int j = 0; j < C; j++) {
+                bool keep = upper ? (long long)j - i >= k : (long long)j - i <= k;
+                if (keep)
+                    memcpy(yr + j * es, xr + j * es, es);
+                else
+                    memset(yr + j * es, 0, es);
+            }
+        }
+}
+
+/* y += x where the triangle holds */
+static void tri_add(const tg_real *x, tg_real *y, size_t mats, int R, int C, int k, bool upper)
 {
     for (size_t b = 0; b < mats; b++)
         for (int i = 0; i < R; i++) {
@@ -24,10 +42,7 @@ static void tri_apply(const tg_real *x, tg_real *y, size_t mats, int R, int C, i
             tg_real *yr = y + (b * R + i) * (size_t)C;
             for (int j = 0; j < C; j++) {
                 bool keep = upper ? (long long)j - i >= k : (long long)j - i <= k;
-                if (acc)
-                    yr[j] += keep ? xr[j] : 0;
-                else
-                    yr[j] = keep ? xr[j] : 0;
+                yr[j] += keep ? xr[j] : 0;
             }
         }
 }
@@ -39,7 +54,7 @@ TG_BACKWARD(tri_backward, tri_ctx)
     tg_real *da = tg_grad(t, in[0]);
     if (!da) return;
     int R = in[0]->shape[in[0]->ndim - 2], C = in[0]->shape[in[0]->ndim - 1];
-    tri_apply(out->grad, da, R && C ? out->size / ((size_t)R * C) : 0, R, C, c->k, c->upper, true);
+    tri_add(out->grad, da, R && C ? out->size / ((size_t)R * C) : 0, R, C, c->k, c->upper);
 }
 
 TG_OP(tril_op, "tg_tril", tri_backward, tri_ctx);
@@ -49,13 +64,13 @@ static tg_tensor *tri(tg_tape *t, tg_tensor *a, int k, bool upper)
 {
     const tg_op *rec = upper ? &triu_op : &tril_op;
     const char *op = rec->name;
-    if (!tg_inputs_check(t, rec, &a, 1, 1)) return NULL;
+    if (!tg_inputs_check_dtype(t, rec, tg_move_dtype(a), &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR];
     if (a->ndim < 2) return tg_fail(t, "%s: a %s must have at least 2 dims", op, tg_shape_str(a, sa));
     tg_tensor *out = tg_new_like(t, rec, a);
     if (!out) return NULL;
     int R = a->shape[a->ndim - 2], C = a->shape[a->ndim - 1];
-    tri_apply(a->data, out->data, R && C ? a->size / ((size_t)R * C) : 0, R, C, k, upper, false);
+    tri_copy(a->data, out->data, tg_dtype_size(a->dtype), R && C ? a->size / ((size_t)R * C) : 0, R, C, k, upper);
     if (!tg_op_record(t, rec, out, &a, 1, &(tri_ctx){k, upper})) return NULL;
     return tg_op_done(t, rec, out);
 }
@@ -77,7 +92,7 @@ tg_tensor *tg_diag(tg_tape *t, tg_tensor *a, int diagonal)
 {
     TG_DISPATCH(tg_diag, a, (t, a, diagonal));
     const char *op = diag_op.name;
-    if (!tg_inputs_check(t, &diag_op, &a, 1, 1)) return NULL;
+    if (!tg_inputs_check_dtype(t, &diag_op, tg_move_dtype(a), &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR];
     long long k = diagonal, ak = k < 0 ? -k : k;
     tg_map_ctx c = {.n_maps = 1, .maps[0].nd = 1};
@@ -90,7 +105,7 @@ tg_tensor *tg_diag(tg_tape *t, tg_tensor *a, int diagonal)
         m->in_st[0] = 1;
         m->out_st[0] = (ptrdiff_t)n + 1;
         m->out_off = k >= 0 ? (ptrdiff_t)k : (ptrdiff_t)ak * n;
-        tg_real zero = 0;
+        double zero = 0;
         size_t size;
         if (!tg_shape_size(2, (int[]){n, n}, &size))
             return tg_fail(t, "%s: a %s with diagonal %d: the size overflows", op, tg_shape_str(a, sa), diagonal);

@@ -110,7 +110,8 @@ tg_tensor *tg_gelu_tanh(tg_tape *t, tg_tensor *a);
  * Broadcast as tg_add. eq ... ge give a bool tensor and never a grad; two
  * integer or bool operands are compared exactly (in float64, to 2^53). cond
  * and mask are bool tensors (a float one is refused, as PyTorch).
- * where's grads go to a and b (cond gets none);
+ * where's grads go to a and b (cond gets none); integer or bool a and b give
+ * their promoted type (bool < uint8 < int32 < int64; chosen in float64, exact to 2^53);
  * masked_fill broadcasts a and mask (PyTorch's out-of-place form). maximum / minimum propagate
  * NaN and split the grad half and half on ties (PyTorch). */
 tg_tensor *tg_eq(tg_tape *t, tg_tensor *a, tg_tensor *b);
@@ -123,6 +124,17 @@ tg_tensor *tg_where(tg_tape *t, tg_tensor *cond, tg_tensor *a, tg_tensor *b);
 tg_tensor *tg_masked_fill(tg_tape *t, tg_tensor *a, tg_tensor *mask, double value);
 tg_tensor *tg_maximum(tg_tape *t, tg_tensor *a, tg_tensor *b);
 tg_tensor *tg_minimum(tg_tape *t, tg_tensor *a, tg_tensor *b);
+/* Bool tensors of a's shape, no grad (torch.isnan, isinf, isfinite): an
+ * integer or bool a is never NaN or infinite. */
+tg_tensor *tg_isnan(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_isinf(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_isfinite(tg_tape *t, tg_tensor *a);
+/* Bool tensors, no grad (torch.logical_not ...): each operand of any dtype
+ * read as true where nonzero (NaN is true); and / or / xor broadcast as tg_add. */
+tg_tensor *tg_logical_not(tg_tape *t, tg_tensor *a);
+tg_tensor *tg_logical_and(tg_tape *t, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_logical_or(tg_tape *t, tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_logical_xor(tg_tape *t, tg_tensor *a, tg_tensor *b);
 
 #ifdef __cplusplus
 }

@@ -60,6 +60,14 @@ bool tg_half_widen(tg_tape *t, const char *op, tg_tensor **const *x, int n, tg_d
     return true;
 }
 
+tg_tensor **tg_half_widen_all(tg_tape *t, const char *op, tg_tensor *const *xs, int n)
+{
+    tg_tensor **w = tg_arena_alloc(t, (size_t)n * sizeof *w, op);
+    for (int i = 0; w && i < n; i++)
+        if (!(w[i] = tg_to(t, xs[i], TG_F32))) return NULL;
+    return w;
+}
+
 tg_tensor *tg_half_round(tg_tape *t, tg_tensor *r, tg_dtype half)
 {
     return r && r->dtype == TG_F32 ? tg_to(t, r, half) : r;

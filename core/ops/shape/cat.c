@@ -75,12 +75,12 @@ static tg_tensor *cat_op(tg_tape *t, const tg_op *op, tg_tensor *const *xs, int 
     int shape[TG_MAX_DIMS];
     memcpy(shape, xs[0]->shape, sizeof shape);
     shape[d] = total;
-    tg_tensor *out = tg_new(t, op, xs[0]->ndim, shape);
+    tg_tensor *out = tg_new_op(t, op, xs[0]->dtype, xs[0]->ndim, shape);
     if (!out) return NULL;
     for (int i = 0, off = 0; i < n; off += xs[i++]->shape[d]) {
         tg_map m;
         cat_map(&m, xs[i], out, d, off);
-        tg_map_forward(&m, out->data, xs[i]->data);
+        tg_map_copy(&m, out->data, xs[i]->data, tg_dtype_size(out->dtype));
     }
     if (!tg_op_record(t, op, out, xs, n, &(cat_ctx){n, d})) return NULL;
     return tg_op_done(t, op, out);
@@ -92,14 +92,25 @@ static bool inputs_ok(tg_tape *t, const tg_op *op, tg_tensor *const *xs, int n)
     if (!t) return tg_fail(NULL, "%s: the tape is NULL", op->name), false;
     if (!xs && n > 0) return tg_fail_null(t, op->name), false;
     if (n <= 0) return tg_fail(t, "%s: needs at least one tensor, got n = %d", op->name, n), false;
-    return tg_inputs_check(t, op, xs, n, n);
+    return tg_inputs_check_dtype(t, op, tg_move_dtype(xs[0]), xs, n, n);
 }
+
+/* A half cat's inputs computed as float32 and rounded back (half rule). */
+#define CAT_HALF(fn, xs, n, ...)                                                                      \
+    do {                                                                                            \
+        tg_dtype half_ = xs[0]->dtype;                                                              \
+        if (tg_dtype_is_half(half_)) {                                                              \
+            tg_tensor **w_ = tg_half_widen_all(t, #fn, xs, n);                                      \
+            return w_ ? tg_half_round(t, fn(t, w_, n, ##__VA_ARGS__), half_) : NULL;                \
+        }                                                                                           \
+    } while (0)
 
 tg_tensor *tg_cat(tg_tape *t, tg_tensor *const *xs, int n, int dim)
 {
     TG_DISPATCH_OTHER(tg_cat, (xs ? xs[0] : NULL), (t, xs, n, dim));
     const char *op = cat_rec.name;
     if (!inputs_ok(t, &cat_rec, xs, n)) return NULL;
+    CAT_HALF(tg_cat, xs, n, dim);
     char s0[TG_SHAPE_STR];
     if (xs[0]->ndim == 0) return tg_fail(t, "%s: xs[0] %s has no dim to join along", op, tg_shape_str(xs[0], s0));
     int d;
@@ -113,6 +124,7 @@ tg_tensor *tg_concat(tg_tape *t, tg_tensor *const *xs, int n)
     TG_DISPATCH_OTHER(tg_concat, (xs ? xs[0] : NULL), (t, xs, n));
     const char *op = concat_rec.name;
     if (!inputs_ok(t, &concat_rec, xs, n)) return NULL;
+    CAT_HALF(tg_concat, xs, n);
     char s0[TG_SHAPE_STR];
     if (xs[0]->ndim == 0) return tg_fail(t, "%s: xs[0] %s has no dim to join along", op, tg_shape_str(xs[0], s0));
     return cat_op(t, &concat_rec, xs, n, xs[0]->ndim - 1);
@@ -125,6 +137,7 @@ tg_tensor *tg_stack(tg_tape *t, tg_tensor *const *xs, int n, int dim)
     TG_DISPATCH_OTHER(tg_stack, (xs ? xs[0] : NULL), (t, xs, n, dim));
     const char *op = stack_rec.name;
     if (!inputs_ok(t, &stack_rec, xs, n)) return NULL;
+    CAT_HALF(tg_stack, xs, n, dim);
     char s0[TG_SHAPE_STR], si[TG_SHAPE_STR];
     int d;
     if (xs[0]->ndim == TG_MAX_DIMS)

@@ -115,15 +115,19 @@ tg_tensor *tg_gather(tg_tape *t, tg_tensor *a, int dim, const tg_tensor *ix)
 {
     TG_DISPATCH(tg_gather, a, (t, a, dim, ix));
     const char *op = gather_op.name;
-    if (!tg_inputs_check(t, &gather_op, &a, 1, 1) || !tg_index_check(t, &gather_op, ix, "the index")) return NULL;
+    if (!tg_inputs_check_dtype(t, &gather_op, tg_move_dtype(a), &a, 1, 1) ||
+        !tg_index_check(t, &gather_op, ix, "the index"))
+        return NULL;
     int d;
     size_t n = ix->size;
     if (!tg_dim_resolve(t, op, a, dim, a->ndim ? a->ndim : 1, &d)) return NULL;
     size_t *xoff = offsets_alloc(t, op, n, NULL);
     if (!xoff || !tg_index_offsets(t, op, ix, d, a, NULL, xoff, NULL)) return NULL;
-    tg_tensor *out = tg_new(t, &gather_op, ix->ndim, ix->shape);
+    tg_tensor *out = tg_new_op(t, &gather_op, a->dtype, ix->ndim, ix->shape);
     if (!out) return NULL;
-    for (size_t i = 0; i < n; i++) out->data[i] = a->data[xoff[i]];
+    size_t es = tg_dtype_size(a->dtype);
+    for (size_t i = 0; i < n; i++)
+        memcpy((unsigned char *)out->data + i * es, (const unsigned char *)a->data + xoff[i] * es, es);
     if (!tg_op_record(t, &gather_op, out, &a, 1, &(offsets_ctx){xoff, NULL, n})) return NULL;
     return tg_op_done(t, &gather_op, out);
 }
@@ -166,8 +170,8 @@ static void around(const tg_tensor *a, int d, size_t *outer, size_t *inner)
     }
 }
 
-/* y[o, j, :] (+)= alpha x[o, ix[j], :] (to_ix false) or y[o, ix[j], :] += alpha x[o, j, :] (to_ix) */
-static void slices_move(const slices_ctx *c, const tg_tensor *big, tg_real *y, const tg_real *x, bool to_ix, bool acc)
+/* y[o, j, :] += alpha x[o, ix[j], :] (to_ix false) or y[o, ix[j], :] += alpha x[o, j, :] (to_ix) */
+static void slices_move(const slices_ctx *c, const tg_tensor *big, tg_real *y, const tg_real *x, bool to_ix)
 {
     size_t outer, inner, N = (size_t)big->shape[c->dim];
     around(big, c->dim, &outer, &inner);
@@ -177,18 +181,26 @@ static void slices_move(const slices_ctx *c, const tg_tensor *big, tg_real *y, c
             size_t bi = (o * N + (size_t)c->ix[j]) * inner, si = (o * (size_t)c->n + (size_t)j) * inner;
             tg_real *dst = y + (to_ix ? bi : si);
             const tg_real *src = x + (to_ix ? si : bi);
-            if (!acc)
-                memcpy(dst, src, inner * sizeof *dst);
-            else
-                for (size_t k = 0; k < inner; k++) dst[k] += al * src[k];
+            for (size_t k = 0; k < inner; k++) dst[k] += al * src[k];
         }
+}
+
+/* y[o, j, :] = x[o, ix[j], :], elements of es bytes (any dtype) */
+static void slices_take(const slices_ctx *c, const tg_tensor *x, void *y, size_t es)
+{
+    size_t outer, inner, N = (size_t)x->shape[c->dim];
+    around(x, c->dim, &outer, &inner);
+    for (size_t o = 0; o < outer; o++)
+        for (int j = 0; j < c->n; j++)
+            memcpy((unsigned char *)y + (o * (size_t)c->n + (size_t)j) * inner * es,
+                   (const unsigned char *)x->data + (o * N + (size_t)c->ix[j]) * inner * es, inner * es);
 }
 
 /* out [.., n, ..] <- a [.., N, ..]: d a[.., ix[j], ..] += g[.., j, ..] */
 TG_BACKWARD(index_select_backward, slices_ctx)
 {
     tg_real *da = tg_grad(t, in[0]);
-    if (da) slices_move(ctx, in[0], da, out->grad, true, true);
+    if (da) slices_move(ctx, in[0], da, out->grad, true);
 }
 
 /* out [.., N, ..] <- a, src [.., n, ..]: d a += g; d src[.., j, ..] += alpha g[.., ix[j], ..] */
@@ -197,7 +209,7 @@ TG_BACKWARD(index_add_backward, slices_ctx)
     if (!grad_through(t, out, in[0])) return;
     if (in[1]->requires_grad) {
         tg_real *ds = tg_grad(t, in[1]);
-        if (ds) slices_move(ctx, in[0], ds, out->grad, false, true);
+        if (ds) slices_move(ctx, in[0], ds, out->grad, false);
     }
 }
 
@@ -232,15 +244,15 @@ static bool slices_plan(tg_tape *t, const tg_op *rec, tg_tensor *a, int dim, con
 tg_tensor *tg_index_select(tg_tape *t, tg_tensor *a, int dim, const tg_tensor *ix)
 {
     TG_DISPATCH(tg_index_select, a, (t, a, dim, ix));
-    if (!tg_inputs_check(t, &index_select_op, &a, 1, 1)) return NULL;
+    if (!tg_inputs_check_dtype(t, &index_select_op, tg_move_dtype(a), &a, 1, 1)) return NULL;
     slices_ctx c = {.alpha = 1};
     if (!slices_plan(t, &index_select_op, a, dim, ix, &c)) return NULL;
     int shape[TG_MAX_DIMS];
     memcpy(shape, a->shape, sizeof shape);
     shape[c.dim] = c.n;
-    tg_tensor *out = tg_new(t, &index_select_op, a->ndim, shape);
+    tg_tensor *out = tg_new_op(t, &index_select_op, a->dtype, a->ndim, shape);
     if (!out) return NULL;
-    slices_move(&c, a, out->data, a->data, false, false);
+    slices_take(&c, a, out->data, tg_dtype_size(a->dtype));
     if (!tg_op_record(t, &index_select_op, out, &a, 1, &c)) return NULL;
     return tg_op_done(t, &index_select_op, out);
 }
@@ -262,7 +274,7 @@ tg_tensor *tg_index_add(tg_tape *t, tg_tensor *a, int dim, const tg_tensor *ix, 
     tg_tensor *out = tg_new_like(t, &index_add_op, a);
     if (!out) return NULL;
     memcpy(out->data, a->data, a->size * sizeof *a->data);
-    slices_move(&c, a, out->data, src->data, true, true);
+    slices_move(&c, a, out->data, src->data, true);
     if (!tg_op_record(t, &index_add_op, out, in, 2, &c)) return NULL;
     return tg_op_done(t, &index_add_op, out);
 }

@@ -22,7 +22,7 @@ tg_tensor *tg_flip(tg_tape *t, tg_tensor *a, const int *dims, int n)
 {
     TG_DISPATCH(tg_flip, a, (t, a, dims, n));
     const char *op = flip_op.name;
-    if (!tg_inputs_check(t, &flip_op, &a, 1, 1)) return NULL;
+    if (!tg_inputs_check_dtype(t, &flip_op, tg_move_dtype(a), &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR];
     if (n < 0 || n > a->ndim || (n > 0 && !dims))
         return tg_fail(t, "%s: %d dims (dims %s) for a %s", op, n, dims ? "given" : "NULL", tg_shape_str(a, sa));
@@ -45,7 +45,7 @@ tg_tensor *tg_roll(tg_tape *t, tg_tensor *a, int shift, int dim)
 {
     TG_DISPATCH(tg_roll, a, (t, a, shift, dim));
     const char *op = roll_op.name;
-    if (!tg_inputs_check(t, &roll_op, &a, 1, 1)) return NULL;
+    if (!tg_inputs_check_dtype(t, &roll_op, tg_move_dtype(a), &a, 1, 1)) return NULL;
     /* a 0-d tensor rolls as [1]; TG_ROLL_FLAT rolls a read as one dim of a->size */
     int d = 0, nd = 1, flat[1] = {a->size > INT32_MAX ? 0 : (int)a->size};
     const int *shape = flat;
@@ -72,7 +72,7 @@ tg_tensor *tg_pad(tg_tape *t, tg_tensor *a, const int *pads, int n_pads, double 
 {
     TG_DISPATCH(tg_pad, a, (t, a, pads, n_pads, value));
     const char *op = pad_op.name;
-    if (!tg_inputs_check(t, &pad_op, &a, 1, 1)) return NULL;
+    if (!tg_inputs_check_dtype(t, &pad_op, tg_move_dtype(a), &a, 1, 1)) return NULL;
     if (n_pads && !pads) return tg_fail(t, "%s: pads is NULL", pad_op.name);
     char sa[TG_SHAPE_STR];
     if (n_pads < 0 || n_pads % 2 || n_pads > 2 * a->ndim || (n_pads && !pads))
@@ -100,15 +100,14 @@ tg_tensor *tg_pad(tg_tape *t, tg_tensor *a, const int *pads, int n_pads, double 
         int d = a->ndim - 1 - i;
         if (pads[2 * i] > 0) m->out_off += (ptrdiff_t)pads[2 * i] * m->out_st[d];
     }
-    tg_real fill = (tg_real)value;
-    return tg_map_op(t, &pad_op, a, a->ndim, shape, &c, &fill);
+    return tg_map_op(t, &pad_op, a, a->ndim, shape, &c, &value);
 }
 
 tg_tensor *tg_repeat(tg_tape *t, tg_tensor *a, const int *reps, int n)
 {
     TG_DISPATCH(tg_repeat, a, (t, a, reps, n));
     const char *op = repeat_op.name;
-    if (!tg_inputs_check(t, &repeat_op, &a, 1, 1)) return NULL;
+    if (!tg_inputs_check_dtype(t, &repeat_op, tg_move_dtype(a), &a, 1, 1)) return NULL;
     if (n && !reps) return tg_fail(t, "%s: reps is NULL", repeat_op.name);
     char sa[TG_SHAPE_STR];
     if (n < a->ndim || n > TG_MAX_DIMS || (n && !reps))
@@ -144,7 +143,7 @@ tg_tensor *tg_expand(tg_tape *t, tg_tensor *a, int ndim, const int *shape)
 {
     TG_DISPATCH(tg_expand, a, (t, a, ndim, shape));
     const char *op = expand_op.name;
-    if (!tg_inputs_check(t, &expand_op, &a, 1, 1)) return NULL;
+    if (!tg_inputs_check_dtype(t, &expand_op, tg_move_dtype(a), &a, 1, 1)) return NULL;
     if (ndim && !shape) return tg_fail(t, "%s: the shape is NULL", expand_op.name);
     char sa[TG_SHAPE_STR];
     if (ndim < a->ndim || ndim > TG_MAX_DIMS || (ndim && !shape))

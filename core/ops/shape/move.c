@@ -16,17 +16,33 @@
 #include "../internal.h"
 #include "../ops.h"
 
+/* n elements of es bytes from s (b bytes apart) to d (a bytes apart); a
+ * constant size per case, so each memcpy is one load and store */
+static void strided_copy(unsigned char *d, ptrdiff_t a, const unsigned char *s, ptrdiff_t b, size_t n, size_t es)
+{
+#define STRIDED_COPY(E) \
+    for (size_t j = 0; j < n; j++) memcpy(d + (ptrdiff_t)j * a, s + (ptrdiff_t)j * b, E)
+    switch (es) {
+    case 1: STRIDED_COPY(1); break;
+    case 2: STRIDED_COPY(2); break;
+    case 4: STRIDED_COPY(4); break;
+    default: STRIDED_COPY(8); break;
+    }
+#undef STRIDED_COPY
+}
+
 /* d += s; a grad and the grad it reads never overlap */
 static inline void add_run(tg_real *restrict d, const tg_real *restrict s, size_t n)
 {
     for (size_t j = 0; j < n; j++) d[j] += s[j];
 }
 
-/* dst[dst_off + i . dst_st] (+)= src[src_off + i . src_st] over i < n. Size-1
- * dims are dropped and a dim is merged into the one before it when both
- * sides step alike, so a contiguous copy is one run. */
-static void map_walk(const tg_map *m, tg_real *dst, const ptrdiff_t *dst_st, ptrdiff_t dst_off,
-                     const tg_real *src, const ptrdiff_t *src_st, ptrdiff_t src_off, bool add)
+/* dst[dst_off + i . dst_st] (+)= src[src_off + i . src_st] over i < n, elements
+ * of es bytes (add: tg_real). Size-1 dims are dropped and a dim is merged
+ * into the one before it when both sides step alike, so a contiguous copy is
+ * one run. A copy moves bytes, whatever the dtype: the bits stay. */
+static void map_walk(const tg_map *m, void *dst, const ptrdiff_t *dst_st, ptrdiff_t dst_off, const void *src,
+                     const ptrdiff_t *src_st, ptrdiff_t src_off, size_t es, bool add)
 {
     size_t n[TG_MAP_DIMS];
     ptrdiff_t sd[TG_MAP_DIMS], ss[TG_MAP_DIMS];
@@ -49,26 +65,31 @@ static void map_walk(const tg_map *m, tg_real *dst, const ptrdiff_t *dst_st, ptr
         sd[0] = ss[0] = 1;
         nd = 1;
     }
-    /* the last two dims as plain loops, an odometer over the rest */
+    /* the last two dims as plain loops, an odometer over the rest; strides in bytes from here */
+    const ptrdiff_t e = (ptrdiff_t)es;
     const size_t run = n[nd - 1], rows = nd > 1 ? n[nd - 2] : 1;
-    const ptrdiff_t a = sd[nd - 1], b = ss[nd - 1], ra = nd > 1 ? sd[nd - 2] : 0, rb = nd > 1 ? ss[nd - 2] : 0;
-    const bool unit = a == 1 && b == 1;  /* decided once: the row loops below do not branch */
+    const ptrdiff_t a = sd[nd - 1] * e, b = ss[nd - 1] * e, ra = nd > 1 ? sd[nd - 2] * e : 0,
+                    rb = nd > 1 ? ss[nd - 2] * e : 0;
+    const bool unit = a == e && b == e;  /* decided once: the row loops below do not branch */
     size_t idx[TG_MAP_DIMS] = {0};
     for (;;) {
-        tg_real *d = dst + dst_off;
-        const tg_real *s = src + src_off;
+        unsigned char *d = (unsigned char *)dst + dst_off * e;
+        const unsigned char *s = (const unsigned char *)src + src_off * e;
         if (add && unit)
-            for (size_t r = 0; r < rows; r++) add_run(d + (ptrdiff_t)r * ra, s + (ptrdiff_t)r * rb, run);
+            for (size_t r = 0; r < rows; r++)
+                add_run((tg_real *)(void *)(d + (ptrdiff_t)r * ra), (const tg_real *)(const void *)(s + (ptrdiff_t)r * rb),
+                        run);
         else if (unit)
-            for (size_t r = 0; r < rows; r++) memcpy(d + (ptrdiff_t)r * ra, s + (ptrdiff_t)r * rb, run * sizeof *d);
+            for (size_t r = 0; r < rows; r++) memcpy(d + (ptrdiff_t)r * ra, s + (ptrdiff_t)r * rb, run * es);
         else
             for (size_t r = 0; r < rows; r++) {
-                tg_real *dr = d + (ptrdiff_t)r * ra;
-                const tg_real *sr = s + (ptrdiff_t)r * rb;
+                unsigned char *dr = d + (ptrdiff_t)r * ra;
+                const unsigned char *sr = s + (ptrdiff_t)r * rb;
                 if (add)
-                    for (size_t j = 0; j < run; j++) dr[(ptrdiff_t)j * a] += sr[(ptrdiff_t)j * b];
+                    for (size_t j = 0; j < run; j++)
+                        *(tg_real *)(void *)(dr + (ptrdiff_t)j * a) += *(const tg_real *)(const void *)(sr + (ptrdiff_t)j * b);
                 else
-                    for (size_t j = 0; j < run; j++) dr[(ptrdiff_t)j * a] = sr[(ptrdiff_t)j * b];
+                    strided_copy(dr, a, sr, b, run, es);
             }
         int k = nd - 3;
         for (; k >= 0; k--) {
@@ -83,14 +104,16 @@ static void map_walk(const tg_map *m, tg_real *dst, const ptrdiff_t *dst_st, ptr
     }
 }
 
-void tg_map_forward(const tg_map *m, tg_real *out, const tg_real *in)
+void tg_map_copy(const tg_map *m, void *out, const void *in, size_t es)
 {
-    map_walk(m, out, m->out_st, m->out_off, in, m->in_st, m->in_off, false);
+    map_walk(m, out, m->out_st, m->out_off, in, m->in_st, m->in_off, es, false);
 }
+
+void tg_map_forward(const tg_map *m, tg_real *out, const tg_real *in) { tg_map_copy(m, out, in, sizeof *out); }
 
 void tg_map_backward(const tg_map *m, tg_real *din, const tg_real *dout)
 {
-    map_walk(m, din, m->in_st, m->in_off, dout, m->out_st, m->out_off, true);
+    map_walk(m, din, m->in_st, m->in_off, dout, m->out_st, m->out_off, sizeof *din, true);
 }
 
 void tg_strides(int ndim, const int *shape, ptrdiff_t *st)
@@ -111,12 +134,12 @@ TG_BACKWARD_SHARED(tg_map_op_backward, tg_map_ctx)
 }
 
 tg_tensor *tg_map_op(tg_tape *t, const tg_op *op, tg_tensor *a, int ndim, const int *shape,
-                     const tg_map_ctx *c, const tg_real *fill)
+                     const tg_map_ctx *c, const double *fill)
 {
-    tg_tensor *out = tg_new(t, op, ndim, shape);
+    tg_tensor *out = tg_new_op(t, op, a->dtype, ndim, shape);
     if (!out) return NULL;
     if (fill) tg_tensor_fill(out, *fill);
-    for (int k = 0; k < c->n_maps; k++) tg_map_forward(&c->maps[k], out->data, a->data);
+    for (int k = 0; k < c->n_maps; k++) tg_map_copy(&c->maps[k], out->data, a->data, tg_dtype_size(a->dtype));
     if (!tg_op_record(t, op, out, &a, 1, c)) return NULL;
     return tg_op_done(t, op, out);
 }

@@ -13,7 +13,7 @@ tg_tensor *tg_roll_dims(tg_tape *t, tg_tensor *a, const int *shifts, const int *
 {
     TG_DISPATCH(tg_roll_dims, a, (t, a, shifts, dims, n));
     const char *op = roll_dims_op.name;
-    if (!tg_inputs_check(t, &roll_dims_op, &a, 1, 1)) return NULL;
+    if (!tg_inputs_check_dtype(t, &roll_dims_op, tg_move_dtype(a), &a, 1, 1)) return NULL;
     if (!shifts || !dims) return tg_fail(t, "%s: %s is NULL", op, shifts ? "dims" : "shifts");
     char sa[TG_SHAPE_STR];
     if (n < 1) return tg_fail(t, "%s: %d dims for a %s (at least 1; tg_roll with TG_ROLL_FLAT rolls the flattened a)",

@@ -94,16 +94,16 @@ tg_tensor *tg_nonzero(tg_tape *t, tg_tensor *a)
 {
     TG_DISPATCH(tg_nonzero, a, (t, a));
     const char *op = nonzero_op.name;
-    if (!tg_inputs_check(t, &nonzero_op, &a, 1, 1)) return NULL;
+    if (!tg_inputs_check_dtype(t, &nonzero_op, tg_move_dtype(a), &a, 1, 1)) return NULL;
     size_t n = 0;
-    for (size_t i = 0; i < a->size; i++) n += a->data[i] != 0;
+    for (size_t i = 0; i < a->size; i++) n += tg_dtype_load(a->dtype, a->data, i) != 0;
     if (n > INT32_MAX) return tg_fail(t, "%s: %zu nonzero elements, more than a dim holds", op, n);
     tg_tensor *out = tg_new_op(t, &nonzero_op, TG_I64, 2, (int[]){(int)n, a->ndim});
     if (!out) return NULL;
     int64_t *o = tg_data(out, TG_I64);
     int i_k[TG_MAX_DIMS] = {0};
     for (size_t i = 0; i < a->size; i++) {
-        if (a->data[i] != 0)
+        if (tg_dtype_load(a->dtype, a->data, i) != 0)
             for (int k = 0; k < a->ndim; k++) *o++ = i_k[k];
         for (int k = a->ndim - 1; k >= 0; k--) {
             if (++i_k[k] < a->shape[k]) break;

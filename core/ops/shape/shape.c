@@ -93,8 +93,8 @@ static tg_tensor *view(tg_tape *t, const tg_op *op, tg_tensor *a, int ndim, cons
     tg_shape_size(ndim, shape, &size);
     tg_tensor_set_shape(v, ndim, shape, size);
     v->dtype = a->dtype;
-    v->data = a->data + off;
-    v->grad = a->grad ? a->grad + off : NULL;
+    v->data = (tg_real *)(void *)((unsigned char *)a->data + off * tg_dtype_size(a->dtype));
+    v->grad = a->grad ? a->grad + off : NULL;  /* only a float a has one: of this copy's type */
     if (!a->grad && a->requires_grad && tg_tape_recording(t)) {
         v->view_of = a->view_of ? a->view_of : a;  /* the base, never a view */
         v->view_off = (a->view_of ? a->view_off : 0) + off;
@@ -106,7 +106,7 @@ static tg_tensor *view(tg_tape *t, const tg_op *op, tg_tensor *a, int ndim, cons
 tg_tensor *tg_reshape(tg_tape *t, tg_tensor *a, int ndim, const int *shape)
 {
     TG_DISPATCH(tg_reshape, a, (t, a, ndim, shape));
-    if (!tg_inputs_check(t, &reshape_op, &a, 1, 1)) return NULL;
+    if (!tg_inputs_check_dtype(t, &reshape_op, tg_move_dtype(a), &a, 1, 1)) return NULL;
     int dims[TG_MAX_DIMS] = {0};
     if (!reshape_dims(t, a, ndim, shape, dims)) return NULL;
     return view(t, &reshape_op, a, ndim, dims, 0);
@@ -115,7 +115,7 @@ tg_tensor *tg_reshape(tg_tape *t, tg_tensor *a, int ndim, const int *shape)
 tg_tensor *tg_rows_view(tg_tape *t, tg_tensor *a, int start, int len)
 {
     TG_DISPATCH(tg_rows_view, a, (t, a, start, len));
-    if (!tg_inputs_check(t, &rows_view_op, &a, 1, 1)) return NULL;
+    if (!tg_inputs_check_dtype(t, &rows_view_op, tg_move_dtype(a), &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR];
     if (a->ndim < 1)
         return tg_op_fail(t, &rows_view_op, "a %s has no first dim", tg_shape_str(a, sa));
@@ -135,7 +135,7 @@ tg_tensor *tg_rows_view(tg_tape *t, tg_tensor *a, int start, int len)
 tg_tensor *tg_detach(tg_tape *t, tg_tensor *a)
 {
     TG_DISPATCH(tg_detach, a, (t, a));
-    if (!tg_inputs_check(t, &detach_op, &a, 1, 1)) return NULL;
+    if (!tg_inputs_check_dtype(t, &detach_op, tg_move_dtype(a), &a, 1, 1)) return NULL;
     tg_tensor *v = tg_new_header(t, detach_op.name);
     if (!v) return NULL;
     tg_tensor_set_shape(v, a->ndim, a->shape, a->size);
@@ -149,7 +149,7 @@ tg_tensor *tg_detach(tg_tape *t, tg_tensor *a)
 tg_tensor *tg_unsqueeze(tg_tape *t, tg_tensor *a, int dim)
 {
     TG_DISPATCH(tg_unsqueeze, a, (t, a, dim));
-    if (!tg_inputs_check(t, &unsqueeze_op, &a, 1, 1)) return NULL;
+    if (!tg_inputs_check_dtype(t, &unsqueeze_op, tg_move_dtype(a), &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR];
     if (a->ndim == TG_MAX_DIMS)
         return tg_op_fail(t, &unsqueeze_op, "a %s already has %d dims, the most a tensor has", tg_shape_str(a, sa),
@@ -165,7 +165,7 @@ tg_tensor *tg_unsqueeze(tg_tape *t, tg_tensor *a, int dim)
 tg_tensor *tg_squeeze(tg_tape *t, tg_tensor *a, int dim)
 {
     TG_DISPATCH(tg_squeeze, a, (t, a, dim));
-    if (!tg_inputs_check(t, &squeeze_op, &a, 1, 1)) return NULL;
+    if (!tg_inputs_check_dtype(t, &squeeze_op, tg_move_dtype(a), &a, 1, 1)) return NULL;
     int d = -1, nd = 0, shape[TG_MAX_DIMS];
     if (dim != TG_SQUEEZE_ALL && !tg_dim_resolve(t, squeeze_op.name, a, dim, a->ndim ? a->ndim : 1, &d)) return NULL;
     for (int k = 0; k < a->ndim; k++)
@@ -198,7 +198,7 @@ static tg_tensor *permute_op(tg_tape *t, const tg_op *op, tg_tensor *a, const in
 tg_tensor *tg_permute(tg_tape *t, tg_tensor *a, const int *perm, int n)
 {
     TG_DISPATCH(tg_permute, a, (t, a, perm, n));
-    if (!tg_inputs_check(t, &permute_rec, &a, 1, 1)) return NULL;
+    if (!tg_inputs_check_dtype(t, &permute_rec, tg_move_dtype(a), &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR], sp[TG_SHAPE_STR];
     if (n != a->ndim)
         return tg_op_fail(t, &permute_rec, "perm has %d entries for the %d dims of a %s", n, a->ndim, tg_shape_str(a, sa));
@@ -220,7 +220,7 @@ tg_tensor *tg_permute(tg_tape *t, tg_tensor *a, const int *perm, int n)
 tg_tensor *tg_transpose(tg_tape *t, tg_tensor *a, int d0, int d1)
 {
     TG_DISPATCH(tg_transpose, a, (t, a, d0, d1));
-    if (!tg_inputs_check(t, &transpose_rec, &a, 1, 1)) return NULL;
+    if (!tg_inputs_check_dtype(t, &transpose_rec, tg_move_dtype(a), &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR];
     int e0 = d0 < 0 ? d0 + a->ndim : d0, e1 = d1 < 0 ? d1 + a->ndim : d1;
     if (e0 < 0 || e0 >= a->ndim || e1 < 0 || e1 >= a->ndim)

@@ -37,7 +37,7 @@ static tg_tensor *take(tg_tape *t, const tg_op *op, tg_tensor *a, int d, int sta
 static bool dim_check(tg_tape *t, const tg_op *rec, tg_tensor *a, int dim, const char *verb, int *d)
 {
     char sa[TG_SHAPE_STR];
-    if (!tg_inputs_check(t, rec, &a, 1, 1)) return false;
+    if (!tg_inputs_check_dtype(t, rec, tg_move_dtype(a), &a, 1, 1)) return false;
     if (a->ndim == 0) {
         tg_fail(t, "%s: a %s has no dim to %s", rec->name, tg_shape_str(a, sa), verb);
         return false;
@@ -64,7 +64,7 @@ tg_tensor *tg_slice(tg_tape *t, tg_tensor *a, int start, int len)
 {
     TG_DISPATCH(tg_slice, a, (t, a, start, len));
     const char *op = slice_op.name;
-    if (!tg_inputs_check(t, &slice_op, &a, 1, 1)) return NULL;
+    if (!tg_inputs_check_dtype(t, &slice_op, tg_move_dtype(a), &a, 1, 1)) return NULL;
     char sa[TG_SHAPE_STR];
     if (a->ndim < 1) return tg_fail(t, "%s: a %s has no last dim to slice", op, tg_shape_str(a, sa));
     int C = a->shape[a->ndim - 1];
@@ -104,12 +104,30 @@ TG_OP_NO_GRAD(split_sizes_op, "tg_split_sizes");
 TG_OP_NO_GRAD(split_op, "tg_split");
 TG_OP_NO_GRAD(chunk_op, "tg_chunk");
 
+/* The half rule for split and chunk: rc the split of a widened a (the
+ * number of pieces, or 0 and n pieces: split_sizes), each piece rounded back
+ * to half. */
+static int half_pieces(tg_tape *t, int rc, int n, tg_tensor **outs, tg_dtype half)
+{
+    for (int i = 0; rc >= 0 && i < (rc ? rc : n); i++)
+        if (!(outs[i] = tg_to(t, outs[i], half))) return -1;
+    return rc;
+}
+#define PIECES_HALF(call, n)                                                          \
+    do {                                                                              \
+        if (tg_dtype_is_half(a->dtype)) {                                             \
+            tg_dtype half_ = a->dtype;                                                \
+            if (!(a = tg_to(t, a, TG_F32))) return -1;                                \
+            return half_pieces(t, call, n, outs, half_);                              \
+        }                                                                             \
+    } while (0)
+
 /* Checks shared by split and chunk; the resolved dim in *d. */
 static bool pieces_check(tg_tape *t, const tg_op *rec, tg_tensor *a, int dim, tg_tensor **outs, int *d)
 {
     const char *op = rec->name;
     char sa[TG_SHAPE_STR];
-    if (!tg_inputs_check(t, rec, &a, 1, 1)) return false;
+    if (!tg_inputs_check_dtype(t, rec, tg_move_dtype(a), &a, 1, 1)) return false;
     if (!outs) {
         tg_fail(t, "%s: outs is NULL (a %s)", op, tg_shape_str(a, sa));
         return false;
@@ -127,6 +145,7 @@ int tg_split_sizes(tg_tape *t, tg_tensor *a, const int *sizes, int n, int dim, t
     const char *op = split_sizes_op.name;
     int d;
     if (!pieces_check(t, &split_sizes_op, a, dim, outs, &d)) return -1;
+    PIECES_HALF(tg_split_sizes(t, a, sizes, n, dim, outs), n);
     if (!sizes) return tg_fail(t, "%s: sizes is NULL", split_sizes_op.name), -1;
     char sa[TG_SHAPE_STR];
     long long sum = 0;
@@ -153,6 +172,7 @@ int tg_split(tg_tape *t, tg_tensor *a, int size, int dim, tg_tensor **outs, int 
     const char *op = split_op.name;
     int d;
     if (!pieces_check(t, &split_op, a, dim, outs, &d)) return -1;
+    PIECES_HALF(tg_split(t, a, size, dim, outs, max_outs), 0);
     char sa[TG_SHAPE_STR];
     int n = a->shape[d];
     if (size <= 0 && !(size == 0 && n == 0)) {
@@ -178,6 +198,7 @@ int tg_chunk(tg_tape *t, tg_tensor *a, int chunks, int dim, tg_tensor **outs)
     const char *op = chunk_op.name;
     int d;
     if (!pieces_check(t, &chunk_op, a, dim, outs, &d)) return -1;
+    PIECES_HALF(tg_chunk(t, a, chunks, dim, outs), 0);
     char sa[TG_SHAPE_STR];
     if (chunks <= 0) {
         tg_fail(t, "%s: chunks %d must be positive (a %s, dim %d)", op, chunks, tg_shape_str(a, sa), dim);
