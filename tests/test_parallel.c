@@ -21,13 +21,16 @@ typedef struct run {
 } run;
 
 /* The pool's timing policy (when a loop splits, how long a stall calms it,
- * how long a worker spins) is tested on a real CPU: under qemu-user the
- * threads' timing is the emulator's, and a loaded machine makes it fail
- * there now and then. Same-bits and claim-once tests run everywhere. */
-#ifdef TG_EMULATED
-#define SKIP_TIMING_UNDER_EMULATION() cr_skip_test("under qemu-user the threads' timing is the emulator's")
+ * how long a worker spins) is tested in the release build on a real CPU:
+ * under qemu-user the threads' timing is the emulator's, under
+ * AddressSanitizer the sanitizer's, and on a loaded machine each made these
+ * tests fail now and then. Same-bits and claim-once tests run everywhere. */
+#if defined(TG_EMULATED)
+#define SKIP_POOL_TIMING() cr_skip_test("under qemu-user the threads' timing is the emulator's")
+#elif defined(__SANITIZE_ADDRESS__)
+#define SKIP_POOL_TIMING() cr_skip_test("under AddressSanitizer the threads' timing is the sanitizer's")
 #else
-#define SKIP_TIMING_UNDER_EMULATION() ((void)0)
+#define SKIP_POOL_TIMING() ((void)0)
 #endif
 
 static void nothing(void *ctx, int begin, int end) { (void)ctx, (void)begin, (void)end; }
@@ -250,7 +253,7 @@ Test(parallel, size_rule)
     cr_expect_not(tg_parallel_pays(0), "split an empty loop");
     cr_expect_not(tg_parallel_pays(1000), "split 1 us of work");
     cr_expect(tg_parallel_pays(1e6), "did not split 1 ms of work");
-    SKIP_TIMING_UNDER_EMULATION();
+    SKIP_POOL_TIMING();
     /* in between, it splits while a worker spins for work (waking one costs more) */
     int checked = 0;
     for (int i = 0; i < 100 && checked < 10; i++) {
@@ -361,7 +364,7 @@ static bool stall_until_calm(stall_ctx *s)
  * if the pool never calms while both threads keep running chunks. */
 Test(parallel, a_stalled_worker_keeps_small_loops_on_one_thread)
 {
-    SKIP_TIMING_UNDER_EMULATION();
+    SKIP_POOL_TIMING();
     tg_threads_set(2);
     stall_ctx s = {.caller = pthread_self(), .worker_sleep_ns = 3000000};
     if (!stall_until_calm(&s)) cr_skip_test("the worker never ran a chunk beside the caller (a busy machine)");
@@ -388,7 +391,7 @@ static long calm_left_ns(void)
  * least 1 ms, plus 20 ms for the polling. */
 Test(parallel, a_short_stall_calms_the_pool_briefly)
 {
-    SKIP_TIMING_UNDER_EMULATION();
+    SKIP_POOL_TIMING();
     tg_threads_set(2);
     stall_ctx s = {.caller = pthread_self(), .worker_sleep_ns = 150000};
     if (!stall_until_calm(&s)) cr_skip_test("the worker never ran a chunk beside the caller (a busy machine)");
@@ -407,7 +410,7 @@ Test(parallel, a_short_stall_calms_the_pool_briefly)
  * on one thread for long. */
 Test(parallel, a_stall_right_after_a_calm_doubles_the_next)
 {
-    SKIP_TIMING_UNDER_EMULATION();
+    SKIP_POOL_TIMING();
     tg_threads_set(2);
     stall_ctx s = {.caller = pthread_self(), .worker_sleep_ns = 3000000};
     if (!stall_until_calm(&s)) cr_skip_test("the worker never ran a chunk beside the caller (a busy machine)");
@@ -428,7 +431,7 @@ Test(parallel, a_stall_right_after_a_calm_doubles_the_next)
  * a core), jobs back to back bring back the full millisecond. */
 Test(parallel, spin_budget_follows_the_gaps_between_jobs)
 {
-    SKIP_TIMING_UNDER_EMULATION();
+    SKIP_POOL_TIMING();
     tg_threads_set(2);
     for (int i = 0; i < 64; i++) {
         tg_parallel_for(2, nothing, NULL);
