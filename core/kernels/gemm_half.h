@@ -1,0 +1,36 @@
+/* tapegrad internal: GEMMs of bfloat16 or float16 operands with float32
+ * accumulation and result (core/kernels/gemm_half.c), the products of mixed
+ * precision (core/engine/tape.h's autocast).
+ *
+ * Not installed: users reach it through tg_matmul and the ops that run it
+ * under autocast. */
+#ifndef TAPEGRAD_GEMM_HALF_H
+#define TAPEGRAD_GEMM_HALF_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../engine/dtype.h"
+
+/* C[M,N] = alpha op(A) op(B) + beta C with A and B of dtype dt (TG_BF16 or
+ * TG_F16), C float32; the layout and BLAS semantics of tg_sgemm (gemm.h):
+ * row-major, op(A) [M,K] (A [K,M] when ta), op(B) [K,N] (B [N,K] when tb),
+ * beta == 0 never reads C. Products of two half values are exact in float32
+ * and summed in float32. Bit-identical for any thread count. False, with the
+ * error set, only when its scratch cannot be allocated (C unchanged). */
+bool tg_gemm_half(tg_dtype dt, bool ta, bool tb, int M, int N, int K, float alpha, const uint16_t *A, int lda,
+                  const uint16_t *B, int ldb, float beta, float *C, int ldc);
+
+/* The kernel tg_gemm_half runs, chosen once from the CPU unless
+ * TAPEGRAD_GEMM_HALF names one. */
+typedef enum tg_gemm_half_kernel {
+    TG_GEMM_HALF_WIDEN, /* operands widened to float32, tg_sgemm: every CPU */
+} tg_gemm_half_kernel;
+
+tg_gemm_half_kernel tg_gemm_half_get_kernel(void);
+const char *tg_gemm_half_kernel_name(tg_gemm_half_kernel k);
+/* Forces a kernel (tests, benchmarks); false, and nothing changes, when this
+ * CPU cannot run it. */
+bool tg_gemm_half_set_kernel(tg_gemm_half_kernel k);
+
+#endif

@@ -1,0 +1,78 @@
+/* tapegrad internal: float32 <-> bfloat16 / float16 element conversions, fast
+ * and bit-exact with core/engine/dtype.c's tg_half_from_double /
+ * tg_half_to_double (round to nearest even, NaN quiet, overflow to inf). */
+#ifndef TAPEGRAD_HALF_H
+#define TAPEGRAD_HALF_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "../engine/dtype.h"
+
+/* bfloat16 is the top half of a float32: widening appends 16 zero bits. */
+static inline float tg_bf16_to_float(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* Round to nearest even on the 16 dropped bits; a carry runs into the
+ * exponent (the largest floats round to inf). NaN keeps its sign, quiet. */
+static inline uint16_t tg_bf16_from_float(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16 & 0x8000u) | 0x7fc0u);
+    return (uint16_t)((u + 0x7fffu + (u >> 16 & 1u)) >> 16);
+}
+
+/* binary16: sign, 5 exponent bits (bias 15), 10 mantissa bits. */
+static inline float tg_f16_to_float(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = h >> 10 & 0x1fu, man = h & 0x3ffu, u;
+    if (exp == 0x1f) {
+        u = sign | 0x7f800000u | man << 13;  /* inf, NaN (payload kept) */
+    } else if (exp != 0) {
+        u = sign | (exp + 112) << 23 | man << 13;  /* 112 = 127 - 15 */
+    } else {
+        float f = (float)man * 0x1p-24f;  /* zero, subnormal: exact */
+        memcpy(&u, &f, 4);
+        u |= sign;
+    }
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static inline float tg_half_to_float(uint16_t h, tg_dtype dt)
+{
+    return dt == TG_BF16 ? tg_bf16_to_float(h) : tg_f16_to_float(h);
+}
+
+/* A float is exactly a double, so rounding it from the double rounds once. */
+static inline uint16_t tg_half_from_float(float f, tg_dtype dt)
+{
+    return dt == TG_BF16 ? tg_bf16_from_float(f) : tg_half_from_double(f, dt);
+}
+
+/* dst[i] = src[i] widened / rounded, i < n; dt is TG_BF16 or TG_F16. */
+static inline void tg_half_widen_n(float *dst, const uint16_t *src, size_t n, tg_dtype dt)
+{
+    if (dt == TG_BF16)
+        for (size_t i = 0; i < n; i++) dst[i] = tg_bf16_to_float(src[i]);
+    else
+        for (size_t i = 0; i < n; i++) dst[i] = tg_f16_to_float(src[i]);
+}
+
+static inline void tg_half_round_n(uint16_t *dst, const float *src, size_t n, tg_dtype dt)
+{
+    if (dt == TG_BF16)
+        for (size_t i = 0; i < n; i++) dst[i] = tg_bf16_from_float(src[i]);
+    else
+        for (size_t i = 0; i < n; i++) dst[i] = tg_half_from_double(src[i], dt);
+}
+
+#endif

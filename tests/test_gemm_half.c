@@ -1,0 +1,242 @@
+/* tg_gemm_half (core/kernels/gemm_half.c): GEMMs of bfloat16 / float16
+ * operands with float32 accumulation, against a double reference; and the
+ * element conversions of core/kernels/half.h against core/engine/dtype.c's.
+ *
+ * The error bounds, derived (u = 2^-24, float32's unit roundoff):
+ *  - half inputs: each product of two half values is exact in float32 (8 or
+ *    11 significant bits each), so only the float32 sums round, as in
+ *    tg_sgemm: |C - exact| <= gamma_K sum |a||b| plus the roundings of
+ *    alpha acc and beta C; test_gemm's (K + 2) 2u (|alpha| sum |a||b| +
+ *    |beta C0|) is twice that.
+ *  - float32 inputs rounded to half (autocast): each operand moves by at most
+ *    e |x| (e = 2^-8 for bfloat16, 2^-11 for float16), so a product moves by
+ *    at most (2e + e^2) |a||b|; with the sums' bound on top, the element is
+ *    within ((2e + e^2)(1 + gamma) + (K + 2) 2u) |alpha| sum |a||b| of the
+ *    product of the float32 inputs. For bfloat16 that is about
+ *    (2^-7 + K 2^-23) sum |a||b|. */
+#include <criterion/criterion.h>
+#include <criterion/redirect.h>
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <tapegrad/core/engine/error.h>
+#include <tapegrad/core/kernels/threads.h>
+#include "../core/kernels/gemm_half.h"
+#include "../core/kernels/half.h"
+
+static unsigned g_seed = 7;
+static float frand(void)
+{
+    g_seed = g_seed * 1664525u + 1013904223u;
+    return (float)(g_seed >> 8) / (float)(1u << 24) * 2.0f - 1.0f;
+}
+
+/* op(A) [M,K], op(B) [K,N] of dtype dt, C [M,N], rows pad longer than needed;
+ * af / bf hold the float32 values the half operands were rounded from. */
+typedef struct problem {
+    tg_dtype dt;
+    bool ta, tb;
+    int M, N, K, lda, ldb, ldc;
+    float alpha, beta;
+    float *af, *bf, *C, *C0;
+    uint16_t *A, *B;
+} problem;
+
+static problem make(tg_dtype dt, bool ta, bool tb, int M, int N, int K, float alpha, float beta, int pad)
+{
+    problem p = {dt, ta, tb, M, N, K, (ta ? M : K) + pad, (tb ? K : N) + pad, N + pad, alpha, beta,
+                 NULL, NULL, NULL, NULL, NULL, NULL};
+    size_t na = (size_t)(ta ? K : M) * p.lda + 1, nb = (size_t)(tb ? N : K) * p.ldb + 1, nc = (size_t)M * p.ldc + 1;
+    p.af = malloc(na * 4), p.bf = malloc(nb * 4), p.C = malloc(nc * 4), p.C0 = malloc(nc * 4);
+    p.A = malloc(na * 2), p.B = malloc(nb * 2);
+    cr_assert(p.af && p.bf && p.C && p.C0 && p.A && p.B);
+    for (size_t i = 0; i < na; i++) p.af[i] = frand(), p.A[i] = tg_half_from_float(p.af[i], dt);
+    for (size_t i = 0; i < nb; i++) p.bf[i] = frand(), p.B[i] = tg_half_from_float(p.bf[i], dt);
+    for (size_t i = 0; i < nc; i++) p.C[i] = beta == 0 ? NAN : frand(); /* beta 0 must not read C */
+    memcpy(p.C0, p.C, nc * 4);
+    return p;
+}
+
+static void release(problem *p)
+{
+    free(p->af), free(p->bf), free(p->C), free(p->C0), free(p->A), free(p->B);
+}
+
+static void run(problem *p)
+{
+    cr_assert(tg_gemm_half(p->dt, p->ta, p->tb, p->M, p->N, p->K, p->alpha, p->A, p->lda, p->B, p->ldb, p->beta,
+                           p->C, p->ldc),
+              "%s", tg_error());
+}
+
+static double a_at(const problem *p, int i, int k, bool rounded)
+{
+    size_t at = p->ta ? (size_t)k * p->lda + i : (size_t)i * p->lda + k;
+    return rounded ? tg_half_to_float(p->A[at], p->dt) : p->af[at];
+}
+
+static double b_at(const problem *p, int k, int j, bool rounded)
+{
+    size_t at = p->tb ? (size_t)j * p->ldb + k : (size_t)k * p->ldb + j;
+    return rounded ? tg_half_to_float(p->B[at], p->dt) : p->bf[at];
+}
+
+/* Every element against the double product of the half values (rounded) or
+ * of the float32 values they came from, within the header's bounds. */
+static void check(const problem *p, bool rounded, const char *what)
+{
+    double e = p->dt == TG_BF16 ? 0x1p-8 : 0x1p-11, u = 0x1p-24;
+    double gamma = p->K * u / (1 - p->K * u);
+    double from_inputs = rounded ? 0 : (2 * e + e * e) * (1 + gamma);
+    for (int i = 0; i < p->M; i++)
+        for (int j = 0; j < p->N; j++) {
+            double dot = 0, mag = 0;
+            for (int k = 0; k < p->K; k++) {
+                double ab = a_at(p, i, k, rounded) * b_at(p, k, j, rounded);
+                dot += ab, mag += fabs(ab);
+            }
+            double c0 = p->beta == 0 ? 0 : p->C0[(size_t)i * p->ldc + j];
+            double ref = p->alpha * dot + p->beta * c0;
+            double tol = (from_inputs + (p->K + 2) * 2 * u) * fabs(p->alpha) * mag + (p->K + 2) * 2 * u * fabs(p->beta * c0);
+            double got = p->C[(size_t)i * p->ldc + j];
+            if (!(fabs(got - ref) <= tol))
+                cr_assert_fail("%s %s (%s): ta=%d tb=%d M=%d N=%d K=%d: C[%d,%d] = %.9g, expected %.9g (bound %.3g)",
+                               what, tg_dtype_name(p->dt), rounded ? "half values" : "float32 values", p->ta, p->tb,
+                               p->M, p->N, p->K, i, j, got, ref, tol);
+        }
+}
+
+static const int SIZES[] = {1, 2, 5, 12, 13, 17, 32, 33, 100, 193};
+#define NSIZES ((int)(sizeof SIZES / sizeof SIZES[0]))
+
+/* The kernel tg_gemm_half runs now, over both dtypes, every transpose, the
+ * sizes above, alpha / beta and padding; then shapes past the blocking. */
+static void sweep(void)
+{
+    printf("tg_gemm_half: kernel %s\n", tg_gemm_half_kernel_name(tg_gemm_half_get_kernel()));
+    static const float alphas[] = {1, 0.5f, -2}, betas[] = {0, 1, 0.25f};
+    for (int d = 0; d < 2; d++)
+        for (int t = 0; t < 4; t++)
+            for (int a = 0; a < NSIZES; a++)
+                for (int b = 0; b < NSIZES; b++) {
+                    int r = a * NSIZES + b + t;
+                    problem p = make(d ? TG_F16 : TG_BF16, t & 1, t & 2, SIZES[a], SIZES[b],
+                                     SIZES[(a * 7 + b * 3 + t) % NSIZES], alphas[r % 3], betas[(r / 3) % 3],
+                                     r % 2 ? 0 : 1 + r % 5);
+                    run(&p);
+                    check(&p, true, "sweep");
+                    check(&p, false, "sweep");
+                    release(&p);
+                }
+    static const int big[][3] = {{300, 257, 129}, {37, 45, 800}, {13, 700, 390}};
+    for (int s = 0; s < 3; s++)
+        for (int t = 0; t < 4; t++) {
+            problem p = make(TG_BF16, t & 1, t & 2, big[s][0], big[s][1], big[s][2], 1, 0.25f, 1);
+            run(&p);
+            check(&p, true, "past the blocking");
+            check(&p, false, "past the blocking");
+            release(&p);
+        }
+}
+
+Test(gemm_half, within_the_bounds_of_a_double_product) { sweep(); }
+
+/* The bound for rounded float32 inputs is not loose enough to hide a wrong
+ * rounding: truncating instead of rounding to nearest moves a product by up
+ * to 2^-7 one way, which over K = 800 terms of one sign exceeds it. */
+Test(gemm_half, the_rounded_input_bound_catches_truncation)
+{
+    problem p = make(TG_BF16, false, false, 4, 4, 800, 1, 0, 0);
+    for (size_t i = 0; i < (size_t)4 * 800; i++) {
+        p.af[i] = fabsf(p.af[i]) + 1.0f / 3, p.bf[i] = fabsf(p.bf[i]) + 1.0f / 3;
+        uint32_t ua, ub;
+        memcpy(&ua, &p.af[i], 4), memcpy(&ub, &p.bf[i], 4);
+        p.A[i] = (uint16_t)(ua >> 16), p.B[i] = (uint16_t)(ub >> 16); /* truncated */
+    }
+    run(&p);
+    double worst = 0;
+    for (int j = 0; j < 4; j++) {
+        double dot = 0;
+        for (int k = 0; k < 800; k++) dot += (double)p.af[k] * p.bf[(size_t)k * 4 + j];
+        worst = fmax(worst, fabs(p.C[j] - dot) / dot);
+    }
+    cr_assert_gt(worst, 0x1p-8 + 800 * 0x1p-23, "truncation moved C by only %.3g of sum |a||b|", worst);
+    release(&p);
+}
+
+Test(gemm_half, bit_identical_for_1_and_2_threads)
+{
+    static const int shapes[][3] = {{300, 257, 129}, {1664, 64, 64}, {64, 1664, 100}, {772, 256, 1024}};
+    for (int s = 0; s < 4; s++)
+        for (int t = 0; t < 4; t++) {
+            problem p = make(TG_BF16, t & 1, t & 2, shapes[s][0], shapes[s][1], shapes[s][2], 0.5f, 0.25f, 0);
+            size_t nc = (size_t)p.M * p.ldc;
+            tg_threads_set(1);
+            run(&p);
+            float *one = malloc(nc * 4);
+            cr_assert_not_null(one);
+            memcpy(one, p.C, nc * 4);
+            memcpy(p.C, p.C0, nc * 4);
+            tg_threads_set(2);
+            run(&p);
+            cr_assert(memcmp(one, p.C, nc * 4) == 0, "M=%d N=%d K=%d ta=%d tb=%d", p.M, p.N, p.K, t & 1, (t & 2) != 0);
+            free(one);
+            release(&p);
+        }
+}
+
+Test(gemm_half, degenerate_sizes_follow_blas)
+{
+    float C[4] = {1, 2, 3, 4};
+    uint16_t A[1] = {0}, B[1] = {0};
+    cr_assert(tg_gemm_half(TG_BF16, false, false, 2, 2, 0, 1, A, 1, B, 2, 0.5f, C, 2)); /* K 0: C = beta C */
+    cr_assert(C[0] == 0.5f && C[3] == 2);
+    cr_assert(tg_gemm_half(TG_BF16, false, false, 0, 2, 3, 1, NULL, 3, NULL, 2, 0, C, 2)); /* M 0: nothing */
+    cr_assert(C[0] == 0.5f);
+    cr_assert_not(tg_gemm_half(TG_F32, false, false, 2, 2, 1, 1, A, 1, B, 2, 0, C, 2));
+    cr_assert_str_eq(tg_error(), "tg_gemm_half: operands are float32, not bfloat16 or float16");
+}
+
+/* half.h's conversions give dtype.c's bits: every half value widened, and
+ * float32s rounded (random bits, and each half value +- half an ulp: the
+ * ties, which go to even). */
+Test(gemm_half, conversions_equal_the_dtype_rules)
+{
+    for (int d = 0; d < 2; d++) {
+        tg_dtype dt = d ? TG_F16 : TG_BF16;
+        for (uint32_t h = 0; h < 65536; h++) {
+            double want = tg_half_to_double((uint16_t)h, dt);
+            float got = tg_half_to_float((uint16_t)h, dt);
+            cr_assert(isnan(want) ? isnan(got) : got == want, "%s 0x%04x: %.9g, not %.9g", tg_dtype_name(dt), h,
+                      got, want);
+            if (isnan(want) || isinf(want)) continue;
+            float up = nextafterf(got, INFINITY), mid = (float)((want + (double)up) / 2);
+            float xs[3] = {got, mid, -mid};
+            for (int k = 0; k < 3; k++)
+                cr_assert_eq(tg_half_from_float(xs[k], dt), tg_half_from_double(xs[k], dt), "%s of %.9g",
+                             tg_dtype_name(dt), xs[k]);
+        }
+        for (int i = 0; i < 200000; i++) {
+            uint32_t u = (uint32_t)(frand() * 2147483648.0f) * 2u + (uint32_t)i % 2u;
+            float f;
+            memcpy(&f, &u, 4);
+            uint16_t want = tg_half_from_double(f, dt), got = tg_half_from_float(f, dt);
+            cr_assert(got == want, "%s of bits 0x%08x: 0x%04x, not 0x%04x",
+                      tg_dtype_name(dt), u, got, want);
+        }
+    }
+}
+
+Test(gemm_half, env_naming_no_kernel_is_said, .init = cr_redirect_stderr)
+{
+    /* the choice is made once per process: this test's process is fresh */
+    setenv("TAPEGRAD_GEMM_HALF", "tiles", 1);
+    tg_gemm_half_kernel k = tg_gemm_half_get_kernel();
+    fflush(stderr);
+    char want[160];
+    snprintf(want, sizeof want, "tapegrad: TAPEGRAD_GEMM_HALF=tiles is not widen; using %s\n", tg_gemm_half_kernel_name(k));
+    cr_assert_stderr_eq_str(want);
+}
