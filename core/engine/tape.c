@@ -51,6 +51,7 @@ struct tg_tape {
     tg_hblock *headers;  /* the arena tensors' headers (core/engine/headers.h) */
     uint32_t id, gen;    /* stamped on every arena tensor (core/engine/tensor.h) */
     bool recording, training, anomaly, has_error, backward_done;
+    tg_dtype autocast;   /* TG_F32: off; TG_BF16 / TG_F16: the products' operand type */
     char error[TG_ERROR_MAX];  /* a copy of the failure tg_error() reports */
 };
 
@@ -63,6 +64,7 @@ tg_tape *tg_tape_new(void)
     t->gen = 1;
     t->recording = true;
     t->training = true;
+    t->autocast = TG_F32;
     return t;
 }
 
@@ -109,6 +111,30 @@ bool tg_tape_recording(const tg_tape *t)
 {
     TG_REFUSE_NULL(t, "the tape", false);
     return t->recording;
+}
+
+tg_dtype tg_autocast_begin(tg_tape *t, tg_dtype dt)
+{
+    TG_REFUSE_NULL(t, "the tape", TG_F32);
+    tg_dtype prev = t->autocast;
+    if (dt != TG_F32 && !tg_dtype_is_half(dt)) {
+        tg_fail(t, "tg_autocast_begin: %s is not bfloat16, float16 or float32 (off)", tg_dtype_name(dt));
+        return prev;
+    }
+    t->autocast = dt;
+    return prev;
+}
+
+void tg_autocast_end(tg_tape *t, tg_dtype prev)
+{
+    TG_REFUSE_NULL(t, "the tape", );
+    t->autocast = prev == TG_F32 || tg_dtype_is_half(prev) ? prev : TG_F32;
+}
+
+tg_dtype tg_tape_autocast(const tg_tape *t)
+{
+    TG_REFUSE_NULL(t, "the tape", TG_F32);
+    return t->autocast;
 }
 
 void tg_tape_set_training(tg_tape *t, bool on)

@@ -53,6 +53,20 @@ void tg_tape_reset(tg_tape *t);
 bool tg_no_grad_begin(tg_tape *t);
 void tg_no_grad_end(tg_tape *t, bool prev);
 bool tg_tape_recording(const tg_tape *t);
+/* An autocast scope (torch.autocast("cpu", dtype=...)): until the matching
+ * end, the float32 products (tg_matmul, so tg_linear and the attention
+ * projections; tg_sdpa's two products) take their operands rounded to dt
+ * (TG_BF16 or TG_F16), multiply them exactly and sum in float32; their
+ * outputs and every other op stay float32 (softmax, norms, losses,
+ * reductions, the optimizer), and float64 ops are not touched. Backward runs
+ * each product's GEMMs the way its forward ran, whatever the scope is then.
+ * TG_F32 turns it off; scopes nest as no-grad's:
+ *     tg_dtype prev = tg_autocast_begin(t, TG_BF16);  ... forward ...  tg_autocast_end(t, prev);
+ * Returns the previous dtype (TG_F32 when off); another dtype is the tape's
+ * error and changes nothing. docs/DESIGN.md "Mixed precision". */
+tg_dtype tg_autocast_begin(tg_tape *t, tg_dtype dt);
+void tg_autocast_end(tg_tape *t, tg_dtype prev);
+tg_dtype tg_tape_autocast(const tg_tape *t);
 /* Training flag: dropout is active only when true (default true). */
 void tg_tape_set_training(tg_tape *t, bool on);
 bool tg_tape_training(const tg_tape *t);

@@ -3,6 +3,11 @@
  * out = op(a) op(b) + bias. With op(a) [M,K], op(b) [K,N], dout [M,N]:
  *   d op(a) = dout op(b)^T      d op(b) = op(a)^T dout      dbias = colsum(dout)
  * and a transposed operand receives the transpose of its d op(.).
+ *
+ * Under autocast (core/engine/tape.h) the float32 op rounds a and b to the
+ * half type once, keeps those copies for backward, and every GEMM of both
+ * passes takes half operands (dout rounded too) with float32 sums
+ * (core/kernels/gemm_half.h); bias, dbias and the results stay float32.
  */
 #include <stdio.h>
 #include <string.h>
@@ -10,6 +15,8 @@
 #include "../internal.h"
 #include "../ops.h"
 #include "../../kernels/blas.h"
+#include "../../kernels/gemm_half.h"
+#include "../../kernels/half.h"
 #include "../../kernels/threads.h"
 
 /* The op's context: what its forward worked out from the shapes. */
@@ -18,7 +25,50 @@ typedef struct mm_dims {
     int batch;      /* product of a's leading dims */
     int M, K, N;
     bool b_batched; /* b has a's batch dims (else broadcast 2-D) */
+    tg_dtype half;  /* TG_F32, or autocast's operand type: ah, bh hold a, b rounded */
+    const uint16_t *ah, *bh;
 } mm_dims;
+
+/* An operand as the GEMMs read it: its data, or its half copy under autocast. */
+typedef struct mm_opnd {
+    const tg_real *f;
+    const uint16_t *h;
+} mm_opnd;
+
+static mm_opnd opnd_at(mm_opnd x, size_t off) { return (mm_opnd){x.f + off, x.h ? x.h + off : NULL}; }
+
+/* C [M,N] = op(A) op(B) + beta C, contiguous as tg_gemm: in float when A has
+ * no half copy, else in the half type. False only when the half GEMM's
+ * scratch could not be allocated (the error is set). */
+static bool mm_gemm(tg_dtype half, bool ta, bool tb, int M, int N, int K, mm_opnd A, mm_opnd B, tg_real beta,
+                    tg_real *C)
+{
+#ifndef TAPEGRAD_DOUBLE
+    if (A.h) return tg_gemm_half(half, ta, tb, M, N, K, 1, A.h, ta ? M : K, B.h, tb ? K : N, beta, C, N);
+#endif
+    (void)half;
+    tg_gemm(ta, tb, M, N, K, 1, A.f, B.f, beta, C);
+    return true;
+}
+
+/* h [n] = x rounded to half (autocast runs in the float32 copy only) */
+static void round_half(uint16_t *h, const tg_real *x, size_t n, tg_dtype half)
+{
+#ifndef TAPEGRAD_DOUBLE
+    tg_half_round_n(h, x, n, half);
+#else
+    (void)h, (void)x, (void)n, (void)half;
+#endif
+}
+
+/* x's elements rounded to half, in the arena until tg_tape_reset (NULL: out
+ * of memory, the tape's error set). */
+static const uint16_t *half_copy(tg_tape *t, const tg_real *x, size_t n, tg_dtype half)
+{
+    uint16_t *h = tg_arena_alloc(t, n * sizeof *h + 1, "tg_matmul");
+    if (h) round_half(h, x, n, half);
+    return h;
+}
 
 static bool mm_shapes(tg_tape *t, const tg_op *op, const tg_tensor *a, const tg_tensor *b,
                       const tg_tensor *bias, unsigned flags, mm_dims *d)
@@ -115,32 +165,43 @@ TG_BACKWARD(matmul_backward, mm_dims)
     }
     /* The GEMMs below write all of da and db: a grad made here is stored
      * (beta 0), not zeroed and added to. */
-    tg_real beta_a, beta_b;
+    tg_real beta_a = 0, beta_b = 0;
     tg_real *da = a->requires_grad ? tg_grad_write(t, a, &beta_a) : NULL;
     tg_real *db = b->requires_grad ? tg_grad_write(t, b, &beta_b) : NULL;
     size_t sa = (size_t)d.M * d.K, sb = (size_t)d.K * d.N, so = (size_t)d.M * d.N;
+    mm_opnd A = {a->data, d.ah}, B = {b->data, d.bh}, G = {dout, NULL};
+    uint16_t *gh = NULL;
+    size_t gh_bytes = out->size * sizeof *gh + 1;
+    if (d.ah) {
+        if (!(gh = tg_arena_scratch(t, gh_bytes, "tg_matmul"))) return;
+        round_half(gh, dout, out->size, d.half);
+        G.h = gh;
+    }
+    bool ok = true;
     /* A broadcast b with an untransposed a: one GEMM over all batch * M rows, as forward. */
     int steps = d.b_batched || ta ? d.batch : 1, M = steps == 1 ? d.batch * d.M : d.M;
     if (da) {
         for (int i = 0; i < steps; i++) {
-            const tg_real *bi = b->data + (d.b_batched ? i * sb : 0);
+            mm_opnd bi = opnd_at(B, d.b_batched ? i * sb : 0), gi = opnd_at(G, i * so);
             if (!ta) /* da [M,K] += dout [M,N] op(b)^T */
-                tg_gemm(0, !tb, M, d.K, d.N, 1, dout + i * so, bi, beta_a, da + i * sa);
+                ok &= mm_gemm(d.half, 0, !tb, M, d.K, d.N, gi, bi, beta_a, da + i * sa);
             else     /* da [K,M] += op(b) [K,N] dout^T */
-                tg_gemm(tb, 1, d.K, d.M, d.N, 1, bi, dout + i * so, beta_a, da + i * sa);
+                ok &= mm_gemm(d.half, tb, 1, d.K, d.M, d.N, bi, gi, beta_a, da + i * sa);
         }
     }
     if (db) {
         for (int i = 0; i < steps; i++) {
-            const tg_real *ai = a->data + i * sa, *gi = dout + i * so;
+            mm_opnd ai = opnd_at(A, i * sa), gi = opnd_at(G, i * so);
             tg_real *dbi = db + (d.b_batched ? i * sb : 0);
             tg_real beta = d.b_batched || i == 0 ? beta_b : 1;  /* a broadcast b sums the steps */
             if (!tb) /* db [K,N] += op(a)^T [K,M] dout [M,N] */
-                tg_gemm(!ta, 0, d.K, d.N, M, 1, ai, gi, beta, dbi);
+                ok &= mm_gemm(d.half, !ta, 0, d.K, d.N, M, ai, gi, beta, dbi);
             else     /* db [N,K] += dout^T [N,M] op(a) [M,K] */
-                tg_gemm(1, ta, d.N, d.K, M, 1, gi, ai, beta, dbi);
+                ok &= mm_gemm(d.half, 1, ta, d.N, d.K, M, gi, ai, beta, dbi);
         }
     }
+    if (gh) tg_arena_release(t, gh, gh_bytes);
+    if (!ok) tg_fail(t, "tg_matmul: backward: %s", tg_error());
 }
 
 TG_OP(matmul_op, "tg_matmul", matmul_backward, mm_dims);
@@ -160,25 +221,37 @@ tg_tensor *tg_matmul(tg_tape *t, tg_tensor *a, tg_tensor *b, tg_tensor *bias, un
     if (!out) return NULL;
     bool ta = flags & TG_TRANS_A, tb = flags & TG_TRANS_B;
     size_t sa = (size_t)d.M * d.K, sb = (size_t)d.K * d.N, so = (size_t)d.M * d.N;
+    d.half = TG_REAL_DTYPE == TG_F32 ? tg_tape_autocast(t) : TG_F32;
+    d.ah = d.bh = NULL;
+    if (d.half != TG_F32 && out->size > 0 && d.K > 0) {
+        if (!(d.ah = half_copy(t, a->data, a->size, d.half)) || !(d.bh = half_copy(t, b->data, b->size, d.half)))
+            return NULL;
+    }
+    mm_opnd A = {a->data, d.ah}, B = {b->data, d.bh};
+    /* the float path: one GEMM for an untransposed a and a 2-D b, bias in its store */
     bool one_gemm = !d.b_batched && !ta && out->size > 0 && d.K > 0;
     tg_real beta = 0;
-    if (bias && !one_gemm) {
+    if (bias && !(one_gemm && !d.ah)) {
         size_t rows = (size_t)d.batch * d.M;
         for (size_t r = 0; r < rows; r++) memcpy(out->data + r * d.N, bias->data, d.N * sizeof(tg_real));
         beta = 1;
     }
     if (d.K == 0 && !bias) memset(out->data, 0, out->size * sizeof(tg_real));
+    bool ok = true;
     if (out->size == 0 || d.K == 0) {
         /* BLAS rejects zero leading dimensions; the result is already set */
-    } else if (one_gemm) {
+    } else if (one_gemm && !d.ah) {
         /* [batch*M, K] @ op(b): one GEMM, the bias added in its store */
         if (bias) tg_gemm_bias(0, tb, d.batch * d.M, d.N, d.K, a->data, b->data, bias->data, out->data);
         else tg_gemm(0, tb, d.batch * d.M, d.N, d.K, 1, a->data, b->data, 0, out->data);
+    } else if (one_gemm) {
+        ok = mm_gemm(d.half, 0, tb, d.batch * d.M, d.N, d.K, A, B, beta, out->data);
     } else {
         for (int i = 0; i < d.batch; i++)
-            tg_gemm(ta, tb, d.M, d.N, d.K, 1, a->data + i * sa, b->data + (d.b_batched ? i * sb : 0),
-                    beta, out->data + i * so);
+            ok &= mm_gemm(d.half, ta, tb, d.M, d.N, d.K, opnd_at(A, i * sa), opnd_at(B, d.b_batched ? i * sb : 0),
+                          beta, out->data + i * so);
     }
+    if (!ok) return tg_op_fail(t, &matmul_op, "%s", tg_error());
     if (!tg_op_record(t, &matmul_op, out, in, 3, &d)) return NULL;
     return tg_op_done(t, &matmul_op, out);
 }

@@ -54,11 +54,14 @@
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../internal.h"
 #include "../ops.h"
 #include "../../kernels/blas.h"
+#include "../../kernels/gemm_half.h"
+#include "../../kernels/half.h"
 #include "../../kernels/threads.h"
 
 typedef struct sdpa_dims {
@@ -90,6 +93,7 @@ typedef struct sdpa_plan {
     const int32_t *qpos;      /* [B]: batch b's query row i is at position qpos[b] + i (NULL: i);
                                  a decode's, never recorded */
     double pairs;             /* query-key pairs per head for the thread rule (0: B*Lq*Lk) */
+    tg_dtype half;            /* autocast's operand type for both passes' GEMMs (TG_F32: none) */
 } sdpa_plan;
 
 static inline size_t lay_at(const sdpa_lay *l, int b, int h)
@@ -97,10 +101,24 @@ static inline size_t lay_at(const sdpa_lay *l, int b, int h)
     return l->off + (size_t)b * l->sb + (size_t)(h / l->group) * l->sh;
 }
 
+#ifndef TAPEGRAD_DOUBLE /* autocast rounds float32 operands only */
+/* x's [rows x cols] block (rows ld apart) rounded to half, contiguous; NULL
+ * when out of memory. */
+static uint16_t *half_block(const float *x, int rows, int cols, int ld, tg_dtype half)
+{
+    uint16_t *h = malloc((size_t)rows * cols * sizeof *h + 1);
+    for (int r = 0; h && r < rows; r++) tg_half_round_n(h + (size_t)r * cols, x + (size_t)r * ld, (size_t)cols, half);
+    return h;
+}
+#endif
+
 /* C [M,N] = alpha op(A) op(B) + beta C with leading dimensions, beta 0 or 1;
  * zero dims are handled here because BLAS rejects zero leading dimensions.
- * The arguments of blas.h's tg_gemm_ld. */
-static void gemm_ld(bool ta, bool tb, int M, int N, int K, tg_real alpha, const tg_real *A, int lda,
+ * The arguments of blas.h's tg_gemm_ld, after the plan's autocast type: with
+ * a half type the operands are rounded to it (core/kernels/gemm_half.h);
+ * when that scratch cannot be allocated the product runs in float, more
+ * exactly than asked. */
+static void gemm_ld(tg_dtype half, bool ta, bool tb, int M, int N, int K, tg_real alpha, const tg_real *A, int lda,
                     const tg_real *B, int ldb, tg_real beta, tg_real *C, int ldc)
 {
     if (M == 0 || N == 0) return;
@@ -109,6 +127,17 @@ static void gemm_ld(bool ta, bool tb, int M, int N, int K, tg_real alpha, const 
             for (int i = 0; i < M; i++) memset(C + (size_t)i * ldc, 0, (size_t)N * sizeof *C);
         return;
     }
+#ifndef TAPEGRAD_DOUBLE
+    if (half != TG_F32) {
+        int ca = ta ? M : K, cb = tb ? K : N;
+        uint16_t *ah = half_block(A, ta ? K : M, ca, lda, half), *bh = half_block(B, tb ? N : K, cb, ldb, half);
+        bool done = ah && bh && tg_gemm_half(half, ta, tb, M, N, K, alpha, ah, ca, bh, cb, beta, C, ldc);
+        free(ah), free(bh);
+        if (done) return;
+    }
+#else
+    (void)half;
+#endif
     tg_gemm_ld(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
@@ -271,7 +300,7 @@ static void fwd_block(const sdpa_fwd *c, int b, int h, int i0, int nr, sdpa_scr 
     size_t bh = (size_t)b * d->H + h;
     int n = block_keys(p, b, h, i0, nr, s);
     const tg_real *P = s->S;
-    gemm_ld(0, !p->k.trans, nr, n, d->dk, (tg_real)p->scale, c->q + lay_at(&p->q, b, h) + (size_t)i0 * p->q.ld,
+    gemm_ld(p->half, 0, !p->k.trans, nr, n, d->dk, (tg_real)p->scale, c->q + lay_at(&p->q, b, h) + (size_t)i0 * p->q.ld,
             p->q.ld, c->k + lay_at(&p->k, b, h), p->k.ld, 0, s->S, n);
     int ld_add;
     const tg_real *add = tg_attn_bias_rows(&p->ab, b, h, i0, nr, n, s->Add, &ld_add);
@@ -283,7 +312,7 @@ static void fwd_block(const sdpa_fwd *c, int b, int h, int i0, int nr, sdpa_scr 
         dropout_block(s->S, s->P, s->kb, nr, n, d->Lk, p->p, c->rng);
         P = s->P;
     }
-    gemm_ld(0, 0, nr, d->dv, n, 1, P, n, c->v + lay_at(&p->v, b, h), p->v.ld, 0,
+    gemm_ld(p->half, 0, 0, nr, d->dv, n, 1, P, n, c->v + lay_at(&p->v, b, h), p->v.ld, 0,
             c->out + lay_at(&p->o, b, h) + (size_t)i0 * p->o.ld, p->o.ld);
 }
 
@@ -338,6 +367,7 @@ static tg_tensor *sdpa_run(tg_tape *t, const tg_op *sop, sdpa_plan *p, tg_tensor
     bool grad = tg_needs_grad(t, in, n), mat = grad && tg_sdpa_materialises(d.B, d.H, d.Lq, d.Lk);
     int shape[4] = {d.B, d.H, d.Lq, d.Lk};
     p->rows = rows_for(&d);
+    p->half = TG_REAL_DTYPE == TG_F32 ? tg_tape_autocast(t) : TG_F32;
     p->p = drop ? o->dropout : 0;
     /* key_lens alone needs no visibility array: a block stops at key_lens[b] */
     p->rules = tg_mask_rt_rules(&p->ab.mask);
@@ -423,7 +453,7 @@ static void bwd_block(sdpa_bwd *c, int b, int h, int i0, int nr, sdpa_scr *s)
         for (int r = 0; r < nr; r++)
             memcpy(s->S + (size_t)r * n, c->A + (bh * d->Lq + i0 + r) * d->Lk, (size_t)n * sizeof *s->S);
     } else {   /* the forward's S and A again, the same bits */
-        gemm_ld(0, 1, nr, n, d->dk, scale, c->q + oq, p->q.ld, c->k + ok, p->k.ld, 0, s->S, n);
+        gemm_ld(p->half, 0, 1, nr, n, d->dk, scale, c->q + oq, p->q.ld, c->k + ok, p->k.ld, 0, s->S, n);
         int ld_add;
         const tg_real *add = tg_attn_bias_rows(&p->ab, b, h, i0, nr, n, s->Add, &ld_add);
         tg_softmax_block_redo(s->S, s->S, (size_t)nr, n, 1, p->rules ? s->vis : NULL, add, ld_add,
@@ -433,9 +463,9 @@ static void bwd_block(sdpa_bwd *c, int b, int h, int i0, int nr, sdpa_scr *s)
         dropout_block(s->S, s->P, s->kb, nr, n, d->Lk, p->p, &c->rng);
         P = s->P;
     }
-    if (c->dv) gemm_ld(1, 0, n, d->dv, nr, 1, P, n, dO, p->o.ld, 1, c->dv + ov, p->v.ld);
+    if (c->dv) gemm_ld(p->half, 1, 0, n, d->dv, nr, 1, P, n, dO, p->o.ld, 1, c->dv + ov, p->v.ld);
     if (!c->dq && !c->dk && !c->dbias) return;
-    gemm_ld(0, 1, nr, n, d->dv, 1, dO, p->o.ld, c->v + ov, p->v.ld, 0, s->G, n);
+    gemm_ld(p->half, 0, 1, nr, n, d->dv, 1, dO, p->o.ld, c->v + ov, p->v.ld, 0, s->G, n);
     if (p->p > 0)
         for (size_t e = 0; e < (size_t)nr * n; e++) s->G[e] = s->kb[e] ? s->G[e] * inv : 0;
     softmax_grad_rows(s->S, s->G, nr, n);
@@ -444,8 +474,8 @@ static void bwd_block(sdpa_bwd *c, int b, int h, int i0, int nr, sdpa_scr *s)
         for (int r = 0; r < nr; r++)
             for (int j = 0; j < n; j++) db[(size_t)r * d->Lk + j] += s->G[(size_t)r * n + j];
     }
-    if (c->dq) gemm_ld(0, 0, nr, d->dk, n, scale, s->G, n, c->k + ok, p->k.ld, 1, c->dq + oq, p->q.ld);
-    if (c->dk) gemm_ld(1, 0, n, d->dk, nr, scale, s->G, n, c->q + oq, p->q.ld, 1, c->dk + ok, p->k.ld);
+    if (c->dq) gemm_ld(p->half, 0, 0, nr, d->dk, n, scale, s->G, n, c->k + ok, p->k.ld, 1, c->dq + oq, p->q.ld);
+    if (c->dk) gemm_ld(p->half, 1, 0, n, d->dk, nr, scale, s->G, n, c->q + oq, p->q.ld, 1, c->dk + ok, p->k.ld);
 }
 
 /* Batches [B*i/pieces, B*(i+1)/pieces) with scratch i (as fwd_piece). */
