@@ -30,6 +30,9 @@ Test(null, tape)
     REFUSES(tg_no_grad_begin(NULL), "tg_no_grad_begin");
     REFUSES(tg_no_grad_end(NULL, true), "tg_no_grad_end");
     REFUSES(tg_tape_recording(NULL), "tg_tape_recording");
+    REFUSES(tg_autocast_begin(NULL, TG_BF16), "tg_autocast_begin");
+    REFUSES(tg_autocast_end(NULL, TG_F32), "tg_autocast_end");
+    REFUSES(tg_tape_autocast(NULL), "tg_tape_autocast");
     REFUSES(tg_tape_set_training(NULL, true), "tg_tape_set_training");
     REFUSES(tg_tape_training(NULL), "tg_tape_training");
     REFUSES(tg_tape_set_anomaly(NULL, true), "tg_tape_set_anomaly");
