@@ -130,3 +130,19 @@ Test(train_variants, bad_variant_flags_are_refused)
     cr_assert_eq(run("train " REVERSE " --norm batch --steps 1 --out x"), 2, "%s", err_text);
     cr_assert(strstr(err_text, "--norm") && strstr(err_text, "rms"), "%s", err_text);
 }
+
+/* Autocast's bfloat16 products train reverse as float32's do; the weights
+ * and the files stay float32, and the run's precision is in its metadata. */
+Test(train_variants, reverse_with_bfloat16_products)
+{
+    cr_assert_eq(run("train " REVERSE " --precision bf16 --out h"), 0, "%s", err_text);
+    cr_assert(strstr(err_text, "reached the target accuracy") && strstr(err_text, "bf16"), "%s", err_text);
+    cr_assert_eq(run("eval --model h/model.safetensors --eval-size 500 --threads 1"), 0, "%s", err_text);
+    cr_assert_geq(reported_acc(out_text), 0.99, "%s", out_text);
+    static char head[65536];
+    model_header("h/checkpoint.safetensors", head, sizeof head);
+    cr_assert(strstr(head, "\"precision\":\"bf16\"") && strstr(head, "\"F32\"") && !strstr(head, "\"BF16\""), "%s",
+              head);
+    cr_assert_neq(run("train " REVERSE " --precision f8 --out x"), 0);
+    cr_assert(strstr(err_text, "--precision") && strstr(err_text, "f8"), "%s", err_text);
+}

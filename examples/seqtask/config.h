@@ -66,6 +66,7 @@ typedef struct sq_config {
     long batch, accum, steps, warmup;
     double lr, weight_decay, clip;
     int schedule, optimizer;     /* sq_sched; an index into --optimizer's choices */
+    int precision;               /* 0 float32, 1 bfloat16 (autocast's operand type) */
     long seed, threads;
     double collective_timeout;   /* seconds; 0: forever; used only when given (else the default above) */
     long eval_every, eval_size, save_every, log_every;

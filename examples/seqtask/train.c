@@ -176,8 +176,9 @@ static void print_header(const trainer *tr, int threads)
                 sq_task_name(c->kind), c->symbols, c->min_len, c->max_len, tr->run.eval->count);
     fprintf(stderr, "model    %ld layers, d_model %ld, %ld heads x %ld (%s), d_ff %ld: %zu parameters\n",
             c->layers, c->d_model, c->heads, c->d_head, c->mode ? "per-head" : "fused", c->d_ff, n);
-    fprintf(stderr, "training %s lr %g (%s, warmup %ld), batch %ld, %ld steps, %d threads -> %s\n",
-            sq_cli_choice(c, "optimizer"), c->lr, sq_cli_choice(c, "schedule"), c->warmup, c->batch, c->steps, threads, c->out);
+    fprintf(stderr, "training %s lr %g (%s, warmup %ld), batch %ld, %ld steps, %s, %d threads -> %s\n",
+            sq_cli_choice(c, "optimizer"), c->lr, sq_cli_choice(c, "schedule"), c->warmup, c->batch, c->steps,
+            sq_cli_choice(c, "precision"), threads, c->out);
     if (c->accum > 1 || tr->ranks > 1)
         fprintf(stderr, "split    %d rank%s x %ld micro-batch%s of about %ld examples (%d threads each)\n",
                 tr->ranks, tr->ranks > 1 ? "s" : "", c->accum, c->accum > 1 ? "es" : "",
@@ -209,7 +210,9 @@ static void micro_batches(trainer *tr, long targets, double sums[3])
         tg_tape_reset(tr->tape);
         tg_tensor *ids = tg_tensor_from_dtype(tr->tape, TG_I32, b->ids, 2, (int[]){b->B, b->T});
         tg_tensor *lens = tg_tensor_from_dtype(tr->tape, TG_I32, b->lens, 1, (int[]){b->B});
+        tg_dtype cast = tg_autocast_begin(tr->tape, c->precision ? TG_BF16 : TG_F32);
         tg_tensor *logits = tg_model_forward(tr->tape, &tr->m, ids, &(tg_model_opts){.lens = lens, .rng = drop}, NULL);
+        tg_autocast_end(tr->tape, cast);
         tg_tensor *y = tg_tensor_from_dtype(tr->tape, TG_I32, b->targets, 2, (int[]){b->B, b->T});
         tg_tensor *sum = y ? tg_cross_entropy_sum(tr->tape, logits, y, TG_IGNORE) : NULL;
         /* 1/targets of the whole batch: each row's grad is the one of the whole batch's mean */
