@@ -99,6 +99,19 @@ Test(train, copy_converges_and_every_command_works)
     cr_assert_eq(run("heads --model run/model.safetensors --eval-size 50 --threads 1"), 0, "%s", err_text);
     cr_assert(strstr(out_text, "L1 H1") || strstr(out_text, "    1    1"), "%s", out_text);
     check_png("run/heads.png", &w, &h);
+
+    /* export: bfloat16 weights in a file half the size, read back by eval at
+     * the accuracy of the float32 model (rounding moves it by at most a few
+     * examples); an existing --to survives without --overwrite */
+    cr_assert_eq(run("export --model run/model.safetensors --to m16.safetensors"), 0, "%s", err_text);
+    cr_assert(strstr(out_text, "as bfloat16"), "%s", out_text);
+    cr_assert_eq(run("eval --model m16.safetensors --eval-size 200 --threads 1"), 0, "%s", err_text);
+    cr_assert_geq(reported_acc(out_text), 0.88, "%s", out_text);
+    cr_assert_eq(run("export --model run/checkpoint.safetensors --to m16.safetensors --dtype f16"), 2);
+    cr_assert(strstr(err_text, "exists (give --overwrite"), "%s", err_text);
+    cr_assert_eq(run("export --model run/checkpoint.safetensors --to m16.safetensors --dtype f16 --overwrite"), 0,
+                 "%s", err_text);
+    cr_assert(strstr(out_text, "as float16"), "%s", out_text);
 }
 
 /* Run A: 2N steps. Run B: N steps, then --resume to 2N. Same rows. */

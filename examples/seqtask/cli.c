@@ -14,6 +14,7 @@
 #define C_GEN (1u << SQ_CMD_GENERATE)
 #define C_ATTN (1u << SQ_CMD_ATTN)
 #define C_HEADS (1u << SQ_CMD_HEADS)
+#define C_EXPORT (1u << SQ_CMD_EXPORT)
 #define C_ALL ((1u << SQ_CMD_COUNT) - 1)
 #define M_MODEL SQ_META_MODEL
 #define M_TASK SQ_META_TASK
@@ -28,6 +29,7 @@ static const char *const ffn_choices[] = {"gelu", "silu", "swiglu", "geglu", NUL
 static const char *const sched_choices[] = {"constant", "cosine", "linear", NULL};
 static const char *const optim_choices[] = {"adam", "adamw", "sgd", NULL};
 static const char *const precision_choices[] = {"f32", "bf16", NULL};
+static const char *const dtype_choices[] = {"bf16", "f16", "f32", NULL};
 
 #define INT(...) FL_INT_(sq_config, __VA_ARGS__)
 #define REAL(...) FL_REAL_(sq_config, __VA_ARGS__)
@@ -36,7 +38,7 @@ static const char *const precision_choices[] = {"f32", "bf16", NULL};
 #define BOOL(...) FL_BOOL_(sq_config, __VA_ARGS__)
 
 static const fl_flag flags[] = {
-    STR("model", model, "", C_EVAL | C_GEN | C_ATTN | C_HEADS, 0, "input", "FILE",
+    STR("model", model, "", C_EVAL | C_GEN | C_ATTN | C_HEADS | C_EXPORT, 0, "input", "FILE",
         "model.safetensors or checkpoint.safetensors (required)"),
     STR("input", input, "", C_GEN | C_ATTN, 0, "input", "\"S S ..\"",
         "source: symbols in [0, symbols) separated by spaces (required)"),
@@ -90,7 +92,7 @@ static const fl_flag flags[] = {
            "learning rate after warmup (decays reach lr/10 at --steps)"),
     CHOICE("optimizer", optimizer, optim_choices, "adamw", C_TRAIN, M_TRAIN, "training",
            "Adam, AdamW (betas 0.9, 0.98) or SGD (momentum 0.9)"),
-    CHOICE("precision", precision, precision_choices, "f32", C_TRAIN, M_TRAIN, "training",
+    CHOICE("precision", precision, precision_choices, "f32", C_TRAIN, M_TRAIN | M_LATER, "training",
            "the products' operands: float32, or rounded to bfloat16 (autocast; weights, optimizer and "
            "checkpoints stay float32)"),
     REAL("weight-decay", weight_decay, 0, false, 10, false, "0.01", C_TRAIN, M_TRAIN, "training", "X",
@@ -107,9 +109,11 @@ static const fl_flag flags[] = {
          "stop at this held-out exact-sequence accuracy (0: never)"),
     INT("show", show, 0, 1000, "5", C_EVAL, 0, "evaluation", "N", "failures to print"),
     STR("png", png, "", C_ATTN | C_HEADS, 0, "output", "FILE", "PNG to write (required)"),
+    STR("to", to, "", C_EXPORT, 0, "output", "FILE", "the model file to write (required)"),
+    CHOICE("dtype", dtype, dtype_choices, "bf16", C_EXPORT, 0, "output", "the weights' type in the file"),
     STR("out", out, "", C_TRAIN, 0, "output", "DIR",
         "output directory [out/<task>, or the --resume file's directory]"),
-    BOOL("overwrite", overwrite, C_TRAIN, 0, "output",
+    BOOL("overwrite", overwrite, C_TRAIN | C_EXPORT, 0, "output",
          "replace the run in --out (without it, a --out that holds log.csv or a model is refused)"),
     INT("save-every", save_every, 0, 1e9, "500", C_TRAIN, M_TRAIN, "output", "N",
         "rewrite checkpoint.safetensors every N steps (0: at the end)"),
@@ -164,7 +168,8 @@ static const struct {
     {"seed", C_EVAL | C_HEADS, "evaluation", "seed of the held-out set of a generated task"},
     {"eval-size", C_EVAL | C_HEADS, "evaluation", "held-out examples"},
     {"png", C_HEADS, "output", "PNG bar chart to write (default: heads.png beside the model)"},
-    {"no-verify", C_EVAL | C_GEN | C_ATTN | C_HEADS, "input",
+    {"overwrite", C_EXPORT, "output", "replace an existing --to"},
+    {"no-verify", C_EVAL | C_GEN | C_ATTN | C_HEADS | C_EXPORT, "input",
      "read --model without verifying its checksums (at your risk)"},
 };
 
@@ -230,7 +235,8 @@ int sq_cli_check(sq_config *c)
     const char *missing = !c->model[0] ? "--model FILE"
                         : (c->cmd == SQ_CMD_GENERATE || c->cmd == SQ_CMD_ATTN) && !c->input[0]
                             ? "--input \"S S ..\""
-                        : c->cmd == SQ_CMD_ATTN && !c->png[0] ? "--png FILE" : NULL;
+                        : c->cmd == SQ_CMD_ATTN && !c->png[0] ? "--png FILE"
+                        : c->cmd == SQ_CMD_EXPORT && !c->to[0] ? "--to FILE" : NULL;
     if (missing) {
         tg_error_set("seqtask %s: %s is required (seqtask %s --help)", cn, missing, cn);
         return -1;

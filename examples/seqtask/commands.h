@@ -18,6 +18,7 @@ int sq_cmd_eval(sq_config *c);      /* commands.c */
 int sq_cmd_generate(sq_config *c);  /* commands.c */
 int sq_cmd_attn(sq_config *c);      /* inspect.c */
 int sq_cmd_heads(sq_config *c);     /* inspect.c */
+int sq_cmd_export(sq_config *c);    /* export.c */
 
 /* The heatmap of every layer and head of m for one token sequence
  * (tokens[0..L), L <= Tmax), tokens on both axes (inspect.c). */

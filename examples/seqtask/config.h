@@ -35,7 +35,11 @@
       "The attention heatmap (every layer and head) of a trained model for one input.")                 \
     X(SQ_CMD_HEADS, "heads", sq_cmd_heads, "per head: attention entropy and the accuracy lost without it",\
       "Per head: mean attention entropy and the drop in exact-sequence accuracy when that\n"           \
-      "head alone is silenced, as a table and a PNG bar chart.")
+      "head alone is silenced, as a table and a PNG bar chart.")                                      \
+    X(SQ_CMD_EXPORT, "export", sq_cmd_export, "a trained model written again with bfloat16 or float16 weights", \
+      "Writes a trained model (or a checkpoint's weights) to --to with its weights as --dtype:\n"     \
+      "bfloat16 or float16 halve the file; eval, generate, attn and heads read it as they read\n"      \
+      "the original (the weights widen exactly). An existing --to is refused unless --overwrite.")
 
 #define SQ_CMD_ENUM_(id, name, run, summary, help) id,
 typedef enum sq_command { SQ_COMMANDS(SQ_CMD_ENUM_) SQ_CMD_COUNT } sq_command;
@@ -67,6 +71,7 @@ typedef struct sq_config {
     double lr, weight_decay, clip;
     int schedule, optimizer;     /* sq_sched; an index into --optimizer's choices */
     int precision;               /* 0 float32, 1 bfloat16 (autocast's operand type) */
+    int dtype;                   /* export: 0 bf16, 1 f16, 2 f32 */
     long seed, threads;
     double collective_timeout;   /* seconds; 0: forever; used only when given (else the default above) */
     long eval_every, eval_size, save_every, log_every;
@@ -74,7 +79,7 @@ typedef struct sq_config {
     char out[SQ_PATH_MAX], init[SQ_PATH_MAX], resume[SQ_PATH_MAX];
     bool overwrite;              /* --out may hold another run: replace it */
     /* eval / generate / attn / heads */
-    char model[SQ_PATH_MAX], input[SQ_INPUT_MAX], png[SQ_PATH_MAX];
+    char model[SQ_PATH_MAX], input[SQ_INPUT_MAX], png[SQ_PATH_MAX], to[SQ_PATH_MAX];
     long show;
     bool merged;                 /* a checkpoint's flags are in (sq_config_from_meta) */
     bool no_verify;              /* files load without their checksums checked */

@@ -4,7 +4,8 @@
  *   task.c        tasks, held-out split, batches;  data.c  the --data format
  *   train.c       the train command;  eval.c  greedy decoding and accuracy
  *   config.h      the command table (SQ_COMMANDS);  commands.c  its handlers,
- *                 eval, generate;  inspect.c  attn, heads and heatmaps
+ *                 eval, generate;  inspect.c  attn, heads and heatmaps;
+ *                 export.c  export (weights as bfloat16 / float16)
  *   checkpoint.c  model construction, optimizer, model/checkpoint files
  *   progress.c    progress line, log.csv, loss.png;  run.c  shared setup and
  *                 the model commands' session
