@@ -201,3 +201,74 @@ Test(autocast, sdpa_stays_within_the_rounding_bound)
     if (TG_REAL_DTYPE == TG_F32) cr_assert_gt(worst, 1e-4, "autocast moved attention by only %.3g", worst);
     else cr_assert_eq(worst, 0);
 }
+
+/* A heap tensor of uniform values in [-1, 1) rounded to bfloat16 values
+ * (float32: autocast's rounding then changes nothing), grad required. */
+static tg_tensor *heap_bf16(int ndim, const int *shape)
+{
+    tg_tensor *x = tg_tensor_alloc(ndim, shape);
+    cr_assert_not_null(x);
+    for (size_t i = 0; i < x->size; i++)
+        x->data[i] = (tg_real)rnd(2 * tg_rng_uniform(&R) - 1, TG_REAL_DTYPE == TG_F32 ? TG_BF16 : TG_F32);
+    x->requires_grad = true;
+    return x;
+}
+
+/* Convolutions under autocast: with operands that are bfloat16 values
+ * already and an upstream grad of bfloat16 values, rounding changes nothing,
+ * so the widening kernel gives the float32 run's bits in the output and every
+ * grad; a kernel of its own is held to its bound by test_gemm_half. */
+Test(autocast, convolutions_take_rounded_operands)
+{
+    if (tg_gemm_half_get_kernel() != TG_GEMM_HALF_WIDEN)
+        cr_skip_test("bit-equality holds for the widening kernel; %s is bounded in test_gemm_half",
+                     tg_gemm_half_kernel_name(tg_gemm_half_get_kernel()));
+    for (int kind = 0; kind < 2; kind++) {
+        tg_tensor *in[3] = {heap_bf16(4, (int[]){2, 3, 7, 6}), heap_bf16(4, kind ? (int[]){3, 4, 3, 2} : (int[]){4, 3, 3, 2}),
+                            heap_bf16(1, (int[]){4})};
+        tg_conv_opts o = TG_CONV_OPTS_DEFAULT;
+        o.padding[0] = 1, o.stride[1] = 2;
+        tg_real *saved[2][4];
+        size_t n[4];
+        for (int cast = 0; cast < 2; cast++) {
+            tg_tape_reset(T);
+            for (int k = 0; k < 3; k++)
+                if (in[k]->grad) memset(in[k]->grad, 0, in[k]->size * sizeof(tg_real));
+            tg_dtype prev = tg_autocast_begin(T, cast ? TG_BF16 : TG_F32);
+            tg_tensor *y = kind ? tg_conv_transpose2d(T, in[0], in[1], in[2], &o) : tg_conv2d(T, in[0], in[1], in[2], &o);
+            tg_autocast_end(T, prev);
+            cr_assert_not_null(y, "%s", tg_tape_error(T));
+            tg_tensor *g = tg_tensor_zeros(T, y->ndim, y->shape);
+            for (size_t i = 0; i < g->size; i++) g->data[i] = (tg_real)((int)(i % 7) - 3) / 8;
+            const tg_real *src[4] = {y->data, NULL, NULL, NULL};
+            n[0] = y->size;
+            cr_assert_eq(tg_backward(T, tg_sum(T, tg_mul(T, y, g))), 0, "%s", tg_tape_error(T));
+            for (int k = 0; k < 3; k++) src[k + 1] = in[k]->grad, n[k + 1] = in[k]->size;
+            for (int k = 0; k < 4; k++) {
+                saved[cast][k] = malloc(n[k] * sizeof(tg_real));
+                cr_assert_not_null(saved[cast][k]);
+                memcpy(saved[cast][k], src[k], n[k] * sizeof(tg_real));
+            }
+        }
+        /* x moved by less than half a bfloat16 ulp: autocast rounds it back
+         * and gives the same output; float32 sees the change */
+        if (TG_REAL_DTYPE == TG_F32) {
+            for (size_t i = 0; i < in[0]->size; i++) in[0]->data[i] *= (tg_real)(1 + 0x1p-10);
+            tg_tape_reset(T);
+            tg_dtype prev = tg_autocast_begin(T, TG_BF16);
+            tg_tensor *y = kind ? tg_conv_transpose2d(T, in[0], in[1], in[2], &o) : tg_conv2d(T, in[0], in[1], in[2], &o);
+            tg_autocast_end(T, prev);
+            tg_tensor *y32 = kind ? tg_conv_transpose2d(T, in[0], in[1], in[2], &o) : tg_conv2d(T, in[0], in[1], in[2], &o);
+            cr_assert(y && y32, "%s", tg_tape_error(T));
+            cr_assert(memcmp(y->data, saved[1][0], n[0] * sizeof(tg_real)) == 0, "autocast did not round x");
+            cr_assert(memcmp(y32->data, saved[0][0], n[0] * sizeof(tg_real)) != 0, "x did not move");
+        }
+        static const char *what[4] = {"out", "dx", "dw", "db"};
+        for (int k = 0; k < 4; k++) {
+            cr_assert(memcmp(saved[0][k], saved[1][k], n[k] * sizeof(tg_real)) == 0, "%s %s differs under autocast",
+                      kind ? "conv_transpose2d" : "conv2d", what[k]);
+            free(saved[0][k]), free(saved[1][k]);
+        }
+        for (int k = 0; k < 3; k++) tg_tensor_free(in[k]);
+    }
+}

@@ -240,3 +240,24 @@ Test(gemm_half, env_naming_no_kernel_is_said, .init = cr_redirect_stderr)
     snprintf(want, sizeof want, "tapegrad: TAPEGRAD_GEMM_HALF=tiles is not widen; using %s\n", tg_gemm_half_kernel_name(k));
     cr_assert_stderr_eq_str(want);
 }
+
+/* tg_gemm_rounded rounds its float32 operands as tg_half_from_float does and
+ * runs tg_gemm_half on them: the same bits, with leading dimensions. */
+Test(gemm_half, rounded_float_operands_give_the_half_products_bits)
+{
+    for (int d = 0; d < 2; d++)
+        for (int t = 0; t < 4; t++) {
+            problem p = make(d ? TG_F16 : TG_BF16, t & 1, t & 2, 33, 17, 45, 0.5f, 0.25f, 3);
+            size_t nc = (size_t)p.M * p.ldc;
+            run(&p);
+            float *want = malloc(nc * 4);
+            cr_assert_not_null(want);
+            memcpy(want, p.C, nc * 4);
+            memcpy(p.C, p.C0, nc * 4);
+            cr_assert(tg_gemm_rounded(p.dt, p.ta, p.tb, p.M, p.N, p.K, p.alpha, p.af, p.lda, p.bf, p.ldb, p.beta, p.C,
+                                      p.ldc));
+            cr_assert(memcmp(want, p.C, nc * 4) == 0, "%s ta=%d tb=%d", tg_dtype_name(p.dt), t & 1, (t & 2) != 0);
+            free(want);
+            release(&p);
+        }
+}

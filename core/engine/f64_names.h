@@ -65,6 +65,7 @@
 #define tg_conv2d_init tg_conv2d_init__f64
 #define tg_conv_bias_grad tg_conv_bias_grad__f64
 #define tg_conv_forward tg_conv_forward__f64
+#define tg_conv_gemm tg_conv_gemm__f64
 #define tg_conv_geom_direct tg_conv_geom_direct__f64
 #define tg_conv_geom_make tg_conv_geom_make__f64
 #define tg_conv_transpose2d tg_conv_transpose2d__f64

@@ -55,7 +55,7 @@ void tg_no_grad_end(tg_tape *t, bool prev);
 bool tg_tape_recording(const tg_tape *t);
 /* An autocast scope (torch.autocast("cpu", dtype=...)): until the matching
  * end, the float32 products (tg_matmul, so tg_linear and the attention
- * projections; tg_sdpa's two products) take their operands rounded to dt
+ * projections; tg_sdpa's two products; the convolutions) take their operands rounded to dt
  * (TG_BF16 or TG_F16), multiply them exactly and sum in float32; their
  * outputs and every other op stay float32 (softmax, norms, losses,
  * reductions, the optimizer), and float64 ops are not touched. Backward runs

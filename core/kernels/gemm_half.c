@@ -87,3 +87,25 @@ bool tg_gemm_half(tg_dtype dt, bool ta, bool tb, int M, int N, int K, float alph
     default: return gemm_widen(dt, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     }
 }
+
+/* x's [rows x cols] block (rows ld apart) rounded to dt, contiguous. */
+static uint16_t *round_rows(const float *x, int rows, int cols, int ld, tg_dtype dt)
+{
+    uint16_t *h = malloc((size_t)rows * cols * sizeof *h + 1);
+    for (int r = 0; h && r < rows; r++) tg_half_round_n(h + (size_t)r * cols, x + (size_t)r * ld, (size_t)cols, dt);
+    return h;
+}
+
+bool tg_gemm_rounded(tg_dtype dt, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
+                     const float *B, int ldb, float beta, float *C, int ldc)
+{
+    if (M <= 0 || N <= 0) return true;
+    if (K <= 0 || alpha == 0) return tg_gemm_half(dt, false, false, M, N, 0, alpha, NULL, 1, NULL, 1, beta, C, ldc);
+    int ca = ta ? M : K, cb = tb ? K : N;
+    uint16_t *ah = round_rows(A, ta ? K : M, ca, lda, dt), *bh = round_rows(B, tb ? N : K, cb, ldb, dt);
+    bool ok = ah && bh ? tg_gemm_half(dt, ta, tb, M, N, K, alpha, ah, ca, bh, cb, beta, C, ldc)
+                       : tg_error_set("tg_gemm_rounded: out of memory rounding [%d,%d] @ [%d,%d] operands", M, K, K,
+                                      N) == 0;
+    free(ah), free(bh);
+    return ok;
+}

@@ -21,6 +21,13 @@
 bool tg_gemm_half(tg_dtype dt, bool ta, bool tb, int M, int N, int K, float alpha, const uint16_t *A, int lda,
                   const uint16_t *B, int ldb, float beta, float *C, int ldc);
 
+/* The same with float32 operands, each element rounded to dt first: the
+ * products autocast runs on float32 blocks (attention's, convolution's
+ * columns). False, with the error set, when the rounded copies cannot be
+ * allocated (C unchanged). */
+bool tg_gemm_rounded(tg_dtype dt, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
+                     const float *B, int ldb, float beta, float *C, int ldc);
+
 /* The kernel tg_gemm_half runs, chosen once from the CPU unless
  * TAPEGRAD_GEMM_HALF names one. */
 typedef enum tg_gemm_half_kernel {

@@ -54,14 +54,12 @@
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "../internal.h"
 #include "../ops.h"
 #include "../../kernels/blas.h"
 #include "../../kernels/gemm_half.h"
-#include "../../kernels/half.h"
 #include "../../kernels/threads.h"
 
 typedef struct sdpa_dims {
@@ -101,17 +99,6 @@ static inline size_t lay_at(const sdpa_lay *l, int b, int h)
     return l->off + (size_t)b * l->sb + (size_t)(h / l->group) * l->sh;
 }
 
-#ifndef TAPEGRAD_DOUBLE /* autocast rounds float32 operands only */
-/* x's [rows x cols] block (rows ld apart) rounded to half, contiguous; NULL
- * when out of memory. */
-static uint16_t *half_block(const float *x, int rows, int cols, int ld, tg_dtype half)
-{
-    uint16_t *h = malloc((size_t)rows * cols * sizeof *h + 1);
-    for (int r = 0; h && r < rows; r++) tg_half_round_n(h + (size_t)r * cols, x + (size_t)r * ld, (size_t)cols, half);
-    return h;
-}
-#endif
-
 /* C [M,N] = alpha op(A) op(B) + beta C with leading dimensions, beta 0 or 1;
  * zero dims are handled here because BLAS rejects zero leading dimensions.
  * The arguments of blas.h's tg_gemm_ld, after the plan's autocast type: with
@@ -128,13 +115,7 @@ static void gemm_ld(tg_dtype half, bool ta, bool tb, int M, int N, int K, tg_rea
         return;
     }
 #ifndef TAPEGRAD_DOUBLE
-    if (half != TG_F32) {
-        int ca = ta ? M : K, cb = tb ? K : N;
-        uint16_t *ah = half_block(A, ta ? K : M, ca, lda, half), *bh = half_block(B, tb ? N : K, cb, ldb, half);
-        bool done = ah && bh && tg_gemm_half(half, ta, tb, M, N, K, alpha, ah, ca, bh, cb, beta, C, ldc);
-        free(ah), free(bh);
-        if (done) return;
-    }
+    if (half != TG_F32 && tg_gemm_rounded(half, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
 #else
     (void)half;
 #endif

@@ -112,15 +112,15 @@ TG_BACKWARD(conv2d_backward, tg_conv_geom)
             const tg_real *wg = w->data + (size_t)gi * Og * K;
             if (dw) {  /* dw_g [Og, K] += dout_g [Og, P] @ col^T */
                 if (!direct) tg_im2col(g, xg, col);
-                tg_gemm(0, 1, Og, K, (int)P, 1, dog, direct ? xg : col, n == 0 ? beta_w : 1,
+                tg_conv_gemm(g, 0, 1, Og, K, (int)P, dog, direct ? xg : col, n == 0 ? beta_w : 1,
                         dw + (size_t)gi * Og * K);
             }
             if (dx) {  /* dcol [K, P] = w_g^T [K, Og] @ dout_g [Og, P] */
                 tg_real *dxg = dx + ((size_t)n * g->C + (size_t)gi * Cg) * HW;
                 if (direct) {
-                    tg_gemm(1, 0, K, (int)P, Og, 1, wg, dog, 1, dxg);
+                    tg_conv_gemm(g, 1, 0, K, (int)P, Og, wg, dog, 1, dxg);
                 } else {
-                    tg_gemm(1, 0, K, (int)P, Og, 1, wg, dog, 0, dcol);
+                    tg_conv_gemm(g, 1, 0, K, (int)P, Og, wg, dog, 0, dcol);
                     tg_col2im(g, dcol, dxg);
                 }
             }
@@ -154,7 +154,7 @@ bool tg_conv_forward(tg_tape *t, const tg_conv_geom *g, const char *op, const tg
                 for (int o = 0; o < Og; o++)
                     for (size_t p = 0; p < P; p++) og[o * P + p] = b[gi * Og + o];
             if (!direct) tg_im2col(g, xg, col);
-            tg_gemm(0, 0, Og, (int)P, K, 1, w + (size_t)gi * Og * K, direct ? xg : col, b ? 1 : 0, og);
+            tg_conv_gemm(g, 0, 0, Og, (int)P, K, w + (size_t)gi * Og * K, direct ? xg : col, b ? 1 : 0, og);
         }
     tg_arena_release(t, col, bytes);
     return true;

@@ -5,6 +5,8 @@
 
 #include "conv_geom.h"
 #include "../../engine/tape.h"
+#include "../../kernels/blas.h"
+#include "../../kernels/gemm_half.h"
 #include "../internal.h"
 
 /* "[a,b]" of the first nd entries of v, into s [32] */
@@ -119,6 +121,20 @@ bool tg_conv_geom_make(tg_tape *t, const char *op, int nd, bool transposed, cons
                         .H = transposed ? out[0] : in[0], .W = transposed ? out[1] : in[1],
                         .O = transposed ? c_in : c_out, .kh = k[0], .kw = k[1],
                         .Ho = transposed ? in[0] : out[0], .Wo = transposed ? in[1] : out[1],
-                        .sh = s[0], .sw = s[1], .ph = p[0], .pw = p[1], .dh = d[0], .dw = d[1], .groups = G};
+                        .sh = s[0], .sw = s[1], .ph = p[0], .pw = p[1], .dh = d[0], .dw = d[1], .groups = G,
+                        .half = TG_REAL_DTYPE == TG_F32 ? tg_tape_autocast(t) : TG_F32};
     return true;
+}
+
+void tg_conv_gemm(const tg_conv_geom *g, bool ta, bool tb, int M, int N, int K, const tg_real *A, const tg_real *B,
+                  tg_real beta, tg_real *C)
+{
+#ifndef TAPEGRAD_DOUBLE
+    if (g->half != TG_F32 && M > 0 && N > 0 &&
+        tg_gemm_rounded(g->half, ta, tb, M, N, K, 1, A, ta ? M : K, B, tb ? K : N, beta, C, N))
+        return;
+#else
+    (void)g;
+#endif
+    tg_gemm(ta, tb, M, N, K, 1, A, B, beta, C);
 }

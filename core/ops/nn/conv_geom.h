@@ -17,7 +17,15 @@ typedef struct tg_conv_geom {
     int N, C, H, W, O, kh, kw, Ho, Wo;
     int sh, sw, ph, pw, dh, dw;
     int groups;
+    tg_dtype half;  /* autocast's operand type for both passes' GEMMs (TG_F32: none) */
 } tg_conv_geom;
+
+/* C [M,N] = op(A) op(B) + beta C, contiguous as tg_gemm (core/kernels/blas.h);
+ * under autocast (g->half) with the operands rounded to it
+ * (core/kernels/gemm_half.h; when that scratch cannot be allocated the
+ * product runs in float, more exactly than asked). */
+void tg_conv_gemm(const tg_conv_geom *g, bool ta, bool tb, int M, int N, int K, const tg_real *A, const tg_real *B,
+                  tg_real beta, tg_real *C);
 
 /* Checks x (nd + 2 dims, or nd + 1 unbatched), w, b (or NULL) and opts (NULL:
  * the defaults) for op over nd = 1 or 2 spatial dims and fills g (a 1-D op

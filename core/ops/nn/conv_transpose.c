@@ -40,8 +40,8 @@ TG_BACKWARD(conv_transpose_backward, tg_conv_geom)
             const tg_real *xg = x->data + ((size_t)n * g->O + (size_t)gi * Og) * P;
             const tg_real *wg = w->data + (size_t)gi * Og * K, *col = direct ? dog : dcol;
             if (!direct) tg_im2col(g, dog, dcol);
-            if (dx) tg_gemm(0, 0, Og, (int)P, K, 1, wg, col, 1, dx + ((size_t)n * g->O + (size_t)gi * Og) * P);
-            if (dw) tg_gemm(0, 1, Og, K, (int)P, 1, xg, col, 1, dw + (size_t)gi * Og * K);
+            if (dx) tg_conv_gemm(g, 0, 0, Og, (int)P, K, wg, col, 1, dx + ((size_t)n * g->O + (size_t)gi * Og) * P);
+            if (dw) tg_conv_gemm(g, 0, 1, Og, K, (int)P, xg, col, 1, dw + (size_t)gi * Og * K);
         }
     tg_arena_release(t, dcol, bytes);
 }
@@ -72,7 +72,7 @@ tg_tensor *tg_conv_transpose2d(tg_tape *t, tg_tensor *x, tg_tensor *w, tg_tensor
             const tg_real *xg = x->data + ((size_t)n * g.O + (size_t)gi * Og) * P;
             tg_real *og = out->data + ((size_t)n * g.C + (size_t)gi * Cg) * HW;
             /* col [K, P] = w_g^T @ x_g; a direct geometry adds straight into out */
-            tg_gemm(1, 0, K, (int)P, Og, 1, w->data + (size_t)gi * Og * K, xg, direct ? 1 : 0, direct ? og : col);
+            tg_conv_gemm(&g, 1, 0, K, (int)P, Og, w->data + (size_t)gi * Og * K, xg, direct ? 1 : 0, direct ? og : col);
             if (!direct) tg_col2im(&g, col, og);
         }
     tg_arena_release(t, col, bytes);
