@@ -414,10 +414,11 @@ static void bf16_block(const bf16_args *g, uint32_t *a, uint32_t *b, int i0, int
                 int nc = j1 - jc < BF_NC ? j1 - jc : BF_NC;
                 pack_b(g, pc, kc, jc, nc, b);
                 for (int ir = 0; ir < mc; ir += BF_MR)
-                    for (int jr = 0; jr < nc; jr += BF_NR)
-                        g->tile(a + (size_t)ir * kp, b + (size_t)jr * kp, kp, g->C + (size_t)(ic + ir) * g->ldc + jc + jr,
-                                g->ldc, mc - ir < BF_MR ? mc - ir : BF_MR, nc - jr < BF_NR ? nc - jr : BF_NR, g->alpha,
-                                beta);
+                    for (int jr = 0; jr < nc; jr += BF_NR) {
+                        float *c = g->C + (size_t)(ic + ir) * g->ldc + jc + jr;
+                        int m = mc - ir < BF_MR ? mc - ir : BF_MR, n = nc - jr < BF_NR ? nc - jr : BF_NR;
+                        g->tile(a + (size_t)ir * kp, b + (size_t)jr * kp, kp, c, g->ldc, m, n, g->alpha, beta);
+                    }
             }
         }
     }
@@ -446,8 +447,8 @@ static void bf16_chunk(void *ctx, int begin, int end)
     atomic_store(&g->in_use[s], false);
 }
 
-static bool gemm_bf16(bf16_tile_fn tile, double ns_per_mac, bool ta, bool tb, int M, int N, int K, float alpha, const uint16_t *A,
-                      int lda, const uint16_t *B, int ldb, float beta, float *C, int ldc)
+static bool gemm_bf16(bf16_tile_fn tile, double ns_per_mac, bool ta, bool tb, int M, int N, int K, float alpha,
+                      const uint16_t *A, int lda, const uint16_t *B, int ldb, float beta, float *C, int ldc)
 {
     bf16_args g = {ta, tb, M, N, K, alpha, beta, A, B, lda, ldb, ldc, C, tile, 1, NULL, 0, 0, NULL};
     /* Split the larger of M and N: the other operand's packing is what every
