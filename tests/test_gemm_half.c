@@ -302,11 +302,18 @@ Test(gemm_half, bf16_kernels_follow_the_instruction)
     static const uint16_t fa[2] = {0x2000, 0x1c80}, fb[2] = {0x2000, 0x1c80};
     /* result flush: K = 1 (the pair's odd half zero), 2^-140 -> 0 */
     static const uint16_t ra[1] = {0x1c80}, rb[1] = {0x1c80};
+    /* tininess after rounding with unbounded exponent (SDM vol. 1 4.9.1.5):
+     * odd product 2^-63 * 2^-63 = 2^-126; even 1.5 2^-76 (0x19c0) * -2^-75
+     * (0x9a00) = -3 2^-152. Exact sum 2^-126 - 0.75 2^-150: to 24 bits with
+     * unbounded exponent it is 2^-126 - 2^-150 (0.25 away, not 0.75), tiny:
+     * flushed to +0. On float32's denormal grid (spacing 2^-149) it is
+     * 2^-126 (0.375 of a spacing away), which IEEE gives. */
+    static const uint16_t ta[2] = {0x19c0, 0x2000}, tb[2] = {0x9a00, 0x2000};
     for (int k = 0; k < NKERNELS; k++) {
         if (!use_kernel(KERNELS[k], "follows the instruction")) continue;
         bool bf = is_bf16_kernel(KERNELS[k]);
         float order = dot_bits(4, oa, ob), denormal = dot_bits(2, da, db), flush = dot_bits(2, fa, fb),
-              result = dot_bits(1, ra, rb);
+              result = dot_bits(1, ra, rb), tiny = dot_bits(2, ta, tb);
         const char *name = tg_gemm_half_kernel_name(KERNELS[k]);
         /* (widening on OpenBLAS, without our x86 kernels, sums in its own order) */
         if (bf || tg_gemm_get_kernel() != TG_GEMM_BLAS)
@@ -314,6 +321,7 @@ Test(gemm_half, bf16_kernels_follow_the_instruction)
         cr_assert_eq(denormal, bf ? 0.0f : 0x1p-33f, "%s: denormal input %a", name, denormal);
         cr_assert_eq(flush, bf ? 0x1p-126f : 0x1.0004p-126f, "%s: intermediate flush %a", name, flush);
         cr_assert_eq(result, bf ? 0.0f : 0x1p-140f, "%s: result flush %a", name, result);
+        cr_assert(bf ? tiny == 0 && !signbit(tiny) : tiny == 0x1p-126f, "%s: tininess %a", name, tiny);
     }
 }
 

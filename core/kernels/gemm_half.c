@@ -170,8 +170,8 @@ static uint32_t float_bits(float f)
     return u;
 }
 
-/* A float32 with DAZ (input) or FTZ (result): a denormal (exponent bits
- * zero) is a zero of its sign. */
+/* A float32 input with DAZ: a denormal (exponent bits zero) is a zero of
+ * its sign. */
 static float daz(float x)
 {
     uint32_t u = float_bits(x);
@@ -184,12 +184,18 @@ static float bf16_in(uint32_t h)
     return bits_float((h & 0x7F80u) == 0 ? (h & 0x8000u) << 16 : h << 16);
 }
 
-/* fmaf(x, y, acc) for bfloat16 values x and y, without a call: their
- * product is exact in double (8 significant bits each), and the double sum,
- * when inexact (TwoSum's error e), is rounded to odd, from which rounding
- * to float32 is rounding once (53 >= 24 + 2 bits). It gave fmaf's bits on
- * 2e8 random triples, denormal results included, and saves libm's call. */
-static float fma_bf16(float x, float y, float acc)
+/* One step, srcdest += x * y for bfloat16 values x, y (after DAZ): the
+ * exact acc + x y rounded once to nearest even, FTZ on the result. The
+ * product is exact in double (8 significant bits each); the double sum, when
+ * inexact (TwoSum's error e), is rounded to odd, which keeps its order
+ * against any double of fewer bits and makes rounding it to float32 round
+ * once (53 >= 24 + 2 bits): without the flush it gave fmaf's bits on 2e8
+ * random triples, denormal results included. Tiny (flushed to a zero of
+ * the true result's sign) is the SDM's vol. 1 4.9.1.5 "result of rounding
+ * with unbounded exponent is non-zero and ... less than the smallest
+ * possible normalized" value: |exact| < 2^-126 (1 - 2^-25), half of
+ * float32's last spacing below 2^-126 (a tie there rounds up to 2^-126). */
+static float dpbf16_step(float acc, float x, float y)
 {
     double a = acc, p = (double)x * y, s = a + p, pb = s - a, e = (a - (s - pb)) + (p - pb);
     if (e != 0 && isfinite(s)) {
@@ -198,12 +204,14 @@ static float fma_bf16(float x, float y, float acc)
         if (!(u & 1)) u += (e > 0) == (s > 0) ? 1 : (uint64_t)-1;
         memcpy(&s, &u, 8);
     }
-    return (float)s;
+    float r = (float)s;
+    return fabs(s) < 0x1.ffffffp-127 ? copysignf(0.0f, r) : r;
 }
 
-/* The NaN the instruction gives when its result is NaN (the SDM's table
- * 5-1): the first NaN among src1 low, src2 low, src1 high, src2 high and
- * srcdest, quieted; with none (inf * 0, inf - inf) the default NaN. */
+/* The NaN the instruction gives when its result is NaN (the SDM's NaN
+ * propagation table): the first NaN among src1 low, src2 low, src1 high,
+ * src2 high and srcdest, quieted; with none (inf * 0, inf - inf) the default
+ * NaN, FFC00000h. */
 static float dpbf16_nan(float acc, uint32_t x, uint32_t y)
 {
     uint32_t in[5] = {float_bits(bf16_in(x & 0xFFFFu)), float_bits(bf16_in(y & 0xFFFFu)),
@@ -213,32 +221,30 @@ static float dpbf16_nan(float acc, uint32_t x, uint32_t y)
     return bits_float(0xFFC00000u);
 }
 
-/* One lane of VDPBF16PS srcdest, src1, src2 as Intel's SDM (vol. 2, "VDPBF16PS
- * - Dot Product of BF16 Pairs Accumulated Into Packed Single Precision")
- * defines it; x and y are the lane's dwords of src1 and src2:
- *   - Operation: srcdest.fp32[i] += make_fp32(src1.bf16[2*i+1]) *
- *     make_fp32(src2.bf16[2*i+1]), then the same with [2*i+0]: the odd
- *     (high-word) product is added first, each addition its own statement
- *     into the float32 register (the Intrinsics Guide's _mm512_dpbf16_ps
- *     gives the same two lines in that order).
- *   - Description: "Round to nearest even rounding mode is used when doing
- *     each accumulation of the FMA. Output denormals are always flushed to
- *     zero and input denormals are always treated as zero. MXCSR is not
- *     consulted nor updated." So each step is a fused multiply-add (one
- *     rounding, fma_bf16; a product of two bfloat16 is exact in float32
- *     anyway unless it leaves float32's range), to nearest even whatever the
- *     caller's rounding mode (this file never changes it), on inputs with
- *     DAZ (the bfloat16s and srcdest), with its result flushed to zero when
- *     denormal; the two statements each write the float32 register, so the
- *     flush applies to the intermediate sum too.
- *   - Not settled by the text: whether a result is "denormal" before or after
- *     rounding to float32's denormal grid; here, after (fma_bf16's result). The
- *     two differ only for exact sums within 2^-150 below FLT_MIN.
- *   - NaN: dpbf16_nan. */
+/* One lane of VDPBF16PS srcdest, src1, src2 as Intel's SDM (vol. 2C,
+ * "VDPBF16PS - Dot Product of BF16 Pairs Accumulated Into Packed Single
+ * Precision") defines it; x and y are the lane's dwords of src1 and src2
+ * (t). Its Operation reads:
+ *     // FP32 FMA with daz in, ftz out and RNE rounding. MXCSR neither
+ *     // consulted nor updated.
+ *     srcdest.fp32[ i ] += make_fp32(src1.bfloat16[2*i+1]) * make_fp32(t.bfloat[1])
+ *     srcdest.fp32[ i ] += make_fp32(src1.bfloat16[2*i+0]) * make_fp32(t.bfloat[0])
+ * and its Description: "Round to nearest even rounding mode is used when
+ * doing each accumulation of the FMA. Output denormals are always flushed
+ * to zero and input denormals are always treated as zero." So: the odd
+ * (high-word) product first, then the even one; each statement one fused
+ * multiply-add into the float32 register (dpbf16_step), so the flush
+ * applies to the intermediate sum too; DAZ on every input, srcdest
+ * included; round to nearest even whatever the caller's rounding mode (this
+ * file never changes it). Not settled by the text and not checked on
+ * hardware: what "denormal" means for the flush (dpbf16_step takes vol. 1's
+ * tininess, after rounding with unbounded exponent; judged on the float32
+ * denormal grid instead, exact sums within (2^-151, 2^-150] below 2^-126
+ * would give 2^-126, not 0). NaN: dpbf16_nan. */
 static float emu_dpbf16(float acc, uint32_t x, uint32_t y)
 {
-    float r = daz(fma_bf16(bf16_in(x >> 16), bf16_in(y >> 16), daz(acc)));
-    r = daz(fma_bf16(bf16_in(x & 0xFFFFu), bf16_in(y & 0xFFFFu), r));
+    float r = dpbf16_step(daz(acc), bf16_in(x >> 16), bf16_in(y >> 16));
+    r = dpbf16_step(r, bf16_in(x & 0xFFFFu), bf16_in(y & 0xFFFFu));
     return isnan(r) ? dpbf16_nan(acc, x, y) : r;
 }
 
