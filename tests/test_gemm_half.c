@@ -134,12 +134,14 @@ static bool is_bf16_kernel(tg_gemm_half_kernel k) { return k != TG_GEMM_HALF_WID
 static const int SIZES[] = {1, 2, 5, 12, 13, 17, 32, 33, 100, 193};
 #define NSIZES ((int)(sizeof SIZES / sizeof SIZES[0]))
 
-/* The kernel tg_gemm_half runs now, over both dtypes, every transpose, the
- * sizes above, alpha / beta and padding; then shapes past the blocking. */
-static void sweep(void)
+/* The kernel tg_gemm_half runs now, over both dtypes (bfloat16 only for a
+ * bfloat16 kernel, which widens float16 as the widening kernel does), every
+ * transpose, the sizes above, alpha / beta and padding; then shapes past the
+ * blocking. */
+static void sweep(bool float16_too)
 {
     static const float alphas[] = {1, 0.5f, -2}, betas[] = {0, 1, 0.25f};
-    for (int d = 0; d < 2; d++)
+    for (int d = 0; d < (float16_too ? 2 : 1); d++)
         for (int t = 0; t < 4; t++)
             for (int a = 0; a < NSIZES; a++)
                 for (int b = 0; b < NSIZES; b++) {
@@ -166,7 +168,7 @@ static void sweep(void)
 Test(gemm_half, within_the_bounds_of_a_double_product)
 {
     for (int k = 0; k < NKERNELS; k++)
-        if (use_kernel(KERNELS[k], "within the bounds")) sweep();
+        if (use_kernel(KERNELS[k], "within the bounds")) sweep(!is_bf16_kernel(KERNELS[k])); /* float16: widen */
 }
 
 /* The bound for rounded float32 inputs is not loose enough to hide a wrong
@@ -204,7 +206,7 @@ Test(gemm_half, the_rounded_input_bound_catches_truncation)
 static void threads_bits(bool emulated)
 {
     static const int shapes[][3] = {{300, 257, 129}, {1664, 64, 64}, {64, 1664, 100}, {772, 256, 1024},
-                                    {40, 300, 1001}};
+                                    {40, 130, 1001}};
     for (int s = 0; s < 5; s++) {
         if (emulated && s == 3) continue;
         for (int t = 0; t < 4; t += emulated ? 3 : 1) {
@@ -267,6 +269,26 @@ Test(gemm_half, emulated_and_widening_kernels_agree_within_the_bound)
             free(widened);
             release(&p);
         }
+}
+
+/* float16 operands are widened whatever the kernel: the same bits. */
+Test(gemm_half, float16_is_widened_by_every_kernel)
+{
+    problem p = make(TG_F16, true, false, 45, 37, 300, 0.5f, 0.25f, 1);
+    size_t nc = (size_t)p.M * p.ldc;
+    cr_assert(tg_gemm_half_set_kernel(TG_GEMM_HALF_WIDEN));
+    run(&p);
+    float *widened = malloc(nc * 4);
+    cr_assert_not_null(widened);
+    memcpy(widened, p.C, nc * 4);
+    for (int k = 0; k < NKERNELS; k++) {
+        if (!is_bf16_kernel(KERNELS[k]) || !use_kernel(KERNELS[k], "float16 widened")) continue;
+        memcpy(p.C, p.C0, nc * 4);
+        run(&p);
+        cr_assert(memcmp(widened, p.C, nc * 4) == 0, "%s", tg_gemm_half_kernel_name(KERNELS[k]));
+    }
+    free(widened);
+    release(&p);
 }
 
 /* C [1 x 1] of a bfloat16 product of A [1 x K] and B [K x 1] given as bits. */
