@@ -234,6 +234,19 @@ Test(gemm_half, bit_identical_for_1_and_2_threads)
         if (use_kernel(KERNELS[k], "1 and 2 threads")) threads_bits(KERNELS[k] == TG_GEMM_HALF_AVX512BF16_EMULATED);
 }
 
+/* A copy of C after p runs from C0 with kernel k (also left in p->C). */
+static float *result_of(problem *p, tg_gemm_half_kernel k)
+{
+    size_t nc = (size_t)p->M * p->ldc;
+    cr_assert(tg_gemm_half_set_kernel(k));
+    memcpy(p->C, p->C0, nc * 4);
+    run(p);
+    float *c = malloc(nc * 4);
+    cr_assert_not_null(c);
+    memcpy(c, p->C, nc * 4);
+    return c;
+}
+
 /* The emulated and the widening kernels sum in different orders, so their
  * bits differ, but each is within the bound of the exact product of the
  * half values: the two within twice that of each other. */
@@ -244,14 +257,8 @@ Test(gemm_half, emulated_and_widening_kernels_agree_within_the_bound)
         for (int t = 0; t < 4; t++) {
             problem p = make(TG_BF16, t & 1, t & 2, shapes[s][0], shapes[s][1], shapes[s][2], -2, 0.5f, 2);
             size_t nc = (size_t)p.M * p.ldc;
-            cr_assert(tg_gemm_half_set_kernel(TG_GEMM_HALF_WIDEN));
-            run(&p);
-            float *widened = malloc(nc * 4);
-            cr_assert_not_null(widened);
-            memcpy(widened, p.C, nc * 4);
-            memcpy(p.C, p.C0, nc * 4);
-            cr_assert(tg_gemm_half_set_kernel(TG_GEMM_HALF_AVX512BF16_EMULATED));
-            run(&p);
+            float *widened = result_of(&p, TG_GEMM_HALF_WIDEN);
+            free(result_of(&p, TG_GEMM_HALF_AVX512BF16_EMULATED)); /* and in p.C */
             bool differ = false;
             for (int i = 0; i < p.M; i++)
                 for (int j = 0; j < p.N; j++) {
@@ -275,17 +282,12 @@ Test(gemm_half, emulated_and_widening_kernels_agree_within_the_bound)
 Test(gemm_half, float16_is_widened_by_every_kernel)
 {
     problem p = make(TG_F16, true, false, 45, 37, 300, 0.5f, 0.25f, 1);
-    size_t nc = (size_t)p.M * p.ldc;
-    cr_assert(tg_gemm_half_set_kernel(TG_GEMM_HALF_WIDEN));
-    run(&p);
-    float *widened = malloc(nc * 4);
-    cr_assert_not_null(widened);
-    memcpy(widened, p.C, nc * 4);
+    float *widened = result_of(&p, TG_GEMM_HALF_WIDEN);
     for (int k = 0; k < NKERNELS; k++) {
         if (!is_bf16_kernel(KERNELS[k]) || !use_kernel(KERNELS[k], "float16 widened")) continue;
-        memcpy(p.C, p.C0, nc * 4);
-        run(&p);
-        cr_assert(memcmp(widened, p.C, nc * 4) == 0, "%s", tg_gemm_half_kernel_name(KERNELS[k]));
+        float *c = result_of(&p, KERNELS[k]);
+        cr_assert(memcmp(widened, c, (size_t)p.M * p.ldc * 4) == 0, "%s", tg_gemm_half_kernel_name(KERNELS[k]));
+        free(c);
     }
     free(widened);
     release(&p);

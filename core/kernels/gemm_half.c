@@ -363,47 +363,29 @@ typedef struct bf16_args {
     atomic_bool *in_use;
 } bf16_args;
 
-static uint32_t pair(uint16_t even, uint16_t odd) { return (uint32_t)even | (uint32_t)odd << 16; }
-
-/* Rows [i0, i0+mc) x k [k0, k0+kc) of op(A) -> MR-row panels of kp = kc/2
- * (rounded up) pairs: panel q at dst + q*MR*kp, pair p of row i at p*MR + i;
- * rows past mc and the odd half of a last lone k are zero. */
-static void pack_a(const bf16_args *g, int i0, int mc, int k0, int kc, uint32_t *dst)
+/* The k-pair dword of line r (a row of op(A), a column of op(B)) at k, k+1
+ * of X, where element (r, k) is X[k*ld + r] (kmajor) or X[r*ld + k]; the
+ * odd half zero past kend. */
+static uint32_t pair_at(const uint16_t *X, int ld, bool kmajor, size_t r, size_t k, size_t kend)
 {
-    int kp = (kc + 1) / 2;
-    for (int q = 0; q < mc; q += BF_MR, dst += (size_t)BF_MR * kp) {
-        int m = mc - q < BF_MR ? mc - q : BF_MR;
-        for (int i = 0; i < BF_MR; i++)
-            for (int p = 0; p < kp; p++) {
-                uint16_t e = 0, o = 0;
-                if (i < m) {
-                    size_t row = (size_t)(i0 + q + i), k = (size_t)(k0 + 2 * p);
-                    e = g->ta ? g->A[k * g->lda + row] : g->A[row * g->lda + k];
-                    if (2 * p + 1 < kc) o = g->ta ? g->A[(k + 1) * g->lda + row] : g->A[row * g->lda + k + 1];
-                }
-                dst[(size_t)p * BF_MR + i] = pair(e, o);
-            }
-    }
+    uint16_t e = kmajor ? X[k * ld + r] : X[r * ld + k], o = 0;
+    if (k + 1 < kend) o = kmajor ? X[(k + 1) * ld + r] : X[r * ld + k + 1];
+    return (uint32_t)e | (uint32_t)o << 16;
 }
 
-/* k [k0, k0+kc) x columns [j0, j0+nc) of op(B) -> NR-column panels: panel q
- * at dst + q*NR*kp, pair p of column j at p*NR + j; columns past nc and the
- * odd half of a last lone k are zero. */
-static void pack_b(const bf16_args *g, int k0, int kc, int j0, int nc, uint32_t *dst)
+/* Lines [r0, r0+n) x k [k0, k0+kc) of X -> panels of w lines and kp = kc/2
+ * (rounded up) pairs: panel q at dst + q*w*kp, pair p of line r at p*w + r;
+ * lines past n are zero. A panels: the rows of op(A) (w = MR, kmajor = ta);
+ * B panels: the columns of op(B) (w = NR, kmajor = !tb). */
+static void pack_pairs(const uint16_t *X, int ld, bool kmajor, int r0, int n, int k0, int kc, int w, uint32_t *dst)
 {
     int kp = (kc + 1) / 2;
-    for (int q = 0; q < nc; q += BF_NR, dst += (size_t)BF_NR * kp) {
-        int n = nc - q < BF_NR ? nc - q : BF_NR;
+    for (int q = 0; q < n; q += w, dst += (size_t)w * kp) {
+        int m = n - q < w ? n - q : w;
         for (int p = 0; p < kp; p++)
-            for (int j = 0; j < BF_NR; j++) {
-                uint16_t e = 0, o = 0;
-                if (j < n) {
-                    size_t col = (size_t)(j0 + q + j), k = (size_t)(k0 + 2 * p);
-                    e = g->tb ? g->B[col * g->ldb + k] : g->B[k * g->ldb + col];
-                    if (2 * p + 1 < kc) o = g->tb ? g->B[col * g->ldb + k + 1] : g->B[(k + 1) * g->ldb + col];
-                }
-                dst[(size_t)p * BF_NR + j] = pair(e, o);
-            }
+            for (int r = 0; r < w; r++)
+                dst[(size_t)p * w + r] =
+                    r < m ? pair_at(X, ld, kmajor, (size_t)(r0 + q + r), (size_t)(k0 + 2 * p), (size_t)(k0 + kc)) : 0;
     }
 }
 
@@ -415,10 +397,10 @@ static void bf16_block(const bf16_args *g, uint32_t *a, uint32_t *b, int i0, int
         for (int pc = 0; pc < g->K; pc += BF_KC) {
             int kc = g->K - pc < BF_KC ? g->K - pc : BF_KC, kp = (kc + 1) / 2;
             float beta = pc == 0 ? g->beta : 1.0f;
-            pack_a(g, ic, mc, pc, kc, a);
+            pack_pairs(g->A, g->lda, g->ta, ic, mc, pc, kc, BF_MR, a);
             for (int jc = j0; jc < j1; jc += BF_NC) {
                 int nc = j1 - jc < BF_NC ? j1 - jc : BF_NC;
-                pack_b(g, pc, kc, jc, nc, b);
+                pack_pairs(g->B, g->ldb, !g->tb, jc, nc, pc, kc, BF_NR, b);
                 for (int ir = 0; ir < mc; ir += BF_MR)
                     for (int jr = 0; jr < nc; jr += BF_NR) {
                         float *c = g->C + (size_t)(ic + ir) * g->ldc + jc + jr;
