@@ -15,15 +15,19 @@
  *     N are zero, and the tile stores only the valid part with masked stores,
  *     so an edge tile does the same arithmetic as a full one.
  *   - MR x NR = 12 x 32 as gemm.c's AVX-512 kernel: 24 zmm accumulators, 2
- *     for B, the A dword broadcast folded into the instruction; 24 independent
- *     VDPBF16PS per pair hide its latency on 2 ports. One instruction does two
- *     k, so a pair costs what one k costs tg_sgemm's kernel.
+ *     for B, 1 for the broadcast A dword (GCC 12 emits vpbroadcastd, a load,
+ *     rather than folding it into the instruction); 24 independent
+ *     accumulations per pair hide the instruction's latency. One instruction
+ *     does two k, so a pair costs what one k costs tg_sgemm's kernel.
  *   - KC = 768 k (384 pairs: the A panel, 12 x 384 x 4 B = 18 KiB, stays in
  *     L1, as gemm.c's), NC = 672 (the B block, 384 x 672 x 4 B = 1 MiB, in
  *     L2), MC = 1536. KC is even, so a pair never straddles two K blocks.
  *   - Everything is packed (the pair layout is not any stored layout); the
  *     buffers are allocated per call, one set per thread that can run at once,
- *     before C is touched: failing to get them leaves C unchanged.
+ *     before C is touched: failing to get them leaves C unchanged. A set is
+ *     up to 3.3 MiB; after glibc's first mmap and munmap of that size it
+ *     serves it from its heap, so later calls mostly reuse mapped pages (not
+ *     measured; gemm.c's buffers, kept per thread, would avoid the question).
  *   - Threads split C along M (in MR rows) or N (in NR columns), never K, and
  *     an element gets the same instructions in the same order whatever its
  *     tile or thread: bit-identical for any thread count.
