@@ -15,8 +15,10 @@
  *    product of the float32 inputs. For bfloat16 that is about
  *    (2^-7 + K 2^-23) sum |a||b|.
  * The bfloat16 kernels (VDPBF16PS, real or emulated) add two exact products
- * per rounded step, so the same bounds hold; their denormal flushing moves
- * an element by at most K 2^-126 |alpha|, far below them at these sizes.
+ * per rounded step, so the same bounds hold, but for denormals: a flushed
+ * step moves an element by less than 2^-126 (K of them: far below the
+ * bounds), and a denormal input reads as zero, which the random operands
+ * here (multiples of 2^-23) never are.
  *
  * Every test that runs products runs them with each kernel this CPU can run
  * (the emulated AVX512-BF16 kernel on every CPU) and prints which ran and
