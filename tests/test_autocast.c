@@ -98,12 +98,21 @@ static void check_matmul(unsigned flags, bool b_batched, bool bias, tg_dtype hal
         }
 }
 
+/* Under every half kernel this CPU can run, and the emulated AVX512-BF16 one. */
 Test(autocast, matmul_rounds_its_operands_in_forward_and_backward)
 {
-    printf("autocast's half GEMM kernel: %s\n", tg_gemm_half_kernel_name(tg_gemm_half_get_kernel()));
-    for (int d = 0; d < 2; d++)
-        for (unsigned flags = 0; flags < 4; flags++)
-            for (int v = 0; v < 4; v++) check_matmul(flags, v & 1, v & 2, d ? TG_F16 : TG_BF16);
+    static const tg_gemm_half_kernel kernels[] = {TG_GEMM_HALF_WIDEN, TG_GEMM_HALF_AVX512BF16,
+                                                  TG_GEMM_HALF_AVX512BF16_EMULATED};
+    for (int k = 0; k < 3; k++) {
+        if (!tg_gemm_half_set_kernel(kernels[k])) {
+            printf("autocast: kernel %s skipped: this CPU cannot run it\n", tg_gemm_half_kernel_name(kernels[k]));
+            continue;
+        }
+        printf("autocast: kernel %s ran\n", tg_gemm_half_kernel_name(kernels[k]));
+        for (int d = 0; d < 2; d++)
+            for (unsigned flags = 0; flags < 4; flags++)
+                for (int v = 0; v < 4; v++) check_matmul(flags, v & 1, v & 2, d ? TG_F16 : TG_BF16);
+    }
 }
 
 /* The rounding is not lost in the bound: in float32 the product under

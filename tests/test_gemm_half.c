@@ -13,7 +13,16 @@
  *    at most (2e + e^2) |a||b|; with the sums' bound on top, the element is
  *    within ((2e + e^2)(1 + gamma) + (K + 2) 2u) |alpha| sum |a||b| of the
  *    product of the float32 inputs. For bfloat16 that is about
- *    (2^-7 + K 2^-23) sum |a||b|. */
+ *    (2^-7 + K 2^-23) sum |a||b|.
+ * The bfloat16 kernels (VDPBF16PS, real or emulated) add two exact products
+ * per rounded step, so the same bounds hold, but for denormals: a flushed
+ * step moves an element by less than 2^-126 (K of them: far below the
+ * bounds), and a denormal input reads as zero, which the random operands
+ * here (multiples of 2^-23) never are.
+ *
+ * Every test that runs products runs them with each kernel this CPU can run
+ * (the emulated AVX512-BF16 kernel on every CPU) and prints which ran and
+ * which were skipped. */
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
 #include <float.h>
@@ -24,6 +33,7 @@
 
 #include <tapegrad/core/engine/error.h>
 #include <tapegrad/core/kernels/threads.h>
+#include "../core/kernels/gemm.h"
 #include "../core/kernels/gemm_half.h"
 #include "../core/kernels/half.h"
 
@@ -109,16 +119,31 @@ static void check(const problem *p, bool rounded, const char *what)
         }
 }
 
+static const tg_gemm_half_kernel KERNELS[] = {TG_GEMM_HALF_WIDEN, TG_GEMM_HALF_AVX512BF16,
+                                               TG_GEMM_HALF_AVX512BF16_EMULATED};
+#define NKERNELS ((int)(sizeof KERNELS / sizeof KERNELS[0]))
+
+/* Makes k the kernel, saying so; false (and said) when this CPU cannot run it. */
+static bool use_kernel(tg_gemm_half_kernel k, const char *test)
+{
+    bool ok = tg_gemm_half_set_kernel(k);
+    printf("%s: kernel %s %s\n", test, tg_gemm_half_kernel_name(k), ok ? "ran" : "skipped: this CPU cannot run it");
+    return ok;
+}
+
+static bool is_bf16_kernel(tg_gemm_half_kernel k) { return k != TG_GEMM_HALF_WIDEN; }
+
 static const int SIZES[] = {1, 2, 5, 12, 13, 17, 32, 33, 100, 193};
 #define NSIZES ((int)(sizeof SIZES / sizeof SIZES[0]))
 
-/* The kernel tg_gemm_half runs now, over both dtypes, every transpose, the
- * sizes above, alpha / beta and padding; then shapes past the blocking. */
-static void sweep(void)
+/* The kernel tg_gemm_half runs now, over both dtypes (bfloat16 only for a
+ * bfloat16 kernel, which widens float16 as the widening kernel does), every
+ * transpose, the sizes above, alpha / beta and padding; then shapes past the
+ * blocking. */
+static void sweep(bool float16_too)
 {
-    printf("tg_gemm_half: kernel %s\n", tg_gemm_half_kernel_name(tg_gemm_half_get_kernel()));
     static const float alphas[] = {1, 0.5f, -2}, betas[] = {0, 1, 0.25f};
-    for (int d = 0; d < 2; d++)
+    for (int d = 0; d < (float16_too ? 2 : 1); d++)
         for (int t = 0; t < 4; t++)
             for (int a = 0; a < NSIZES; a++)
                 for (int b = 0; b < NSIZES; b++) {
@@ -142,12 +167,16 @@ static void sweep(void)
         }
 }
 
-Test(gemm_half, within_the_bounds_of_a_double_product) { sweep(); }
+Test(gemm_half, within_the_bounds_of_a_double_product)
+{
+    for (int k = 0; k < NKERNELS; k++)
+        if (use_kernel(KERNELS[k], "within the bounds")) sweep(!is_bf16_kernel(KERNELS[k])); /* float16: widen */
+}
 
 /* The bound for rounded float32 inputs is not loose enough to hide a wrong
  * rounding: truncating instead of rounding to nearest moves a product by up
  * to 2^-7 one way, which over K = 800 terms of one sign exceeds it. */
-Test(gemm_half, the_rounded_input_bound_catches_truncation)
+static void truncation(void)
 {
     problem p = make(TG_BF16, false, false, 4, 4, 800, 1, 0, 0);
     for (size_t i = 0; i < (size_t)4 * 800; i++) {
@@ -167,11 +196,22 @@ Test(gemm_half, the_rounded_input_bound_catches_truncation)
     release(&p);
 }
 
-Test(gemm_half, bit_identical_for_1_and_2_threads)
+Test(gemm_half, the_rounded_input_bound_catches_truncation)
 {
-    static const int shapes[][3] = {{300, 257, 129}, {1664, 64, 64}, {64, 1664, 100}, {772, 256, 1024}};
-    for (int s = 0; s < 4; s++)
-        for (int t = 0; t < 4; t++) {
+    for (int k = 0; k < NKERNELS; k++)
+        if (use_kernel(KERNELS[k], "truncation")) truncation();
+}
+
+/* The emulated kernel is slow: it skips the largest shape, takes one past
+ * its K block (768) instead, and runs two of the transposes (the sweep runs
+ * all four). */
+static void threads_bits(bool emulated)
+{
+    static const int shapes[][3] = {{300, 257, 129}, {1664, 64, 64}, {64, 1664, 100}, {772, 256, 1024},
+                                    {40, 130, 1001}};
+    for (int s = 0; s < 5; s++) {
+        if (emulated && s == 3) continue;
+        for (int t = 0; t < 4; t += emulated ? 3 : 1) {
             problem p = make(TG_BF16, t & 1, t & 2, shapes[s][0], shapes[s][1], shapes[s][2], 0.5f, 0.25f, 0);
             size_t nc = (size_t)p.M * p.ldc;
             tg_threads_set(1);
@@ -182,13 +222,149 @@ Test(gemm_half, bit_identical_for_1_and_2_threads)
             memcpy(p.C, p.C0, nc * 4);
             tg_threads_set(2);
             run(&p);
-            cr_assert(memcmp(one, p.C, nc * 4) == 0, "M=%d N=%d K=%d ta=%d tb=%d", p.M, p.N, p.K, t & 1, (t & 2) != 0);
+            cr_assert(memcmp(one, p.C, nc * 4) == 0, "%s: M=%d N=%d K=%d ta=%d tb=%d",
+                      tg_gemm_half_kernel_name(tg_gemm_half_get_kernel()), p.M, p.N, p.K, t & 1, (t & 2) != 0);
             free(one);
+            release(&p);
+        }
+    }
+}
+
+Test(gemm_half, bit_identical_for_1_and_2_threads)
+{
+    for (int k = 0; k < NKERNELS; k++)
+        if (use_kernel(KERNELS[k], "1 and 2 threads")) threads_bits(KERNELS[k] == TG_GEMM_HALF_AVX512BF16_EMULATED);
+}
+
+/* A copy of C after p runs from C0 with kernel k (also left in p->C). */
+static float *result_of(problem *p, tg_gemm_half_kernel k)
+{
+    size_t nc = (size_t)p->M * p->ldc;
+    cr_assert(tg_gemm_half_set_kernel(k));
+    memcpy(p->C, p->C0, nc * 4);
+    run(p);
+    float *c = malloc(nc * 4);
+    cr_assert_not_null(c);
+    memcpy(c, p->C, nc * 4);
+    return c;
+}
+
+/* The emulated and the widening kernels sum in different orders, so their
+ * bits differ, but each is within the bound of the exact product of the
+ * half values: the two within twice that of each other. */
+Test(gemm_half, emulated_and_widening_kernels_agree_within_the_bound)
+{
+    static const int shapes[][3] = {{37, 45, 800}, {13, 70, 1}, {100, 33, 193}};
+    for (int s = 0; s < 3; s++)
+        for (int t = 0; t < 4; t++) {
+            problem p = make(TG_BF16, t & 1, t & 2, shapes[s][0], shapes[s][1], shapes[s][2], -2, 0.5f, 2);
+            size_t nc = (size_t)p.M * p.ldc;
+            float *widened = result_of(&p, TG_GEMM_HALF_WIDEN);
+            free(result_of(&p, TG_GEMM_HALF_AVX512BF16_EMULATED)); /* and in p.C */
+            bool differ = false;
+            for (int i = 0; i < p.M; i++)
+                for (int j = 0; j < p.N; j++) {
+                    double mag = 0;
+                    for (int k = 0; k < p.K; k++) mag += fabs(a_at(&p, i, k, true) * b_at(&p, k, j, true));
+                    size_t at = (size_t)i * p.ldc + j;
+                    double tol = 2 * (p.K + 2) * 2 * 0x1p-24 * (fabs(p.alpha) * mag + fabs(p.beta * p.C0[at]));
+                    cr_assert(fabs((double)p.C[at] - widened[at]) <= tol, "M=%d N=%d K=%d C[%d,%d]: %.9g vs %.9g",
+                              p.M, p.N, p.K, i, j, p.C[at], widened[at]);
+                    differ |= p.C[at] != widened[at];
+                }
+            for (size_t at = 0; at < nc; at++) /* the padding is C0's */
+                if ((int)(at % p.ldc) >= p.N) cr_assert(memcmp(&p.C[at], &p.C0[at], 4) == 0);
+            if (p.K > 2) cr_assert(differ, "M=%d N=%d K=%d: the same bits, so not two kernels", p.M, p.N, p.K);
+            free(widened);
             release(&p);
         }
 }
 
-Test(gemm_half, degenerate_sizes_follow_blas)
+/* float16 operands are widened whatever the kernel: the same bits. */
+Test(gemm_half, float16_is_widened_by_every_kernel)
+{
+    problem p = make(TG_F16, true, false, 45, 37, 300, 0.5f, 0.25f, 1);
+    float *widened = result_of(&p, TG_GEMM_HALF_WIDEN);
+    for (int k = 0; k < NKERNELS; k++) {
+        if (!is_bf16_kernel(KERNELS[k]) || !use_kernel(KERNELS[k], "float16 widened")) continue;
+        float *c = result_of(&p, KERNELS[k]);
+        cr_assert(memcmp(widened, c, (size_t)p.M * p.ldc * 4) == 0, "%s", tg_gemm_half_kernel_name(KERNELS[k]));
+        free(c);
+    }
+    free(widened);
+    release(&p);
+}
+
+/* C [1 x 1] of a bfloat16 product of A [1 x K] and B [K x 1] given as bits. */
+static float dot_bits(int K, const uint16_t *a, const uint16_t *b)
+{
+    float c = NAN;
+    cr_assert(tg_gemm_half(TG_BF16, false, false, 1, 1, K, 1, a, K, b, 1, 0, &c, 1), "%s", tg_error());
+    return c;
+}
+
+/* Hand-made cases on which VDPBF16PS as the SDM defines it (see
+ * emu_dpbf16 in core/kernels/gemm_half.c) gives other bits than an exact
+ * sum, another order or IEEE float32 with denormals: run by every bfloat16
+ * kernel this CPU has (on a CPU with AVX512-BF16 this checks the emulation
+ * against the instruction), and by the widening kernel to show that each
+ * case discriminates. bfloat16 bits: 1 = 0x3f80, 2^-12 = 0x3980, -2^-12 =
+ * 0xb980, 2^100 = 0x7180, 2^-63 = 0x2000, 2^-70 = 0x1c80, 0x0001 = the
+ * denormal 2^-133. */
+Test(gemm_half, bf16_kernels_follow_the_instruction)
+{
+    /* order: pairs (k0, k1), (k2, k3); products p0 = 1, p1 = 0, p2 = -2^-24,
+     * p3 = 2^-24. Pair 0 leaves 1. Pair 1, odd product first: 1 + 2^-24 is
+     * a tie between 1 and 1 + 2^-23, to even: 1; then 1 - 2^-24, exact (the
+     * spacing below 1 is 2^-24): 0x3f7fffff. Even first (or in k order, as
+     * the widening kernel): 1 - 2^-24, then + 2^-24 = 1 exactly. */
+    static const uint16_t oa[4] = {0x3f80, 0, 0x3980, 0x3980}, ob[4] = {0x3f80, 0, 0xb980, 0x3980};
+    /* denormal input: 2^-133 * 2^100 = 2^-33, but the denormal reads as 0 */
+    static const uint16_t da[2] = {0x0001, 0}, db[2] = {0x7180, 0};
+    /* intermediate flush: odd product 2^-70 * 2^-70 = 2^-140, denormal in
+     * float32, flushed to 0; then 0 + 2^-63 * 2^-63 = 2^-126 = FLT_MIN
+     * (0x00800000). Unflushed: 2^-126 + 2^-140 = 2^-126 (1 + 2^-14),
+     * 0x00800200. */
+    static const uint16_t fa[2] = {0x2000, 0x1c80}, fb[2] = {0x2000, 0x1c80};
+    /* result flush: K = 1 (the pair's odd half zero), 2^-140 -> 0 */
+    static const uint16_t ra[1] = {0x1c80}, rb[1] = {0x1c80};
+    /* tininess after rounding with unbounded exponent (SDM vol. 1 4.9.1.5):
+     * odd product 2^-63 * 2^-63 = 2^-126; even 1.5 2^-76 (0x19c0) * -2^-75
+     * (0x9a00) = -3 2^-152. Exact sum 2^-126 - 0.75 2^-150: to 24 bits with
+     * unbounded exponent it is 2^-126 - 2^-150 (0.25 away, not 0.75), tiny:
+     * flushed to +0. On float32's denormal grid (spacing 2^-149) it is
+     * 2^-126 (0.375 of a spacing away), which IEEE gives. */
+    static const uint16_t ta[2] = {0x19c0, 0x2000}, tb[2] = {0x9a00, 0x2000};
+    for (int k = 0; k < NKERNELS; k++) {
+        if (!use_kernel(KERNELS[k], "follows the instruction")) continue;
+        bool bf = is_bf16_kernel(KERNELS[k]);
+        float order = dot_bits(4, oa, ob), denormal = dot_bits(2, da, db), flush = dot_bits(2, fa, fb),
+              result = dot_bits(1, ra, rb), tiny = dot_bits(2, ta, tb);
+        const char *name = tg_gemm_half_kernel_name(KERNELS[k]);
+        /* (widening on OpenBLAS, without our x86 kernels, sums in its own order) */
+        if (bf || tg_gemm_get_kernel() != TG_GEMM_BLAS)
+            cr_assert_eq(order, bf ? 0x1.fffffep-1f : 1.0f, "%s: order %a", name, order);
+        cr_assert_eq(denormal, bf ? 0.0f : 0x1p-33f, "%s: denormal input %a", name, denormal);
+        cr_assert_eq(flush, bf ? 0x1p-126f : 0x1.0004p-126f, "%s: intermediate flush %a", name, flush);
+        cr_assert_eq(result, bf ? 0.0f : 0x1p-140f, "%s: result flush %a", name, result);
+        cr_assert(bf ? tiny == 0 && !signbit(tiny) : tiny == 0x1p-126f, "%s: tininess %a", name, tiny);
+    }
+}
+
+Test(gemm_half, set_kernel_refuses_what_the_cpu_lacks)
+{
+    bool has = false;
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
+#endif
+    cr_assert(tg_gemm_half_set_kernel(TG_GEMM_HALF_AVX512BF16_EMULATED));
+    cr_assert_eq(tg_gemm_half_set_kernel(TG_GEMM_HALF_AVX512BF16), has);
+    cr_assert_eq(tg_gemm_half_get_kernel(), has ? TG_GEMM_HALF_AVX512BF16 : TG_GEMM_HALF_AVX512BF16_EMULATED);
+    cr_assert_not(tg_gemm_half_set_kernel((tg_gemm_half_kernel)7));
+}
+
+static void degenerate(void)
 {
     float C[4] = {1, 2, 3, 4};
     uint16_t A[1] = {0}, B[1] = {0};
@@ -198,6 +374,16 @@ Test(gemm_half, degenerate_sizes_follow_blas)
     cr_assert(C[0] == 0.5f);
     cr_assert_not(tg_gemm_half(TG_F32, false, false, 2, 2, 1, 1, A, 1, B, 2, 0, C, 2));
     cr_assert_str_eq(tg_error(), "tg_gemm_half: operands are float32, not bfloat16 or float16");
+    float D[2] = {NAN, NAN};
+    uint16_t one[1] = {0x3f80};
+    cr_assert(tg_gemm_half(TG_BF16, false, false, 1, 2, 1, 0, one, 1, one, 2, 0, D, 2)); /* alpha 0, beta 0 */
+    cr_assert(D[0] == 0 && D[1] == 0);
+}
+
+Test(gemm_half, degenerate_sizes_follow_blas)
+{
+    for (int k = 0; k < NKERNELS; k++)
+        if (use_kernel(KERNELS[k], "degenerate sizes")) degenerate();
 }
 
 /* half.h's conversions give dtype.c's bits: every half value widened, and
@@ -236,8 +422,10 @@ Test(gemm_half, env_naming_no_kernel_is_said, .init = cr_redirect_stderr)
     setenv("TAPEGRAD_GEMM_HALF", "tiles", 1);
     tg_gemm_half_kernel k = tg_gemm_half_get_kernel();
     fflush(stderr);
-    char want[160];
-    snprintf(want, sizeof want, "tapegrad: TAPEGRAD_GEMM_HALF=tiles is not widen; using %s\n", tg_gemm_half_kernel_name(k));
+    char want[200];
+    snprintf(want, sizeof want,
+             "tapegrad: TAPEGRAD_GEMM_HALF=tiles is not widen, avx512bf16 or avx512bf16-emulated; using %s\n",
+             tg_gemm_half_kernel_name(k));
     cr_assert_stderr_eq_str(want);
 }
 
@@ -260,4 +448,24 @@ Test(gemm_half, rounded_float_operands_give_the_half_products_bits)
             free(want);
             release(&p);
         }
+}
+
+Test(gemm_half, env_naming_a_kernel_the_cpu_lacks_is_said, .init = cr_redirect_stderr)
+{
+    setenv("TAPEGRAD_GEMM_HALF", "avx512bf16", 1);
+    tg_gemm_half_kernel k = tg_gemm_half_get_kernel();
+    fflush(stderr);
+    if (k == TG_GEMM_HALF_AVX512BF16) { /* this CPU has it: followed, nothing said */
+        cr_assert_stderr_eq_str("");
+        return;
+    }
+    cr_assert_eq(k, TG_GEMM_HALF_WIDEN);
+    cr_assert_stderr_eq_str(
+        "tapegrad: TAPEGRAD_GEMM_HALF=avx512bf16: this CPU cannot run it; using widen-to-float32\n");
+}
+
+Test(gemm_half, env_forces_the_emulated_kernel)
+{
+    setenv("TAPEGRAD_GEMM_HALF", "avx512bf16-emulated", 1);
+    cr_assert_eq(tg_gemm_half_get_kernel(), TG_GEMM_HALF_AVX512BF16_EMULATED);
 }

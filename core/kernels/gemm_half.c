@@ -1,11 +1,46 @@
 /* tapegrad: GEMMs of half-precision operands (see core/kernels/gemm_half.h).
  *
- * The widening kernel, for every CPU: A and B are widened to float32 (exact)
- * and tg_sgemm runs, so the result is float32's product of the half values,
- * with tg_sgemm's blocking, order and bits for any thread count. */
+ * The widening kernel, for every CPU and every float16 product: A and B are
+ * widened to float32 (exact) and tg_sgemm runs, so the result is float32's
+ * product of the half values, with tg_sgemm's blocking, order and bits for any
+ * thread count.
+ *
+ * The bfloat16 kernel, for CPUs with AVX512-BF16 (VDPBF16PS: per float32
+ * lane, two bfloat16 products added to the accumulator, Intel SDM vol. 2):
+ *   - Pair layout: a k-pair (k = 2p, 2p+1) of bfloat16 is one dword (the even
+ *     k in the low word), which is what VDPBF16PS multiplies lane by lane. A
+ *     panels hold, per pair p, the MR rows' dwords (broadcast from memory);
+ *     B panels, per pair p, the NR columns' dwords (NR/16 vectors). An odd
+ *     K ends with a pair whose odd half is zero; rows past M and columns past
+ *     N are zero, and the tile stores only the valid part with masked stores,
+ *     so an edge tile does the same arithmetic as a full one.
+ *   - MR x NR = 12 x 32 as gemm.c's AVX-512 kernel: 24 zmm accumulators, 2
+ *     for B, 1 for the broadcast A dword (GCC 12 emits vpbroadcastd, a load,
+ *     rather than folding it into the instruction); 24 independent
+ *     accumulations per pair hide the instruction's latency. One instruction
+ *     does two k, so a pair costs what one k costs tg_sgemm's kernel.
+ *   - KC = 768 k (384 pairs: the A panel, 12 x 384 x 4 B = 18 KiB, stays in
+ *     L1, as gemm.c's), NC = 672 (the B block, 384 x 672 x 4 B = 1 MiB, in
+ *     L2), MC = 1536. KC is even, so a pair never straddles two K blocks.
+ *   - Everything is packed (the pair layout is not any stored layout); the
+ *     buffers are allocated per call, one set per thread that can run at once,
+ *     before C is touched: failing to get them leaves C unchanged. A set is
+ *     up to 3.3 MiB; after glibc's first mmap and munmap of that size it
+ *     serves it from its heap, so later calls mostly reuse mapped pages (not
+ *     measured; gemm.c's buffers, kept per thread, would avoid the question).
+ *   - Threads split C along M (in MR rows) or N (in NR columns), never K, and
+ *     an element gets the same instructions in the same order whatever its
+ *     tile or thread: bit-identical for any thread count.
+ * It is written once (gemm_half_tile.inc) over a few vector operations that
+ * have two implementations: the intrinsics, and a scalar emulation of them
+ * (emu_dpbf16 follows the SDM's VDPBF16PS) which runs on every CPU as the
+ * kernel TG_GEMM_HALF_AVX512BF16_EMULATED, so that the packing, blocking and
+ * tiles are tested on machines without the instruction. */
 #include "gemm_half.h"
 
+#include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,21 +48,63 @@
 #include "../engine/error.h"
 #include "gemm.h"
 #include "half.h"
+#include "threads.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define TG_BF16_X86 1
+#include <immintrin.h>
+#else
+#define TG_BF16_X86 0
+#endif
+
+#define BF_MR 12
+#define BF_NR 32
+#define BF_KC 768 /* even: pairs stay inside a K block */
+#define BF_NC 672
+#define BF_MC 1536
+/* One-thread time of a multiply-add, for the thread split: gemm.c's 0.02 ns
+ * for float32 halved (VDPBF16PS does two per lane; not measured, no CPU
+ * here has it), and the emulation's (this machine, 9 ns) */
+#define BF_NS_PER_MAC 0.01
+#define BF_NS_PER_MAC_EMULATED 9.0
+
+/* ---- kernel selection ------------------------------------------------------- */
 
 static tg_gemm_half_kernel g_kernel;
 static pthread_once_t g_kernel_once = PTHREAD_ONCE_INIT;
 
-static bool cpu_can(tg_gemm_half_kernel k) { return k == TG_GEMM_HALF_WIDEN; }
+static bool cpu_can(tg_gemm_half_kernel k)
+{
+    switch (k) {
+    case TG_GEMM_HALF_WIDEN:
+    case TG_GEMM_HALF_AVX512BF16_EMULATED: return true;
+#if TG_BF16_X86
+    case TG_GEMM_HALF_AVX512BF16:
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
+#endif
+    default: return false;
+    }
+}
 
 static void choose_kernel(void)
 {
     const char *env = getenv("TAPEGRAD_GEMM_HALF");
-    tg_gemm_half_kernel k = TG_GEMM_HALF_WIDEN;
+    tg_gemm_half_kernel k = cpu_can(TG_GEMM_HALF_AVX512BF16) ? TG_GEMM_HALF_AVX512BF16 : TG_GEMM_HALF_WIDEN;
     if (env && *env) {
         /* a setting that cannot be followed is said, once, not ignored */
-        if (strcmp(env, "widen") != 0)
-            fprintf(stderr, "tapegrad: TAPEGRAD_GEMM_HALF=%s is not widen; using %s\n", env,
+        tg_gemm_half_kernel want = strcmp(env, "widen") == 0                 ? TG_GEMM_HALF_WIDEN
+                                   : strcmp(env, "avx512bf16") == 0          ? TG_GEMM_HALF_AVX512BF16
+                                   : strcmp(env, "avx512bf16-emulated") == 0 ? TG_GEMM_HALF_AVX512BF16_EMULATED
+                                                                             : (tg_gemm_half_kernel)-1;
+        if (want == (tg_gemm_half_kernel)-1)
+            fprintf(stderr,
+                    "tapegrad: TAPEGRAD_GEMM_HALF=%s is not widen, avx512bf16 or avx512bf16-emulated; using %s\n",
+                    env, tg_gemm_half_kernel_name(k));
+        else if (!cpu_can(want))
+            fprintf(stderr, "tapegrad: TAPEGRAD_GEMM_HALF=%s: this CPU cannot run it; using %s\n", env,
                     tg_gemm_half_kernel_name(k));
+        else k = want;
     }
     g_kernel = k;
 }
@@ -40,7 +117,12 @@ tg_gemm_half_kernel tg_gemm_half_get_kernel(void)
 
 const char *tg_gemm_half_kernel_name(tg_gemm_half_kernel k)
 {
-    return k == TG_GEMM_HALF_WIDEN ? "widen-to-float32" : "?";
+    switch (k) {
+    case TG_GEMM_HALF_WIDEN: return "widen-to-float32";
+    case TG_GEMM_HALF_AVX512BF16: return "avx512bf16-12x32";
+    case TG_GEMM_HALF_AVX512BF16_EMULATED: return "avx512bf16-emulated";
+    default: return "?";
+    }
 }
 
 bool tg_gemm_half_set_kernel(tg_gemm_half_kernel k)
@@ -50,6 +132,8 @@ bool tg_gemm_half_set_kernel(tg_gemm_half_kernel k)
     g_kernel = k;
     return true;
 }
+
+/* ---- the widening kernel ---------------------------------------------------- */
 
 /* dst [rows x cols] (contiguous) = src's rows, ld apart, widened. */
 static void widen_rows(float *dst, const uint16_t *src, int rows, int cols, int ld, tg_dtype dt)
@@ -74,6 +158,319 @@ static bool gemm_widen(tg_dtype dt, bool ta, bool tb, int M, int N, int K, float
     return true;
 }
 
+/* ---- VDPBF16PS, emulated ---------------------------------------------------- */
+
+static float bits_float(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static uint32_t float_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+/* A float32 input with DAZ: a denormal (exponent bits zero) is a zero of
+ * its sign. */
+static float daz(float x)
+{
+    uint32_t u = float_bits(x);
+    return (u & 0x7F800000u) == 0 ? bits_float(u & 0x80000000u) : x;
+}
+
+/* make_fp32: the bfloat16 as the top half of a float32, then DAZ. */
+static float bf16_in(uint32_t h)
+{
+    return bits_float((h & 0x7F80u) == 0 ? (h & 0x8000u) << 16 : h << 16);
+}
+
+/* One step, srcdest += x * y for bfloat16 values x, y (after DAZ): the
+ * exact acc + x y rounded once to nearest even, FTZ on the result. The
+ * product is exact in double (8 significant bits each); the double sum, when
+ * inexact (TwoSum's error e), is rounded to odd, which keeps its order
+ * against any double of fewer bits and makes rounding it to float32 round
+ * once (53 >= 24 + 2 bits): without the flush it gave fmaf's bits on 2e8
+ * random triples, denormal results included. Tiny (flushed to a zero of
+ * the true result's sign) is the SDM's vol. 1 4.9.1.5 "result of rounding
+ * with unbounded exponent is non-zero and ... less than the smallest
+ * possible normalized" value: |exact| < 2^-126 (1 - 2^-25), half of
+ * float32's last spacing below 2^-126 (a tie there rounds up to 2^-126). */
+static float dpbf16_step(float acc, float x, float y)
+{
+    double a = acc, p = (double)x * y, s = a + p, pb = s - a, e = (a - (s - pb)) + (p - pb);
+    if (e != 0 && isfinite(s)) {
+        uint64_t u;
+        memcpy(&u, &s, 8);
+        if (!(u & 1)) u += (e > 0) == (s > 0) ? 1 : (uint64_t)-1;
+        memcpy(&s, &u, 8);
+    }
+    float r = (float)s;
+    return fabs(s) < 0x1.ffffffp-127 ? copysignf(0.0f, r) : r;
+}
+
+/* The NaN the instruction gives when its result is NaN (the SDM's NaN
+ * propagation table): the first NaN among src1 low, src2 low, src1 high,
+ * src2 high and srcdest, quieted; with none (inf * 0, inf - inf) the default
+ * NaN, FFC00000h. */
+static float dpbf16_nan(float acc, uint32_t x, uint32_t y)
+{
+    uint32_t in[5] = {float_bits(bf16_in(x & 0xFFFFu)), float_bits(bf16_in(y & 0xFFFFu)),
+                      float_bits(bf16_in(x >> 16)), float_bits(bf16_in(y >> 16)), float_bits(acc)};
+    for (int i = 0; i < 5; i++)
+        if ((in[i] & 0x7FFFFFFFu) > 0x7F800000u) return bits_float(in[i] | 0x00400000u);
+    return bits_float(0xFFC00000u);
+}
+
+/* One lane of VDPBF16PS srcdest, src1, src2 as Intel's SDM (vol. 2C,
+ * "VDPBF16PS - Dot Product of BF16 Pairs Accumulated Into Packed Single
+ * Precision") defines it; x and y are the lane's dwords of src1 and src2
+ * (t). Its Operation reads:
+ *     // FP32 FMA with daz in, ftz out and RNE rounding. MXCSR neither
+ *     // consulted nor updated.
+ *     srcdest.fp32[ i ] += make_fp32(src1.bfloat16[2*i+1]) * make_fp32(t.bfloat[1])
+ *     srcdest.fp32[ i ] += make_fp32(src1.bfloat16[2*i+0]) * make_fp32(t.bfloat[0])
+ * and its Description: "Round to nearest even rounding mode is used when
+ * doing each accumulation of the FMA. Output denormals are always flushed
+ * to zero and input denormals are always treated as zero." So: the odd
+ * (high-word) product first, then the even one; each statement one fused
+ * multiply-add into the float32 register (dpbf16_step), so the flush
+ * applies to the intermediate sum too; DAZ on every input, srcdest
+ * included; round to nearest even whatever the caller's rounding mode (this
+ * file never changes it). Not settled by the text and not checked on
+ * hardware: what "denormal" means for the flush (dpbf16_step takes vol. 1's
+ * tininess, after rounding with unbounded exponent; judged on the float32
+ * denormal grid instead, exact sums within (2^-151, 2^-150] below 2^-126
+ * would give 2^-126, not 0). NaN: dpbf16_nan. */
+static float emu_dpbf16(float acc, uint32_t x, uint32_t y)
+{
+    float r = dpbf16_step(daz(acc), bf16_in(x >> 16), bf16_in(y >> 16));
+    r = dpbf16_step(r, bf16_in(x & 0xFFFFu), bf16_in(y & 0xFFFFu));
+    return isnan(r) ? dpbf16_nan(acc, x, y) : r;
+}
+
+/* ---- the tiles: intrinsics and emulation ------------------------------------ */
+
+typedef void (*bf16_tile_fn)(const uint32_t *a, const uint32_t *b, int kp, float *c, int ldc, int m, int n,
+                             float alpha, float beta);
+
+typedef struct emu_f { float f[16]; } emu_f;
+typedef struct emu_w { uint32_t w[16]; } emu_w;
+
+static emu_f emu_zero(void) { return (emu_f){{0}}; }
+static emu_w emu_load(const uint32_t *p)
+{
+    emu_w v;
+    memcpy(v.w, p, sizeof v.w);
+    return v;
+}
+static emu_w emu_bcast(uint32_t w)
+{
+    emu_w v;
+    for (int l = 0; l < 16; l++) v.w[l] = w;
+    return v;
+}
+static emu_f emu_dp(emu_f acc, emu_w x, emu_w y)
+{
+    for (int l = 0; l < 16; l++) acc.f[l] = emu_dpbf16(acc.f[l], x.w[l], y.w[l]);
+    return acc;
+}
+static uint32_t emu_lanes(int n) { return n >= 16 ? 0xFFFFu : n <= 0 ? 0 : (1u << n) - 1; }
+static emu_f emu_scale(emu_f v, float s)
+{
+    for (int l = 0; l < 16; l++) v.f[l] *= s;
+    return v;
+}
+static emu_f emu_fmadd(float s, emu_f c, emu_f t)
+{
+    for (int l = 0; l < 16; l++) t.f[l] = fmaf(s, c.f[l], t.f[l]);
+    return t;
+}
+static emu_f emu_load_masked(uint32_t k, const float *p)
+{
+    emu_f v = emu_zero();
+    for (int l = 0; l < 16; l++)
+        if (k >> l & 1) v.f[l] = p[l];
+    return v;
+}
+static void emu_store_masked(float *p, uint32_t k, emu_f v)
+{
+    for (int l = 0; l < 16; l++)
+        if (k >> l & 1) p[l] = v.f[l];
+}
+
+#define TILE_NAME tile_emulated
+#define TILE_ATTR static
+#define VF emu_f
+#define VW emu_w
+#define MASK uint32_t
+#define VF_ZERO emu_zero
+#define VW_LOAD emu_load
+#define VW_BCAST emu_bcast
+#define VF_DPBF16 emu_dp
+#define LANES emu_lanes
+#define VF_SCALE emu_scale
+#define VF_FMADD emu_fmadd
+#define VF_LOAD_MASKED emu_load_masked
+#define VF_STORE_MASKED emu_store_masked
+#include "gemm_half_tile.inc"
+#undef TILE_NAME
+#undef TILE_ATTR
+#undef VF
+#undef VW
+#undef MASK
+#undef VF_ZERO
+#undef VW_LOAD
+#undef VW_BCAST
+#undef VF_DPBF16
+#undef LANES
+#undef VF_SCALE
+#undef VF_FMADD
+#undef VF_LOAD_MASKED
+#undef VF_STORE_MASKED
+
+#if TG_BF16_X86
+#define TILE_NAME tile_avx512bf16
+#define TILE_ATTR static __attribute__((target("avx512f,avx512bf16")))
+#define VF __m512
+#define VW __m512bh
+#define MASK __mmask16
+#define VF_ZERO() _mm512_setzero_ps()
+#define VW_LOAD(p) ((__m512bh)_mm512_loadu_si512(p))
+#define VW_BCAST(w) ((__m512bh)_mm512_set1_epi32((int)(w)))
+#define VF_DPBF16(acc, x, y) _mm512_dpbf16_ps(acc, x, y)
+#define LANES(n) ((n) >= 16 ? (__mmask16)0xFFFF : (n) <= 0 ? (__mmask16)0 : (__mmask16)((1u << (n)) - 1))
+#define VF_SCALE(v, s) _mm512_mul_ps(v, _mm512_set1_ps(s))
+#define VF_FMADD(s, c, t) _mm512_fmadd_ps(_mm512_set1_ps(s), c, t)
+#define VF_LOAD_MASKED(k, p) _mm512_maskz_loadu_ps(k, p)
+#define VF_STORE_MASKED(p, k, v) _mm512_mask_storeu_ps(p, k, v)
+#include "gemm_half_tile.inc"
+#endif
+
+/* ---- packing and blocking --------------------------------------------------- */
+
+typedef struct bf16_args {
+    bool ta, tb;
+    int M, N, K;
+    float alpha, beta;
+    const uint16_t *A, *B;
+    int lda, ldb, ldc;
+    float *C;
+    bf16_tile_fn tile;
+    /* pack buffers, one set per thread that can run at once, claimed per chunk */
+    int nbuf;
+    uint32_t *bufs;
+    size_t a_size, b_size; /* dwords of one set's A and B blocks */
+    atomic_bool *in_use;
+} bf16_args;
+
+/* The k-pair dword of line r (a row of op(A), a column of op(B)) at k, k+1
+ * of X, where element (r, k) is X[k*ld + r] (kmajor) or X[r*ld + k]; the
+ * odd half zero past kend. */
+static uint32_t pair_at(const uint16_t *X, int ld, bool kmajor, size_t r, size_t k, size_t kend)
+{
+    uint16_t e = kmajor ? X[k * ld + r] : X[r * ld + k], o = 0;
+    if (k + 1 < kend) o = kmajor ? X[(k + 1) * ld + r] : X[r * ld + k + 1];
+    return (uint32_t)e | (uint32_t)o << 16;
+}
+
+/* Lines [r0, r0+n) x k [k0, k0+kc) of X -> panels of w lines and kp = kc/2
+ * (rounded up) pairs: panel q at dst + q*w*kp, pair p of line r at p*w + r;
+ * lines past n are zero. A panels: the rows of op(A) (w = MR, kmajor = ta);
+ * B panels: the columns of op(B) (w = NR, kmajor = !tb). */
+static void pack_pairs(const uint16_t *X, int ld, bool kmajor, int r0, int n, int k0, int kc, int w, uint32_t *dst)
+{
+    int kp = (kc + 1) / 2;
+    for (int q = 0; q < n; q += w, dst += (size_t)w * kp) {
+        int m = n - q < w ? n - q : w;
+        for (int p = 0; p < kp; p++)
+            for (int r = 0; r < w; r++)
+                dst[(size_t)p * w + r] =
+                    r < m ? pair_at(X, ld, kmajor, (size_t)(r0 + q + r), (size_t)(k0 + 2 * p), (size_t)(k0 + kc)) : 0;
+    }
+}
+
+/* C[i0:i1, j0:j1] of the whole product with pack buffers a and b. */
+static void bf16_block(const bf16_args *g, uint32_t *a, uint32_t *b, int i0, int i1, int j0, int j1)
+{
+    for (int ic = i0; ic < i1; ic += BF_MC) {
+        int mc = i1 - ic < BF_MC ? i1 - ic : BF_MC;
+        for (int pc = 0; pc < g->K; pc += BF_KC) {
+            int kc = g->K - pc < BF_KC ? g->K - pc : BF_KC, kp = (kc + 1) / 2;
+            float beta = pc == 0 ? g->beta : 1.0f;
+            pack_pairs(g->A, g->lda, g->ta, ic, mc, pc, kc, BF_MR, a);
+            for (int jc = j0; jc < j1; jc += BF_NC) {
+                int nc = j1 - jc < BF_NC ? j1 - jc : BF_NC;
+                pack_pairs(g->B, g->ldb, !g->tb, jc, nc, pc, kc, BF_NR, b);
+                for (int ir = 0; ir < mc; ir += BF_MR)
+                    for (int jr = 0; jr < nc; jr += BF_NR) {
+                        float *c = g->C + (size_t)(ic + ir) * g->ldc + jc + jr;
+                        int m = mc - ir < BF_MR ? mc - ir : BF_MR, n = nc - jr < BF_NR ? nc - jr : BF_NR;
+                        g->tile(a + (size_t)ir * kp, b + (size_t)jr * kp, kp, c, g->ldc, m, n, g->alpha, beta);
+                    }
+            }
+        }
+    }
+}
+
+/* A thread's share: tiles [begin, end) along M (split_m, MR rows each) or N
+ * (NR columns each), with a buffer set no other running chunk holds. */
+typedef struct bf16_job {
+    bf16_args *g;
+    bool split_m;
+} bf16_job;
+
+static void bf16_chunk(void *ctx, int begin, int end)
+{
+    const bf16_job *job = ctx;
+    bf16_args *g = job->g;
+    int i0 = 0, i1 = g->M, j0 = 0, j1 = g->N;
+    if (job->split_m) i0 = begin * BF_MR, i1 = end * BF_MR < g->M ? end * BF_MR : g->M;
+    else j0 = begin * BF_NR, j1 = end * BF_NR < g->N ? end * BF_NR : g->N;
+    /* at most nbuf chunks run at once, so one set is free (or soon is) */
+    int s = 0;
+    for (bool expect = false;; s = (s + 1) % g->nbuf, expect = false)
+        if (atomic_compare_exchange_strong(&g->in_use[s], &expect, true)) break;
+    uint32_t *a = g->bufs + (size_t)s * (g->a_size + g->b_size);
+    bf16_block(g, a, a + g->a_size, i0, i1, j0, j1);
+    atomic_store(&g->in_use[s], false);
+}
+
+static bool gemm_bf16(bf16_tile_fn tile, double ns_per_mac, bool ta, bool tb, int M, int N, int K, float alpha,
+                      const uint16_t *A, int lda, const uint16_t *B, int ldb, float beta, float *C, int ldc)
+{
+    bf16_args g = {ta, tb, M, N, K, alpha, beta, A, B, lda, ldb, ldc, C, tile, 1, NULL, 0, 0, NULL};
+    /* Split the larger of M and N: the other operand's packing is what every
+     * thread repeats. */
+    bool split_m = M >= N;
+    int tiles = split_m ? (M + BF_MR - 1) / BF_MR : (N + BF_NR - 1) / BF_NR;
+    bool par = tiles > 1 && tg_parallel_pays((double)M * N * K * ns_per_mac);
+    int chunks = par ? tg_parallel_chunks(tiles) : 1, threads = tg_threads_get();
+    g.nbuf = par && threads < chunks ? threads : chunks;
+    /* a set's blocks: the rows and columns of one chunk (at most
+     * ceil(tiles / chunks) tiles), one K block's pairs */
+    int per = (tiles + chunks - 1) / chunks;
+    int rows = split_m && per * BF_MR < M ? per * BF_MR : M, cols = !split_m && per * BF_NR < N ? per * BF_NR : N;
+    size_t kp = (size_t)((K < BF_KC ? K : BF_KC) + 1) / 2;
+    g.a_size = (size_t)((rows < BF_MC ? rows : BF_MC) + BF_MR - 1) / BF_MR * BF_MR * kp;
+    g.b_size = (size_t)((cols < BF_NC ? cols : BF_NC) + BF_NR - 1) / BF_NR * BF_NR * kp;
+    g.bufs = malloc((g.a_size + g.b_size) * g.nbuf * sizeof *g.bufs);
+    g.in_use = malloc(sizeof *g.in_use * g.nbuf);
+    if (!g.bufs || !g.in_use) {
+        free(g.bufs), free(g.in_use);
+        return tg_error_set("tg_gemm_half: out of memory packing [%d,%d] x [%d,%d] bfloat16 operands", M, K, K, N) == 0;
+    }
+    for (int s = 0; s < g.nbuf; s++) atomic_init(&g.in_use[s], false);
+    bf16_job job = {&g, split_m};
+    if (par) tg_parallel_for(tiles, bf16_chunk, &job);
+    else bf16_chunk(&job, 0, tiles);
+    free(g.bufs), free(g.in_use);
+    return true;
+}
+
 bool tg_gemm_half(tg_dtype dt, bool ta, bool tb, int M, int N, int K, float alpha, const uint16_t *A, int lda,
                   const uint16_t *B, int ldb, float beta, float *C, int ldc)
 {
@@ -82,10 +479,14 @@ bool tg_gemm_half(tg_dtype dt, bool ta, bool tb, int M, int N, int K, float alph
                                                    tg_dtype_name(dt)) == 0;
     /* K == 0 or alpha == 0: C = beta C without reading A or B */
     if (K <= 0 || alpha == 0) ta = tb = false, K = 0;
-    switch (tg_gemm_half_get_kernel()) {
-    case TG_GEMM_HALF_WIDEN:
-    default: return gemm_widen(dt, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-    }
+    tg_gemm_half_kernel k = tg_gemm_half_get_kernel();
+    if (dt == TG_BF16 && K > 0 && k == TG_GEMM_HALF_AVX512BF16_EMULATED)
+        return gemm_bf16(tile_emulated, BF_NS_PER_MAC_EMULATED, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+#if TG_BF16_X86
+    if (dt == TG_BF16 && K > 0 && k == TG_GEMM_HALF_AVX512BF16)
+        return gemm_bf16(tile_avx512bf16, BF_NS_PER_MAC, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+#endif
+    return gemm_widen(dt, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 /* x's [rows x cols] block (rows ld apart) rounded to dt, contiguous. */

@@ -16,7 +16,9 @@
  * TG_F16), C float32; the layout and BLAS semantics of tg_sgemm (gemm.h):
  * row-major, op(A) [M,K] (A [K,M] when ta), op(B) [K,N] (B [N,K] when tb),
  * beta == 0 never reads C. Products of two half values are exact in float32
- * and summed in float32. Bit-identical for any thread count. False, with the
+ * and summed in float32 (the bfloat16 kernel: two products per step, with
+ * VDPBF16PS's rounding, denormal inputs read as zero and denormal sums
+ * flushed to zero). Bit-identical for any thread count. False, with the
  * error set, only when its scratch cannot be allocated (C unchanged). */
 bool tg_gemm_half(tg_dtype dt, bool ta, bool tb, int M, int N, int K, float alpha, const uint16_t *A, int lda,
                   const uint16_t *B, int ldb, float beta, float *C, int ldc);
@@ -28,10 +30,17 @@ bool tg_gemm_half(tg_dtype dt, bool ta, bool tb, int M, int N, int K, float alph
 bool tg_gemm_rounded(tg_dtype dt, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
                      const float *B, int ldb, float beta, float *C, int ldc);
 
-/* The kernel tg_gemm_half runs, chosen once from the CPU unless
- * TAPEGRAD_GEMM_HALF names one. */
+/* The kernel tg_gemm_half runs, chosen once from the CPU (avx512bf16 where
+ * it can run, else widen) unless TAPEGRAD_GEMM_HALF names one (widen,
+ * avx512bf16, avx512bf16-emulated). The bfloat16 kernels run bfloat16
+ * products with K > 0 and alpha != 0; float16 operands are always widened
+ * (AVX512-FP16 is not used). */
 typedef enum tg_gemm_half_kernel {
-    TG_GEMM_HALF_WIDEN, /* operands widened to float32, tg_sgemm: every CPU */
+    TG_GEMM_HALF_WIDEN,      /* operands widened to float32, tg_sgemm: every CPU */
+    TG_GEMM_HALF_AVX512BF16, /* VDPBF16PS, 12 x 32 tiles: x86-64 CPUs with AVX512-BF16 */
+    /* The same kernel with the instruction emulated in scalar code (its
+     * bits): every CPU, never chosen by itself. A test device, and slow. */
+    TG_GEMM_HALF_AVX512BF16_EMULATED,
 } tg_gemm_half_kernel;
 
 tg_gemm_half_kernel tg_gemm_half_get_kernel(void);
