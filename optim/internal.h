@@ -67,6 +67,10 @@ int tg_optim_groups_write(const tg_optim *o, tg_safetensors *s);
 /* Frees groups [n] (their prefixes too). */
 void tg_optim_groups_free(tg_optim_grp *groups, int n);
 
+/* The count (a step count, a tracker) saved as metadata key: -1 with a
+ * message naming what and key when absent or not a non-negative integer. */
+int tg_optim_meta_count(const tg_safetensors *s, const char *key, long *count, const char *what);
+
 /* Whether parameter x gets weight decay under o. */
 static inline bool tg_optim_decays(const tg_optim_opts *o, const tg_tensor *x)
 {
