@@ -54,6 +54,27 @@ static void linreg_grads(problem *pr, tg_grad_scaler *s)
     tg_tape_reset(pr->t);
 }
 
+/* A store with one parameter "w" [n] and an SGD optimizer over it. */
+typedef struct tiny {
+    tg_params *p;
+    tg_optim *o;
+} tiny;
+
+static tiny tiny_new(int n)
+{
+    tiny t = {.p = tg_params_new()};
+    cr_assert_not_null(tg_params_add(t.p, "w", 1, (int[]){n}), "%s", tg_error());
+    tg_optim_opts oo = tg_optim_defaults(TG_SGD);
+    t.o = optim_new(t.p, &oo);
+    return t;
+}
+
+static void tiny_free(tiny *t)
+{
+    tg_optim_free(t->o);
+    tg_params_free(t->p);
+}
+
 /* ---- PyTorch's rule ---------------------------------------------------------- */
 
 typedef struct config {
@@ -167,12 +188,15 @@ Test(scaler, defaults_are_torchs)
 
 /* ---- unscale ---------------------------------------------------------------- */
 
-static problem linreg(void)
+/* The fixture's linreg problem and an SGD optimizer over it in *o. */
+static problem linreg(tg_optim **o)
 {
     tg_safetensors *fx = fixture(OWN_SCALER_FIXTURE);
     problem pr;
     problem_init(&pr, fx, false);
     tg_st_free(fx);
+    tg_optim_opts oo = tg_optim_defaults(TG_SGD);
+    *o = optim_new(pr.p, &oo);
     return pr;
 }
 
@@ -190,9 +214,8 @@ static tg_real *grads_copy(const tg_params *p)
  * bit. */
 Test(scaler, unscale_by_a_power_of_two_is_exact)
 {
-    problem pr = linreg();
-    tg_optim_opts oo = tg_optim_defaults(TG_SGD);
-    tg_optim *o = optim_new(pr.p, &oo);
+    tg_optim *o;
+    problem pr = linreg(&o);
     linreg_grads(&pr, NULL);
     tg_real *plain = grads_copy(pr.p);
     size_t n = tg_params_numel(pr.p);
@@ -218,9 +241,8 @@ Test(scaler, unscale_by_a_power_of_two_is_exact)
  * the grad's precision, torch's inv_scale. */
 Test(scaler, unscale_multiplies_by_torchs_inverse)
 {
-    problem pr = linreg();
-    tg_optim_opts oo = tg_optim_defaults(TG_SGD);
-    tg_optim *o = optim_new(pr.p, &oo);
+    tg_optim *o;
+    problem pr = linreg(&o);
     tg_grad_scaler *s = scaler_with(1000, 2, 0.5, 2000);
     linreg_grads(&pr, s);
     tg_real *scaled = grads_copy(pr.p);
@@ -298,9 +320,8 @@ Test(scaler, non_finite_anywhere_skips_the_step)
  * same bits as clipping grads that were never scaled. */
 Test(scaler, clip_after_unscale)
 {
-    problem pr = linreg();
-    tg_optim_opts oo = tg_optim_defaults(TG_SGD);
-    tg_optim *o = optim_new(pr.p, &oo);
+    tg_optim *o;
+    problem pr = linreg(&o);
     linreg_grads(&pr, NULL);
     double plain_norm = tg_grad_norm(pr.p);
     cr_assert_gt(plain_norm, 0.5);
@@ -323,40 +344,32 @@ Test(scaler, clip_after_unscale)
 
 Test(scaler, growth_then_backoff)
 {
-    tg_params *p = tg_params_new();
-    cr_assert_not_null(tg_params_add(p, "w", 1, (int[]){2}));
-    tg_optim_opts oo = tg_optim_defaults(TG_SGD);
-    tg_optim *o = optim_new(p, &oo);
+    tiny w = tiny_new(2);
     tg_grad_scaler *s = scaler_with(8, 2, 0.25, 3);
     const double want_scale[] = {8, 8, 16, 16, 16, 32, 8, 2, 2};
     const long want_tracker[] = {1, 2, 0, 1, 2, 0, 0, 0, 1};
     for (int k = 0; k < 9; k++) {
-        tg_params_grad(p)[0] = k == 6 || k == 7 ? NAN : 1;  /* two back-offs in a row */
-        cr_assert_eq(tg_grad_scaler_step(s, o), k == 6 || k == 7 ? 0 : 1, "%s", tg_error());
+        tg_params_grad(w.p)[0] = k == 6 || k == 7 ? NAN : 1;  /* two back-offs in a row */
+        cr_assert_eq(tg_grad_scaler_step(s, w.o), k == 6 || k == 7 ? 0 : 1, "%s", tg_error());
         scaler_update(s);
         cr_assert_eq(tg_grad_scaler_get_scale(s), want_scale[k], "step %d: %g", k + 1, tg_grad_scaler_get_scale(s));
         cr_assert_eq(tg_grad_scaler_growth_tracker(s), want_tracker[k], "step %d", k + 1);
     }
     tg_grad_scaler_free(s);
-    tg_optim_free(o);
-    tg_params_free(p);
+    tiny_free(&w);
 }
 
 /* The largest float32 power of two does not grow to Inf (torch 2.1's guard). */
 Test(scaler, growth_stops_short_of_inf)
 {
-    tg_params *p = tg_params_new();
-    cr_assert_not_null(tg_params_add(p, "w", 1, (int[]){1}));
-    tg_optim_opts oo = tg_optim_defaults(TG_SGD);
-    tg_optim *o = optim_new(p, &oo);
+    tiny w = tiny_new(1);
     tg_grad_scaler *s = scaler_with(ldexp(1, 127), 2, 0.5, 1);
-    cr_assert_eq(tg_grad_scaler_step(s, o), 1, "%s", tg_error());
+    cr_assert_eq(tg_grad_scaler_step(s, w.o), 1, "%s", tg_error());
     scaler_update(s);
     cr_assert_eq(tg_grad_scaler_get_scale(s), ldexp(1, 127));
     cr_assert_eq(tg_grad_scaler_growth_tracker(s), 0);
     tg_grad_scaler_free(s);
-    tg_optim_free(o);
-    tg_params_free(p);
+    tiny_free(&w);
 }
 
 /* One scaler for two optimizers (torch's per-optimizer state): an Inf in
@@ -390,9 +403,8 @@ Test(scaler, two_optimizers_share_the_scale)
 /* enabled false: GradScaler(enabled=False) is a pass-through. */
 Test(scaler, disabled_passes_through)
 {
-    problem pr = linreg();
-    tg_optim_opts oo = tg_optim_defaults(TG_SGD);
-    tg_optim *o = optim_new(pr.p, &oo);
+    tg_optim *o;
+    problem pr = linreg(&o);
     tg_grad_scaler_opts so = tg_grad_scaler_defaults();
     so.enabled = false;
     tg_grad_scaler *s = scaler_new(&so);
@@ -424,14 +436,11 @@ Test(scaler, disabled_passes_through)
 
 Test(scaler, state_round_trip)
 {
-    tg_params *p = tg_params_new();
-    cr_assert_not_null(tg_params_add(p, "w", 1, (int[]){1}));
-    tg_optim_opts oo = tg_optim_defaults(TG_SGD);
-    tg_optim *o = optim_new(p, &oo);
+    tiny w = tiny_new(1);
     tg_grad_scaler *s = scaler_with(1000, 1.1, 0.3, 5);
     for (int k = 0; k < 8; k++) {  /* 5 clean (a growth), 1 bad, 2 clean */
-        tg_params_grad(p)[0] = k == 5 ? INFINITY : 1;
-        cr_assert_neq(tg_grad_scaler_step(s, o), -1, "%s", tg_error());
+        tg_params_grad(w.p)[0] = k == 5 ? INFINITY : 1;
+        cr_assert_neq(tg_grad_scaler_step(s, w.o), -1, "%s", tg_error());
         scaler_update(s);
     }
     cr_assert_eq(tg_grad_scaler_growth_tracker(s), 2);
@@ -448,9 +457,9 @@ Test(scaler, state_round_trip)
     cr_assert_eq(tg_grad_scaler_get_scale(r), tg_grad_scaler_get_scale(s));
     cr_assert_eq(tg_grad_scaler_growth_tracker(r), 2);
     for (int k = 0; k < 4; k++) {  /* both grow at the same step */
-        tg_params_grad(p)[0] = 1;
-        cr_assert_eq(tg_grad_scaler_step(s, o), 1, "%s", tg_error());
-        cr_assert_eq(tg_grad_scaler_step(r, o), 1, "%s", tg_error());
+        tg_params_grad(w.p)[0] = 1;
+        cr_assert_eq(tg_grad_scaler_step(s, w.o), 1, "%s", tg_error());
+        cr_assert_eq(tg_grad_scaler_step(r, w.o), 1, "%s", tg_error());
         scaler_update(s);
         scaler_update(r);
         cr_assert_eq(tg_grad_scaler_get_scale(r), tg_grad_scaler_get_scale(s));
@@ -461,8 +470,7 @@ Test(scaler, state_round_trip)
     tg_st_free(back);
     tg_grad_scaler_free(s);
     tg_grad_scaler_free(r);
-    tg_optim_free(o);
-    tg_params_free(p);
+    tiny_free(&w);
 }
 
 Test(scaler, bad_state_refused_by_name)
@@ -546,17 +554,14 @@ Test(scaler, bad_options_refused_by_name)
 
 Test(scaler, misuse_refused_by_name)
 {
-    tg_params *p = tg_params_new();
-    cr_assert_not_null(tg_params_add(p, "w", 1, (int[]){2}));
-    tg_optim_opts oo = tg_optim_defaults(TG_SGD);
-    tg_optim *o = optim_new(p, &oo);
+    tiny w = tiny_new(2);
     tg_grad_scaler_opts d = tg_grad_scaler_defaults();
     tg_grad_scaler *s = scaler_new(&d);
     tg_tape *t = tg_tape_new();
 
-    REFUSED(tg_grad_scaler_unscale(NULL, o), "tg_grad_scaler_unscale: the scaler is NULL");
+    REFUSED(tg_grad_scaler_unscale(NULL, w.o), "tg_grad_scaler_unscale: the scaler is NULL");
     REFUSED(tg_grad_scaler_unscale(s, NULL), "tg_grad_scaler_unscale: the optimizer is NULL");
-    REFUSED(tg_grad_scaler_step(NULL, o), "tg_grad_scaler_step: the scaler is NULL");
+    REFUSED(tg_grad_scaler_step(NULL, w.o), "tg_grad_scaler_step: the scaler is NULL");
     REFUSED(tg_grad_scaler_step(s, NULL), "tg_grad_scaler_step: the optimizer is NULL");
     REFUSED(tg_grad_scaler_update(NULL), "tg_grad_scaler_update: the scaler is NULL");
     tg_tensor *x = tg_tensor_zeros(t, 1, (int[]){1});
@@ -570,34 +575,33 @@ Test(scaler, misuse_refused_by_name)
 
     /* torch's stages: once per update */
     REFUSED(tg_grad_scaler_update(s), "tg_grad_scaler_update: no inf checks were recorded prior to update");
-    cr_assert_eq(tg_grad_scaler_unscale(s, o), 0, "%s", tg_error());
-    REFUSED(tg_grad_scaler_unscale(s, o),
+    cr_assert_eq(tg_grad_scaler_unscale(s, w.o), 0, "%s", tg_error());
+    REFUSED(tg_grad_scaler_unscale(s, w.o),
             "tg_grad_scaler_unscale: tg_grad_scaler_unscale has already been called on this optimizer since the "
             "last tg_grad_scaler_update");
-    cr_assert_eq(tg_grad_scaler_step(s, o), 1, "%s", tg_error());
-    REFUSED(tg_grad_scaler_unscale(s, o), "tg_grad_scaler_unscale: tg_grad_scaler_unscale is being called after "
+    cr_assert_eq(tg_grad_scaler_step(s, w.o), 1, "%s", tg_error());
+    REFUSED(tg_grad_scaler_unscale(s, w.o), "tg_grad_scaler_unscale: tg_grad_scaler_unscale is being called after "
                                           "tg_grad_scaler_step");
-    REFUSED(tg_grad_scaler_step(s, o),
+    REFUSED(tg_grad_scaler_step(s, w.o),
             "tg_grad_scaler_step: tg_grad_scaler_step has already been called since the last tg_grad_scaler_update");
-    cr_assert_eq(tg_optim_steps(o), 1);
+    cr_assert_eq(tg_optim_steps(w.o), 1);
     scaler_update(s);
     REFUSED(tg_grad_scaler_update(s), "no inf checks were recorded");  /* update forgot them */
-    cr_assert_eq(tg_grad_scaler_step(s, o), 1, "%s", tg_error());     /* a new iteration */
+    cr_assert_eq(tg_grad_scaler_step(s, w.o), 1, "%s", tg_error());     /* a new iteration */
     scaler_update(s);
 
     /* more optimizers than the table holds between two updates */
     tg_optim *many[TG_GRAD_SCALER_OPTIMS + 1];
-    for (int i = 0; i <= TG_GRAD_SCALER_OPTIMS; i++) many[i] = optim_new(p, &oo);
+    for (int i = 0; i <= TG_GRAD_SCALER_OPTIMS; i++) many[i] = optim_new(w.p, tg_optim_options(w.o));
     for (int i = 0; i < TG_GRAD_SCALER_OPTIMS; i++) cr_assert_eq(tg_grad_scaler_unscale(s, many[i]), 0);
     REFUSED(tg_grad_scaler_unscale(s, many[TG_GRAD_SCALER_OPTIMS]), "more than 8 optimizers between two updates");
     scaler_update(s);
     for (int i = 0; i <= TG_GRAD_SCALER_OPTIMS; i++) tg_optim_free(many[i]);
 
     /* a store that grew after tg_optim_new: the step's own error, passed on */
-    cr_assert_not_null(tg_params_add(p, "v", 1, (int[]){1}));
-    REFUSED(tg_grad_scaler_step(s, o), "tg_optim_step: the parameter store has");
+    cr_assert_not_null(tg_params_add(w.p, "v", 1, (int[]){1}));
+    REFUSED(tg_grad_scaler_step(s, w.o), "tg_optim_step: the parameter store has");
     tg_tape_free(t);
     tg_grad_scaler_free(s);
-    tg_optim_free(o);
-    tg_params_free(p);
+    tiny_free(&w);
 }

@@ -175,10 +175,7 @@ def main():
         for cfg in CONFIGS:
             tensors.update(run(cfg, d, dtype))
         path = os.path.join(out_dir, f"scaler_{suffix}.safetensors")
-        st_writer.save_file(tensors, path, meta)
-        back, back_meta = st_writer.load_file(path)
-        assert back_meta == meta and list(back) == list(tensors)
-        assert all(torch.equal(back[k], v) for k, v in tensors.items())
+        st_writer.save_checked(tensors, path, meta)
         print(f"wrote {path}: {len(tensors)} tensors ({meta['rule']})")
 
 
