@@ -68,6 +68,9 @@ tg_tensor *tg_grad_scaler_scale(tg_grad_scaler *s, tg_tape *t, tg_tensor *loss)
 {
     if (!s) return tg_fail(t, "tg_grad_scaler_scale: the scaler is NULL");
     if (!s->o.enabled || !loss) return loss;
+    /* torch's loss * scale promotes a half loss to the scale's float32:
+     * the product in float16 would overflow from 2^16 up */
+    if (tg_dtype_is_half(tg_dtype_promoted(&loss, 1))) loss = tg_to(t, loss, TG_F32);
     return tg_scale(t, loss, (double)s->scale);
 }
 

@@ -81,8 +81,10 @@ tg_grad_scaler *tg_grad_scaler_new(const tg_grad_scaler_opts *o);
 void tg_grad_scaler_free(tg_grad_scaler *s);
 
 /* loss * S on t (tg_scale), to run tg_backward on: every gradient comes out
- * S times larger. loss itself when the scaler is disabled; NULL when loss is
- * (the tape keeps its error) or, with an error on t, when s is NULL. */
+ * S times larger. A bfloat16 or float16 loss is widened to float32 first
+ * (tg_to), as torch's product with its float32 scale is. loss itself when
+ * the scaler is disabled; NULL when loss is (the tape keeps its error) or,
+ * with an error on t, when s is NULL. */
 tg_tensor *tg_grad_scaler_scale(tg_grad_scaler *s, tg_tape *t, tg_tensor *loss);
 /* Divides every gradient of o's store by S in place and records whether one
  * was Inf or NaN. -1 with a message on a NULL argument or a second call for

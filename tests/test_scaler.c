@@ -186,6 +186,26 @@ Test(scaler, defaults_are_torchs)
     tg_grad_scaler_free(s);
 }
 
+/* A float16 loss times 2^16 leaves float16's range: the product is a
+ * float32, as torch's loss * scale (its scale a float32 tensor). */
+Test(scaler, half_loss_scaled_in_float32)
+{
+    tg_tape *t = tg_tape_new();
+    tg_grad_scaler_opts d = tg_grad_scaler_defaults();
+    tg_grad_scaler *s = scaler_new(&d);
+    const tg_dtype halves[] = {TG_F16, TG_BF16};
+    for (int k = 0; k < 2; k++) {
+        float two = 2;
+        tg_tensor *h = tg_to(t, tg_tensor_from_dtype(t, TG_F32, &two, 0, NULL), halves[k]);
+        tg_tensor *y = tg_grad_scaler_scale(s, t, h);
+        cr_assert_not_null(y, "%s", tg_tape_error(t));
+        cr_assert_eq(y->dtype, TG_F32, "%s", tg_dtype_name(halves[k]));
+        cr_assert_eq(*(float *)tg_data(y, TG_F32), 131072.0f, "%s", tg_dtype_name(halves[k]));
+    }
+    tg_grad_scaler_free(s);
+    tg_tape_free(t);
+}
+
 /* ---- unscale ---------------------------------------------------------------- */
 
 /* The fixture's linreg problem and an SGD optimizer over it in *o. */
