@@ -147,11 +147,10 @@ int tg_optim_step(tg_optim *o)
     size_t off = 0;
     for (int k = 0; k < o->count; k++) {
         tg_tensor *x = tg_params_at(o->p, k);
-        const tg_optim_grp *g = &o->groups[o->group_of[k]];
-        if (!g->frozen && x->requires_grad) {
+        if (tg_optim_moves(o, k)) {
             tg_real *buf[TG_OPTIM_BUFS_MAX] = {NULL};
             for (int b = 0; b < o->n_bufs; b++) buf[b] = o->buf[b] + off;
-            o->def->update(x, &g->o, o->t, buf);
+            o->def->update(x, &o->groups[o->group_of[k]].o, o->t, buf);
         }
         off += x->size;
     }

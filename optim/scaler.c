@@ -88,16 +88,20 @@ static int entry_of(tg_grad_scaler *s, const tg_optim *o, const char *what)
     return s->n++;
 }
 
-/* Every gradient g of p times inv (none when inv is 1); whether one was Inf
- * or NaN before. torch's _amp_foreach_non_finite_check_and_unscale_. */
-static bool grads_unscale(tg_params *p, float inv)
+/* Every gradient g of the parameters o's step moves times inv (none when
+ * inv is 1); whether one was Inf or NaN before. torch's
+ * _amp_foreach_non_finite_check_and_unscale_ over the grads that are not
+ * None. */
+static bool grads_unscale(const tg_optim *o, float inv)
 {
-    tg_real *g = tg_params_grad(p);
-    size_t n = tg_params_numel(p);
     bool found = false;
-    for (size_t i = 0; i < n; i++) found |= !isfinite(g[i]);
-    if (inv != 1.0f)
-        for (size_t i = 0; i < n; i++) g[i] *= (tg_real)inv;
+    for (int k = 0; k < o->count; k++) {
+        if (!tg_optim_moves(o, k)) continue;
+        tg_tensor *x = tg_params_at(o->p, k);
+        for (size_t i = 0; i < x->size; i++) found |= !isfinite(x->grad[i]);
+        if (inv != 1.0f)
+            for (size_t i = 0; i < x->size; i++) x->grad[i] *= (tg_real)inv;
+    }
     return found;
 }
 
@@ -110,7 +114,7 @@ static int unscale_entry(tg_grad_scaler *s, tg_optim *o, int e, const char *what
     if (s->seen[e].stage == STAGE_STEPPED)
         return tg_error_set("%s: tg_grad_scaler_unscale is being called after tg_grad_scaler_step", what);
     /* the reciprocal in double, as torch: float32 division may be inexact */
-    s->seen[e].found_inf = grads_unscale(o->p, (float)(1.0 / (double)s->scale));
+    s->seen[e].found_inf = grads_unscale(o, (float)(1.0 / (double)s->scale));
     s->seen[e].stage = STAGE_UNSCALED;
     return 0;
 }

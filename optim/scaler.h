@@ -19,8 +19,10 @@
  * _amp_update_scale_ (aten/src/ATen/native/cuda/AmpKernels.cu):
  *   S is a float32 (in both builds, as torch's scale tensor);
  *   unscale: inv = float32(1 / double(S)); found_inf when any gradient of
- *     the store is not finite (looked at before it is multiplied); every
- *     gradient g = g * inv (g's own precision), none when inv == 1;
+ *     a parameter the step moves (not frozen, requires_grad: torch's grads
+ *     that are not None) is not finite, looked at before it is multiplied;
+ *     each of those gradients g = g * inv (g's own precision), none when
+ *     inv == 1;
  *   step: tg_optim_step only when nothing was found: a skipped step leaves
  *     parameters and optimizer state as they are (Adam's step count too);
  *   update, found_inf in any optimizer unscaled since the last update:
@@ -86,8 +88,8 @@ void tg_grad_scaler_free(tg_grad_scaler *s);
  * the scaler is disabled; NULL when loss is (the tape keeps its error) or,
  * with an error on t, when s is NULL. */
 tg_tensor *tg_grad_scaler_scale(tg_grad_scaler *s, tg_tape *t, tg_tensor *loss);
-/* Divides every gradient of o's store by S in place and records whether one
- * was Inf or NaN. -1 with a message on a NULL argument or a second call for
+/* Divides the gradients of the parameters o moves by S in place and records
+ * whether one was Inf or NaN. -1 with a message on a NULL argument or a second call for
  * o since the last update, or after tg_grad_scaler_step(s, o). */
 int tg_grad_scaler_unscale(tg_grad_scaler *s, tg_optim *o);
 /* Unscales o unless already done, then tg_optim_step(o) unless an Inf or

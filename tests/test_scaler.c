@@ -336,6 +336,32 @@ Test(scaler, non_finite_anywhere_skips_the_step)
     tg_params_free(p);
 }
 
+/* A parameter the step does not move (a frozen group, requires_grad
+ * false: torch's grad None) is neither looked at nor unscaled. */
+Test(scaler, unmoved_parameters_are_left_alone)
+{
+    tg_params *p = tg_params_new();
+    tg_tensor *a = tg_params_add(p, "a", 1, (int[]){2}), *f = tg_params_add(p, "frozen.b", 1, (int[]){2}),
+              *n = tg_params_add(p, "c", 1, (int[]){2});
+    cr_assert(a && f && n, "%s", tg_error());
+    n->requires_grad = false;
+    tg_optim_opts oo = tg_optim_defaults(TG_SGD);
+    tg_optim *o = optim_new(p, &oo);
+    cr_assert_eq(tg_optim_add_group(o, &(tg_optim_group){.prefix = "frozen.", .frozen = true}), 1, "%s", tg_error());
+    tg_grad_scaler *s = scaler_with(4, 2, 0.5, 2000);
+    a->grad[0] = a->grad[1] = 8;
+    f->grad[0] = NAN, f->grad[1] = 8;
+    n->grad[0] = INFINITY, n->grad[1] = 8;
+    cr_assert_eq(tg_grad_scaler_step(s, o), 1, "%s", tg_error());
+    cr_assert(a->grad[0] == 2 && a->grad[1] == 2);
+    cr_assert(isnan(f->grad[0]) && f->grad[1] == 8 && isinf(n->grad[0]) && n->grad[1] == 8);
+    scaler_update(s);
+    cr_assert_eq(tg_grad_scaler_get_scale(s), 4);
+    tg_grad_scaler_free(s);
+    tg_optim_free(o);
+    tg_params_free(p);
+}
+
 /* PyTorch's pattern: unscale, clip, step. The clip sees the true grads: the
  * same bits as clipping grads that were never scaled. */
 Test(scaler, clip_after_unscale)
