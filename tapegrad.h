@@ -18,6 +18,7 @@
 #include "core/ops/ops.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
+#include "optim/scaler.h"
 #include "viz/viz.h"
 
 #endif

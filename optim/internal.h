@@ -67,6 +67,17 @@ int tg_optim_groups_write(const tg_optim *o, tg_safetensors *s);
 /* Frees groups [n] (their prefixes too). */
 void tg_optim_groups_free(tg_optim_grp *groups, int n);
 
+/* The count (a step count, a tracker) saved as metadata key: -1 with a
+ * message naming what and key when absent or not a non-negative integer. */
+int tg_optim_meta_count(const tg_safetensors *s, const char *key, long *count, const char *what);
+
+/* Whether the step updates parameter k of o's store: not in a frozen
+ * group, and requires_grad (torch skips a parameter whose grad is None). */
+static inline bool tg_optim_moves(const tg_optim *o, int k)
+{
+    return !o->groups[o->group_of[k]].frozen && tg_params_at(o->p, k)->requires_grad;
+}
+
 /* Whether parameter x gets weight decay under o. */
 static inline bool tg_optim_decays(const tg_optim_opts *o, const tg_tensor *x)
 {

@@ -147,11 +147,10 @@ int tg_optim_step(tg_optim *o)
     size_t off = 0;
     for (int k = 0; k < o->count; k++) {
         tg_tensor *x = tg_params_at(o->p, k);
-        const tg_optim_grp *g = &o->groups[o->group_of[k]];
-        if (!g->frozen && x->requires_grad) {
+        if (tg_optim_moves(o, k)) {
             tg_real *buf[TG_OPTIM_BUFS_MAX] = {NULL};
             for (int b = 0; b < o->n_bufs; b++) buf[b] = o->buf[b] + off;
-            o->def->update(x, &g->o, o->t, buf);
+            o->def->update(x, &o->groups[o->group_of[k]].o, o->t, buf);
         }
         off += x->size;
     }
@@ -232,9 +231,7 @@ int tg_optim_state_save(const tg_optim *o, tg_safetensors *s)
     return 0;
 }
 
-/* The step count saved under key: -1 with a message when absent or not a
- * non-negative integer. */
-static int load_step(const tg_safetensors *s, const char *key, long *step, const char *what)
+int tg_optim_meta_count(const tg_safetensors *s, const char *key, long *count, const char *what)
 {
     const char *val = tg_st_meta(s, key);
     if (!val) return tg_error_set("%s: missing metadata '%s'", what, key);
@@ -243,7 +240,7 @@ static int load_step(const tg_safetensors *s, const char *key, long *step, const
     long v = strtol(val, &end, 10);
     if (end == val || *end || errno || v < 0 || !(*val >= '0' && *val <= '9'))
         return tg_error_set("%s: metadata '%s' = \"%s\" is not a step count", what, key, val);
-    *step = v;
+    *count = v;
     return 0;
 }
 
@@ -254,7 +251,7 @@ int tg_optim_state_load(tg_optim *o, const tg_safetensors *s)
     char key[KEY_MAX], have[TG_SHAPE_STR], want[TG_SHAPE_STR];
     long t = 0;
     if (!o || !s) return tg_error_set("%s: NULL argument", what);
-    if (check_store(o, what) || load_step(s, o->def->step_key, &t, what)) return -1;
+    if (check_store(o, what) || tg_optim_meta_count(s, o->def->step_key, &t, what)) return -1;
     for (int b = 0; b < o->n_bufs; b++)  /* everything is checked before anything is copied */
         for (int k = 0; k < tg_params_count(o->p); k++) {
             const tg_tensor *x = tg_params_at(o->p, k);

@@ -5,6 +5,7 @@
  *                     in its own file: optim/sgd.c, optim/adam.c
  *   optim/clip.h      clip by global gradient norm (clip_grad_norm_)
  *   optim/schedule.h  learning-rate schedules: warmup, cosine / linear decay
+ *   optim/scaler.h    dynamic loss scaling for float16 training (GradScaler)
  *
  * One optimizer per parameter store. A training step:
  *

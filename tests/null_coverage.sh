@@ -18,6 +18,7 @@ allowed=(
   tg_half_to_double tg_half_from_double tg_params_new_dtype tg_st_dtype_name
   tg_threads_set tg_threads_get tg_parallel_chunks tg_parallel_pays
   tg_linear_init_bound tg_xavier_bound tg_calculate_gain tg_schedule_constant tg_schedule_cosine tg_schedule_linear
+  tg_grad_scaler_defaults
   tg_optim_kind_name tg_text_height tg_viridis tg_heatmap_label_step
   tg_dist_finalize tg_dist_available tg_dist_rank tg_dist_size tg_dist_barrier
   # NULL is nothing to free or unmap (free's rule)

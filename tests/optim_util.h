@@ -1,5 +1,5 @@
-/* Helpers shared by the optimizer suites (test_optim.c, test_optim_torch.c):
- * the fixtures (tests/fixtures/optim_*.safetensors, from
+/* Helpers shared by the optimizer suites (test_optim.c, test_optim_torch.c,
+ * test_scaler.c): the fixtures (tests/fixtures/optim_*.safetensors, from
  * bench/torch/make_optim_fixtures.py), the two problems and the
  * configurations.
  *
@@ -56,8 +56,9 @@
     cr_assert(fabs((double)(got) - (double)(want)) <= (tol) * fmax(fabs((double)(want)), floor), \
               __VA_ARGS__)
 
-static const char *CONFIGS[] = {"adam", "adam_l2", "adam_eps", "adamw", "adamw_no1d", "sgd",
-                                "sgd_momentum", "sgd_nesterov", "sgd_dampening", "sgd_wd"};
+/* test_optim*'s configurations (unused by test_scaler, which has its own) */
+static const char *CONFIGS[] __attribute__((unused)) = {"adam", "adam_l2", "adam_eps", "adamw", "adamw_no1d", "sgd",
+                                                        "sgd_momentum", "sgd_nesterov", "sgd_dampening", "sgd_wd"};
 #define N_CONFIGS (int)(sizeof CONFIGS / sizeof *CONFIGS)
 
 static inline tg_safetensors *fixture(const char *stem)
@@ -130,13 +131,20 @@ static inline void problem_free(problem *pr)
     tg_tape_free(pr->t);
 }
 
-/* loss = mean((x W^T + b - y)^2) through the tape; returns it. */
-static inline double linreg_backward(tg_tape *t, tg_params *p, tg_tensor *x, tg_tensor *y)
+/* loss = mean((x W^T + b - y)^2) on the tape. */
+static inline tg_tensor *linreg_loss(tg_tape *t, tg_params *p, tg_tensor *x, tg_tensor *y)
 {
     tg_tensor *w = tg_params_at(p, 0), *b = tg_params_at(p, 1);
     tg_tensor *d = tg_sub(t, tg_matmul(t, x, w, b, TG_TRANS_B), y);
     tg_tensor *loss = tg_mean(t, tg_mul(t, d, d));
     cr_assert_not_null(loss, "%s", tg_tape_error(t));
+    return loss;
+}
+
+/* The grads of linreg_loss; returns the loss. */
+static inline double linreg_backward(tg_tape *t, tg_params *p, tg_tensor *x, tg_tensor *y)
+{
+    tg_tensor *loss = linreg_loss(t, p, x, y);
     tg_params_zero_grad(p);
     cr_assert_eq(tg_backward(t, loss), 0, "%s", tg_tape_error(t));
     double v = loss->data[0];

@@ -277,6 +277,36 @@ Test(null, optim)
     tg_params_free(p);
 }
 
+Test(null, grad_scaler)
+{
+    tg_params *p = tg_params_new();
+    tg_optim_opts o = tg_optim_defaults(TG_SGD);
+    tg_optim *opt = tg_optim_new(p, &o);
+    tg_grad_scaler_opts so = tg_grad_scaler_defaults();
+    tg_grad_scaler *s = tg_grad_scaler_new(&so);
+    tg_tape *t = tg_tape_new();
+    cr_assert(opt && s && t, "%s", tg_error());
+    REFUSES(tg_grad_scaler_check(NULL), "tg_grad_scaler: options are NULL");
+    REFUSES(tg_grad_scaler_new(NULL), "tg_grad_scaler: options are NULL");
+    REFUSES(tg_grad_scaler_scale(NULL, t, NULL), "tg_grad_scaler_scale: the scaler is NULL");
+    REFUSES(tg_grad_scaler_unscale(NULL, opt), "tg_grad_scaler_unscale: the scaler is NULL");
+    REFUSES(tg_grad_scaler_unscale(s, NULL), "tg_grad_scaler_unscale: the optimizer is NULL");
+    REFUSES(tg_grad_scaler_step(NULL, opt), "tg_grad_scaler_step: the scaler is NULL");
+    REFUSES(tg_grad_scaler_step(s, NULL), "tg_grad_scaler_step: the optimizer is NULL");
+    REFUSES(tg_grad_scaler_update(NULL), "tg_grad_scaler_update: the scaler is NULL");
+    REFUSES(tg_grad_scaler_get_scale(NULL), "tg_grad_scaler_get_scale: the scaler is NULL");
+    REFUSES(tg_grad_scaler_growth_tracker(NULL), "tg_grad_scaler_growth_tracker: the scaler is NULL");
+    REFUSES(tg_grad_scaler_state_save(NULL, NULL), "tg_grad_scaler_state_save");
+    REFUSES(tg_grad_scaler_state_load(NULL, NULL), "tg_grad_scaler_state_load");
+    REFUSES(tg_grad_scaler_state_save(s, NULL), "tg_grad_scaler_state_save");
+    REFUSES(tg_grad_scaler_state_load(s, NULL), "tg_grad_scaler_state_load");
+    tg_grad_scaler_free(NULL);
+    tg_grad_scaler_free(s);
+    tg_tape_free(t);
+    tg_optim_free(opt);
+    tg_params_free(p);
+}
+
 Test(null, io)
 {
     tg_safetensors *s = tg_st_new();

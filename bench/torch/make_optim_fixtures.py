@@ -142,10 +142,7 @@ def main():
                 for n, t in run(problem, kind, h, d, dtype).items():
                     tensors[f"traj.{problem}.{name}.{n}"] = t
         path = os.path.join(out_dir, f"optim_{suffix}.safetensors")
-        st_writer.save_file(tensors, path, meta)
-        back, back_meta = st_writer.load_file(path)
-        assert back_meta == meta and list(back) == list(tensors)
-        assert all(torch.equal(back[k], v) for k, v in tensors.items())
+        st_writer.save_checked(tensors, path, meta)
         print(f"wrote {path}: {len(tensors)} tensors")
 
 

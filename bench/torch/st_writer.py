@@ -64,6 +64,15 @@ def save_file(tensors, path, metadata=None):
         raise
 
 
+def save_checked(tensors, path, metadata=None):
+    """save_file, then reads the file back and asserts it holds exactly
+    tensors (names in order, bits) and metadata."""
+    save_file(tensors, path, metadata)
+    back, back_meta = load_file(path)
+    assert back_meta == (metadata or {}) and list(back) == list(tensors)
+    assert all(torch.equal(back[k], v) for k, v in tensors.items())
+
+
 def load_file(path):
     """(tensors, metadata) of a safetensors file of F32, F64, I32, I64, U8 and BOOL."""
     with open(path, "rb") as f:

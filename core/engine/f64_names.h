@@ -111,6 +111,18 @@
 #define tg_gelu tg_gelu__f64
 #define tg_gelu_tanh tg_gelu_tanh__f64
 #define tg_grad_norm tg_grad_norm__f64
+#define tg_grad_scaler_check tg_grad_scaler_check__f64
+#define tg_grad_scaler_defaults tg_grad_scaler_defaults__f64
+#define tg_grad_scaler_free tg_grad_scaler_free__f64
+#define tg_grad_scaler_get_scale tg_grad_scaler_get_scale__f64
+#define tg_grad_scaler_growth_tracker tg_grad_scaler_growth_tracker__f64
+#define tg_grad_scaler_new tg_grad_scaler_new__f64
+#define tg_grad_scaler_scale tg_grad_scaler_scale__f64
+#define tg_grad_scaler_state_load tg_grad_scaler_state_load__f64
+#define tg_grad_scaler_state_save tg_grad_scaler_state_save__f64
+#define tg_grad_scaler_step tg_grad_scaler_step__f64
+#define tg_grad_scaler_unscale tg_grad_scaler_unscale__f64
+#define tg_grad_scaler_update tg_grad_scaler_update__f64
 #define tg_gt tg_gt__f64
 #define tg_half_round tg_half_round__f64
 #define tg_half_widen tg_half_widen__f64
@@ -251,6 +263,7 @@
 #define tg_optim_kind_name tg_optim_kind_name__f64
 #define tg_optim_kind_parse tg_optim_kind_parse__f64
 #define tg_optim_lr tg_optim_lr__f64
+#define tg_optim_meta_count tg_optim_meta_count__f64
 #define tg_optim_new tg_optim_new__f64
 #define tg_optim_options tg_optim_options__f64
 #define tg_optim_schedule_lr tg_optim_schedule_lr__f64
