@@ -14,6 +14,7 @@
 enum { M_MODEL = 1, M_TRAIN = 2 }; /* what a model file records */
 
 static const char *const arch_choices[] = {"gpt2", "llama", NULL};
+static const char *const precision_choices[] = {"f32", "bf16", NULL};
 /* "arch": the family's (cl_model_config); else tg_pos_kind + 1 */
 static const char *const pos_choices[] = {"arch", "learned", "rope", "none",
                                           NULL};
@@ -61,6 +62,9 @@ static const fl_flag flags[] = {
          "peak learning rate (AdamW, betas 0.9, 0.95)"),
     INT("warmup", warmup, 0, 1e9, "30", C_TRAIN, M_TRAIN, "N",
         "linear warmup steps, then cosine to lr/10"),
+    CHOICE("precision", precision, precision_choices, "f32", C_TRAIN, M_TRAIN | FL_META_LATER,
+           "the products' operands: float32, or rounded to bfloat16 (autocast; "
+           "weights and files stay float32)"),
     REAL("weight-decay", weight_decay, 0, 10, "0.1", C_TRAIN, M_TRAIN, "X",
          "decoupled weight decay on matrices (not biases, norms)"),
     REAL("clip", clip, 0, 1e6, "1", C_TRAIN, M_TRAIN, "X",

@@ -200,7 +200,9 @@ static int train_step(trainer *tr, double *loss, double *gnorm, double *lr)
     tg_optim_zero_grad(tr->opt);
     tg_tape_reset(tr->tape);
     tg_tensor *x = tg_tensor_from_dtype(tr->tape, TG_I32, tr->ids, 2, (int[]){B, T});
+    tg_dtype cast = tg_autocast_begin(tr->tape, c->precision ? TG_BF16 : TG_F32);
     tg_tensor *logits = tg_model_forward(tr->tape, &tr->m, x, NULL, NULL);
+    tg_autocast_end(tr->tape, cast);
     tg_tensor *y = tg_tensor_from_dtype(tr->tape, TG_I32, tr->targets, 2, (int[]){B, T});
     tg_tensor *l = logits && y ? tg_cross_entropy(tr->tape, logits, y, TG_IGNORE) : NULL;
     if (!l || tg_backward(tr->tape, l) != 0)

@@ -77,6 +77,7 @@ typedef struct cnn_config {
     char data[CNN_PATH_MAX], out[CNN_PATH_MAX];
     long epochs, steps, batch, seed, threads, limit, log_every;
     double lr;
+    int precision;               /* 0 float32, 1 bfloat16 (autocast's operand type) */
     bool overwrite;
     bool set[CNN_MAX_FLAGS];     /* which flags the command line gave */
 } cnn_config;

@@ -114,7 +114,10 @@ static int train_step(trainer *tr, long step, const int *order, int B, double *l
     tg_tensor *x = tg_tensor_new(tr->tape, 4, (int[]){B, 1, CNN_SIDE, CNN_SIDE});
     if (x) cnn_batch(tr->train, order, B, x->data, tr->y);
     tg_tensor *y = x ? tg_tensor_from_dtype(tr->tape, TG_I32, tr->y, 1, (int[]){B}) : NULL;
-    tg_tensor *l = y ? tg_cross_entropy(tr->tape, cnn_forward(tr->tape, &tr->m, x), y, TG_IGNORE) : NULL;
+    tg_dtype cast = tg_autocast_begin(tr->tape, tr->c->precision ? TG_BF16 : TG_F32);
+    tg_tensor *logits = y ? cnn_forward(tr->tape, &tr->m, x) : NULL;
+    tg_autocast_end(tr->tape, cast);
+    tg_tensor *l = logits ? tg_cross_entropy(tr->tape, logits, y, TG_IGNORE) : NULL;
     tg_optim_zero_grad(tr->opt);
     if (!l || tg_backward(tr->tape, l) != 0) return tg_error_set("step %ld: %s", step, tg_tape_error(tr->tape));
     *loss = (double)l->data[0];
