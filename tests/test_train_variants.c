@@ -146,3 +146,19 @@ Test(train_variants, reverse_with_bfloat16_products)
     cr_assert_neq(run("train " REVERSE " --precision f8 --out x"), 0);
     cr_assert(strstr(err_text, "--precision") && strstr(err_text, "f8"), "%s", err_text);
 }
+
+/* float16 adds dynamic loss scaling: its state and the steps it skipped are
+ * in the checkpoint, and a resume carries them on. */
+Test(train_variants, float16_keeps_its_loss_scale_across_a_resume)
+{
+    cr_assert_eq(run("train " REVERSE " --precision f16 --steps 30 --eval-every 30 --save-every 10 --out f"), 0, "%s",
+                 err_text);
+    cr_assert(strstr(out_text, "loss scale "), "%s", out_text);
+    static char head[65536];
+    model_header("f/checkpoint.safetensors", head, sizeof head);
+    cr_assert(strstr(head, "\"optim.grad_scaler.scale\"") && strstr(head, "\"skipped_steps\"") &&
+                  strstr(head, "\"precision\":\"f16\""),
+              "%s", head);
+    cr_assert_eq(run("train --resume f/checkpoint.safetensors --steps 40 --threads 1"), 0, "%s", err_text);
+    cr_assert(strstr(out_text, "step 40,"), "%s", out_text);
+}

@@ -165,7 +165,7 @@ static int setup(trainer *tr)
     oo.no_decay_1d = true;
     int status = 0;
     if (!(tr->opt = tg_optim_new(tr->p, &oo))) status = 1;
-    if (!status && st && sq_resume_state(st, c->resume, tr->opt, &tr->step, &tr->rng)) status = SQ_EXIT_USAGE;
+    if (!status && st && sq_resume_state(st, c->resume, tr->opt, NULL, &tr->step, &tr->rng)) status = SQ_EXIT_USAGE;
     if (!status && st) {
         char hash[32];
         snprintf(hash, sizeof hash, "%016llx", tr->k.hash);

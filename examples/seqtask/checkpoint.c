@@ -117,7 +117,7 @@ int sq_save_finish(tg_safetensors *s, const char *path, const tg_rng *rng, unsig
 }
 
 int sq_save(const char *path, const sq_config *c, const tg_params *p, const tg_optim *o,
-            const tg_rng *rng, long step, double acc, unsigned long long data_hash)
+            const tg_grad_scaler *sc, const tg_rng *rng, long step, double acc, unsigned long long data_hash)
 {
     if (check_finite(p, path, "not saving it")) return -1;
     tg_safetensors *s = tg_st_new();
@@ -126,6 +126,9 @@ int sq_save(const char *path, const sq_config *c, const tg_params *p, const tg_o
     if (!s) goto fail;
     if (tg_st_add_params(s, p)) goto fail;
     if (o && tg_optim_state_save(o, s)) goto fail;
+    /* steps the scaler skipped: the optimizer took that many fewer */
+    if (sc && (tg_grad_scaler_state_save(sc, s) || meta_long(s, "skipped_steps", step - tg_optim_steps(o))))
+        goto fail;
     if (tg_st_set_meta(s, "format", SQ_FORMAT) ||
         sq_config_to_meta(c, SQ_META_MODEL | SQ_META_TASK | SQ_META_TRAIN, put_meta, s) ||
         meta_long(s, "step", step) || meta_long(s, "vocab", c->symbols + SQ_SYM0) ||
@@ -189,9 +192,10 @@ fail:
     return -1;
 }
 
-int sq_resume_state(const tg_safetensors *st, const char *path, tg_optim *o, long *step, tg_rng *rng)
+int sq_resume_state(const tg_safetensors *st, const char *path, tg_optim *o, tg_grad_scaler *sc, long *step,
+                    tg_rng *rng)
 {
-    const char *s = tg_st_meta(st, "step"), *r = tg_st_meta(st, "rng_dropout");
+    const char *s = tg_st_meta(st, "step"), *r = tg_st_meta(st, "rng_dropout"), *k = tg_st_meta(st, "skipped_steps");
     char *end;
     uint64_t a, b;
     if (!s || (*step = strtol(s, &end, 10)) < 0 || *end) {
@@ -205,10 +209,16 @@ int sq_resume_state(const tg_safetensors *st, const char *path, tg_optim *o, lon
     }
     rng->state = a;
     rng->inc = b;
+    long skipped = 0;
+    if (k && ((skipped = strtol(k, &end, 10)) < 0 || *end || skipped > *step))
+        return tg_error_set("%s: metadata \"skipped_steps\" is not a count of at most %ld steps", path, *step);
     if (tg_optim_state_load(o, st)) return tg_error_set("%s: %s", path, tg_error());
-    if (tg_optim_steps(o) != *step)
-        return tg_error_set("%s: the optimizer has taken %ld steps but the checkpoint says %ld", path,
-                            tg_optim_steps(o), *step);
+    if (tg_optim_steps(o) != *step - skipped)
+        return tg_error_set("%s: the optimizer has taken %ld steps but the checkpoint says %ld (%ld skipped)", path,
+                            tg_optim_steps(o), *step - skipped, skipped);
+    /* a run that had no scaler (f32, bf16) resumed in f16 starts with a fresh one */
+    if (sc && tg_st_meta(st, "optim.grad_scaler.scale") && tg_grad_scaler_state_load(sc, st))
+        return tg_error_set("%s: %s", path, tg_error());
     return 0;
 }
 

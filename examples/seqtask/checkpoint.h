@@ -24,6 +24,7 @@
 #include <tapegrad/core/io/io.h>
 #include <tapegrad/nn/model.h>
 #include <tapegrad/optim/optim.h>
+#include <tapegrad/optim/scaler.h>
 #include "config.h"
 
 #define SQ_FORMAT "seqtask-1"
@@ -36,10 +37,11 @@ tg_model_config sq_model_config(const sq_config *c);
 int sq_model_build(const sq_config *c, tg_rng *rng, tg_params **p, tg_model *m);
 void sq_model_destroy(tg_params *p, tg_model *m);
 
-/* model.safetensors (o NULL, rng NULL) or checkpoint.safetensors. acc < 0:
+/* model.safetensors (o NULL, rng NULL) or checkpoint.safetensors (with the
+ * loss scaler's state when sc is not NULL, and the steps it skipped). acc < 0:
  * not evaluated. data_hash: the --data file's, or 0. */
 int sq_save(const char *path, const sq_config *c, const tg_params *p, const tg_optim *o,
-            const tg_rng *rng, long step, double acc, unsigned long long data_hash);
+            const tg_grad_scaler *sc, const tg_rng *rng, long step, double acc, unsigned long long data_hash);
 
 /* The end of every save (sq_save, charlm's): "data_hash" (unless 0) and
  * "rng_dropout" (unless rng is NULL) into s's metadata, then s written to
@@ -54,8 +56,10 @@ int sq_save_finish(tg_safetensors *s, const char *path, const tg_rng *rng, unsig
  * unless --no-verify. */
 int sq_open(const char *path, sq_config *c, bool resume, tg_params **p, tg_model *m,
             tg_safetensors **st);
-/* A checkpoint's optimizer state, step and dropout RNG. */
-int sq_resume_state(const tg_safetensors *st, const char *path, tg_optim *o, long *step, tg_rng *rng);
+/* A checkpoint's optimizer state, step and dropout RNG, and the loss
+ * scaler's state into sc (not NULL) when the checkpoint has one. */
+int sq_resume_state(const tg_safetensors *st, const char *path, tg_optim *o, tg_grad_scaler *sc, long *step,
+                    tg_rng *rng);
 /* --init: weights only, every parameter by name and shape (optim.* ignored).
  * A file of the other attention mode (fused in_proj_weight vs per-head
  * heads.<h>.{q,k,v}_proj) is converted exactly (tg_mha_convert). A file

@@ -28,7 +28,7 @@ static const char *const norm_choices[] = {"layer", "rms", NULL};
 static const char *const ffn_choices[] = {"gelu", "silu", "swiglu", "geglu", NULL};
 static const char *const sched_choices[] = {"constant", "cosine", "linear", NULL};
 static const char *const optim_choices[] = {"adam", "adamw", "sgd", NULL};
-static const char *const precision_choices[] = {"f32", "bf16", NULL};
+static const char *const precision_choices[] = {"f32", "bf16", "f16", NULL};
 static const char *const dtype_choices[] = {"bf16", "f16", "f32", NULL};
 
 #define INT(...) FL_INT_(sq_config, __VA_ARGS__)
@@ -93,8 +93,8 @@ static const fl_flag flags[] = {
     CHOICE("optimizer", optimizer, optim_choices, "adamw", C_TRAIN, M_TRAIN, "training",
            "Adam, AdamW (betas 0.9, 0.98) or SGD (momentum 0.9)"),
     CHOICE("precision", precision, precision_choices, "f32", C_TRAIN, M_TRAIN | M_LATER, "training",
-           "the products' operands: float32, or rounded to bfloat16 (autocast; weights, optimizer and "
-           "checkpoints stay float32)"),
+           "the products' operands: float32, or rounded to bfloat16 or float16 (autocast; weights, "
+           "optimizer and checkpoints stay float32; f16 adds dynamic loss scaling)"),
     REAL("weight-decay", weight_decay, 0, false, 10, false, "0.01", C_TRAIN, M_TRAIN, "training", "X",
          "weight decay (AdamW: decoupled, not on biases and LayerNorm)"),
     REAL("clip", clip, 0, false, 1e6, false, "1", C_TRAIN, M_TRAIN, "training", "X",

@@ -45,6 +45,7 @@
 typedef enum sq_command { SQ_COMMANDS(SQ_CMD_ENUM_) SQ_CMD_COUNT } sq_command;
 #undef SQ_CMD_ENUM_
 typedef enum sq_mode { SQ_MODE_FUSED, SQ_MODE_PER_HEAD } sq_mode;
+typedef enum sq_precision { SQ_PRECISION_F32, SQ_PRECISION_BF16, SQ_PRECISION_F16 } sq_precision;
 typedef enum sq_sched { SQ_SCHED_CONSTANT, SQ_SCHED_COSINE, SQ_SCHED_LINEAR } sq_sched;
 
 typedef struct sq_config {
@@ -70,7 +71,7 @@ typedef struct sq_config {
     long batch, accum, steps, warmup;
     double lr, weight_decay, clip;
     int schedule, optimizer;     /* sq_sched; an index into --optimizer's choices */
-    int precision;               /* 0 float32, 1 bfloat16 (autocast's operand type) */
+    int precision;               /* 0 float32, 1 bfloat16, 2 float16 (autocast's operand type) */
     int dtype;                   /* export: 0 bf16, 1 f16, 2 f32 */
     long seed, threads;
     double collective_timeout;   /* seconds; 0: forever; used only when given (else the default above) */
