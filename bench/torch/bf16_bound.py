@@ -19,7 +19,9 @@ printed here), then
   B1_tg      2^-8 sum over the operands X of every product of sum |X * dL/dX|
              (float32 values and grads): the first-order bound on |dL_tg|
   B1_torch   the same plus the bfloat16 outputs PyTorch's autocast rounds
-             (each product's output, softmax's, GELU's)
+             (each product's output, softmax's, GELU's); a value PyTorch
+             rounds once and then multiplies (q k v, softmax's output, A V's
+             output, GELU's) counts twice, so it is looser than it needs be
   Bsum       K 2^-23 sum over every product C = A B of sum |dL/dC| (|A| |B|):
              the first-order bound of the two runs' float32 sums (2 gamma_K
              each element), to add to B1_tg
@@ -65,7 +67,7 @@ def bf(x):
 def forward(model, ids, lens, mode, keep, prods=None):
     """The twin's forward (ToyModel.forward) with its products written out.
     mode "f32": float32; "tg": each product's operands rounded to bfloat16
-    (tapegrad's autocast). keep: a list that receives (name, tensor, kind) of
+    (tapegrad's autocast). keep: a list that receives (tensor, kind) of
     every product operand ("op") and every tensor PyTorch's autocast returns in
     bfloat16 ("out"), each retaining its grad; prods: a list that receives
     (C, A, B) of every product C = A B (C retaining its grad)."""
