@@ -5,7 +5,7 @@
  *                --heads 4 --d-head 0 --d-ff 0 --mode fused|per-head --pos learned|rope|none --batch 64
  *                --lr 0.003 --warmup 50 --steps 3000 --schedule cosine
  *                --optimizer adamw (any tg_optim kind, by name) --weight-decay 0.01 --clip 1 --seed 1]
- *               [--threads T (0: one per core)] [--tag step]
+ *               [--precision f32|bf16] [--threads T (0: one per core)] [--tag step]
  *
  * The model flags take seqtask train's names and defaults; scripts/bench.sh
  * reads the current defaults from `seqtask train --help` and passes them to
@@ -17,6 +17,11 @@
  * 1-D parameters), tape reset, on a fixed batch of B reverse (or copy)
  * examples with source lengths uniform in [min-len, max-len] (T = longest
  * sequence - 1, the loss on the positions that predict y1..ym and EOS).
+ * --precision bf16 runs the forward under autocast, as seqtask train
+ * --precision bf16 does (core/engine/tape.h: the products' operands rounded
+ * to bfloat16, float32 sums; the loss, backward's other ops and the optimizer
+ * in float32); the ROW line names it and the half GEMM kernel that ran
+ * (core/kernels/gemm_half.h).
  * Time-to-99% is not measured here: scripts/bench.sh runs `seqtask train`
  * itself. The ROW line gives the median and best step (ms, min_ms), the GEMM
  * GFLOP/s of the median, and the process's CPU time per step next to the wall
@@ -52,6 +57,7 @@
 #include <tapegrad/optim/optim.h>
 #include "bench_util.h"
 #include "../core/kernels/gemm.h"
+#include "../core/kernels/gemm_half.h"
 #include "../core/ops/internal.h"
 
 enum { PAD = 0, BOS = 1, SEP = 2, EOS = 3, SYM0 = 4 };
@@ -62,6 +68,7 @@ typedef struct model_ctx {
     tg_model m;
     tg_optim *opt;
     tg_schedule sched;
+    tg_dtype cast; /* TG_F32, or TG_BF16: the forward under autocast */
     double clip;
     int B, T;
     int32_t *ids, *targets, *lens;
@@ -74,7 +81,9 @@ static int model_step(void *arg)
     model_ctx *c = arg;
     tg_tensor *ids = tg_tensor_from_dtype(c->t, TG_I32, c->ids, 2, (int[]){c->B, c->T});
     tg_tensor *lens = tg_tensor_from_dtype(c->t, TG_I32, c->lens, 1, (int[]){c->B});
+    tg_dtype prev = tg_autocast_begin(c->t, c->cast);
     tg_tensor *logits = tg_model_forward(c->t, &c->m, ids, &(tg_model_opts){.lens = lens}, NULL);
+    tg_autocast_end(c->t, prev);
     tg_tensor *y = tg_tensor_from_dtype(c->t, TG_I32, c->targets, 2, (int[]){c->B, c->T});
     tg_tensor *loss = y ? tg_cross_entropy(c->t, logits, y, TG_IGNORE) : NULL;
     tg_params_zero_grad(c->p);
@@ -123,10 +132,11 @@ int main(int argc, char **argv)
               "  [--symbols 16 --min-len 4 --max-len 12 --layers 2 --d-model 64 --heads 4 --d-head 0\n"
               "   --d-ff 0 --mode fused|per-head --pos learned|rope|none --dropout 0 --batch 64 --lr 0.003 --warmup W --steps 3000\n"
               "   --schedule cosine|linear|constant --optimizer adamw (any tg_optim kind, by name) --weight-decay 0.01\n"
-              "   --clip 1 --seed 1 --materialise -1] [--threads T (0: one per core)] [--tag step]\n"
+              "   --clip 1 --seed 1 --materialise -1] [--precision f32|bf16] [--threads T (0: one per core)]\n"
+              "  [--tag step]\n"
               "One training step of the toy model, timed; prints a ROW line (see the header of\n"
               "bench/bench_model.c). --warmup is the learning-rate warmup (min(50, steps / 10)),\n"
-              "--burn-in the untimed steps.\n", stdout);
+              "--burn-in the untimed steps; --precision bf16 runs the forward under bfloat16 autocast.\n", stdout);
         return 0;
     }
 #define OPT(name, def) bu_opt_long(argc, argv, "--" name, def)
@@ -137,6 +147,7 @@ int main(int argc, char **argv)
     const char *pos = bu_opt_str(argc, argv, "--pos", "learned");
     const char *optim = bu_opt_str(argc, argv, "--optimizer", "adamw");
     const char *sched = bu_opt_str(argc, argv, "--schedule", "cosine");
+    const char *precision = bu_opt_str(argc, argv, "--precision", "f32");
     double lr = bu_opt_double(argc, argv, "--lr", 0.003);
     long steps = OPT("steps", 3000), warm_steps = OPT("warmup", steps / 10 < 50 ? steps / 10 : 50);
     tg_model_config mc = {.vocab = n_sym + 4, .d_model = (int)OPT("d-model", 64),
@@ -162,6 +173,14 @@ int main(int argc, char **argv)
                         "--task reverse or copy, --pos learned, rope or none\n");
         return 2;
     }
+    if (strcmp(precision, "f32") != 0 && strcmp(precision, "bf16") != 0) {
+        fprintf(stderr, "bench_model: --precision must be f32 or bf16, not '%s'\n", precision);
+        return 2;
+    }
+    if (sizeof(tg_real) != sizeof(float) && strcmp(precision, "bf16") == 0) {
+        fprintf(stderr, "bench_model: --precision bf16 needs the float32 build (autocast leaves float64 products alone)\n");
+        return 2;
+    }
     if (OPT("threads", 0) > 0) tg_threads_set((int)OPT("threads", 0));
     tg_sdpa_tune(0, (int)OPT("materialise", -1)); /* 1 keep A, 0 recompute, -1 rule */
     bu_warm_blas();
@@ -170,6 +189,7 @@ int main(int argc, char **argv)
     static model_ctx c;
     memset(&c, 0, sizeof c);
     c.clip = bu_opt_double(argc, argv, "--clip", 1.0);
+    c.cast = strcmp(precision, "bf16") == 0 ? TG_BF16 : TG_F32;
     c.B = B;
     int rc = 1, T = 2 * max_len + 2;
     tg_rng rng;
@@ -213,11 +233,12 @@ int main(int argc, char **argv)
     double P = (double)tg_params_numel(c.p), sz = sizeof(tg_real), mib = 1024.0 * 1024.0;
     double state = 4 * P * sz / mib, act = act_elems * sz / mib, flight = flight_elems * sz / mib;
     double peak = bu_peak_rss_mib(), delta = peak - base_rss;
-    bu_row("bench=model impl=tapegrad tag=%s task=%s mode=%s pos=%s B=%d T=%d D=%d layers=%d heads=%d V=%d threads=%d "
+    bu_row("bench=model impl=tapegrad tag=%s precision=%s half_kernel=%s task=%s mode=%s pos=%s B=%d T=%d D=%d layers=%d heads=%d V=%d threads=%d "
            "reps=%d ms=%.4f min_ms=%.4f gflops=%.2f cpu_ms=%.4f wall_ms=%.4f allocs_per_step=%llu params=%.0f state_mib=%.2f act_mib=%.2f "
            "flight_mib=%.2f need_mib=%.2f arena_peak_mib=%.2f arena_cap_mib=%.2f peak_rss_mib=%.1f base_rss_mib=%.1f "
            "rss_delta_mib=%.1f rss_ratio=%.2f",
-           bu_opt_str(argc, argv, "--tag", "step"), task, mode, pos, B, c.T, k->d_model, k->n_layers, k->n_heads, k->vocab, tg_threads_get(), r.reps,
+           bu_opt_str(argc, argv, "--tag", "step"), precision, tg_gemm_half_kernel_name(tg_gemm_half_get_kernel()), task,
+           mode, pos, B, c.T, k->d_model, k->n_layers, k->n_heads, k->vocab, tg_threads_get(), r.reps,
            r.median_ms, r.min_ms, gflop / (r.median_ms * 1e-3), r.cpu_mean_ms, r.wall_mean_ms, r.allocs_per_step_max, P, state, act, flight,
            state + act + flight, c.arena_peak / mib, tg_tape_arena_capacity(c.t) / mib, peak, base_rss, delta,
            delta / (state + act + flight));

@@ -142,6 +142,12 @@ for ((round = 1; round <= rounds; round++)); do
     run "tapegrad gpt2 B=$gB" "$bin/bench_model" "${g[@]}" --tag "$gtag"
     run "tapegrad gpt2 B=$gB 1 thread" "$bin/bench_model" "${g[@]}" --threads 1 --tag "${gtag}_t1"
     [ $torch -eq 1 ] && run "torch gpt2 B=$gB" $py bench/torch/bench_model.py --step "${g[@]}" --tag "$gtag"
+    # the same step with the forward under bfloat16 autocast, right after it (B=16)
+    if [ "$gB" = 16 ]; then
+      run "tapegrad gpt2 B=$gB bf16" "$bin/bench_model" "${g[@]}" --precision bf16 --tag "${gtag}_bf16"
+      [ $torch -eq 1 ] && run "torch gpt2 B=$gB bf16" $py bench/torch/bench_model.py --step "${g[@]}" --precision bf16 \
+        --tag "${gtag}_bf16"
+    fi
     # the same step with RoPE in every layer instead of learned positions, right after it
     [ "$gB" = 16 ] && run "tapegrad gpt2 B=$gB rope" "$bin/bench_model" "${g[@]}" --pos rope --tag "${gtag}_rope"
   done
@@ -259,6 +265,8 @@ run "sgemm 2048^3" "$bin/bench_sgemm" --reps "$sreps"
 
 # ---- the table -----------------------------------------------------------------
 cpu=$(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -1)
+# bfloat16 instructions of this CPU (none: the half GEMMs widen to float32, no bfloat16 peak to compare with)
+bf16_isa=$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -x 'avx512_bf16\|amx_bf16\|amx_tile' | tr '\n' ' ')
 cores=$(nproc)
 core=$("$bin/bench_sgemm" --n 64 --reps 1 | sed -n 's/^# OpenBLAS \([^,]*\),.*/\1/p')
 torchv=$([ $torch -eq 1 ] && $py -c "import torch; print(torch.__version__)" || echo "not run")
@@ -267,7 +275,7 @@ table=$build/perf_table.md
   echo "Machine: $cpu, $cores cores; OpenBLAS kernel: $core; PyTorch $torchv (2 threads)."
   echo "Command: \`$cmdline\` — $(date -u '+%Y-%m-%d %H:%M UTC'); load average $load0 before the build, $(cut -d' ' -f1 /proc/loadavg) at the end."
   echo
-  awk -f - "$rows" <<'AWK'
+  awk -v bf16_isa="${bf16_isa% }" -f - "$rows" <<'AWK'
 function fmt(x) { return x == "" ? "—" : (x + 0 >= 100 ? sprintf("%.0f", x) : (x + 0 >= 10 ? sprintf("%.1f", x) : sprintf("%.2f", x))) }
 function ratio(a, b) { return (a == "" || b == "" || b + 0 == 0) ? "" : a / b }
 function verdict(x, target, higher,   r) {
@@ -420,6 +428,16 @@ END {
   row("GPT-2-style B=16 T=64 with RoPE (--pos rope) / learned positions - 1, 2 threads, ms",
       mr == "" ? "—" : sprintf("%s / %s (%+.1f%%)", fmt(mr), fmt(m), 100 * r), "", "", "< 3%",
       verdict(r, 0.03, 0))
+  # bfloat16 autocast (the forward's products on bfloat16 operands) against float32, same run
+  k2 = "model|tapegrad|gpt_b16"; kp = "model|torch|gpt_b16"
+  a = ratio(v[k2 "_bf16", "ms"], v[k2, "ms"]); b = ratio(v[kp "_bf16", "ms"], v[kp, "ms"])
+  row("GPT-2-style B=16: bf16 step / f32 step (tapegrad; PyTorch), 2 threads, ms",
+      a == "" ? "—" : sprintf("%.2f (%s / %s)", a, fmt(v[k2 "_bf16", "ms"]), fmt(v[k2, "ms"])),
+      b == "" ? "—" : sprintf("%.2f (%s / %s)", b, fmt(v[kp "_bf16", "ms"]), fmt(v[kp, "ms"])), "", "(reported)", "")
+  hk = v[k2 "_bf16", "half_kernel"]
+  row("bfloat16 GEMM kernel that ran (core/kernels/gemm_half.h); bfloat16 peak of this CPU",
+      (hk == "" ? "—" : hk) "; " (bf16_isa == "" ? "none: no avx512_bf16 / amx_bf16 in /proc/cpuinfo" : "instructions: " bf16_isa),
+      "", "", "(reported)", "")
   # examples/charlm's default model, both families, against bench/torch/charlm_twin.py (same batches, same init)
   split("gpt2:GPT-2 (tied head),llama:LLaMA-style (RMSNorm, SwiGLU, RoPE, 2 key/value heads)", C, ",")
   for (i = 1; i <= 2; i++) {

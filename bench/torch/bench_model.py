@@ -9,7 +9,7 @@ Flags take seqtask train's names and defaults (bench.sh passes the ones
 `seqtask train --help` prints): --task --symbols --min-len --max-len --layers
 --d-model --heads --d-head --d-ff --dropout --batch --steps --lr --warmup
 --schedule --optimizer --weight-decay --clip --seed --eval-every --eval-size
---target-acc; plus --reps --burn-in --budget --threads (2). The --step ROW
+--target-acc --precision; plus --reps --burn-in --budget --threads (2). The --step ROW
 line gives the median and best step and, as bench_model's, the process's CPU
 time per step (every thread) next to the wall time, means over the timed steps.
 
@@ -28,6 +28,14 @@ decoding with the same shortcut (one teacher-forced pass, then token by token
 only for the rows that went wrong), every --eval-every steps; the clock runs
 from the first step to the evaluation that reaches the target, as seqtask's.
 The random streams differ from seqtask's (numpy, not PCG32).
+
+--precision bf16 runs the forward and the loss under
+torch.autocast("cpu", dtype=torch.bfloat16), backward outside it (PyTorch's
+AMP recipe); weights, grads and the optimizer stay float32. PyTorch 1.13's CPU
+autocast also returns its products (linear, matmul) in bfloat16, so the ops
+after them (GELU, softmax, the scale) run on bfloat16 values, where tapegrad's
+autocast returns float32 products. --train --log-losses N prints the first N
+steps' training losses, one "LOSS step=i loss=x" line each.
 """
 import argparse
 import math
@@ -210,8 +218,9 @@ def make_optimizer(c, model):
 
 def train_step(c, model, opt, step, ids, tg, lens):
     V = c.symbols + 4
-    logits = model(ids, lens)
-    loss = F.cross_entropy(logits.view(-1, V), tg.view(-1), ignore_index=-100)
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=c.precision == "bf16"):
+        logits = model(ids, lens)
+        loss = F.cross_entropy(logits.view(-1, V), tg.view(-1), ignore_index=-100)
     opt.zero_grad()
     loss.backward()
     if c.clip > 0:
@@ -292,7 +301,7 @@ def run_step(c):
     m = len(times)
     med = times[m // 2] if m % 2 else 0.5 * (times[m // 2 - 1] + times[m // 2])
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"ROW bench=model impl=torch tag={c.tag} B={c.batch} T={ids.shape[1]} D={c.d_model} "
+    print(f"ROW bench=model impl=torch tag={c.tag} precision={c.precision} B={c.batch} T={ids.shape[1]} D={c.d_model} "
           f"layers={c.layers} heads={c.heads} threads={torch.get_num_threads()} reps={m} ms={med:.4f} "
           f"min_ms={times[0]:.4f} cpu_ms={cpu:.4f} wall_ms={wall:.4f} peak_rss_mib={peak:.1f} base_rss_mib={base:.1f} "
           f"rss_delta_mib={peak - base:.1f}", flush=True)
@@ -307,8 +316,10 @@ def run_train(c):
     acc, step = 0.0, 0
     while step < c.steps:
         ids, tg, lens = make_batch(*task.draw(c.batch, False))
-        train_step(c, model, opt, step, ids, tg, lens)
+        loss = train_step(c, model, opt, step, ids, tg, lens)
         step += 1
+        if step <= c.log_losses:
+            print(f"LOSS step={step} loss={loss:.9g}", flush=True)
         if (c.eval_every and step % c.eval_every == 0) or step == c.steps:
             acc = evaluate(c, model, ev)
             print(f"eval step {step}: exact-sequence {100 * acc:.2f}%", file=sys.stderr, flush=True)
@@ -338,6 +349,8 @@ def main():
     ap.add_argument("--schedule", default="cosine", choices=["constant", "cosine", "linear"])
     ap.add_argument("--optimizer", default="adamw", choices=["adam", "adamw", "sgd"])
     ap.add_argument("--tag", default="step")
+    ap.add_argument("--precision", default="f32", choices=["f32", "bf16"])
+    ap.add_argument("--log-losses", type=int, default=0)
     ap.add_argument("--mode", default="fused")  # accepted for symmetry; the twin is fused
     c = ap.parse_args()
     if c.warmup is None:
