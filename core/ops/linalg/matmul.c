@@ -25,8 +25,8 @@ typedef struct mm_dims {
     int batch;      /* product of a's leading dims */
     int M, K, N;
     bool b_batched; /* b has a's batch dims (else broadcast 2-D) */
-    tg_dtype half;  /* TG_F32, or autocast's operand type: ah, bh hold a, b rounded */
-    const uint16_t *ah, *bh;
+    tg_dtype half;  /* TG_F32, or autocast's operand type */
+    const uint16_t *ah, *bh; /* under autocast, a leaf's rounded copy kept for backward (NULL: rounded again) */
 } mm_dims;
 
 /* An operand as the GEMMs read it: its data, or its half copy under autocast. */
@@ -61,12 +61,18 @@ static void round_half(uint16_t *h, const tg_real *x, size_t n, tg_dtype half)
 #endif
 }
 
-/* x's elements rounded to half, in the arena until tg_tape_reset (NULL: out
- * of memory, the tape's error set). */
-static const uint16_t *half_copy(tg_tape *t, const tg_real *x, size_t n, tg_dtype half)
+/* x's elements rounded to half: a leaf's (a weight's) copy stays in the
+ * arena for backward, so a weight is rounded once per step; a temporary's is
+ * scratch (*bytes > 0: give it back), rounded again by backward, so autocast
+ * keeps no more memory than float32 does. NULL: out of memory, the tape's
+ * error set. */
+static uint16_t *half_of(tg_tape *t, const tg_tensor *x, tg_dtype half, size_t *bytes)
 {
-    uint16_t *h = tg_arena_alloc(t, n * sizeof *h + 1, "tg_matmul");
-    if (h) round_half(h, x, n, half);
+    size_t n = x->size * sizeof(uint16_t) + 1;
+    bool temp = x->tape != 0;
+    uint16_t *h = temp ? tg_arena_scratch(t, n, "tg_matmul") : tg_arena_alloc(t, n, "tg_matmul");
+    if (h) round_half(h, x->data, x->size, half);
+    *bytes = temp ? n : 0;
     return h;
 }
 
@@ -170,12 +176,14 @@ TG_BACKWARD(matmul_backward, mm_dims)
     tg_real *db = b->requires_grad ? tg_grad_write(t, b, &beta_b) : NULL;
     size_t sa = (size_t)d.M * d.K, sb = (size_t)d.K * d.N, so = (size_t)d.M * d.N;
     mm_opnd A = {a->data, d.ah}, B = {b->data, d.bh}, G = {dout, NULL};
-    uint16_t *gh = NULL;
-    size_t gh_bytes = out->size * sizeof *gh + 1;
-    if (d.ah) {
+    uint16_t *gh = NULL, *ah = NULL, *bh = NULL;
+    size_t gh_bytes = out->size * sizeof *gh + 1, ah_bytes = 0, bh_bytes = 0;
+    if (d.half != TG_F32) {
         if (!(gh = tg_arena_scratch(t, gh_bytes, "tg_matmul"))) return;
         round_half(gh, dout, out->size, d.half);
         G.h = gh;
+        if (db && !A.h && !(A.h = ah = half_of(t, a, d.half, &ah_bytes))) goto done;
+        if (da && !B.h && !(B.h = bh = half_of(t, b, d.half, &bh_bytes))) goto done;
     }
     bool ok = true;
     /* A broadcast b with an untransposed a: one GEMM over all batch * M rows, as forward. */
@@ -200,8 +208,11 @@ TG_BACKWARD(matmul_backward, mm_dims)
                 ok &= mm_gemm(d.half, 1, ta, d.N, d.K, M, gi, ai, beta, dbi);
         }
     }
-    if (gh) tg_arena_release(t, gh, gh_bytes);
     if (!ok) tg_fail(t, "tg_matmul: backward: %s", tg_error());
+done:
+    if (bh && bh_bytes) tg_arena_release(t, bh, bh_bytes);
+    if (ah && ah_bytes) tg_arena_release(t, ah, ah_bytes);
+    if (gh) tg_arena_release(t, gh, gh_bytes);
 }
 
 TG_OP(matmul_op, "tg_matmul", matmul_backward, mm_dims);
@@ -223,15 +234,18 @@ tg_tensor *tg_matmul(tg_tape *t, tg_tensor *a, tg_tensor *b, tg_tensor *bias, un
     size_t sa = (size_t)d.M * d.K, sb = (size_t)d.K * d.N, so = (size_t)d.M * d.N;
     d.half = TG_REAL_DTYPE == TG_F32 ? tg_tape_autocast(t) : TG_F32;
     d.ah = d.bh = NULL;
-    if (d.half != TG_F32 && out->size > 0 && d.K > 0) {
-        if (!(d.ah = half_copy(t, a->data, a->size, d.half)) || !(d.bh = half_copy(t, b->data, b->size, d.half)))
-            return NULL;
+    uint16_t *ah = NULL, *bh = NULL;
+    size_t ah_bytes = 0, bh_bytes = 0;
+    bool cast = d.half != TG_F32 && out->size > 0 && d.K > 0;
+    if (cast && (!(ah = half_of(t, a, d.half, &ah_bytes)) || !(bh = half_of(t, b, d.half, &bh_bytes)))) {
+        if (ah && ah_bytes) tg_arena_release(t, ah, ah_bytes);
+        return NULL;
     }
-    mm_opnd A = {a->data, d.ah}, B = {b->data, d.bh};
+    mm_opnd A = {a->data, ah}, B = {b->data, bh};
     /* the float path: one GEMM for an untransposed a and a 2-D b, bias in its store */
     bool one_gemm = !d.b_batched && !ta && out->size > 0 && d.K > 0;
     tg_real beta = 0;
-    if (bias && !(one_gemm && !d.ah)) {
+    if (bias && !(one_gemm && !cast)) {
         size_t rows = (size_t)d.batch * d.M;
         for (size_t r = 0; r < rows; r++) memcpy(out->data + r * d.N, bias->data, d.N * sizeof(tg_real));
         beta = 1;
@@ -240,7 +254,7 @@ tg_tensor *tg_matmul(tg_tape *t, tg_tensor *a, tg_tensor *b, tg_tensor *bias, un
     bool ok = true;
     if (out->size == 0 || d.K == 0) {
         /* BLAS rejects zero leading dimensions; the result is already set */
-    } else if (one_gemm && !d.ah) {
+    } else if (one_gemm && !cast) {
         /* [batch*M, K] @ op(b): one GEMM, the bias added in its store */
         if (bias) tg_gemm_bias(0, tb, d.batch * d.M, d.N, d.K, a->data, b->data, bias->data, out->data);
         else tg_gemm(0, tb, d.batch * d.M, d.N, d.K, 1, a->data, b->data, 0, out->data);
@@ -251,7 +265,10 @@ tg_tensor *tg_matmul(tg_tape *t, tg_tensor *a, tg_tensor *b, tg_tensor *bias, un
             ok &= mm_gemm(d.half, ta, tb, d.M, d.N, d.K, opnd_at(A, i * sa), opnd_at(B, d.b_batched ? i * sb : 0),
                           beta, out->data + i * so);
     }
+    if (bh_bytes) tg_arena_release(t, bh, bh_bytes);
+    if (ah_bytes) tg_arena_release(t, ah, ah_bytes);
     if (!ok) return tg_op_fail(t, &matmul_op, "%s", tg_error());
+    d.ah = ah_bytes ? NULL : ah, d.bh = bh_bytes ? NULL : bh; /* the kept copies */
     if (!tg_op_record(t, &matmul_op, out, in, 3, &d)) return NULL;
     return tg_op_done(t, &matmul_op, out);
 }
