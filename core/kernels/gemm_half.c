@@ -35,7 +35,18 @@
  * have two implementations: the intrinsics, and a scalar emulation of them
  * (emu_dpbf16 follows the SDM's VDPBF16PS) which runs on every CPU as the
  * kernel TG_GEMM_HALF_AVX512BF16_EMULATED, so that the packing, blocking and
- * tiles are tested on machines without the instruction. */
+ * tiles are tested on machines without the instruction.
+ *
+ * The AMX kernel, for Linux on CPUs with AMX-BF16 (TDPBF16PS: a 16 x 16
+ * float32 tile += a 16-row x 16-pair tile times a 16-pair x 16-column one),
+ * is the same blocking, packing and thread split with another tile: a 32 x
+ * 32 block of C in four tiles, A packed row by row (an A tile's row is a
+ * row's 16 pairs, 64 bytes), B in the pair layout above (a B tile's row is
+ * a pair's 16 columns), K blocks padded with zero pairs to a multiple of 16
+ * (zero products leave the sums' bits alone). Its bits are TDPBF16PS's
+ * (emu_tdpbf16), not VDPBF16PS's. Written once (gemm_half_amx.inc) over
+ * the tile operations, with the intrinsics and with an emulation
+ * (TG_GEMM_HALF_AMX_EMULATED, every CPU). Not run on AMX hardware yet. */
 #define _DEFAULT_SOURCE /* syscall (AMX's permission) */
 #include "gemm_half.h"
 
@@ -499,10 +510,13 @@ static const struct amx_config {
     uint16_t colsb[16];
     uint8_t rows[16];
 } amx_config = {1, 0, {0}, {64, 64, 64, 64, 64, 64, 64, 64}, {16, 16, 16, 16, 16, 16, 16, 16}};
+_Static_assert(sizeof amx_config == 64, "LDTILECFG reads 64 bytes");
 
 #define AMX_NAME amx_tiles
 #define AMX_ATTR static __attribute__((target("amx-tile,amx-bf16")))
-#define AMX_BEGIN() _tile_loadconfig(&amx_config)
+/* (the compiler barrier: tileloadd's asm reads the packed panels through a
+ * pointer without saying so) */
+#define AMX_BEGIN() do { __asm__ volatile("" ::: "memory"); _tile_loadconfig(&amx_config); } while (0)
 #define AMX_END() _tile_release()
 #define AMX_ZERO(t) _tile_zero(t)
 #define AMX_LOAD(t, p, s) _tile_loadd(t, p, s)
