@@ -87,9 +87,10 @@
  * here has it), and the emulation's (this machine, 9 ns) */
 #define BF_NS_PER_MAC 0.01
 #define BF_NS_PER_MAC_EMULATED 9.0
-/* The AMX kernel's C block, and its time per multiply-add: a guess (16
- * times the tile's 1024 multiply-adds per TDPBF16PS, 16 cycles each, not
- * measured, no CPU here has it); the emulation's as the other's. */
+/* The AMX kernel's C block, and its time per multiply-add for the thread
+ * split: a guess, not measured (no CPU here has AMX): TDPBF16PS's 16 x 16 x
+ * 32 multiply-adds in about 16 cycles, 512 a cycle, taken 2.5 times slower
+ * for the loads, packing and stores. Its emulation's is the other's. */
 #define AMX_MR 32
 #define AMX_NR 32
 #define AMX_NS_PER_MAC 0.002
