@@ -98,12 +98,14 @@ static void check_matmul(unsigned flags, bool b_batched, bool bias, tg_dtype hal
         }
 }
 
-/* Under every half kernel this CPU can run, and the emulated AVX512-BF16 one. */
+/* Under every half kernel this CPU can run, and the emulated AVX512-BF16 and
+ * AMX ones. */
 Test(autocast, matmul_rounds_its_operands_in_forward_and_backward)
 {
     static const tg_gemm_half_kernel kernels[] = {TG_GEMM_HALF_WIDEN, TG_GEMM_HALF_AVX512BF16,
-                                                  TG_GEMM_HALF_AVX512BF16_EMULATED};
-    for (int k = 0; k < 3; k++) {
+                                                  TG_GEMM_HALF_AVX512BF16_EMULATED, TG_GEMM_HALF_AMX,
+                                                  TG_GEMM_HALF_AMX_EMULATED};
+    for (int k = 0; k < 5; k++) {
         if (!tg_gemm_half_set_kernel(kernels[k])) {
             printf("autocast: kernel %s skipped: this CPU cannot run it\n", tg_gemm_half_kernel_name(kernels[k]));
             continue;

@@ -15,14 +15,17 @@
  *    product of the float32 inputs. For bfloat16 that is about
  *    (2^-7 + K 2^-23) sum |a||b|.
  * The bfloat16 kernels (VDPBF16PS, real or emulated) add two exact products
- * per rounded step, so the same bounds hold, but for denormals: a flushed
+ * per rounded step; the AMX ones (TDPBF16PS) sum the even and the odd
+ * products of 16 pairs apart, then add the two sums and that to C, at most
+ * K + 2 rounded steps per element too; so the same bounds hold, but for
+ * denormals: a flushed
  * step moves an element by less than 2^-126 (K of them: far below the
  * bounds), and a denormal input reads as zero, which the random operands
  * here (multiples of 2^-23) never are.
  *
  * Every test that runs products runs them with each kernel this CPU can run
- * (the emulated AVX512-BF16 kernel on every CPU) and prints which ran and
- * which were skipped. */
+ * (the emulated AVX512-BF16 and AMX kernels on every CPU) and prints which
+ * ran and which were skipped. */
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
 #include <float.h>
@@ -30,6 +33,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#endif
 
 #include <tapegrad/core/engine/error.h>
 #include <tapegrad/core/kernels/threads.h>
@@ -120,7 +126,8 @@ static void check(const problem *p, bool rounded, const char *what)
 }
 
 static const tg_gemm_half_kernel KERNELS[] = {TG_GEMM_HALF_WIDEN, TG_GEMM_HALF_AVX512BF16,
-                                               TG_GEMM_HALF_AVX512BF16_EMULATED};
+                                               TG_GEMM_HALF_AVX512BF16_EMULATED, TG_GEMM_HALF_AMX,
+                                               TG_GEMM_HALF_AMX_EMULATED};
 #define NKERNELS ((int)(sizeof KERNELS / sizeof KERNELS[0]))
 
 /* Makes k the kernel, saying so; false (and said) when this CPU cannot run it. */
@@ -132,6 +139,23 @@ static bool use_kernel(tg_gemm_half_kernel k, const char *test)
 }
 
 static bool is_bf16_kernel(tg_gemm_half_kernel k) { return k != TG_GEMM_HALF_WIDEN; }
+static bool is_amx_kernel(tg_gemm_half_kernel k) { return k == TG_GEMM_HALF_AMX || k == TG_GEMM_HALF_AMX_EMULATED; }
+static bool is_emulated(tg_gemm_half_kernel k)
+{
+    return k == TG_GEMM_HALF_AVX512BF16_EMULATED || k == TG_GEMM_HALF_AMX_EMULATED;
+}
+
+/* What CPUID says of AMX-BF16 and AMX-TILE (leaf 7, EDX bits 22 and 24);
+ * the kernel may still refuse the tile state. */
+static bool cpu_has_amx(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    unsigned a, b, c, d;
+    return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (d >> 22 & 1) && (d >> 24 & 1);
+#else
+    return false;
+#endif
+}
 
 static const int SIZES[] = {1, 2, 5, 12, 13, 17, 32, 33, 100, 193};
 #define NSIZES ((int)(sizeof SIZES / sizeof SIZES[0]))
@@ -233,7 +257,7 @@ static void threads_bits(bool emulated)
 Test(gemm_half, bit_identical_for_1_and_2_threads)
 {
     for (int k = 0; k < NKERNELS; k++)
-        if (use_kernel(KERNELS[k], "1 and 2 threads")) threads_bits(KERNELS[k] == TG_GEMM_HALF_AVX512BF16_EMULATED);
+        if (use_kernel(KERNELS[k], "1 and 2 threads")) threads_bits(is_emulated(KERNELS[k]));
 }
 
 /* A copy of C after p runs from C0 with kernel k (also left in p->C). */
@@ -252,7 +276,7 @@ static float *result_of(problem *p, tg_gemm_half_kernel k)
 /* The emulated and the widening kernels sum in different orders, so their
  * bits differ, but each is within the bound of the exact product of the
  * half values: the two within twice that of each other. */
-Test(gemm_half, emulated_and_widening_kernels_agree_within_the_bound)
+static void agree_within_the_bound(tg_gemm_half_kernel emulated)
 {
     static const int shapes[][3] = {{37, 45, 800}, {13, 70, 1}, {100, 33, 193}};
     for (int s = 0; s < 3; s++)
@@ -260,7 +284,7 @@ Test(gemm_half, emulated_and_widening_kernels_agree_within_the_bound)
             problem p = make(TG_BF16, t & 1, t & 2, shapes[s][0], shapes[s][1], shapes[s][2], -2, 0.5f, 2);
             size_t nc = (size_t)p.M * p.ldc;
             float *widened = result_of(&p, TG_GEMM_HALF_WIDEN);
-            free(result_of(&p, TG_GEMM_HALF_AVX512BF16_EMULATED)); /* and in p.C */
+            free(result_of(&p, emulated)); /* and in p.C */
             bool differ = false;
             for (int i = 0; i < p.M; i++)
                 for (int j = 0; j < p.N; j++) {
@@ -278,6 +302,12 @@ Test(gemm_half, emulated_and_widening_kernels_agree_within_the_bound)
             free(widened);
             release(&p);
         }
+}
+
+Test(gemm_half, emulated_and_widening_kernels_agree_within_the_bound)
+{
+    agree_within_the_bound(TG_GEMM_HALF_AVX512BF16_EMULATED);
+    agree_within_the_bound(TG_GEMM_HALF_AMX_EMULATED);
 }
 
 /* float16 operands are widened whatever the kernel: the same bits. */
@@ -303,12 +333,12 @@ static float dot_bits(int K, const uint16_t *a, const uint16_t *b)
     return c;
 }
 
-/* Hand-made cases on which VDPBF16PS as the SDM defines it (see
- * emu_dpbf16 in core/kernels/gemm_half.c) gives other bits than an exact
- * sum, another order or IEEE float32 with denormals: run by every bfloat16
- * kernel this CPU has (on a CPU with AVX512-BF16 this checks the emulation
- * against the instruction), and by the widening kernel to show that each
- * case discriminates. bfloat16 bits: 1 = 0x3f80, 2^-12 = 0x3980, -2^-12 =
+/* Hand-made cases on which VDPBF16PS and TDPBF16PS as the SDM defines them
+ * (see emu_dpbf16 and emu_tdpbf16 in core/kernels/gemm_half.c) give other
+ * bits than an exact sum, another order or IEEE float32 with denormals: run
+ * by every bfloat16 kernel this CPU has (on a CPU with the instruction this
+ * checks the emulation against it), and by the widening kernel to show
+ * that each case discriminates. bfloat16 bits: 1 = 0x3f80, 2^-12 = 0x3980, -2^-12 =
  * 0xb980, 2^100 = 0x7180, 2^-63 = 0x2000, 2^-70 = 0x1c80, 0x0001 = the
  * denormal 2^-133. */
 Test(gemm_half, bf16_kernels_follow_the_instruction)
@@ -335,19 +365,42 @@ Test(gemm_half, bf16_kernels_follow_the_instruction)
      * flushed to +0. On float32's denormal grid (spacing 2^-149) it is
      * 2^-126 (0.375 of a spacing away), which IEEE gives. */
     static const uint16_t ta[2] = {0x19c0, 0x2000}, tb[2] = {0x9a00, 0x2000};
+    /* TDPBF16PS's two sums: products 1, 2^-24, 0, 2^-24. Its even sum is 1,
+     * its odd one 2^-23, and 1 + 2^-23 is exact: 0x3f800001. One running
+     * sum in any order (VDPBF16PS's, the widening kernel's) takes 1 + 2^-24,
+     * a tie, to 1 and stays there. */
+    static const uint16_t sa[4] = {0x3f80, 0x3980, 0, 0x3980}, sb[4] = {0x3f80, 0x3980, 0, 0x3980};
+    /* ... which restart in each instruction (16 pairs): products 1 and 2^-24
+     * (k 0, 1) in the first, 2^-24 (k 33) in the second; each adds 2^-24 to
+     * 1: 1 for every kernel. Sums kept over the whole K would give 1 +
+     * 2^-23 (so this case is about the AMX kernels only). */
+    uint16_t xa[34] = {0x3f80, 0x3980}, xb[34] = {0x3f80, 0x3980};
+    xa[33] = xb[33] = 0x3980;
+    /* the add of the two sums flushes: even 2^-62 (0x2080) 2^-63 = 2^-125,
+     * odd -1.9375 2^-63 (0xa078) 2^-63 = -1.9375 2^-126, both normal; their
+     * sum 2^-130 is exact but denormal: 0 (IEEE: 2^-130). VDPBF16PS flushes
+     * it too, as its second step. */
+    static const uint16_t ha[2] = {0x2080, 0xa078}, hb[2] = {0x2000, 0x2000};
     for (int k = 0; k < NKERNELS; k++) {
         if (!use_kernel(KERNELS[k], "follows the instruction")) continue;
-        bool bf = is_bf16_kernel(KERNELS[k]);
+        bool bf = is_bf16_kernel(KERNELS[k]), amx = is_amx_kernel(KERNELS[k]);
         float order = dot_bits(4, oa, ob), denormal = dot_bits(2, da, db), flush = dot_bits(2, fa, fb),
-              result = dot_bits(1, ra, rb), tiny = dot_bits(2, ta, tb);
+              result = dot_bits(1, ra, rb), tiny = dot_bits(2, ta, tb), sums = dot_bits(4, sa, sb),
+              restart = dot_bits(34, xa, xb), halves = dot_bits(2, ha, hb);
         const char *name = tg_gemm_half_kernel_name(KERNELS[k]);
         /* (widening on OpenBLAS, without our x86 kernels, sums in its own order) */
-        if (bf || tg_gemm_get_kernel() != TG_GEMM_BLAS)
-            cr_assert_eq(order, bf ? 0x1.fffffep-1f : 1.0f, "%s: order %a", name, order);
+        bool ordered = bf || tg_gemm_get_kernel() != TG_GEMM_BLAS;
+        /* AMX: even 1 - 2^-24 exact, odd 2^-24, their sum 1 */
+        if (ordered) cr_assert_eq(order, bf && !amx ? 0x1.fffffep-1f : 1.0f, "%s: order %a", name, order);
         cr_assert_eq(denormal, bf ? 0.0f : 0x1p-33f, "%s: denormal input %a", name, denormal);
         cr_assert_eq(flush, bf ? 0x1p-126f : 0x1.0004p-126f, "%s: intermediate flush %a", name, flush);
         cr_assert_eq(result, bf ? 0.0f : 0x1p-140f, "%s: result flush %a", name, result);
-        cr_assert(bf ? tiny == 0 && !signbit(tiny) : tiny == 0x1p-126f, "%s: tininess %a", name, tiny);
+        /* AMX: the even sum alone is tiny (-3 2^-152, flushed), the odd 2^-126 */
+        cr_assert(bf && !amx ? tiny == 0 && !signbit(tiny) : tiny == 0x1p-126f, "%s: tininess %a", name, tiny);
+        if (ordered) cr_assert_eq(sums, amx ? 0x1.000002p+0f : 1.0f, "%s: two sums %a", name, sums);
+        if (ordered) cr_assert_eq(restart, 1.0f, "%s: sums restart per instruction %a", name, restart);
+        cr_assert(bf ? halves == 0 && !signbit(halves) : halves == 0x1p-130f, "%s: sum of the sums %a", name,
+                  halves);
     }
 }
 
@@ -361,6 +414,11 @@ Test(gemm_half, set_kernel_refuses_what_the_cpu_lacks)
     cr_assert(tg_gemm_half_set_kernel(TG_GEMM_HALF_AVX512BF16_EMULATED));
     cr_assert_eq(tg_gemm_half_set_kernel(TG_GEMM_HALF_AVX512BF16), has);
     cr_assert_eq(tg_gemm_half_get_kernel(), has ? TG_GEMM_HALF_AVX512BF16 : TG_GEMM_HALF_AVX512BF16_EMULATED);
+    cr_assert(tg_gemm_half_set_kernel(TG_GEMM_HALF_AMX_EMULATED));
+    /* with AMX in the CPU, the operating system may still refuse it */
+    if (!cpu_has_amx()) cr_assert_not(tg_gemm_half_set_kernel(TG_GEMM_HALF_AMX));
+    else printf("set kernel: this CPU has AMX; the operating system %s the tile state\n",
+                tg_gemm_half_set_kernel(TG_GEMM_HALF_AMX) ? "granted" : "refused");
     cr_assert_not(tg_gemm_half_set_kernel((tg_gemm_half_kernel)7));
 }
 
@@ -424,7 +482,8 @@ Test(gemm_half, env_naming_no_kernel_is_said, .init = cr_redirect_stderr)
     fflush(stderr);
     char want[200];
     snprintf(want, sizeof want,
-             "tapegrad: TAPEGRAD_GEMM_HALF=tiles is not widen, avx512bf16 or avx512bf16-emulated; using %s\n",
+             "tapegrad: TAPEGRAD_GEMM_HALF=tiles is not widen, avx512bf16, avx512bf16-emulated, amx-bf16 or "
+             "amx-bf16-emulated; using %s\n",
              tg_gemm_half_kernel_name(k));
     cr_assert_stderr_eq_str(want);
 }
@@ -468,4 +527,30 @@ Test(gemm_half, env_forces_the_emulated_kernel)
 {
     setenv("TAPEGRAD_GEMM_HALF", "avx512bf16-emulated", 1);
     cr_assert_eq(tg_gemm_half_get_kernel(), TG_GEMM_HALF_AVX512BF16_EMULATED);
+}
+
+Test(gemm_half, env_forces_the_emulated_amx_kernel)
+{
+    setenv("TAPEGRAD_GEMM_HALF", "amx-bf16-emulated", 1);
+    cr_assert_eq(tg_gemm_half_get_kernel(), TG_GEMM_HALF_AMX_EMULATED);
+}
+
+/* Unfollowed, it says why: no AMX in the CPU, or the operating system
+ * refused the tile state. */
+Test(gemm_half, env_naming_amx_without_it_is_said, .init = cr_redirect_stderr)
+{
+    setenv("TAPEGRAD_GEMM_HALF", "amx-bf16", 1);
+    tg_gemm_half_kernel k = tg_gemm_half_get_kernel();
+    fflush(stderr);
+    if (k == TG_GEMM_HALF_AMX) {
+        cr_assert_stderr_eq_str("");
+        return;
+    }
+    cr_assert(k == TG_GEMM_HALF_WIDEN || k == TG_GEMM_HALF_AVX512BF16);
+    char want[300];
+    snprintf(want, sizeof want, "tapegrad: TAPEGRAD_GEMM_HALF=amx-bf16: %s; using %s\n",
+             cpu_has_amx() ? "the operating system refused the AMX tile state (arch_prctl ARCH_REQ_XCOMP_PERM)"
+                           : "this CPU cannot run it",
+             tg_gemm_half_kernel_name(k));
+    cr_assert_stderr_eq_str(want);
 }

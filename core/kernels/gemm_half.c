@@ -35,7 +35,19 @@
  * have two implementations: the intrinsics, and a scalar emulation of them
  * (emu_dpbf16 follows the SDM's VDPBF16PS) which runs on every CPU as the
  * kernel TG_GEMM_HALF_AVX512BF16_EMULATED, so that the packing, blocking and
- * tiles are tested on machines without the instruction. */
+ * tiles are tested on machines without the instruction.
+ *
+ * The AMX kernel, for Linux on CPUs with AMX-BF16 (TDPBF16PS: a 16 x 16
+ * float32 tile += a 16-row x 16-pair tile times a 16-pair x 16-column one),
+ * is the same blocking, packing and thread split with another tile: a 32 x
+ * 32 block of C in four tiles, A packed row by row (an A tile's row is a
+ * row's 16 pairs, 64 bytes), B in the pair layout above (a B tile's row is
+ * a pair's 16 columns), K blocks padded with zero pairs to a multiple of 16
+ * (zero products leave the sums' bits alone). Its bits are TDPBF16PS's
+ * (emu_tdpbf16), not VDPBF16PS's. Written once (gemm_half_amx.inc) over
+ * the tile operations, with the intrinsics and with an emulation
+ * (TG_GEMM_HALF_AMX_EMULATED, every CPU). Not run on AMX hardware yet. */
+#define _DEFAULT_SOURCE /* syscall (AMX's permission) */
 #include "gemm_half.h"
 
 #include <math.h>
@@ -56,6 +68,14 @@
 #else
 #define TG_BF16_X86 0
 #endif
+#if TG_BF16_X86 && defined(__linux__)
+#define TG_AMX 1
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#else
+#define TG_AMX 0
+#endif
 
 #define BF_MR 12
 #define BF_NR 32
@@ -67,22 +87,49 @@
  * here has it), and the emulation's (this machine, 9 ns) */
 #define BF_NS_PER_MAC 0.01
 #define BF_NS_PER_MAC_EMULATED 9.0
+/* The AMX kernel's C block, and its time per multiply-add for the thread
+ * split: a guess, not measured (no CPU here has AMX): TDPBF16PS's 16 x 16 x
+ * 32 multiply-adds in about 16 cycles, 512 a cycle, taken 2.5 times slower
+ * for the loads, packing and stores. Its emulation's is the other's. */
+#define AMX_MR 32
+#define AMX_NR 32
+#define AMX_NS_PER_MAC 0.002
 
 /* ---- kernel selection ------------------------------------------------------- */
 
 static tg_gemm_half_kernel g_kernel;
 static pthread_once_t g_kernel_once = PTHREAD_ONCE_INIT;
 
+/* AMX: what the CPU says, then what the kernel grants, asked once per
+ * process (Linux gives a process the tile state, 8 KiB per thread's
+ * signal frame, only on request). GCC 12's __builtin_cpu_supports does not
+ * know AMX: CPUID leaf 7 subleaf 0, EDX bit 22 AMX-BF16, bit 24 AMX-TILE. */
+enum { AMX_NO_CPU, AMX_REFUSED, AMX_GRANTED };
+static int g_amx = AMX_NO_CPU;
+static pthread_once_t g_amx_once = PTHREAD_ONCE_INIT;
+
+static void amx_probe(void)
+{
+#if TG_AMX
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d >> 22 & 1) || !(d >> 24 & 1)) return;
+    /* ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA */
+    g_amx = syscall(SYS_arch_prctl, 0x1023, 18) == 0 ? AMX_GRANTED : AMX_REFUSED;
+#endif
+}
+
 static bool cpu_can(tg_gemm_half_kernel k)
 {
     switch (k) {
     case TG_GEMM_HALF_WIDEN:
-    case TG_GEMM_HALF_AVX512BF16_EMULATED: return true;
+    case TG_GEMM_HALF_AVX512BF16_EMULATED:
+    case TG_GEMM_HALF_AMX_EMULATED: return true;
 #if TG_BF16_X86
     case TG_GEMM_HALF_AVX512BF16:
         __builtin_cpu_init();
         return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
 #endif
+    case TG_GEMM_HALF_AMX: pthread_once(&g_amx_once, amx_probe); return g_amx == AMX_GRANTED;
     default: return false;
     }
 }
@@ -90,19 +137,27 @@ static bool cpu_can(tg_gemm_half_kernel k)
 static void choose_kernel(void)
 {
     const char *env = getenv("TAPEGRAD_GEMM_HALF");
-    tg_gemm_half_kernel k = cpu_can(TG_GEMM_HALF_AVX512BF16) ? TG_GEMM_HALF_AVX512BF16 : TG_GEMM_HALF_WIDEN;
+    tg_gemm_half_kernel k = cpu_can(TG_GEMM_HALF_AMX)          ? TG_GEMM_HALF_AMX
+                             : cpu_can(TG_GEMM_HALF_AVX512BF16) ? TG_GEMM_HALF_AVX512BF16
+                                                                : TG_GEMM_HALF_WIDEN;
     if (env && *env) {
         /* a setting that cannot be followed is said, once, not ignored */
         tg_gemm_half_kernel want = strcmp(env, "widen") == 0                 ? TG_GEMM_HALF_WIDEN
                                    : strcmp(env, "avx512bf16") == 0          ? TG_GEMM_HALF_AVX512BF16
                                    : strcmp(env, "avx512bf16-emulated") == 0 ? TG_GEMM_HALF_AVX512BF16_EMULATED
+                                   : strcmp(env, "amx-bf16") == 0            ? TG_GEMM_HALF_AMX
+                                   : strcmp(env, "amx-bf16-emulated") == 0   ? TG_GEMM_HALF_AMX_EMULATED
                                                                              : (tg_gemm_half_kernel)-1;
         if (want == (tg_gemm_half_kernel)-1)
             fprintf(stderr,
-                    "tapegrad: TAPEGRAD_GEMM_HALF=%s is not widen, avx512bf16 or avx512bf16-emulated; using %s\n",
+                    "tapegrad: TAPEGRAD_GEMM_HALF=%s is not widen, avx512bf16, avx512bf16-emulated, amx-bf16 or "
+                    "amx-bf16-emulated; using %s\n",
                     env, tg_gemm_half_kernel_name(k));
         else if (!cpu_can(want))
-            fprintf(stderr, "tapegrad: TAPEGRAD_GEMM_HALF=%s: this CPU cannot run it; using %s\n", env,
+            fprintf(stderr, "tapegrad: TAPEGRAD_GEMM_HALF=%s: %s; using %s\n", env,
+                    want == TG_GEMM_HALF_AMX && g_amx == AMX_REFUSED
+                        ? "the operating system refused the AMX tile state (arch_prctl ARCH_REQ_XCOMP_PERM)"
+                        : "this CPU cannot run it",
                     tg_gemm_half_kernel_name(k));
         else k = want;
     }
@@ -121,6 +176,8 @@ const char *tg_gemm_half_kernel_name(tg_gemm_half_kernel k)
     case TG_GEMM_HALF_WIDEN: return "widen-to-float32";
     case TG_GEMM_HALF_AVX512BF16: return "avx512bf16-12x32";
     case TG_GEMM_HALF_AVX512BF16_EMULATED: return "avx512bf16-emulated";
+    case TG_GEMM_HALF_AMX: return "amx-bf16-32x32";
+    case TG_GEMM_HALF_AMX_EMULATED: return "amx-bf16-emulated";
     default: return "?";
     }
 }
@@ -350,7 +407,145 @@ static void emu_store_masked(float *p, uint32_t k, emu_f v)
 #include "gemm_half_tile.inc"
 #endif
 
+/* ---- TDPBF16PS, emulated ---------------------------------------------------- */
+
+/* A tile as configured here: 16 rows of 64 bytes (16 dwords). */
+typedef struct emu_tmm { uint32_t d[16][16]; } emu_tmm;
+
+/* TDPBF16PS c, a, b as Intel's SDM (vol. 2C, "TDPBF16PS - Dot Product of
+ * BF16 Tiles Accumulated into Packed Single Precision Tile") defines it;
+ * its Operation, for tiles of 16 rows and 64 bytes (elements_src1 =
+ * elements_dest = 16):
+ *     for m in 0 ... tsrcdest.rows-1:
+ *         temp1[ 0 ... elements_temp-1 ] := 0
+ *         for k in 0 ... elements_src1-1:
+ *             for n in 0 ... elements_dest-1:
+ *                 // FP32 FMA with DAZ=FTZ=1, RNE rounding.
+ *                 // MXCSR is neither consulted nor updated.
+ *                 // No exceptions raised or denoted.
+ *                 temp1.fp32[2*n+0] += make_fp32(tsrc1.row[m].bfloat16[2*k+0]) * make_fp32(tsrc2.row[k].bfloat16[2*n+0])
+ *                 temp1.fp32[2*n+1] += make_fp32(tsrc1.row[m].bfloat16[2*k+1]) * make_fp32(tsrc2.row[k].bfloat16[2*n+1])
+ *         for n in 0 ... elements_dest-1:
+ *             // DAZ=FTZ=1, RNE rounding.
+ *             // MXCSR is neither consulted nor updated.
+ *             // No exceptions raised or denoted.
+ *             tmpf32 := temp1.fp32[2*n] + temp1.fp32[2*n+1]
+ *             tsrcdest.row[m].fp32[n] := tsrcdest.row[m].fp32[n] + tmpf32
+ * and its Description: "Round to nearest even rounding mode is used when
+ * doing each accumulation of the FMA. Output denormals are always flushed
+ * to zero and input denormals are always treated as zero."
+ * So, unlike VDPBF16PS (one sum per lane, odd product first), per element:
+ * the even products and the odd ones in two sums, each started at zero in
+ * the instruction and fed its 16 products in k order (each step an FMA
+ * rounded once, FTZ: dpbf16_step); then even + odd, then that added to the
+ * destination (DAZ on it), each rounded once and flushed. Neither product
+ * comes "first"; what sets the bits is the two separate sums and that the
+ * destination joins only at the end (the intrinsics guide's pseudo-code,
+ * which adds both products to the destination in turn, disagrees; this
+ * follows the SDM). Denormal flush: dpbf16_step's reading of "denormal".
+ * NaN: the SDM gives no propagation rule for this instruction; the
+ * emulation gives the default NaN (FFC00000h), which hardware may not (not
+ * checked: no CPU here has AMX). */
+static void emu_tdpbf16(emu_tmm *c, const emu_tmm *a, const emu_tmm *b)
+{
+    for (int m = 0; m < 16; m++)
+        for (int n = 0; n < 16; n++) {
+            float even = 0, odd = 0;
+            for (int k = 0; k < 16; k++) {
+                uint32_t x = a->d[m][k], y = b->d[k][n];
+                even = dpbf16_step(even, bf16_in(x & 0xFFFFu), bf16_in(y & 0xFFFFu));
+                odd = dpbf16_step(odd, bf16_in(x >> 16), bf16_in(y >> 16));
+            }
+            float r = dpbf16_step(daz(bits_float(c->d[m][n])), dpbf16_step(even, odd, 1.0f), 1.0f);
+            c->d[m][n] = isnan(r) ? 0xFFC00000u : float_bits(r);
+        }
+}
+
+static void emu_tile_load(emu_tmm *t, const void *p, long stride)
+{
+    for (int r = 0; r < 16; r++) memcpy(t->d[r], (const char *)p + r * stride, 64);
+}
+
+static void emu_tile_store(void *p, long stride, const emu_tmm *t)
+{
+    for (int r = 0; r < 16; r++) memcpy((char *)p + r * stride, t->d[r], 64);
+}
+
+/* ---- the AMX blocks: intrinsics and emulation ------------------------------- */
+
+/* C's block from the tiles' sums acc [AMX_MR x AMX_NR]: alpha acc + beta C,
+ * each element as the AVX512-BF16 tile does it (a rounded product, then one
+ * fused multiply-add); shared by both versions, so their bits agree. */
+static void amx_finish(const float *acc, float *c, int ldc, int m, int n, float alpha, float beta)
+{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            float *cij = c + (size_t)i * ldc + j, t = acc[i * AMX_NR + j] * alpha;
+            *cij = beta != 0 ? fmaf(beta, *cij, t) : t;
+        }
+}
+
+#define AMX_NAME amx_emulated
+#define AMX_ATTR static
+#define AMX_BEGIN() emu_tmm tmm[8]
+#define AMX_END() (void)0
+#define AMX_ZERO(t) memset(&tmm[t], 0, sizeof tmm[t])
+#define AMX_LOAD(t, p, s) emu_tile_load(&tmm[t], p, s)
+#define AMX_STORE(t, p, s) emu_tile_store(p, s, &tmm[t])
+#define AMX_DP(c, a, b) emu_tdpbf16(&tmm[c], &tmm[a], &tmm[b])
+#include "gemm_half_amx.inc"
+#undef AMX_NAME
+#undef AMX_ATTR
+#undef AMX_BEGIN
+#undef AMX_END
+#undef AMX_ZERO
+#undef AMX_LOAD
+#undef AMX_STORE
+#undef AMX_DP
+
+#if TG_AMX
+/* LDTILECFG's 64 bytes: palette 1, then per tile its bytes per row (16-bit,
+ * from byte 16) and rows (from byte 48); tiles 0-7 all 16 x 64 bytes. */
+static const struct amx_config {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} amx_config = {1, 0, {0}, {64, 64, 64, 64, 64, 64, 64, 64}, {16, 16, 16, 16, 16, 16, 16, 16}};
+_Static_assert(sizeof amx_config == 64, "LDTILECFG reads 64 bytes");
+
+#define AMX_NAME amx_tiles
+#define AMX_ATTR static __attribute__((target("amx-tile,amx-bf16")))
+/* (the compiler barrier: tileloadd's asm reads the packed panels through a
+ * pointer without saying so) */
+#define AMX_BEGIN() do { __asm__ volatile("" ::: "memory"); _tile_loadconfig(&amx_config); } while (0)
+#define AMX_END() _tile_release()
+#define AMX_ZERO(t) _tile_zero(t)
+#define AMX_LOAD(t, p, s) _tile_loadd(t, p, s)
+#define AMX_STORE(t, p, s) _tile_stored(t, p, s)
+#define AMX_DP(c, a, b) _tile_dpbf16ps(c, a, b)
+#include "gemm_half_amx.inc"
+#endif
+
 /* ---- packing and blocking --------------------------------------------------- */
+
+/* A bfloat16 kernel's tile and its shapes. */
+typedef struct bf16_kernel {
+    bf16_tile_fn tile;
+    int mr, nr; /* the rows and columns of C a tile call computes */
+    int kq;     /* pairs per step: a K block's pairs are zero-padded to a multiple */
+    bool a_by_row; /* A panels hold each row's pairs together (AMX's A tiles),
+                      not each pair's rows (the broadcasts of VDPBF16PS) */
+    double ns_per_mac;
+} bf16_kernel;
+
+static const bf16_kernel BF16_EMULATED = {tile_emulated, BF_MR, BF_NR, 1, false, BF_NS_PER_MAC_EMULATED};
+static const bf16_kernel AMX_EMULATED = {amx_emulated, AMX_MR, AMX_NR, 16, true, BF_NS_PER_MAC_EMULATED};
+#if TG_BF16_X86
+static const bf16_kernel BF16_AVX512 = {tile_avx512bf16, BF_MR, BF_NR, 1, false, BF_NS_PER_MAC};
+#endif
+#if TG_AMX
+static const bf16_kernel AMX_TILES = {amx_tiles, AMX_MR, AMX_NR, 16, true, AMX_NS_PER_MAC};
+#endif
 
 typedef struct bf16_args {
     bool ta, tb;
@@ -359,7 +554,7 @@ typedef struct bf16_args {
     const uint16_t *A, *B;
     int lda, ldb, ldc;
     float *C;
-    bf16_tile_fn tile;
+    const bf16_kernel *kern;
     /* pack buffers, one set per thread that can run at once, claimed per chunk */
     int nbuf;
     uint32_t *bufs;
@@ -377,47 +572,55 @@ static uint32_t pair_at(const uint16_t *X, int ld, bool kmajor, size_t r, size_t
     return (uint32_t)e | (uint32_t)o << 16;
 }
 
-/* Lines [r0, r0+n) x k [k0, k0+kc) of X -> panels of w lines and kp = kc/2
- * (rounded up) pairs: panel q at dst + q*w*kp, pair p of line r at p*w + r;
- * lines past n are zero. A panels: the rows of op(A) (w = MR, kmajor = ta);
- * B panels: the columns of op(B) (w = NR, kmajor = !tb). */
-static void pack_pairs(const uint16_t *X, int ld, bool kmajor, int r0, int n, int k0, int kc, int w, uint32_t *dst)
+/* Lines [r0, r0+n) x k [k0, k0+kc) of X -> panels of w lines and kp pairs
+ * (kp >= kc/2 rounded up): panel q at dst + q*w*kp, pair p of line r at
+ * r*kp + p (by_row) or p*w + r; lines past n and pairs past kc are zero.
+ * A panels: the rows of op(A) (w = mr, kmajor = ta); B panels: the columns
+ * of op(B) (w = nr, kmajor = !tb). */
+static void pack_pairs(const uint16_t *X, int ld, bool kmajor, int r0, int n, int k0, int kc, int kp, int w,
+                       bool by_row, uint32_t *dst)
 {
-    int kp = (kc + 1) / 2;
     for (int q = 0; q < n; q += w, dst += (size_t)w * kp) {
         int m = n - q < w ? n - q : w;
         for (int p = 0; p < kp; p++)
             for (int r = 0; r < w; r++)
-                dst[(size_t)p * w + r] =
-                    r < m ? pair_at(X, ld, kmajor, (size_t)(r0 + q + r), (size_t)(k0 + 2 * p), (size_t)(k0 + kc)) : 0;
+                dst[by_row ? (size_t)r * kp + p : (size_t)p * w + r] =
+                    r < m && 2 * p < kc
+                        ? pair_at(X, ld, kmajor, (size_t)(r0 + q + r), (size_t)(k0 + 2 * p), (size_t)(k0 + kc))
+                        : 0;
     }
 }
+
+/* The pairs of a K block of kc, padded to the kernel's step. */
+static int block_pairs(const bf16_kernel *kern, int kc) { return ((kc + 1) / 2 + kern->kq - 1) / kern->kq * kern->kq; }
 
 /* C[i0:i1, j0:j1] of the whole product with pack buffers a and b. */
 static void bf16_block(const bf16_args *g, uint32_t *a, uint32_t *b, int i0, int i1, int j0, int j1)
 {
+    const bf16_kernel *kern = g->kern;
+    int mr = kern->mr, nr = kern->nr;
     for (int ic = i0; ic < i1; ic += BF_MC) {
         int mc = i1 - ic < BF_MC ? i1 - ic : BF_MC;
         for (int pc = 0; pc < g->K; pc += BF_KC) {
-            int kc = g->K - pc < BF_KC ? g->K - pc : BF_KC, kp = (kc + 1) / 2;
+            int kc = g->K - pc < BF_KC ? g->K - pc : BF_KC, kp = block_pairs(kern, kc);
             float beta = pc == 0 ? g->beta : 1.0f;
-            pack_pairs(g->A, g->lda, g->ta, ic, mc, pc, kc, BF_MR, a);
+            pack_pairs(g->A, g->lda, g->ta, ic, mc, pc, kc, kp, mr, kern->a_by_row, a);
             for (int jc = j0; jc < j1; jc += BF_NC) {
                 int nc = j1 - jc < BF_NC ? j1 - jc : BF_NC;
-                pack_pairs(g->B, g->ldb, !g->tb, jc, nc, pc, kc, BF_NR, b);
-                for (int ir = 0; ir < mc; ir += BF_MR)
-                    for (int jr = 0; jr < nc; jr += BF_NR) {
+                pack_pairs(g->B, g->ldb, !g->tb, jc, nc, pc, kc, kp, nr, false, b);
+                for (int ir = 0; ir < mc; ir += mr)
+                    for (int jr = 0; jr < nc; jr += nr) {
                         float *c = g->C + (size_t)(ic + ir) * g->ldc + jc + jr;
-                        int m = mc - ir < BF_MR ? mc - ir : BF_MR, n = nc - jr < BF_NR ? nc - jr : BF_NR;
-                        g->tile(a + (size_t)ir * kp, b + (size_t)jr * kp, kp, c, g->ldc, m, n, g->alpha, beta);
+                        int m = mc - ir < mr ? mc - ir : mr, n = nc - jr < nr ? nc - jr : nr;
+                        kern->tile(a + (size_t)ir * kp, b + (size_t)jr * kp, kp, c, g->ldc, m, n, g->alpha, beta);
                     }
             }
         }
     }
 }
 
-/* A thread's share: tiles [begin, end) along M (split_m, MR rows each) or N
- * (NR columns each), with a buffer set no other running chunk holds. */
+/* A thread's share: tiles [begin, end) along M (split_m, mr rows each) or N
+ * (nr columns each), with a buffer set no other running chunk holds. */
 typedef struct bf16_job {
     bf16_args *g;
     bool split_m;
@@ -427,9 +630,9 @@ static void bf16_chunk(void *ctx, int begin, int end)
 {
     const bf16_job *job = ctx;
     bf16_args *g = job->g;
-    int i0 = 0, i1 = g->M, j0 = 0, j1 = g->N;
-    if (job->split_m) i0 = begin * BF_MR, i1 = end * BF_MR < g->M ? end * BF_MR : g->M;
-    else j0 = begin * BF_NR, j1 = end * BF_NR < g->N ? end * BF_NR : g->N;
+    int i0 = 0, i1 = g->M, j0 = 0, j1 = g->N, mr = g->kern->mr, nr = g->kern->nr;
+    if (job->split_m) i0 = begin * mr, i1 = end * mr < g->M ? end * mr : g->M;
+    else j0 = begin * nr, j1 = end * nr < g->N ? end * nr : g->N;
     /* at most nbuf chunks run at once, so one set is free (or soon is) */
     int s = 0;
     for (bool expect = false;; s = (s + 1) % g->nbuf, expect = false)
@@ -439,24 +642,25 @@ static void bf16_chunk(void *ctx, int begin, int end)
     atomic_store(&g->in_use[s], false);
 }
 
-static bool gemm_bf16(bf16_tile_fn tile, double ns_per_mac, bool ta, bool tb, int M, int N, int K, float alpha,
+static bool gemm_bf16(const bf16_kernel *kern, bool ta, bool tb, int M, int N, int K, float alpha,
                       const uint16_t *A, int lda, const uint16_t *B, int ldb, float beta, float *C, int ldc)
 {
-    bf16_args g = {ta, tb, M, N, K, alpha, beta, A, B, lda, ldb, ldc, C, tile, 1, NULL, 0, 0, NULL};
+    bf16_args g = {ta, tb, M, N, K, alpha, beta, A, B, lda, ldb, ldc, C, kern, 1, NULL, 0, 0, NULL};
+    int mr = kern->mr, nr = kern->nr;
     /* Split the larger of M and N: the other operand's packing is what every
      * thread repeats. */
     bool split_m = M >= N;
-    int tiles = split_m ? (M + BF_MR - 1) / BF_MR : (N + BF_NR - 1) / BF_NR;
-    bool par = tiles > 1 && tg_parallel_pays((double)M * N * K * ns_per_mac);
+    int tiles = split_m ? (M + mr - 1) / mr : (N + nr - 1) / nr;
+    bool par = tiles > 1 && tg_parallel_pays((double)M * N * K * kern->ns_per_mac);
     int chunks = par ? tg_parallel_chunks(tiles) : 1, threads = tg_threads_get();
     g.nbuf = par && threads < chunks ? threads : chunks;
     /* a set's blocks: the rows and columns of one chunk (at most
      * ceil(tiles / chunks) tiles), one K block's pairs */
     int per = (tiles + chunks - 1) / chunks;
-    int rows = split_m && per * BF_MR < M ? per * BF_MR : M, cols = !split_m && per * BF_NR < N ? per * BF_NR : N;
-    size_t kp = (size_t)((K < BF_KC ? K : BF_KC) + 1) / 2;
-    g.a_size = (size_t)((rows < BF_MC ? rows : BF_MC) + BF_MR - 1) / BF_MR * BF_MR * kp;
-    g.b_size = (size_t)((cols < BF_NC ? cols : BF_NC) + BF_NR - 1) / BF_NR * BF_NR * kp;
+    int rows = split_m && per * mr < M ? per * mr : M, cols = !split_m && per * nr < N ? per * nr : N;
+    size_t kp = (size_t)block_pairs(kern, K < BF_KC ? K : BF_KC);
+    g.a_size = (size_t)((rows < BF_MC ? rows : BF_MC) + mr - 1) / mr * mr * kp;
+    g.b_size = (size_t)((cols < BF_NC ? cols : BF_NC) + nr - 1) / nr * nr * kp;
     g.bufs = malloc((g.a_size + g.b_size) * g.nbuf * sizeof *g.bufs);
     g.in_use = malloc(sizeof *g.in_use * g.nbuf);
     if (!g.bufs || !g.in_use) {
@@ -480,12 +684,16 @@ bool tg_gemm_half(tg_dtype dt, bool ta, bool tb, int M, int N, int K, float alph
     /* K == 0 or alpha == 0: C = beta C without reading A or B */
     if (K <= 0 || alpha == 0) ta = tb = false, K = 0;
     tg_gemm_half_kernel k = tg_gemm_half_get_kernel();
-    if (dt == TG_BF16 && K > 0 && k == TG_GEMM_HALF_AVX512BF16_EMULATED)
-        return gemm_bf16(tile_emulated, BF_NS_PER_MAC_EMULATED, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    const bf16_kernel *kern = k == TG_GEMM_HALF_AVX512BF16_EMULATED ? &BF16_EMULATED
+                              : k == TG_GEMM_HALF_AMX_EMULATED      ? &AMX_EMULATED
 #if TG_BF16_X86
-    if (dt == TG_BF16 && K > 0 && k == TG_GEMM_HALF_AVX512BF16)
-        return gemm_bf16(tile_avx512bf16, BF_NS_PER_MAC, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+                              : k == TG_GEMM_HALF_AVX512BF16 ? &BF16_AVX512
 #endif
+#if TG_AMX
+                              : k == TG_GEMM_HALF_AMX ? &AMX_TILES
+#endif
+                                                      : NULL;
+    if (dt == TG_BF16 && K > 0 && kern) return gemm_bf16(kern, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     return gemm_widen(dt, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 

@@ -16,10 +16,11 @@
  * TG_F16), C float32; the layout and BLAS semantics of tg_sgemm (gemm.h):
  * row-major, op(A) [M,K] (A [K,M] when ta), op(B) [K,N] (B [N,K] when tb),
  * beta == 0 never reads C. Products of two half values are exact in float32
- * and summed in float32 (the bfloat16 kernel: two products per step, with
- * VDPBF16PS's rounding, denormal inputs read as zero and denormal sums
- * flushed to zero). Bit-identical for any thread count. False, with the
- * error set, only when its scratch cannot be allocated (C unchanged). */
+ * and summed in float32 (the bfloat16 kernels: VDPBF16PS's or TDPBF16PS's
+ * order of sums (see gemm_half.c), denormal inputs read as zero and
+ * denormal sums flushed to zero). Bit-identical for any thread count. False,
+ * with the error set, only when its scratch cannot be allocated (C
+ * unchanged). */
 bool tg_gemm_half(tg_dtype dt, bool ta, bool tb, int M, int N, int K, float alpha, const uint16_t *A, int lda,
                   const uint16_t *B, int ldb, float beta, float *C, int ldc);
 
@@ -30,17 +31,24 @@ bool tg_gemm_half(tg_dtype dt, bool ta, bool tb, int M, int N, int K, float alph
 bool tg_gemm_rounded(tg_dtype dt, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
                      const float *B, int ldb, float beta, float *C, int ldc);
 
-/* The kernel tg_gemm_half runs, chosen once from the CPU (avx512bf16 where
- * it can run, else widen) unless TAPEGRAD_GEMM_HALF names one (widen,
- * avx512bf16, avx512bf16-emulated). The bfloat16 kernels run bfloat16
- * products with K > 0 and alpha != 0; float16 operands are always widened
- * (AVX512-FP16 is not used). */
+/* The kernel tg_gemm_half runs, chosen once from the CPU (amx-bf16 where it
+ * can run, else avx512bf16 where it can, else widen) unless
+ * TAPEGRAD_GEMM_HALF names one (widen, avx512bf16, avx512bf16-emulated,
+ * amx-bf16, amx-bf16-emulated). The bfloat16 kernels run bfloat16 products
+ * with K > 0 and alpha != 0; float16 operands are always widened
+ * (AVX512-FP16 and AMX-FP16 are not used). */
 typedef enum tg_gemm_half_kernel {
     TG_GEMM_HALF_WIDEN,      /* operands widened to float32, tg_sgemm: every CPU */
     TG_GEMM_HALF_AVX512BF16, /* VDPBF16PS, 12 x 32 tiles: x86-64 CPUs with AVX512-BF16 */
     /* The same kernel with the instruction emulated in scalar code (its
      * bits): every CPU, never chosen by itself. A test device, and slow. */
     TG_GEMM_HALF_AVX512BF16_EMULATED,
+    /* TDPBF16PS, 32 x 32 blocks of four 16 x 16 tiles: x86-64 Linux CPUs with
+     * AMX-BF16 and AMX-TILE whose kernel grants the tile state */
+    TG_GEMM_HALF_AMX,
+    /* The AMX kernel with the tiles and TDPBF16PS emulated: every CPU, never
+     * chosen by itself; a test device, slow. */
+    TG_GEMM_HALF_AMX_EMULATED,
 } tg_gemm_half_kernel;
 
 tg_gemm_half_kernel tg_gemm_half_get_kernel(void);
