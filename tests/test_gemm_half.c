@@ -388,19 +388,34 @@ Test(gemm_half, bf16_kernels_follow_the_instruction)
               result = dot_bits(1, ra, rb), tiny = dot_bits(2, ta, tb), sums = dot_bits(4, sa, sb),
               restart = dot_bits(34, xa, xb), halves = dot_bits(2, ha, hb);
         const char *name = tg_gemm_half_kernel_name(KERNELS[k]);
+        /* The emulations must follow the SDM's text. A kernel on silicon is
+         * compared with that reading and each difference printed, not
+         * failed: none has run on such a CPU yet, and where the silicon and
+         * the text differ it is the emulation that must change (every
+         * kernel is held to the error bound above either way). */
+        bool silicon = KERNELS[k] == TG_GEMM_HALF_AVX512BF16 || KERNELS[k] == TG_GEMM_HALF_AMX;
+        int differ = 0;
+#define FOLLOWS(cond, fmt, ...)                                                                  \
+        do {                                                                                     \
+            if (cond) break;                                                                     \
+            if (!silicon) cr_assert_fail("%s: " fmt, name, __VA_ARGS__);                         \
+            printf("%s: on this CPU, not as the SDM reads: " fmt "\n", name, __VA_ARGS__);       \
+            differ++;                                                                            \
+        } while (0)
         /* (widening on OpenBLAS, without our x86 kernels, sums in its own order) */
         bool ordered = bf || tg_gemm_get_kernel() != TG_GEMM_BLAS;
         /* AMX: even 1 - 2^-24 exact, odd 2^-24, their sum 1 */
-        if (ordered) cr_assert_eq(order, bf && !amx ? 0x1.fffffep-1f : 1.0f, "%s: order %a", name, order);
-        cr_assert_eq(denormal, bf ? 0.0f : 0x1p-33f, "%s: denormal input %a", name, denormal);
-        cr_assert_eq(flush, bf ? 0x1p-126f : 0x1.0004p-126f, "%s: intermediate flush %a", name, flush);
-        cr_assert_eq(result, bf ? 0.0f : 0x1p-140f, "%s: result flush %a", name, result);
+        if (ordered) FOLLOWS(order == (bf && !amx ? 0x1.fffffep-1f : 1.0f), "order %a", order);
+        FOLLOWS(denormal == (bf ? 0.0f : 0x1p-33f), "denormal input %a", denormal);
+        FOLLOWS(flush == (bf ? 0x1p-126f : 0x1.0004p-126f), "intermediate flush %a", flush);
+        FOLLOWS(result == (bf ? 0.0f : 0x1p-140f), "result flush %a", result);
         /* AMX: the even sum alone is tiny (-3 2^-152, flushed), the odd 2^-126 */
-        cr_assert(bf && !amx ? tiny == 0 && !signbit(tiny) : tiny == 0x1p-126f, "%s: tininess %a", name, tiny);
-        if (ordered) cr_assert_eq(sums, amx ? 0x1.000002p+0f : 1.0f, "%s: two sums %a", name, sums);
-        if (ordered) cr_assert_eq(restart, 1.0f, "%s: sums restart per instruction %a", name, restart);
-        cr_assert(bf ? halves == 0 && !signbit(halves) : halves == 0x1p-130f, "%s: sum of the sums %a", name,
-                  halves);
+        FOLLOWS(bf && !amx ? tiny == 0 && !signbit(tiny) : tiny == 0x1p-126f, "tininess %a", tiny);
+        if (ordered) FOLLOWS(sums == (amx ? 0x1.000002p+0f : 1.0f), "two sums %a", sums);
+        if (ordered) FOLLOWS(restart == 1.0f, "sums restart per instruction %a", restart);
+        FOLLOWS(bf ? halves == 0 && !signbit(halves) : halves == 0x1p-130f, "sum of the sums %a", halves);
+#undef FOLLOWS
+        if (silicon) printf("%s: %d of the hand-made cases differ from the SDM's reading\n", name, differ);
     }
 }
 
