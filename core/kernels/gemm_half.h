@@ -18,7 +18,8 @@
  * beta == 0 never reads C. Products of two half values are exact in float32
  * and summed in float32 (the bfloat16 kernels: VDPBF16PS's or TDPBF16PS's
  * order of sums (see gemm_half.c), denormal inputs read as zero and
- * denormal sums flushed to zero). Bit-identical for any thread count. False,
+ * denormal sums flushed to zero). Bit-identical for any thread count, but
+ * for the widening kernel where tg_sgemm is cblas_sgemm (aarch64). False,
  * with the error set, only when its scratch cannot be allocated (C
  * unchanged). */
 bool tg_gemm_half(tg_dtype dt, bool ta, bool tb, int M, int N, int K, float alpha, const uint16_t *A, int lda,
