@@ -83,8 +83,9 @@
 #define BF_NC 672
 #define BF_MC 1536
 /* One-thread time of a multiply-add, for the thread split: gemm.c's 0.02 ns
- * for float32 halved (VDPBF16PS does two per lane; not measured, no CPU
- * here has it), and the emulation's (this machine, 9 ns) */
+ * for float32 halved (VDPBF16PS does two per lane; not measured), and the
+ * emulation's: scalar code rounding and flushing each step by hand, about
+ * 9 ns on a core without the instruction */
 #define BF_NS_PER_MAC 0.01
 #define BF_NS_PER_MAC_EMULATED 9.0
 /* The AMX kernel's C block, and its time per multiply-add for the thread
