@@ -13,6 +13,7 @@
 #      (each test binary runs through qemu-aarch64-static).
 # Usage: scripts/test-aarch64.sh [build-dir] [ctest args...]
 #   default build dir build/aarch64; extra args go to ctest (e.g. -R tensor).
+#   TAPEGRAD_TEST_F64=OFF in the environment builds no float64 twins of the suites.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-build/aarch64}
@@ -59,7 +60,7 @@ echo "== arm64 root ready ($root) after $(($(date +%s) - start)) s"
 mkdir -p "$(dirname "$dir")"
 export QEMU_LD_PREFIX=$root
 cmake -S . -B "$dir" -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake -DTAPEGRAD_SYSROOT="$root" \
-  -DCMAKE_BUILD_TYPE=Release >"$dir.configure.log" 2>&1 || { cat "$dir.configure.log"; exit 1; }
+  -DCMAKE_BUILD_TYPE=Release -DTAPEGRAD_TEST_F64="${TAPEGRAD_TEST_F64:-ON}" >"$dir.configure.log" 2>&1 || { cat "$dir.configure.log"; exit 1; }
 cmake --build "$dir" -j"$(nproc 2>/dev/null || echo 2)" >"$dir.build.log" 2>&1 ||
   { tail -40 "$dir.build.log"; exit 1; }
 echo "== aarch64: built after $(($(date +%s) - start)) s; test"
