@@ -67,6 +67,8 @@
 #define KC 384
 #define NC 672
 #define MC 1536
+_Static_assert(TG_GEMM_PACK_A == sizeof(float) * MC * KC && TG_GEMM_PACK_B == sizeof(float) * KC * NC,
+               "gemm.h's pack buffer sizes are this file's blocks");
 /* When packing pays, in panels of the other operand (see gemm_block). */
 #define PACK_A_MIN_PANELS 4
 #define PACK_B_MIN_PANELS 8
@@ -434,6 +436,13 @@ static pack_buf *thread_buf(void)
     if (!p) p = new_buf();
     if (p) pthread_setspecific(g_buf_key, p);
     return tl_buf = p;
+}
+
+bool tg_gemm_pack_buffers(void **a, void **b)
+{
+    pack_buf *p = thread_buf();
+    if (p) *a = p->a, *b = p->b;
+    return p != NULL;
 }
 
 /* ---- packing ---------------------------------------------------------------- */

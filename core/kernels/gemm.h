@@ -23,6 +23,15 @@ void tg_sgemm(bool ta, bool tb, int M, int N, int K, float alpha, const float *A
 void tg_sgemm_bias(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
                    const float *B, int ldb, const float *bias, float *C, int ldc);
 
+/* The calling thread's pack buffers of tg_sgemm, made on its first GEMM
+ * and kept for the process: *a is TG_GEMM_PACK_A bytes, *b TG_GEMM_PACK_B,
+ * 64-byte aligned. Another kernel may use them between two GEMMs of the same
+ * thread (the bfloat16 kernels, core/kernels/gemm_half.c). False: out of
+ * memory. */
+#define TG_GEMM_PACK_A (1536 * 384 * 4) /* MC x KC floats */
+#define TG_GEMM_PACK_B (384 * 672 * 4)  /* KC x NC floats */
+bool tg_gemm_pack_buffers(void **a, void **b);
+
 /* Which inner kernel tg_sgemm uses. On x86-64, chosen once from the CPU
  * (__builtin_cpu_supports) unless the environment says otherwise:
  * TAPEGRAD_GEMM=blas (always cblas_sgemm), avx2 or avx512. Other CPUs

@@ -22,12 +22,9 @@
  *   - KC = 768 k (384 pairs: the A panel, 12 x 384 x 4 B = 18 KiB, stays in
  *     L1, as gemm.c's), NC = 672 (the B block, 384 x 672 x 4 B = 1 MiB, in
  *     L2), MC = 1536. KC is even, so a pair never straddles two K blocks.
- *   - Everything is packed (the pair layout is not any stored layout); the
- *     buffers are allocated per call, one set per thread that can run at once,
- *     before C is touched: failing to get them leaves C unchanged. A set is
- *     up to 3.3 MiB; after glibc's first mmap and munmap of that size it
- *     serves it from its heap, so later calls mostly reuse mapped pages (not
- *     measured; gemm.c's buffers, kept per thread, would avoid the question).
+ *   - Everything is packed (the pair layout is not any stored layout), into
+ *     the pack buffers tg_sgemm keeps per thread (a block's dwords fit in
+ *     its floats): no allocation per call.
  *   - Threads split C along M (in MR rows) or N (in NR columns), never K, and
  *     an element gets the same instructions in the same order whatever its
  *     tile or thread: bit-identical for any thread count.
@@ -52,7 +49,6 @@
 
 #include <math.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -556,12 +552,21 @@ typedef struct bf16_args {
     int lda, ldb, ldc;
     float *C;
     const bf16_kernel *kern;
-    /* pack buffers, one set per thread that can run at once, claimed per chunk */
-    int nbuf;
-    uint32_t *bufs;
-    size_t a_size, b_size; /* dwords of one set's A and B blocks */
-    atomic_bool *in_use;
+    /* the calling thread's pack buffers, lent to a worker that cannot get
+       its own (out of memory): the product always completes */
+    void *own_a, *own_b;
+    pthread_mutex_t own_lock;
 } bf16_args;
+
+/* The blocks are packed into tg_sgemm's per-thread buffers: an A block is
+ * at most BF_MC rows (a multiple of every MR) of BF_KC / 2 pairs (a multiple
+ * of every kq), a B block BF_NC columns (a multiple of every NR). */
+_Static_assert(BF_MC % BF_MR == 0 && BF_MC % AMX_MR == 0 && BF_NC % BF_NR == 0 && BF_NC % AMX_NR == 0 &&
+                   BF_KC / 2 % 16 == 0,
+               "the blocks are whole tiles and steps");
+_Static_assert(sizeof(uint32_t) * BF_MC * (BF_KC / 2) <= TG_GEMM_PACK_A &&
+                   sizeof(uint32_t) * BF_NC * (BF_KC / 2) <= TG_GEMM_PACK_B,
+               "a packed block fits tg_sgemm's pack buffer");
 
 /* The k-pair dword of line r (a row of op(A), a column of op(B)) at k, k+1
  * of X, where element (r, k) is X[k*ld + r] (kmajor) or X[r*ld + k]; the
@@ -621,7 +626,7 @@ static void bf16_block(const bf16_args *g, uint32_t *a, uint32_t *b, int i0, int
 }
 
 /* A thread's share: tiles [begin, end) along M (split_m, mr rows each) or N
- * (nr columns each), with a buffer set no other running chunk holds. */
+ * (nr columns each), packed into the thread's own buffers. */
 typedef struct bf16_job {
     bf16_args *g;
     bool split_m;
@@ -634,46 +639,44 @@ static void bf16_chunk(void *ctx, int begin, int end)
     int i0 = 0, i1 = g->M, j0 = 0, j1 = g->N, mr = g->kern->mr, nr = g->kern->nr;
     if (job->split_m) i0 = begin * mr, i1 = end * mr < g->M ? end * mr : g->M;
     else j0 = begin * nr, j1 = end * nr < g->N ? end * nr : g->N;
-    /* at most nbuf chunks run at once, so one set is free (or soon is) */
-    int s = 0;
-    for (bool expect = false;; s = (s + 1) % g->nbuf, expect = false)
-        if (atomic_compare_exchange_strong(&g->in_use[s], &expect, true)) break;
-    uint32_t *a = g->bufs + (size_t)s * (g->a_size + g->b_size);
-    bf16_block(g, a, a + g->a_size, i0, i1, j0, j1);
-    atomic_store(&g->in_use[s], false);
+    void *a, *b;
+    bool own = tg_gemm_pack_buffers(&a, &b) && a != g->own_a;
+    if (!own) pthread_mutex_lock(&g->own_lock);
+    bf16_block(g, own ? a : g->own_a, own ? b : g->own_b, i0, i1, j0, j1);
+    if (!own) pthread_mutex_unlock(&g->own_lock);
 }
 
 static bool gemm_bf16(const bf16_kernel *kern, bool ta, bool tb, int M, int N, int K, float alpha,
                       const uint16_t *A, int lda, const uint16_t *B, int ldb, float beta, float *C, int ldc)
 {
-    bf16_args g = {ta, tb, M, N, K, alpha, beta, A, B, lda, ldb, ldc, C, kern, 1, NULL, 0, 0, NULL};
-    int mr = kern->mr, nr = kern->nr;
+    bf16_args g = {ta, tb, M, N, K, alpha, beta, A, B, lda, ldb, ldc, C, kern, NULL, NULL, PTHREAD_MUTEX_INITIALIZER};
+    if (!tg_gemm_pack_buffers(&g.own_a, &g.own_b))
+        return tg_error_set("tg_gemm_half: out of memory for the pack buffers of [%d,%d] x [%d,%d]", M, K, K, N) == 0;
     /* Split the larger of M and N: the other operand's packing is what every
      * thread repeats. */
     bool split_m = M >= N;
-    int tiles = split_m ? (M + mr - 1) / mr : (N + nr - 1) / nr;
-    bool par = tiles > 1 && tg_parallel_pays((double)M * N * K * kern->ns_per_mac);
-    int chunks = par ? tg_parallel_chunks(tiles) : 1, threads = tg_threads_get();
-    g.nbuf = par && threads < chunks ? threads : chunks;
-    /* a set's blocks: the rows and columns of one chunk (at most
-     * ceil(tiles / chunks) tiles), one K block's pairs */
-    int per = (tiles + chunks - 1) / chunks;
-    int rows = split_m && per * mr < M ? per * mr : M, cols = !split_m && per * nr < N ? per * nr : N;
-    size_t kp = (size_t)block_pairs(kern, K < BF_KC ? K : BF_KC);
-    g.a_size = (size_t)((rows < BF_MC ? rows : BF_MC) + mr - 1) / mr * mr * kp;
-    g.b_size = (size_t)((cols < BF_NC ? cols : BF_NC) + nr - 1) / nr * nr * kp;
-    g.bufs = malloc((g.a_size + g.b_size) * g.nbuf * sizeof *g.bufs);
-    g.in_use = malloc(sizeof *g.in_use * g.nbuf);
-    if (!g.bufs || !g.in_use) {
-        free(g.bufs), free(g.in_use);
-        return tg_error_set("tg_gemm_half: out of memory packing [%d,%d] x [%d,%d] bfloat16 operands", M, K, K, N) == 0;
-    }
-    for (int s = 0; s < g.nbuf; s++) atomic_init(&g.in_use[s], false);
+    int tiles = split_m ? (M + kern->mr - 1) / kern->mr : (N + kern->nr - 1) / kern->nr;
     bf16_job job = {&g, split_m};
-    if (par) tg_parallel_for(tiles, bf16_chunk, &job);
+    if (tiles > 1 && tg_parallel_pays((double)M * N * K * kern->ns_per_mac)) tg_parallel_for(tiles, bf16_chunk, &job);
     else bf16_chunk(&job, 0, tiles);
-    free(g.bufs), free(g.in_use);
     return true;
+}
+
+/* The bfloat16 kernel that runs a dt product, NULL when it is widened. */
+static const bf16_kernel *kernel_for(tg_dtype dt)
+{
+    if (dt != TG_BF16) return NULL;
+    switch (tg_gemm_half_get_kernel()) {
+    case TG_GEMM_HALF_AVX512BF16_EMULATED: return &BF16_EMULATED;
+    case TG_GEMM_HALF_AMX_EMULATED: return &AMX_EMULATED;
+#if TG_BF16_X86
+    case TG_GEMM_HALF_AVX512BF16: return &BF16_AVX512;
+#endif
+#if TG_AMX
+    case TG_GEMM_HALF_AMX: return &AMX_TILES;
+#endif
+    default: return NULL;
+    }
 }
 
 bool tg_gemm_half(tg_dtype dt, bool ta, bool tb, int M, int N, int K, float alpha, const uint16_t *A, int lda,
@@ -684,17 +687,8 @@ bool tg_gemm_half(tg_dtype dt, bool ta, bool tb, int M, int N, int K, float alph
                                                    tg_dtype_name(dt)) == 0;
     /* K == 0 or alpha == 0: C = beta C without reading A or B */
     if (K <= 0 || alpha == 0) ta = tb = false, K = 0;
-    tg_gemm_half_kernel k = tg_gemm_half_get_kernel();
-    const bf16_kernel *kern = k == TG_GEMM_HALF_AVX512BF16_EMULATED ? &BF16_EMULATED
-                              : k == TG_GEMM_HALF_AMX_EMULATED      ? &AMX_EMULATED
-#if TG_BF16_X86
-                              : k == TG_GEMM_HALF_AVX512BF16 ? &BF16_AVX512
-#endif
-#if TG_AMX
-                              : k == TG_GEMM_HALF_AMX ? &AMX_TILES
-#endif
-                                                      : NULL;
-    if (dt == TG_BF16 && K > 0 && kern) return gemm_bf16(kern, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    const bf16_kernel *kern = kernel_for(dt);
+    if (K > 0 && kern) return gemm_bf16(kern, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     return gemm_widen(dt, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
