@@ -214,32 +214,18 @@ static bool gemm_widen(tg_dtype dt, bool ta, bool tb, int M, int N, int K, float
 
 /* ---- VDPBF16PS, emulated ---------------------------------------------------- */
 
-static float bits_float(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-static uint32_t float_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
-
 /* A float32 input with DAZ: a denormal (exponent bits zero) is a zero of
  * its sign. */
 static float daz(float x)
 {
-    uint32_t u = float_bits(x);
-    return (u & 0x7F800000u) == 0 ? bits_float(u & 0x80000000u) : x;
+    uint32_t u = tg_float_bits(x);
+    return (u & 0x7F800000u) == 0 ? tg_bits_float(u & 0x80000000u) : x;
 }
 
 /* make_fp32: the bfloat16 as the top half of a float32, then DAZ. */
 static float bf16_in(uint32_t h)
 {
-    return bits_float((h & 0x7F80u) == 0 ? (h & 0x8000u) << 16 : h << 16);
+    return tg_bits_float((h & 0x7F80u) == 0 ? (h & 0x8000u) << 16 : h << 16);
 }
 
 /* One step, srcdest += x * y for bfloat16 values x, y (after DAZ): the
@@ -272,11 +258,11 @@ static float dpbf16_step(float acc, float x, float y)
  * NaN, FFC00000h. */
 static float dpbf16_nan(float acc, uint32_t x, uint32_t y)
 {
-    uint32_t in[5] = {float_bits(bf16_in(x & 0xFFFFu)), float_bits(bf16_in(y & 0xFFFFu)),
-                      float_bits(bf16_in(x >> 16)), float_bits(bf16_in(y >> 16)), float_bits(acc)};
+    uint32_t in[5] = {tg_float_bits(bf16_in(x & 0xFFFFu)), tg_float_bits(bf16_in(y & 0xFFFFu)),
+                      tg_float_bits(bf16_in(x >> 16)), tg_float_bits(bf16_in(y >> 16)), tg_float_bits(acc)};
     for (int i = 0; i < 5; i++)
-        if ((in[i] & 0x7FFFFFFFu) > 0x7F800000u) return bits_float(in[i] | 0x00400000u);
-    return bits_float(0xFFC00000u);
+        if ((in[i] & 0x7FFFFFFFu) > 0x7F800000u) return tg_bits_float(in[i] | 0x00400000u);
+    return tg_bits_float(0xFFC00000u);
 }
 
 /* One lane of VDPBF16PS srcdest, src1, src2 as Intel's SDM (vol. 2C,
@@ -453,8 +439,8 @@ static void emu_tdpbf16(emu_tmm *c, const emu_tmm *a, const emu_tmm *b)
                 even = dpbf16_step(even, bf16_in(x & 0xFFFFu), bf16_in(y & 0xFFFFu));
                 odd = dpbf16_step(odd, bf16_in(x >> 16), bf16_in(y >> 16));
             }
-            float r = dpbf16_step(daz(bits_float(c->d[m][n])), dpbf16_step(even, odd, 1.0f), 1.0f);
-            c->d[m][n] = isnan(r) ? 0xFFC00000u : float_bits(r);
+            float r = dpbf16_step(daz(tg_bits_float(c->d[m][n])), dpbf16_step(even, odd, 1.0f), 1.0f);
+            c->d[m][n] = isnan(r) ? 0xFFC00000u : tg_float_bits(r);
         }
 }
 

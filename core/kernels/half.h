@@ -10,21 +10,29 @@
 
 #include "../engine/dtype.h"
 
-/* bfloat16 is the top half of a float32: widening appends 16 zero bits. */
-static inline float tg_bf16_to_float(uint16_t h)
+/* A float32's bits, and the float32 of some bits. */
+static inline uint32_t tg_float_bits(float f)
 {
-    uint32_t u = (uint32_t)h << 16;
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+static inline float tg_bits_float(uint32_t u)
+{
     float f;
     memcpy(&f, &u, 4);
     return f;
 }
 
+/* bfloat16 is the top half of a float32: widening appends 16 zero bits. */
+static inline float tg_bf16_to_float(uint16_t h) { return tg_bits_float((uint32_t)h << 16); }
+
 /* Round to nearest even on the 16 dropped bits; a carry runs into the
  * exponent (the largest floats round to inf). NaN keeps its sign, quiet. */
 static inline uint16_t tg_bf16_from_float(float f)
 {
-    uint32_t u;
-    memcpy(&u, &f, 4);
+    uint32_t u = tg_float_bits(f);
     if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16 & 0x8000u) | 0x7fc0u);
     return (uint16_t)((u + 0x7fffu + (u >> 16 & 1u)) >> 16);
 }
@@ -38,13 +46,9 @@ static inline float tg_f16_to_float(uint16_t h)
     } else if (exp != 0) {
         u = sign | (exp + 112) << 23 | man << 13;  /* 112 = 127 - 15 */
     } else {
-        float f = (float)man * 0x1p-24f;  /* zero, subnormal: exact */
-        memcpy(&u, &f, 4);
-        u |= sign;
+        u = sign | tg_float_bits((float)man * 0x1p-24f);  /* zero, subnormal: exact */
     }
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
+    return tg_bits_float(u);
 }
 
 static inline float tg_half_to_float(uint16_t h, tg_dtype dt)
