@@ -300,7 +300,9 @@ int cl_train(cl_config *c, long stop_after)
     fprintf(stderr, "model    %s, %ld layers, d_model %ld, %ld heads (%d key/value), context %ld: %zu parameters\n",
             c->arch == CL_ARCH_GPT2 ? "gpt2" : "llama", c->layers, c->d_model, c->heads, tr.m.cfg.n_kv_heads,
             c->context, tg_params_numel(tr.p));
-    fprintf(stderr, "training AdamW lr %g (warmup %ld, cosine), batch %ld x %ld bytes, %ld steps, %s products, %d threads -> %s\n",
+    fprintf(stderr,
+            "training AdamW lr %g (warmup %ld, cosine), batch %ld x %ld bytes, %ld steps, %s products, %d threads "
+            "-> %s\n",
             c->lr, c->warmup, c->batch, c->context, c->steps, tg_dtype_name(tr.amp.cast), threads, c->out);
     if (tr.step > 0) fprintf(stderr, "resuming at step %ld of %s\n", tr.step, c->resume);
     double t0 = sq_now();
