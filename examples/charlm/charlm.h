@@ -40,7 +40,7 @@ typedef struct cl_config {
     /* training */
     long batch, steps, warmup, seed, threads;
     double lr, weight_decay, clip;
-    int precision;               /* 0 float32, 1 bfloat16 (autocast's operand type) */
+    int precision;               /* sq_precision: 0 float32, 1 bfloat16, 2 float16 (autocast's operand type) */
     long eval_every, save_every, log_every;
     char out[CL_PATH_MAX], resume[CL_PATH_MAX];
     bool overwrite;

@@ -14,7 +14,8 @@
 enum { M_MODEL = 1, M_TRAIN = 2 }; /* what a model file records */
 
 static const char *const arch_choices[] = {"gpt2", "llama", NULL};
-static const char *const precision_choices[] = {"f32", "bf16", NULL};
+/* sq_precision's order (amp.h) */
+static const char *const precision_choices[] = {"f32", "bf16", "f16", NULL};
 /* "arch": the family's (cl_model_config); else tg_pos_kind + 1 */
 static const char *const pos_choices[] = {"arch", "learned", "rope", "none",
                                           NULL};
@@ -63,8 +64,9 @@ static const fl_flag flags[] = {
     INT("warmup", warmup, 0, 1e9, "30", C_TRAIN, M_TRAIN, "N",
         "linear warmup steps, then cosine to lr/10"),
     CHOICE("precision", precision, precision_choices, "f32", C_TRAIN, M_TRAIN | FL_META_LATER,
-           "the products' operands: float32, or rounded to bfloat16 (autocast; "
-           "weights and files stay float32)"),
+           "the products' operands: float32, or rounded to bfloat16 or float16 "
+           "(autocast; weights and files stay float32; f16 adds dynamic loss "
+           "scaling)"),
     REAL("weight-decay", weight_decay, 0, 10, "0.1", C_TRAIN, M_TRAIN, "X",
          "decoupled weight decay on matrices (not biases, norms)"),
     REAL("clip", clip, 0, 1e6, "1", C_TRAIN, M_TRAIN, "X",

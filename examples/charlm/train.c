@@ -1,7 +1,9 @@
 /* charlm: the train command and the model files.
  *
- * One step: the batch of (seed, step) -> forward -> mean cross-entropy over
- * its B * T next bytes -> backward -> clip -> the schedule's lr -> AdamW.
+ * One step: the batch of (seed, step) -> forward (products in --precision)
+ * -> mean cross-entropy over its B * T next bytes -> backward -> clip -> the
+ * schedule's lr -> AdamW; f16 scales the loss, unscales the gradients before
+ * the clip and skips a step whose gradients are not finite (amp.h).
  * The batch is a function of (seed, step), so the only training state is
  * the weights and the optimizer's, both in the checkpoint, and a resumed
  * run repeats the uninterrupted one bit for bit.
@@ -11,9 +13,12 @@
  *                           flag ("d_model", "context", "lr", ...), "format"
  *                           = "charlm-1", "step", "data_hash" and the last
  *                           held-out loss ("val_loss", nats per byte).
- *   checkpoint.safetensors  the same plus the optimizer's state and
+ *   checkpoint.safetensors  the same plus the optimizer's state,
  *                           "rng_dropout" (unused: no dropout; kept so
- *                           seqtask's sq_resume_state reads it).
+ *                           seqtask's sq_resume_state reads it) and, in f16,
+ *                           the loss scaler's ("optim.grad_scaler.scale",
+ *                           "optim.grad_scaler.growth_tracker") and
+ *                           "skipped_steps", as seqtask's.
  */
 #include <math.h>
 #include <stdio.h>
@@ -23,6 +28,7 @@
 #include <tapegrad/core/engine/alloc.h>
 #include <tapegrad/core/ops/ops.h>
 #include <tapegrad/optim/optim.h>
+#include "../seqtask/amp.h"
 #include "../seqtask/checkpoint.h"
 #include "../seqtask/cli.h"
 #include "../seqtask/outdir.h"
@@ -50,13 +56,15 @@ static int meta_num(tg_safetensors *s, const char *key, const char *fmt, double 
     return tg_st_set_meta(s, key, buf);
 }
 
-/* o and rng NULL: model.safetensors. */
-static int cl_save(const char *path, const cl_config *c, const tg_params *p, const tg_optim *o, const tg_rng *rng,
-                   long step, double val_loss, unsigned long long data_hash)
+/* o, sc and rng NULL: model.safetensors. */
+static int cl_save(const char *path, const cl_config *c, const tg_params *p, const tg_optim *o,
+                   const tg_grad_scaler *sc, const tg_rng *rng, long step, double val_loss,
+                   unsigned long long data_hash)
 {
     tg_safetensors *s = tg_st_new();
     int rc = -1;
-    if (!s || tg_st_add_params(s, p) || (o && tg_optim_state_save(o, s)) || tg_st_set_meta(s, "format", CL_FORMAT) ||
+    if (!s || tg_st_add_params(s, p) || (o && tg_optim_state_save(o, s)) || sq_scaler_state_save(s, sc, o, step) ||
+        tg_st_set_meta(s, "format", CL_FORMAT) ||
         cl_config_to_meta(c, s) || meta_num(s, "step", "%.0f", (double)step) ||
         tg_st_set_meta(s, "tg_real", TG_REAL_NAME) || (val_loss >= 0 && meta_num(s, "val_loss", "%.6f", val_loss)))
         goto done;
@@ -97,6 +105,7 @@ typedef struct trainer {
     tg_params *p;
     tg_model m;
     tg_optim *opt;
+    sq_amp amp;                  /* --precision: autocast's type; f16's loss scaler */
     tg_schedule sched;
     tg_rng rng;                  /* saved as rng_dropout; charlm has no dropout */
     tg_tape *tape;
@@ -118,6 +127,7 @@ static void trainer_free(trainer *tr)
     tg_free(tr->ids);
     tg_tape_free(tr->tape);
     tg_optim_free(tr->opt);
+    sq_amp_free(&tr->amp);
     if (tr->p) {
         tg_model_free(&tr->m);
         tg_params_free(tr->p);
@@ -164,8 +174,9 @@ static int setup(trainer *tr)
     oo.beta2 = 0.95;
     oo.no_decay_1d = true;
     int status = 0;
-    if (!(tr->opt = tg_optim_new(tr->p, &oo))) status = 1;
-    if (!status && st && sq_resume_state(st, c->resume, tr->opt, NULL, &tr->step, &tr->rng)) status = SQ_EXIT_USAGE;
+    if (!(tr->opt = tg_optim_new(tr->p, &oo)) || sq_amp_init(&tr->amp, c->precision)) status = 1;
+    if (!status && st && sq_resume_state(st, c->resume, tr->opt, tr->amp.scaler, &tr->step, &tr->rng))
+        status = SQ_EXIT_USAGE;
     if (!status && st) {
         char hash[32];
         snprintf(hash, sizeof hash, "%016llx", tr->k.hash);
@@ -200,20 +211,23 @@ static int train_step(trainer *tr, double *loss, double *gnorm, double *lr)
     tg_optim_zero_grad(tr->opt);
     tg_tape_reset(tr->tape);
     tg_tensor *x = tg_tensor_from_dtype(tr->tape, TG_I32, tr->ids, 2, (int[]){B, T});
-    tg_dtype cast = tg_autocast_begin(tr->tape, c->precision ? TG_BF16 : TG_F32);
+    tg_dtype cast = tg_autocast_begin(tr->tape, tr->amp.cast);
     tg_tensor *logits = tg_model_forward(tr->tape, &tr->m, x, NULL, NULL);
     tg_autocast_end(tr->tape, cast);
     tg_tensor *y = tg_tensor_from_dtype(tr->tape, TG_I32, tr->targets, 2, (int[]){B, T});
     tg_tensor *l = logits && y ? tg_cross_entropy(tr->tape, logits, y, TG_IGNORE) : NULL;
-    if (!l || tg_backward(tr->tape, l) != 0)
+    tg_tensor *scaled = sq_amp_loss(&tr->amp, tr->tape, l);
+    if (!scaled || tg_backward(tr->tape, scaled) != 0)
         return tg_error_set("step %ld: %s", tr->step + 1, tg_tape_error(tr->tape));
     *loss = l->data[0];
+    if (sq_amp_unscale(&tr->amp, tr->opt)) return tg_error_set("step %ld: %s", tr->step + 1, tg_error());
     *gnorm = c->clip > 0 ? tg_clip_grad_norm(tr->p, c->clip) : tg_grad_norm(tr->p);
-    if (!isfinite(*loss) || !isfinite(*gnorm))
+    /* f16: gradients that are not finite skip the step and shrink the scale */
+    if (!isfinite(*loss) || (!isfinite(*gnorm) && !tr->amp.scaler))
         return tg_error_set("step %ld: the loss (%g) or the gradient norm (%g) is not finite; try a lower --lr",
                             tr->step + 1, *loss, *gnorm);
     *lr = tg_lr_at(&tr->sched, tr->step);
-    if (tg_optim_schedule_lr(tr->opt, &tr->sched, tr->step) || tg_optim_step(tr->opt))
+    if (tg_optim_schedule_lr(tr->opt, &tr->sched, tr->step) || sq_amp_step(&tr->amp, tr->opt) < 0)
         return tg_error_set("step %ld: %s", tr->step + 1, tg_error());
     tr->step++;
     return 0;
@@ -230,7 +244,8 @@ static int evaluate(trainer *tr)
 
 static int save_checkpoint(trainer *tr)
 {
-    return cl_save(tr->path[P_CKPT], tr->c, tr->p, tr->opt, &tr->rng, tr->step, tr->val, tr->k.hash);
+    return cl_save(tr->path[P_CKPT], tr->c, tr->p, tr->opt, tr->amp.scaler, &tr->rng, tr->step, tr->val,
+                   tr->k.hash);
 }
 
 /* 0: done; 1: stopped (a signal, or stop_after); -1: failed. */
@@ -257,7 +272,7 @@ static int train_loop(trainer *tr, long stop_after)
 static int finish(trainer *tr)
 {
     const cl_config *c = tr->c;
-    if (save_checkpoint(tr) || cl_save(tr->path[P_MODEL], c, tr->p, NULL, NULL, tr->step, tr->val, tr->k.hash))
+    if (save_checkpoint(tr) || cl_save(tr->path[P_MODEL], c, tr->p, NULL, NULL, NULL, tr->step, tr->val, tr->k.hash))
         return -1;
     char png[CL_PATH_MAX + 32], title[256];
     snprintf(png, sizeof png, "%s/loss.png", c->out);
@@ -285,8 +300,10 @@ int cl_train(cl_config *c, long stop_after)
     fprintf(stderr, "model    %s, %ld layers, d_model %ld, %ld heads (%d key/value), context %ld: %zu parameters\n",
             c->arch == CL_ARCH_GPT2 ? "gpt2" : "llama", c->layers, c->d_model, c->heads, tr.m.cfg.n_kv_heads,
             c->context, tg_params_numel(tr.p));
-    fprintf(stderr, "training AdamW lr %g (warmup %ld, cosine), batch %ld x %ld bytes, %ld steps, %d threads -> %s\n",
-            c->lr, c->warmup, c->batch, c->context, c->steps, threads, c->out);
+    fprintf(stderr,
+            "training AdamW lr %g (warmup %ld, cosine), batch %ld x %ld bytes, %ld steps, %s products, %d threads "
+            "-> %s\n",
+            c->lr, c->warmup, c->batch, c->context, c->steps, tg_dtype_name(tr.amp.cast), threads, c->out);
     if (tr.step > 0) fprintf(stderr, "resuming at step %ld of %s\n", tr.step, c->resume);
     double t0 = sq_now();
     sq_progress_init(&tr.prog, tr.step + 1, c->steps, c->log_every);
@@ -303,6 +320,7 @@ int cl_train(cl_config *c, long stop_after)
     } else {
         printf("step %ld, %.1f s: held-out loss %.4f nats/byte, %.4f bits/byte (uniform: 8)\n", tr.step,
                sq_now() - t0, tr.val, tr.val / LN2);
+        sq_amp_report(stdout, sq_amp_scale(&tr.amp), tr.amp.skipped);
         printf("model      %s\ncheckpoint %s\nlog        %s\n", tr.path[P_MODEL], tr.path[P_CKPT], tr.path[P_LOG]);
         if (tr.log.n > 0) printf("loss       %s/loss.png\n", c->out);
     }

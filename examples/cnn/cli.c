@@ -9,7 +9,7 @@
 #define INT(n, f, lo, hi, def, grp, mv, help) FL_INT_(cnn_config, n, f, lo, hi, def, 1u, 0, grp, mv, help)
 #define STR(n, f, def, grp, mv, help) FL_STR_(cnn_config, n, f, def, 1u, 0, grp, mv, help)
 
-static const char *const precision_choices[] = {"f32", "bf16", NULL};
+static const char *const precision_choices[] = {"f32", "bf16", "f16", NULL};  /* sq_precision's order */
 
 static const fl_flag flags[] = {
     STR("data", data, CNN_DATA_DIR, "data", "DIR", "the four idx .gz files of Fashion-MNIST"),
@@ -21,7 +21,8 @@ static const fl_flag flags[] = {
              "Adam's peak learning rate (a cosine to 0 over the run)"),
     INT("seed", seed, 0, 4e18, "1", "training", "N", "seed of the initialisation and the shuffling"),
     FL_CHOICE_(cnn_config, "precision", precision, precision_choices, "f32", 1u, 0, "training",
-               "the convolutions' and the linear layer's operands: float32, or rounded to bfloat16 (autocast)"),
+               "the convolutions' and the linear layer's operands: float32, or rounded to bfloat16 or float16 "
+               "(autocast; f16 adds dynamic loss scaling)"),
     INT("threads", threads, 0, 256, "0", "training", "N", "threads (0: one per core)"),
     INT("log-every", log_every, 1, 1e9, "100", "output", "N", "progress line every N steps off a terminal"),
     STR("out", out, "out/cnn", "output", "DIR", "log.csv, loss.png, confusion.png, filters.png, model.safetensors"),

@@ -77,7 +77,7 @@ typedef struct cnn_config {
     char data[CNN_PATH_MAX], out[CNN_PATH_MAX];
     long epochs, steps, batch, seed, threads, limit, log_every;
     double lr;
-    int precision;               /* 0 float32, 1 bfloat16 (autocast's operand type) */
+    int precision;               /* sq_precision: 0 float32, 1 bfloat16, 2 float16 (autocast's operand type) */
     bool overwrite;
     bool set[CNN_MAX_FLAGS];     /* which flags the command line gave */
 } cnn_config;
@@ -92,6 +92,8 @@ typedef struct cnn_result {
     double first_loss, last_loss;  /* the first step's; the mean of the last up to 50 */
     double accuracy, test_loss;    /* on the test set at the end */
     long confusion[CNN_CLASSES][CNN_CLASSES];
+    double loss_scale;             /* f16: the loss scale at the end; else 0 */
+    long skipped;                  /* f16: steps skipped for an Inf or NaN gradient */
 } cnn_result;
 
 /* Trains on train, evaluates on test after every epoch and at the end,

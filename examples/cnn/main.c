@@ -7,6 +7,7 @@
  *   pictures.c  confusion.png, filters.png */
 #include <stdio.h>
 
+#include "../seqtask/amp.h"
 #include "../seqtask/progress.h"
 #include "../seqtask/run.h"
 #include "../seqtask/stop.h"
@@ -54,6 +55,7 @@ int main(int argc, char **argv)
     printf("%s step %ld, %.1f s: test accuracy %.2f%%, test loss %.4f (training loss %.4f, first %.4f)\n",
            sq_stop_requested() ? "interrupted at" : "done,", r.steps, sq_now() - t0, 100 * r.accuracy, r.test_loss,
            r.last_loss, r.first_loss);
+    sq_amp_report(stdout, r.loss_scale, r.skipped);
     printf("files in %s: log.csv loss.png confusion.png filters.png model.safetensors\n", c.out);
     return sq_stop_requested() ? 130 : 0;
 }

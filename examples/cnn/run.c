@@ -1,8 +1,9 @@
 /* cnn: a training run.
  *
- * One step: B images of the epoch's shuffled order -> forward -> mean
- * cross-entropy -> backward -> Adam, its rate on a cosine from --lr to 0
- * over the run. After every epoch (and at the last
+ * One step: B images of the epoch's shuffled order -> forward (products in
+ * --precision) -> mean cross-entropy -> backward -> Adam, its rate on a
+ * cosine from --lr to 0 over the run; f16 scales the loss, unscales the
+ * gradients and skips a step whose gradients are not finite (amp.h). After every epoch (and at the last
  * step) the whole test set is evaluated. The files of --out:
  *
  *   log.csv            step,loss,lr,grad_norm,ms,test_acc,test_loss (the last
@@ -19,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../seqtask/amp.h"
 #include "../seqtask/progress.h"
 #include "../seqtask/run.h"
 #include "../seqtask/stop.h"
@@ -34,6 +36,7 @@ typedef struct trainer {
     tg_params *p;
     cnn_model m;
     tg_optim *opt;
+    sq_amp amp;                  /* --precision: autocast's type; f16's loss scaler */
     tg_schedule sched;
     tg_tape *tape;
     tg_rng shuffle;
@@ -83,6 +86,7 @@ static int setup(trainer *tr, long steps)
     tr->order = malloc((size_t)tr->train->n * sizeof *tr->order);
     tr->y = malloc((size_t)c->batch * sizeof *tr->y);
     if (!tr->opt || !tr->tape || !tr->order || !tr->y) return tg_error_set("out of memory"), 1;
+    if (sq_amp_init(&tr->amp, c->precision)) return 1;
     return sq_log_open_as(&tr->log, tr->path[P_LOG], 0, "step,loss,lr,grad_norm,ms,test_acc,test_loss\n") ? 1 : 0;
 }
 
@@ -93,6 +97,7 @@ static void trainer_free(trainer *tr)
     free(tr->y);
     tg_tape_free(tr->tape);
     tg_optim_free(tr->opt);
+    sq_amp_free(&tr->amp);
     tg_params_free(tr->p);
 }
 
@@ -114,17 +119,20 @@ static int train_step(trainer *tr, long step, const int *order, int B, double *l
     tg_tensor *x = tg_tensor_new(tr->tape, 4, (int[]){B, 1, CNN_SIDE, CNN_SIDE});
     if (x) cnn_batch(tr->train, order, B, x->data, tr->y);
     tg_tensor *y = x ? tg_tensor_from_dtype(tr->tape, TG_I32, tr->y, 1, (int[]){B}) : NULL;
-    tg_dtype cast = tg_autocast_begin(tr->tape, tr->c->precision ? TG_BF16 : TG_F32);
+    tg_dtype cast = tg_autocast_begin(tr->tape, tr->amp.cast);
     tg_tensor *logits = y ? cnn_forward(tr->tape, &tr->m, x) : NULL;
     tg_autocast_end(tr->tape, cast);
     tg_tensor *l = logits ? tg_cross_entropy(tr->tape, logits, y, TG_IGNORE) : NULL;
+    tg_tensor *scaled = sq_amp_loss(&tr->amp, tr->tape, l);
     tg_optim_zero_grad(tr->opt);
-    if (!l || tg_backward(tr->tape, l) != 0) return tg_error_set("step %ld: %s", step, tg_tape_error(tr->tape));
+    if (!scaled || tg_backward(tr->tape, scaled) != 0)
+        return tg_error_set("step %ld: %s", step, tg_tape_error(tr->tape));
     *loss = (double)l->data[0];
+    if (sq_amp_unscale(&tr->amp, tr->opt)) return tg_error_set("step %ld: %s", step, tg_error());
     *gnorm = tg_grad_norm(tr->p);
     if (!isfinite(*loss)) return tg_error_set("step %ld: the loss is %g; try a lower --lr", step, *loss);
     *lr = tg_lr_at(&tr->sched, step - 1);
-    if (tg_optim_schedule_lr(tr->opt, &tr->sched, step - 1) || tg_optim_step(tr->opt))
+    if (tg_optim_schedule_lr(tr->opt, &tr->sched, step - 1) || sq_amp_step(&tr->amp, tr->opt) < 0)
         return tg_error_set("step %ld: %s", step, tg_error());
     return 0;
 }
@@ -207,14 +215,18 @@ int cnn_run(const cnn_config *c, const cnn_set *train, const cnn_set *test, cnn_
     }
     fprintf(stderr, "model    conv 1->16 5x5, pool, conv 16->32 5x5, pool, linear 1568->10: %zu parameters\n",
             tg_params_numel(tr.p));
-    fprintf(stderr, "training Adam lr %g (cosine to 0), batch %ld, %ld steps (%.2f epochs of %d images; test: %d) -> %s\n", c->lr,
-            c->batch, steps, (double)steps / per_epoch, train->n, test->n, c->out);
+    fprintf(stderr,
+            "training Adam lr %g (cosine to 0), batch %ld, %ld steps (%.2f epochs of %d images; test: %d), %s "
+            "products -> %s\n",
+            c->lr, c->batch, steps, (double)steps / per_epoch, train->n, test->n, tg_dtype_name(tr.amp.cast), c->out);
     sq_progress_init(&tr.prog, 1, steps, c->log_every);
     tr.prog.acc_name = "test acc";  /* the last epoch's */
     tr.prog.unit = "images";
     int loop = train_loop(&tr, steps, r);
     sq_progress_end(&tr.prog);
     status = loop || write_files(&tr, r) ? 1 : 0;
+    r->loss_scale = sq_amp_scale(&tr.amp);
+    r->skipped = tr.amp.skipped;
     trainer_free(&tr);
     return status;
 }

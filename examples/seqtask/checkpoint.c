@@ -116,6 +116,12 @@ int sq_save_finish(tg_safetensors *s, const char *path, const tg_rng *rng, unsig
     return tg_st_save(s, path, sizeof(tg_real) == 8 ? TG_F64 : TG_F32);
 }
 
+int sq_scaler_state_save(tg_safetensors *s, const tg_grad_scaler *sc, const tg_optim *o, long step)
+{
+    /* steps the scaler skipped: the optimizer took that many fewer */
+    return sc && (tg_grad_scaler_state_save(sc, s) || meta_long(s, "skipped_steps", step - tg_optim_steps(o))) ? -1 : 0;
+}
+
 int sq_save(const char *path, const sq_config *c, const tg_params *p, const tg_optim *o,
             const tg_grad_scaler *sc, const tg_rng *rng, long step, double acc, unsigned long long data_hash)
 {
@@ -126,9 +132,7 @@ int sq_save(const char *path, const sq_config *c, const tg_params *p, const tg_o
     if (!s) goto fail;
     if (tg_st_add_params(s, p)) goto fail;
     if (o && tg_optim_state_save(o, s)) goto fail;
-    /* steps the scaler skipped: the optimizer took that many fewer */
-    if (sc && (tg_grad_scaler_state_save(sc, s) || meta_long(s, "skipped_steps", step - tg_optim_steps(o))))
-        goto fail;
+    if (sq_scaler_state_save(s, sc, o, step)) goto fail;
     if (tg_st_set_meta(s, "format", SQ_FORMAT) ||
         sq_config_to_meta(c, SQ_META_MODEL | SQ_META_TASK | SQ_META_TRAIN, put_meta, s) ||
         meta_long(s, "step", step) || meta_long(s, "vocab", c->symbols + SQ_SYM0) ||

@@ -43,6 +43,11 @@ void sq_model_destroy(tg_params *p, tg_model *m);
 int sq_save(const char *path, const sq_config *c, const tg_params *p, const tg_optim *o,
             const tg_grad_scaler *sc, const tg_rng *rng, long step, double acc, unsigned long long data_hash);
 
+/* A checkpoint's loss scaler state (tg_grad_scaler_state_save) and
+ * "skipped_steps", the steps of `step` the optimizer did not take, into s
+ * (sq_save's, charlm's); nothing when sc is NULL. 0, or -1 with a message. */
+int sq_scaler_state_save(tg_safetensors *s, const tg_grad_scaler *sc, const tg_optim *o, long step);
+
 /* The end of every save (sq_save, charlm's): "data_hash" (unless 0) and
  * "rng_dropout" (unless rng is NULL) into s's metadata, then s written to
  * path atomically in the build's precision. 0, or -1 with a message. */

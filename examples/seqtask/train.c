@@ -22,6 +22,7 @@
 #include <tapegrad/core/engine/alloc.h>
 #include <tapegrad/core/ops/ops.h>
 #include <tapegrad/dist/dist.h>
+#include "amp.h"
 #include "checkpoint.h"
 #include "cli.h"
 #include "commands.h"
@@ -39,8 +40,7 @@ typedef struct trainer {
     tg_model m;
     bool have_model;
     tg_optim *opt;
-    tg_grad_scaler *scaler;      /* --precision f16: dynamic loss scaling; else NULL */
-    long skipped;                /* steps the scaler skipped in this process */
+    sq_amp amp;                  /* --precision: autocast's type; f16's loss scaler */
     tg_schedule sched;
     tg_rng drop;
     tg_tape *tape;
@@ -68,7 +68,7 @@ static void trainer_free(trainer *tr)
     sq_batch_free(&tr->batch);
     tg_tape_free(tr->tape);
     tg_optim_free(tr->opt);
-    tg_grad_scaler_free(tr->scaler);
+    sq_amp_free(&tr->amp);
     if (tr->have_model) sq_model_destroy(tr->p, &tr->m);
     sq_run_free(&tr->run);
 }
@@ -97,10 +97,9 @@ static int setup_model(trainer *tr)
     }
     tg_optim_opts oo = sq_optim_opts(c);
     if (!status && !(tr->opt = tg_optim_new(tr->p, &oo))) status = 1;
-    tg_grad_scaler_opts so = tg_grad_scaler_defaults();
-    if (!status && c->precision == SQ_PRECISION_F16 && !(tr->scaler = tg_grad_scaler_new(&so))) status = 1;
+    if (!status && sq_amp_init(&tr->amp, c->precision)) status = 1;
     tg_rng_seed(&tr->drop, (uint64_t)c->seed * 2 + 2);
-    if (!status && st && sq_resume_state(st, c->resume, tr->opt, tr->scaler, &tr->step, &tr->drop))
+    if (!status && st && sq_resume_state(st, c->resume, tr->opt, tr->amp.scaler, &tr->step, &tr->drop))
         status = SQ_EXIT_USAGE;
     tr->ckpt_step = tr->step;
     if (!status && st && tr->run.data) {
@@ -215,8 +214,7 @@ static void micro_batches(trainer *tr, long targets, double sums[3])
         tg_tape_reset(tr->tape);
         tg_tensor *ids = tg_tensor_from_dtype(tr->tape, TG_I32, b->ids, 2, (int[]){b->B, b->T});
         tg_tensor *lens = tg_tensor_from_dtype(tr->tape, TG_I32, b->lens, 1, (int[]){b->B});
-        static const tg_dtype precisions[] = {TG_F32, TG_BF16, TG_F16};
-        tg_dtype cast = tg_autocast_begin(tr->tape, precisions[c->precision]);
+        tg_dtype cast = tg_autocast_begin(tr->tape, tr->amp.cast);
         tg_tensor *logits = tg_model_forward(tr->tape, &tr->m, ids, &(tg_model_opts){.lens = lens, .rng = drop}, NULL);
         tg_autocast_end(tr->tape, cast);
         tg_tensor *y = tg_tensor_from_dtype(tr->tape, TG_I32, b->targets, 2, (int[]){b->B, b->T});
@@ -224,7 +222,7 @@ static void micro_batches(trainer *tr, long targets, double sums[3])
         /* 1/targets of the whole batch: each row's grad is the one of the whole batch's mean;
          * times the loss scale in f16 */
         tg_tensor *loss = sum ? tg_scale(tr->tape, sum, 1.0 / (double)targets) : NULL;
-        if (loss && tr->scaler) loss = tg_grad_scaler_scale(tr->scaler, tr->tape, loss);
+        loss = sq_amp_loss(&tr->amp, tr->tape, loss);
         if (!loss || tg_backward(tr->tape, loss) != 0) {
             tg_error_set("step %ld: %s", tr->step + 1, tg_tape_error(tr->tape));
             sums[2] = 1;
@@ -258,25 +256,21 @@ static int train_step(trainer *tr, double *loss, double *gnorm, double *lr, long
     *loss = sums[0] / (double)targets;
     /* f16: the grads divided by the scale again, and looked at for Inf/NaN
      * (every rank has the same grads, so every rank finds the same) */
-    if (tr->scaler && tg_grad_scaler_unscale(tr->scaler, tr->opt)) {
+    if (sq_amp_unscale(&tr->amp, tr->opt)) {
         tg_error_set("step %ld: %s", tr->step + 1, tg_error());
         return -1;
     }
     *gnorm = c->clip > 0 ? tg_clip_grad_norm(tr->p, c->clip) : tg_grad_norm(tr->p);
-    if (!isfinite(*loss) || (!isfinite(*gnorm) && !tr->scaler)) {
+    if (!isfinite(*loss) || (!isfinite(*gnorm) && !tr->amp.scaler)) {
         tg_error_set("step %ld: the loss (%g) or the gradient norm (%g) is not finite; try a "
                      "lower --lr or --clip 1", tr->step + 1, *loss, *gnorm);
         return -1;
     }
     *lr = tg_lr_at(&tr->sched, tr->step);
-    int stepped = tg_optim_schedule_lr(tr->opt, &tr->sched, tr->step) ? -1
-                  : tr->scaler ? tg_grad_scaler_step(tr->scaler, tr->opt)
-                               : tg_optim_step(tr->opt) == 0;
-    if (stepped < 0 || (tr->scaler && tg_grad_scaler_update(tr->scaler))) {
+    if (tg_optim_schedule_lr(tr->opt, &tr->sched, tr->step) || sq_amp_step(&tr->amp, tr->opt) < 0) {
         tg_error_set("step %ld: %s", tr->step + 1, tg_error());
         return -1;
     }
-    tr->skipped += !stepped;
     *tokens = (long)sums[1];
     tr->step++;
     return 0;
@@ -298,7 +292,7 @@ static int evaluate(trainer *tr)
 static int save_checkpoint(trainer *tr)
 {
     unsigned long long h = tr->run.data ? tr->run.data->hash : 0;
-    if (sq_save(tr->path[P_CKPT], tr->c, tr->p, tr->opt, tr->scaler, &tr->drop, tr->step, tr->acc, h)) return -1;
+    if (sq_save(tr->path[P_CKPT], tr->c, tr->p, tr->opt, tr->amp.scaler, &tr->drop, tr->step, tr->acc, h)) return -1;
     tr->ckpt = tr->path[P_CKPT];
     tr->ckpt_step = tr->step;
     return 0;
@@ -494,9 +488,7 @@ int sq_cmd_train(sq_config *c)
     } else {
         printf("step %ld, %.1f s: held-out exact-sequence accuracy %.2f%%, token accuracy %.2f%%\n",
                tr.step, secs, 100 * tr.acc, 100 * tr.tacc);
-        if (tr.scaler)
-            printf("loss scale %g (%ld steps skipped for an Inf or NaN gradient)\n",
-                   tg_grad_scaler_get_scale(tr.scaler), tr.skipped);
+        sq_amp_report(stdout, sq_amp_scale(&tr.amp), tr.amp.skipped);
         printf("model      %s\ncheckpoint %s\nlog        %s\nloss       %s/loss.png\nattention  %s/attention.png\n",
                tr.path[P_MODEL], tr.path[P_CKPT], tr.path[P_LOG], c->out, c->out);
     }
