@@ -40,46 +40,32 @@
 typedef float (*peak_loop)(long iters);
 
 #if PEAK_X86
-#define ACC_YMM 10 /* of 16 ymm registers: latency 4-5 x 2 ports, and the two operands */
+#define ACC_YMM 10 /* of 16 ymm registers: latency 4-5 x 2 ports, and the operand */
 #define ACC_ZMM 16 /* latency 4-6 x 2 ports, with room */
 
-__attribute__((target("avx2,fma"))) static float loop_fma_ymm(long iters)
-{
-    __m256 acc[ACC_YMM], x = _mm256_set1_ps(0x1p-10f), y = x;
-    __asm__("" : "+x"(x), "+x"(y)); /* not constants to the compiler */
-    for (int j = 0; j < ACC_YMM; j++) acc[j] = _mm256_setzero_ps();
-    for (long i = 0; i < iters; i++)
-#pragma GCC unroll 16
-        for (int j = 0; j < ACC_YMM; j++) acc[j] = _mm256_fmadd_ps(x, y, acc[j]);
-    for (int j = 1; j < ACC_YMM; j++) acc[0] = _mm256_add_ps(acc[0], acc[j]);
-    return _mm256_cvtss_f32(acc[0]);
-}
-
-__attribute__((target("avx512f"))) static float loop_fma_zmm(long iters)
-{
-    __m512 acc[ACC_ZMM], x = _mm512_set1_ps(0x1p-10f), y = x;
-    __asm__("" : "+v"(x), "+v"(y));
-    for (int j = 0; j < ACC_ZMM; j++) acc[j] = _mm512_setzero_ps();
-    for (long i = 0; i < iters; i++)
-#pragma GCC unroll 16
-        for (int j = 0; j < ACC_ZMM; j++) acc[j] = _mm512_fmadd_ps(x, y, acc[j]);
-    for (int j = 1; j < ACC_ZMM; j++) acc[0] = _mm512_add_ps(acc[0], acc[j]);
-    return _mm512_reduce_add_ps(acc[0]);
-}
-
-__attribute__((target("avx512f,avx512bf16"))) static float loop_vdpbf16ps(long iters)
-{
-    __m512 acc[ACC_ZMM];
-    __m512i w = _mm512_set1_epi32(0x3a803a80); /* the pair (2^-10, 2^-10) */
-    __asm__("" : "+v"(w));
-    __m512bh x = (__m512bh)w, y = x;
-    for (int j = 0; j < ACC_ZMM; j++) acc[j] = _mm512_setzero_ps();
-    for (long i = 0; i < iters; i++)
-#pragma GCC unroll 16
-        for (int j = 0; j < ACC_ZMM; j++) acc[j] = _mm512_dpbf16_ps(acc[j], x, y);
-    for (int j = 1; j < ACC_ZMM; j++) acc[0] = _mm512_add_ps(acc[0], acc[j]);
-    return _mm512_reduce_add_ps(acc[0]);
-}
+/* A loop of ACC accumulators of type VF, acc = DP(acc, x, x) each step with
+ * x = X of type VX, summed into one float at the end: the three vector loops. */
+#define VEC_LOOP(NAME, TARGET, ACC, VF, VX, X, ZERO, DP, ADD, SUM)                          \
+    __attribute__((target(TARGET))) static float NAME(long iters)                           \
+    {                                                                                       \
+        VF acc[ACC];                                                                        \
+        VX x = X;                                                                           \
+        __asm__("" : "+v"(x)); /* not a constant to the compiler */                         \
+        for (int j = 0; j < ACC; j++) acc[j] = ZERO();                                      \
+        for (long i = 0; i < iters; i++)                                                    \
+            _Pragma("GCC unroll 16") for (int j = 0; j < ACC; j++) acc[j] = DP(acc[j], x, x); \
+        for (int j = 1; j < ACC; j++) acc[0] = ADD(acc[0], acc[j]);                         \
+        return SUM(acc[0]);                                                                 \
+    }
+#define FMA_YMM(acc, x, y) _mm256_fmadd_ps(x, y, acc)
+#define FMA_ZMM(acc, x, y) _mm512_fmadd_ps(x, y, acc)
+VEC_LOOP(loop_fma_ymm, "avx2,fma", ACC_YMM, __m256, __m256, _mm256_set1_ps(0x1p-10f), _mm256_setzero_ps, FMA_YMM,
+         _mm256_add_ps, _mm256_cvtss_f32)
+VEC_LOOP(loop_fma_zmm, "avx512f", ACC_ZMM, __m512, __m512, _mm512_set1_ps(0x1p-10f), _mm512_setzero_ps, FMA_ZMM,
+         _mm512_add_ps, _mm512_reduce_add_ps)
+/* x: the bfloat16 pair (2^-10, 2^-10) */
+VEC_LOOP(loop_vdpbf16ps, "avx512f,avx512bf16", ACC_ZMM, __m512, __m512bh, (__m512bh)_mm512_set1_epi32(0x3a803a80),
+         _mm512_setzero_ps, _mm512_dpbf16_ps, _mm512_add_ps, _mm512_reduce_add_ps)
 
 /* LDTILECFG's 64 bytes: palette 1, then per tile its bytes per row (from
  * byte 16) and rows (from byte 48): tmm0-3 C, tmm4-5 A, tmm6-7 B, each 16
