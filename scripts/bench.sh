@@ -153,6 +153,10 @@ for ((round = 1; round <= rounds; round++)); do
   done
 done
 
+echo "== bfloat16: tg_gemm_half at the GPT-2-style step's GEMM shapes (and tg_sgemm's), and this CPU's bf16 peak" >&2
+run "bf16 GEMM, the GPT-2 step's shapes" "$bin/bench_gemm" --dtype bf16 --only gpt_ --reps "$greps" --budget 3
+run "register-only peaks (FMA, bf16)" "$bin/bench_peak"
+
 echo "== charlm's default model (B 32 x T 64, d_model 128, 4 layers) next to its PyTorch twin, gpt2 and llama" >&2
 # log_ms_row BENCH TAG LOG: a ROW of the ms column of a training run's log.csv,
 # steps 6..25 (the first 5 warm up): the median and the best
@@ -316,6 +320,17 @@ function cpu_wall(k) {
     if (kv["name"] == "square_t1" && g > ceil1) ceil1 = g
     next
   }
+  # bfloat16 GEMM rows: the time-weighted rate over the shapes (sum of flops / sum of times), f32 alike
+  if (kv["bench"] == "gemm_bf16") {
+    f = 2 * kv["M"] * kv["N"] * kv["K"]; bk = kv["half_kernel"]; bflop += f
+    for (t = 1; t <= 2; t++) { bs[t] += kv["half_t" t] + 0 > 0 ? f / kv["half_t" t] : 0; fs[t] += kv["tg_t" t] + 0 > 0 ? f / kv["tg_t" t] : 0 }
+    next
+  }
+  # the bfloat16 peak: the best repetition of vdpbf16ps or tdpbf16ps, per thread count (none: unsupported)
+  if (kv["bench"] == "peak") {
+    if (kv["name"] ~ /bf16ps/ && kv["best_gflops"] + 0 > bpeak[kv["threads"]]) bpeak[kv["threads"]] = kv["best_gflops"] + 0
+    next
+  }
   # tapegrad's own sgemm (core/kernels/gemm.c), the best repetition, for reference
   if (kv["bench"] == "gemm" && kv["name"] == "square") {
     if (kv["best_tg_t2"] + 0 > tgceil) tgceil = kv["best_tg_t2"] + 0
@@ -438,6 +453,17 @@ END {
   row("bfloat16 GEMM kernel that ran (core/kernels/gemm_half.h); bfloat16 peak of this CPU",
       (hk == "" ? "—" : hk) "; " (bf16_isa == "" ? "none: no avx512_bf16 / amx_bf16 in /proc/cpuinfo" : "instructions: " bf16_isa),
       "", "", "(reported)", "")
+  # the bfloat16 GEMM at the GPT-2-style step's shapes (bench_gemm --dtype bf16 --only gpt_) against this CPU's bf16 peak
+  txt = ""
+  for (t = 2; t >= 1; t--) {
+    g = bs[t] > 0 ? bflop / bs[t] : ""; pk = bpeak[t] > 0 ? bpeak[t] : ""; r = ratio(g, pk)
+    txt = txt sprintf("%s%s / %s%s", t == 2 ? "" : "; 1 thread ", fmt(g), fmt(pk), r == "" ? "" : sprintf(" (%.0f%%)", 100 * r))
+  }
+  row("bf16 GEMM at the step's shapes / bf16 peak of this CPU, GFLOP/s, 2 threads; 1 thread (" (bk == "" ? "not run" : bk) ")",
+      txt, "", "", "(reported)", "")
+  a = bs[2] > 0 && fs[2] > 0 ? fs[2] / bs[2] : ""; b = bs[1] > 0 && fs[1] > 0 ? fs[1] / bs[1] : ""
+  row("bf16 GEMM / tapegrad's f32 GEMM at the step's shapes, same run, 2 threads; 1 thread",
+      a == "" ? "—" : sprintf("%.2f; %.2f (f32 %s; %s GFLOP/s)", a, b, fmt(bflop / fs[2]), fmt(bflop / fs[1])), "", "", "(reported)", "")
   # examples/charlm's default model, both families, against bench/torch/charlm_twin.py (same batches, same init)
   split("gpt2:GPT-2 (tied head),llama:LLaMA-style (RMSNorm, SwiGLU, RoPE, 2 key/value heads)", C, ",")
   for (i = 1; i <= 2; i++) {

@@ -115,7 +115,7 @@ static void amx_probe(void)
 #endif
 }
 
-static bool cpu_can(tg_gemm_half_kernel k)
+bool tg_gemm_half_can_run(tg_gemm_half_kernel k)
 {
     switch (k) {
     case TG_GEMM_HALF_WIDEN:
@@ -134,9 +134,9 @@ static bool cpu_can(tg_gemm_half_kernel k)
 static void choose_kernel(void)
 {
     const char *env = getenv("TAPEGRAD_GEMM_HALF");
-    tg_gemm_half_kernel k = cpu_can(TG_GEMM_HALF_AMX)          ? TG_GEMM_HALF_AMX
-                             : cpu_can(TG_GEMM_HALF_AVX512BF16) ? TG_GEMM_HALF_AVX512BF16
-                                                                : TG_GEMM_HALF_WIDEN;
+    tg_gemm_half_kernel k = tg_gemm_half_can_run(TG_GEMM_HALF_AMX)          ? TG_GEMM_HALF_AMX
+                            : tg_gemm_half_can_run(TG_GEMM_HALF_AVX512BF16) ? TG_GEMM_HALF_AVX512BF16
+                                                                            : TG_GEMM_HALF_WIDEN;
     if (env && *env) {
         /* a setting that cannot be followed is said, once, not ignored */
         tg_gemm_half_kernel want = strcmp(env, "widen") == 0                 ? TG_GEMM_HALF_WIDEN
@@ -150,7 +150,7 @@ static void choose_kernel(void)
                     "tapegrad: TAPEGRAD_GEMM_HALF=%s is not widen, avx512bf16, avx512bf16-emulated, amx-bf16 or "
                     "amx-bf16-emulated; using %s\n",
                     env, tg_gemm_half_kernel_name(k));
-        else if (!cpu_can(want))
+        else if (!tg_gemm_half_can_run(want))
             fprintf(stderr, "tapegrad: TAPEGRAD_GEMM_HALF=%s: %s; using %s\n", env,
                     want == TG_GEMM_HALF_AMX && g_amx == AMX_REFUSED
                         ? "the operating system refused the AMX tile state (arch_prctl ARCH_REQ_XCOMP_PERM)"
@@ -182,7 +182,7 @@ const char *tg_gemm_half_kernel_name(tg_gemm_half_kernel k)
 bool tg_gemm_half_set_kernel(tg_gemm_half_kernel k)
 {
     pthread_once(&g_kernel_once, choose_kernel);
-    if (!cpu_can(k)) return false;
+    if (!tg_gemm_half_can_run(k)) return false;
     g_kernel = k;
     return true;
 }

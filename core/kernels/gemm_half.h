@@ -57,5 +57,9 @@ const char *tg_gemm_half_kernel_name(tg_gemm_half_kernel k);
 /* Forces a kernel (tests, benchmarks); false, and nothing changes, when this
  * CPU cannot run it. */
 bool tg_gemm_half_set_kernel(tg_gemm_half_kernel k);
+/* Whether this CPU can run kernel k (for amx-bf16: and the operating system
+ * granted the tile state, asked for here the first time); bench/bench_peak.c
+ * runs its TDPBF16PS loop only then. */
+bool tg_gemm_half_can_run(tg_gemm_half_kernel k);
 
 #endif
