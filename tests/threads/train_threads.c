@@ -1,6 +1,9 @@
 /* Several tapes training at once on separate threads, sharing nothing but the
  * library (its thread pool, allocation counter, error slots...), give the
- * same bits as the same runs one after the other. A plain program, not a
+ * same bits as the same runs one after the other; one of them runs its
+ * products under bfloat16 autocast, on the bfloat16 kernel this CPU has or
+ * else its emulation (core/kernels/gemm_half.h), whose threads pack into
+ * per-thread buffers. A plain program, not a
  * Criterion suite: the ThreadSanitizer build (TAPEGRAD_TSAN, scripts/test.sh)
  * runs it to find races, and Criterion's runner does not start under TSan.
  * Exit status 0 when every check holds; each failure is printed. */
@@ -12,6 +15,7 @@
 #include <string.h>
 
 #include <tapegrad/tapegrad.h>
+#include <tapegrad/core/kernels/gemm_half.h>
 
 static int failures;
 
@@ -24,11 +28,12 @@ static void check(bool ok, const char *what, int run)
 
 /* d_model 64 over 2 x 16 positions: big enough that the GEMMs and
  * elementwise passes go through the shared pool from several threads. */
-enum { RUNS = 3, STEPS = 4, B = 2, TT = 16, V = 11, D = 64 };
+enum { RUNS = 4, STEPS = 4, B = 2, TT = 16, V = 11, D = 64 };
 
 typedef struct run {
     int seed;
     tg_mha_mode mode;
+    tg_dtype cast;   /* autocast's operand type (TG_F32: none) */
     tg_real *final;  /* the parameters after STEPS steps (heap) */
     size_t n;
     double loss;
@@ -55,8 +60,10 @@ static void *train(void *arg)
         tg_tape_reset(t);
         tg_model_opts mo = {.rng = &rng};
         tg_tensor *x = tg_tensor_from_dtype(t, TG_I32, ids, 2, (int[]){B, TT});
-        tg_tensor *loss = tg_cross_entropy(t, tg_model_forward(t, &m, x, &mo, NULL),
-                                           tg_tensor_from_dtype(t, TG_I32, y, 2, (int[]){B, TT}), TG_IGNORE);
+        tg_dtype cast = tg_autocast_begin(t, r->cast);
+        tg_tensor *logits = tg_model_forward(t, &m, x, &mo, NULL);
+        tg_autocast_end(t, cast);
+        tg_tensor *loss = tg_cross_entropy(t, logits, tg_tensor_from_dtype(t, TG_I32, y, 2, (int[]){B, TT}), TG_IGNORE);
         tg_optim_zero_grad(opt);
         if (!loss || tg_backward(t, loss) || tg_optim_step(opt)) goto fail;
         r->loss = loss->data[0];
@@ -87,7 +94,8 @@ done:
 
 static void runs_init(run *rs)
 {
-    for (int i = 0; i < RUNS; i++) rs[i] = (run){.seed = 7 + i, .mode = i % 2 ? TG_MHA_PER_HEAD : TG_MHA_FUSED};
+    for (int i = 0; i < 3; i++) rs[i] = (run){.seed = 7 + i, .mode = i % 2 ? TG_MHA_PER_HEAD : TG_MHA_FUSED};
+    rs[3] = (run){.seed = 9, .mode = TG_MHA_FUSED, .cast = TG_BF16}; /* run 2 with rounded products */
 }
 
 static void tapes_on_threads_match_the_same_runs_in_turn(void)
@@ -113,6 +121,7 @@ static void tapes_on_threads_match_the_same_runs_in_turn(void)
     }
     /* different seeds made different runs: the comparison is not vacuous */
     check(seq[0].loss != seq[2].loss, "different seeds train differently", 0);
+    check(seq[2].loss != seq[3].loss, "the bfloat16 run's products were rounded", 3);
 }
 
 /* tg_error() is per thread: a failure on one thread does not show on another. */
@@ -138,8 +147,10 @@ static void errors_stay_on_their_thread(void)
 
 int main(void)
 {
+    if (tg_gemm_half_get_kernel() == TG_GEMM_HALF_WIDEN) tg_gemm_half_set_kernel(TG_GEMM_HALF_AVX512BF16_EMULATED);
+    printf("threads: the bfloat16 run's kernel: %s\n", tg_gemm_half_kernel_name(tg_gemm_half_get_kernel()));
     tapes_on_threads_match_the_same_runs_in_turn();
     errors_stay_on_their_thread();
-    if (!failures) printf("threads: %d runs on threads match the runs in turn\n", RUNS);
+    if (!failures) printf("threads: %d runs on threads (one in bfloat16) match the runs in turn\n", RUNS);
     return failures != 0;
 }
