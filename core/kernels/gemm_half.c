@@ -103,17 +103,17 @@ static pthread_once_t g_kernel_once = PTHREAD_ONCE_INIT;
  * know AMX: CPUID leaf 7 subleaf 0, EDX bit 22 AMX-BF16, bit 24 AMX-TILE. */
 enum { AMX_NO_CPU, AMX_REFUSED, AMX_GRANTED };
 static int g_amx = AMX_NO_CPU;
+#if TG_AMX
 static pthread_once_t g_amx_once = PTHREAD_ONCE_INIT;
 
 static void amx_probe(void)
 {
-#if TG_AMX
     unsigned a, b, c, d;
     if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d >> 22 & 1) || !(d >> 24 & 1)) return;
     /* ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA */
     g_amx = syscall(SYS_arch_prctl, 0x1023, 18) == 0 ? AMX_GRANTED : AMX_REFUSED;
-#endif
 }
+#endif
 
 bool tg_gemm_half_can_run(tg_gemm_half_kernel k)
 {
@@ -126,38 +126,56 @@ bool tg_gemm_half_can_run(tg_gemm_half_kernel k)
         __builtin_cpu_init();
         return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
 #endif
-    case TG_GEMM_HALF_AMX: pthread_once(&g_amx_once, amx_probe); return g_amx == AMX_GRANTED;
+#if TG_AMX
+    case TG_GEMM_HALF_AMX: /* its finish is AVX-512 code (amx_finish), as on every AMX CPU */
+        __builtin_cpu_init();
+        if (!__builtin_cpu_supports("avx512f")) return false;
+        pthread_once(&g_amx_once, amx_probe);
+        return g_amx == AMX_GRANTED;
+#endif
     default: return false;
     }
 }
 
+/* The kernel TAPEGRAD_GEMM_HALF names, or -1. */
+static tg_gemm_half_kernel kernel_named(const char *name)
+{
+    static const char *const names[] = {[TG_GEMM_HALF_WIDEN] = "widen",
+                                        [TG_GEMM_HALF_AVX512BF16] = "avx512bf16",
+                                        [TG_GEMM_HALF_AVX512BF16_EMULATED] = "avx512bf16-emulated",
+                                        [TG_GEMM_HALF_AMX] = "amx-bf16",
+                                        [TG_GEMM_HALF_AMX_EMULATED] = "amx-bf16-emulated"};
+    for (size_t k = 0; k < sizeof names / sizeof *names; k++)
+        if (names[k] && strcmp(name, names[k]) == 0) return (tg_gemm_half_kernel)k;
+    return (tg_gemm_half_kernel)-1;
+}
+
+/* A kernel the environment names and this CPU runs is taken without asking
+ * for the others: the AMX tile state is requested only where AMX may run
+ * (once granted, Linux refuses alternate signal stacks too small for it). */
 static void choose_kernel(void)
 {
     const char *env = getenv("TAPEGRAD_GEMM_HALF");
+    tg_gemm_half_kernel want = env && *env ? kernel_named(env) : (tg_gemm_half_kernel)-1;
+    if (want != (tg_gemm_half_kernel)-1 && tg_gemm_half_can_run(want)) {
+        g_kernel = want;
+        return;
+    }
     tg_gemm_half_kernel k = tg_gemm_half_can_run(TG_GEMM_HALF_AMX)          ? TG_GEMM_HALF_AMX
                             : tg_gemm_half_can_run(TG_GEMM_HALF_AVX512BF16) ? TG_GEMM_HALF_AVX512BF16
                                                                             : TG_GEMM_HALF_WIDEN;
-    if (env && *env) {
-        /* a setting that cannot be followed is said, once, not ignored */
-        tg_gemm_half_kernel want = strcmp(env, "widen") == 0                 ? TG_GEMM_HALF_WIDEN
-                                   : strcmp(env, "avx512bf16") == 0          ? TG_GEMM_HALF_AVX512BF16
-                                   : strcmp(env, "avx512bf16-emulated") == 0 ? TG_GEMM_HALF_AVX512BF16_EMULATED
-                                   : strcmp(env, "amx-bf16") == 0            ? TG_GEMM_HALF_AMX
-                                   : strcmp(env, "amx-bf16-emulated") == 0   ? TG_GEMM_HALF_AMX_EMULATED
-                                                                             : (tg_gemm_half_kernel)-1;
-        if (want == (tg_gemm_half_kernel)-1)
-            fprintf(stderr,
-                    "tapegrad: TAPEGRAD_GEMM_HALF=%s is not widen, avx512bf16, avx512bf16-emulated, amx-bf16 or "
-                    "amx-bf16-emulated; using %s\n",
-                    env, tg_gemm_half_kernel_name(k));
-        else if (!tg_gemm_half_can_run(want))
-            fprintf(stderr, "tapegrad: TAPEGRAD_GEMM_HALF=%s: %s; using %s\n", env,
-                    want == TG_GEMM_HALF_AMX && g_amx == AMX_REFUSED
-                        ? "the operating system refused the AMX tile state (arch_prctl ARCH_REQ_XCOMP_PERM)"
-                        : "this CPU cannot run it",
-                    tg_gemm_half_kernel_name(k));
-        else k = want;
-    }
+    /* a setting that cannot be followed is said, once, not ignored */
+    if (env && *env && want == (tg_gemm_half_kernel)-1)
+        fprintf(stderr,
+                "tapegrad: TAPEGRAD_GEMM_HALF=%s is not widen, avx512bf16, avx512bf16-emulated, amx-bf16 or "
+                "amx-bf16-emulated; using %s\n",
+                env, tg_gemm_half_kernel_name(k));
+    else if (env && *env)
+        fprintf(stderr, "tapegrad: TAPEGRAD_GEMM_HALF=%s: %s; using %s\n", env,
+                want == TG_GEMM_HALF_AMX && g_amx == AMX_REFUSED
+                    ? "the operating system refused the AMX tile state (arch_prctl ARCH_REQ_XCOMP_PERM)"
+                    : "this CPU cannot run it",
+                tg_gemm_half_kernel_name(k));
     g_kernel = k;
 }
 
@@ -458,8 +476,10 @@ static void emu_tile_store(void *p, long stride, const emu_tmm *t)
 
 /* C's block from the tiles' sums acc [AMX_MR x AMX_NR]: alpha acc + beta C,
  * each element as the AVX512-BF16 tile does it (a rounded product, then one
- * fused multiply-add); shared by both versions, so their bits agree. */
-static void amx_finish(const float *acc, float *c, int ldc, int m, int n, float alpha, float beta)
+ * fused multiply-add); shared by both versions, so their bits agree. Inlined,
+ * so the AMX kernel's target (AVX-512 and FMA) makes it vector code rather
+ * than a libm fmaf call per element. */
+static inline __attribute__((always_inline)) void amx_finish(const float *acc, float *c, int ldc, int m, int n, float alpha, float beta)
 {
     for (int i = 0; i < m; i++)
         for (int j = 0; j < n; j++) {
@@ -497,7 +517,7 @@ static const struct amx_config {
 _Static_assert(sizeof amx_config == 64, "LDTILECFG reads 64 bytes");
 
 #define AMX_NAME amx_tiles
-#define AMX_ATTR static __attribute__((target("amx-tile,amx-bf16")))
+#define AMX_ATTR static __attribute__((target("amx-tile,amx-bf16,avx512f,fma")))
 /* (the compiler barrier: tileloadd's asm reads the packed panels through a
  * pointer without saying so) */
 #define AMX_BEGIN() do { __asm__ volatile("" ::: "memory"); _tile_loadconfig(&amx_config); } while (0)
