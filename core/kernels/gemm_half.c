@@ -150,29 +150,37 @@ static tg_gemm_half_kernel kernel_named(const char *name)
     return (tg_gemm_half_kernel)-1;
 }
 
+static bool kernel_checks_out(tg_gemm_half_kernel k);
+
 /* A kernel the environment names and this CPU runs is taken without asking
  * for the others: the AMX tile state is requested only where AMX may run
  * (once granted, Linux refuses alternate signal stacks too small for it). */
 static void choose_kernel(void)
 {
     const char *env = getenv("TAPEGRAD_GEMM_HALF");
-    tg_gemm_half_kernel want = env && *env ? kernel_named(env) : (tg_gemm_half_kernel)-1;
-    if (want != (tg_gemm_half_kernel)-1 && tg_gemm_half_can_run(want)) {
+    bool named = env && *env;
+    tg_gemm_half_kernel want = named ? kernel_named(env) : (tg_gemm_half_kernel)-1;
+    bool runs = want != (tg_gemm_half_kernel)-1 && tg_gemm_half_can_run(want);
+    if (runs && kernel_checks_out(want)) {
         g_kernel = want;
         return;
     }
-    tg_gemm_half_kernel k = tg_gemm_half_can_run(TG_GEMM_HALF_AMX)          ? TG_GEMM_HALF_AMX
-                            : tg_gemm_half_can_run(TG_GEMM_HALF_AVX512BF16) ? TG_GEMM_HALF_AVX512BF16
-                                                                            : TG_GEMM_HALF_WIDEN;
+    tg_gemm_half_kernel k = TG_GEMM_HALF_WIDEN;
+    if (want != TG_GEMM_HALF_AMX && tg_gemm_half_can_run(TG_GEMM_HALF_AMX) && kernel_checks_out(TG_GEMM_HALF_AMX))
+        k = TG_GEMM_HALF_AMX;
+    else if (want != TG_GEMM_HALF_AVX512BF16 && tg_gemm_half_can_run(TG_GEMM_HALF_AVX512BF16) &&
+             kernel_checks_out(TG_GEMM_HALF_AVX512BF16))
+        k = TG_GEMM_HALF_AVX512BF16;
     /* a setting that cannot be followed is said, once, not ignored */
-    if (env && *env && want == (tg_gemm_half_kernel)-1)
+    if (named && want == (tg_gemm_half_kernel)-1)
         fprintf(stderr,
                 "tapegrad: TAPEGRAD_GEMM_HALF=%s is not widen, avx512bf16, avx512bf16-emulated, amx-bf16 or "
                 "amx-bf16-emulated; using %s\n",
                 env, tg_gemm_half_kernel_name(k));
-    else if (env && *env)
+    else if (named)
         fprintf(stderr, "tapegrad: TAPEGRAD_GEMM_HALF=%s: %s; using %s\n", env,
-                want == TG_GEMM_HALF_AMX && g_amx == AMX_REFUSED
+                runs ? "its check product is wrong"
+                : want == TG_GEMM_HALF_AMX && g_amx == AMX_REFUSED
                     ? "the operating system refused the AMX tile state (arch_prctl ARCH_REQ_XCOMP_PERM)"
                     : "this CPU cannot run it",
                 tg_gemm_half_kernel_name(k));
@@ -668,11 +676,10 @@ static bool gemm_bf16(const bf16_kernel *kern, bool ta, bool tb, int M, int N, i
     return true;
 }
 
-/* The bfloat16 kernel that runs a dt product, NULL when it is widened. */
-static const bf16_kernel *kernel_for(tg_dtype dt)
+/* The bfloat16 kernel k names, NULL for widen. */
+static const bf16_kernel *kernel_desc(tg_gemm_half_kernel k)
 {
-    if (dt != TG_BF16) return NULL;
-    switch (tg_gemm_half_get_kernel()) {
+    switch (k) {
     case TG_GEMM_HALF_AVX512BF16_EMULATED: return &BF16_EMULATED;
     case TG_GEMM_HALF_AMX_EMULATED: return &AMX_EMULATED;
 #if TG_BF16_X86
@@ -683,6 +690,54 @@ static const bf16_kernel *kernel_for(tg_dtype dt)
 #endif
     default: return NULL;
     }
+}
+
+/* The bfloat16 kernel that runs a dt product, NULL when it is widened. */
+static const bf16_kernel *kernel_for(tg_dtype dt)
+{
+    return dt == TG_BF16 ? kernel_desc(tg_gemm_half_get_kernel()) : NULL;
+}
+
+/* A kernel's check before it is chosen, so that no wrong product leaves a
+ * kernel the tests have not seen run on this CPU: one product with an edge
+ * tile in every dimension, an odd K and beta != 0, against a double
+ * reference of the same bfloat16 operands. Float32 sums of exact products
+ * stay within (K + 4) 2^-23 (|alpha| sum |a b| + |beta c|); wrong tiles or
+ * packing are off by the size of the terms. */
+static float check_uniform(uint32_t *x) /* [-1, 1), an LCG's top 24 bits */
+{
+    *x = *x * 1664525u + 1013904223u;
+    return (float)(*x >> 8) * 0x1p-23f - 1.0f;
+}
+
+static bool kernel_checks_out(tg_gemm_half_kernel k)
+{
+    enum { M = 37, N = 45, K = 67 };
+    const bf16_kernel *kern = kernel_desc(k);
+    if (!kern) return true;
+    uint16_t a[M * K], b[N * K]; /* a [M,K], b [N,K]: op(B) = b^T */
+    float c[M * N], c0[M * N], alpha = 0.75f, beta = 0.5f;
+    uint32_t x = 12345;
+    for (int i = 0; i < M * K; i++) a[i] = tg_bf16_from_float(check_uniform(&x));
+    for (int i = 0; i < N * K; i++) b[i] = tg_bf16_from_float(check_uniform(&x));
+    for (int i = 0; i < M * N; i++) c[i] = c0[i] = check_uniform(&x);
+    bool ok = gemm_bf16(kern, false, true, M, N, K, alpha, a, K, b, K, beta, c, N);
+    for (int i = 0; ok && i < M; i++)
+        for (int j = 0; ok && j < N; j++) {
+            double sum = 0, mag = 0;
+            for (int p = 0; p < K; p++) {
+                double t = (double)tg_bf16_to_float(a[i * K + p]) * tg_bf16_to_float(b[j * K + p]);
+                sum += t, mag += fabs(t);
+            }
+            double want = alpha * sum + beta * (double)c0[i * N + j];
+            double bound = (K + 4) * 0x1p-23 * (alpha * mag + beta * fabs(c0[i * N + j]));
+            if (!(fabs(c[i * N + j] - want) <= bound)) {
+                fprintf(stderr, "tapegrad: the %s kernel's check product is wrong (C[%d,%d] = %.9g, not %.9g); "
+                        "not used\n", tg_gemm_half_kernel_name(k), i, j, c[i * N + j], want);
+                ok = false;
+            }
+        }
+    return ok;
 }
 
 bool tg_gemm_half(tg_dtype dt, bool ta, bool tb, int M, int N, int K, float alpha, const uint16_t *A, int lda,

@@ -35,7 +35,9 @@ bool tg_gemm_rounded(tg_dtype dt, bool ta, bool tb, int M, int N, int K, float a
 /* The kernel tg_gemm_half runs, chosen once from the CPU (amx-bf16 where it
  * can run, else avx512bf16 where it can, else widen) unless
  * TAPEGRAD_GEMM_HALF names one (widen, avx512bf16, avx512bf16-emulated,
- * amx-bf16, amx-bf16-emulated). The bfloat16 kernels run bfloat16 products
+ * amx-bf16, amx-bf16-emulated). A bfloat16 kernel is chosen only after one
+ * product of it is within the error bound of a double reference; one that
+ * is not is said on stderr and passed over. The bfloat16 kernels run bfloat16 products
  * with K > 0 and alpha != 0; float16 operands are always widened
  * (AVX512-FP16 and AMX-FP16 are not used). */
 typedef enum tg_gemm_half_kernel {
@@ -54,8 +56,8 @@ typedef enum tg_gemm_half_kernel {
 
 tg_gemm_half_kernel tg_gemm_half_get_kernel(void);
 const char *tg_gemm_half_kernel_name(tg_gemm_half_kernel k);
-/* Forces a kernel (tests, benchmarks); false, and nothing changes, when this
- * CPU cannot run it. */
+/* Forces a kernel (tests, benchmarks), unchecked; false, and nothing
+ * changes, when this CPU cannot run it. */
 bool tg_gemm_half_set_kernel(tg_gemm_half_kernel k);
 /* Whether this CPU can run kernel k (for amx-bf16: and the operating system
  * granted the tile state, asked for here the first time); bench/bench_peak.c
