@@ -673,6 +673,7 @@ static bool gemm_bf16(const bf16_kernel *kern, bool ta, bool tb, int M, int N, i
     bf16_job job = {&g, split_m};
     if (tiles > 1 && tg_parallel_pays((double)M * N * K * kern->ns_per_mac)) tg_parallel_for(tiles, bf16_chunk, &job);
     else bf16_chunk(&job, 0, tiles);
+    pthread_mutex_destroy(&g.own_lock);
     return true;
 }
 
