@@ -222,8 +222,7 @@ static int train_step(trainer *tr, double *loss, double *gnorm, double *lr)
     *loss = l->data[0];
     if (sq_amp_unscale(&tr->amp, tr->opt)) return tg_error_set("step %ld: %s", tr->step + 1, tg_error());
     *gnorm = c->clip > 0 ? tg_clip_grad_norm(tr->p, c->clip) : tg_grad_norm(tr->p);
-    /* f16: gradients that are not finite skip the step and shrink the scale */
-    if (!isfinite(*loss) || (!isfinite(*gnorm) && !tr->amp.scaler))
+    if (!sq_amp_finite(&tr->amp, *loss, *gnorm))
         return tg_error_set("step %ld: the loss (%g) or the gradient norm (%g) is not finite; try a lower --lr",
                             tr->step + 1, *loss, *gnorm);
     *lr = tg_lr_at(&tr->sched, tr->step);

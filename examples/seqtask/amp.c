@@ -1,6 +1,7 @@
 /* seqtask, charlm, cnn: --precision's training step (see amp.h). */
 #include "amp.h"
 
+#include <math.h>
 #include <string.h>
 
 int sq_amp_init(sq_amp *a, int precision)
@@ -33,6 +34,11 @@ int sq_amp_step(sq_amp *a, tg_optim *o)
     if (stepped < 0 || tg_grad_scaler_update(a->scaler)) return -1;
     a->skipped += !stepped;
     return stepped;
+}
+
+bool sq_amp_finite(const sq_amp *a, double loss, double gnorm)
+{
+    return isfinite(loss) && (isfinite(gnorm) || a->scaler);
 }
 
 double sq_amp_scale(const sq_amp *a) { return a->scaler ? tg_grad_scaler_get_scale(a->scaler) : 0; }

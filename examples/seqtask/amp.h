@@ -12,6 +12,7 @@
 #ifndef SEQTASK_AMP_H
 #define SEQTASK_AMP_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include <tapegrad/core/engine/tape.h>
@@ -37,6 +38,9 @@ int sq_amp_unscale(sq_amp *a, tg_optim *o);
  * found an Inf or NaN; then the new S. 1 stepped, 0 skipped, -1 with a
  * message. */
 int sq_amp_step(sq_amp *a, tg_optim *o);
+/* Whether the step may go on: a finite loss, and a finite gradient norm
+ * unless a scaler will skip the step (and shrink S) for it. */
+bool sq_amp_finite(const sq_amp *a, double loss, double gnorm);
 /* S, or 0 without a scaler. */
 double sq_amp_scale(const sq_amp *a);
 /* "loss scale S (N steps skipped for an Inf or NaN gradient)" on f at the

@@ -261,7 +261,7 @@ static int train_step(trainer *tr, double *loss, double *gnorm, double *lr, long
         return -1;
     }
     *gnorm = c->clip > 0 ? tg_clip_grad_norm(tr->p, c->clip) : tg_grad_norm(tr->p);
-    if (!isfinite(*loss) || (!isfinite(*gnorm) && !tr->amp.scaler)) {
+    if (!sq_amp_finite(&tr->amp, *loss, *gnorm)) {
         tg_error_set("step %ld: the loss (%g) or the gradient norm (%g) is not finite; try a "
                      "lower --lr or --clip 1", tr->step + 1, *loss, *gnorm);
         return -1;
