@@ -37,6 +37,7 @@
 #include <cpuid.h>
 #endif
 
+#include <tapegrad/core/engine/alloc.h>
 #include <tapegrad/core/engine/error.h>
 #include <tapegrad/core/kernels/threads.h>
 #include "../core/kernels/gemm.h"
@@ -540,6 +541,45 @@ Test(gemm_half, rounded_float_operands_give_the_half_products_bits)
             free(want);
             release(&p);
         }
+}
+
+/* The operand copies are kept per thread: a product no larger than one before
+ * allocates nothing; one that cannot have its copies is an error naming
+ * them, with C unchanged, and the next product runs. */
+Test(gemm_half, operand_copies_are_reused_and_their_failure_is_said)
+{
+    problem p = make(TG_BF16, false, true, 40, 24, 56, 1.0f, 0.5f, 0);
+    size_t nc = (size_t)p.M * p.ldc;
+    tg_gemm_half_set_kernel(TG_GEMM_HALF_WIDEN);
+    cr_assert(tg_gemm_rounded(p.dt, p.ta, p.tb, p.M, p.N, p.K, p.alpha, p.af, p.lda, p.bf, p.ldb, p.beta, p.C, p.ldc));
+    uint64_t before = tg_alloc_count();
+    for (int i = 0; i < 3; i++) {
+        run(&p);
+        cr_assert(tg_gemm_rounded(p.dt, p.ta, p.tb, 20, 24, 56, p.alpha, p.af, p.lda, p.bf, p.ldb, p.beta, p.C,
+                                  p.ldc));
+    }
+    cr_assert_eq(tg_alloc_count(), before, "%llu allocations", (unsigned long long)(tg_alloc_count() - before));
+    release(&p);
+
+    /* each larger than the one before: the first allocation (the rounded
+     * copies) fails, then the second (their widened copies) */
+    static const char *const want[2] = {"tg_gemm_rounded: out of memory rounding [80,112] @ [112,48] operands",
+                                        "tg_gemm_half: out of memory widening [96,128] and [64,128] operands"};
+    for (int fail = 1; fail <= 2; fail++) {
+        problem q = make(TG_BF16, false, true, 64 + 16 * fail, 32 + 16 * fail, 96 + 16 * fail, 1.0f, 0.5f, 0);
+        nc = (size_t)q.M * q.ldc;
+        tg_alloc_fail_at((uint64_t)fail);
+        cr_assert_not(tg_gemm_rounded(q.dt, q.ta, q.tb, q.M, q.N, q.K, q.alpha, q.af, q.lda, q.bf, q.ldb, q.beta,
+                                      q.C, q.ldc));
+        tg_alloc_fail_at(0);
+        cr_assert_str_eq(tg_error(), want[fail - 1], "failing allocation %d", fail);
+        cr_assert(memcmp(q.C, q.C0, nc * 4) == 0, "C changed by a product that failed");
+        cr_assert(tg_gemm_rounded(q.dt, q.ta, q.tb, q.M, q.N, q.K, q.alpha, q.af, q.lda, q.bf, q.ldb, q.beta, q.C,
+                                  q.ldc),
+                  "%s", tg_error());
+        check(&q, false, "after a failed product");
+        release(&q);
+    }
 }
 
 Test(gemm_half, env_naming_a_kernel_the_cpu_lacks_is_said, .init = cr_redirect_stderr)

@@ -292,8 +292,9 @@ Test(model, int64_and_int32_ids_give_the_same_logits)
 }
 
 /* After the first step, a fixed-shape training step allocates nothing (arena
- * and node array are reused), in both modes and with dropout on. */
-static void check_no_alloc(tg_mha_mode mode)
+ * and node array are reused), in both modes and with dropout on; under
+ * autocast too (the half GEMMs' operand copies are kept per thread). */
+static void check_no_alloc(tg_mha_mode mode, tg_dtype autocast)
 {
     tg_rng rng;
     tg_rng_seed(&rng, 5);
@@ -308,7 +309,9 @@ static void check_no_alloc(tg_mha_mode mode)
     for (int step = 0; step < 3; step++) {
         if (step == 2) before = tg_alloc_count();
         tg_tape_reset(t);
+        tg_dtype prev = tg_autocast_begin(t, autocast);
         tg_tensor *logits = g_forward(t, &m, (tg_model_opts){.rng = &rng}, attn);
+        tg_autocast_end(t, prev);
         tg_tensor *loss = tg_cross_entropy(t, logits, tg_tensor_from_dtype(t, TG_I32, g_targets, 2, (int[]){GB, GT}), TG_IGNORE);
         tg_params_zero_grad(p);
         cr_assert_eq(tg_backward(t, loss), 0, "%s", tg_tape_error(t));
@@ -320,8 +323,11 @@ static void check_no_alloc(tg_mha_mode mode)
     tg_params_free(p);
 }
 
-Test(model, step_makes_no_allocation_fused) { check_no_alloc(TG_MHA_FUSED); }
-Test(model, step_makes_no_allocation_per_head) { check_no_alloc(TG_MHA_PER_HEAD); }
+Test(model, step_makes_no_allocation_fused) { check_no_alloc(TG_MHA_FUSED, TG_F32); }
+Test(model, step_makes_no_allocation_per_head) { check_no_alloc(TG_MHA_PER_HEAD, TG_F32); }
+Test(model, bf16_step_makes_no_allocation_fused) { check_no_alloc(TG_MHA_FUSED, TG_BF16); }
+Test(model, bf16_step_makes_no_allocation_per_head) { check_no_alloc(TG_MHA_PER_HEAD, TG_BF16); }
+Test(model, f16_step_makes_no_allocation_fused) { check_no_alloc(TG_MHA_FUSED, TG_F16); }
 
 Test(model, dropout_needs_rng_only_while_training)
 {

@@ -30,7 +30,7 @@
  *     tile or thread: bit-identical for any thread count.
  * It is written once (gemm_half_tile.inc) over a few vector operations that
  * have two implementations: the intrinsics, and a scalar emulation of them
- * (emu_dpbf16 follows the SDM's VDPBF16PS) which runs on every CPU as the
+ * (bf16_emu.h, the SDM's VDPBF16PS in scalar code), which runs on every CPU as the
  * kernel TG_GEMM_HALF_AVX512BF16_EMULATED, so that the packing, blocking and
  * tiles are tested on machines without the instruction.
  *
@@ -41,7 +41,7 @@
  * row's 16 pairs, 64 bytes), B in the pair layout above (a B tile's row is
  * a pair's 16 columns), K blocks padded with zero pairs to a multiple of 16
  * (zero products leave the sums' bits alone). Its bits are TDPBF16PS's
- * (emu_tdpbf16), not VDPBF16PS's. Written once (gemm_half_amx.inc) over
+ * (emulated in bf16_emu.h), not VDPBF16PS's. Written once (gemm_half_amx.inc) over
  * the tile operations, with the intrinsics and with an emulation
  * (TG_GEMM_HALF_AMX_EMULATED, every CPU). Not run on AMX hardware yet. */
 #define _DEFAULT_SOURCE /* syscall (AMX's permission) */
@@ -53,7 +53,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../engine/alloc.h"
 #include "../engine/error.h"
+#include "bf16_emu.h"
 #include "gemm.h"
 #include "half.h"
 #include "threads.h"
@@ -213,6 +215,45 @@ bool tg_gemm_half_set_kernel(tg_gemm_half_kernel k)
     return true;
 }
 
+/* ---- scratch ---------------------------------------------------------------- */
+
+/* Each thread's operand copies (the widened float32 operands, the rounded
+ * half ones), grown to the largest product the thread has run and kept
+ * until it exits, so that a training step after the first allocates
+ * nothing, as in float32. Two slots: tg_gemm_rounded's half copies are
+ * still in use while the widening kernel widens them. */
+enum { SCRATCH_WIDE, SCRATCH_HALF, SCRATCH_SLOTS };
+typedef struct scratch_slot {
+    void *p;
+    size_t n;
+} scratch_slot;
+static _Thread_local scratch_slot t_scratch[SCRATCH_SLOTS];
+static pthread_key_t g_scratch_key;
+static pthread_once_t g_scratch_once = PTHREAD_ONCE_INIT;
+
+static void scratch_release(void *slots)
+{
+    scratch_slot *s = slots;
+    for (int i = 0; i < SCRATCH_SLOTS; i++) tg_free(s[i].p), s[i] = (scratch_slot){0};
+}
+static void scratch_key_make(void) { pthread_key_create(&g_scratch_key, scratch_release); }
+
+/* At least n bytes of this thread's slot (its contents not kept); NULL when
+ * they cannot be had. */
+static void *scratch(int slot, size_t n)
+{
+    scratch_slot *s = &t_scratch[slot];
+    if (n < 64) n = 64; /* never 0 bytes, which malloc may answer with NULL */
+    if (n <= s->n) return s->p;
+    pthread_once(&g_scratch_once, scratch_key_make);
+    tg_free(s->p);
+    *s = (scratch_slot){tg_malloc(n), n};
+    if (!s->p) return s->n = 0, NULL;
+    /* the exiting thread's slots are freed by the key's destructor */
+    if (!pthread_getspecific(g_scratch_key)) pthread_setspecific(g_scratch_key, t_scratch);
+    return s->p;
+}
+
 /* ---- the widening kernel ---------------------------------------------------- */
 
 /* dst [rows x cols] (contiguous) = src's rows, ld apart, widened. */
@@ -228,94 +269,13 @@ static bool gemm_widen(tg_dtype dt, bool ta, bool tb, int M, int N, int K, float
     /* A as stored is [ra x ca], B [rb x cb] */
     int ra = ta ? K : M, ca = ta ? M : K, rb = tb ? N : K, cb = tb ? K : N;
     size_t na = (size_t)ra * ca, nb = (size_t)rb * cb;
-    float *w = malloc((na + nb) * sizeof *w + 1);
+    float *w = scratch(SCRATCH_WIDE, (na + nb) * sizeof *w);
     if (!w) return tg_error_set("tg_gemm_half: out of memory widening [%d,%d] and [%d,%d] operands", ra, ca, rb,
                                 cb) == 0;
     widen_rows(w, A, ra, ca, lda, dt);
     widen_rows(w + na, B, rb, cb, ldb, dt);
     tg_sgemm(ta, tb, M, N, K, alpha, w, ca > 0 ? ca : 1, w + na, cb > 0 ? cb : 1, beta, C, ldc);
-    free(w);
     return true;
-}
-
-/* ---- VDPBF16PS, emulated ---------------------------------------------------- */
-
-/* A float32 input with DAZ: a denormal (exponent bits zero) is a zero of
- * its sign. */
-static float daz(float x)
-{
-    uint32_t u = tg_float_bits(x);
-    return (u & 0x7F800000u) == 0 ? tg_bits_float(u & 0x80000000u) : x;
-}
-
-/* make_fp32: the bfloat16 as the top half of a float32, then DAZ. */
-static float bf16_in(uint32_t h)
-{
-    return tg_bits_float((h & 0x7F80u) == 0 ? (h & 0x8000u) << 16 : h << 16);
-}
-
-/* One step, srcdest += x * y for bfloat16 values x, y (after DAZ): the
- * exact acc + x y rounded once to nearest even, FTZ on the result. The
- * product is exact in double (8 significant bits each); the double sum, when
- * inexact (TwoSum's error e), is rounded to odd, which keeps its order
- * against any double of fewer bits and makes rounding it to float32 round
- * once (53 >= 24 + 2 bits): without the flush it gave fmaf's bits on 2e8
- * random triples, denormal results included. Tiny (flushed to a zero of
- * the true result's sign) is the SDM's vol. 1 4.9.1.5 "result of rounding
- * with unbounded exponent is non-zero and ... less than the smallest
- * possible normalized" value: |exact| < 2^-126 (1 - 2^-25), half of
- * float32's last spacing below 2^-126 (a tie there rounds up to 2^-126). */
-static float dpbf16_step(float acc, float x, float y)
-{
-    double a = acc, p = (double)x * y, s = a + p, pb = s - a, e = (a - (s - pb)) + (p - pb);
-    if (e != 0 && isfinite(s)) {
-        uint64_t u;
-        memcpy(&u, &s, 8);
-        if (!(u & 1)) u += (e > 0) == (s > 0) ? 1 : (uint64_t)-1;
-        memcpy(&s, &u, 8);
-    }
-    float r = (float)s;
-    return fabs(s) < 0x1.ffffffp-127 ? copysignf(0.0f, r) : r;
-}
-
-/* The NaN the instruction gives when its result is NaN (the SDM's NaN
- * propagation table): the first NaN among src1 low, src2 low, src1 high,
- * src2 high and srcdest, quieted; with none (inf * 0, inf - inf) the default
- * NaN, FFC00000h. */
-static float dpbf16_nan(float acc, uint32_t x, uint32_t y)
-{
-    uint32_t in[5] = {tg_float_bits(bf16_in(x & 0xFFFFu)), tg_float_bits(bf16_in(y & 0xFFFFu)),
-                      tg_float_bits(bf16_in(x >> 16)), tg_float_bits(bf16_in(y >> 16)), tg_float_bits(acc)};
-    for (int i = 0; i < 5; i++)
-        if ((in[i] & 0x7FFFFFFFu) > 0x7F800000u) return tg_bits_float(in[i] | 0x00400000u);
-    return tg_bits_float(0xFFC00000u);
-}
-
-/* One lane of VDPBF16PS srcdest, src1, src2 as Intel's SDM (vol. 2C,
- * "VDPBF16PS - Dot Product of BF16 Pairs Accumulated Into Packed Single
- * Precision") defines it; x and y are the lane's dwords of src1 and src2
- * (t). Its Operation reads:
- *     // FP32 FMA with daz in, ftz out and RNE rounding. MXCSR neither
- *     // consulted nor updated.
- *     srcdest.fp32[ i ] += make_fp32(src1.bfloat16[2*i+1]) * make_fp32(t.bfloat[1])
- *     srcdest.fp32[ i ] += make_fp32(src1.bfloat16[2*i+0]) * make_fp32(t.bfloat[0])
- * and its Description: "Round to nearest even rounding mode is used when
- * doing each accumulation of the FMA. Output denormals are always flushed
- * to zero and input denormals are always treated as zero." So: the odd
- * (high-word) product first, then the even one; each statement one fused
- * multiply-add into the float32 register (dpbf16_step), so the flush
- * applies to the intermediate sum too; DAZ on every input, srcdest
- * included; round to nearest even whatever the caller's rounding mode (this
- * file never changes it). Not settled by the text and not checked on
- * hardware: what "denormal" means for the flush (dpbf16_step takes vol. 1's
- * tininess, after rounding with unbounded exponent; judged on the float32
- * denormal grid instead, exact sums within (2^-151, 2^-150] below 2^-126
- * would give 2^-126, not 0). NaN: dpbf16_nan. */
-static float emu_dpbf16(float acc, uint32_t x, uint32_t y)
-{
-    float r = dpbf16_step(daz(acc), bf16_in(x >> 16), bf16_in(y >> 16));
-    r = dpbf16_step(r, bf16_in(x & 0xFFFFu), bf16_in(y & 0xFFFFu));
-    return isnan(r) ? dpbf16_nan(acc, x, y) : r;
 }
 
 /* ---- the tiles: intrinsics and emulation ------------------------------------ */
@@ -341,7 +301,7 @@ static emu_w emu_bcast(uint32_t w)
 }
 static emu_f emu_dp(emu_f acc, emu_w x, emu_w y)
 {
-    for (int l = 0; l < 16; l++) acc.f[l] = emu_dpbf16(acc.f[l], x.w[l], y.w[l]);
+    for (int l = 0; l < 16; l++) acc.f[l] = tg_emu_dpbf16(acc.f[l], x.w[l], y.w[l]);
     return acc;
 }
 static uint32_t emu_lanes(int n) { return n >= 16 ? 0xFFFFu : n <= 0 ? 0 : (1u << n) - 1; }
@@ -416,66 +376,14 @@ static void emu_store_masked(float *p, uint32_t k, emu_f v)
 #include "gemm_half_tile.inc"
 #endif
 
-/* ---- TDPBF16PS, emulated ---------------------------------------------------- */
+/* ---- TDPBF16PS's tiles, emulated ------------------------------------------- */
 
-/* A tile as configured here: 16 rows of 64 bytes (16 dwords). */
-typedef struct emu_tmm { uint32_t d[16][16]; } emu_tmm;
-
-/* TDPBF16PS c, a, b as Intel's SDM (vol. 2C, "TDPBF16PS - Dot Product of
- * BF16 Tiles Accumulated into Packed Single Precision Tile") defines it;
- * its Operation, for tiles of 16 rows and 64 bytes (elements_src1 =
- * elements_dest = 16):
- *     for m in 0 ... tsrcdest.rows-1:
- *         temp1[ 0 ... elements_temp-1 ] := 0
- *         for k in 0 ... elements_src1-1:
- *             for n in 0 ... elements_dest-1:
- *                 // FP32 FMA with DAZ=FTZ=1, RNE rounding.
- *                 // MXCSR is neither consulted nor updated.
- *                 // No exceptions raised or denoted.
- *                 temp1.fp32[2*n+0] += make_fp32(tsrc1.row[m].bfloat16[2*k+0]) * make_fp32(tsrc2.row[k].bfloat16[2*n+0])
- *                 temp1.fp32[2*n+1] += make_fp32(tsrc1.row[m].bfloat16[2*k+1]) * make_fp32(tsrc2.row[k].bfloat16[2*n+1])
- *         for n in 0 ... elements_dest-1:
- *             // DAZ=FTZ=1, RNE rounding.
- *             // MXCSR is neither consulted nor updated.
- *             // No exceptions raised or denoted.
- *             tmpf32 := temp1.fp32[2*n] + temp1.fp32[2*n+1]
- *             tsrcdest.row[m].fp32[n] := tsrcdest.row[m].fp32[n] + tmpf32
- * and its Description: "Round to nearest even rounding mode is used when
- * doing each accumulation of the FMA. Output denormals are always flushed
- * to zero and input denormals are always treated as zero."
- * So, unlike VDPBF16PS (one sum per lane, odd product first), per element:
- * the even products and the odd ones in two sums, each started at zero in
- * the instruction and fed its 16 products in k order (each step an FMA
- * rounded once, FTZ: dpbf16_step); then even + odd, then that added to the
- * destination (DAZ on it), each rounded once and flushed. Neither product
- * comes "first"; what sets the bits is the two separate sums and that the
- * destination joins only at the end (the intrinsics guide's pseudo-code,
- * which adds both products to the destination in turn, disagrees; this
- * follows the SDM). Denormal flush: dpbf16_step's reading of "denormal".
- * NaN: the SDM gives no propagation rule for this instruction; the
- * emulation gives the default NaN (FFC00000h), which hardware may not (not
- * checked: no CPU here has AMX). */
-static void emu_tdpbf16(emu_tmm *c, const emu_tmm *a, const emu_tmm *b)
-{
-    for (int m = 0; m < 16; m++)
-        for (int n = 0; n < 16; n++) {
-            float even = 0, odd = 0;
-            for (int k = 0; k < 16; k++) {
-                uint32_t x = a->d[m][k], y = b->d[k][n];
-                even = dpbf16_step(even, bf16_in(x & 0xFFFFu), bf16_in(y & 0xFFFFu));
-                odd = dpbf16_step(odd, bf16_in(x >> 16), bf16_in(y >> 16));
-            }
-            float r = dpbf16_step(daz(tg_bits_float(c->d[m][n])), dpbf16_step(even, odd, 1.0f), 1.0f);
-            c->d[m][n] = isnan(r) ? 0xFFC00000u : tg_float_bits(r);
-        }
-}
-
-static void emu_tile_load(emu_tmm *t, const void *p, long stride)
+static void emu_tile_load(tg_emu_tile *t, const void *p, long stride)
 {
     for (int r = 0; r < 16; r++) memcpy(t->d[r], (const char *)p + r * stride, 64);
 }
 
-static void emu_tile_store(void *p, long stride, const emu_tmm *t)
+static void emu_tile_store(void *p, long stride, const tg_emu_tile *t)
 {
     for (int r = 0; r < 16; r++) memcpy((char *)p + r * stride, t->d[r], 64);
 }
@@ -498,12 +406,12 @@ static inline __attribute__((always_inline)) void amx_finish(const float *acc, f
 
 #define AMX_NAME amx_emulated
 #define AMX_ATTR static
-#define AMX_BEGIN() emu_tmm tmm[8]
+#define AMX_BEGIN() tg_emu_tile tmm[8]
 #define AMX_END() (void)0
 #define AMX_ZERO(t) memset(&tmm[t], 0, sizeof tmm[t])
 #define AMX_LOAD(t, p, s) emu_tile_load(&tmm[t], p, s)
 #define AMX_STORE(t, p, s) emu_tile_store(p, s, &tmm[t])
-#define AMX_DP(c, a, b) emu_tdpbf16(&tmm[c], &tmm[a], &tmm[b])
+#define AMX_DP(c, a, b) tg_emu_tdpbf16(&tmm[c], &tmm[a], &tmm[b])
 #include "gemm_half_amx.inc"
 #undef AMX_NAME
 #undef AMX_ATTR
@@ -754,12 +662,10 @@ bool tg_gemm_half(tg_dtype dt, bool ta, bool tb, int M, int N, int K, float alph
     return gemm_widen(dt, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
-/* x's [rows x cols] block (rows ld apart) rounded to dt, contiguous. */
-static uint16_t *round_rows(const float *x, int rows, int cols, int ld, tg_dtype dt)
+/* x's [rows x cols] block (rows ld apart) rounded to dt, contiguous at h. */
+static void round_rows(uint16_t *h, const float *x, int rows, int cols, int ld, tg_dtype dt)
 {
-    uint16_t *h = malloc((size_t)rows * cols * sizeof *h + 1);
-    for (int r = 0; h && r < rows; r++) tg_half_round_n(h + (size_t)r * cols, x + (size_t)r * ld, (size_t)cols, dt);
-    return h;
+    for (int r = 0; r < rows; r++) tg_half_round_n(h + (size_t)r * cols, x + (size_t)r * ld, (size_t)cols, dt);
 }
 
 bool tg_gemm_rounded(tg_dtype dt, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
@@ -767,11 +673,12 @@ bool tg_gemm_rounded(tg_dtype dt, bool ta, bool tb, int M, int N, int K, float a
 {
     if (M <= 0 || N <= 0) return true;
     if (K <= 0 || alpha == 0) return tg_gemm_half(dt, false, false, M, N, 0, alpha, NULL, 1, NULL, 1, beta, C, ldc);
-    int ca = ta ? M : K, cb = tb ? K : N;
-    uint16_t *ah = round_rows(A, ta ? K : M, ca, lda, dt), *bh = round_rows(B, tb ? N : K, cb, ldb, dt);
-    bool ok = ah && bh ? tg_gemm_half(dt, ta, tb, M, N, K, alpha, ah, ca, bh, cb, beta, C, ldc)
-                       : tg_error_set("tg_gemm_rounded: out of memory rounding [%d,%d] @ [%d,%d] operands", M, K, K,
-                                      N) == 0;
-    free(ah), free(bh);
-    return ok;
+    /* A as stored is [ra x ca], B [rb x cb] */
+    int ra = ta ? K : M, ca = ta ? M : K, rb = tb ? N : K, cb = tb ? K : N;
+    size_t na = (size_t)ra * ca, nb = (size_t)rb * cb;
+    uint16_t *h = scratch(SCRATCH_HALF, (na + nb) * sizeof *h);
+    if (!h) return tg_error_set("tg_gemm_rounded: out of memory rounding [%d,%d] @ [%d,%d] operands", M, K, K, N) == 0;
+    round_rows(h, A, ra, ca, lda, dt);
+    round_rows(h + na, B, rb, cb, ldb, dt);
+    return tg_gemm_half(dt, ta, tb, M, N, K, alpha, h, ca, h + na, cb, beta, C, ldc);
 }
