@@ -280,7 +280,12 @@ Test(cnn, short_run_learns_and_keeps_earlier_files, .timeout = 300)
     tg_safetensors *st;
     snprintf(path, sizeof path, "%s/run/model.safetensors", dir);
     cr_assert_eq(tg_st_load(path, &st), 0, "%s", tg_error());
+    cr_assert_str_eq(tg_st_meta(st, "format"), "cnn-1");
     cr_assert_str_eq(tg_st_meta(st, "step"), "24");
+    cr_assert_str_eq(tg_st_meta(st, "lr"), "0.003");
+    cr_assert_str_eq(tg_st_meta(st, "batch"), "16");
+    cr_assert_str_eq(tg_st_meta(st, "precision"), "f32");
+    cr_assert_float_eq(strtod(tg_st_meta(st, "test_acc"), NULL), r.accuracy, 1e-6);
     tg_st_free(st);
     c.overwrite = true;
     cr_assert_eq(cnn_run(&c, &train, &test, &again), 0, "%s", tg_error());

@@ -85,6 +85,9 @@ typedef struct cnn_config {
 /* argv[0] is the program. 0; 1 when --help was printed to out; -1 with a
  * message in tg_error() that starts with "cnn: ". */
 int cnn_cli_parse(int argc, char **argv, cnn_config *c, FILE *out);
+/* put(ctx, key, value) for each flag that shapes the weights (--limit,
+ * --epochs, --steps, --batch, --lr, --seed, --precision), as its text. */
+int cnn_config_to_meta(const cnn_config *c, int (*put)(void *ctx, const char *key, const char *value), void *ctx);
 
 /* ---- run.c ---- */
 typedef struct cnn_result {

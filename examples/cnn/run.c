@@ -11,7 +11,9 @@
  *   loss.png           the loss, the test loss and the test accuracy
  *   confusion.png      the test set's confusion matrix
  *   filters.png        conv1's 16 filters
- *   model.safetensors  the weights, PyTorch's state_dict names
+ *   model.safetensors  the weights, PyTorch's state_dict names; metadata: format
+ *                      "cnn-1", step, the flags that shape the weights
+ *                      (cli.c), test_acc
  */
 #include <errno.h>
 #include <math.h>
@@ -176,13 +178,19 @@ static int train_loop(trainer *tr, long steps, cnn_result *r)
     return 0;
 }
 
-static int save_model(const trainer *tr, long steps)
+static int put_meta(void *ctx, const char *key, const char *value) { return tg_st_set_meta(ctx, key, value); }
+
+/* The weights, with what made them: the format, the step count, the flags
+ * that shape the weights and the test accuracy, as metadata strings. */
+static int save_model(const trainer *tr, const cnn_result *r)
 {
+    char step[32], acc[32];
+    snprintf(step, sizeof step, "%ld", r->steps);
+    snprintf(acc, sizeof acc, "%.6f", r->accuracy);
     tg_safetensors *s = tg_st_new();
-    char buf[32];
-    snprintf(buf, sizeof buf, "%ld", steps);
     int rc = !s || tg_st_add_params(s, tr->p) || tg_st_set_meta(s, "format", "cnn-1") ||
-                     tg_st_set_meta(s, "step", buf) || tg_st_save(s, tr->path[P_MODEL], TG_F32)
+                     tg_st_set_meta(s, "step", step) || cnn_config_to_meta(tr->c, put_meta, s) ||
+                     tg_st_set_meta(s, "test_acc", acc) || tg_st_save(s, tr->path[P_MODEL], TG_F32)
                  ? -1
                  : 0;
     tg_st_free(s);
@@ -195,7 +203,7 @@ static int write_files(trainer *tr, const cnn_result *r)
     char title[96];
     snprintf(title, sizeof title, "Fashion-MNIST test set: %.2f%% right after %ld steps", 100 * r->accuracy,
              r->steps);
-    if (save_model(tr, r->steps) || sq_log_plot_as(&tr->log, tr->path[P_LOSS], "cnn on Fashion-MNIST", eval,
+    if (save_model(tr, r) || sq_log_plot_as(&tr->log, tr->path[P_LOSS], "cnn on Fashion-MNIST", eval,
                                                    (const bool[2]){true, false}) ||
         cnn_confusion_png(tr->path[P_CONFUSION], r->confusion, title) ||
         cnn_filters_png(tr->path[P_FILTERS], tr->m.conv1.weight))
