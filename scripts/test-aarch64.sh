@@ -3,8 +3,8 @@
 # qemu-user, from scratch on Debian 12 x86-64, installing what is missing:
 #   1. gcc-aarch64-linux-gnu, qemu-user-static, debootstrap (host packages);
 #   2. qemu-aarch64 registered with binfmt_misc (on hosts where nothing does it at boot);
-#   3. an arm64 Debian root made by debootstrap, with the build's libraries
-#      installed inside it (Debian's libcriterion-dev is not multiarch
+#   3. an arm64 Debian root with the build's libraries unpacked inside it
+#      (scripts/debian-root.sh; Debian's libcriterion-dev is not multiarch
 #      co-installable: installing libcriterion-dev:arm64 on the host would
 #      remove the native one). It is kept in $TAPEGRAD_ARM64_ROOT
 #      (default /var/cache/tapegrad/arm64-<suite>) and made again when it is
@@ -24,35 +24,8 @@ sudo=""
 
 scripts/setup.sh gcc-aarch64-linux-gnu qemu-user-static debootstrap
 
-# 2. binfmt_misc: debootstrap's second stage chroots into arm64 binaries, and
-#    the tests that start seqtask exec an arm64 binary.
-binfmt=/proc/sys/fs/binfmt_misc
-[ -e $binfmt/register ] || $sudo mount -t binfmt_misc binfmt_misc $binfmt
-[ -e $binfmt/qemu-aarch64 ] || $sudo sh -c "cat /usr/lib/binfmt.d/qemu-aarch64.conf > $binfmt/register"
-
-# 3. the arm64 root
-suite=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
-root=${TAPEGRAD_ARM64_ROOT:-/var/cache/tapegrad/arm64-$suite}
-pkgs=libc6-dev,libopenblas-dev,libcjson-dev,libstb-dev,libcriterion-dev
-stamp="$root/.tapegrad-root"
-if [ "$(cat "$stamp" 2>/dev/null)" != "$pkgs" ]; then
-  echo "== arm64 root: debootstrap $suite into $root (several minutes)"
-  $sudo rm -rf "$root"
-  $sudo mkdir -p "$root"
-  $sudo debootstrap --arch=arm64 --variant=minbase --include="$pkgs" "$suite" "$root" \
-    "${TAPEGRAD_DEBIAN_MIRROR:-http://deb.debian.org/debian}" >"$root.log" 2>&1 ||
-    { tail -20 "$root.log"; echo "debootstrap failed (log: $root.log)"; exit 1; }
-  # Debian's alternatives (libopenblas.so, libblas.so...) are absolute links
-  # into /etc/alternatives: outside a chroot they would point into the host.
-  # Relative links work for both the cross linker and qemu.
-  $sudo find "$root/etc/alternatives" "$root/usr/lib" -type l -lname '/*' -print0 |
-    while IFS= read -r -d '' link; do
-      target=$(readlink "$link")
-      $sudo ln -sfn "$(realpath -m -s --relative-to="$(dirname "$link")" "$root$target")" "$link"
-    done
-  echo "$pkgs" | $sudo tee "$stamp" >/dev/null
-fi
-echo "== arm64 root ready ($root) after $(($(date +%s) - start)) s"
+# 2, 3. binfmt_misc and the arm64 root
+root=$(scripts/debian-root.sh arm64)
 
 # 4. cross build and test. QEMU_LD_PREFIX: arm64 programs the tests start
 #    (seqtask, Criterion's workers) run through binfmt_misc with the root's

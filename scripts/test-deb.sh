@@ -5,8 +5,9 @@
 #      `cpack -G DEB` in it: libtapegrad0, libtapegrad-dev,
 #      libtapegrad-dist0, libtapegrad-dist-dev, tapegrad;
 #   2. an amd64 Debian root made by debootstrap with only a compiler, make,
-#      cmake and pkg-config, kept in $TAPEGRAD_AMD64_ROOT (default
-#      /var/cache/tapegrad/amd64-<suite>) and made again when missing; each
+#      cmake and pkg-config (scripts/debian-root.sh), kept in
+#      $TAPEGRAD_AMD64_ROOT (default /var/cache/tapegrad/amd64-<suite>) and
+#      made again when missing; each
 #      run works in a throwaway overlay of it, so the root stays clean;
 #   3. in that overlay, apt installs libtapegrad-dev alone (its Depends come
 #      from the archive; the .deb files downloaded are kept in
@@ -53,29 +54,14 @@ echo "== packages after $(($(date +%s) - start)) s:" $debs
 
 # 2. the clean root (one run at a time makes it or uses the apt cache)
 suite=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
-root=${TAPEGRAD_AMD64_ROOT:-/var/cache/tapegrad/amd64-$suite}
 archives=${TAPEGRAD_APT_CACHE:-/var/cache/tapegrad/apt-amd64}
-$sudo mkdir -p "$(dirname "$root")" "$archives/partial"
+$sudo mkdir -p "$archives/partial"
 lock=$archives/.test-deb.lock
 $sudo touch "$lock" && $sudo chmod a+rw "$lock"
 exec 9<>"$lock"
 flock -w 1800 9 || { echo "another test-deb.sh run held $lock for 30 min"; exit 1; }
-pkgs=gcc,g++,libc6-dev,make,cmake,pkg-config
-stamp="$root/.tapegrad-root"
-if [ "$(cat "$stamp" 2>/dev/null)" != "$pkgs" ]; then
-  echo "== amd64 root: debootstrap $suite into $root (several minutes)"
-  $sudo rm -rf "$root" "$root.tmp"
-  $sudo mkdir -p "$root.tmp"
-  $sudo debootstrap --arch=amd64 --variant=minbase --include="$pkgs" "$suite" "$root.tmp" \
-    "${TAPEGRAD_DEBIAN_MIRROR:-http://deb.debian.org/debian}" >"$root.log" 2>&1 ||
-    { tail -20 "$root.log"; echo "debootstrap failed (log: $root.log)"; exit 1; }
-  $sudo mv "$root.tmp" "$root"
-  echo "$pkgs" | $sudo tee "$stamp" >/dev/null
-fi
+root=$(scripts/debian-root.sh amd64)
 
-# 3. an overlay of it, with the host's /dev, /proc and resolver and a kept apt
-# cache; its upper layer is a tmpfs (dpkg's fsyncs and removing it afterwards
-# cost nothing)
 work=$(mktemp -d)
 mnt=$work/root
 cleanup() {
