@@ -321,8 +321,8 @@ static int read_gnorms(const char *rel, double *g, int n)
  * the last, 3.2% of a norm; f16: 1.7e-5, 2.8e-3, 0.3%), so another BLAS's
  * rounding passes, while a norm 65536 times float32's (f16's grads not
  * unscaled) does not. f16's scale is torch's initial 2^16 at the end (no
- * step overflows: none skipped); the others have no scaler. f16 products
- * are slow here (the float16 conversions), hence the few small steps. */
+ * step overflows: none skipped); the others have no scaler. Few small
+ * steps: the suite runs under the sanitizers too. */
 Test(cnn, bf16_and_f16_train_near_float32, .timeout = 300)
 {
     enum { N = 8 };

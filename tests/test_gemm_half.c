@@ -491,11 +491,18 @@ Test(gemm_half, conversions_equal_the_dtype_rules)
             cr_assert(isnan(want) ? isnan(got) : got == want, "%s 0x%04x: %.9g, not %.9g", tg_dtype_name(dt), h,
                       got, want);
             if (isnan(want) || isinf(want)) continue;
-            float up = nextafterf(got, INFINITY), mid = (float)((want + (double)up) / 2);
-            float xs[3] = {got, mid, -mid};
-            for (int k = 0; k < 3; k++)
-                cr_assert_eq(tg_half_from_float(xs[k], dt), tg_half_from_double(xs[k], dt), "%s of %.9g",
-                             tg_dtype_name(dt), xs[k]);
+            /* the value, the tie between it and the next half value away from
+             * zero (exact in float32: one bit more than either) and the
+             * floats on both sides of the tie, both signs */
+            double next = tg_half_to_double((uint16_t)(h + 1), dt);
+            if (isinf(next)) next = copysign(ldexp(1, dt == TG_F16 ? 16 : 128), want); /* past the largest */
+            float tie = (float)((want + next) / 2);
+            float xs[4] = {got, tie, nextafterf(tie, 0), nextafterf(tie, INFINITY)};
+            for (int k = 0; k < 8; k++) {
+                float x = k < 4 ? xs[k] : -xs[k - 4];
+                cr_assert_eq(tg_half_from_float(x, dt), tg_half_from_double(x, dt), "%s of %.9g",
+                             tg_dtype_name(dt), x);
+            }
         }
         for (int i = 0; i < 200000; i++) {
             uint32_t u = (uint32_t)(frand() * 2147483648.0f) * 2u + (uint32_t)i % 2u;

@@ -51,15 +51,32 @@ static inline float tg_f16_to_float(uint16_t h)
     return tg_bits_float(u);
 }
 
+/* Round to nearest even, in the bits: a normal result drops 13 mantissa
+ * bits and rebiases the exponent (a carry runs into it, up to inf); below
+ * 2^-14 the result is the subnormal's integer multiple of 2^-24, x 2^24
+ * (exact) rounded to an integer by adding and taking away 2^23 in float32
+ * arithmetic (round to nearest even). From 65520 (halfway between 65504 and
+ * 2^16) up: inf. NaN: the quiet NaN 7E00h with x's sign. tg_half_from_double's
+ * results for every float32 (tests/test_gemm_half.c), without its libm
+ * calls. */
+static inline uint16_t tg_f16_from_float(float f)
+{
+    uint32_t u = tg_float_bits(f), a = u & 0x7fffffffu;
+    uint16_t sign = (uint16_t)(u >> 16 & 0x8000u);
+    if (a > 0x7f800000u) return sign | 0x7e00u;
+    if (a >= 0x477ff000u) return sign | 0x7c00u;
+    if (a < 0x38800000u) return sign | (uint16_t)((tg_bits_float(a) * 0x1p24f + 0x1p23f) - 0x1p23f);
+    return sign | (uint16_t)((a + 0xfffu + (a >> 13 & 1u) - 0x38000000u) >> 13);
+}
+
 static inline float tg_half_to_float(uint16_t h, tg_dtype dt)
 {
     return dt == TG_BF16 ? tg_bf16_to_float(h) : tg_f16_to_float(h);
 }
 
-/* A float is exactly a double, so rounding it from the double rounds once. */
 static inline uint16_t tg_half_from_float(float f, tg_dtype dt)
 {
-    return dt == TG_BF16 ? tg_bf16_from_float(f) : tg_half_from_double(f, dt);
+    return dt == TG_BF16 ? tg_bf16_from_float(f) : tg_f16_from_float(f);
 }
 
 /* dst[i] = src[i] widened / rounded, i < n; dt is TG_BF16 or TG_F16. */
@@ -76,7 +93,7 @@ static inline void tg_half_round_n(uint16_t *dst, const float *src, size_t n, tg
     if (dt == TG_BF16)
         for (size_t i = 0; i < n; i++) dst[i] = tg_bf16_from_float(src[i]);
     else
-        for (size_t i = 0; i < n; i++) dst[i] = tg_half_from_double(src[i], dt);
+        for (size_t i = 0; i < n; i++) dst[i] = tg_f16_from_float(src[i]);
 }
 
 #endif
