@@ -6,9 +6,9 @@
  *   gelu      x Phi(x) (erf form)                Phi(x) + x phi(x)
  *   tanh      tanh x                             1 - y^2
  *   sigmoid   1 / (1 + e^-x)                     y (1 - y)
+ *   silu      x s, s = sigmoid(x)                s (1 + x (1 - s))
  * the others are computed in double and rounded once. With s = sigmoid(x),
  * sp = softplus(x):
- *   silu         x s                         s (1 + x (1 - s))
  *   softplus     log(1 + e^(bx)) / b         e^(bx) / (1 + e^(bx)); x itself
  *                (x when bx > threshold)     and grad 1 past the threshold
  *   leaky_relu   x > 0 ? x : n x             x > 0 ? 1 : n
@@ -40,11 +40,19 @@ TG_PW_VEC(relu, x[i] <= 0 ? 0 : x[i], x[i] <= 0 ? 0 : g[i])
 TG_PW_VEC(gelu, gelu1(x[i]), g[i] * gelu_grad1(x[i]))
 TG_PW_VEC(tanh, (tg_real)tanh(x[i]), g[i] * (1 - y[i] * y[i]))
 TG_PW_VEC(sigmoid, tg_vsigmoid(x[i]), g[i] * y[i] * (1 - y[i]))
+/* SwiGLU's gate (the LLaMA block's FFN), at every element of d_ff */
+static inline tg_real silu_grad1(tg_real x)
+{
+    tg_real s = tg_vsigmoid(x);
+    return s * (1 + x * (1 - s));
+}
+TG_PW_VEC(silu, x[i] * tg_vsigmoid(x[i]), g[i] * silu_grad1(x[i]))
 
 /* one-thread time per element (bench/bench_threads) */
 static const tg_pw_kind relu_k = TG_PW_VEC_KIND("tg_relu", relu, 0.1), gelu_k = TG_PW_VEC_KIND("tg_gelu", gelu, 0.9),
                         tanh_k = TG_PW_VEC_KIND("tg_tanh", tanh, 0.9),
-                        sigmoid_k = TG_PW_VEC_KIND("tg_sigmoid", sigmoid, 0.9);
+                        sigmoid_k = TG_PW_VEC_KIND("tg_sigmoid", sigmoid, 0.9),
+                        silu_k = TG_PW_VEC_KIND("tg_silu", silu, 0.9);
 
 tg_tensor *tg_relu(tg_tape *t, tg_tensor *a)
 {
@@ -66,6 +74,11 @@ tg_tensor *tg_sigmoid(tg_tape *t, tg_tensor *a)
     TG_DISPATCH(tg_sigmoid, a, (t, a));
     return tg_pw_apply(t, &sigmoid_k, &a, NULL);
 }
+tg_tensor *tg_silu(tg_tape *t, tg_tensor *a)
+{
+    TG_DISPATCH(tg_silu, a, (t, a));
+    return tg_pw_apply(t, &silu_k, &a, NULL);
+}
 
 /* ---- in double ------------------------------------------------------------------ */
 
@@ -75,13 +88,6 @@ static double sigm(double x) { return x >= 0 ? 1 / (1 + exp(-x)) : exp(x) / (1 +
 /* log(1 + e^x) without overflow */
 static double softplus1(double x) { return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x)); }
 
-static double silu_f(const double *v, const double *p) { (void)p; return X * sigm(X); }
-static double silu_d(int k, const double *v, double y, const double *p)
-{
-    (void)k, (void)p, (void)y;
-    double s = sigm(X);
-    return s * (1 + X * (1 - s));
-}
 
 /* p = {beta, threshold} */
 static double softplus_f(const double *v, const double *p)
@@ -164,8 +170,7 @@ static double gelu_tanh_d(int k, const double *v, double y, const double *p)
 }
 
 #define KIND1(nm, f, d) TG_PW_KIND(nm, 1, 1, f, d)
-static const tg_pw_kind silu_k = KIND1("tg_silu", silu_f, silu_d),
-                        softplus_k = KIND1("tg_softplus", softplus_f, softplus_d),
+static const tg_pw_kind softplus_k = KIND1("tg_softplus", softplus_f, softplus_d),
                         leaky_k = KIND1("tg_leaky_relu", leaky_f, leaky_d), elu_k = KIND1("tg_elu", elu_f, elu_d),
                         selu_k = KIND1("tg_selu", elu_f, elu_d), celu_k = KIND1("tg_celu", elu_f, elu_d),
                         mish_k = KIND1("tg_mish", mish_f, mish_d), hswish_k = KIND1("tg_hardswish", hswish_f, hswish_d),
@@ -179,11 +184,6 @@ static tg_tensor *act(tg_tape *t, const tg_pw_kind *k, tg_tensor *a, double p0, 
     return tg_pw_apply(t, k, &a, (double[TG_PW_PARAMS]){p0, p1, p2});
 }
 
-tg_tensor *tg_silu(tg_tape *t, tg_tensor *a)
-{
-    TG_DISPATCH(tg_silu, a, (t, a));
-    return act(t, &silu_k, a, 0, 0, 0);
-}
 tg_tensor *tg_softplus(tg_tape *t, tg_tensor *a, double beta, double threshold)
 {
     TG_DISPATCH(tg_softplus, a, (t, a, beta, threshold));
