@@ -278,7 +278,7 @@ static int replay(const char *dir, bool seeds)
         if (e->d_name[0] == '.' || strcmp(e->d_name, "README") == 0) continue;
         char p[600];
         snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        size_t len;
+        size_t len = 0;
         uint8_t *b = slurp(p, &len);
         cr_assert(b, "%s", p);
         tg_safetensors *s;
