@@ -209,6 +209,12 @@ Test(mpi, different_flags_on_the_ranks_end_the_job_naming_both_values)
     };
     use_mpirun(1);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+#if defined(__SANITIZE_ADDRESS__)
+        /* an integer, a choice and a real flag: the one check they share
+         * under the sanitizers, every flag in the other builds (an mpirun
+         * launch each, seconds under ASan) */
+        if (i != 0 && i != 2 && i != 4) continue;
+#endif
         int st = run("train %s --out x : -np 1 '%s' train %s --out x %s", SMALL, SEQTASK, SMALL, cases[i][0]);
         cr_assert(st == 2, "%s: exit status %d\n%s", cases[i][0], st, err_text);
         cr_assert(strstr(err_text, "rank 1: seqtask train: ") && strstr(err_text, cases[i][1]), "%s:\n%s",
