@@ -14,9 +14,10 @@
  * OPENBLAS_CORETYPE=Cooperlake for its AVX-512 kernel). Always float.
  *
  * --dtype bf16: the rows are bench=gemm_bf16 and time tg_gemm_half
- * (core/kernels/gemm_half.h) on bfloat16 operands, then tg_sgemm on the
- * float32 ones they were rounded from, both with 1 and 2 threads (half_t1,
- * half_t2; tg_t1, tg_t2: their ratio in one run), naming the kernel that
+ * (core/kernels/gemm_half.h) on bfloat16 operands, tg_gemm_rounded on the
+ * float32 ones they were rounded from (what autocast runs: rounded as
+ * packed), then tg_sgemm on those, each with 1 and 2 threads (half_t1,
+ * half_t2; rounded_t1, rounded_t2; tg_t1, tg_t2), naming the kernel that
  * ran (half_kernel=; TAPEGRAD_GEMM_HALF forces one). No OpenBLAS.
  *
  * Shapes: the toy model step (B*T = 64*26 = 1664 rows, D = 64, d_ff = 256,
@@ -59,6 +60,11 @@ static const shape SHAPES[] = {
     {"mha_large_av", 128, 64, 128, 0, 0},   {"mha_large_dv", 128, 64, 128, 1, 0},
     {"proj_qkv_fwd", 2048, 1536, 512, 0, 1}, {"proj_out_fwd", 2048, 512, 512, 0, 1},
     {"proj_qkv_dx", 2048, 512, 1536, 0, 0}, {"proj_qkv_dw", 1536, 512, 2048, 1, 0},
+    {"gpt_qkv_fwd", 1024, 768, 256, 0, 1},  {"gpt_out_fwd", 1024, 256, 256, 0, 1},
+    {"gpt_fc1_fwd", 1024, 1024, 256, 0, 1}, {"gpt_fc2_fwd", 1024, 256, 1024, 0, 1},
+    {"gpt_qkv_dx", 1024, 256, 768, 0, 0},   {"gpt_fc1_dx", 1024, 256, 1024, 0, 0},
+    {"gpt_fc2_dx", 1024, 1024, 256, 0, 0},  {"gpt_att_qk", 64, 64, 64, 0, 1},
+    {"gpt_att_av", 64, 64, 64, 0, 0},       {"gpt_att_dv", 64, 64, 64, 1, 0},
     {"gpt_qkv_dw", 768, 256, 1024, 1, 0},   {"gpt_out_dw", 256, 256, 1024, 1, 0},
     {"gpt_fc1_dw", 1024, 256, 1024, 1, 0},  {"gpt_fc2_dw", 256, 1024, 1024, 1, 0},
     {"gpt_qkv_dw2k", 768, 256, 2048, 1, 0}, {"gpt_out_dw2k", 256, 256, 2048, 1, 0},
@@ -66,7 +72,7 @@ static const shape SHAPES[] = {
     {"square", 2048, 2048, 2048, 0, 0},
 };
 
-typedef enum { RUN_TG, RUN_BLAS, RUN_HALF } gemm_impl;
+typedef enum { RUN_TG, RUN_BLAS, RUN_HALF, RUN_ROUNDED } gemm_impl;
 
 typedef struct gemm_ctx {
     const shape *s;
@@ -86,6 +92,10 @@ static int gemm_step(void *p)
             tg_sgemm(s->ta, s->tb, s->M, s->N, s->K, 1.0f, g->a, lda, g->b, ldb, 0.0f, g->c, s->N);
         else if (g->impl == RUN_HALF) {
             if (!tg_gemm_half(TG_BF16, s->ta, s->tb, s->M, s->N, s->K, 1.0f, g->ha, lda, g->hb, ldb, 0.0f, g->c, s->N))
+                return 1;
+        } else if (g->impl == RUN_ROUNDED) {
+            if (!tg_gemm_rounded(TG_BF16, s->ta, s->tb, s->M, s->N, s->K, 1.0f, g->a, lda, g->b, ldb, 0.0f, g->c,
+                                 s->N))
                 return 1;
         } else
             cblas_sgemm(CblasRowMajor, s->ta ? CblasTrans : CblasNoTrans, s->tb ? CblasTrans : CblasNoTrans,
@@ -131,12 +141,14 @@ static int run_bf16(gemm_ctx *g, bu_plan plan)
         tg_free(g->ha), tg_free(g->hb);
         return 1;
     }
-    double half[2][2], tg[2][2]; /* [threads - 1][median, best] */
+    double half[2][2], rnd[2][2], tg[2][2]; /* [threads - 1][median, best] */
     int rc = 0;
     for (int t = 1; t <= 2 && !rc; t++) {
         tg_threads_set(t);
         g->impl = RUN_HALF;
         rc = measure(g, plan, &half[t - 1][0], &half[t - 1][1]);
+        g->impl = RUN_ROUNDED;
+        rc = rc || measure(g, plan, &rnd[t - 1][0], &rnd[t - 1][1]);
         g->impl = RUN_TG;
         rc = rc || measure(g, plan, &tg[t - 1][0], &tg[t - 1][1]);
     }
@@ -145,11 +157,11 @@ static int run_bf16(gemm_ctx *g, bu_plan plan)
         return 1;
     }
     bu_row("bench=gemm_bf16 name=%s M=%d N=%d K=%d ta=%d tb=%d calls=%d half_kernel=%s kernel=%s "
-           "half_t1=%.2f half_t2=%.2f tg_t1=%.2f tg_t2=%.2f best_half_t1=%.2f best_half_t2=%.2f "
-           "best_tg_t1=%.2f best_tg_t2=%.2f",
+           "half_t1=%.2f half_t2=%.2f rounded_t1=%.2f rounded_t2=%.2f tg_t1=%.2f tg_t2=%.2f best_half_t1=%.2f "
+           "best_half_t2=%.2f best_rounded_t1=%.2f best_rounded_t2=%.2f best_tg_t1=%.2f best_tg_t2=%.2f",
            s->name, s->M, s->N, s->K, s->ta, s->tb, g->calls, tg_gemm_half_kernel_name(tg_gemm_half_get_kernel()),
-           tg_gemm_kernel_name(tg_gemm_get_kernel()), half[0][0], half[1][0], tg[0][0], tg[1][0], half[0][1],
-           half[1][1], tg[0][1], tg[1][1]);
+           tg_gemm_kernel_name(tg_gemm_get_kernel()), half[0][0], half[1][0], rnd[0][0], rnd[1][0], tg[0][0],
+           tg[1][0], half[0][1], half[1][1], rnd[0][1], rnd[1][1], tg[0][1], tg[1][1]);
     tg_free(g->ha), tg_free(g->hb);
     return 0;
 }

@@ -24,7 +24,10 @@
  *     L2), MC = 1536. KC is even, so a pair never straddles two K blocks.
  *   - Everything is packed (the pair layout is not any stored layout), into
  *     the pack buffers tg_sgemm keeps per thread (a block's dwords fit in
- *     its floats): no allocation per call.
+ *     its floats): no allocation per call. Packing reads each operand in
+ *     its stored order, and float32 operands (tg_gemm_rounded, every
+ *     autocast product) are rounded as they are packed, so no rounded copy
+ *     is made.
  *   - Threads split C along M (in MR rows) or N (in NR columns), never K, and
  *     an element gets the same instructions in the same order whatever its
  *     tile or thread: bit-identical for any thread count.
@@ -43,7 +46,9 @@
  * (zero products leave the sums' bits alone). Its bits are TDPBF16PS's
  * (emulated in bf16_emu.h), not VDPBF16PS's. Written once (gemm_half_amx.inc) over
  * the tile operations, with the intrinsics and with an emulation
- * (TG_GEMM_HALF_AMX_EMULATED, every CPU). Not run on AMX hardware yet. */
+ * (TG_GEMM_HALF_AMX_EMULATED, every CPU). The tile configuration is loaded
+ * once per thread per product, and a full 32 x 32 block with alpha 1 and
+ * beta 0 is stored from the tiles straight into C. */
 #define _DEFAULT_SOURCE /* syscall (AMX's permission) */
 #include "gemm_half.h"
 
@@ -59,6 +64,7 @@
 #include "gemm.h"
 #include "half.h"
 #include "threads.h"
+#include "vmath.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define TG_BF16_X86 1
@@ -80,19 +86,20 @@
 #define BF_KC 768 /* even: pairs stay inside a K block */
 #define BF_NC 672
 #define BF_MC 1536
-/* One-thread time of a multiply-add, for the thread split: gemm.c's 0.02 ns
- * for float32 halved (VDPBF16PS does two per lane; not measured), and the
- * emulation's: scalar code rounding and flushing each step by hand, about
- * 9 ns on a core without the instruction */
-#define BF_NS_PER_MAC 0.01
+/* One-thread time of a multiply-add, for the thread split, measured at the
+ * GPT-2-style step's shapes (bench_gemm --dtype bf16) on an Intel Xeon with
+ * AMX: the VDPBF16PS kernel about 60 GFLOP/s (that core runs VDPBF16PS at
+ * half its FMA's flop rate: bench_peak), AMX about 300 (the operands
+ * packed and rounded included); and the emulation's: scalar code rounding
+ * and flushing each step by hand, about 9 ns on a core without the
+ * instruction. */
+#define BF_NS_PER_MAC 0.03
 #define BF_NS_PER_MAC_EMULATED 9.0
-/* The AMX kernel's C block, and its time per multiply-add for the thread
- * split: a guess, not measured (no CPU here has AMX): TDPBF16PS's 16 x 16 x
- * 32 multiply-adds in about 16 cycles, 512 a cycle, taken 2.5 times slower
- * for the loads, packing and stores. Its emulation's is the other's. */
+/* The AMX kernel's C block, and its time per multiply-add (above). Its
+ * emulation's is the other's. */
 #define AMX_MR 32
 #define AMX_NR 32
-#define AMX_NS_PER_MAC 0.002
+#define AMX_NS_PER_MAC 0.006
 
 /* ---- kernel selection ------------------------------------------------------- */
 
@@ -436,13 +443,18 @@ _Static_assert(sizeof amx_config == 64, "LDTILECFG reads 64 bytes");
 #define AMX_ATTR static __attribute__((target("amx-tile,amx-bf16,avx512f,fma")))
 /* (the compiler barrier: tileloadd's asm reads the packed panels through a
  * pointer without saying so) */
-#define AMX_BEGIN() do { __asm__ volatile("" ::: "memory"); _tile_loadconfig(&amx_config); } while (0)
-#define AMX_END() _tile_release()
+#define AMX_BEGIN() __asm__ volatile("" ::: "memory")
+#define AMX_END() (void)0
 #define AMX_ZERO(t) _tile_zero(t)
 #define AMX_LOAD(t, p, s) _tile_loadd(t, p, s)
 #define AMX_STORE(t, p, s) _tile_stored(t, p, s)
 #define AMX_DP(c, a, b) _tile_dpbf16ps(c, a, b)
 #include "gemm_half_amx.inc"
+
+/* The tile configuration, loaded once for a thread's share of a product
+ * (LDTILECFG costs as much as a small tile's products) and released after. */
+static __attribute__((target("amx-tile"))) void amx_begin(void) { _tile_loadconfig(&amx_config); }
+static __attribute__((target("amx-tile"))) void amx_end(void) { _tile_release(); }
 #endif
 
 /* ---- packing and blocking --------------------------------------------------- */
@@ -455,22 +467,30 @@ typedef struct bf16_kernel {
     bool a_by_row; /* A panels hold each row's pairs together (AMX's A tiles),
                       not each pair's rows (the broadcasts of VDPBF16PS) */
     double ns_per_mac;
+    void (*begin)(void), (*end)(void); /* around a thread's tile calls, or NULL */
 } bf16_kernel;
 
-static const bf16_kernel BF16_EMULATED = {tile_emulated, BF_MR, BF_NR, 1, false, BF_NS_PER_MAC_EMULATED};
-static const bf16_kernel AMX_EMULATED = {amx_emulated, AMX_MR, AMX_NR, 16, true, BF_NS_PER_MAC_EMULATED};
+static const bf16_kernel BF16_EMULATED = {tile_emulated, BF_MR, BF_NR, 1, false, BF_NS_PER_MAC_EMULATED, NULL, NULL};
+static const bf16_kernel AMX_EMULATED = {amx_emulated, AMX_MR, AMX_NR, 16, true, BF_NS_PER_MAC_EMULATED, NULL, NULL};
 #if TG_BF16_X86
-static const bf16_kernel BF16_AVX512 = {tile_avx512bf16, BF_MR, BF_NR, 1, false, BF_NS_PER_MAC};
+static const bf16_kernel BF16_AVX512 = {tile_avx512bf16, BF_MR, BF_NR, 1, false, BF_NS_PER_MAC, NULL, NULL};
 #endif
 #if TG_AMX
-static const bf16_kernel AMX_TILES = {amx_tiles, AMX_MR, AMX_NR, 16, true, AMX_NS_PER_MAC};
+static const bf16_kernel AMX_TILES = {amx_tiles, AMX_MR, AMX_NR, 16, true, AMX_NS_PER_MAC, amx_begin, amx_end};
 #endif
+
+/* An operand as packing reads it: bfloat16, or float32 rounded to
+ * bfloat16 as it is read (tg_gemm_rounded: no rounded copy is made). */
+typedef struct bf16_src {
+    const void *p;
+    bool f32;
+} bf16_src;
 
 typedef struct bf16_args {
     bool ta, tb;
     int M, N, K;
     float alpha, beta;
-    const uint16_t *A, *B;
+    bf16_src A, B;
     int lda, ldb, ldc;
     float *C;
     const bf16_kernel *kern;
@@ -490,32 +510,84 @@ _Static_assert(sizeof(uint32_t) * BF_MC * (BF_KC / 2) <= TG_GEMM_PACK_A &&
                    sizeof(uint32_t) * BF_NC * (BF_KC / 2) <= TG_GEMM_PACK_B,
                "a packed block fits tg_sgemm's pack buffer");
 
+static inline uint16_t src_at(const void *X, bool f32, size_t i)
+{
+    return f32 ? tg_bf16_from_float(((const float *)X)[i]) : ((const uint16_t *)X)[i];
+}
+
+static inline uint32_t pair_of(const void *X, bool f32, size_t even, size_t odd)
+{
+    return (uint32_t)src_at(X, f32, even) | (uint32_t)src_at(X, f32, odd) << 16;
+}
+
 /* The k-pair dword of line r (a row of op(A), a column of op(B)) at k, k+1
  * of X, where element (r, k) is X[k*ld + r] (kmajor) or X[r*ld + k]; the
  * odd half zero past kend. */
-static uint32_t pair_at(const uint16_t *X, int ld, bool kmajor, size_t r, size_t k, size_t kend)
+static uint32_t pair_at(bf16_src X, int ld, bool kmajor, size_t r, size_t k, size_t kend)
 {
-    uint16_t e = kmajor ? X[k * ld + r] : X[r * ld + k], o = 0;
-    if (k + 1 < kend) o = kmajor ? X[(k + 1) * ld + r] : X[r * ld + k + 1];
-    return (uint32_t)e | (uint32_t)o << 16;
+    uint32_t e = src_at(X.p, X.f32, kmajor ? k * ld + r : r * ld + k), o = 0;
+    if (k + 1 < kend) o = src_at(X.p, X.f32, kmajor ? (k + 1) * ld + r : r * ld + k + 1);
+    return e | o << 16;
 }
+
+/* Pairs [0, full) of lines [0, n) (full = kc/2 pairs lie inside the
+ * block) from X, element (r, k) at X[k*ld + r] (kmajor) or X[r*ld + k],
+ * into the panels of w lines (line r in panel r/w at dst + (r/w)*w*kp).
+ * Each loop reads X in the order it is stored (a kmajor X row by row,
+ * across all panels: a column strip per panel would touch a page per row)
+ * and vectorizes; compiled per vector level and per source type. */
+TG_SIMD_BODY void pack_lines_any(const void *X, bool f32, int ld, bool kmajor, int n, int full, int kp, int w,
+                                 bool by_row, uint32_t *restrict dst)
+{
+    if (!kmajor)
+        for (int r = 0; r < n; r++) {
+            size_t line = (size_t)r * ld;
+            uint32_t *d = dst + (size_t)(r / w) * w * kp + (by_row ? (size_t)(r % w) * kp : (size_t)(r % w));
+            size_t step = by_row ? 1 : (size_t)w;
+            for (int p = 0; p < full; p++) d[p * step] = pair_of(X, f32, line + 2 * p, line + 2 * p + 1);
+        }
+    else
+        for (int p = 0; p < full; p++) {
+            size_t e = (size_t)2 * p * ld;
+            for (int q = 0; q < n; q += w) {
+                int m = n - q < w ? n - q : w;
+                uint32_t *d = dst + (size_t)q * kp;
+                if (by_row)
+                    for (int r = 0; r < m; r++) d[(size_t)r * kp + p] = pair_of(X, f32, e + q + r, e + ld + q + r);
+                else
+                    for (int r = 0; r < m; r++) d[(size_t)p * w + r] = pair_of(X, f32, e + q + r, e + ld + q + r);
+            }
+        }
+}
+#define PACK_PARAMS (const void *X, int ld, bool kmajor, int n, int full, int kp, int w, bool by_row, uint32_t *dst)
+#define PACK_ARGS (X, ld, kmajor, n, full, kp, w, by_row, dst)
+TG_SIMD_BODY void pack_half_body PACK_PARAMS { pack_lines_any(X, false, ld, kmajor, n, full, kp, w, by_row, dst); }
+TG_SIMD_BODY void pack_float_body PACK_PARAMS { pack_lines_any(X, true, ld, kmajor, n, full, kp, w, by_row, dst); }
+TG_SIMD_CLONES(static, pack_half, PACK_PARAMS, PACK_ARGS)
+TG_SIMD_CLONES(static, pack_float, PACK_PARAMS, PACK_ARGS)
 
 /* Lines [r0, r0+n) x k [k0, k0+kc) of X -> panels of w lines and kp pairs
  * (kp >= kc/2 rounded up): panel q at dst + q*w*kp, pair p of line r at
  * r*kp + p (by_row) or p*w + r; lines past n and pairs past kc are zero.
  * A panels: the rows of op(A) (w = mr, kmajor = ta); B panels: the columns
  * of op(B) (w = nr, kmajor = !tb). */
-static void pack_pairs(const uint16_t *X, int ld, bool kmajor, int r0, int n, int k0, int kc, int kp, int w,
-                       bool by_row, uint32_t *dst)
+static void pack_pairs(bf16_src X, int ld, bool kmajor, int r0, int n, int k0, int kc, int kp, int w, bool by_row,
+                       uint32_t *dst)
 {
+    int full = kc / 2;
+    size_t size = X.f32 ? sizeof(float) : sizeof(uint16_t), at = kmajor ? (size_t)k0 * ld + r0 : (size_t)r0 * ld + k0;
+    (X.f32 ? pack_float : pack_half)((const char *)X.p + at * size, ld, kmajor, n, full, kp, w, by_row, dst);
     for (int q = 0; q < n; q += w, dst += (size_t)w * kp) {
         int m = n - q < w ? n - q : w;
-        for (int p = 0; p < kp; p++)
+        size_t line = (size_t)(r0 + q);
+        /* the odd pair, the zero pairs past the block, the zero lines */
+        for (int p = full; p < kp; p++)
             for (int r = 0; r < w; r++)
                 dst[by_row ? (size_t)r * kp + p : (size_t)p * w + r] =
-                    r < m && 2 * p < kc
-                        ? pair_at(X, ld, kmajor, (size_t)(r0 + q + r), (size_t)(k0 + 2 * p), (size_t)(k0 + kc))
-                        : 0;
+                    r < m && 2 * p < kc ? pair_at(X, ld, kmajor, line + r, (size_t)(k0 + 2 * p), (size_t)(k0 + kc))
+                                        : 0;
+        for (int p = 0; p < full; p++)
+            for (int r = m; r < w; r++) dst[by_row ? (size_t)r * kp + p : (size_t)p * w + r] = 0;
     }
 }
 
@@ -564,12 +636,14 @@ static void bf16_chunk(void *ctx, int begin, int end)
     void *a, *b;
     bool own = tg_gemm_pack_buffers(&a, &b) && a != g->own_a;
     if (!own) pthread_mutex_lock(&g->own_lock);
+    if (g->kern->begin) g->kern->begin();
     bf16_block(g, own ? a : g->own_a, own ? b : g->own_b, i0, i1, j0, j1);
+    if (g->kern->end) g->kern->end();
     if (!own) pthread_mutex_unlock(&g->own_lock);
 }
 
-static bool gemm_bf16(const bf16_kernel *kern, bool ta, bool tb, int M, int N, int K, float alpha,
-                      const uint16_t *A, int lda, const uint16_t *B, int ldb, float beta, float *C, int ldc)
+static bool gemm_bf16(const bf16_kernel *kern, bool ta, bool tb, int M, int N, int K, float alpha, bf16_src A,
+                      int lda, bf16_src B, int ldb, float beta, float *C, int ldc)
 {
     bf16_args g = {ta, tb, M, N, K, alpha, beta, A, B, lda, ldb, ldc, C, kern, NULL, NULL, PTHREAD_MUTEX_INITIALIZER};
     if (!tg_gemm_pack_buffers(&g.own_a, &g.own_b))
@@ -630,7 +704,8 @@ static bool kernel_checks_out(tg_gemm_half_kernel k)
     for (int i = 0; i < M * K; i++) a[i] = tg_bf16_from_float(check_uniform(&x));
     for (int i = 0; i < N * K; i++) b[i] = tg_bf16_from_float(check_uniform(&x));
     for (int i = 0; i < M * N; i++) c[i] = c0[i] = check_uniform(&x);
-    bool ok = gemm_bf16(kern, false, true, M, N, K, alpha, a, K, b, K, beta, c, N);
+    bool ok = gemm_bf16(kern, false, true, M, N, K, alpha, (bf16_src){a, false}, K, (bf16_src){b, false}, K, beta,
+                        c, N);
     for (int i = 0; ok && i < M; i++)
         for (int j = 0; ok && j < N; j++) {
             double sum = 0, mag = 0;
@@ -658,7 +733,9 @@ bool tg_gemm_half(tg_dtype dt, bool ta, bool tb, int M, int N, int K, float alph
     /* K == 0 or alpha == 0: C = beta C without reading A or B */
     if (K <= 0 || alpha == 0) ta = tb = false, K = 0;
     const bf16_kernel *kern = kernel_for(dt);
-    if (K > 0 && kern) return gemm_bf16(kern, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    if (K > 0 && kern)
+        return gemm_bf16(kern, ta, tb, M, N, K, alpha, (bf16_src){A, false}, lda, (bf16_src){B, false}, ldb, beta, C,
+                         ldc);
     return gemm_widen(dt, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
@@ -673,6 +750,10 @@ bool tg_gemm_rounded(tg_dtype dt, bool ta, bool tb, int M, int N, int K, float a
 {
     if (M <= 0 || N <= 0) return true;
     if (K <= 0 || alpha == 0) return tg_gemm_half(dt, false, false, M, N, 0, alpha, NULL, 1, NULL, 1, beta, C, ldc);
+    const bf16_kernel *kern = kernel_for(dt);
+    if (kern) /* rounded as packed */
+        return gemm_bf16(kern, ta, tb, M, N, K, alpha, (bf16_src){A, true}, lda, (bf16_src){B, true}, ldb, beta, C,
+                         ldc);
     /* A as stored is [ra x ca], B [rb x cb] */
     int ra = ta ? K : M, ca = ta ? M : K, rb = tb ? N : K, cb = tb ? K : N;
     size_t na = (size_t)ra * ca, nb = (size_t)rb * cb;

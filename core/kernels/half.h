@@ -32,9 +32,10 @@ static inline float tg_bf16_to_float(uint16_t h) { return tg_bits_float((uint32_
  * exponent (the largest floats round to inf). NaN keeps its sign, quiet. */
 static inline uint16_t tg_bf16_from_float(float f)
 {
-    uint32_t u = tg_float_bits(f);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16 & 0x8000u) | 0x7fc0u);
-    return (uint16_t)((u + 0x7fffu + (u >> 16 & 1u)) >> 16);
+    /* both results, then a select: no branch, so loops of it vectorize */
+    uint32_t u = tg_float_bits(f), rounded = (u + 0x7fffu + (u >> 16 & 1u)) >> 16,
+             nan = (u >> 16 & 0x8000u) | 0x7fc0u;
+    return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
 }
 
 /* binary16: sign, 5 exponent bits (bias 15), 10 mantissa bits. */
@@ -88,12 +89,8 @@ static inline void tg_half_widen_n(float *dst, const uint16_t *src, size_t n, tg
         for (size_t i = 0; i < n; i++) dst[i] = tg_f16_to_float(src[i]);
 }
 
-static inline void tg_half_round_n(uint16_t *dst, const float *src, size_t n, tg_dtype dt)
-{
-    if (dt == TG_BF16)
-        for (size_t i = 0; i < n; i++) dst[i] = tg_bf16_from_float(src[i]);
-    else
-        for (size_t i = 0; i < n; i++) dst[i] = tg_f16_from_float(src[i]);
-}
+/* The same bits as the element functions above, at the CPU's vector width
+ * (core/kernels/half.c): every product operand under autocast passes here. */
+void tg_half_round_n(uint16_t *dst, const float *src, size_t n, tg_dtype dt);
 
 #endif

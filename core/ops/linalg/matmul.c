@@ -4,10 +4,11 @@
  *   d op(a) = dout op(b)^T      d op(b) = op(a)^T dout      dbias = colsum(dout)
  * and a transposed operand receives the transpose of its d op(.).
  *
- * Under autocast (core/engine/tape.h) the float32 op rounds a and b to the
- * half type once, keeps those copies for backward, and every GEMM of both
- * passes takes half operands (dout rounded too) with float32 sums
- * (core/kernels/gemm_half.h); bias, dbias and the results stay float32.
+ * Under autocast (core/engine/tape.h) every GEMM of both passes takes its
+ * float32 operands (dout too) rounded to the half type, with float32 sums
+ * (tg_gemm_rounded, core/kernels/gemm_half.h: a bfloat16 kernel rounds as
+ * it packs, so no rounded copy is kept); bias, dbias and the results stay
+ * float32.
  */
 #include <stdio.h>
 #include <string.h>
@@ -16,7 +17,6 @@
 #include "../ops.h"
 #include "../../kernels/blas.h"
 #include "../../kernels/gemm_half.h"
-#include "../../kernels/half.h"
 #include "../../kernels/threads.h"
 
 /* The op's context: what its forward worked out from the shapes. */
@@ -26,54 +26,20 @@ typedef struct mm_dims {
     int M, K, N;
     bool b_batched; /* b has a's batch dims (else broadcast 2-D) */
     tg_dtype half;  /* TG_F32, or autocast's operand type */
-    const uint16_t *ah, *bh; /* under autocast, a leaf's rounded copy kept for backward (NULL: rounded again) */
 } mm_dims;
 
-/* An operand as the GEMMs read it: its data, or its half copy under autocast. */
-typedef struct mm_opnd {
-    const tg_real *f;
-    const uint16_t *h;
-} mm_opnd;
-
-static mm_opnd opnd_at(mm_opnd x, size_t off) { return (mm_opnd){x.f + off, x.h ? x.h + off : NULL}; }
-
-/* C [M,N] = op(A) op(B) + beta C, contiguous as tg_gemm: in float when A has
- * no half copy, else in the half type. False only when the half GEMM's
- * scratch could not be allocated (the error is set). */
-static bool mm_gemm(tg_dtype half, bool ta, bool tb, int M, int N, int K, mm_opnd A, mm_opnd B, tg_real beta,
-                    tg_real *C)
+/* C [M,N] = op(A) op(B) + beta C, contiguous as tg_gemm: in float, or with
+ * the operands rounded to half. False only when the half GEMM's scratch
+ * could not be allocated (the error is set). */
+static bool mm_gemm(tg_dtype half, bool ta, bool tb, int M, int N, int K, const tg_real *A, const tg_real *B,
+                    tg_real beta, tg_real *C)
 {
 #ifndef TAPEGRAD_DOUBLE
-    if (A.h) return tg_gemm_half(half, ta, tb, M, N, K, 1, A.h, ta ? M : K, B.h, tb ? K : N, beta, C, N);
+    if (half != TG_F32) return tg_gemm_rounded(half, ta, tb, M, N, K, 1, A, ta ? M : K, B, tb ? K : N, beta, C, N);
 #endif
     (void)half;
-    tg_gemm(ta, tb, M, N, K, 1, A.f, B.f, beta, C);
+    tg_gemm(ta, tb, M, N, K, 1, A, B, beta, C);
     return true;
-}
-
-/* h [n] = x rounded to half (autocast runs in the float32 copy only) */
-static void round_half(uint16_t *h, const tg_real *x, size_t n, tg_dtype half)
-{
-#ifndef TAPEGRAD_DOUBLE
-    tg_half_round_n(h, x, n, half);
-#else
-    (void)h, (void)x, (void)n, (void)half;
-#endif
-}
-
-/* x's elements rounded to half: a leaf's (a weight's) copy stays in the
- * arena for backward, so a weight is rounded once per step; a temporary's is
- * scratch (*bytes > 0: give it back), rounded again by backward, so autocast
- * keeps no more memory than float32 does. NULL: out of memory, the tape's
- * error set. */
-static uint16_t *half_of(tg_tape *t, const tg_tensor *x, tg_dtype half, size_t *bytes)
-{
-    size_t n = x->size * sizeof(uint16_t) + 1;
-    bool temp = x->tape != 0;
-    uint16_t *h = temp ? tg_arena_scratch(t, n, "tg_matmul") : tg_arena_alloc(t, n, "tg_matmul");
-    if (h) round_half(h, x->data, x->size, half);
-    *bytes = temp ? n : 0;
-    return h;
 }
 
 static bool mm_shapes(tg_tape *t, const tg_op *op, const tg_tensor *a, const tg_tensor *b,
@@ -175,22 +141,13 @@ TG_BACKWARD(matmul_backward, mm_dims)
     tg_real *da = a->requires_grad ? tg_grad_write(t, a, &beta_a) : NULL;
     tg_real *db = b->requires_grad ? tg_grad_write(t, b, &beta_b) : NULL;
     size_t sa = (size_t)d.M * d.K, sb = (size_t)d.K * d.N, so = (size_t)d.M * d.N;
-    mm_opnd A = {a->data, d.ah}, B = {b->data, d.bh}, G = {dout, NULL};
-    uint16_t *gh = NULL, *ah = NULL, *bh = NULL;
-    size_t gh_bytes = out->size * sizeof *gh + 1, ah_bytes = 0, bh_bytes = 0;
-    if (d.half != TG_F32) {
-        if (!(gh = tg_arena_scratch(t, gh_bytes, "tg_matmul"))) return;
-        round_half(gh, dout, out->size, d.half);
-        G.h = gh;
-        if (db && !A.h && !(A.h = ah = half_of(t, a, d.half, &ah_bytes))) goto done;
-        if (da && !B.h && !(B.h = bh = half_of(t, b, d.half, &bh_bytes))) goto done;
-    }
+    const tg_real *A = a->data, *B = b->data, *G = dout;
     bool ok = true;
     /* A broadcast b with an untransposed a: one GEMM over all batch * M rows, as forward. */
     int steps = d.b_batched || ta ? d.batch : 1, M = steps == 1 ? d.batch * d.M : d.M;
     if (da) {
         for (int i = 0; i < steps; i++) {
-            mm_opnd bi = opnd_at(B, d.b_batched ? i * sb : 0), gi = opnd_at(G, i * so);
+            const tg_real *bi = B + (d.b_batched ? i * sb : 0), *gi = G + i * so;
             if (!ta) /* da [M,K] += dout [M,N] op(b)^T */
                 ok &= mm_gemm(d.half, 0, !tb, M, d.K, d.N, gi, bi, beta_a, da + i * sa);
             else     /* da [K,M] += op(b) [K,N] dout^T */
@@ -199,7 +156,7 @@ TG_BACKWARD(matmul_backward, mm_dims)
     }
     if (db) {
         for (int i = 0; i < steps; i++) {
-            mm_opnd ai = opnd_at(A, i * sa), gi = opnd_at(G, i * so);
+            const tg_real *ai = A + i * sa, *gi = G + i * so;
             tg_real *dbi = db + (d.b_batched ? i * sb : 0);
             tg_real beta = d.b_batched || i == 0 ? beta_b : 1;  /* a broadcast b sums the steps */
             if (!tb) /* db [K,N] += op(a)^T [K,M] dout [M,N] */
@@ -209,10 +166,6 @@ TG_BACKWARD(matmul_backward, mm_dims)
         }
     }
     if (!ok) tg_fail(t, "tg_matmul: backward: %s", tg_error());
-done:
-    if (bh && bh_bytes) tg_arena_release(t, bh, bh_bytes);
-    if (ah && ah_bytes) tg_arena_release(t, ah, ah_bytes);
-    if (gh) tg_arena_release(t, gh, gh_bytes);
 }
 
 TG_OP(matmul_op, "tg_matmul", matmul_backward, mm_dims);
@@ -233,15 +186,7 @@ tg_tensor *tg_matmul(tg_tape *t, tg_tensor *a, tg_tensor *b, tg_tensor *bias, un
     bool ta = flags & TG_TRANS_A, tb = flags & TG_TRANS_B;
     size_t sa = (size_t)d.M * d.K, sb = (size_t)d.K * d.N, so = (size_t)d.M * d.N;
     d.half = TG_REAL_DTYPE == TG_F32 ? tg_tape_autocast(t) : TG_F32;
-    d.ah = d.bh = NULL;
-    uint16_t *ah = NULL, *bh = NULL;
-    size_t ah_bytes = 0, bh_bytes = 0;
-    bool cast = d.half != TG_F32 && out->size > 0 && d.K > 0;
-    if (cast && (!(ah = half_of(t, a, d.half, &ah_bytes)) || !(bh = half_of(t, b, d.half, &bh_bytes)))) {
-        if (ah && ah_bytes) tg_arena_release(t, ah, ah_bytes);
-        return NULL;
-    }
-    mm_opnd A = {a->data, ah}, B = {b->data, bh};
+    bool cast = d.half != TG_F32;
     /* the float path: one GEMM for an untransposed a and a 2-D b, bias in its store */
     bool one_gemm = !d.b_batched && !ta && out->size > 0 && d.K > 0;
     tg_real beta = 0;
@@ -259,16 +204,13 @@ tg_tensor *tg_matmul(tg_tape *t, tg_tensor *a, tg_tensor *b, tg_tensor *bias, un
         if (bias) tg_gemm_bias(0, tb, d.batch * d.M, d.N, d.K, a->data, b->data, bias->data, out->data);
         else tg_gemm(0, tb, d.batch * d.M, d.N, d.K, 1, a->data, b->data, 0, out->data);
     } else if (one_gemm) {
-        ok = mm_gemm(d.half, 0, tb, d.batch * d.M, d.N, d.K, A, B, beta, out->data);
+        ok = mm_gemm(d.half, 0, tb, d.batch * d.M, d.N, d.K, a->data, b->data, beta, out->data);
     } else {
         for (int i = 0; i < d.batch; i++)
-            ok &= mm_gemm(d.half, ta, tb, d.M, d.N, d.K, opnd_at(A, i * sa), opnd_at(B, d.b_batched ? i * sb : 0),
+            ok &= mm_gemm(d.half, ta, tb, d.M, d.N, d.K, a->data + i * sa, b->data + (d.b_batched ? i * sb : 0),
                           beta, out->data + i * so);
     }
-    if (bh_bytes) tg_arena_release(t, bh, bh_bytes);
-    if (ah_bytes) tg_arena_release(t, ah, ah_bytes);
     if (!ok) return tg_op_fail(t, &matmul_op, "%s", tg_error());
-    d.ah = ah_bytes ? NULL : ah, d.bh = bh_bytes ? NULL : bh; /* the kept copies */
     if (!tg_op_record(t, &matmul_op, out, in, 3, &d)) return NULL;
     return tg_op_done(t, &matmul_op, out);
 }
