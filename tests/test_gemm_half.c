@@ -530,12 +530,18 @@ Test(gemm_half, env_naming_no_kernel_is_said, .init = cr_redirect_stderr)
 }
 
 /* tg_gemm_rounded rounds its float32 operands as tg_half_from_float does and
- * runs tg_gemm_half on them: the same bits, with leading dimensions. */
-Test(gemm_half, rounded_float_operands_give_the_half_products_bits)
+ * runs tg_gemm_half's product on them (a bfloat16 kernel rounds them as it
+ * packs, in each of its four layouts): the same bits, with leading
+ * dimensions, an odd K, two K blocks, one and two threads. float16 is
+ * rounded into copies, on the widening kernel. */
+static void rounded_bits(tg_dtype dt, int threads)
 {
-    for (int d = 0; d < 2; d++)
+    static const int shapes[][3] = {{33, 17, 45}, {40, 130, 1001}, {300, 70, 129}};
+    bool emulated = is_emulated(tg_gemm_half_get_kernel());
+    tg_threads_set(threads);
+    for (int s = 0; s < (emulated ? 1 : 3); s++)
         for (int t = 0; t < 4; t++) {
-            problem p = make(d ? TG_F16 : TG_BF16, t & 1, t & 2, 33, 17, 45, 0.5f, 0.25f, 3);
+            problem p = make(dt, t & 1, t & 2, shapes[s][0], shapes[s][1], shapes[s][2], 0.5f, 0.25f, 3);
             size_t nc = (size_t)p.M * p.ldc;
             run(&p);
             float *want = malloc(nc * 4);
@@ -544,10 +550,21 @@ Test(gemm_half, rounded_float_operands_give_the_half_products_bits)
             memcpy(p.C, p.C0, nc * 4);
             cr_assert(tg_gemm_rounded(p.dt, p.ta, p.tb, p.M, p.N, p.K, p.alpha, p.af, p.lda, p.bf, p.ldb, p.beta, p.C,
                                       p.ldc));
-            cr_assert(memcmp(want, p.C, nc * 4) == 0, "%s ta=%d tb=%d", tg_dtype_name(p.dt), t & 1, (t & 2) != 0);
+            cr_assert(memcmp(want, p.C, nc * 4) == 0, "%s %s M=%d N=%d K=%d ta=%d tb=%d, %d threads",
+                      tg_gemm_half_kernel_name(tg_gemm_half_get_kernel()), tg_dtype_name(p.dt), p.M, p.N, p.K, t & 1,
+                      (t & 2) != 0, threads);
             free(want);
             release(&p);
         }
+}
+
+Test(gemm_half, rounded_float_operands_give_the_half_products_bits)
+{
+    for (int k = 0; k < NKERNELS; k++)
+        if (use_kernel(KERNELS[k], "rounded as packed"))
+            for (int threads = 1; threads <= 2; threads++) rounded_bits(TG_BF16, threads);
+    tg_gemm_half_set_kernel(TG_GEMM_HALF_WIDEN);
+    rounded_bits(TG_F16, 2);
 }
 
 /* The operand copies are kept per thread: a product no larger than one before

@@ -28,9 +28,12 @@
  *     its stored order, and float32 operands (tg_gemm_rounded, every
  *     autocast product) are rounded as they are packed, so no rounded copy
  *     is made.
- *   - Threads split C along M (in MR rows) or N (in NR columns), never K, and
- *     an element gets the same instructions in the same order whatever its
- *     tile or thread: bit-identical for any thread count.
+ *   - Block by block (K outer), B's block is packed once, by all threads,
+ *     into the calling thread's buffer; then threads split the block's C
+ *     along M (in MR rows, each packing its A rows) or, for a short M, along
+ *     N (in NR columns, A packed once like B). Never along K: an element
+ *     gets the same instructions in the same order whatever its tile or
+ *     thread, bit-identical for any thread count.
  * It is written once (gemm_half_tile.inc) over a few vector operations that
  * have two implementations: the intrinsics, and a scalar emulation of them
  * (bf16_emu.h, the SDM's VDPBF16PS in scalar code), which runs on every CPU as the
@@ -40,10 +43,10 @@
  * The AMX kernel, for Linux on CPUs with AMX-BF16 (TDPBF16PS: a 16 x 16
  * float32 tile += a 16-row x 16-pair tile times a 16-pair x 16-column one),
  * is the same blocking, packing and thread split with another tile: a 32 x
- * 32 block of C in four tiles, A packed row by row (an A tile's row is a
- * row's 16 pairs, 64 bytes), B in the pair layout above (a B tile's row is
- * a pair's 16 columns), K blocks padded with zero pairs to a multiple of 16
- * (zero products leave the sums' bits alone). Its bits are TDPBF16PS's
+ * 32 block of C in four tiles, each operand tile packed as 1 KiB of
+ * contiguous memory (pair_index: an A tile's row is a row's 16 pairs, a B
+ * tile's row a pair's 16 columns), K blocks padded with zero pairs to a
+ * multiple of 16 (zero products leave the sums' bits alone). Its bits are TDPBF16PS's
  * (emulated in bf16_emu.h), not VDPBF16PS's. Written once (gemm_half_amx.inc) over
  * the tile operations, with the intrinsics and with an emulation
  * (TG_GEMM_HALF_AMX_EMULATED, every CPU). The tile configuration is loaded
@@ -486,6 +489,9 @@ typedef struct bf16_src {
     bool f32;
 } bf16_src;
 
+/* The product, and the block of it being computed: K block [pc, pc+kc)
+ * (kp pairs) by N block [jc, jc+nc), whose B panels are packed once into
+ * the calling thread's B buffer and read by every thread. */
 typedef struct bf16_args {
     bool ta, tb;
     int M, N, K;
@@ -494,15 +500,20 @@ typedef struct bf16_args {
     int lda, ldb, ldc;
     float *C;
     const bf16_kernel *kern;
-    /* the calling thread's pack buffers, lent to a worker that cannot get
-       its own (out of memory): the product always completes */
-    void *own_a, *own_b;
+    uint32_t *b;      /* the shared B block */
+    int pc, kc, kp, jc, nc;
+    bool split_m;     /* threads take rows of C, each packing its A rows; else
+                         columns of the block, A packed once into own_a */
+    /* the calling thread's A buffer, lent to a worker that cannot get its
+       own (out of memory): the product always completes */
+    void *own_a;
     pthread_mutex_t own_lock;
 } bf16_args;
 
 /* The blocks are packed into tg_sgemm's per-thread buffers: an A block is
  * at most BF_MC rows (a multiple of every MR) of BF_KC / 2 pairs (a multiple
- * of every kq), a B block BF_NC columns (a multiple of every NR). */
+ * of every kq), a B block at least BF_NC columns (a multiple of every NR;
+ * more when K is shorter). */
 _Static_assert(BF_MC % BF_MR == 0 && BF_MC % AMX_MR == 0 && BF_NC % BF_NR == 0 && BF_NC % AMX_NR == 0 &&
                    BF_KC / 2 % 16 == 0,
                "the blocks are whole tiles and steps");
@@ -530,131 +541,192 @@ static uint32_t pair_at(bf16_src X, int ld, bool kmajor, size_t r, size_t k, siz
     return e | o << 16;
 }
 
+/* The panel layout: a panel is w lines (rows of op(A) or columns of
+ * op(B)) by kp pairs, cut into groups of G pairs (G = the kernel's kq, 1 or
+ * 16), each group w x G dwords, in which every 16 lines are one block of
+ * 16 x G, by line (by_row: line l's G pairs together) or by pair. With G =
+ * 1 that is pair p of line l at p*w + l (VDPBF16PS's broadcasts and
+ * vectors); with G = 16 every block is one AMX tile, 1 KiB contiguous (a
+ * strided tile load is slower). */
+static inline size_t pair_index(int l, int p, int w, int G, bool by_row)
+{
+    size_t block = (size_t)(p / G) * w * G + (size_t)(l / 16) * 16 * G;
+    return block + (by_row ? (size_t)(l % 16) * G + p % G : (size_t)(p % G) * 16 + l % 16);
+}
+
 /* Pairs [0, full) of lines [0, n) (full = kc/2 pairs lie inside the
- * block) from X, element (r, k) at X[k*ld + r] (kmajor) or X[r*ld + k],
- * into the panels of w lines (line r in panel r/w at dst + (r/w)*w*kp).
+ * block) from X, element (l, k) at X[k*ld + l] (kmajor) or X[l*ld + k],
+ * into the panels of w lines (line l in panel l/w at dst + (l/w)*w*kp).
  * Each loop reads X in the order it is stored (a kmajor X row by row,
  * across all panels: a column strip per panel would touch a page per row)
- * and vectorizes; compiled per vector level and per source type. */
-TG_SIMD_BODY void pack_lines_any(const void *X, bool f32, int ld, bool kmajor, int n, int full, int kp, int w,
+ * and its inner loop runs along contiguous memory where the layout has it;
+ * compiled per vector level, per source type and per G. */
+TG_SIMD_BODY void pack_lines_any(const void *X, bool f32, int ld, bool kmajor, int n, int full, int kp, int w, int G,
                                  bool by_row, uint32_t *restrict dst)
 {
     if (!kmajor)
-        for (int r = 0; r < n; r++) {
-            size_t line = (size_t)r * ld;
-            uint32_t *d = dst + (size_t)(r / w) * w * kp + (by_row ? (size_t)(r % w) * kp : (size_t)(r % w));
-            size_t step = by_row ? 1 : (size_t)w;
-            for (int p = 0; p < full; p++) d[p * step] = pair_of(X, f32, line + 2 * p, line + 2 * p + 1);
+        for (int l = 0; l < n; l++) {
+            size_t line = (size_t)l * ld, step = by_row ? 1 : 16;
+            uint32_t *d = dst + (size_t)(l / w) * w * kp;
+            for (int p0 = 0; p0 < full; p0 += G) {
+                uint32_t *g = d + pair_index(l % w, p0, w, G, by_row);
+                int pe = full - p0 < G ? full - p0 : G;
+                for (int p = 0; p < pe; p++) g[p * step] = pair_of(X, f32, line + 2 * (p0 + p), line + 2 * (p0 + p) + 1);
+            }
         }
     else
         for (int p = 0; p < full; p++) {
-            size_t e = (size_t)2 * p * ld;
-            for (int q = 0; q < n; q += w) {
-                int m = n - q < w ? n - q : w;
-                uint32_t *d = dst + (size_t)q * kp;
-                if (by_row)
-                    for (int r = 0; r < m; r++) d[(size_t)r * kp + p] = pair_of(X, f32, e + q + r, e + ld + q + r);
-                else
-                    for (int r = 0; r < m; r++) d[(size_t)p * w + r] = pair_of(X, f32, e + q + r, e + ld + q + r);
-            }
+            size_t e = (size_t)2 * p * ld, step = by_row ? (size_t)G : 1;
+            for (int q = 0; q < n; q += w)
+                for (int s = 0; s < w && q + s < n; s += 16) {
+                    uint32_t *d = dst + (size_t)q * kp + pair_index(s, p, w, G, by_row);
+                    int m = n - q - s < 16 ? n - q - s : 16;
+                    m = w - s < m ? w - s : m;
+                    for (int l = 0; l < m; l++) d[l * step] = pair_of(X, f32, e + q + s + l, e + ld + q + s + l);
+                }
         }
 }
-#define PACK_PARAMS (const void *X, int ld, bool kmajor, int n, int full, int kp, int w, bool by_row, uint32_t *dst)
+#define PACK_PARAMS \
+    (const void *X, int ld, bool kmajor, int n, int full, int kp, int w, bool by_row, uint32_t *dst)
 #define PACK_ARGS (X, ld, kmajor, n, full, kp, w, by_row, dst)
-TG_SIMD_BODY void pack_half_body PACK_PARAMS { pack_lines_any(X, false, ld, kmajor, n, full, kp, w, by_row, dst); }
-TG_SIMD_BODY void pack_float_body PACK_PARAMS { pack_lines_any(X, true, ld, kmajor, n, full, kp, w, by_row, dst); }
-TG_SIMD_CLONES(static, pack_half, PACK_PARAMS, PACK_ARGS)
-TG_SIMD_CLONES(static, pack_float, PACK_PARAMS, PACK_ARGS)
+TG_SIMD_BODY void pack_half1_body PACK_PARAMS { pack_lines_any(X, false, ld, kmajor, n, full, kp, w, 1, by_row, dst); }
+TG_SIMD_BODY void pack_float1_body PACK_PARAMS { pack_lines_any(X, true, ld, kmajor, n, full, kp, w, 1, by_row, dst); }
+TG_SIMD_BODY void pack_half16_body PACK_PARAMS { pack_lines_any(X, false, ld, kmajor, n, full, kp, w, 16, by_row, dst); }
+TG_SIMD_BODY void pack_float16_body PACK_PARAMS { pack_lines_any(X, true, ld, kmajor, n, full, kp, w, 16, by_row, dst); }
+TG_SIMD_CLONES(static, pack_half1, PACK_PARAMS, PACK_ARGS)
+TG_SIMD_CLONES(static, pack_float1, PACK_PARAMS, PACK_ARGS)
+TG_SIMD_CLONES(static, pack_half16, PACK_PARAMS, PACK_ARGS)
+TG_SIMD_CLONES(static, pack_float16, PACK_PARAMS, PACK_ARGS)
 
 /* Lines [r0, r0+n) x k [k0, k0+kc) of X -> panels of w lines and kp pairs
- * (kp >= kc/2 rounded up): panel q at dst + q*w*kp, pair p of line r at
- * r*kp + p (by_row) or p*w + r; lines past n and pairs past kc are zero.
- * A panels: the rows of op(A) (w = mr, kmajor = ta); B panels: the columns
- * of op(B) (w = nr, kmajor = !tb). */
-static void pack_pairs(bf16_src X, int ld, bool kmajor, int r0, int n, int k0, int kc, int kp, int w, bool by_row,
-                       uint32_t *dst)
+ * (kp >= kc/2 rounded up to G) in pair_index's layout, panel q at dst +
+ * q*w*kp; lines past n and pairs past kc are zero. A panels: the rows of
+ * op(A) (w = mr, kmajor = ta); B panels: the columns of op(B) (w = nr,
+ * kmajor = !tb). */
+static void pack_pairs(bf16_src X, int ld, bool kmajor, int r0, int n, int k0, int kc, int kp, int w, int G,
+                       bool by_row, uint32_t *dst)
 {
     int full = kc / 2;
     size_t size = X.f32 ? sizeof(float) : sizeof(uint16_t), at = kmajor ? (size_t)k0 * ld + r0 : (size_t)r0 * ld + k0;
-    (X.f32 ? pack_float : pack_half)((const char *)X.p + at * size, ld, kmajor, n, full, kp, w, by_row, dst);
+    void (*pack)PACK_PARAMS = G == 16 ? (X.f32 ? pack_float16 : pack_half16) : X.f32 ? pack_float1 : pack_half1;
+    pack((const char *)X.p + at * size, ld, kmajor, n, full, kp, w, by_row, dst);
     for (int q = 0; q < n; q += w, dst += (size_t)w * kp) {
         int m = n - q < w ? n - q : w;
         size_t line = (size_t)(r0 + q);
         /* the odd pair, the zero pairs past the block, the zero lines */
         for (int p = full; p < kp; p++)
-            for (int r = 0; r < w; r++)
-                dst[by_row ? (size_t)r * kp + p : (size_t)p * w + r] =
-                    r < m && 2 * p < kc ? pair_at(X, ld, kmajor, line + r, (size_t)(k0 + 2 * p), (size_t)(k0 + kc))
+            for (int l = 0; l < w; l++)
+                dst[pair_index(l, p, w, G, by_row)] =
+                    l < m && 2 * p < kc ? pair_at(X, ld, kmajor, line + l, (size_t)(k0 + 2 * p), (size_t)(k0 + kc))
                                         : 0;
         for (int p = 0; p < full; p++)
-            for (int r = m; r < w; r++) dst[by_row ? (size_t)r * kp + p : (size_t)p * w + r] = 0;
+            for (int l = m; l < w; l++) dst[pair_index(l, p, w, G, by_row)] = 0;
     }
 }
 
 /* The pairs of a K block of kc, padded to the kernel's step. */
 static int block_pairs(const bf16_kernel *kern, int kc) { return ((kc + 1) / 2 + kern->kq - 1) / kern->kq * kern->kq; }
 
-/* C[i0:i1, j0:j1] of the whole product with pack buffers a and b. */
-static void bf16_block(const bf16_args *g, uint32_t *a, uint32_t *b, int i0, int i1, int j0, int j1)
+/* One-thread time of packing an element (read, rounded, stored), for the
+ * thread split of B's packing. */
+#define PACK_NS 0.3
+
+/* B panels [begin, end) of the block into the shared buffer. */
+static void bf16_pack_b(void *ctx, int begin, int end)
+{
+    const bf16_args *g = ctx;
+    int nr = g->kern->nr, j0 = begin * nr, j1 = end * nr < g->nc ? end * nr : g->nc;
+    pack_pairs(g->B, g->ldb, !g->tb, g->jc + j0, j1 - j0, g->pc, g->kc, g->kp, nr, g->kern->kq, false,
+               g->b + (size_t)j0 * g->kp);
+}
+
+/* A panels [begin, end) of the K block into the shared A buffer (!split_m). */
+static void bf16_pack_a(void *ctx, int begin, int end)
+{
+    const bf16_args *g = ctx;
+    int mr = g->kern->mr, i0 = begin * mr, i1 = end * mr < g->M ? end * mr : g->M;
+    pack_pairs(g->A, g->lda, g->ta, i0, i1 - i0, g->pc, g->kc, g->kp, mr, g->kern->kq, g->kern->a_by_row,
+               (uint32_t *)g->own_a + (size_t)i0 * g->kp);
+}
+
+/* C[i0:i1, jc+j0 : jc+j1] of the block, A's rows packed into a (or, with
+ * !pack, already there from row 0). */
+static void bf16_tiles(const bf16_args *g, uint32_t *a, bool pack, int i0, int i1, int j0, int j1)
 {
     const bf16_kernel *kern = g->kern;
-    int mr = kern->mr, nr = kern->nr;
+    int mr = kern->mr, nr = kern->nr, kp = g->kp;
+    float beta = g->pc == 0 ? g->beta : 1.0f;
     for (int ic = i0; ic < i1; ic += BF_MC) {
         int mc = i1 - ic < BF_MC ? i1 - ic : BF_MC;
-        for (int pc = 0; pc < g->K; pc += BF_KC) {
-            int kc = g->K - pc < BF_KC ? g->K - pc : BF_KC, kp = block_pairs(kern, kc);
-            float beta = pc == 0 ? g->beta : 1.0f;
-            pack_pairs(g->A, g->lda, g->ta, ic, mc, pc, kc, kp, mr, kern->a_by_row, a);
-            for (int jc = j0; jc < j1; jc += BF_NC) {
-                int nc = j1 - jc < BF_NC ? j1 - jc : BF_NC;
-                pack_pairs(g->B, g->ldb, !g->tb, jc, nc, pc, kc, kp, nr, false, b);
-                for (int ir = 0; ir < mc; ir += mr)
-                    for (int jr = 0; jr < nc; jr += nr) {
-                        float *c = g->C + (size_t)(ic + ir) * g->ldc + jc + jr;
-                        int m = mc - ir < mr ? mc - ir : mr, n = nc - jr < nr ? nc - jr : nr;
-                        kern->tile(a + (size_t)ir * kp, b + (size_t)jr * kp, kp, c, g->ldc, m, n, g->alpha, beta);
-                    }
+        if (pack) pack_pairs(g->A, g->lda, g->ta, ic, mc, g->pc, g->kc, kp, mr, kern->kq, kern->a_by_row, a);
+        else a = (uint32_t *)g->own_a + (size_t)ic * kp;
+        for (int ir = 0; ir < mc; ir += mr)
+            for (int jr = j0; jr < j1; jr += nr) {
+                float *c = g->C + (size_t)(ic + ir) * g->ldc + g->jc + jr;
+                int m = mc - ir < mr ? mc - ir : mr, n = j1 - jr < nr ? j1 - jr : nr;
+                kern->tile(a + (size_t)ir * kp, g->b + (size_t)jr * kp, kp, c, g->ldc, m, n, g->alpha, beta);
             }
-        }
     }
 }
 
-/* A thread's share: tiles [begin, end) along M (split_m, mr rows each) or N
- * (nr columns each), packed into the thread's own buffers. */
-typedef struct bf16_job {
-    bf16_args *g;
-    bool split_m;
-} bf16_job;
-
+/* A thread's share of the block: tiles [begin, end) along M (split_m, mr
+ * rows each) or along the block's columns (nr each). */
 static void bf16_chunk(void *ctx, int begin, int end)
 {
-    const bf16_job *job = ctx;
-    bf16_args *g = job->g;
-    int i0 = 0, i1 = g->M, j0 = 0, j1 = g->N, mr = g->kern->mr, nr = g->kern->nr;
-    if (job->split_m) i0 = begin * mr, i1 = end * mr < g->M ? end * mr : g->M;
-    else j0 = begin * nr, j1 = end * nr < g->N ? end * nr : g->N;
+    bf16_args *g = ctx;
+    int i0 = 0, i1 = g->M, j0 = 0, j1 = g->nc, mr = g->kern->mr, nr = g->kern->nr;
+    if (!g->split_m) {
+        j0 = begin * nr, j1 = end * nr < g->nc ? end * nr : g->nc;
+        if (g->kern->begin) g->kern->begin();
+        bf16_tiles(g, NULL, false, i0, i1, j0, j1);
+        if (g->kern->end) g->kern->end();
+        return;
+    }
+    i0 = begin * mr, i1 = end * mr < g->M ? end * mr : g->M;
     void *a, *b;
     bool own = tg_gemm_pack_buffers(&a, &b) && a != g->own_a;
     if (!own) pthread_mutex_lock(&g->own_lock);
     if (g->kern->begin) g->kern->begin();
-    bf16_block(g, own ? a : g->own_a, own ? b : g->own_b, i0, i1, j0, j1);
+    bf16_tiles(g, own ? a : g->own_a, true, i0, i1, j0, j1);
     if (g->kern->end) g->kern->end();
     if (!own) pthread_mutex_unlock(&g->own_lock);
 }
 
+/* Block by block (K outer, so that each element of C gets its K blocks in
+ * order, whatever the cut): B's block packed once by all threads, then its
+ * tiles computed by all threads. */
 static bool gemm_bf16(const bf16_kernel *kern, bool ta, bool tb, int M, int N, int K, float alpha, bf16_src A,
                       int lda, bf16_src B, int ldb, float beta, float *C, int ldc)
 {
-    bf16_args g = {ta, tb, M, N, K, alpha, beta, A, B, lda, ldb, ldc, C, kern, NULL, NULL, PTHREAD_MUTEX_INITIALIZER};
-    if (!tg_gemm_pack_buffers(&g.own_a, &g.own_b))
+    bf16_args g = {.ta = ta, .tb = tb, .M = M, .N = N, .K = K, .alpha = alpha, .beta = beta, .A = A, .B = B,
+                   .lda = lda, .ldb = ldb, .ldc = ldc, .C = C, .kern = kern, .own_lock = PTHREAD_MUTEX_INITIALIZER};
+    void *b;
+    if (!tg_gemm_pack_buffers(&g.own_a, &b))
         return tg_error_set("tg_gemm_half: out of memory for the pack buffers of [%d,%d] x [%d,%d]", M, K, K, N) == 0;
-    /* Split the larger of M and N: the other operand's packing is what every
-     * thread repeats. */
-    bool split_m = M >= N;
-    int tiles = split_m ? (M + kern->mr - 1) / kern->mr : (N + kern->nr - 1) / kern->nr;
-    bf16_job job = {&g, split_m};
-    if (tiles > 1 && tg_parallel_pays((double)M * N * K * kern->ns_per_mac)) tg_parallel_for(tiles, bf16_chunk, &job);
-    else bf16_chunk(&job, 0, tiles);
+    g.b = b;
+    int mr = kern->mr, nr = kern->nr, kc0 = K < BF_KC ? K : BF_KC;
+    /* as many columns as the B buffer holds at this K */
+    int ncmax = (int)(TG_GEMM_PACK_B / (sizeof(uint32_t) * (size_t)block_pairs(kern, kc0))) / nr * nr;
+    for (g.pc = 0; g.pc < K; g.pc += BF_KC) {
+        g.kc = K - g.pc < BF_KC ? K - g.pc : BF_KC, g.kp = block_pairs(kern, g.kc);
+        for (g.jc = 0; g.jc < N; g.jc += ncmax) {
+            g.nc = N - g.jc < ncmax ? N - g.jc : ncmax;
+            int panels = (g.nc + nr - 1) / nr, rows = (M + mr - 1) / mr;
+            if (panels > 1 && tg_parallel_pays((double)g.nc * g.kc * PACK_NS)) tg_parallel_for(panels, bf16_pack_b, &g);
+            else bf16_pack_b(&g, 0, panels);
+            /* Threads take rows where there are more of them than columns; else
+               A's block (at most BF_MC rows: it fits the buffer) is packed once too */
+            g.split_m = M >= g.nc || M > BF_MC;
+            if (!g.split_m) {
+                if (rows > 1 && tg_parallel_pays((double)M * g.kc * PACK_NS)) tg_parallel_for(rows, bf16_pack_a, &g);
+                else bf16_pack_a(&g, 0, rows);
+            }
+            int tiles = g.split_m ? rows : panels;
+            if (tiles > 1 && tg_parallel_pays((double)M * g.nc * g.kc * kern->ns_per_mac))
+                tg_parallel_for(tiles, bf16_chunk, &g);
+            else bf16_chunk(&g, 0, tiles);
+        }
+    }
     pthread_mutex_destroy(&g.own_lock);
     return true;
 }
