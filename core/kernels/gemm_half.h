@@ -25,10 +25,12 @@
 bool tg_gemm_half(tg_dtype dt, bool ta, bool tb, int M, int N, int K, float alpha, const uint16_t *A, int lda,
                   const uint16_t *B, int ldb, float beta, float *C, int ldc);
 
-/* The same with float32 operands, each element rounded to dt first: the
- * products autocast runs on float32 blocks (attention's, convolution's
- * columns). False, with the error set, when the rounded copies cannot be
- * allocated (C unchanged). */
+/* The same with float32 operands, each element rounded to dt first: every
+ * product autocast runs (tg_matmul's, attention's, convolution's). A
+ * bfloat16 kernel rounds the operands as it packs them, making no copy;
+ * the widening kernel rounds them into per-thread copies first. False, with
+ * the error set, when those copies or the pack buffers cannot be allocated
+ * (C unchanged). */
 bool tg_gemm_rounded(tg_dtype dt, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
                      const float *B, int ldb, float beta, float *C, int ldc);
 
