@@ -24,8 +24,9 @@
  * vocab 20: forward x W^T, backward dX = dY W and dW = dY^T x), attention per
  * (batch, head) (T = 26, d_head = 16; toy MHA L = 16; large MHA L = 128,
  * d_head = 64), the large MHA projections (2048 rows, D = 512, 3E = 1536),
- * the GPT-2-style step's weight grads (D = 256, d_ff 1024, B*T = 1024 and
- * 2048 rows) and the square 2048^3.
+ * the GPT-2-style step's products (D = 256, d_ff 1024, B*T = 1024 rows:
+ * forward, dX and dW, and attention per (batch, head), T = d_head = 64; and
+ * the weight grads at 2048 rows) and the square 2048^3.
  */
 #include <cblas.h>
 #include <stdio.h>
