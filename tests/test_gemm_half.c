@@ -567,6 +567,40 @@ Test(gemm_half, rounded_float_operands_give_the_half_products_bits)
     rounded_bits(TG_F16, 2);
 }
 
+/* tg_gemm_rounded_bias (a linear layer's forward under autocast) gives the
+ * bits of tg_gemm_rounded with beta 1 on a C holding the bias rows, the
+ * bias added as the tiles are stored (edge tiles, two K blocks, both
+ * transposes of B, one and two threads), and writes nothing but C. */
+static void bias_bits(int threads)
+{
+    static const int shapes[][3] = {{33, 17, 45}, {70, 100, 1001}, {64, 96, 64}};
+    bool emulated = is_emulated(tg_gemm_half_get_kernel());
+    tg_threads_set(threads);
+    for (int s = 0; s < (emulated ? 1 : 3); s++)
+        for (int tb = 0; tb < 2; tb++) {
+            problem p = make(TG_BF16, false, tb, shapes[s][0], shapes[s][1], shapes[s][2], 1.0f, 1.0f, 0);
+            size_t nc = (size_t)p.M * p.N;
+            float *bias = malloc(sizeof *bias * (size_t)p.N), *got = malloc(nc * 4);
+            cr_assert(bias && got);
+            for (int j = 0; j < p.N; j++) bias[j] = 0.25f * (float)(j % 7) - 0.75f;
+            for (int i = 0; i < p.M; i++) memcpy(p.C + (size_t)i * p.N, bias, sizeof *bias * (size_t)p.N);
+            cr_assert(tg_gemm_rounded(p.dt, false, tb, p.M, p.N, p.K, 1, p.af, p.lda, p.bf, p.ldb, 1, p.C, p.ldc));
+            for (size_t i = 0; i < nc; i++) got[i] = NAN;
+            cr_assert(tg_gemm_rounded_bias(p.dt, tb, p.M, p.N, p.K, p.af, p.bf, bias, got), "%s", tg_error());
+            cr_assert(memcmp(got, p.C, nc * 4) == 0, "%s M=%d N=%d K=%d tb=%d, %d threads",
+                      tg_gemm_half_kernel_name(tg_gemm_half_get_kernel()), p.M, p.N, p.K, tb, threads);
+            free(bias), free(got);
+            release(&p);
+        }
+}
+
+Test(gemm_half, a_bias_added_as_stored_gives_the_bits_of_a_bias_filled_c)
+{
+    for (int k = 0; k < NKERNELS; k++)
+        if (use_kernel(KERNELS[k], "bias as stored"))
+            for (int threads = 1; threads <= 2; threads++) bias_bits(threads);
+}
+
 /* The operand copies are kept per thread: a product no larger than one before
  * allocates nothing; one that cannot have its copies is an error naming
  * them, with C unchanged, and the next product runs. */

@@ -290,8 +290,10 @@ static bool gemm_widen(tg_dtype dt, bool ta, bool tb, int M, int N, int K, float
 
 /* ---- the tiles: intrinsics and emulation ------------------------------------ */
 
+/* bias (NULL: none): the tile's columns' bias, added as a beta-1 C holding
+ * it would be (t + bias, one rounding), with beta 0 */
 typedef void (*bf16_tile_fn)(const uint32_t *a, const uint32_t *b, int kp, float *c, int ldc, int m, int n,
-                             float alpha, float beta);
+                             float alpha, float beta, const float *bias);
 
 typedef struct emu_f { float f[16]; } emu_f;
 typedef struct emu_w { uint32_t w[16]; } emu_w;
@@ -405,12 +407,13 @@ static void emu_tile_store(void *p, long stride, const tg_emu_tile *t)
  * fused multiply-add); shared by both versions, so their bits agree. Inlined,
  * so the AMX kernel's target (AVX-512 and FMA) makes it vector code rather
  * than a libm fmaf call per element. */
-static inline __attribute__((always_inline)) void amx_finish(const float *acc, float *c, int ldc, int m, int n, float alpha, float beta)
+static inline __attribute__((always_inline)) void amx_finish(const float *acc, float *c, int ldc, int m, int n,
+                                                              float alpha, float beta, const float *bias)
 {
     for (int i = 0; i < m; i++)
         for (int j = 0; j < n; j++) {
             float *cij = c + (size_t)i * ldc + j, t = acc[i * AMX_NR + j] * alpha;
-            *cij = beta != 0 ? fmaf(beta, *cij, t) : t;
+            *cij = bias ? fmaf(1.0f, bias[j], t) : beta != 0 ? fmaf(beta, *cij, t) : t;
         }
 }
 
@@ -500,6 +503,7 @@ typedef struct bf16_args {
     int lda, ldb, ldc;
     float *C;
     const bf16_kernel *kern;
+    const float *bias; /* [N] added to every row of C (beta 0), or NULL */
     uint32_t *b;      /* the shared B block */
     int pc, kc, kp, jc, nc;
     bool split_m;     /* threads take rows of C, each packing its A rows; else
@@ -674,7 +678,8 @@ static void bf16_tiles(const bf16_args *g, uint32_t *a, bool pack, int i0, int i
             for (int jr = j0; jr < j1; jr += nr) {
                 float *c = g->C + (size_t)(ic + ir) * g->ldc + g->jc + jr;
                 int m = mc - ir < mr ? mc - ir : mr, n = j1 - jr < nr ? j1 - jr : nr;
-                kern->tile(a + (size_t)ir * kp, g->b + (size_t)jr * kp, kp, c, g->ldc, m, n, g->alpha, beta);
+                kern->tile(a + (size_t)ir * kp, g->b + (size_t)jr * kp, kp, c, g->ldc, m, n, g->alpha, beta,
+                           g->bias && g->pc == 0 ? g->bias + g->jc + jr : NULL);
             }
     }
 }
@@ -706,10 +711,11 @@ static void bf16_chunk(void *ctx, int begin, int end)
  * order, whatever the cut): B's block packed once by all threads, then its
  * tiles computed by all threads. */
 static bool gemm_bf16(const bf16_kernel *kern, bool ta, bool tb, int M, int N, int K, float alpha, bf16_src A,
-                      int lda, bf16_src B, int ldb, float beta, float *C, int ldc)
+                      int lda, bf16_src B, int ldb, float beta, const float *bias, float *C, int ldc)
 {
     bf16_args g = {.ta = ta, .tb = tb, .M = M, .N = N, .K = K, .alpha = alpha, .beta = beta, .A = A, .B = B,
-                   .lda = lda, .ldb = ldb, .ldc = ldc, .C = C, .kern = kern, .own_lock = PTHREAD_MUTEX_INITIALIZER};
+                   .lda = lda, .ldb = ldb, .ldc = ldc, .C = C, .kern = kern, .bias = bias,
+                   .own_lock = PTHREAD_MUTEX_INITIALIZER};
     void *b;
     if (!tg_gemm_pack_buffers(&g.own_a, &b))
         return tg_error_set("tg_gemm_half: out of memory for the pack buffers of [%d,%d] x [%d,%d]", M, K, K, N) == 0;
@@ -787,7 +793,7 @@ static bool kernel_checks_out(tg_gemm_half_kernel k)
     for (int i = 0; i < N * K; i++) b[i] = tg_bf16_from_float(check_uniform(&x));
     for (int i = 0; i < M * N; i++) c[i] = c0[i] = check_uniform(&x);
     bool ok = gemm_bf16(kern, false, true, M, N, K, alpha, (bf16_src){a, false}, K, (bf16_src){b, false}, K, beta,
-                        c, N);
+                        NULL, c, N);
     for (int i = 0; ok && i < M; i++)
         for (int j = 0; ok && j < N; j++) {
             double sum = 0, mag = 0;
@@ -816,8 +822,8 @@ bool tg_gemm_half(tg_dtype dt, bool ta, bool tb, int M, int N, int K, float alph
     if (K <= 0 || alpha == 0) ta = tb = false, K = 0;
     const bf16_kernel *kern = kernel_for(dt);
     if (K > 0 && kern)
-        return gemm_bf16(kern, ta, tb, M, N, K, alpha, (bf16_src){A, false}, lda, (bf16_src){B, false}, ldb, beta, C,
-                         ldc);
+        return gemm_bf16(kern, ta, tb, M, N, K, alpha, (bf16_src){A, false}, lda, (bf16_src){B, false}, ldb, beta,
+                         NULL, C, ldc);
     return gemm_widen(dt, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
@@ -834,8 +840,8 @@ bool tg_gemm_rounded(tg_dtype dt, bool ta, bool tb, int M, int N, int K, float a
     if (K <= 0 || alpha == 0) return tg_gemm_half(dt, false, false, M, N, 0, alpha, NULL, 1, NULL, 1, beta, C, ldc);
     const bf16_kernel *kern = kernel_for(dt);
     if (kern) /* rounded as packed */
-        return gemm_bf16(kern, ta, tb, M, N, K, alpha, (bf16_src){A, true}, lda, (bf16_src){B, true}, ldb, beta, C,
-                         ldc);
+        return gemm_bf16(kern, ta, tb, M, N, K, alpha, (bf16_src){A, true}, lda, (bf16_src){B, true}, ldb, beta,
+                         NULL, C, ldc);
     /* A as stored is [ra x ca], B [rb x cb] */
     int ra = ta ? K : M, ca = ta ? M : K, rb = tb ? N : K, cb = tb ? K : N;
     size_t na = (size_t)ra * ca, nb = (size_t)rb * cb;
@@ -844,4 +850,15 @@ bool tg_gemm_rounded(tg_dtype dt, bool ta, bool tb, int M, int N, int K, float a
     round_rows(h, A, ra, ca, lda, dt);
     round_rows(h + na, B, rb, cb, ldb, dt);
     return tg_gemm_half(dt, ta, tb, M, N, K, alpha, h, ca, h + na, cb, beta, C, ldc);
+}
+
+bool tg_gemm_rounded_bias(tg_dtype dt, bool tb, int M, int N, int K, const float *A, const float *B,
+                          const float *bias, float *C)
+{
+    const bf16_kernel *kern = M > 0 && N > 0 && K > 0 ? kernel_for(dt) : NULL;
+    if (kern)
+        return gemm_bf16(kern, false, tb, M, N, K, 1, (bf16_src){A, true}, K, (bf16_src){B, true}, tb ? K : N, 0,
+                         bias, C, N);
+    for (int i = 0; i < M; i++) memcpy(C + (size_t)i * N, bias, sizeof *C * (size_t)N);
+    return tg_gemm_rounded(dt, false, tb, M, N, K, 1, A, K, B, tb ? K : N, 1, C, N);
 }

@@ -34,6 +34,14 @@ bool tg_gemm_half(tg_dtype dt, bool ta, bool tb, int M, int N, int K, float alph
 bool tg_gemm_rounded(tg_dtype dt, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
                      const float *B, int ldb, float beta, float *C, int ldc);
 
+/* C [M,N] = round(A) op(round(B)) + bias in every row, A [M,K] and B
+ * contiguous (a linear layer's forward): the bits of tg_gemm_rounded with
+ * beta 1 on a C holding the bias rows, without writing those rows first
+ * (a bfloat16 kernel adds the bias as it stores). False as tg_gemm_rounded
+ * (C may then hold the bias rows). */
+bool tg_gemm_rounded_bias(tg_dtype dt, bool tb, int M, int N, int K, const float *A, const float *B,
+                          const float *bias, float *C);
+
 /* The kernel tg_gemm_half runs, chosen once from the CPU (amx-bf16 where it
  * can run, else avx512bf16 where it can, else widen) unless
  * TAPEGRAD_GEMM_HALF names one (widen, avx512bf16, avx512bf16-emulated,

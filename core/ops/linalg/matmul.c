@@ -42,6 +42,19 @@ static bool mm_gemm(tg_dtype half, bool ta, bool tb, int M, int N, int K, const 
     return true;
 }
 
+/* C [M,N] = A [M,K] op(B) + bias in every row, contiguous: mm_gemm's
+ * product with the bias added as it is stored. */
+static bool mm_gemm_bias(tg_dtype half, bool tb, int M, int N, int K, const tg_real *A, const tg_real *B,
+                         const tg_real *bias, tg_real *C)
+{
+#ifndef TAPEGRAD_DOUBLE
+    if (half != TG_F32) return tg_gemm_rounded_bias(half, tb, M, N, K, A, B, bias, C);
+#endif
+    (void)half;
+    tg_gemm_bias(0, tb, M, N, K, A, B, bias, C);
+    return true;
+}
+
 static bool mm_shapes(tg_tape *t, const tg_op *op, const tg_tensor *a, const tg_tensor *b,
                       const tg_tensor *bias, unsigned flags, mm_dims *d)
 {
@@ -190,7 +203,7 @@ tg_tensor *tg_matmul(tg_tape *t, tg_tensor *a, tg_tensor *b, tg_tensor *bias, un
     /* the float path: one GEMM for an untransposed a and a 2-D b, bias in its store */
     bool one_gemm = !d.b_batched && !ta && out->size > 0 && d.K > 0;
     tg_real beta = 0;
-    if (bias && !(one_gemm && !cast)) {
+    if (bias && !one_gemm) {
         size_t rows = (size_t)d.batch * d.M;
         for (size_t r = 0; r < rows; r++) memcpy(out->data + r * d.N, bias->data, d.N * sizeof(tg_real));
         beta = 1;
@@ -204,7 +217,10 @@ tg_tensor *tg_matmul(tg_tape *t, tg_tensor *a, tg_tensor *b, tg_tensor *bias, un
         if (bias) tg_gemm_bias(0, tb, d.batch * d.M, d.N, d.K, a->data, b->data, bias->data, out->data);
         else tg_gemm(0, tb, d.batch * d.M, d.N, d.K, 1, a->data, b->data, 0, out->data);
     } else if (one_gemm) {
-        ok = mm_gemm(d.half, 0, tb, d.batch * d.M, d.N, d.K, a->data, b->data, beta, out->data);
+        /* under autocast: the bias added as the half kernel stores */
+        int rows = d.batch * d.M;
+        ok = bias ? mm_gemm_bias(d.half, tb, rows, d.N, d.K, a->data, b->data, bias->data, out->data)
+                  : mm_gemm(d.half, 0, tb, rows, d.N, d.K, a->data, b->data, 0, out->data);
     } else {
         for (int i = 0; i < d.batch; i++)
             ok &= mm_gemm(d.half, ta, tb, d.M, d.N, d.K, a->data + i * sa, b->data + (d.b_batched ? i * sb : 0),
