@@ -420,7 +420,6 @@ static inline __attribute__((always_inline)) void amx_finish(const float *acc, f
 #define AMX_NAME amx_emulated
 #define AMX_ATTR static
 #define AMX_BEGIN() tg_emu_tile tmm[8]
-#define AMX_END() (void)0
 #define AMX_ZERO(t) memset(&tmm[t], 0, sizeof tmm[t])
 #define AMX_LOAD(t, p, s) emu_tile_load(&tmm[t], p, s)
 #define AMX_STORE(t, p, s) emu_tile_store(p, s, &tmm[t])
@@ -429,7 +428,6 @@ static inline __attribute__((always_inline)) void amx_finish(const float *acc, f
 #undef AMX_NAME
 #undef AMX_ATTR
 #undef AMX_BEGIN
-#undef AMX_END
 #undef AMX_ZERO
 #undef AMX_LOAD
 #undef AMX_STORE
@@ -448,9 +446,8 @@ _Static_assert(sizeof amx_config == 64, "LDTILECFG reads 64 bytes");
 #define AMX_NAME amx_tiles
 #define AMX_ATTR static __attribute__((target("amx-tile,amx-bf16,avx512f,fma")))
 /* (the compiler barrier: tileloadd's asm reads the packed panels through a
- * pointer without saying so) */
+ * pointer without saying so; tilestored's says it writes memory) */
 #define AMX_BEGIN() __asm__ volatile("" ::: "memory")
-#define AMX_END() (void)0
 #define AMX_ZERO(t) _tile_zero(t)
 #define AMX_LOAD(t, p, s) _tile_loadd(t, p, s)
 #define AMX_STORE(t, p, s) _tile_stored(t, p, s)
