@@ -197,7 +197,7 @@ Test(gemm, openblas_path_under_an_address_space_limit_runs_without_its_buffer, .
     cr_assert(tg_gemm_set_kernel(TG_GEMM_BLAS));
     problem ps[8];
     for (int t = 0; t < 4; t++) {
-        ps[2 * t] = make(t & 1, t & 2, 17, 33, 27, 1.0f, 0.0f, 0);
+        ps[2 * t] = make(t & 1, t & 2, 17, 133, 27, 1.0f, 0.0f, 0); /* three blocks of 64 columns */
         ps[2 * t + 1] = make(t & 1, t & 2, 100, 31, 64, -2.0f, 0.25f, 3);
     }
     double A[3 * 5], B[3 * 4], C[5 * 4];  /* op(A) = A^T [5,3], B [3,4] */

@@ -4,9 +4,10 @@
  * thread's first product and, when the address space cannot hold it, retries
  * forever. Under an address-space limit (RLIMIT_AS) a product would hang
  * before any error path. So a thread's first product under such a limit
- * first maps that much itself; when it cannot, this product runs in plain
- * loops instead (the same maths, slower, no buffer) and the run goes on to
- * its own "out of memory" error. Later products on the thread reuse
+ * first maps that much itself (threads one at a time, up to OpenBLAS's own
+ * mapping, so that two do not count the same room); when it cannot, this
+ * product runs in plain loops instead (the same maths, slower, no buffer)
+ * and the run goes on to its own "out of memory" error. Later products on the thread reuse
  * OpenBLAS's buffer. The arguments are cblas's, row-major. */
 #ifndef TAPEGRAD_OPENBLAS_H
 #define TAPEGRAD_OPENBLAS_H
