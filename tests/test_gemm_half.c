@@ -352,6 +352,33 @@ static float dot_bits(int K, const uint16_t *a, const uint16_t *b)
     return c;
 }
 
+/* NaN and infinity reach C on every kernel, hardware and emulated (the SDM
+ * leaves NaN payloads open; the sign and class are what is checked): NaN
+ * times 1, inf times 0, inf - inf give NaN; inf + 1 gives +inf; -inf alone
+ * gives -inf. K = 2, and 34 (the special value in the second instruction
+ * of an AMX K step, after a finite first). A silent finite C here would be
+ * a wrong number. */
+Test(gemm_half, nan_and_inf_reach_c_on_every_kernel)
+{
+    enum { NAN16 = 0x7fc0, INF16 = 0x7f80, NINF16 = 0xff80, ONE = 0x3f80 };
+    static const uint16_t cases[][4] = {
+        {NAN16, ONE, ONE, ONE}, {INF16, 0, 0, ONE}, {INF16, NINF16, ONE, ONE}, {INF16, ONE, ONE, ONE},
+        {NINF16, 0, ONE, 0}};
+    for (int k = 0; k < NKERNELS; k++) {
+        if (!use_kernel(KERNELS[k], "NaN and inf")) continue;
+        for (int c = 0; c < 5; c++)
+            for (int K = 2; K <= 34; K += 32) {
+                uint16_t a[34] = {0}, b[34] = {0};
+                for (int i = 0; i + 2 < K; i++) a[i] = b[i] = ONE; /* a finite lead-in */
+                a[K - 2] = cases[c][0], a[K - 1] = cases[c][1], b[K - 2] = cases[c][2], b[K - 1] = cases[c][3];
+                float got = dot_bits(K, a, b);
+                const char *name = tg_gemm_half_kernel_name(KERNELS[k]);
+                if (c < 3) cr_assert(isnan(got), "%s case %d K=%d: %.9g, not NaN", name, c, K, got);
+                else cr_assert(isinf(got) && (got > 0) == (c == 3), "%s case %d K=%d: %.9g", name, c, K, got);
+            }
+    }
+}
+
 /* Hand-made cases on which VDPBF16PS and TDPBF16PS as the SDM defines them
  * (see emu_dpbf16 and emu_tdpbf16 in core/kernels/gemm_half.c) give other
  * bits than an exact sum, another order or IEEE float32 with denormals: run

@@ -118,8 +118,9 @@ float tg_emu_dpbf16(float acc, uint32_t x, uint32_t y)
  * which adds both products to the destination in turn, disagrees; this
  * follows the SDM). Denormal flush: dpbf16_step's reading of "denormal".
  * NaN: the SDM gives no propagation rule for this instruction; the
- * emulation gives the default NaN (FFC00000h), which hardware may not (the
- * hand-made cases, run on AMX hardware, hold no NaN). */
+ * emulation gives the default NaN (FFC00000h), which hardware may not:
+ * tests/test_gemm_half.c checks that NaN and infinity reach C on every
+ * kernel (AMX hardware included), not the payload. */
 void tg_emu_tdpbf16(tg_emu_tile *c, const tg_emu_tile *a, const tg_emu_tile *b)
 {
     for (int m = 0; m < 16; m++)
