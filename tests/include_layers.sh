@@ -18,7 +18,7 @@ src=$(cd "$1" && pwd)
 cd "$src"
 
 # the headers cmake/install.cmake leaves out
-internal_names=" blas.h gemm.h openblas.h gemm_half.h half.h bf16_emu.h vmath.h internal.h json.h elements.h named.h spin.h "
+internal_names=" blas.h gemm.h openblas.h gemm_half.h half.h bf16_emu.h bf16_pack.h vmath.h internal.h json.h elements.h named.h spin.h "
 
 # sets R (rank) and F (folder) of a path
 place() {

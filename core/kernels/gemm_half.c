@@ -44,7 +44,7 @@
  * float32 tile += a 16-row x 16-pair tile times a 16-pair x 16-column one),
  * is the same blocking, packing and thread split with another tile: a 32 x
  * 32 block of C in four tiles, each operand tile packed as 1 KiB of
- * contiguous memory (pair_index: an A tile's row is a row's 16 pairs, a B
+ * contiguous memory (core/kernels/bf16_pack.h: an A tile's row is a row's 16 pairs, a B
  * tile's row a pair's 16 columns), K blocks padded with zero pairs to a
  * multiple of 16 (zero products leave the sums' bits alone). Its bits are TDPBF16PS's
  * (emulated in bf16_emu.h), not VDPBF16PS's. Written once (gemm_half_amx.inc) over
@@ -64,6 +64,7 @@
 #include "../engine/alloc.h"
 #include "../engine/error.h"
 #include "bf16_emu.h"
+#include "bf16_pack.h"
 #include "gemm.h"
 #include "half.h"
 #include "threads.h"
@@ -273,18 +274,30 @@ static void widen_rows(float *dst, const uint16_t *src, int rows, int cols, int 
         tg_half_widen_n(dst + (size_t)r * cols, src + (size_t)r * ld, (size_t)cols, dt);
 }
 
+/* op(A) [M,K] and op(B) [K,N] as stored: A [ra x ca], B [rb x cb], na and
+ * nb elements (the copies the widening and rounding paths make). */
+typedef struct stored {
+    int ra, ca, rb, cb;
+    size_t na, nb;
+} stored;
+
+static stored stored_of(bool ta, bool tb, int M, int N, int K)
+{
+    stored d = {ta ? K : M, ta ? M : K, tb ? N : K, tb ? K : N, 0, 0};
+    d.na = (size_t)d.ra * d.ca, d.nb = (size_t)d.rb * d.cb;
+    return d;
+}
+
 static bool gemm_widen(tg_dtype dt, bool ta, bool tb, int M, int N, int K, float alpha, const uint16_t *A,
                        int lda, const uint16_t *B, int ldb, float beta, float *C, int ldc)
 {
-    /* A as stored is [ra x ca], B [rb x cb] */
-    int ra = ta ? K : M, ca = ta ? M : K, rb = tb ? N : K, cb = tb ? K : N;
-    size_t na = (size_t)ra * ca, nb = (size_t)rb * cb;
-    float *w = scratch(SCRATCH_WIDE, (na + nb) * sizeof *w);
-    if (!w) return tg_error_set("tg_gemm_half: out of memory widening [%d,%d] and [%d,%d] operands", ra, ca, rb,
-                                cb) == 0;
-    widen_rows(w, A, ra, ca, lda, dt);
-    widen_rows(w + na, B, rb, cb, ldb, dt);
-    tg_sgemm(ta, tb, M, N, K, alpha, w, ca > 0 ? ca : 1, w + na, cb > 0 ? cb : 1, beta, C, ldc);
+    stored d = stored_of(ta, tb, M, N, K);
+    float *w = scratch(SCRATCH_WIDE, (d.na + d.nb) * sizeof *w);
+    if (!w) return tg_error_set("tg_gemm_half: out of memory widening [%d,%d] and [%d,%d] operands", d.ra, d.ca,
+                                d.rb, d.cb) == 0;
+    widen_rows(w, A, d.ra, d.ca, lda, dt);
+    widen_rows(w + d.na, B, d.rb, d.cb, ldb, dt);
+    tg_sgemm(ta, tb, M, N, K, alpha, w, d.ca > 0 ? d.ca : 1, w + d.na, d.cb > 0 ? d.cb : 1, beta, C, ldc);
     return true;
 }
 
@@ -482,21 +495,11 @@ static const bf16_kernel BF16_AVX512 = {tile_avx512bf16, BF_MR, BF_NR, 1, false,
 static const bf16_kernel AMX_TILES = {amx_tiles, AMX_MR, AMX_NR, 16, true, AMX_NS_PER_MAC, amx_begin, amx_end};
 #endif
 
-/* An operand as packing reads it: bfloat16, or float32 rounded to
- * bfloat16 as it is read (tg_gemm_rounded: no rounded copy is made). */
-typedef struct bf16_src {
-    const void *p;
-    bool f32;
-} bf16_src;
-
-/* The product, and the block of it being computed: K block [pc, pc+kc)
- * (kp pairs) by N block [jc, jc+nc), whose B panels are packed once into
- * the calling thread's B buffer and read by every thread. */
 typedef struct bf16_args {
     bool ta, tb;
     int M, N, K;
     float alpha, beta;
-    bf16_src A, B;
+    tg_bf16_src A, B;
     int lda, ldb, ldc;
     float *C;
     const bf16_kernel *kern;
@@ -522,119 +525,6 @@ _Static_assert(sizeof(uint32_t) * BF_MC * (BF_KC / 2) <= TG_GEMM_PACK_A &&
                    sizeof(uint32_t) * BF_NC * (BF_KC / 2) <= TG_GEMM_PACK_B,
                "a packed block fits tg_sgemm's pack buffer");
 
-static inline uint16_t src_at(const void *X, bool f32, size_t i)
-{
-    return f32 ? tg_bf16_from_float(((const float *)X)[i]) : ((const uint16_t *)X)[i];
-}
-
-static inline uint32_t pair_of(const void *X, bool f32, size_t even, size_t odd)
-{
-    return (uint32_t)src_at(X, f32, even) | (uint32_t)src_at(X, f32, odd) << 16;
-}
-
-/* The k-pair dword of line r (a row of op(A), a column of op(B)) at k, k+1
- * of X, where element (r, k) is X[k*ld + r] (kmajor) or X[r*ld + k]; the
- * odd half zero past kend. */
-static uint32_t pair_at(bf16_src X, int ld, bool kmajor, size_t r, size_t k, size_t kend)
-{
-    uint32_t e = src_at(X.p, X.f32, kmajor ? k * ld + r : r * ld + k), o = 0;
-    if (k + 1 < kend) o = src_at(X.p, X.f32, kmajor ? (k + 1) * ld + r : r * ld + k + 1);
-    return e | o << 16;
-}
-
-/* The panel layout: a panel is w lines (rows of op(A) or columns of
- * op(B)) by kp pairs, cut into groups of G pairs (G = the kernel's kq, 1 or
- * 16), each group w x G dwords, in which every 16 lines are one block of
- * 16 x G, by line (by_row: line l's G pairs together) or by pair. With G =
- * 1 that is pair p of line l at p*w + l (VDPBF16PS's broadcasts and
- * vectors); with G = 16 every block is one AMX tile, 1 KiB contiguous (a
- * strided tile load is slower). */
-static inline size_t pair_index(int l, int p, int w, int G, bool by_row)
-{
-    size_t block = (size_t)(p / G) * w * G + (size_t)(l / 16) * 16 * G;
-    return block + (by_row ? (size_t)(l % 16) * G + p % G : (size_t)(p % G) * 16 + l % 16);
-}
-
-/* Pairs [0, full) of lines [0, n) (full = kc/2 pairs lie inside the
- * block) from X, element (l, k) at X[k*ld + l] (kmajor) or X[l*ld + k],
- * into the panels of w lines (line l in panel l/w at dst + (l/w)*w*kp).
- * Each loop reads X in the order it is stored (a kmajor X row by row,
- * across all panels: a column strip per panel would touch a page per row),
- * prefetching the next line or rows as it goes (the operands are mostly
- * activations written long before, out of cache, and the hardware's
- * prefetch does not run ahead across lines: 10% of a bf16 GPT-2-style
- * step), and its inner loop runs along contiguous memory where the layout
- * has it; compiled per vector level, per source type and per G. */
-TG_SIMD_BODY void pack_lines_any(const void *X, bool f32, int ld, bool kmajor, int n, int full, int kp, int w, int G,
-                                 bool by_row, uint32_t *restrict dst)
-{
-    if (!kmajor)
-        for (int l = 0; l < n; l++) {
-            size_t line = (size_t)l * ld, step = by_row ? 1 : 16;
-            uint32_t *d = dst + (size_t)(l / w) * w * kp;
-            for (int p0 = 0; p0 < full; p0 += G) {
-                if (p0 % 16 == 0) { /* the next line, in step: its start would stall */
-                    const char *next = (const char *)X + (line + ld + 2 * (size_t)p0) * (f32 ? 4 : 2);
-                    __builtin_prefetch(next), __builtin_prefetch(next + 64);
-                }
-                uint32_t *g = d + pair_index(l % w, p0, w, G, by_row);
-                int pe = full - p0 < G ? full - p0 : G;
-                for (int p = 0; p < pe; p++) g[p * step] = pair_of(X, f32, line + 2 * (p0 + p), line + 2 * (p0 + p) + 1);
-            }
-        }
-    else
-        for (int p = 0; p < full; p++) {
-            size_t e = (size_t)2 * p * ld, step = by_row ? (size_t)G : 1;
-            for (int q = 0; q < n; q += w)
-                for (int s = 0; s < w && q + s < n; s += 16) {
-                    /* the next pair's two rows, in step */
-                    const char *next = (const char *)X + (e + 2 * (size_t)ld + q + s) * (f32 ? 4 : 2);
-                    __builtin_prefetch(next), __builtin_prefetch(next + (size_t)ld * (f32 ? 4 : 2));
-                    uint32_t *d = dst + (size_t)q * kp + pair_index(s, p, w, G, by_row);
-                    int m = n - q - s < 16 ? n - q - s : 16;
-                    m = w - s < m ? w - s : m;
-                    for (int l = 0; l < m; l++) d[l * step] = pair_of(X, f32, e + q + s + l, e + ld + q + s + l);
-                }
-        }
-}
-#define PACK_PARAMS \
-    (const void *X, int ld, bool kmajor, int n, int full, int kp, int w, bool by_row, uint32_t *dst)
-#define PACK_ARGS (X, ld, kmajor, n, full, kp, w, by_row, dst)
-TG_SIMD_BODY void pack_half1_body PACK_PARAMS { pack_lines_any(X, false, ld, kmajor, n, full, kp, w, 1, by_row, dst); }
-TG_SIMD_BODY void pack_float1_body PACK_PARAMS { pack_lines_any(X, true, ld, kmajor, n, full, kp, w, 1, by_row, dst); }
-TG_SIMD_BODY void pack_half16_body PACK_PARAMS { pack_lines_any(X, false, ld, kmajor, n, full, kp, w, 16, by_row, dst); }
-TG_SIMD_BODY void pack_float16_body PACK_PARAMS { pack_lines_any(X, true, ld, kmajor, n, full, kp, w, 16, by_row, dst); }
-TG_SIMD_CLONES(static, pack_half1, PACK_PARAMS, PACK_ARGS)
-TG_SIMD_CLONES(static, pack_float1, PACK_PARAMS, PACK_ARGS)
-TG_SIMD_CLONES(static, pack_half16, PACK_PARAMS, PACK_ARGS)
-TG_SIMD_CLONES(static, pack_float16, PACK_PARAMS, PACK_ARGS)
-
-/* Lines [r0, r0+n) x k [k0, k0+kc) of X -> panels of w lines and kp pairs
- * (kp >= kc/2 rounded up to G) in pair_index's layout, panel q at dst +
- * q*w*kp; lines past n and pairs past kc are zero. A panels: the rows of
- * op(A) (w = mr, kmajor = ta); B panels: the columns of op(B) (w = nr,
- * kmajor = !tb). */
-static void pack_pairs(bf16_src X, int ld, bool kmajor, int r0, int n, int k0, int kc, int kp, int w, int G,
-                       bool by_row, uint32_t *dst)
-{
-    int full = kc / 2;
-    size_t size = X.f32 ? sizeof(float) : sizeof(uint16_t), at = kmajor ? (size_t)k0 * ld + r0 : (size_t)r0 * ld + k0;
-    void (*pack)PACK_PARAMS = G == 16 ? (X.f32 ? pack_float16 : pack_half16) : X.f32 ? pack_float1 : pack_half1;
-    pack((const char *)X.p + at * size, ld, kmajor, n, full, kp, w, by_row, dst);
-    for (int q = 0; q < n; q += w, dst += (size_t)w * kp) {
-        int m = n - q < w ? n - q : w;
-        size_t line = (size_t)(r0 + q);
-        /* the odd pair, the zero pairs past the block, the zero lines */
-        for (int p = full; p < kp; p++)
-            for (int l = 0; l < w; l++)
-                dst[pair_index(l, p, w, G, by_row)] =
-                    l < m && 2 * p < kc ? pair_at(X, ld, kmajor, line + l, (size_t)(k0 + 2 * p), (size_t)(k0 + kc))
-                                        : 0;
-        for (int p = 0; p < full; p++)
-            for (int l = m; l < w; l++) dst[pair_index(l, p, w, G, by_row)] = 0;
-    }
-}
-
 /* The pairs of a K block of kc, padded to the kernel's step. */
 static int block_pairs(const bf16_kernel *kern, int kc) { return ((kc + 1) / 2 + kern->kq - 1) / kern->kq * kern->kq; }
 
@@ -647,7 +537,7 @@ static void bf16_pack_b(void *ctx, int begin, int end)
 {
     const bf16_args *g = ctx;
     int nr = g->kern->nr, j0 = begin * nr, j1 = end * nr < g->nc ? end * nr : g->nc;
-    pack_pairs(g->B, g->ldb, !g->tb, g->jc + j0, j1 - j0, g->pc, g->kc, g->kp, nr, g->kern->kq, false,
+    tg_bf16_pack(g->B, g->ldb, !g->tb, g->jc + j0, j1 - j0, g->pc, g->kc, g->kp, nr, g->kern->kq, false,
                g->b + (size_t)j0 * g->kp);
 }
 
@@ -656,7 +546,7 @@ static void bf16_pack_a(void *ctx, int begin, int end)
 {
     const bf16_args *g = ctx;
     int mr = g->kern->mr, i0 = begin * mr, i1 = end * mr < g->M ? end * mr : g->M;
-    pack_pairs(g->A, g->lda, g->ta, i0, i1 - i0, g->pc, g->kc, g->kp, mr, g->kern->kq, g->kern->a_by_row,
+    tg_bf16_pack(g->A, g->lda, g->ta, i0, i1 - i0, g->pc, g->kc, g->kp, mr, g->kern->kq, g->kern->a_by_row,
                (uint32_t *)g->own_a + (size_t)i0 * g->kp);
 }
 
@@ -669,7 +559,7 @@ static void bf16_tiles(const bf16_args *g, uint32_t *a, bool pack, int i0, int i
     float beta = g->pc == 0 ? g->beta : 1.0f;
     for (int ic = i0; ic < i1; ic += BF_MC) {
         int mc = i1 - ic < BF_MC ? i1 - ic : BF_MC;
-        if (pack) pack_pairs(g->A, g->lda, g->ta, ic, mc, g->pc, g->kc, kp, mr, kern->kq, kern->a_by_row, a);
+        if (pack) tg_bf16_pack(g->A, g->lda, g->ta, ic, mc, g->pc, g->kc, kp, mr, kern->kq, kern->a_by_row, a);
         else a = (uint32_t *)g->own_a + (size_t)ic * kp;
         for (int ir = 0; ir < mc; ir += mr)
             for (int jr = j0; jr < j1; jr += nr) {
@@ -707,8 +597,8 @@ static void bf16_chunk(void *ctx, int begin, int end)
 /* Block by block (K outer, so that each element of C gets its K blocks in
  * order, whatever the cut): B's block packed once by all threads, then its
  * tiles computed by all threads. */
-static bool gemm_bf16(const bf16_kernel *kern, bool ta, bool tb, int M, int N, int K, float alpha, bf16_src A,
-                      int lda, bf16_src B, int ldb, float beta, const float *bias, float *C, int ldc)
+static bool gemm_bf16(const bf16_kernel *kern, bool ta, bool tb, int M, int N, int K, float alpha, tg_bf16_src A,
+                      int lda, tg_bf16_src B, int ldb, float beta, const float *bias, float *C, int ldc)
 {
     bf16_args g = {.ta = ta, .tb = tb, .M = M, .N = N, .K = K, .alpha = alpha, .beta = beta, .A = A, .B = B,
                    .lda = lda, .ldb = ldb, .ldc = ldc, .C = C, .kern = kern, .bias = bias,
@@ -789,7 +679,7 @@ static bool kernel_checks_out(tg_gemm_half_kernel k)
     for (int i = 0; i < M * K; i++) a[i] = tg_bf16_from_float(check_uniform(&x));
     for (int i = 0; i < N * K; i++) b[i] = tg_bf16_from_float(check_uniform(&x));
     for (int i = 0; i < M * N; i++) c[i] = c0[i] = check_uniform(&x);
-    bool ok = gemm_bf16(kern, false, true, M, N, K, alpha, (bf16_src){a, false}, K, (bf16_src){b, false}, K, beta,
+    bool ok = gemm_bf16(kern, false, true, M, N, K, alpha, (tg_bf16_src){a, false}, K, (tg_bf16_src){b, false}, K, beta,
                         NULL, c, N);
     for (int i = 0; ok && i < M; i++)
         for (int j = 0; ok && j < N; j++) {
@@ -819,7 +709,7 @@ bool tg_gemm_half(tg_dtype dt, bool ta, bool tb, int M, int N, int K, float alph
     if (K <= 0 || alpha == 0) ta = tb = false, K = 0;
     const bf16_kernel *kern = kernel_for(dt);
     if (K > 0 && kern)
-        return gemm_bf16(kern, ta, tb, M, N, K, alpha, (bf16_src){A, false}, lda, (bf16_src){B, false}, ldb, beta,
+        return gemm_bf16(kern, ta, tb, M, N, K, alpha, (tg_bf16_src){A, false}, lda, (tg_bf16_src){B, false}, ldb, beta,
                          NULL, C, ldc);
     return gemm_widen(dt, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
@@ -837,16 +727,14 @@ bool tg_gemm_rounded(tg_dtype dt, bool ta, bool tb, int M, int N, int K, float a
     if (K <= 0 || alpha == 0) return tg_gemm_half(dt, false, false, M, N, 0, alpha, NULL, 1, NULL, 1, beta, C, ldc);
     const bf16_kernel *kern = kernel_for(dt);
     if (kern) /* rounded as packed */
-        return gemm_bf16(kern, ta, tb, M, N, K, alpha, (bf16_src){A, true}, lda, (bf16_src){B, true}, ldb, beta,
+        return gemm_bf16(kern, ta, tb, M, N, K, alpha, (tg_bf16_src){A, true}, lda, (tg_bf16_src){B, true}, ldb, beta,
                          NULL, C, ldc);
-    /* A as stored is [ra x ca], B [rb x cb] */
-    int ra = ta ? K : M, ca = ta ? M : K, rb = tb ? N : K, cb = tb ? K : N;
-    size_t na = (size_t)ra * ca, nb = (size_t)rb * cb;
-    uint16_t *h = scratch(SCRATCH_HALF, (na + nb) * sizeof *h);
+    stored d = stored_of(ta, tb, M, N, K);
+    uint16_t *h = scratch(SCRATCH_HALF, (d.na + d.nb) * sizeof *h);
     if (!h) return tg_error_set("tg_gemm_rounded: out of memory rounding [%d,%d] @ [%d,%d] operands", M, K, K, N) == 0;
-    round_rows(h, A, ra, ca, lda, dt);
-    round_rows(h + na, B, rb, cb, ldb, dt);
-    return tg_gemm_half(dt, ta, tb, M, N, K, alpha, h, ca, h + na, cb, beta, C, ldc);
+    round_rows(h, A, d.ra, d.ca, lda, dt);
+    round_rows(h + d.na, B, d.rb, d.cb, ldb, dt);
+    return tg_gemm_half(dt, ta, tb, M, N, K, alpha, h, d.ca, h + d.na, d.cb, beta, C, ldc);
 }
 
 bool tg_gemm_rounded_bias(tg_dtype dt, bool tb, int M, int N, int K, const float *A, const float *B,
@@ -854,7 +742,7 @@ bool tg_gemm_rounded_bias(tg_dtype dt, bool tb, int M, int N, int K, const float
 {
     const bf16_kernel *kern = M > 0 && N > 0 && K > 0 ? kernel_for(dt) : NULL;
     if (kern)
-        return gemm_bf16(kern, false, tb, M, N, K, 1, (bf16_src){A, true}, K, (bf16_src){B, true}, tb ? K : N, 0,
+        return gemm_bf16(kern, false, tb, M, N, K, 1, (tg_bf16_src){A, true}, K, (tg_bf16_src){B, true}, tb ? K : N, 0,
                          bias, C, N);
     for (int i = 0; i < M; i++) memcpy(C + (size_t)i * N, bias, sizeof *C * (size_t)N);
     return tg_gemm_rounded(dt, false, tb, M, N, K, 1, A, K, B, tb ? K : N, 1, C, N);
