@@ -1,8 +1,9 @@
 /* tg_matmul (core/ops/linalg/matmul.c): values on hand-computed cases for every
- * transpose flag, bias and batches, empty sizes, gradchecks, and rejection of bad
- * shapes. */
+ * transpose flag, bias and batches, empty sizes, gradchecks, the bias grad's
+ * bits at every SIMD level, and rejection of bad shapes. */
 #include <string.h>
 
+#include <tapegrad/core/kernels/vmath.h>
 #include "test_util.h"
 
 TU_SUITE(matmul, 42);
@@ -136,4 +137,38 @@ Test(matmul, gradcheck_matmul_all_flags_2d_3d_4d)
                 tu_gradcheck(f_matmul, &c, in, 3);
                 tu_free_all(in, 3);
             }
+}
+
+/* dbias is each column of dout summed over the rows in order, from the
+ * grad's zero: the same bits at every SIMD level the CPU runs, whatever
+ * the vector width (N = 75: past one block of 64 columns, odd). */
+Test(matmul, bias_grad_is_the_rows_summed_in_order_at_every_simd_level)
+{
+    enum { ROWS = 37, K = 3, N = 75 };
+    tg_simd best = tg_simd_get();
+    tg_tensor *dout = tu_rand(&R, -1, 1, 2, (int[]){ROWS, N});
+    for (int i = 0; i < ROWS * N; i++) dout->data[i] *= (tg_real)(1 << (i % 23)); /* sums that round */
+    for (int l = TG_SIMD_BASE; l <= TG_SIMD_AVX512; l++) {
+        if (!tg_simd_set((tg_simd)l)) {
+            cr_log_info("SIMD level %s skipped: this CPU or build cannot run it", tg_simd_name((tg_simd)l));
+            continue;
+        }
+        tg_tape *t = tg_tape_new();
+        tg_tensor *a = tg_tensor_zeros(t, 2, (int[]){ROWS, K}), *b = tg_tensor_zeros(t, 2, (int[]){K, N});
+        tg_tensor *bias = tg_tensor_zeros(t, 1, (int[]){N});
+        bias->requires_grad = true;
+        tg_tensor *y = tg_matmul(t, a, b, bias, 0);
+        cr_assert_not_null(y, "%s", tg_tape_error(t));
+        cr_assert_eq(tg_backward_seed(t, y, dout->data), 0, "%s", tg_tape_error(t));
+        for (int j = 0; j < N; j++) {
+            tg_real want = 0;
+            for (int r = 0; r < ROWS; r++) want += dout->data[r * N + j];
+            cr_assert(bias->grad[j] == want, "level %s, column %d: %.9g, want %.9g", tg_simd_name((tg_simd)l), j,
+                      (double)bias->grad[j], (double)want);
+        }
+        cr_log_info("SIMD level %s ran: dbias the rows' sums in order", tg_simd_name((tg_simd)l));
+        tg_tape_free(t);
+    }
+    tg_simd_set(best);
+    tg_tensor_free(dout);
 }

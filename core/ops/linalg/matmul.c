@@ -18,6 +18,7 @@
 #include "../../kernels/blas.h"
 #include "../../kernels/gemm_half.h"
 #include "../../kernels/threads.h"
+#include "../../kernels/vmath.h"
 
 /* The op's context: what its forward worked out from the shapes. */
 typedef struct mm_dims {
@@ -108,7 +109,7 @@ typedef struct bias_job {
     int N;
 } bias_job;
 
-static void bias_cols(void *p, size_t begin, size_t end)
+TG_SIMD_BODY void bias_cols_body(void *p, size_t begin, size_t end)
 {
     const bias_job *j = p;
     int c1 = (int)end * BIAS_COLS < j->N ? (int)end * BIAS_COLS : j->N;
@@ -125,6 +126,7 @@ static void bias_cols(void *p, size_t begin, size_t end)
         for (int c = 0; c < n; c++) j->dbias[b0 + c] = acc[c];
     }
 }
+TG_SIMD_CLONES(static, bias_cols, (void *p, size_t begin, size_t end), (p, begin, end))
 
 /* out [..., M, N] <- a, b, bias (in[2], NULL without) */
 TG_BACKWARD(matmul_backward, mm_dims)

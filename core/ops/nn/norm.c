@@ -129,7 +129,7 @@ TG_SIMD_CLONES(static, ln_dx_rows, (void *ctx, size_t r0, size_t r1), (ctx, r0, 
  * same additions in the same order as adding into dw and db row by row,
  * which the compiler could not vectorise (they might alias x and dy). */
 #define LN_COLS 64
-static void ln_dwdb_cols(void *ctx, size_t c0, size_t c1)
+TG_SIMD_BODY void ln_dwdb_cols_body(void *ctx, size_t c0, size_t c1)
 {
     const ln_job *j = ctx;
     size_t C = (size_t)j->C, rows = j->n_rows;
@@ -149,6 +149,7 @@ static void ln_dwdb_cols(void *ctx, size_t c0, size_t c1)
         }
     }
 }
+TG_SIMD_CLONES(static, ln_dwdb_cols, (void *ctx, size_t c0, size_t c1), (ctx, c0, c1))
 
 /* y, x [rows, C]; w, b [C] or NULL. */
 TG_BACKWARD(layernorm_backward, ln_ctx)
