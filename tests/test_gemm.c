@@ -263,16 +263,19 @@ Test(gemm, degenerate_sizes)
     for (int i = 0; i < 6; i++) cr_assert_eq(c[i], (float)i);
 }
 
-/* Same shapes with 1 and 2 threads, split along M and along N (the last
- * two: the GPT-2-style step's weight grads, packing one operand and reading
- * the other in place): equal bits. */
+/* Same shapes with 1 and 2 threads, split along M (B's blocks packed once
+ * and shared) and along N ({772, 256, 1024} and {256, 1000, 1030}: the
+ * GPT-2-style step's weight grads, packing one operand and reading the
+ * other in place; {1400, 700, 400}: two K blocks and two N blocks of a
+ * shared B): equal bits. */
 Test(gemm, bit_identical_for_1_and_2_threads)
 {
     if (tg_gemm_get_kernel() == TG_GEMM_BLAS)
         cr_skip_test("no kernel of ours on this CPU: cblas_sgemm's threads promise no bits");
     static const int shapes[][3] = {{300, 257, 129}, {1664, 64, 64}, {64, 1664, 100}, {192, 64, 1664},
-                                    {2048, 40, 512}, {40, 900, 700}, {772, 256, 1024}, {256, 1000, 1030}};
-    for (int s = 0; s < 8; s++)
+                                    {2048, 40, 512}, {40, 900, 700}, {772, 256, 1024}, {256, 1000, 1030},
+                                    {1400, 700, 400}};
+    for (int s = 0; s < 9; s++)
         for (int t = 0; t < 4; t++) {
             problem p = make(t & 1, t & 2, shapes[s][0], shapes[s][1], shapes[s][2], 0.5f, 0.25f, 0);
             tg_threads_set(1);

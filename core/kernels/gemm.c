@@ -75,6 +75,8 @@ _Static_assert(TG_GEMM_PACK_A == sizeof(float) * MC * KC && TG_GEMM_PACK_B == si
 /* One-thread time of a multiply-add at the small shapes where the split
  * is decided (bench/bench_threads: [64..1024, 64] x [64, 64], 0.02 ns) */
 #define GEMM_NS_PER_MAC 0.02
+/* One-thread time of packing a float (B's shared block) */
+#define PACK_NS 0.2
 
 /* One tile for a micro-kernel: C[m,n] = alpha * A B + beta * C (beta == 0:
  * C not read), A [m x kc] with element (i, k) at a[i*rsa + k*csa], B [kc x n]
@@ -529,53 +531,66 @@ static const ukernel *direct_for(const kernel_desc *kd, int m)
     return m <= kd->short_rows[0] ? kd->direct_short[0] : m <= kd->short_rows[1] ? kd->direct_short[1] : kd->direct;
 }
 
-/* C[i0:i1, j0:j1] of the whole product, on this thread with its buffers.
- * Packing A pays when each A panel meets many B panels (N > PACK_A_MIN_PANELS
+/* Rows [ic, ic+mc) x cols [jc, jc+nc) of C over the K block [pc, pc+kc),
+ * from A's rows packed at a (or read in place: NULL) and B's block packed
+ * at b (or in place: NULL). */
+static void run_tiles(const gemm_args *g, const float *a, const float *b, int ic, int mc, int pc, int kc, int jc,
+                      int nc)
+{
+    const kernel_desc *kd = g->kd;
+    tile t = {.ldc = g->ldc, .alpha = g->alpha, .kc = kc, .beta = pc == 0 ? g->beta : 1.0f};
+    const float *bias = pc == 0 ? g->bias : NULL; /* the first K block stores AB + bias */
+    for (int ir = 0; ir < mc; ir += kd->mr) {
+        t.m = mc - ir < kd->mr ? mc - ir : kd->mr;
+        if (a) {
+            t.a = a + (size_t)ir * KC;
+            t.rsa = g->ta ? 1 : KC, t.csa = g->ta ? kd->mr : 1;
+        } else if (g->ta) { /* A is [K, M] */
+            t.a = g->A + (size_t)pc * g->lda + ic + ir, t.rsa = 1, t.csa = g->lda;
+        } else {
+            t.a = g->A + (size_t)(ic + ir) * g->lda + pc, t.rsa = g->lda, t.csa = 1;
+        }
+        const float *bp = b;
+        for (int jr = 0; jr < nc;) {
+            int w = panel_width(kd, nc - jr);
+            t.n = nc - jr < w ? nc - jr : w;
+            if (b) t.b = bp, t.rsb = w;
+            else t.b = g->B + (size_t)pc * g->ldb + jc + jr, t.rsb = g->ldb;
+            t.c = g->C + (size_t)(ic + ir) * g->ldc + jc + jr;
+            t.bias = bias ? bias + jc + jr : NULL;
+            const ukernel *k = !a || !b ? direct_for(kd, t.m) : g->ta ? kd->kmajor : kd->rows;
+            k[w == kd->nr ? 0 : 1](&t);
+            if (b) bp += (size_t)w * kc;
+            jr += w;
+        }
+    }
+}
+
+/* Packing A pays when each A panel meets many B panels (N > PACK_A_MIN_PANELS
  * panels) and A has more rows than the short direct kernels take (a packed
  * panel costs MR rows of FMAs however few are real: a decoding step's
  * 1-row attention scores ran 12 rows), packing B when each B panel meets
  * more than PACK_B_MIN_PANELS A panels, or always when B is transposed (its
  * rows are not vectors). */
+static bool packs_a(const gemm_args *g, int rows, int cols)
+{
+    return cols > PACK_A_MIN_PANELS * g->kd->nr && rows > g->kd->short_rows[1];
+}
+static bool packs_b(const gemm_args *g, int rows) { return g->tb || rows > PACK_B_MIN_PANELS * g->kd->mr; }
+
+/* C[i0:i1, j0:j1] of the whole product, on this thread with its buffers. */
 static void gemm_block(const gemm_args *g, pack_buf *buf, int i0, int i1, int j0, int j1)
 {
-    const kernel_desc *kd = g->kd;
-    bool pa = j1 - j0 > PACK_A_MIN_PANELS * kd->nr && i1 - i0 > kd->short_rows[1];
-    bool pb = g->tb || i1 - i0 > PACK_B_MIN_PANELS * kd->mr;
-    tile t = {.ldc = g->ldc, .alpha = g->alpha};
+    bool pa = packs_a(g, i1 - i0, j1 - j0), pb = packs_b(g, i1 - i0);
     for (int ic = i0; ic < i1; ic += MC) {
         int mc = i1 - ic < MC ? i1 - ic : MC;
         for (int pc = 0; pc < g->K; pc += KC) {
-            t.kc = g->K - pc < KC ? g->K - pc : KC;
-            t.beta = pc == 0 ? g->beta : 1.0f;
-            const float *bias = pc == 0 ? g->bias : NULL;  /* the first K block stores AB + bias */
-            if (pa) pack_a(g, ic, mc, pc, t.kc, buf->a);
+            int kc = g->K - pc < KC ? g->K - pc : KC;
+            if (pa) pack_a(g, ic, mc, pc, kc, buf->a);
             for (int jc = j0; jc < j1; jc += NC) {
                 int nc = j1 - jc < NC ? j1 - jc : NC;
-                if (pb) pack_b(g, pc, t.kc, jc, nc, buf->b);
-                for (int ir = 0; ir < mc; ir += kd->mr) {
-                    t.m = mc - ir < kd->mr ? mc - ir : kd->mr;
-                    if (pa) {
-                        t.a = buf->a + (size_t)ir * KC;
-                        t.rsa = g->ta ? 1 : KC, t.csa = g->ta ? kd->mr : 1;
-                    } else if (g->ta) { /* A is [K, M] */
-                        t.a = g->A + (size_t)pc * g->lda + ic + ir, t.rsa = 1, t.csa = g->lda;
-                    } else {
-                        t.a = g->A + (size_t)(ic + ir) * g->lda + pc, t.rsa = g->lda, t.csa = 1;
-                    }
-                    const float *bp = buf->b;
-                    for (int jr = 0; jr < nc;) {
-                        int w = panel_width(kd, nc - jr);
-                        t.n = nc - jr < w ? nc - jr : w;
-                        if (pb) t.b = bp, t.rsb = w;
-                        else t.b = g->B + (size_t)pc * g->ldb + jc + jr, t.rsb = g->ldb;
-                        t.c = g->C + (size_t)(ic + ir) * g->ldc + jc + jr;
-                        t.bias = bias ? bias + jc + jr : NULL;
-                        const ukernel *k = !pa || !pb ? direct_for(kd, t.m) : g->ta ? kd->kmajor : kd->rows;
-                        k[w == kd->nr ? 0 : 1](&t);
-                        bp += (size_t)w * t.kc;
-                        jr += w;
-                    }
-                }
+                if (pb) pack_b(g, pc, kc, jc, nc, buf->b);
+                run_tiles(g, pa ? buf->a : NULL, pb ? buf->b : NULL, ic, mc, pc, kc, jc, nc);
             }
         }
     }
@@ -617,6 +632,62 @@ static void par_chunk(void *ctx, int begin, int end)
     else cblas_block(g, i0, i1, j0, j1);
 }
 
+/* Threads that split M each packed all of B, and the pool cuts a loop into
+ * 4 chunks per thread: on 2 threads B was packed 8 times (a tenth of a
+ * float32 GPT-2-style step). Instead, block by block, B's block is packed
+ * once, by all threads, into the calling thread's buffer; then the threads
+ * take rows of C, each packing its A rows (a worker without buffers of its
+ * own borrows the caller's A buffer under a lock: the product completes). */
+typedef struct shared_job {
+    const gemm_args *g;
+    float *b, *own_a;
+    int pc, kc, jc, nc;
+    bool pa;
+    pthread_mutex_t own_lock;
+} shared_job;
+
+/* B panels [begin, end) of the block: every panel but the last is NR wide. */
+static void shared_pack_b(void *ctx, int begin, int end)
+{
+    const shared_job *s = ctx;
+    int nr = s->g->kd->nr, q0 = begin * nr, q1 = end * nr < s->nc ? end * nr : s->nc;
+    pack_b(s->g, s->pc, s->kc, s->jc + q0, q1 - q0, s->b + (size_t)q0 * s->kc);
+}
+
+static void shared_rows(void *ctx, int begin, int end)
+{
+    shared_job *s = ctx;
+    const gemm_args *g = s->g;
+    int mr = g->kd->mr, i0 = begin * mr, i1 = end * mr < g->M ? end * mr : g->M;
+    pack_buf *buf = s->pa ? thread_buf() : NULL;
+    bool own = buf && buf->a != s->own_a;
+    if (s->pa && !own) pthread_mutex_lock(&s->own_lock);
+    float *a = own ? buf->a : s->own_a;
+    for (int ic = i0; ic < i1; ic += MC) {
+        int mc = i1 - ic < MC ? i1 - ic : MC;
+        if (s->pa) pack_a(g, ic, mc, s->pc, s->kc, a);
+        run_tiles(g, s->pa ? a : NULL, s->b, ic, mc, s->pc, s->kc, s->jc, s->nc);
+    }
+    if (s->pa && !own) pthread_mutex_unlock(&s->own_lock);
+}
+
+static void gemm_shared_b(const gemm_args *g, pack_buf *own, int tiles)
+{
+    shared_job s = {.g = g, .b = own->b, .own_a = own->a, .pa = packs_a(g, g->M, g->N),
+                    .own_lock = PTHREAD_MUTEX_INITIALIZER};
+    for (s.pc = 0; s.pc < g->K; s.pc += KC) {
+        s.kc = g->K - s.pc < KC ? g->K - s.pc : KC;
+        for (s.jc = 0; s.jc < g->N; s.jc += NC) {
+            s.nc = g->N - s.jc < NC ? g->N - s.jc : NC;
+            int panels = (s.nc + g->kd->nr - 1) / g->kd->nr;
+            if (panels > 1 && tg_parallel_pays((double)s.nc * s.kc * PACK_NS)) tg_parallel_for(panels, shared_pack_b, &s);
+            else shared_pack_b(&s, 0, panels);
+            tg_parallel_for(tiles, shared_rows, &s);
+        }
+    }
+    pthread_mutex_destroy(&s.own_lock);
+}
+
 /* C = beta C, or every row = bias (alpha == 0 or K == 0): A and B are not
  * read, beta == 0 never reads C. */
 static void scale_c(int M, int N, float beta, const float *bias, float *C, int ldc)
@@ -648,9 +719,14 @@ static void sgemm(bool ta, bool tb, int M, int N, int K, float alpha, const floa
     bool split_m = M >= N;
     int tiles = split_m ? (M + g.kd->mr - 1) / g.kd->mr : (N + g.kd->nr - 1) / g.kd->nr;
     par_job job = {&g, split_m};
-    if (tiles > 1 && tg_parallel_pays((double)M * N * K * GEMM_NS_PER_MAC))
-        tg_parallel_for(tiles, par_chunk, &job);
-    else
+    pack_buf *own;
+    if (tiles > 1 && tg_parallel_pays((double)M * N * K * GEMM_NS_PER_MAC)) {
+        /* B shared where every chunk of rows would pack it */
+        if (split_m && packs_b(&g, M / tg_parallel_chunks(tiles)) && (own = thread_buf()))
+            gemm_shared_b(&g, own, tiles);
+        else
+            tg_parallel_for(tiles, par_chunk, &job);
+    } else
         par_chunk(&job, 0, tiles);
 }
 
