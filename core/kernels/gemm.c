@@ -41,7 +41,9 @@
  *   - Threads split C along M (in MR rows) or N (in NR columns), never K, and
  *     every element gets the same FMAs in the same order whatever its tile,
  *     kernel or thread: the result is bit-identical for any thread count. Each
- *     thread packs into buffers of its own, kept for the process.
+ *     thread packs into buffers of its own, kept for the process; the operand
+ *     every thread needs (B's block when they split M, A's when they split
+ *     N) is packed once, by all of them, into the calling thread's buffer.
  */
 #include "gemm.h"
 
@@ -75,7 +77,7 @@ _Static_assert(TG_GEMM_PACK_A == sizeof(float) * MC * KC && TG_GEMM_PACK_B == si
 /* One-thread time of a multiply-add at the small shapes where the split
  * is decided (bench/bench_threads: [64..1024, 64] x [64, 64], 0.02 ns) */
 #define GEMM_NS_PER_MAC 0.02
-/* One-thread time of packing a float (B's shared block) */
+/* One-thread time of packing a float (a shared block) */
 #define PACK_NS 0.2
 
 /* One tile for a micro-kernel: C[m,n] = alpha * A B + beta * C (beta == 0:
@@ -634,58 +636,80 @@ static void par_chunk(void *ctx, int begin, int end)
 
 /* Threads that split M each packed all of B, and the pool cuts a loop into
  * 4 chunks per thread: on 2 threads B was packed 8 times (a tenth of a
- * float32 GPT-2-style step). Instead, block by block, B's block is packed
- * once, by all threads, into the calling thread's buffer; then the threads
- * take rows of C, each packing its A rows (a worker without buffers of its
- * own borrows the caller's A buffer under a lock: the product completes). */
+ * float32 GPT-2-style step); split along N, each packed all of A, or read
+ * it in place when its columns were too few to pay. Instead, block by
+ * block, the operand every chunk needs (B's block along M, A's along N) is
+ * packed once, by all threads, into the calling thread's buffer; then the
+ * threads take rows (columns) of C, each packing its own A rows (B
+ * columns). A worker without buffers of its own borrows the caller's other
+ * buffer under a lock: the product completes. */
 typedef struct shared_job {
     const gemm_args *g;
-    float *b, *own_a;
-    int pc, kc, jc, nc;
-    bool pa;
-    pthread_mutex_t own_lock;
+    bool split_m;
+    float *shared, *lent;           /* the shared block; the caller's other buffer */
+    int pc, kc, ic, mc, jc, nc;     /* the block: K [pc, +kc), and M [ic, +mc) or N [jc, +nc) */
+    bool packs;                     /* the chunks pack their own operand, else read it in place */
+    pthread_mutex_t lent_lock;
 } shared_job;
 
-/* B panels [begin, end) of the block: every panel but the last is NR wide. */
-static void shared_pack_b(void *ctx, int begin, int end)
+/* Panels [begin, end) of the shared block: all but the last MR rows or NR
+ * columns wide. */
+static void shared_pack(void *ctx, int begin, int end)
 {
     const shared_job *s = ctx;
-    int nr = s->g->kd->nr, q0 = begin * nr, q1 = end * nr < s->nc ? end * nr : s->nc;
-    pack_b(s->g, s->pc, s->kc, s->jc + q0, q1 - q0, s->b + (size_t)q0 * s->kc);
+    if (s->split_m) {
+        int nr = s->g->kd->nr, q0 = begin * nr, q1 = end * nr < s->nc ? end * nr : s->nc;
+        pack_b(s->g, s->pc, s->kc, s->jc + q0, q1 - q0, s->shared + (size_t)q0 * s->kc);
+    } else {
+        int mr = s->g->kd->mr, q0 = begin * mr, q1 = end * mr < s->mc ? end * mr : s->mc;
+        pack_a(s->g, s->ic + q0, q1 - q0, s->pc, s->kc, s->shared + (size_t)q0 * KC);
+    }
 }
 
-static void shared_rows(void *ctx, int begin, int end)
+/* A chunk's rows (split_m) or columns of the block. */
+static void shared_chunk(void *ctx, int begin, int end)
 {
     shared_job *s = ctx;
     const gemm_args *g = s->g;
-    int mr = g->kd->mr, i0 = begin * mr, i1 = end * mr < g->M ? end * mr : g->M;
-    pack_buf *buf = s->pa ? thread_buf() : NULL;
-    bool own = buf && buf->a != s->own_a;
-    if (s->pa && !own) pthread_mutex_lock(&s->own_lock);
-    float *a = own ? buf->a : s->own_a;
-    for (int ic = i0; ic < i1; ic += MC) {
-        int mc = i1 - ic < MC ? i1 - ic : MC;
-        if (s->pa) pack_a(g, ic, mc, s->pc, s->kc, a);
-        run_tiles(g, s->pa ? a : NULL, s->b, ic, mc, s->pc, s->kc, s->jc, s->nc);
-    }
-    if (s->pa && !own) pthread_mutex_unlock(&s->own_lock);
+    int w = s->split_m ? g->kd->mr : g->kd->nr, lim = s->split_m ? g->M : g->N;
+    int q0 = begin * w, q1 = end * w < lim ? end * w : lim;
+    pack_buf *buf = s->packs ? thread_buf() : NULL;
+    float *mine = buf ? (s->split_m ? buf->a : buf->b) : NULL;
+    bool own = mine && mine != s->lent;
+    if (s->packs && !own) pthread_mutex_lock(&s->lent_lock), mine = s->lent;
+    if (s->split_m)
+        for (int ic = q0; ic < q1; ic += MC) {
+            int mc = q1 - ic < MC ? q1 - ic : MC;
+            if (s->packs) pack_a(g, ic, mc, s->pc, s->kc, mine);
+            run_tiles(g, s->packs ? mine : NULL, s->shared, ic, mc, s->pc, s->kc, s->jc, s->nc);
+        }
+    else
+        for (int jc = q0; jc < q1; jc += NC) {
+            int nc = q1 - jc < NC ? q1 - jc : NC;
+            if (s->packs) pack_b(g, s->pc, s->kc, jc, nc, mine);
+            run_tiles(g, s->shared, s->packs ? mine : NULL, s->ic, s->mc, s->pc, s->kc, jc, nc);
+        }
+    if (s->packs && !own) pthread_mutex_unlock(&s->lent_lock);
 }
 
-static void gemm_shared_b(const gemm_args *g, pack_buf *own, int tiles)
+static void gemm_shared(const gemm_args *g, bool split_m, pack_buf *own, int tiles)
 {
-    shared_job s = {.g = g, .b = own->b, .own_a = own->a, .pa = packs_a(g, g->M, g->N),
-                    .own_lock = PTHREAD_MUTEX_INITIALIZER};
+    shared_job s = {.g = g, .split_m = split_m, .shared = split_m ? own->b : own->a, .lent = split_m ? own->a : own->b,
+                    .packs = split_m ? packs_a(g, g->M, g->N) : packs_b(g, g->M),
+                    .lent_lock = PTHREAD_MUTEX_INITIALIZER};
+    int outer = split_m ? g->N : g->M, step = split_m ? NC : MC, w = split_m ? g->kd->nr : g->kd->mr;
     for (s.pc = 0; s.pc < g->K; s.pc += KC) {
         s.kc = g->K - s.pc < KC ? g->K - s.pc : KC;
-        for (s.jc = 0; s.jc < g->N; s.jc += NC) {
-            s.nc = g->N - s.jc < NC ? g->N - s.jc : NC;
-            int panels = (s.nc + g->kd->nr - 1) / g->kd->nr;
-            if (panels > 1 && tg_parallel_pays((double)s.nc * s.kc * PACK_NS)) tg_parallel_for(panels, shared_pack_b, &s);
-            else shared_pack_b(&s, 0, panels);
-            tg_parallel_for(tiles, shared_rows, &s);
+        for (int o = 0; o < outer; o += step) {
+            int n = outer - o < step ? outer - o : step, panels = (n + w - 1) / w;
+            if (split_m) s.jc = o, s.nc = n;
+            else s.ic = o, s.mc = n;
+            if (panels > 1 && tg_parallel_pays((double)n * s.kc * PACK_NS)) tg_parallel_for(panels, shared_pack, &s);
+            else shared_pack(&s, 0, panels);
+            tg_parallel_for(tiles, shared_chunk, &s);
         }
     }
-    pthread_mutex_destroy(&s.own_lock);
+    pthread_mutex_destroy(&s.lent_lock);
 }
 
 /* C = beta C, or every row = bias (alpha == 0 or K == 0): A and B are not
@@ -721,9 +745,11 @@ static void sgemm(bool ta, bool tb, int M, int N, int K, float alpha, const floa
     par_job job = {&g, split_m};
     pack_buf *own;
     if (tiles > 1 && tg_parallel_pays((double)M * N * K * GEMM_NS_PER_MAC)) {
-        /* B shared where every chunk of rows would pack it */
-        if (split_m && packs_b(&g, M / tg_parallel_chunks(tiles)) && (own = thread_buf()))
-            gemm_shared_b(&g, own, tiles);
+        /* the other operand shared where every chunk would pack it (or, along N, where the
+           whole product would pack A) */
+        bool share = split_m ? packs_b(&g, M / tg_parallel_chunks(tiles)) : packs_a(&g, M, N);
+        if (share && (own = thread_buf()))
+            gemm_shared(&g, split_m, own, tiles);
         else
             tg_parallel_for(tiles, par_chunk, &job);
     } else
