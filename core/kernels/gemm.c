@@ -745,9 +745,10 @@ static void sgemm(bool ta, bool tb, int M, int N, int K, float alpha, const floa
     par_job job = {&g, split_m};
     pack_buf *own;
     if (tiles > 1 && tg_parallel_pays((double)M * N * K * GEMM_NS_PER_MAC)) {
-        /* the other operand shared where every chunk would pack it (or, along N, where the
-           whole product would pack A) */
-        bool share = split_m ? packs_b(&g, M / tg_parallel_chunks(tiles)) : packs_a(&g, M, N);
+        /* the other operand shared where the whole product, on one thread, would pack it:
+           a chunk's rows alone are too few to pay for packing B (a weight grad, [768, 256]
+           by K 1024, read B in place on 2 threads, at two thirds of the 1-thread rate) */
+        bool share = split_m ? packs_b(&g, M) : packs_a(&g, M, N);
         if (share && (own = thread_buf()))
             gemm_shared(&g, split_m, own, tiles);
         else
