@@ -168,6 +168,7 @@ Test(cnn, reads_fashion_mnist)
     if (access(CNN_DATA_DIR "/train-images-idx3-ubyte.gz", R_OK) != 0) {
         printf("cnn.reads_fashion_mnist: skipped: %s is not installed (apt-get install dataset-fashion-mnist)\n",
                CNN_DATA_DIR);
+        teardown(); /* a skipped test's .fini does not run */
         cr_skip_test("dataset-fashion-mnist is not installed");
     }
     cnn_set train, test;
