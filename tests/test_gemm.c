@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <tapegrad/core/engine/alloc.h>
 #include <tapegrad/core/kernels/threads.h>
@@ -170,8 +171,10 @@ Test(gemm, cblas_path_keeps_blas_semantics)
     }
 }
 
-/* This process's address space in bytes (VmSize), 0 if unknown. */
-static long vm_size(void)
+/* This process's address space in bytes (VmSize), 0 if unknown (unused
+ * under ASan, which skips the tests that limit it, as are the helpers of
+ * the lent-buffer test below). */
+__attribute__((unused)) static long vm_size(void)
 {
     FILE *f = fopen("/proc/self/status", "r");
     char line[256];
@@ -224,6 +227,76 @@ Test(gemm, openblas_path_under_an_address_space_limit_runs_without_its_buffer, .
             cr_expect(fabs(C[i * 4 + j] - (0.5 * dot + 2.0 * C0[i * 4 + j])) <= 1e-15, "C[%d,%d]", i, j);
         }
     cr_expect_eq(tg_openblas_fallbacks(), 9, "products in the plain loops: %ld", tg_openblas_fallbacks());
+#endif
+}
+
+/* Whether the thread running a chunk has pack buffers of its own, per
+ * chunk; -1 for the caller's chunks. */
+static int g_worker_has_buffers[64];
+static pthread_t g_caller;
+__attribute__((unused)) static void probe_buffers(void *ctx, int begin, int end)
+{
+    (void)ctx;
+    void *a, *b;
+    for (int i = begin; i < end; i++) {
+        g_worker_has_buffers[i] = pthread_equal(pthread_self(), g_caller) ? -1 : tg_gemm_pack_buffers(&a, &b);
+        usleep(2000); /* long enough for a sleeping worker to wake and claim a chunk */
+    }
+}
+
+__attribute__((unused)) static void nothing(void *ctx, int begin, int end) { (void)ctx, (void)begin, (void)end; }
+
+/* A worker that cannot allocate its pack buffers (an address-space limit
+ * set after the caller has its own and the pool's worker runs) borrows the
+ * caller's under a lock: products on the shared paths (B shared along M,
+ * A along N, each with both transposes) complete with the bits of one
+ * thread. */
+Test(gemm, a_worker_without_pack_buffers_borrows_the_callers, .timeout = 60)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    cr_skip_test("RLIMIT_AS and AddressSanitizer do not mix (it reserves terabytes of address space)");
+#elif defined(TG_EMULATED)
+    cr_skip_test("under qemu-user RLIMIT_AS limits the emulator's own address space, not the program's");
+#else
+    if (tg_gemm_get_kernel() == TG_GEMM_BLAS) cr_skip_test("no kernel of ours on this CPU");
+    static const int shapes[][3] = {{1400, 700, 400}, {40, 900, 700}};
+    problem ps[8];
+    float *one_thread[8];
+    tg_threads_set(1);
+    for (int i = 0; i < 8; i++) {
+        const int *sh = shapes[i / 4];
+        ps[i] = make(i & 1, i & 2, sh[0], sh[1], sh[2], 0.5f, 0.25f, 0);
+        run(&ps[i]); /* the caller's buffers made here */
+        size_t nc = (size_t)ps[i].M * ps[i].ldc;
+        one_thread[i] = malloc(sizeof(float) * nc);
+        cr_assert_not_null(one_thread[i]);
+        memcpy(one_thread[i], ps[i].C, sizeof(float) * nc);
+        memcpy(ps[i].C, ps[i].C0, sizeof(float) * nc);
+    }
+    tg_threads_set(2);
+    g_caller = pthread_self();
+    for (int i = 0; i < 8; i++) tg_parallel_for(8, nothing, NULL); /* the worker's thread made, below no limit */
+    long vm = vm_size();
+    cr_assert_gt(vm, 0);
+    cr_assert_eq(setrlimit(RLIMIT_AS, &(struct rlimit){(rlim_t)vm + (1 << 20), (rlim_t)vm + (1 << 20)}), 0);
+    int without = 0, with = 0;
+    for (int tries = 0; tries < 50 && !without && !with; tries++) {
+        memset(g_worker_has_buffers, 0xff, sizeof g_worker_has_buffers);
+        tg_parallel_for(8, probe_buffers, NULL);
+        for (int i = 0; i < 8; i++) without += g_worker_has_buffers[i] == 0, with += g_worker_has_buffers[i] == 1;
+    }
+    cr_assert_eq(with, 0, "the limit left the worker room for its buffers: nothing to test");
+    /* On a busy machine the worker may share the caller's CPU and claim no
+       chunk (core/kernels/threads.c): the products are checked all the same. */
+    cr_log_info("a worker without pack buffers %s", without ? "ran chunks" : "claimed no chunk in 50 tries");
+    for (int i = 0; i < 8; i++) {
+        run(&ps[i]);
+        cr_assert(memcmp(one_thread[i], ps[i].C, sizeof(float) * (size_t)ps[i].M * ps[i].ldc) == 0,
+                  "M=%d N=%d K=%d ta=%d tb=%d: not the bits of one thread", ps[i].M, ps[i].N, ps[i].K, ps[i].ta,
+                  ps[i].tb);
+        free(one_thread[i]);
+        release(&ps[i]);
+    }
 #endif
 }
 
