@@ -21,12 +21,12 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
-#include <unistd.h>
 
 #include <tapegrad/core/engine/alloc.h>
 #include <tapegrad/core/kernels/threads.h>
 #include "../core/kernels/gemm.h"
 #include "../core/kernels/openblas.h"
+#include "limit_util.h"
 
 static const int SIZES[] = {1, 2, 3, 5, 11, 12, 13, 16, 17, 27, 31, 32, 33, 64, 100, 193};
 #define NSIZES ((int)(sizeof SIZES / sizeof SIZES[0]))
@@ -171,19 +171,6 @@ Test(gemm, cblas_path_keeps_blas_semantics)
     }
 }
 
-/* This process's address space in bytes (VmSize), 0 if unknown (unused
- * under ASan, which skips the tests that limit it, as are the helpers of
- * the lent-buffer test below). */
-__attribute__((unused)) static long vm_size(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long kib = 0;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "VmSize: %ld kB", &kib) == 1) break;
-    if (f) fclose(f);
-    return kib * 1024;
-}
 
 /* OpenBLAS 0.3.21 retries forever when it cannot map its 128 MiB buffer: under
  * an address-space limit that leaves no room for it, products on the OpenBLAS
@@ -230,22 +217,6 @@ Test(gemm, openblas_path_under_an_address_space_limit_runs_without_its_buffer, .
 #endif
 }
 
-/* Whether the thread running a chunk has pack buffers of its own, per
- * chunk; -1 for the caller's chunks. */
-static int g_worker_has_buffers[64];
-static pthread_t g_caller;
-__attribute__((unused)) static void probe_buffers(void *ctx, int begin, int end)
-{
-    (void)ctx;
-    void *a, *b;
-    for (int i = begin; i < end; i++) {
-        g_worker_has_buffers[i] = pthread_equal(pthread_self(), g_caller) ? -1 : tg_gemm_pack_buffers(&a, &b);
-        usleep(2000); /* long enough for a sleeping worker to wake and claim a chunk */
-    }
-}
-
-__attribute__((unused)) static void nothing(void *ctx, int begin, int end) { (void)ctx, (void)begin, (void)end; }
-
 /* A worker that cannot allocate its pack buffers (an address-space limit
  * set after the caller has its own and the pool's worker runs) borrows the
  * caller's under a lock: products on the shared paths (B shared along M,
@@ -273,22 +244,7 @@ Test(gemm, a_worker_without_pack_buffers_borrows_the_callers, .timeout = 60)
         memcpy(one_thread[i], ps[i].C, sizeof(float) * nc);
         memcpy(ps[i].C, ps[i].C0, sizeof(float) * nc);
     }
-    tg_threads_set(2);
-    g_caller = pthread_self();
-    for (int i = 0; i < 8; i++) tg_parallel_for(8, nothing, NULL); /* the worker's thread made, below no limit */
-    long vm = vm_size();
-    cr_assert_gt(vm, 0);
-    cr_assert_eq(setrlimit(RLIMIT_AS, &(struct rlimit){(rlim_t)vm + (1 << 20), (rlim_t)vm + (1 << 20)}), 0);
-    int without = 0, with = 0;
-    for (int tries = 0; tries < 50 && !without && !with; tries++) {
-        memset(g_worker_has_buffers, 0xff, sizeof g_worker_has_buffers);
-        tg_parallel_for(8, probe_buffers, NULL);
-        for (int i = 0; i < 8; i++) without += g_worker_has_buffers[i] == 0, with += g_worker_has_buffers[i] == 1;
-    }
-    cr_assert_eq(with, 0, "the limit left the worker room for its buffers: nothing to test");
-    /* On a busy machine the worker may share the caller's CPU and claim no
-       chunk (core/kernels/threads.c): the products are checked all the same. */
-    cr_log_info("a worker without pack buffers %s", without ? "ran chunks" : "claimed no chunk in 50 tries");
+    limit_worker_buffers();
     for (int i = 0; i < 8; i++) {
         run(&ps[i]);
         cr_assert(memcmp(one_thread[i], ps[i].C, sizeof(float) * (size_t)ps[i].M * ps[i].ldc) == 0,

@@ -26,6 +26,7 @@
  * Every test that runs products runs them with each kernel this CPU can run
  * (the emulated AVX512-BF16 and AMX kernels on every CPU) and prints which
  * ran and which were skipped. */
+#define _DEFAULT_SOURCE /* usleep (limit_util.h) */
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
 #include <float.h>
@@ -43,6 +44,7 @@
 #include "../core/kernels/gemm.h"
 #include "../core/kernels/gemm_half.h"
 #include "../core/kernels/half.h"
+#include "limit_util.h"
 
 static unsigned g_seed = 7;
 static float frand(void)
@@ -631,6 +633,42 @@ Test(gemm_half, a_bias_added_as_stored_gives_the_bits_of_a_bias_filled_c)
 /* The operand copies are kept per thread: a product no larger than one before
  * allocates nothing; one that cannot have its copies is an error naming
  * them, with C unchanged, and the next product runs. */
+/* A worker that cannot allocate its pack buffers borrows the caller's A
+ * buffer under a lock (limit_util.h): on every bfloat16 kernel, products
+ * whose threads take rows, each packing its A rows, give one thread's bits. */
+Test(gemm_half, a_worker_without_pack_buffers_borrows_the_callers, .timeout = 120)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    cr_skip_test("RLIMIT_AS and AddressSanitizer do not mix (it reserves terabytes of address space)");
+#elif defined(TG_EMULATED)
+    cr_skip_test("under qemu-user RLIMIT_AS limits the emulator's own address space, not the program's");
+#else
+    enum { P = 2 * NKERNELS };
+    problem ps[P];
+    float *one_thread[P];
+    bool ran[NKERNELS] = {false};
+    tg_threads_set(1);
+    for (int k = 0; k < NKERNELS; k++) {
+        ran[k] = is_bf16_kernel(KERNELS[k]) && use_kernel(KERNELS[k], "worker without buffers");
+        for (int t = 0; ran[k] && t < 2; t++) {
+            problem *p = &ps[2 * k + t];
+            *p = make(TG_BF16, t, !t, 300, 257, 129, 0.5f, 0.25f, 0); /* M >= N: threads take rows */
+            one_thread[2 * k + t] = result_of(p, KERNELS[k]);           /* the caller's buffers made here */
+        }
+    }
+    limit_worker_buffers();
+    for (int k = 0; k < NKERNELS; k++)
+        for (int t = 0; ran[k] && t < 2; t++) {
+            problem *p = &ps[2 * k + t];
+            float *two = result_of(p, KERNELS[k]);
+            cr_assert(memcmp(one_thread[2 * k + t], two, (size_t)p->M * p->ldc * 4) == 0,
+                      "%s: ta=%d tb=%d: not the bits of one thread", tg_gemm_half_kernel_name(KERNELS[k]), p->ta, p->tb);
+            free(two), free(one_thread[2 * k + t]);
+            release(p);
+        }
+#endif
+}
+
 Test(gemm_half, operand_copies_are_reused_and_their_failure_is_said)
 {
     problem p = make(TG_BF16, false, true, 40, 24, 56, 1.0f, 0.5f, 0);
