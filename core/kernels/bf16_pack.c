@@ -2,10 +2,10 @@
  * core/kernels/bf16_pack.h). */
 #include "bf16_pack.h"
 
+#include <string.h>
+
 #include "half.h"
 #include "vmath.h"
-
-#include <string.h>
 
 static inline uint16_t src_at(const void *X, bool f32, size_t i)
 {
