@@ -37,6 +37,13 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <cpuid.h>
 #endif
+#if defined(__x86_64__) && defined(__linux__)
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#endif
 
 #include <tapegrad/core/engine/alloc.h>
 #include <tapegrad/core/engine/error.h>
@@ -694,23 +701,29 @@ Test(gemm_half, operand_copies_are_reused_and_their_failure_is_said)
     cr_assert_eq(tg_alloc_count(), before, "%llu allocations", (unsigned long long)(tg_alloc_count() - before));
     release(&p);
 
-    /* each larger than the one before: the first allocation (the rounded
-     * copies) fails, then the second (their widened copies) */
+    /* each larger than the one before, so that its one allocation (the
+     * copies, grown) fails: float32 operands rounded, then half ones widened */
     static const char *const want[2] = {"tg_gemm_rounded: out of memory rounding [80,112] @ [112,48] operands",
                                         "tg_gemm_half: out of memory widening [96,128] and [64,128] operands"};
-    for (int fail = 1; fail <= 2; fail++) {
-        problem q = make(TG_BF16, false, true, 64 + 16 * fail, 32 + 16 * fail, 96 + 16 * fail, 1.0f, 0.5f, 0);
+    for (int halves = 0; halves <= 1; halves++) {
+        problem q = make(TG_BF16, false, true, 80 + 16 * halves, 48 + 16 * halves, 112 + 16 * halves, 1.0f, 0.5f, 0);
         nc = (size_t)q.M * q.ldc;
-        tg_alloc_fail_at((uint64_t)fail);
-        cr_assert_not(tg_gemm_rounded(q.dt, q.ta, q.tb, q.M, q.N, q.K, q.alpha, q.af, q.lda, q.bf, q.ldb, q.beta,
-                                      q.C, q.ldc));
-        tg_alloc_fail_at(0);
-        cr_assert_str_eq(tg_error(), want[fail - 1], "failing allocation %d", fail);
-        cr_assert(memcmp(q.C, q.C0, nc * 4) == 0, "C changed by a product that failed");
-        cr_assert(tg_gemm_rounded(q.dt, q.ta, q.tb, q.M, q.N, q.K, q.alpha, q.af, q.lda, q.bf, q.ldb, q.beta, q.C,
-                                  q.ldc),
-                  "%s", tg_error());
-        check(&q, false, "after a failed product");
+        for (int fail = 1; fail >= 0; fail--) {
+            tg_alloc_fail_at((uint64_t)fail);
+            bool ok = halves ? tg_gemm_half(q.dt, q.ta, q.tb, q.M, q.N, q.K, q.alpha, q.A, q.lda, q.B, q.ldb, q.beta,
+                                            q.C, q.ldc)
+                             : tg_gemm_rounded(q.dt, q.ta, q.tb, q.M, q.N, q.K, q.alpha, q.af, q.lda, q.bf, q.ldb,
+                                               q.beta, q.C, q.ldc);
+            tg_alloc_fail_at(0);
+            if (fail) {
+                cr_assert_not(ok);
+                cr_assert_str_eq(tg_error(), want[halves]);
+                cr_assert(memcmp(q.C, q.C0, nc * 4) == 0, "C changed by a product that failed");
+            } else {
+                cr_assert(ok, "%s", tg_error());
+            }
+        }
+        check(&q, halves, "after a failed product");
         release(&q);
     }
 }
@@ -759,4 +772,44 @@ Test(gemm_half, env_naming_amx_without_it_is_said, .init = cr_redirect_stderr)
                            : "this CPU cannot run it",
              tg_gemm_half_kernel_name(k));
     cr_assert_stderr_eq_str(want);
+}
+
+/* From here on this process's request for the AMX tile state
+ * (arch_prctl(ARCH_REQ_XCOMP_PERM, ...)) fails with EPERM, as a kernel
+ * before Linux 5.16 refuses it; false where that cannot be done. */
+static bool refuse_amx_state(void)
+{
+#if defined(__x86_64__) && defined(__linux__)
+    struct sock_filter code[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_arch_prctl, 0, 3),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])), /* its low half */
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | 1 /* EPERM */),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {sizeof code / sizeof *code, code};
+    return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 && prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0;
+#else
+    return false;
+#endif
+}
+
+/* Without AMX (refused here, where the CPU has it) the default is the
+ * VDPBF16PS kernel only where that instruction outruns the float32 FMA
+ * enough to beat widening into it; on the Intel Xeon it was measured on it
+ * does not, and widening is the faster (docs/PERF.md). */
+Test(gemm_half, without_amx_the_bf16_kernel_is_the_default_only_where_it_outruns_the_fma)
+{
+    unsetenv("TAPEGRAD_GEMM_HALF");
+    if (cpu_has_amx()) cr_assert(refuse_amx_state(), "cannot refuse the AMX tile state to this process");
+    bool bf16 = tg_gemm_half_can_run(TG_GEMM_HALF_AVX512BF16);
+    cr_assert_not(tg_gemm_half_can_run(TG_GEMM_HALF_AMX));
+    double rate = tg_gemm_half_bf16_rate();
+    tg_gemm_half_kernel k = tg_gemm_half_get_kernel();
+    printf("default without AMX: VDPBF16PS %s (%.2f of the FMA's flop rate); %s\n", bf16 ? "runs" : "cannot run",
+           rate, tg_gemm_half_kernel_name(k));
+    cr_assert_eq(rate > 0, bf16);
+    cr_assert_eq(k, bf16 && rate >= TG_GEMM_HALF_BF16_RATE_MIN ? TG_GEMM_HALF_AVX512BF16 : TG_GEMM_HALF_WIDEN,
+                 "the default is %s at a rate of %.2f", tg_gemm_half_kernel_name(k), rate);
 }

@@ -1,9 +1,10 @@
 /* tapegrad: GEMMs of half-precision operands (see core/kernels/gemm_half.h).
  *
  * The widening kernel, for every CPU and every float16 product: A and B are
- * widened to float32 (exact) and tg_sgemm runs, so the result is float32's
- * product of the half values, with tg_sgemm's blocking, order and bits for any
- * thread count.
+ * widened to float32 (exact; float32 operands of tg_gemm_rounded are
+ * rounded to half values and widened back in the same pass) and tg_sgemm
+ * runs, so the result is float32's product of the half values, with
+ * tg_sgemm's blocking, order and bits for any thread count.
  *
  * The bfloat16 kernel, for CPUs with AVX512-BF16 (VDPBF16PS: per float32
  * lane, two bfloat16 products added to the accumulator, Intel SDM vol. 2):
@@ -60,6 +61,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../engine/alloc.h"
 #include "../engine/error.h"
@@ -165,6 +167,79 @@ static tg_gemm_half_kernel kernel_named(const char *name)
 
 static bool kernel_checks_out(tg_gemm_half_kernel k);
 
+/* VDPBF16PS against the float32 FMA. Without AMX the AVX512-BF16 kernel
+ * pays only where its instruction outruns the FMA by more than widening
+ * the operands costs the widening kernel. A core that issues a VDPBF16PS
+ * as often as an FMA does two products per lane for the FMA's one; but the
+ * Intel Xeon with AMX this was measured on issues one VDPBF16PS for four
+ * FMAs (bench_peak), and there, with AMX refused, that kernel's training
+ * step is slower than widening's and than float32's (docs/PERF.md). The
+ * CPU's name does not say which it is, so the rates are measured, once. */
+#if TG_BF16_X86
+enum { RATE_ITERS = 4096 }; /* of 16 instructions: ~20-80 us */
+
+static double seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* RATE_ITERS steps of 16 instructions on zmm0-15, each its own sum (more
+ * than latency x issue rate), all multiplying zmm16 = the dword x by itself
+ * (2^-10 as a float, or the bfloat16 pair (2^-10, 2^-10)): the sums grow
+ * slowly and stay normal. In assembly, so that no build's optimisation
+ * level changes what is timed. The time taken. */
+#define RATE_STEP(insn, i) insn " %%zmm16, %%zmm16, %%zmm" #i "\n\t"
+#define RATE_ZERO(i) "vpxord %%zmm" #i ", %%zmm" #i ", %%zmm" #i "\n\t"
+#define RATE_16(f, ...)                                                                                      \
+    f(__VA_ARGS__ 0) f(__VA_ARGS__ 1) f(__VA_ARGS__ 2) f(__VA_ARGS__ 3) f(__VA_ARGS__ 4) f(__VA_ARGS__ 5)      \
+        f(__VA_ARGS__ 6) f(__VA_ARGS__ 7) f(__VA_ARGS__ 8) f(__VA_ARGS__ 9) f(__VA_ARGS__ 10)                \
+            f(__VA_ARGS__ 11) f(__VA_ARGS__ 12) f(__VA_ARGS__ 13) f(__VA_ARGS__ 14) f(__VA_ARGS__ 15)
+#define RATE_LOOP(name, isa, insn, x)                                                                        \
+    __attribute__((target(isa))) static double name(void)                                                   \
+    {                                                                                                        \
+        static const uint32_t x_bits = x;                                                                    \
+        long n = RATE_ITERS;                                                                                 \
+        double t = seconds();                                                                                \
+        __asm__ volatile("vpbroadcastd %1, %%zmm16\n\t" RATE_16(RATE_ZERO, ) "1:\n\t" RATE_16(RATE_STEP, insn, ) \
+                         "dec %0\n\tjnz 1b"                                                                  \
+                         : "+r"(n)                                                                           \
+                         : "m"(x_bits)                                                                       \
+                         : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",    \
+                           "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "cc");             \
+        return seconds() - t;                                                                                \
+    }
+RATE_LOOP(dpbf16_time, "avx512f,avx512bf16", "vdpbf16ps", 0x3a803a80u)
+RATE_LOOP(fma_time, "avx512f,fma", "vfmadd231ps", 0x3a800000u)
+#endif
+
+static double g_bf16_rate;
+static pthread_once_t g_rate_once = PTHREAD_ONCE_INIT;
+
+/* Each loop's best of 7, alternating, so that a slow spell of a shared
+ * host, or the first loop's wait for the wide units, weighs on neither. */
+static void rate_probe(void)
+{
+#if TG_BF16_X86
+    if (!tg_gemm_half_can_run(TG_GEMM_HALF_AVX512BF16)) return;
+    double dp = 1e9, fm = 1e9;
+    for (int r = 0; r < 7; r++) {
+        double a = dpbf16_time(), b = fma_time();
+        dp = a < dp ? a : dp;
+        fm = b < fm ? b : fm;
+    }
+    /* 64 flops per VDPBF16PS, 32 per FMA, as many of each */
+    if (dp > 0 && fm > 0) g_bf16_rate = 2 * fm / dp;
+#endif
+}
+
+double tg_gemm_half_bf16_rate(void)
+{
+    pthread_once(&g_rate_once, rate_probe);
+    return g_bf16_rate;
+}
+
 /* A kernel the environment names and this CPU runs is taken without asking
  * for the others: the AMX tile state is requested only where AMX may run
  * (once granted, Linux refuses alternate signal stacks too small for it). */
@@ -182,7 +257,7 @@ static void choose_kernel(void)
     if (want != TG_GEMM_HALF_AMX && tg_gemm_half_can_run(TG_GEMM_HALF_AMX) && kernel_checks_out(TG_GEMM_HALF_AMX))
         k = TG_GEMM_HALF_AMX;
     else if (want != TG_GEMM_HALF_AVX512BF16 && tg_gemm_half_can_run(TG_GEMM_HALF_AVX512BF16) &&
-             kernel_checks_out(TG_GEMM_HALF_AVX512BF16))
+             tg_gemm_half_bf16_rate() >= TG_GEMM_HALF_BF16_RATE_MIN && kernel_checks_out(TG_GEMM_HALF_AVX512BF16))
         k = TG_GEMM_HALF_AVX512BF16;
     /* a setting that cannot be followed is said, once, not ignored */
     if (named && want == (tg_gemm_half_kernel)-1)
@@ -228,42 +303,44 @@ bool tg_gemm_half_set_kernel(tg_gemm_half_kernel k)
 
 /* ---- scratch ---------------------------------------------------------------- */
 
-/* Each thread's operand copies (the widened float32 operands, the rounded
- * half ones), grown to the largest product the thread has run and kept
- * until it exits, so that a training step after the first allocates
- * nothing, as in float32. Two slots: tg_gemm_rounded's half copies are
- * still in use while the widening kernel widens them. */
-enum { SCRATCH_WIDE, SCRATCH_HALF, SCRATCH_SLOTS };
+/* Each thread's widened operands, grown to the largest product the thread
+ * has run and kept until it exits, so that a training step after the first
+ * allocates nothing, as in float32. */
 typedef struct scratch_slot {
     void *p;
     size_t n;
 } scratch_slot;
-static _Thread_local scratch_slot t_scratch[SCRATCH_SLOTS];
+static _Thread_local scratch_slot t_scratch;
 static pthread_key_t g_scratch_key;
 static pthread_once_t g_scratch_once = PTHREAD_ONCE_INIT;
 
-static void scratch_release(void *slots)
+static void scratch_release(void *slot)
 {
-    scratch_slot *s = slots;
-    for (int i = 0; i < SCRATCH_SLOTS; i++) tg_free(s[i].p), s[i] = (scratch_slot){0};
+    scratch_slot *s = slot;
+    tg_free(s->p);
+    *s = (scratch_slot){0};
 }
 static void scratch_key_make(void) { pthread_key_create(&g_scratch_key, scratch_release); }
 
-/* At least n bytes of this thread's slot (its contents not kept); NULL when
- * they cannot be had. */
-static void *scratch(int slot, size_t n)
+/* At least n bytes of this thread's scratch (its contents not kept); NULL
+ * when they cannot be had. */
+static void *scratch(size_t n)
 {
-    scratch_slot *s = &t_scratch[slot];
+    scratch_slot *s = &t_scratch;
     if (n < 64) n = 64; /* never 0 bytes, which malloc may answer with NULL */
     if (n <= s->n) return s->p;
     pthread_once(&g_scratch_once, scratch_key_make);
     tg_free(s->p);
     *s = (scratch_slot){tg_malloc(n), n};
     if (!s->p) return s->n = 0, NULL;
-    /* the exiting thread's slots are freed by the key's destructor */
-    if (!pthread_getspecific(g_scratch_key)) pthread_setspecific(g_scratch_key, t_scratch);
+    /* the exiting thread's scratch is freed by the key's destructor */
+    if (!pthread_getspecific(g_scratch_key)) pthread_setspecific(g_scratch_key, s);
     return s->p;
 }
+
+/* One-thread time of packing an element (read, rounded, stored), for the
+ * thread split of packing and rounding. */
+#define PACK_NS 0.3
 
 /* ---- the widening kernel ---------------------------------------------------- */
 
@@ -292,7 +369,7 @@ static bool gemm_widen(tg_dtype dt, bool ta, bool tb, int M, int N, int K, float
                        int lda, const uint16_t *B, int ldb, float beta, float *C, int ldc)
 {
     stored d = stored_of(ta, tb, M, N, K);
-    float *w = scratch(SCRATCH_WIDE, (d.na + d.nb) * sizeof *w);
+    float *w = scratch((d.na + d.nb) * sizeof *w);
     if (!w) return tg_error_set("tg_gemm_half: out of memory widening [%d,%d] and [%d,%d] operands", d.ra, d.ca,
                                 d.rb, d.cb) == 0;
     widen_rows(w, A, d.ra, d.ca, lda, dt);
@@ -528,10 +605,6 @@ _Static_assert(sizeof(uint32_t) * BF_MC * (BF_KC / 2) <= TG_GEMM_PACK_A &&
 /* The pairs of a K block of kc, padded to the kernel's step. */
 static int block_pairs(const bf16_kernel *kern, int kc) { return ((kc + 1) / 2 + kern->kq - 1) / kern->kq * kern->kq; }
 
-/* One-thread time of packing an element (read, rounded, stored), for the
- * thread split of B's packing. */
-#define PACK_NS 0.3
-
 /* B panels [begin, end) of the block into the shared buffer. */
 static void bf16_pack_b(void *ctx, int begin, int end)
 {
@@ -714,10 +787,27 @@ bool tg_gemm_half(tg_dtype dt, bool ta, bool tb, int M, int N, int K, float alph
     return gemm_widen(dt, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
-/* x's [rows x cols] block (rows ld apart) rounded to dt, contiguous at h. */
-static void round_rows(uint16_t *h, const float *x, int rows, int cols, int ld, tg_dtype dt)
+/* The stored rows of op(A) and op(B), float32, rounded to dt and widened
+ * back into w (A's ra rows, then B's rb, each contiguous). */
+typedef struct quantize_job {
+    const float *A, *B;
+    int lda, ldb;
+    stored d;
+    float *w;
+    tg_dtype dt;
+} quantize_job;
+
+/* Rows [begin, end) of A's rows followed by B's. */
+static void quantize_rows(void *ctx, size_t begin, size_t end)
 {
-    for (int r = 0; r < rows; r++) tg_half_round_n(h + (size_t)r * cols, x + (size_t)r * ld, (size_t)cols, dt);
+    const quantize_job *j = ctx;
+    for (size_t r = begin; r < end; r++) {
+        bool in_a = r < (size_t)j->d.ra;
+        size_t i = in_a ? r : r - (size_t)j->d.ra;
+        int cols = in_a ? j->d.ca : j->d.cb;
+        const float *src = in_a ? j->A + i * (size_t)j->lda : j->B + i * (size_t)j->ldb;
+        tg_half_quantize_n(j->w + (in_a ? 0 : j->d.na) + i * (size_t)cols, src, (size_t)cols, j->dt);
+    }
 }
 
 bool tg_gemm_rounded(tg_dtype dt, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
@@ -729,12 +819,15 @@ bool tg_gemm_rounded(tg_dtype dt, bool ta, bool tb, int M, int N, int K, float a
     if (kern) /* rounded as packed */
         return gemm_bf16(kern, ta, tb, M, N, K, alpha, (tg_bf16_src){A, true}, lda, (tg_bf16_src){B, true}, ldb, beta,
                          NULL, C, ldc);
+    /* widened: the values the widening kernel would widen, made in one pass
+       of each operand across the threads, into float32's kernel */
     stored d = stored_of(ta, tb, M, N, K);
-    uint16_t *h = scratch(SCRATCH_HALF, (d.na + d.nb) * sizeof *h);
-    if (!h) return tg_error_set("tg_gemm_rounded: out of memory rounding [%d,%d] @ [%d,%d] operands", M, K, K, N) == 0;
-    round_rows(h, A, d.ra, d.ca, lda, dt);
-    round_rows(h + d.na, B, d.rb, d.cb, ldb, dt);
-    return tg_gemm_half(dt, ta, tb, M, N, K, alpha, h, d.ca, h + d.na, d.cb, beta, C, ldc);
+    float *w = scratch((d.na + d.nb) * sizeof *w);
+    if (!w) return tg_error_set("tg_gemm_rounded: out of memory rounding [%d,%d] @ [%d,%d] operands", M, K, K, N) == 0;
+    quantize_job j = {A, B, lda, ldb, d, w, dt};
+    tg_parallel_range((size_t)d.ra + (size_t)d.rb, (d.ca > d.cb ? d.ca : d.cb) * PACK_NS, quantize_rows, &j);
+    tg_sgemm(ta, tb, M, N, K, alpha, w, d.ca, w + d.na, d.cb, beta, C, ldc);
+    return true;
 }
 
 bool tg_gemm_rounded_bias(tg_dtype dt, bool tb, int M, int N, int K, const float *A, const float *B,

@@ -28,7 +28,8 @@ bool tg_gemm_half(tg_dtype dt, bool ta, bool tb, int M, int N, int K, float alph
 /* The same with float32 operands, each element rounded to dt first: every
  * product autocast runs (tg_matmul's, attention's, convolution's). A
  * bfloat16 kernel rounds the operands as it packs them, making no copy;
- * the widening kernel rounds them into per-thread copies first. False, with
+ * the widening kernel rounds them to half values as float32s, in one pass
+ * across the threads into per-thread copies, for tg_sgemm. False, with
  * the error set, when those copies or the pack buffers cannot be allocated
  * (C unchanged). */
 bool tg_gemm_rounded(tg_dtype dt, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
@@ -43,7 +44,8 @@ bool tg_gemm_rounded_bias(tg_dtype dt, bool tb, int M, int N, int K, const float
                           const float *bias, float *C);
 
 /* The kernel tg_gemm_half runs, chosen once from the CPU (amx-bf16 where it
- * can run, else avx512bf16 where it can, else widen) unless
+ * can run, else avx512bf16 where it can and VDPBF16PS outruns the FMA,
+ * tg_gemm_half_bf16_rate, else widen) unless
  * TAPEGRAD_GEMM_HALF names one (widen, avx512bf16, avx512bf16-emulated,
  * amx-bf16, amx-bf16-emulated). A bfloat16 kernel is chosen only after one
  * product of it is within the error bound of a double reference; one that
@@ -65,6 +67,13 @@ typedef enum tg_gemm_half_kernel {
 } tg_gemm_half_kernel;
 
 tg_gemm_half_kernel tg_gemm_half_get_kernel(void);
+/* VDPBF16PS's flop rate over VFMADD231PS's on this CPU (zmm, one thread),
+ * measured once per process in about a millisecond; 0 where VDPBF16PS
+ * cannot run. The default takes the avx512bf16 kernel only where it is at
+ * least TG_GEMM_HALF_BF16_RATE_MIN: below, widening the operands into the
+ * float32 kernel is faster. */
+double tg_gemm_half_bf16_rate(void);
+#define TG_GEMM_HALF_BF16_RATE_MIN 1.25
 const char *tg_gemm_half_kernel_name(tg_gemm_half_kernel k);
 /* Forces a kernel (tests, benchmarks), unchecked; false, and nothing
  * changes, when this CPU cannot run it. */

@@ -89,8 +89,10 @@ static inline void tg_half_widen_n(float *dst, const uint16_t *src, size_t n, tg
         for (size_t i = 0; i < n; i++) dst[i] = tg_f16_to_float(src[i]);
 }
 
-/* The same bits as the element functions above, at the CPU's vector width
- * (core/kernels/half.c): every product operand under autocast passes here. */
-void tg_half_round_n(uint16_t *dst, const float *src, size_t n, tg_dtype dt);
+/* dst[i] = src[i] rounded to dt and widened back: the float32 that
+ * tg_half_to_float(tg_half_from_float(src[i], dt), dt) gives, in one pass at
+ * the CPU's vector width (core/kernels/half.c): the operands of every
+ * autocast product that no bfloat16 kernel packs pass here. */
+void tg_half_quantize_n(float *dst, const float *src, size_t n, tg_dtype dt);
 
 #endif
