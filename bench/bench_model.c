@@ -5,7 +5,7 @@
  *                --heads 4 --d-head 0 --d-ff 0 --mode fused|per-head --pos learned|rope|none --batch 64
  *                --lr 0.003 --warmup 50 --steps 3000 --schedule cosine
  *                --optimizer adamw (any tg_optim kind, by name) --weight-decay 0.01 --clip 1 --seed 1]
- *               [--precision f32|bf16] [--threads T (0: one per core)] [--tag step]
+ *               [--precision f32|bf16|both] [--threads T (0: one per core)] [--tag step]
  *
  * The model flags take seqtask train's names and defaults; scripts/bench.sh
  * reads the current defaults from `seqtask train --help` and passes them to
@@ -21,10 +21,15 @@
  * --precision bf16 does (core/engine/tape.h: the products' operands rounded
  * to bfloat16, float32 sums; the loss, backward's other ops and the optimizer
  * in float32); the ROW line names it and the half GEMM kernel that ran
- * (core/kernels/gemm_half.h).
+ * (core/kernels/gemm_half.h). --precision both alternates f32 and bf16
+ * steps on one model, the first of each pair swapped every pair, so that a
+ * shared host's slow spells fall on both alike; a timed rep is a pair, and
+ * the ROW adds each precision's median (ms_f32, ms_bf16) and the median and
+ * quartiles of the pairs' f32 / bf16 time ratios (speedup, speedup_q1,
+ * speedup_q3); its ms and min_ms are the pair's.
  * Time-to-99% is not measured here: scripts/bench.sh runs `seqtask train`
  * itself. The ROW line gives the median and best step (ms, min_ms), the GEMM
- * GFLOP/s of the median, and the process's CPU time per step next to the wall
+ * GFLOP/s of the median (of both steps of a pair), and the process's CPU time per step next to the wall
  * time (cpu_ms, wall_ms: means over the timed steps, every thread counted, so
  * a pool worker spinning while the step is serial shows).
  *
@@ -97,6 +102,42 @@ static int model_step(void *arg)
     return 0;
 }
 
+/* --precision both: a step of each precision (bf16 first in odd pairs),
+ * each timed; kept for the last BU_MAX_REPS pairs (the warm-up's are older). */
+typedef struct pair_ctx {
+    model_ctx *c;
+    double ms[2][BU_MAX_REPS]; /* [0] f32, [1] bf16 */
+    long n;
+} pair_ctx;
+
+static int pair_step(void *arg)
+{
+    pair_ctx *q = arg;
+    for (int k = 0; k < 2; k++) {
+        int bf = k ^ (int)(q->n & 1);
+        q->c->cast = bf ? TG_BF16 : TG_F32;
+        double t0 = bu_now();
+        if (model_step(q->c)) return -1;
+        q->ms[bf][q->n % BU_MAX_REPS] = (bu_now() - t0) * 1e3;
+    }
+    q->n++;
+    return 0;
+}
+
+/* The median of the f32 and bf16 times of the last n pairs, and the median
+ * and quartiles of their ratios. */
+static void pair_stats(pair_ctx *q, int n, double *f32_ms, double *bf16_ms, double ratio[3])
+{
+    static double f[BU_MAX_REPS], b[BU_MAX_REPS], r[BU_MAX_REPS];
+    for (int i = 0; i < n; i++) {
+        long at = (q->n - n + i) % BU_MAX_REPS;
+        f[i] = q->ms[0][at], b[i] = q->ms[1][at], r[i] = f[i] / b[i];
+    }
+    *f32_ms = bu_median(f, n), *bf16_ms = bu_median(b, n);
+    ratio[1] = bu_median(r, n); /* which sorts r */
+    ratio[0] = r[n / 4], ratio[2] = r[3 * n / 4];
+}
+
 /* B reverse (or copy) examples, BOS x SEP reverse(x) EOS, into ids / targets
  * / lens (each [B, T] with T = longest - 1); returns T. */
 static int make_batch(tg_rng *r, bool copy, int B, int n_sym, int min_len, int max_len, int32_t *ids,
@@ -132,11 +173,12 @@ int main(int argc, char **argv)
               "  [--symbols 16 --min-len 4 --max-len 12 --layers 2 --d-model 64 --heads 4 --d-head 0\n"
               "   --d-ff 0 --mode fused|per-head --pos learned|rope|none --dropout 0 --batch 64 --lr 0.003 --warmup W --steps 3000\n"
               "   --schedule cosine|linear|constant --optimizer adamw (any tg_optim kind, by name) --weight-decay 0.01\n"
-              "   --clip 1 --seed 1 --materialise -1] [--precision f32|bf16] [--threads T (0: one per core)]\n"
+              "   --clip 1 --seed 1 --materialise -1] [--precision f32|bf16|both] [--threads T (0: one per core)]\n"
               "  [--tag step]\n"
               "One training step of the toy model, timed; prints a ROW line (see the header of\n"
               "bench/bench_model.c). --warmup is the learning-rate warmup (min(50, steps / 10)),\n"
-              "--burn-in the untimed steps; --precision bf16 runs the forward under bfloat16 autocast.\n", stdout);
+              "--burn-in the untimed steps; --precision bf16 runs the forward under bfloat16 autocast,\n"
+              "both alternates f32 and bf16 steps and reports each and their ratio.\n", stdout);
         return 0;
     }
 #define OPT(name, def) bu_opt_long(argc, argv, "--" name, def)
@@ -173,12 +215,14 @@ int main(int argc, char **argv)
                         "--task reverse or copy, --pos learned, rope or none\n");
         return 2;
     }
-    if (strcmp(precision, "f32") != 0 && strcmp(precision, "bf16") != 0) {
-        fprintf(stderr, "bench_model: --precision must be f32 or bf16, not '%s'\n", precision);
+    bool both = strcmp(precision, "both") == 0;
+    if (strcmp(precision, "f32") != 0 && strcmp(precision, "bf16") != 0 && !both) {
+        fprintf(stderr, "bench_model: --precision must be f32, bf16 or both, not '%s'\n", precision);
         return 2;
     }
-    if (sizeof(tg_real) != sizeof(float) && strcmp(precision, "bf16") == 0) {
-        fprintf(stderr, "bench_model: --precision bf16 needs the float32 build (autocast leaves float64 products alone)\n");
+    if (sizeof(tg_real) != sizeof(float) && strcmp(precision, "f32") != 0) {
+        fprintf(stderr, "bench_model: --precision %s needs the float32 build (autocast leaves float64 products alone)\n",
+                precision);
         return 2;
     }
     if (OPT("threads", 0) > 0) tg_threads_set((int)OPT("threads", 0));
@@ -215,8 +259,17 @@ int main(int argc, char **argv)
     else c.sched = tg_schedule_cosine(lr, lr / 10, warm_steps, steps);
     c.T = make_batch(&rng, copy, B, n_sym, min_len, max_len, c.ids, c.targets, c.lens);
 
-    bu_result r = bu_measure(model_step, &c, plan);
+    static pair_ctx pairs;
+    pairs.c = &c;
+    bu_result r = both ? bu_measure(pair_step, &pairs, plan) : bu_measure(model_step, &c, plan);
     if (r.failed) goto done;
+    char paired[160] = "";
+    if (both) {
+        double f32_ms, bf16_ms, ratio[3];
+        pair_stats(&pairs, r.reps, &f32_ms, &bf16_ms, ratio);
+        snprintf(paired, sizeof paired, " ms_f32=%.4f ms_bf16=%.4f speedup=%.3f speedup_q1=%.3f speedup_q3=%.3f", f32_ms,
+                 bf16_ms, ratio[1], ratio[0], ratio[2]);
+    }
 
     const tg_model_config *k = &c.m.cfg;
     double BT = (double)B * c.T, D = k->d_model, E = (double)k->n_heads * k->d_head;
@@ -236,12 +289,12 @@ int main(int argc, char **argv)
     bu_row("bench=model impl=tapegrad tag=%s precision=%s half_kernel=%s task=%s mode=%s pos=%s B=%d T=%d D=%d layers=%d heads=%d V=%d threads=%d "
            "reps=%d ms=%.4f min_ms=%.4f gflops=%.2f cpu_ms=%.4f wall_ms=%.4f allocs_per_step=%llu params=%.0f state_mib=%.2f act_mib=%.2f "
            "flight_mib=%.2f need_mib=%.2f arena_peak_mib=%.2f arena_cap_mib=%.2f peak_rss_mib=%.1f base_rss_mib=%.1f "
-           "rss_delta_mib=%.1f rss_ratio=%.2f",
+           "rss_delta_mib=%.1f rss_ratio=%.2f%s",
            bu_opt_str(argc, argv, "--tag", "step"), precision, tg_gemm_half_kernel_name(tg_gemm_half_get_kernel()), task,
            mode, pos, B, c.T, k->d_model, k->n_layers, k->n_heads, k->vocab, tg_threads_get(), r.reps,
-           r.median_ms, r.min_ms, gflop / (r.median_ms * 1e-3), r.cpu_mean_ms, r.wall_mean_ms, r.allocs_per_step_max, P, state, act, flight,
+           r.median_ms, r.min_ms, (both ? 2 : 1) * gflop / (r.median_ms * 1e-3), r.cpu_mean_ms, r.wall_mean_ms, r.allocs_per_step_max, P, state, act, flight,
            state + act + flight, c.arena_peak / mib, tg_tape_arena_capacity(c.t) / mib, peak, base_rss, delta,
-           delta / (state + act + flight));
+           delta / (state + act + flight), paired);
     rc = 0;
 done:
     if (rc) fprintf(stderr, "bench_model: %s\n", tg_error() ? tg_error() : "out of memory");
