@@ -15,6 +15,8 @@
  *   vdpbf16ps zmm    AVX512-BF16  16 lanes x 2 pairs x 2        64 flops
  *   tdpbf16ps        AMX-BF16     16 x 16 C x 32 pairs' terms x 2  16384 flops
  *                    (tiles of 16 rows x 64 bytes, four C tiles)
+ * The vector loops are the library's (core/kernels/peak.h, which the
+ * choice of bfloat16 kernel times too); TDPBF16PS's is here.
  * An instruction this CPU cannot run (or, for AMX, whose tile state the
  * operating system refused) gets a ROW status=unsupported missing=<what>
  * and a line saying so; the exit status is still 0. Always float.
@@ -25,6 +27,7 @@
 
 #include "bench_util.h"
 #include "../core/kernels/gemm_half.h"
+#include "../core/kernels/peak.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define PEAK_X86 1
@@ -34,39 +37,10 @@
 #define PEAK_X86 0
 #endif
 
-/* Every loop runs iters steps of ACC (or four) independent instructions,
- * multiplying 2^-10 by 2^-10 (bfloat16 0x3a80): the sums grow slowly and
- * stay normal. Returns a sum of the accumulators, so the loop is kept. */
-typedef float (*peak_loop)(long iters);
-
+/* The vector instructions' loops are the library's (core/kernels/peak.h:
+ * in assembly, each step ACC independent sums of 2^-10 times 2^-10); AMX's
+ * is here, four C tiles fed by every fourth TDPBF16PS. */
 #if PEAK_X86
-#define ACC_YMM 10 /* of 16 ymm registers: latency 4-5 x 2 ports, and the operand */
-#define ACC_ZMM 16 /* latency 4-6 x 2 ports, with room */
-
-/* A loop of ACC accumulators of type VF, acc = DP(acc, x, x) each step with
- * x = X of type VX, summed into one float at the end: the three vector loops. */
-#define VEC_LOOP(NAME, TARGET, ACC, VF, VX, X, ZERO, DP, ADD, SUM)                          \
-    __attribute__((target(TARGET))) static float NAME(long iters)                           \
-    {                                                                                       \
-        VF acc[ACC];                                                                        \
-        VX x = X;                                                                           \
-        __asm__("" : "+v"(x)); /* not a constant to the compiler */                         \
-        for (int j = 0; j < ACC; j++) acc[j] = ZERO();                                      \
-        for (long i = 0; i < iters; i++)                                                    \
-            _Pragma("GCC unroll 16") for (int j = 0; j < ACC; j++) acc[j] = DP(acc[j], x, x); \
-        for (int j = 1; j < ACC; j++) acc[0] = ADD(acc[0], acc[j]);                         \
-        return SUM(acc[0]);                                                                 \
-    }
-#define FMA_YMM(acc, x, y) _mm256_fmadd_ps(x, y, acc)
-#define FMA_ZMM(acc, x, y) _mm512_fmadd_ps(x, y, acc)
-VEC_LOOP(loop_fma_ymm, "avx2,fma", ACC_YMM, __m256, __m256, _mm256_set1_ps(0x1p-10f), _mm256_setzero_ps, FMA_YMM,
-         _mm256_add_ps, _mm256_cvtss_f32)
-VEC_LOOP(loop_fma_zmm, "avx512f", ACC_ZMM, __m512, __m512, _mm512_set1_ps(0x1p-10f), _mm512_setzero_ps, FMA_ZMM,
-         _mm512_add_ps, _mm512_reduce_add_ps)
-/* x: the bfloat16 pair (2^-10, 2^-10) */
-VEC_LOOP(loop_vdpbf16ps, "avx512f,avx512bf16", ACC_ZMM, __m512, __m512bh, (__m512bh)_mm512_set1_epi32(0x3a803a80),
-         _mm512_setzero_ps, _mm512_dpbf16_ps, _mm512_add_ps, _mm512_reduce_add_ps)
-
 /* LDTILECFG's 64 bytes: palette 1, then per tile its bytes per row (from
  * byte 16) and rows (from byte 48): tmm0-3 C, tmm4-5 A, tmm6-7 B, each 16
  * rows of 64 bytes (16 floats, or 32 bfloat16). */
@@ -108,29 +82,24 @@ __attribute__((target("amx-tile,amx-bf16"))) static float loop_tdpbf16ps(long it
 
 typedef struct peak {
     const char *name, *isa;
-    peak_loop loop;
-    int per_step; /* instructions per loop step */
-    int acc;      /* independent accumulators */
+    int insn;     /* a tg_peak_insn, or -1: TDPBF16PS (loop_tdpbf16ps) */
+    int acc;      /* independent accumulators, each fed once a loop step */
     double flop;  /* per instruction */
 } peak;
 
-/* What this CPU lacks to run instruction set isa: NULL if nothing, else the
- * ROW's token, and in *why a sentence. */
-static const char *peak_missing(const char *isa, const char **why)
+/* What this CPU lacks to run p: NULL if nothing, else the ROW's token,
+ * and in *why a sentence. */
+static const char *peak_missing(const peak *p, const char **why)
 {
+    const char *isa = p->isa;
 #if PEAK_X86
-    __builtin_cpu_init();
-    bool has = strcmp(isa, "avx2") == 0         ? __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")
-               : strcmp(isa, "avx512f") == 0    ? __builtin_cpu_supports("avx512f")
-               : strcmp(isa, "avx512bf16") == 0 ? __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16")
-                                                : true;
-    if (!has) {
+    if (p->insn >= 0 && !tg_peak_can_run((tg_peak_insn)p->insn)) {
         *why = strcmp(isa, "avx2") == 0      ? "no avx2 / fma in /proc/cpuinfo"
                : strcmp(isa, "avx512f") == 0 ? "no avx512f in /proc/cpuinfo"
                                              : "no avx512_bf16 in /proc/cpuinfo";
         return strcmp(isa, "avx2") == 0 ? "avx2_fma" : strcmp(isa, "avx512f") == 0 ? "avx512f" : "avx512_bf16";
     }
-    if (strcmp(isa, "amx-bf16") != 0) return NULL;
+    if (p->insn >= 0) return NULL;
     /* GCC 12's __builtin_cpu_supports does not know AMX: CPUID leaf 7, EDX
      * bit 22 AMX-BF16, bit 24 AMX-TILE; then the tile state gemm_half.c asks for */
     unsigned a, b, c, d;
@@ -159,7 +128,11 @@ static volatile float g_sink;
 static void *peak_thread(void *ctx)
 {
     const run_ctx *r = ctx;
-    g_sink = r->p->loop(r->iters);
+#if PEAK_X86
+    if (r->p->insn < 0) g_sink = loop_tdpbf16ps(r->iters);
+    else
+#endif
+        tg_peak_seconds((tg_peak_insn)r->p->insn, r->iters);
     return NULL;
 }
 
@@ -193,7 +166,7 @@ static int run(const peak *p, int threads, double seconds, int reps)
     bu_plan plan = {.warmup = 1, .reps = reps, .min_reps = reps, .budget_s = 1e9};
     bu_result m = bu_measure(peak_step, &r, plan);
     if (m.failed) return 1;
-    double flop = p->flop * p->per_step * (double)r.iters * threads;
+    double flop = p->flop * p->acc * (double)r.iters * threads;
     bu_row("bench=peak name=%s isa=%s threads=%d acc=%d flop=%.0f iters=%ld reps=%d ms=%.3f min_ms=%.3f gflops=%.2f "
            "best_gflops=%.2f",
            p->name, p->isa, threads, p->acc, p->flop, r.iters, m.reps, m.median_ms, m.min_ms,
@@ -209,28 +182,20 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: bench_peak [--seconds S] [--reps R]\n");
         return 2;
     }
-#if PEAK_X86
-    static const peak PEAKS[] = {
-        {"vfmadd231ps_ymm", "avx2", loop_fma_ymm, ACC_YMM, ACC_YMM, 8 * 2},
-        {"vfmadd231ps_zmm", "avx512f", loop_fma_zmm, ACC_ZMM, ACC_ZMM, 16 * 2},
-        {"vdpbf16ps_zmm", "avx512bf16", loop_vdpbf16ps, ACC_ZMM, ACC_ZMM, 16 * 2 * 2},
-        {"tdpbf16ps", "amx-bf16", loop_tdpbf16ps, 4, 4, 16 * 16 * 32 * 2},
+    const peak PEAKS[] = {
+        {"vfmadd231ps_ymm", "avx2", TG_PEAK_FMA_YMM, tg_peak_acc(TG_PEAK_FMA_YMM), tg_peak_flop(TG_PEAK_FMA_YMM)},
+        {"vfmadd231ps_zmm", "avx512f", TG_PEAK_FMA_ZMM, tg_peak_acc(TG_PEAK_FMA_ZMM), tg_peak_flop(TG_PEAK_FMA_ZMM)},
+        {"vdpbf16ps_zmm", "avx512bf16", TG_PEAK_DPBF16_ZMM, tg_peak_acc(TG_PEAK_DPBF16_ZMM),
+         tg_peak_flop(TG_PEAK_DPBF16_ZMM)},
+        {"tdpbf16ps", "amx-bf16", -1, 4, 16 * 16 * 32 * 2},
     };
-#else
-    static const peak PEAKS[] = {
-        {"vfmadd231ps_ymm", "avx2", NULL, 0, 0, 16},
-        {"vfmadd231ps_zmm", "avx512f", NULL, 0, 0, 32},
-        {"vdpbf16ps_zmm", "avx512bf16", NULL, 0, 0, 64},
-        {"tdpbf16ps", "amx-bf16", NULL, 0, 0, 16384},
-    };
-#endif
     printf("# register-only loops of one multiply-add instruction; GFLOP/s, median and best of %d repetitions of "
            "%.2f s\n",
            reps, seconds);
     int rc = 0;
     for (size_t i = 0; i < sizeof PEAKS / sizeof PEAKS[0]; i++) {
         const peak *p = &PEAKS[i];
-        const char *why, *missing = peak_missing(p->isa, &why);
+        const char *why, *missing = peak_missing(p, &why);
         if (missing) {
             printf("# %s: unsupported: %s\n", p->name, why);
             bu_row("bench=peak name=%s isa=%s status=unsupported missing=%s", p->name, p->isa, missing);

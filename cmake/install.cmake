@@ -45,7 +45,7 @@ foreach(dir ${TAPEGRAD_DIRS})
     PATTERN "blas.h" EXCLUDE PATTERN "gemm.h" EXCLUDE PATTERN "vmath.h" EXCLUDE
     PATTERN "internal.h" EXCLUDE PATTERN "conv_geom.h" EXCLUDE PATTERN "json.h" EXCLUDE PATTERN "elements.h" EXCLUDE PATTERN "named.h" EXCLUDE
     PATTERN "spin.h" EXCLUDE PATTERN "openblas.h" EXCLUDE
-    PATTERN "gemm_half.h" EXCLUDE PATTERN "half.h" EXCLUDE PATTERN "bf16_emu.h" EXCLUDE PATTERN "bf16_pack.h" EXCLUDE)
+    PATTERN "gemm_half.h" EXCLUDE PATTERN "half.h" EXCLUDE PATTERN "bf16_emu.h" EXCLUDE PATTERN "bf16_pack.h" EXCLUDE PATTERN "peak.h" EXCLUDE)
 endforeach()
 install(FILES dist/dist.h DESTINATION include/tapegrad/dist COMPONENT distdev)
 

@@ -40,7 +40,7 @@ headers=("$src/tapegrad.h" "$src/dist/dist.h")
 while IFS= read -r h; do headers+=("$h"); done < <(
   find "$src/core" "$src/nn" "$src/optim" "$src/viz" -name '*.h' \
     ! -name blas.h ! -name gemm.h ! -name openblas.h ! -name gemm_half.h ! -name half.h ! -name vmath.h ! -name internal.h \
-    ! -name json.h ! -name elements.h ! -name named.h ! -name conv_geom.h ! -name spin.h ! -name bf16_emu.h ! -name bf16_pack.h | sort)
+    ! -name json.h ! -name elements.h ! -name named.h ! -name conv_geom.h ! -name spin.h ! -name bf16_emu.h ! -name bf16_pack.h ! -name peak.h | sort)
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

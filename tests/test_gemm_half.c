@@ -51,6 +51,7 @@
 #include "../core/kernels/gemm.h"
 #include "../core/kernels/gemm_half.h"
 #include "../core/kernels/half.h"
+#include "../core/kernels/peak.h"
 #include "limit_util.h"
 
 static unsigned g_seed = 7;
@@ -812,4 +813,19 @@ Test(gemm_half, without_amx_the_bf16_kernel_is_the_default_only_where_it_outruns
     cr_assert_eq(rate > 0, bf16);
     cr_assert_eq(k, bf16 && rate >= TG_GEMM_HALF_BF16_RATE_MIN ? TG_GEMM_HALF_AVX512BF16 : TG_GEMM_HALF_WIDEN,
                  "the default is %s at a rate of %.2f", tg_gemm_half_kernel_name(k), rate);
+}
+
+/* The register-only loops behind that choice (and bench_peak) take time
+ * where the CPU runs their instruction, and none where it cannot. */
+Test(gemm_half, peak_loops_run_where_the_cpu_can)
+{
+    static const char *const names[] = {"vfmadd231ps ymm", "vfmadd231ps zmm", "vdpbf16ps zmm"};
+    for (int i = TG_PEAK_FMA_YMM; i <= TG_PEAK_DPBF16_ZMM; i++) {
+        bool runs = tg_peak_can_run((tg_peak_insn)i);
+        double s = tg_peak_seconds((tg_peak_insn)i, 1000);
+        printf("peak loop %s: %s\n", names[i], runs ? "ran" : "cannot run here");
+        cr_assert(runs ? s > 0 : s == 0, "%s: %g s", names[i], s);
+        cr_assert_eq(tg_peak_seconds((tg_peak_insn)i, 0), 0);
+    }
+    cr_assert_eq(tg_peak_flop(TG_PEAK_DPBF16_ZMM), 2 * tg_peak_flop(TG_PEAK_FMA_ZMM));
 }

@@ -61,7 +61,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "../engine/alloc.h"
 #include "../engine/error.h"
@@ -69,6 +68,7 @@
 #include "bf16_pack.h"
 #include "gemm.h"
 #include "half.h"
+#include "peak.h"
 #include "threads.h"
 #include "vmath.h"
 
@@ -174,46 +174,8 @@ static bool kernel_checks_out(tg_gemm_half_kernel k);
  * Intel Xeon with AMX this was measured on issues one VDPBF16PS for four
  * FMAs (bench_peak), and there, with AMX refused, that kernel's training
  * step is slower than widening's and than float32's (docs/PERF.md). The
- * CPU's name does not say which it is, so the rates are measured, once. */
-#if TG_BF16_X86
-enum { RATE_ITERS = 4096 }; /* of 16 instructions: ~20-80 us */
-
-static double seconds(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-/* RATE_ITERS steps of 16 instructions on zmm0-15, each its own sum (more
- * than latency x issue rate), all multiplying zmm16 = the dword x by itself
- * (2^-10 as a float, or the bfloat16 pair (2^-10, 2^-10)): the sums grow
- * slowly and stay normal. In assembly, so that no build's optimisation
- * level changes what is timed. The time taken. */
-#define RATE_STEP(insn, i) insn " %%zmm16, %%zmm16, %%zmm" #i "\n\t"
-#define RATE_ZERO(i) "vpxord %%zmm" #i ", %%zmm" #i ", %%zmm" #i "\n\t"
-#define RATE_16(f, ...)                                                                                      \
-    f(__VA_ARGS__ 0) f(__VA_ARGS__ 1) f(__VA_ARGS__ 2) f(__VA_ARGS__ 3) f(__VA_ARGS__ 4) f(__VA_ARGS__ 5)      \
-        f(__VA_ARGS__ 6) f(__VA_ARGS__ 7) f(__VA_ARGS__ 8) f(__VA_ARGS__ 9) f(__VA_ARGS__ 10)                \
-            f(__VA_ARGS__ 11) f(__VA_ARGS__ 12) f(__VA_ARGS__ 13) f(__VA_ARGS__ 14) f(__VA_ARGS__ 15)
-#define RATE_LOOP(name, isa, insn, x)                                                                        \
-    __attribute__((target(isa))) static double name(void)                                                   \
-    {                                                                                                        \
-        static const uint32_t x_bits = x;                                                                    \
-        long n = RATE_ITERS;                                                                                 \
-        double t = seconds();                                                                                \
-        __asm__ volatile("vpbroadcastd %1, %%zmm16\n\t" RATE_16(RATE_ZERO, ) "1:\n\t" RATE_16(RATE_STEP, insn, ) \
-                         "dec %0\n\tjnz 1b"                                                                  \
-                         : "+r"(n)                                                                           \
-                         : "m"(x_bits)                                                                       \
-                         : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",    \
-                           "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "cc");             \
-        return seconds() - t;                                                                                \
-    }
-RATE_LOOP(dpbf16_time, "avx512f,avx512bf16", "vdpbf16ps", 0x3a803a80u)
-RATE_LOOP(fma_time, "avx512f,fma", "vfmadd231ps", 0x3a800000u)
-#endif
-
+ * CPU's name does not say which it is, so the rates are measured, once
+ * (core/kernels/peak.h). */
 static double g_bf16_rate;
 static pthread_once_t g_rate_once = PTHREAD_ONCE_INIT;
 
@@ -221,17 +183,16 @@ static pthread_once_t g_rate_once = PTHREAD_ONCE_INIT;
  * host, or the first loop's wait for the wide units, weighs on neither. */
 static void rate_probe(void)
 {
-#if TG_BF16_X86
-    if (!tg_gemm_half_can_run(TG_GEMM_HALF_AVX512BF16)) return;
+    enum { STEPS = 4096 }; /* 20-80 us a loop */
+    if (!tg_peak_can_run(TG_PEAK_DPBF16_ZMM) || !tg_peak_can_run(TG_PEAK_FMA_ZMM)) return;
     double dp = 1e9, fm = 1e9;
     for (int r = 0; r < 7; r++) {
-        double a = dpbf16_time(), b = fma_time();
+        double a = tg_peak_seconds(TG_PEAK_DPBF16_ZMM, STEPS), b = tg_peak_seconds(TG_PEAK_FMA_ZMM, STEPS);
         dp = a < dp ? a : dp;
         fm = b < fm ? b : fm;
     }
-    /* 64 flops per VDPBF16PS, 32 per FMA, as many of each */
-    if (dp > 0 && fm > 0) g_bf16_rate = 2 * fm / dp;
-#endif
+    /* as many instructions of each (16 a step) */
+    if (dp > 0 && fm > 0) g_bf16_rate = tg_peak_flop(TG_PEAK_DPBF16_ZMM) * fm / (tg_peak_flop(TG_PEAK_FMA_ZMM) * dp);
 }
 
 double tg_gemm_half_bf16_rate(void)
