@@ -26,7 +26,8 @@
  * shared host's slow spells fall on both alike; a timed rep is a pair, and
  * the ROW adds each precision's median (ms_f32, ms_bf16) and the median and
  * quartiles of the pairs' f32 / bf16 time ratios (speedup, speedup_q1,
- * speedup_q3); its ms and min_ms are the pair's.
+ * speedup_q3); its ms, min_ms, cpu_ms, wall_ms and allocs_per_step are a
+ * pair's, arena_peak_mib the last step's.
  * Time-to-99% is not measured here: scripts/bench.sh runs `seqtask train`
  * itself. The ROW line gives the median and best step (ms, min_ms), the GEMM
  * GFLOP/s of the median (of both steps of a pair), and the process's CPU time per step next to the wall
@@ -135,7 +136,7 @@ static void pair_stats(pair_ctx *q, int n, double *f32_ms, double *bf16_ms, doub
     }
     *f32_ms = bu_median(f, n), *bf16_ms = bu_median(b, n);
     ratio[1] = bu_median(r, n); /* which sorts r */
-    ratio[0] = r[n / 4], ratio[2] = r[3 * n / 4];
+    ratio[0] = r[n / 4], ratio[2] = r[n - 1 - n / 4];
 }
 
 /* B reverse (or copy) examples, BOS x SEP reverse(x) EOS, into ids / targets

@@ -503,6 +503,10 @@ static void degenerate(void)
     cr_assert(C[0] == 0.5f);
     cr_assert_not(tg_gemm_half(TG_F32, false, false, 2, 2, 1, 1, A, 1, B, 2, 0, C, 2));
     cr_assert_str_eq(tg_error(), "tg_gemm_half: operands are float32, not bfloat16 or float16");
+    float F[2] = {1, 1};
+    cr_assert_not(tg_gemm_rounded(TG_F32, false, false, 2, 2, 1, 1, F, 1, F, 2, 0, C, 2));
+    cr_assert_str_eq(tg_error(), "tg_gemm_rounded: operands are rounded to float32, not bfloat16 or float16");
+    cr_assert(C[0] == 0.5f && C[3] == 2, "C changed by a refused product");
     float D[2] = {NAN, NAN};
     uint16_t one[1] = {0x3f80};
     cr_assert(tg_gemm_half(TG_BF16, false, false, 1, 2, 1, 0, one, 1, one, 2, 0, D, 2)); /* alpha 0, beta 0 */

@@ -7,7 +7,8 @@
  * tg_sgemm's blocking, order and bits for any thread count.
  *
  * The bfloat16 kernel, for CPUs with AVX512-BF16 (VDPBF16PS: per float32
- * lane, two bfloat16 products added to the accumulator, Intel SDM vol. 2):
+ * lane, two bfloat16 products added to the accumulator, Intel SDM vol. 2)
+ * where that instruction outruns the float32 FMA (below, choose_kernel):
  *   - Pair layout: a k-pair (k = 2p, 2p+1) of bfloat16 is one dword (the even
  *     k in the low word), which is what VDPBF16PS multiplies lane by lane. A
  *     panels hold, per pair p, the MR rows' dwords (broadcast from memory);
@@ -748,33 +749,34 @@ bool tg_gemm_half(tg_dtype dt, bool ta, bool tb, int M, int N, int K, float alph
     return gemm_widen(dt, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
-/* The stored rows of op(A) and op(B), float32, rounded to dt and widened
- * back into w (A's ra rows, then B's rb, each contiguous). */
+/* rows x cols float32 (rows ld apart) rounded to dt and widened back into
+ * dst, contiguous: an operand of the widening kernel. */
 typedef struct quantize_job {
-    const float *A, *B;
-    int lda, ldb;
-    stored d;
-    float *w;
+    float *dst;
+    const float *src;
+    int cols, ld;
     tg_dtype dt;
 } quantize_job;
 
-/* Rows [begin, end) of A's rows followed by B's. */
 static void quantize_rows(void *ctx, size_t begin, size_t end)
 {
     const quantize_job *j = ctx;
-    for (size_t r = begin; r < end; r++) {
-        bool in_a = r < (size_t)j->d.ra;
-        size_t i = in_a ? r : r - (size_t)j->d.ra;
-        int cols = in_a ? j->d.ca : j->d.cb;
-        const float *src = in_a ? j->A + i * (size_t)j->lda : j->B + i * (size_t)j->ldb;
-        tg_half_quantize_n(j->w + (in_a ? 0 : j->d.na) + i * (size_t)cols, src, (size_t)cols, j->dt);
-    }
+    for (size_t r = begin; r < end; r++)
+        tg_half_quantize_n(j->dst + r * (size_t)j->cols, j->src + r * (size_t)j->ld, (size_t)j->cols, j->dt);
+}
+
+static void quantize(float *dst, const float *src, int rows, int cols, int ld, tg_dtype dt)
+{
+    quantize_job j = {dst, src, cols, ld, dt};
+    tg_parallel_range((size_t)rows, cols * PACK_NS, quantize_rows, &j);
 }
 
 bool tg_gemm_rounded(tg_dtype dt, bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
                      const float *B, int ldb, float beta, float *C, int ldc)
 {
     if (M <= 0 || N <= 0) return true;
+    if (!tg_dtype_is_half(dt)) return tg_error_set("tg_gemm_rounded: operands are rounded to %s, not bfloat16 or "
+                                                   "float16", tg_dtype_name(dt)) == 0;
     if (K <= 0 || alpha == 0) return tg_gemm_half(dt, false, false, M, N, 0, alpha, NULL, 1, NULL, 1, beta, C, ldc);
     const bf16_kernel *kern = kernel_for(dt);
     if (kern) /* rounded as packed */
@@ -785,8 +787,8 @@ bool tg_gemm_rounded(tg_dtype dt, bool ta, bool tb, int M, int N, int K, float a
     stored d = stored_of(ta, tb, M, N, K);
     float *w = scratch((d.na + d.nb) * sizeof *w);
     if (!w) return tg_error_set("tg_gemm_rounded: out of memory rounding [%d,%d] @ [%d,%d] operands", M, K, K, N) == 0;
-    quantize_job j = {A, B, lda, ldb, d, w, dt};
-    tg_parallel_range((size_t)d.ra + (size_t)d.rb, (d.ca > d.cb ? d.ca : d.cb) * PACK_NS, quantize_rows, &j);
+    quantize(w, A, d.ra, d.ca, lda, dt);
+    quantize(w + d.na, B, d.rb, d.cb, ldb, dt);
     tg_sgemm(ta, tb, M, N, K, alpha, w, d.ca, w + d.na, d.cb, beta, C, ldc);
     return true;
 }

@@ -49,14 +49,15 @@ static double seconds(void)
 
 /* iters steps of the REGS accumulations insn acc, x, x into v0... (zeroed
  * by xor first); x the dword bits broadcast into register x (from memory:
- * no constant the compiler could fold). */
+ * no constant the compiler could fold). vzeroupper after, as compiled AVX
+ * code does, so that the caller's SSE code pays no transition. */
 #define LOOP(name, isa, REGS, insn, xor, v, x, bits, ...)                                                     \
     __attribute__((target(isa))) static double name(long iters)                                          \
     {                                                                                                     \
         static const uint32_t x_bits = bits;                                                              \
         double t = seconds();                                                                             \
         __asm__ volatile("vpbroadcastd %1, %%" x "\n\t" REGS(ZERO, xor, v, ) "1:\n\t" REGS(STEP, insn, v, x, ) \
-                         "dec %0\n\tjnz 1b"                                                               \
+                         "dec %0\n\tjnz 1b\n\tvzeroupper"                                               \
                          : "+r"(iters)                                                                    \
                          : "m"(x_bits)                                                                    \
                          : __VA_ARGS__, "cc");                                                            \
