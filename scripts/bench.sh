@@ -186,8 +186,9 @@ fi
 
 echo "== cnn's default network (batch 64 of Fashion-MNIST) next to its PyTorch twin" >&2
 cnn_step() {
-  "$bin/cnn" --steps 25 --limit 2000 --overwrite --out "$build/cnn" >/dev/null 2>&1 || return 1
-  log_ms_row cnn default "$build/cnn/log.csv"
+  # (not $build/cnn: that is the program)
+  "$bin/cnn" --steps 25 --limit 2000 --overwrite --out "$build/cnn-default" >/dev/null 2>&1 || return 1
+  log_ms_row cnn default "$build/cnn-default/log.csv"
 }
 if [ -x "$bin/cnn" ]; then
   for round in $(seq "$rounds"); do
