@@ -302,6 +302,57 @@ Test(parallel, chunks_claimed_exactly_once_over_many_jobs)
     tg_threads_set(0);
 }
 
+/* Which threads ran a job's chunks: each chunk waits ~20 us, so that every
+ * awake worker gets to claim some. */
+typedef struct who_ctx {
+    pthread_t ran[16];
+    atomic_int n;
+} who_ctx;
+
+static void who_runs(void *p, int begin, int end)
+{
+    who_ctx *w = p;
+    for (int i = begin; i < end; i++) w->ran[atomic_fetch_add(&w->n, 1)] = pthread_self();
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do clock_gettime(CLOCK_MONOTONIC, &t);
+    while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 20000);
+}
+
+static int threads_that_ran(int T, int jobs)
+{
+    pthread_t seen[8];
+    int distinct = 0;
+    for (int job = 0; job < jobs; job++) {
+        who_ctx w;
+        atomic_init(&w.n, 0);
+        tg_parallel_for(16, who_runs, &w);
+        cr_assert_eq(atomic_load(&w.n), 16, "T=%d: every index once", T);
+        for (int i = 0; i < 16; i++) {
+            bool known = false;
+            for (int k = 0; k < distinct; k++) known = known || pthread_equal(seen[k], w.ran[i]);
+            if (!known && distinct < 8) seen[distinct++] = w.ran[i];
+        }
+    }
+    return distinct;
+}
+
+/* Workers made for 3 threads stay, but a later tg_threads_set(2) gets at most
+ * 2 threads' work, and tg_threads_set(1) only the caller's: a worker of the
+ * larger pool claimed chunks of every later job. */
+Test(parallel, fewer_threads_than_workers_made_uses_only_as_many)
+{
+    tg_threads_set(3);
+    cr_assert_geq(threads_that_ran(3, 50), 1);
+    tg_threads_set(2);
+    int two = threads_that_ran(2, 200);
+    tg_threads_set(1);
+    int one = threads_that_ran(1, 50);
+    tg_threads_set(0);
+    cr_assert_leq(two, 2, "tg_threads_set(2) after 3: %d threads ran chunks", two);
+    cr_assert_eq(one, 1, "tg_threads_set(1) after 3: %d threads ran chunks", one);
+}
+
 static long now_ns_test(void)
 {
     struct timespec t;

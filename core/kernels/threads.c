@@ -345,9 +345,11 @@ static void *worker_main(void *arg)
         seen = pool.generation;
         pool_job j = pool.job;  /* a copy: the caller may finish the job without us */
         pthread_mutex_unlock(&pool.mu);
-        /* woken on the caller's CPU, it would only take turns with the caller */
+        /* woken on the caller's CPU, it would only take turns with the
+           caller; and a worker made for an earlier, larger tg_threads_set
+           sits out */
         bool last = false;
-        if (!on_cpu_of(&pool.caller_cpu)) {
+        if (!on_cpu_of(&pool.caller_cpu) && id < tg_threads_get()) {
             atomic_store(&pool.worker_cpu, this_cpu());
             run_claimed(&j, seen, true, &last);
         }
@@ -396,7 +398,7 @@ void tg_parallel_for(int n, void (*fn)(void *ctx, int begin, int end), void *ctx
     if (n <= 0) return;
     int T = tg_threads_get();
     pool_job j = {fn, ctx, n, tg_parallel_chunks(n)};
-    if (j.chunks <= 1 || tl_inside || pthread_mutex_trylock(&pool.busy) != 0) {
+    if (j.chunks <= 1 || T < 2 || tl_inside || pthread_mutex_trylock(&pool.busy) != 0) {
         run_serial(&j);
         return;
     }
