@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "nn/mask.h"
 #include "../engine/op.h"
@@ -219,17 +220,31 @@ static inline int64_t tg_index_at(const tg_tensor *ix, size_t i)
 bool tg_index_offsets(tg_tape *t, const char *op, const tg_tensor *ix, int d, const tg_tensor *x,
                       const tg_tensor *src, size_t *xoff, size_t *soff);
 
+/* Eight running sums side by side as one value (GCC's vector extension:
+ * one zmm, two ymm or four xmm). Written lane by lane (s[k] += x[j + k]),
+ * such loops stayed scalar code under GCC 12, eight separate chains of
+ * scalar adds; as vectors they are the same operations lane by lane, so the
+ * same bits. tg_lanes8d: the same in double, for sums of float rows. */
+typedef tg_real tg_lanes8 __attribute__((vector_size(8 * sizeof(tg_real))));
+typedef double tg_lanes8d __attribute__((vector_size(8 * sizeof(double))));
+/* the 8 values at p, which need only tg_real's alignment; and as doubles
+   (macros: a function returning a 64-byte vector has no ABI below AVX-512) */
+typedef tg_real tg_lanes8_at_ __attribute__((vector_size(8 * sizeof(tg_real)), aligned(sizeof(tg_real)), may_alias));
+#define TG_LANES8_AT(p) (*(const tg_lanes8_at_ *)(p))
+#define TG_LANES8D(v) __builtin_convertvector((v), tg_lanes8d)
+
 /* The sum of x [n] in 8 independent lanes: no loop-carried dependence, so it
  * runs at throughput and vectorizes without -ffast-math. x[j] always goes to
  * lane j % 8, the tail too, so zeros appended to a row leave its sum's bits
  * alone (a masked softmax row over n keys equals the same row cut at its
  * last visible key: a decoding step reproduces a whole pass). */
-static inline tg_real tg_row_sum(const tg_real *x, size_t n)
+static inline __attribute__((always_inline)) tg_real tg_row_sum(const tg_real *x, size_t n)
 {
-    tg_real s[8] = {0};
+    tg_lanes8 v = {0};
     size_t j = 0;
-    for (; j + 8 <= n; j += 8)
-        for (int k = 0; k < 8; k++) s[k] += x[j + k];
+    for (; j + 8 <= n; j += 8) v += TG_LANES8_AT(x + j);
+    tg_real s[8];
+    memcpy(s, &v, sizeof s);
     for (int k = 0; j < n; j++, k++) s[k] += x[j];
     for (int k = 1; k < 8; k++) s[0] += s[k];
     return s[0];

@@ -24,31 +24,33 @@ typedef struct ln_ctx {
     tg_real *mean, *rstd;
 } ln_ctx;
 
-/* The row sums run in LN_LANES independent lanes (element j in lane
- * j % LN_LANES, the lanes added at the end): one running double sum was a
- * chain of dependent additions, 4 cycles each, and a row of 64 took 80-90 ns. */
-#define LN_LANES 8
+/* The row sums run in 8 independent lanes of double (element j in lane
+ * j % 8, the lanes added at the end, tg_lanes8d): one running double sum was
+ * a chain of dependent additions, 4 cycles each, and a row of 64 took 80-90
+ * ns; the lanes written one by one stayed scalar code, 1 ns an element. */
 
 /* Mean and rstd of one row in one pass. The sums run over d = x - x[0] (in
  * double): shifting by a row element keeps the one-pass variance accurate,
  * and a constant row gets exactly its value as mean and var 0, so its xhat
  * is exactly 0 and y is exactly the bias. */
-static inline void row_stats(const tg_real *x, int C, double eps, tg_real *mean, tg_real *rstd)
+TG_SIMD_BODY void row_stats(const tg_real *x, int C, double eps, tg_real *mean, tg_real *rstd)
 {
-    double s1[LN_LANES] = {0}, s2[LN_LANES] = {0}, x0 = x[0];
+    tg_lanes8d v1 = {0}, v2 = {0};
+    double x0 = x[0];
     int j = 0;
-    for (; j + LN_LANES <= C; j += LN_LANES)
-        for (int k = 0; k < LN_LANES; k++) {
-            double d = (double)x[j + k] - x0;
-            s1[k] += d;
-            s2[k] += d * d;
-        }
+    for (; j + 8 <= C; j += 8) {
+        tg_lanes8d d = TG_LANES8D(TG_LANES8_AT(x + j)) - x0;
+        v1 += d;
+        v2 += d * d;
+    }
+    double s1[8], s2[8];
+    memcpy(s1, &v1, sizeof s1), memcpy(s2, &v2, sizeof s2);
     for (; j < C; j++) {
         double d = (double)x[j] - x0;
         s1[0] += d;
         s2[0] += d * d;
     }
-    for (int k = 1; k < LN_LANES; k++) s1[0] += s1[k], s2[0] += s2[k];
+    for (int k = 1; k < 8; k++) s1[0] += s1[k], s2[0] += s2[k];
     double m = s1[0] / C, var = s2[0] / C - m * m;
     if (var < 0) var = 0;
     *mean = (tg_real)(x0 + m);
@@ -98,20 +100,23 @@ TG_SIMD_BODY void ln_dx_rows_body(void *ctx, size_t r0, size_t r1)
     for (size_t r = r0; r < r1; r++) {
         const tg_real *xr = j->x + r * C, *g = j->dy + r * C;
         const tg_real mu = j->mean ? j->mean[r] : 0, rs = j->rstd[r];
-        double s1[LN_LANES] = {0}, s2[LN_LANES] = {0};  /* sum dxhat, sum dxhat * xhat */
+        tg_lanes8d v1 = {0}, v2 = {0}; /* sum dxhat, sum dxhat * xhat */
         int c = 0;
-        for (; c + LN_LANES <= C; c += LN_LANES)
-            for (int k = 0; k < LN_LANES; k++) {
-                tg_real xh = (xr[c + k] - mu) * rs, dxh = j->w ? g[c + k] * j->w[c + k] : g[c + k];
-                s1[k] += dxh;
-                s2[k] += (double)dxh * xh;
-            }
+        for (; c + 8 <= C; c += 8) {
+            tg_lanes8 xh = (TG_LANES8_AT(xr + c) - mu) * rs, dxh = TG_LANES8_AT(g + c);
+            if (j->w) dxh = dxh * TG_LANES8_AT(j->w + c);
+            tg_lanes8d d = TG_LANES8D(dxh);
+            v1 += d;
+            v2 += d * TG_LANES8D(xh);
+        }
+        double s1[8], s2[8];
+        memcpy(s1, &v1, sizeof s1), memcpy(s2, &v2, sizeof s2);
         for (; c < C; c++) {
             tg_real xh = (xr[c] - mu) * rs, dxh = j->w ? g[c] * j->w[c] : g[c];
             s1[0] += dxh;
             s2[0] += (double)dxh * xh;
         }
-        for (int k = 1; k < LN_LANES; k++) s1[0] += s1[k], s2[0] += s2[k];
+        for (int k = 1; k < 8; k++) s1[0] += s1[k], s2[0] += s2[k];
         tg_real m1 = j->mean ? (tg_real)(s1[0] / C) : 0, m2 = (tg_real)(s2[0] / C);
         tg_real *dxr = j->dx + r * C;
         for (c = 0; c < C; c++) {
@@ -228,12 +233,16 @@ TG_SIMD_BODY void rms_forward_rows_body(void *ctx, size_t r0, size_t r1)
     for (size_t r = r0; r < r1; r++) {
         const tg_real *xr = j->x + r * C;
         tg_real *yr = j->y + r * C;
-        double s2[LN_LANES] = {0};
+        tg_lanes8d v2 = {0};
         int c = 0;
-        for (; c + LN_LANES <= C; c += LN_LANES)
-            for (int k = 0; k < LN_LANES; k++) s2[k] += (double)xr[c + k] * xr[c + k];
+        for (; c + 8 <= C; c += 8) {
+            tg_lanes8d d = TG_LANES8D(TG_LANES8_AT(xr + c));
+            v2 += d * d;
+        }
+        double s2[8];
+        memcpy(s2, &v2, sizeof s2);
         for (; c < C; c++) s2[0] += (double)xr[c] * xr[c];
-        for (int k = 1; k < LN_LANES; k++) s2[0] += s2[k];
+        for (int k = 1; k < 8; k++) s2[0] += s2[k];
         tg_real rs = (tg_real)(1.0 / sqrt(s2[0] / C + j->eps));
         if (j->rstd) j->rstd[r] = rs;
         for (c = 0; c < C; c++) yr[c] = j->w ? xr[c] * rs * j->w[c] : xr[c] * rs;
