@@ -250,6 +250,20 @@ static inline __attribute__((always_inline)) tg_real tg_row_sum(const tg_real *x
     return s[0];
 }
 
+/* sum(a * b) in the 8 lanes of tg_row_sum (softmax's and attention's
+ * backward: the dot of a row of grads with a row of probabilities) */
+static inline __attribute__((always_inline)) tg_real tg_row_dot(const tg_real *a, const tg_real *b, size_t n)
+{
+    tg_lanes8 v = {0};
+    size_t j = 0;
+    for (; j + 8 <= n; j += 8) v += TG_LANES8_AT(a + j) * TG_LANES8_AT(b + j);
+    tg_real s[8];
+    memcpy(s, &v, sizeof s);
+    for (; j < n; j++) s[0] += a[j] * b[j];
+    for (int k = 1; k < 8; k++) s[0] += s[k];
+    return s[0];
+}
+
 /* ---- the pointwise table's engine (core/ops/pointwise/pointwise.c) ---------------- */
 
 /* Elementwise functions of one to three broadcasting operands. Each op of

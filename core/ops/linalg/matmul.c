@@ -117,6 +117,14 @@ TG_SIMD_BODY void bias_cols_body(void *p, size_t begin, size_t end)
         /* up to 64 sums in registers, from dbias's values to the store: the
          * same additions in the same order as adding into dbias row by row */
         int n = c1 - b0 < 4 * BIAS_COLS ? c1 - b0 : 4 * BIAS_COLS;
+        if (n == 4 * BIAS_COLS) { /* as vectors, or GCC keeps the 64 sums in memory */
+            tg_lanes8 v[4 * BIAS_COLS / 8];
+            for (int q = 0; q < 4 * BIAS_COLS / 8; q++) v[q] = TG_LANES8_AT(j->dbias + b0 + 8 * q);
+            for (size_t r = 0; r < j->rows; r++)
+                for (int q = 0; q < 4 * BIAS_COLS / 8; q++) v[q] += TG_LANES8_AT(j->dout + r * j->N + b0 + 8 * q);
+            memcpy(j->dbias + b0, v, sizeof v);
+            continue;
+        }
         tg_real acc[4 * BIAS_COLS];
         for (int c = 0; c < n; c++) acc[c] = j->dbias[b0 + c];
         for (size_t r = 0; r < j->rows; r++) {

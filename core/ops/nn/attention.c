@@ -386,24 +386,13 @@ static tg_tensor *sdpa_run(tg_tape *t, const tg_op *sop, sdpa_plan *p, tg_tensor
 
 /* ---- backward ------------------------------------------------------------------------- */
 
-/* sum(a * b) with 8 independent lanes (no loop-carried dependence). */
-static inline tg_real row_dot(const tg_real *a, const tg_real *b, int n)
-{
-    tg_real s[8] = {0};
-    int j = 0;
-    for (; j + 8 <= n; j += 8)
-        for (int k = 0; k < 8; k++) s[k] += a[j + k] * b[j + k];
-    for (; j < n; j++) s[0] += a[j] * b[j];
-    for (int k = 1; k < 8; k++) s[0] += s[k];
-    return s[0];
-}
 
 /* In place over rows of n: g = a * (g - sum(g * a)), the softmax backward. */
 static void softmax_grad_rows(const tg_real *a, tg_real *g, int rows, int n)
 {
     for (int i = 0; i < rows; i++) {
         const tg_real *ar = a + (size_t)i * n;
-        tg_real *gr = g + (size_t)i * n, dot = row_dot(gr, ar, n);
+        tg_real *gr = g + (size_t)i * n, dot = tg_row_dot(gr, ar, (size_t)n);
         for (int j = 0; j < n; j++) gr[j] = ar[j] * (gr[j] - dot);
     }
 }

@@ -46,17 +46,6 @@ static inline tg_real row_max(const tg_real *y, int n)
     return m[0];
 }
 
-static inline tg_real row_dot(const tg_real *a, const tg_real *b, int n)
-{
-    tg_real s[LANES] = {0};
-    int j = 0;
-    for (; j + LANES <= n; j += LANES)
-        for (int k = 0; k < LANES; k++) s[k] += a[j + k] * b[j + k];
-    for (; j < n; j++) s[0] += a[j] * b[j];
-    for (int k = 1; k < LANES; k++) s[0] += s[k];
-    return s[0];
-}
-
 /* Row r of x * scale + add, masked entries -inf, into yr. */
 static inline void scores_row(const tg_real *xr, tg_real *yr, int n, tg_real scale, const uint8_t *vr,
                               const tg_real *ar)
@@ -129,7 +118,7 @@ TG_BACKWARD(softmax_backward, softmax_ctx)
     for (size_t r = 0; r < rows; r++) {
         const tg_real *yr = y->data + r * c, *gr = y->grad + r * c;
         tg_real *dr = dx + r * c;
-        tg_real dot = row_dot(gr, yr, c);
+        tg_real dot = tg_row_dot(gr, yr, (size_t)c);
         for (int j = 0; j < c; j++) dr[j] += s * yr[j] * (gr[j] - dot);
     }
 }
