@@ -1,7 +1,9 @@
-/* tapegrad internal: exp, the sigmoid and the normal CDF as inline,
- * branch-free functions, so the elementwise loops that call them vectorize (a
- * libm call in a loop stops GCC from vectorizing it). The float build uses the
- * polynomials below; the double build, which checks gradients, keeps libm. */
+/* tapegrad internal: vectorised loops. The SIMD levels a hot loop is
+ * compiled for; eight running sums as one vector (tg_lanes8); and exp, the
+ * sigmoid and the normal CDF as inline, branch-free functions, so the
+ * elementwise loops that call them vectorize (a libm call in a loop stops
+ * GCC from vectorizing it). The float build uses the polynomials below; the
+ * double build, which checks gradients, keeps libm. */
 #ifndef TAPEGRAD_VMATH_H
 #define TAPEGRAD_VMATH_H
 
@@ -47,6 +49,19 @@ bool tg_simd_set(tg_simd level);
 #define TG_SIMD_CLONES(storage, name, params, args) \
     storage void name params { name##_body args; }
 #endif
+
+/* Eight running sums side by side as one value (GCC's vector extension:
+ * one zmm, two ymm or four xmm). Written lane by lane (s[k] += x[j + k]),
+ * such loops stayed scalar code under GCC 12, eight separate chains of
+ * scalar adds; as vectors they are the same operations lane by lane, so the
+ * same bits. tg_lanes8d: the same in double, for sums of float rows. */
+typedef tg_real tg_lanes8 __attribute__((vector_size(8 * sizeof(tg_real))));
+typedef double tg_lanes8d __attribute__((vector_size(8 * sizeof(double))));
+/* the 8 values at p, which need only tg_real's alignment; and as doubles
+   (macros: a function returning a 64-byte vector has no ABI below AVX-512) */
+typedef tg_real tg_lanes8_at_ __attribute__((vector_size(8 * sizeof(tg_real)), aligned(sizeof(tg_real)), may_alias));
+#define TG_LANES8_AT(p) (*(const tg_lanes8_at_ *)(p))
+#define TG_LANES8D(v) __builtin_convertvector((v), tg_lanes8d)
 
 #define TG_INV_SQRT2 0.70710678118654752440
 #define TG_INV_SQRT_2PI 0.39894228040143267794

@@ -10,6 +10,7 @@
 #include "../engine/op.h"
 #include "../engine/tape.h"
 #include "../kernels/threads.h"
+#include "../kernels/vmath.h"
 
 /* ---- dispatch: the first line of every public op (docs/DESIGN.md "Dtypes") ----
  * TG_DISPATCH(fn, x, args) looks at tensor x:
@@ -219,19 +220,6 @@ static inline int64_t tg_index_at(const tg_tensor *ix, size_t i)
  * (gather, scatter_add, scatter_reduce). */
 bool tg_index_offsets(tg_tape *t, const char *op, const tg_tensor *ix, int d, const tg_tensor *x,
                       const tg_tensor *src, size_t *xoff, size_t *soff);
-
-/* Eight running sums side by side as one value (GCC's vector extension:
- * one zmm, two ymm or four xmm). Written lane by lane (s[k] += x[j + k]),
- * such loops stayed scalar code under GCC 12, eight separate chains of
- * scalar adds; as vectors they are the same operations lane by lane, so the
- * same bits. tg_lanes8d: the same in double, for sums of float rows. */
-typedef tg_real tg_lanes8 __attribute__((vector_size(8 * sizeof(tg_real))));
-typedef double tg_lanes8d __attribute__((vector_size(8 * sizeof(double))));
-/* the 8 values at p, which need only tg_real's alignment; and as doubles
-   (macros: a function returning a 64-byte vector has no ABI below AVX-512) */
-typedef tg_real tg_lanes8_at_ __attribute__((vector_size(8 * sizeof(tg_real)), aligned(sizeof(tg_real)), may_alias));
-#define TG_LANES8_AT(p) (*(const tg_lanes8_at_ *)(p))
-#define TG_LANES8D(v) __builtin_convertvector((v), tg_lanes8d)
 
 /* The sum of x [n] in 8 independent lanes: no loop-carried dependence, so it
  * runs at throughput and vectorizes without -ffast-math. x[j] always goes to
