@@ -128,29 +128,28 @@ TG_SIMD_BODY void ln_dx_rows_body(void *ctx, size_t r0, size_t r1)
 TG_SIMD_CLONES(static, ln_dx_rows, (void *ctx, size_t r0, size_t r1), (ctx, r0, r1))
 
 /* dw [C] += sum over rows of dy * xhat, db [C] += sum over rows of dy, for
- * columns [c0, c1) (rows in order, so the sums do not depend on the cut).
- * The sums of up to LN_COLS columns are carried in local arrays the
- * compiler keeps in registers, from dw's and db's values to the store: the
- * same additions in the same order as adding into dw and db row by row,
- * which the compiler could not vectorise (they might alias x and dy). */
-#define LN_COLS 64
+ * columns [c0, c1), rows in order (so the sums do not depend on the cut).
+ * Row by row over strips of up to LN_STRIP columns, in local sums from dw's
+ * and db's values to the store, as matmul.c's bias grad: x and dy read in
+ * the order they are stored, dw and db written once per thread. */
+#define LN_STRIP 512
 TG_SIMD_BODY void ln_dwdb_cols_body(void *ctx, size_t c0, size_t c1)
 {
     const ln_job *j = ctx;
-    size_t C = (size_t)j->C, rows = j->n_rows;
-    for (size_t b0 = c0; b0 < c1; b0 += LN_COLS) {
-        size_t n = c1 - b0 < LN_COLS ? c1 - b0 : LN_COLS;
-        tg_real sw[LN_COLS], sb[LN_COLS];
-        for (size_t c = 0; c < n; c++) sw[c] = j->dw ? j->dw[b0 + c] : 0, sb[c] = j->db ? j->db[b0 + c] : 0;
-        for (size_t r = 0; r < rows; r++) {
-            const tg_real *xr = j->x + r * C + b0, *g = j->dy + r * C + b0;
+    size_t C = (size_t)j->C;
+    for (size_t s0 = c0; s0 < c1; s0 += LN_STRIP) {
+        size_t n = c1 - s0 < LN_STRIP ? c1 - s0 : LN_STRIP;
+        tg_real sw[LN_STRIP], sb[LN_STRIP];
+        for (size_t c = 0; c < n; c++) sw[c] = j->dw ? j->dw[s0 + c] : 0, sb[c] = j->db ? j->db[s0 + c] : 0;
+        for (size_t r = 0; r < j->n_rows; r++) {
+            const tg_real *restrict xr = j->x + r * C + s0, *restrict g = j->dy + r * C + s0;
             const tg_real mu = j->mean ? j->mean[r] : 0, rs = j->rstd[r];
             for (size_t c = 0; c < n; c++) sw[c] += g[c] * ((xr[c] - mu) * rs);
             for (size_t c = 0; c < n; c++) sb[c] += g[c];
         }
         for (size_t c = 0; c < n; c++) {
-            if (j->dw) j->dw[b0 + c] = sw[c];
-            if (j->db) j->db[b0 + c] = sb[c];
+            if (j->dw) j->dw[s0 + c] = sw[c];
+            if (j->db) j->db[s0 + c] = sb[c];
         }
     }
 }
