@@ -759,6 +759,41 @@ Test(gemm_half, env_forces_the_emulated_amx_kernel)
     cr_assert_eq(tg_gemm_half_get_kernel(), TG_GEMM_HALF_AMX_EMULATED);
 }
 
+/* The check product's pack buffers cannot be had (an address-space limit
+ * just above this process's size): the kernel is not used, and since the
+ * choice is made once per process, that is said, with why, rather than the
+ * kernel being called wrong. Every bfloat16 kernel tried after it fails the
+ * same way; the product is then widened. */
+Test(gemm_half, a_check_product_that_cannot_run_is_said, .init = cr_redirect_stderr)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    cr_skip_test("RLIMIT_AS and AddressSanitizer do not mix (it reserves terabytes of address space)");
+#elif defined(TG_EMULATED)
+    cr_skip_test("under qemu-user RLIMIT_AS limits the emulator's own address space, not the program's");
+#else
+    setenv("TAPEGRAD_GEMM_HALF", "amx-bf16-emulated", 1);
+    tg_threads_set(2); /* (limit_util.h) */
+    struct rlimit old, lim;
+    cr_assert_eq(getrlimit(RLIMIT_AS, &old), 0);
+    lim = (struct rlimit){(rlim_t)vm_size() + (1 << 20), old.rlim_max};
+    cr_assert_eq(setrlimit(RLIMIT_AS, &lim), 0);
+    tg_gemm_half_kernel k = tg_gemm_half_get_kernel();
+    cr_assert_eq(setrlimit(RLIMIT_AS, &old), 0);
+    fflush(stderr);
+    cr_assert_eq(k, TG_GEMM_HALF_WIDEN, "%s", tg_gemm_half_kernel_name(k));
+    char said[2048] = "";
+    FILE *f = cr_get_redirected_stderr();
+    size_t n = fread(said, 1, sizeof said - 1, f);
+    said[n] = 0;
+    const char *first = "tapegrad: the amx-bf16-emulated kernel's check product could not run (tg_gemm_half: out "
+                        "of memory for the pack buffers of [37,67] x [67,45]); not used\n",
+               *last = "tapegrad: TAPEGRAD_GEMM_HALF=amx-bf16-emulated: its check product failed; using "
+                       "widen-to-float32\n";
+    cr_assert(strncmp(said, first, strlen(first)) == 0, "said: %s", said);
+    cr_assert(n >= strlen(last) && strcmp(said + n - strlen(last), last) == 0, "said: %s", said);
+#endif
+}
+
 /* Unfollowed, it says why: no AMX in the CPU, or the operating system
  * refused the tile state. */
 Test(gemm_half, env_naming_amx_without_it_is_said, .init = cr_redirect_stderr)

@@ -229,7 +229,7 @@ static void choose_kernel(void)
                 env, tg_gemm_half_kernel_name(k));
     else if (named)
         fprintf(stderr, "tapegrad: TAPEGRAD_GEMM_HALF=%s: %s; using %s\n", env,
-                runs ? "its check product is wrong"
+                runs ? "its check product failed"
                 : want == TG_GEMM_HALF_AMX && g_amx == AMX_REFUSED
                     ? "the operating system refused the AMX tile state (arch_prctl ARCH_REQ_XCOMP_PERM)"
                     : "this CPU cannot run it",
@@ -714,8 +714,14 @@ static bool kernel_checks_out(tg_gemm_half_kernel k)
     for (int i = 0; i < M * K; i++) a[i] = tg_bf16_from_float(check_uniform(&x));
     for (int i = 0; i < N * K; i++) b[i] = tg_bf16_from_float(check_uniform(&x));
     for (int i = 0; i < M * N; i++) c[i] = c0[i] = check_uniform(&x);
-    bool ok = gemm_bf16(kern, false, true, M, N, K, alpha, (tg_bf16_src){a, false}, K, (tg_bf16_src){b, false}, K, beta,
-                        NULL, c, N);
+    if (!gemm_bf16(kern, false, true, M, N, K, alpha, (tg_bf16_src){a, false}, K, (tg_bf16_src){b, false}, K, beta,
+                   NULL, c, N)) {
+        /* a kernel not checked is not used, and the choice is made once: said */
+        fprintf(stderr, "tapegrad: the %s kernel's check product could not run (%s); not used\n",
+                tg_gemm_half_kernel_name(k), tg_error());
+        return false;
+    }
+    bool ok = true;
     for (int i = 0; ok && i < M; i++)
         for (int j = 0; ok && j < N; j++) {
             double sum = 0, mag = 0;
