@@ -386,7 +386,6 @@ static tg_tensor *sdpa_run(tg_tape *t, const tg_op *sop, sdpa_plan *p, tg_tensor
 
 /* ---- backward ------------------------------------------------------------------------- */
 
-
 /* In place over rows of n: g = a * (g - sum(g * a)), the softmax backward. */
 static void softmax_grad_rows(const tg_real *a, tg_real *g, int rows, int n)
 {
