@@ -302,6 +302,13 @@ Test(parallel, chunks_claimed_exactly_once_over_many_jobs)
     tg_threads_set(0);
 }
 
+static long now_ns_test(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000000000L + t.tv_nsec;
+}
+
 /* Which threads ran a job's chunks: each chunk waits ~20 us, so that every
  * awake worker gets to claim some. */
 typedef struct who_ctx {
@@ -313,10 +320,8 @@ static void who_runs(void *p, int begin, int end)
 {
     who_ctx *w = p;
     for (int i = begin; i < end; i++) w->ran[atomic_fetch_add(&w->n, 1)] = pthread_self();
-    struct timespec t0, t;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    do clock_gettime(CLOCK_MONOTONIC, &t);
-    while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 20000);
+    long t0 = now_ns_test();
+    while (now_ns_test() - t0 < 20000) continue;
 }
 
 static int threads_that_ran(int T, int jobs)
@@ -351,13 +356,6 @@ Test(parallel, fewer_threads_than_workers_made_uses_only_as_many)
     tg_threads_set(0);
     cr_assert_leq(two, 2, "tg_threads_set(2) after 3: %d threads ran chunks", two);
     cr_assert_eq(one, 1, "tg_threads_set(1) after 3: %d threads ran chunks", one);
-}
-
-static long now_ns_test(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1000000000L + t.tv_nsec;
 }
 
 typedef struct stall_ctx {

@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "../engine/tensor.h"
 
@@ -62,6 +63,23 @@ typedef double tg_lanes8d __attribute__((vector_size(8 * sizeof(double))));
 typedef tg_real tg_lanes8_at_ __attribute__((vector_size(8 * sizeof(tg_real)), aligned(sizeof(tg_real)), may_alias));
 #define TG_LANES8_AT(p) (*(const tg_lanes8_at_ *)(p))
 #define TG_LANES8D(v) __builtin_convertvector((v), tg_lanes8d)
+
+/* sum of x[i]^2 in double, x[i] in lane i % 8 and the tail in lane 0, the
+ * lanes added at the end (RMSNorm's rows, the global grad norm) */
+static inline __attribute__((always_inline)) double tg_sum_squares(const tg_real *x, size_t n)
+{
+    tg_lanes8d v = {0};
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        tg_lanes8d d = TG_LANES8D(TG_LANES8_AT(x + i));
+        v += d * d;
+    }
+    double s[8];
+    memcpy(s, &v, sizeof s);
+    for (; i < n; i++) s[0] += (double)x[i] * (double)x[i];
+    for (int k = 1; k < 8; k++) s[0] += s[k];
+    return s[0];
+}
 
 #define TG_INV_SQRT2 0.70710678118654752440
 #define TG_INV_SQRT_2PI 0.39894228040143267794

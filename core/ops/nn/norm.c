@@ -232,19 +232,9 @@ TG_SIMD_BODY void rms_forward_rows_body(void *ctx, size_t r0, size_t r1)
     for (size_t r = r0; r < r1; r++) {
         const tg_real *xr = j->x + r * C;
         tg_real *yr = j->y + r * C;
-        tg_lanes8d v2 = {0};
-        int c = 0;
-        for (; c + 8 <= C; c += 8) {
-            tg_lanes8d d = TG_LANES8D(TG_LANES8_AT(xr + c));
-            v2 += d * d;
-        }
-        double s2[8];
-        memcpy(s2, &v2, sizeof s2);
-        for (; c < C; c++) s2[0] += (double)xr[c] * xr[c];
-        for (int k = 1; k < 8; k++) s2[0] += s2[k];
-        tg_real rs = (tg_real)(1.0 / sqrt(s2[0] / C + j->eps));
+        tg_real rs = (tg_real)(1.0 / sqrt(tg_sum_squares(xr, (size_t)C) / C + j->eps));
         if (j->rstd) j->rstd[r] = rs;
-        for (c = 0; c < C; c++) yr[c] = j->w ? xr[c] * rs * j->w[c] : xr[c] * rs;
+        for (int c = 0; c < C; c++) yr[c] = j->w ? xr[c] * rs * j->w[c] : xr[c] * rs;
     }
 }
 TG_SIMD_CLONES(static, rms_forward_rows, (void *ctx, size_t r0, size_t r1), (ctx, r0, r1))
